@@ -1,0 +1,150 @@
+#include "finding.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+const char *severity_name(Severity s) {
+    switch (s) {
+    case SEVERITY_ERROR: return "error";
+    case SEVERITY_WARNING: return "warning";
+    case SEVERITY_INFO: return "info";
+    case SEVERITY_HINT: return "hint";
+    }
+    return "unknown";
+}
+
+bool severity_parse(const char *text, Severity *out) {
+    static const struct { const char *name; Severity s; } names[] = {
+        {"error", SEVERITY_ERROR}, {"warning", SEVERITY_WARNING}, {"warn", SEVERITY_WARNING},
+        {"info", SEVERITY_INFO},   {"information", SEVERITY_INFO}, {"hint", SEVERITY_HINT},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcasecmp(text, names[i].name) == 0) {
+            *out = names[i].s;
+            return true;
+        }
+    return false;
+}
+
+static char *vformat(const char *fmt, va_list ap) {
+    va_list copy;
+    va_copy(copy, ap);
+    int n = vsnprintf(NULL, 0, fmt, copy);
+    va_end(copy);
+    if (n < 0) return NULL;
+    char *s = malloc((size_t)n + 1);
+    if (s) vsnprintf(s, (size_t)n + 1, fmt, ap);
+    return s;
+}
+
+char *format_string(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = vformat(fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+void finding_list_init(FindingList *list) { memset(list, 0, sizeof *list); }
+
+void finding_free(Finding *f) {
+    free(f->message);
+    for (size_t i = 0; i < f->evidence_count; i++) free(f->evidence[i]);
+    free(f->evidence);
+    free(f->gain.model);
+    for (size_t i = 0; i < f->fix_count; i++) {
+        Fix *fix = &f->fixes[i];
+        free(fix->title);
+        for (size_t k = 0; k < fix->edit_count; k++) free(fix->edits[k].new_text);
+        free(fix->edits);
+    }
+    free(f->fixes);
+    for (size_t i = 0; i < f->related_count; i++) free(f->related[i].message);
+    free(f->related);
+    memset(f, 0, sizeof *f);
+}
+
+void finding_list_free(FindingList *list) {
+    for (size_t i = 0; i < list->count; i++) finding_free(&list->items[i]);
+    free(list->items);
+    memset(list, 0, sizeof *list);
+}
+
+Finding *finding_list_push(FindingList *list) {
+    if (list->count == list->capacity) {
+        size_t cap = list->capacity ? list->capacity * 2 : 8;
+        Finding *items = realloc(list->items, cap * sizeof *items);
+        if (!items) return NULL;
+        list->items = items;
+        list->capacity = cap;
+    }
+    Finding *f = &list->items[list->count++];
+    memset(f, 0, sizeof *f);
+    return f;
+}
+
+void finding_list_remove(FindingList *list, size_t i) {
+    if (i >= list->count) return;
+    finding_free(&list->items[i]);
+    memmove(&list->items[i], &list->items[i + 1], (list->count - i - 1) * sizeof *list->items);
+    list->count--;
+}
+
+static int compare_findings(const void *a, const void *b) {
+    const Finding *x = a, *y = b;
+    if (x->range.start != y->range.start) return x->range.start < y->range.start ? -1 : 1;
+    int c = strcmp(x->code, y->code);
+    if (c) return c;
+    return x->range.end < y->range.end ? -1 : x->range.end > y->range.end;
+}
+
+void finding_list_sort(FindingList *list) {
+    if (list->count > 1) qsort(list->items, list->count, sizeof *list->items, compare_findings);
+}
+
+bool finding_add_evidence(Finding *f, const char *fmt, ...) {
+    char **ev = realloc(f->evidence, (f->evidence_count + 1) * sizeof *ev);
+    if (!ev) return false;
+    f->evidence = ev;
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = vformat(fmt, ap);
+    va_end(ap);
+    if (!s) return false;
+    f->evidence[f->evidence_count++] = s;
+    return true;
+}
+
+bool finding_add_related(Finding *f, ByteRange range, const char *message) {
+    RelatedLocation *r = realloc(f->related, (f->related_count + 1) * sizeof *r);
+    if (!r) return false;
+    f->related = r;
+    char *m = strdup(message);
+    if (!m) return false;
+    f->related[f->related_count++] = (RelatedLocation){range, m};
+    return true;
+}
+
+Fix *finding_add_fix(Finding *f, const char *title, bool safe) {
+    Fix *fixes = realloc(f->fixes, (f->fix_count + 1) * sizeof *fixes);
+    if (!fixes) return NULL;
+    f->fixes = fixes;
+    char *t = strdup(title);
+    if (!t) return NULL;
+    Fix *fix = &f->fixes[f->fix_count++];
+    *fix = (Fix){.title = t, .safe = safe};
+    return fix;
+}
+
+bool fix_add_edit(Fix *fix, size_t start, size_t end, const char *new_text) {
+    TextEdit *e = realloc(fix->edits, (fix->edit_count + 1) * sizeof *e);
+    if (!e) return false;
+    fix->edits = e;
+    char *t = strdup(new_text ? new_text : "");
+    if (!t) return false;
+    fix->edits[fix->edit_count++] = (TextEdit){{start, end}, t};
+    return true;
+}

@@ -1,0 +1,596 @@
+#include "python_facts.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DEPTH 24
+
+/* ---- bindings ---------------------------------------------------------- */
+
+typedef struct {
+    const PySource *src;
+    const char *name;
+    size_t length;
+    size_t offset;
+    bool any_offset; /* module bindings seen from a function: any position */
+    BindingKind kind;
+    TSNode value;
+    size_t best_start;
+    bool found;
+} BindingSearch;
+
+static bool name_is(BindingSearch *s, TSNode n) {
+    return py_is(n, "identifier") && py_text_len(n) == s->length &&
+           memcmp(py_text_ptr(s->src, n), s->name, s->length) == 0;
+}
+
+static bool pattern_binds(BindingSearch *s, TSNode pattern, int depth) {
+    if (depth > 8 || ts_node_is_null(pattern)) return false;
+    if (name_is(s, pattern)) return true;
+    if (py_is(pattern, "pattern_list") || py_is(pattern, "tuple_pattern") || py_is(pattern, "list_pattern") ||
+        py_is(pattern, "tuple") || py_is(pattern, "list") || py_is(pattern, "parenthesized_expression") ||
+        py_is(pattern, "list_splat_pattern")) {
+        uint32_t n = ts_node_named_child_count(pattern);
+        for (uint32_t i = 0; i < n; i++)
+            if (pattern_binds(s, ts_node_named_child(pattern, i), depth + 1)) return true;
+    }
+    return false;
+}
+
+static void consider(BindingSearch *s, TSNode at, BindingKind kind, TSNode value) {
+    size_t start = ts_node_start_byte(at);
+    if (!s->found || start >= s->best_start) {
+        s->found = true;
+        s->best_start = start;
+        s->kind = kind;
+        s->value = value;
+    }
+}
+
+static bool visit_binding(TSNode n, void *data) {
+    BindingSearch *s = data;
+    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    bool visible = s->any_offset || ts_node_end_byte(n) <= s->offset;
+    if (py_is(n, "assignment")) {
+        TSNode left = ts_node_child_by_field_name(n, "left", 4);
+        TSNode right = ts_node_child_by_field_name(n, "right", 5);
+        while (py_is(right, "assignment")) { /* a = b = value */
+            if (visible && name_is(s, ts_node_child_by_field_name(right, "left", 4)))
+                left = ts_node_child_by_field_name(right, "left", 4);
+            right = ts_node_child_by_field_name(right, "right", 5);
+        }
+        if (visible && !ts_node_is_null(right)) {
+            if (name_is(s, left)) consider(s, n, BINDING_ASSIGNMENT, right);
+            else if (pattern_binds(s, left, 0)) consider(s, n, BINDING_OTHER, right);
+        }
+    } else if (py_is(n, "augmented_assignment")) {
+        if (visible && name_is(s, ts_node_child_by_field_name(n, "left", 4)))
+            consider(s, n, BINDING_OTHER, ts_node_child_by_field_name(n, "right", 5));
+    } else if (py_is(n, "named_expression")) {
+        if (visible && name_is(s, ts_node_child_by_field_name(n, "name", 4)))
+            consider(s, n, BINDING_ASSIGNMENT, ts_node_child_by_field_name(n, "value", 5));
+    } else if (py_is(n, "for_statement")) {
+        TSNode body = ts_node_child_by_field_name(n, "body", 4);
+        bool in_scope = s->any_offset || (!ts_node_is_null(body) && ts_node_start_byte(body) <= s->offset);
+        if (in_scope && pattern_binds(s, ts_node_child_by_field_name(n, "left", 4), 0))
+            consider(s, n, BINDING_LOOP_TARGET, ts_node_child_by_field_name(n, "right", 5));
+    } else if (py_is(n, "for_in_clause")) {
+        TSNode parent = ts_node_parent(n);
+        bool inside = s->offset >= ts_node_start_byte(parent) && s->offset < ts_node_end_byte(parent);
+        if (inside && pattern_binds(s, ts_node_child_by_field_name(n, "left", 4), 0))
+            consider(s, n, BINDING_LOOP_TARGET, ts_node_child_by_field_name(n, "right", 5));
+    } else if (py_is(n, "as_pattern")) {
+        TSNode alias = ts_node_child_by_field_name(n, "alias", 5);
+        if (visible && !ts_node_is_null(alias) && ts_node_named_child_count(alias) > 0 &&
+            name_is(s, ts_node_named_child(alias, 0)))
+            consider(s, n, BINDING_OTHER, ts_node_named_child(n, 0));
+    }
+    return true;
+}
+
+static bool parameter_binds(BindingSearch *s, TSNode fn, TSNode *param) {
+    TSNode params = ts_node_child_by_field_name(fn, "parameters", 10);
+    uint32_t n = ts_node_named_child_count(params);
+    for (uint32_t i = 0; i < n; i++) {
+        TSNode p = ts_node_named_child(params, i);
+        TSNode name = p;
+        if (py_is(p, "typed_parameter")) name = ts_node_named_child(p, 0);
+        else if (py_is(p, "default_parameter") || py_is(p, "typed_default_parameter"))
+            name = ts_node_child_by_field_name(p, "name", 4);
+        if (name_is(s, name)) {
+            *param = p;
+            return true;
+        }
+    }
+    return false;
+}
+
+BindingKind py_binding_before(const PySource *src, TSNode at, const char *name, size_t length, size_t offset,
+                              TSNode *value) {
+    BindingSearch s = {.src = src, .name = name, .length = length, .offset = offset};
+    TSNode fn = py_enclosing_function(at);
+    TSNode scope = py_scope_of(at);
+    py_walk(scope, visit_binding, &s);
+    if (!s.found && !ts_node_is_null(fn)) {
+        TSNode param;
+        if (parameter_binds(&s, fn, &param)) {
+            if (value) *value = param;
+            return BINDING_PARAMETER;
+        }
+        /* a global read inside a function: the module's binding, wherever it is */
+        TSNode module = fn;
+        while (!ts_node_is_null(ts_node_parent(module))) module = ts_node_parent(module);
+        s.any_offset = true;
+        py_walk(module, visit_binding, &s);
+    }
+    if (!s.found) return BINDING_NONE;
+    if (value) *value = s.value;
+    return s.kind;
+}
+
+/* ---- what expressions hold ---------------------------------------------- */
+
+static bool starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+static bool in_list(const char *s, const char *const *list) {
+    for (size_t i = 0; list[i]; i++)
+        if (strcmp(s, list[i]) == 0) return true;
+    return false;
+}
+
+static const char *last_component(const char *q) {
+    const char *dot = strrchr(q, '.');
+    return dot ? dot + 1 : q;
+}
+
+/* torch.* functions that do not return tensors */
+static bool is_torch_tensor_function(const char *q) {
+    static const char *const not_tensor_modules[] = {
+        "torch.cuda.", "torch.backends.", "torch.optim.", "torch.utils.", "torch.distributed.", "torch.jit.",
+        "torch.onnx.", "torch.hub.", "torch.profiler.", "torch.compiler.", "torch._dynamo.", "torch.multiprocessing.",
+        "torch.amp.", "torch.random.", "torch.testing.", "torch.fx.", "torch.export.", "torch.library.",
+        "torch.overrides.", "torch.autograd.", "torch.nn.init.", "torch.nn.utils.", "torch.nn.parallel.", NULL};
+    static const char *const not_tensor_functions[] = {
+        "device", "manual_seed", "seed", "save", "load", "is_tensor", "no_grad", "inference_mode",
+        "set_grad_enabled", "enable_grad", "compile", "set_float32_matmul_precision", "get_float32_matmul_precision",
+        "set_default_dtype", "get_default_dtype", "set_default_device", "set_printoptions", "is_floating_point",
+        "is_complex", "numel", "finfo", "iinfo", "use_deterministic_algorithms", "set_num_threads",
+        "get_num_threads", "is_grad_enabled", "is_inference_mode_enabled", "typename", "broadcast_shapes",
+        "autocast", "Generator", "Size", "dtype", "get_rng_state", "set_rng_state", "initial_seed", "is_nonzero",
+        "chunk", "split", "unbind", "tensor_split", "meshgrid", "sort", "topk", "max", "min", "std_mean", "var_mean",
+        "unique", "frexp", "lu", "qr", "svd", "histogram", NULL};
+    if (!starts_with(q, "torch.")) return false;
+    if (starts_with(q, "torch.nn.functional.")) return true;
+    for (size_t i = 0; not_tensor_modules[i]; i++)
+        if (starts_with(q, not_tensor_modules[i])) return false;
+    const char *last = last_component(q);
+    if (!islower((unsigned char)last[0])) return false; /* classes: torch.nn.Linear, torch.Generator */
+    if (starts_with(q, "torch.nn.")) return false;
+    return !in_list(last, not_tensor_functions);
+}
+
+/* tensor methods whose result is not a tensor (or is a tuple of them) */
+static const char *const non_tensor_methods[] = {
+    "item", "tolist", "numpy", "size", "dim", "numel", "element_size", "data_ptr", "stride", "is_contiguous",
+    "backward", "storage", "untyped_storage", "nelement", "ndimension", "get_device", "is_floating_point",
+    "register_hook", "__len__", "chunk", "split", "unbind", "tensor_split", "sort", "topk", "max", "min",
+    "is_pinned", "is_complex", "equal", "allclose", "all_close", "dim_order", "is_set_to", "has_names",
+    "record_stream", "share_memory_", "pin_memory", "keys", "values", "items", NULL};
+
+static bool is_tensor_at(const PySource *src, TSNode expr, int depth);
+static bool is_module_at(const PySource *src, TSNode expr, int depth);
+
+/* follows an identifier to the value it was last assigned */
+static bool identifier_value(const PySource *src, TSNode id, TSNode *value, BindingKind *kind) {
+    TSNode v = {0};
+    BindingKind k = py_binding_before(src, id, py_text_ptr(src, id), py_text_len(id), ts_node_start_byte(id), &v);
+    if (kind) *kind = k;
+    if (value) *value = v;
+    return k == BINDING_ASSIGNMENT;
+}
+
+static bool annotation_says_tensor(const PySource *src, TSNode param) {
+    TSNode type = ts_node_child_by_field_name(param, "type", 4);
+    if (ts_node_is_null(type)) return false;
+    char *text = py_text_dup(src, type);
+    bool yes = text && strstr(text, "Tensor") && !strstr(text, "List") && !strstr(text, "list") &&
+               !strstr(text, "Dict") && !strstr(text, "dict") && !strstr(text, "Tuple") && !strstr(text, "tuple") &&
+               !strstr(text, "Sequence");
+    free(text);
+    return yes;
+}
+
+static bool is_tensor_at(const PySource *src, TSNode expr, int depth) {
+    if (ts_node_is_null(expr) || depth > MAX_DEPTH) return false;
+    const char *type = ts_node_type(expr);
+    if (strcmp(type, "parenthesized_expression") == 0)
+        return is_tensor_at(src, ts_node_named_child(expr, 0), depth + 1);
+    if (strcmp(type, "call") == 0) {
+        char q[PY_NAME_MAX];
+        TSNode fn = ts_node_child_by_field_name(expr, "function", 8);
+        if (py_qualified_name(src, fn, q, sizeof q) && is_torch_tensor_function(q)) return true;
+        if (py_is(fn, "attribute")) {
+            TSNode recv = ts_node_child_by_field_name(fn, "object", 6);
+            TSNode method = ts_node_child_by_field_name(fn, "attribute", 9);
+            char m[64];
+            size_t len = py_text_len(method);
+            if (len >= sizeof m) return false;
+            memcpy(m, py_text_ptr(src, method), len);
+            m[len] = '\0';
+            if (is_module_at(src, recv, depth + 1)) return strcmp(m, "forward") == 0;
+            if (in_list(m, non_tensor_methods)) return false;
+            return is_tensor_at(src, recv, depth + 1);
+        }
+        return is_module_at(src, fn, depth + 1); /* model(x), criterion(out, y) */
+    }
+    if (strcmp(type, "identifier") == 0) {
+        TSNode value;
+        BindingKind kind;
+        if (identifier_value(src, expr, &value, &kind)) return is_tensor_at(src, value, depth + 1);
+        if (kind == BINDING_PARAMETER) return annotation_says_tensor(src, value);
+        return false;
+    }
+    if (strcmp(type, "attribute") == 0) {
+        TSNode attr = ts_node_child_by_field_name(expr, "attribute", 9);
+        static const char *const tensor_attrs[] = {"T", "mT", "H", "mH", "grad", "data", "real", "imag", NULL};
+        char a[16];
+        size_t len = py_text_len(attr);
+        if (len >= sizeof a) return false;
+        memcpy(a, py_text_ptr(src, attr), len);
+        a[len] = '\0';
+        return in_list(a, tensor_attrs) && is_tensor_at(src, ts_node_child_by_field_name(expr, "object", 6), depth + 1);
+    }
+    if (strcmp(type, "subscript") == 0)
+        return is_tensor_at(src, ts_node_child_by_field_name(expr, "value", 5), depth + 1);
+    if (strcmp(type, "binary_operator") == 0)
+        return is_tensor_at(src, ts_node_child_by_field_name(expr, "left", 4), depth + 1) ||
+               is_tensor_at(src, ts_node_child_by_field_name(expr, "right", 5), depth + 1);
+    if (strcmp(type, "unary_operator") == 0)
+        return is_tensor_at(src, ts_node_child_by_field_name(expr, "argument", 8), depth + 1);
+    if (strcmp(type, "comparison_operator") == 0) {
+        /* `a is None`, `x in xs` are plain bools */
+        uint32_t n = ts_node_child_count(expr);
+        for (uint32_t i = 0; i < n; i++) {
+            TSNode c = ts_node_child(expr, i);
+            if (!ts_node_is_named(c)) {
+                const char *op = ts_node_type(c);
+                if (strcmp(op, "is") == 0 || strcmp(op, "in") == 0 || strcmp(op, "not") == 0 ||
+                    strcmp(op, "is not") == 0 || strcmp(op, "not in") == 0)
+                    return false;
+            }
+        }
+        return is_tensor_at(src, ts_node_named_child(expr, 0), depth + 1) ||
+               is_tensor_at(src, ts_node_named_child(expr, 1), depth + 1);
+    }
+    if (strcmp(type, "conditional_expression") == 0)
+        return is_tensor_at(src, ts_node_named_child(expr, 0), depth + 1) &&
+               is_tensor_at(src, ts_node_named_child(expr, 2), depth + 1);
+    return false;
+}
+
+bool py_is_tensor(const PySource *src, TSNode expr) { return is_tensor_at(src, expr, 0); }
+
+/* a class defined in this file that derives from torch.nn.Module */
+static bool is_module_class(const PySource *src, const char *name, size_t length, int depth) {
+    if (depth > 8) return false;
+    TSNode root = ts_tree_root_node(src->tree);
+    uint32_t n = ts_node_named_child_count(root);
+    for (uint32_t i = 0; i < n; i++) {
+        TSNode c = ts_node_named_child(root, i);
+        if (py_is(c, "decorated_definition")) c = ts_node_child_by_field_name(c, "definition", 10);
+        if (!py_is(c, "class_definition")) continue;
+        TSNode cname = ts_node_child_by_field_name(c, "name", 4);
+        if (py_text_len(cname) != length || memcmp(py_text_ptr(src, cname), name, length) != 0) continue;
+        TSNode bases = ts_node_child_by_field_name(c, "superclasses", 12);
+        uint32_t nb = ts_node_named_child_count(bases);
+        for (uint32_t b = 0; b < nb; b++) {
+            TSNode base = ts_node_named_child(bases, b);
+            char q[PY_NAME_MAX];
+            if (!py_qualified_name(src, base, q, sizeof q)) continue;
+            if (starts_with(q, "torch.nn.") || strcmp(q, "nn.Module") == 0) return true;
+            if (py_is(base, "identifier") &&
+                is_module_class(src, py_text_ptr(src, base), py_text_len(base), depth + 1))
+                return true;
+        }
+    }
+    return false;
+}
+
+static bool is_module_at(const PySource *src, TSNode expr, int depth) {
+    if (ts_node_is_null(expr) || depth > MAX_DEPTH) return false;
+    if (py_is(expr, "parenthesized_expression")) return is_module_at(src, ts_node_named_child(expr, 0), depth + 1);
+    if (py_is(expr, "identifier")) {
+        TSNode value;
+        return identifier_value(src, expr, &value, NULL) && is_module_at(src, value, depth + 1);
+    }
+    if (!py_is(expr, "call")) return false;
+    char q[PY_NAME_MAX];
+    TSNode fn = ts_node_child_by_field_name(expr, "function", 8);
+    if (py_qualified_name(src, fn, q, sizeof q)) {
+        const char *last = last_component(q);
+        if (starts_with(q, "torch.nn.") && !starts_with(q, "torch.nn.functional.") && !starts_with(q, "torch.nn.init.") &&
+            !starts_with(q, "torch.nn.utils.") && isupper((unsigned char)last[0]) && strcmp(last, "Parameter") != 0)
+            return true;
+        if (starts_with(q, "torchvision.models.")) return true;
+        if (starts_with(q, "transformers.") && strcmp(last, "from_pretrained") == 0) return true;
+        if (strcmp(q, "torch.compile") == 0) return is_module_at(src, py_call_positional(expr, 0), depth + 1);
+        if (py_is(fn, "identifier") && is_module_class(src, py_text_ptr(src, fn), py_text_len(fn), 0)) return true;
+    }
+    if (py_is(fn, "attribute")) {
+        static const char *const keeps_module[] = {"to", "cuda", "eval", "train", "half", "float", "bfloat16",
+                                                   "double", "requires_grad_", "to_empty", "cpu", NULL};
+        TSNode method = ts_node_child_by_field_name(fn, "attribute", 9);
+        char m[32];
+        size_t len = py_text_len(method);
+        if (len >= sizeof m) return false;
+        memcpy(m, py_text_ptr(src, method), len);
+        m[len] = '\0';
+        if (in_list(m, keeps_module)) return is_module_at(src, ts_node_child_by_field_name(fn, "object", 6), depth + 1);
+    }
+    return false;
+}
+
+bool py_is_module_instance(const PySource *src, TSNode expr) { return is_module_at(src, expr, 0); }
+
+static bool is_optimizer_at(const PySource *src, TSNode expr, int depth) {
+    if (ts_node_is_null(expr) || depth > MAX_DEPTH) return false;
+    if (py_is(expr, "identifier")) {
+        TSNode value;
+        return identifier_value(src, expr, &value, NULL) && is_optimizer_at(src, value, depth + 1);
+    }
+    if (!py_is(expr, "call")) return false;
+    char q[PY_NAME_MAX];
+    if (!py_callee_name(src, expr, q, sizeof q)) return false;
+    return starts_with(q, "torch.optim.") && !starts_with(q, "torch.optim.lr_scheduler.") &&
+           isupper((unsigned char)last_component(q)[0]);
+}
+
+bool py_is_optimizer(const PySource *src, TSNode expr) { return is_optimizer_at(src, expr, 0); }
+
+static bool string_says_cuda(const PySource *src, TSNode s) {
+    const char *t = py_text_ptr(src, s);
+    size_t len = py_text_len(s), i = 0;
+    while (i < len && isalpha((unsigned char)t[i])) i++; /* f, r, b prefixes */
+    while (i < len && (t[i] == '"' || t[i] == '\'')) i++;
+    return len - i >= 4 && strncmp(t + i, "cuda", 4) == 0;
+}
+
+static bool name_says_device(const char *name, size_t len) {
+    return (len >= 6 && memcmp(name + len - 6, "device", 6) == 0) || (len == 3 && memcmp(name, "dev", 3) == 0);
+}
+
+static bool is_device_at(const PySource *src, TSNode expr, int depth) {
+    if (ts_node_is_null(expr) || depth > MAX_DEPTH) return false;
+    if (py_is(expr, "string")) return string_says_cuda(src, expr);
+    if (py_is(expr, "parenthesized_expression")) return is_device_at(src, ts_node_named_child(expr, 0), depth + 1);
+    if (py_is(expr, "conditional_expression"))
+        return is_device_at(src, ts_node_named_child(expr, 0), depth + 1) ||
+               is_device_at(src, ts_node_named_child(expr, 2), depth + 1);
+    if (py_is(expr, "call")) {
+        static const char *const device_ctor[] = {"torch.device", NULL};
+        return py_callee_is_any(src, expr, device_ctor) && is_device_at(src, py_call_positional(expr, 0), depth + 1);
+    }
+    if (py_is(expr, "attribute")) {
+        TSNode attr = ts_node_child_by_field_name(expr, "attribute", 9);
+        return name_says_device(py_text_ptr(src, attr), py_text_len(attr));
+    }
+    if (py_is(expr, "identifier")) {
+        if (name_says_device(py_text_ptr(src, expr), py_text_len(expr))) return true;
+        TSNode value;
+        return identifier_value(src, expr, &value, NULL) && is_device_at(src, value, depth + 1);
+    }
+    return false;
+}
+
+bool py_is_device_expr(const PySource *src, TSNode expr) { return is_device_at(src, expr, 0); }
+
+/* ---- GPU work ----------------------------------------------------------- */
+
+bool py_call_does_gpu_work(const PySource *src, TSNode call) {
+    if (!src->uses_gpu || !py_is(call, "call")) return false;
+    TSNode recv;
+    if (py_method_call(src, call, "backward", &recv)) return true;
+    if (py_method_call(src, call, "step", &recv)) return py_is_optimizer(src, recv);
+    if (py_method_call(src, call, "cuda", &recv)) return true;
+    if (py_method_call(src, call, "to", &recv)) {
+        TSNode dev = py_call_positional(call, 0);
+        if (ts_node_is_null(dev)) dev = py_call_keyword(src, call, "device");
+        return py_is_device_expr(src, dev);
+    }
+    return py_is_tensor(src, call);
+}
+
+typedef struct {
+    const PySource *src;
+    bool found;
+} GpuSearch;
+
+static bool visit_gpu(TSNode n, void *data) {
+    GpuSearch *s = data;
+    if (s->found) return false;
+    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    if (py_is(n, "call") && py_call_does_gpu_work(s->src, n)) {
+        s->found = true;
+        return false;
+    }
+    if (py_is(n, "binary_operator")) {
+        TSNode op = ts_node_child_by_field_name(n, "operator", 8);
+        if (!ts_node_is_null(op) && strcmp(ts_node_type(op), "@") == 0 && s->src->uses_gpu &&
+            (py_is_tensor(s->src, ts_node_child_by_field_name(n, "left", 4)) ||
+             py_is_tensor(s->src, ts_node_child_by_field_name(n, "right", 5)))) {
+            s->found = true;
+            return false;
+        }
+    }
+    return true;
+}
+
+bool py_does_gpu_work(const PySource *src, TSNode node) {
+    if (!src->uses_gpu) return false;
+    GpuSearch s = {src, false};
+    py_walk(node, visit_gpu, &s);
+    return s.found;
+}
+
+/* ---- how often a statement runs ----------------------------------------- */
+
+typedef struct {
+    const PySource *src;
+    TSNode loop;
+    bool found;
+} NameSearch;
+
+static bool has_operator(TSNode n, const char *op, int depth) {
+    if (depth > 16 || ts_node_is_null(n)) return false;
+    if (py_is(n, "binary_operator")) {
+        TSNode o = ts_node_child_by_field_name(n, "operator", 8);
+        if (!ts_node_is_null(o) && strcmp(ts_node_type(o), op) == 0) return true;
+    }
+    uint32_t c = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < c; i++)
+        if (has_operator(ts_node_named_child(n, i), op, depth + 1)) return true;
+    return false;
+}
+
+/* the identifier changes every iteration: the loop's target, or a counter
+ * the loop body increments */
+static bool is_loop_counter(const PySource *src, TSNode id, TSNode loop) {
+    if (!py_is(id, "identifier")) return false;
+    TSNode value;
+    BindingKind kind = py_binding_before(src, id, py_text_ptr(src, id), py_text_len(id), ts_node_start_byte(id), &value);
+    if (kind == BINDING_LOOP_TARGET) return true;
+    if (kind == BINDING_OTHER) {
+        /* `step += 1` inside the loop */
+        return py_is_within(value, loop);
+    }
+    return false;
+}
+
+static bool mentions_counter(const PySource *src, TSNode n, TSNode loop, int depth) {
+    if (depth > 12 || ts_node_is_null(n)) return false;
+    if (is_loop_counter(src, n, loop)) return true;
+    uint32_t c = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < c; i++)
+        if (mentions_counter(src, ts_node_named_child(n, i), loop, depth + 1)) return true;
+    return false;
+}
+
+static bool is_integer_side(TSNode n) {
+    return py_is(n, "integer") || (py_is(n, "binary_operator") && py_is(ts_node_named_child(n, 1), "integer")) ||
+           py_is(n, "call") /* len(loader) - 1 */;
+}
+
+static bool condition_is_periodic(const PySource *src, TSNode cond, TSNode loop) {
+    if (has_operator(cond, "%", 0)) return true;
+    /* `if step == 0:` / `if i == len(loader) - 1:` with a counter on one side */
+    if (py_is(cond, "comparison_operator") && ts_node_named_child_count(cond) == 2) {
+        TSNode a = ts_node_named_child(cond, 0), b = ts_node_named_child(cond, 1);
+        bool eq = false;
+        uint32_t n = ts_node_child_count(cond);
+        for (uint32_t i = 0; i < n; i++) {
+            TSNode c = ts_node_child(cond, i);
+            if (!ts_node_is_named(c) && strcmp(ts_node_type(c), "==") == 0) eq = true;
+        }
+        if (eq && ((is_integer_side(b) && mentions_counter(src, a, loop, 0)) ||
+                   (is_integer_side(a) && mentions_counter(src, b, loop, 0))))
+            return true;
+    }
+    if (py_is(cond, "boolean_operator")) {
+        /* `a and b`: periodic when either side is */
+        TSNode op = ts_node_child_by_field_name(cond, "operator", 8);
+        if (!ts_node_is_null(op) && strcmp(ts_node_type(op), "and") == 0)
+            return condition_is_periodic(src, ts_node_child_by_field_name(cond, "left", 4), loop) ||
+                   condition_is_periodic(src, ts_node_child_by_field_name(cond, "right", 5), loop);
+    }
+    if (py_is(cond, "parenthesized_expression")) return condition_is_periodic(src, ts_node_named_child(cond, 0), loop);
+    return false;
+}
+
+static bool block_ends_loop(TSNode block) {
+    uint32_t n = ts_node_named_child_count(block);
+    for (uint32_t i = n; i-- > 0;) {
+        TSNode last = ts_node_named_child(block, i);
+        if (py_is(last, "comment")) continue;
+        return py_is(last, "break_statement") || py_is(last, "return_statement") || py_is(last, "raise_statement");
+    }
+    return false;
+}
+
+bool py_is_periodic(const PySource *src, TSNode node, TSNode loop) {
+    TSNode child = node;
+    for (TSNode n = ts_node_parent(node); !ts_node_is_null(n) && !ts_node_eq(n, loop);
+         child = n, n = ts_node_parent(n)) {
+        if (py_is(n, "block") && block_ends_loop(n)) return true;
+        if (py_is(n, "if_statement") || py_is(n, "elif_clause")) {
+            TSNode cons = ts_node_child_by_field_name(n, "consequence", 11);
+            if (ts_node_eq(child, cons) &&
+                condition_is_periodic(src, ts_node_child_by_field_name(n, "condition", 9), loop))
+                return true;
+        }
+    }
+    return false;
+}
+
+bool py_is_sync_call(const PySource *src, TSNode call) {
+    static const char *const sync_methods[] = {"item", "cpu", "numpy", "tolist", "synchronize", NULL};
+    static const char *const sync_functions[] = {"torch.cuda.synchronize", "torch.cuda.current_stream",
+                                                 "torch.cuda.Event.synchronize", NULL};
+    TSNode name = py_method_name_node(call);
+    if (!ts_node_is_null(name)) {
+        for (size_t i = 0; sync_methods[i]; i++)
+            if (py_text_eq(src, name, sync_methods[i])) return true;
+    }
+    return py_callee_is_any(src, call, sync_functions) && !py_method_call(src, call, "current_stream", NULL);
+}
+
+/* ---- autograd state ----------------------------------------------------- */
+
+static bool disables_grad(const PySource *src, TSNode expr) {
+    static const char *const off[] = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
+                                      "torch.autograd.inference_mode", "torch.autograd.grad_mode.no_grad", NULL};
+    static const char *const toggles[] = {"torch.set_grad_enabled", "torch.autograd.set_grad_enabled", NULL};
+    if (py_is(expr, "decorator")) expr = ts_node_named_child(expr, 0);
+    if (py_is(expr, "call")) {
+        if (py_callee_is_any(src, expr, off)) return true;
+        if (py_callee_is_any(src, expr, toggles)) return py_text_eq(src, py_call_positional(expr, 0), "False");
+        return false;
+    }
+    char q[PY_NAME_MAX];
+    return py_qualified_name(src, expr, q, sizeof q) && in_list(q, off); /* @torch.no_grad */
+}
+
+static bool scope_turns_grad_off_before(const PySource *src, TSNode block, size_t offset) {
+    uint32_t n = ts_node_named_child_count(block);
+    for (uint32_t i = 0; i < n; i++) {
+        TSNode stmt = ts_node_named_child(block, i);
+        if (ts_node_start_byte(stmt) >= offset) break;
+        if (py_is(stmt, "expression_statement") && disables_grad(src, ts_node_named_child(stmt, 0))) return true;
+    }
+    return false;
+}
+
+bool py_grad_disabled_at(const PySource *src, TSNode node) {
+    for (TSNode n = ts_node_parent(node); !ts_node_is_null(n); n = ts_node_parent(n)) {
+        if (py_is(n, "with_statement")) {
+            TSNode clause = ts_node_named_child(n, 0);
+            uint32_t k = ts_node_named_child_count(clause);
+            for (uint32_t i = 0; i < k; i++) {
+                TSNode item = ts_node_named_child(clause, i);
+                TSNode value = ts_node_child_by_field_name(item, "value", 5);
+                if (py_is(value, "as_pattern")) value = ts_node_named_child(value, 0);
+                if (disables_grad(src, value)) return true;
+            }
+        }
+        if (py_is(n, "decorated_definition")) {
+            uint32_t k = ts_node_named_child_count(n);
+            for (uint32_t i = 0; i < k; i++) {
+                TSNode d = ts_node_named_child(n, i);
+                if (py_is(d, "decorator") && disables_grad(src, d)) return true;
+            }
+        }
+        if ((py_is(n, "block") || py_is(n, "module")) && scope_turns_grad_off_before(src, n, ts_node_start_byte(node)))
+            return true;
+    }
+    return false;
+}

@@ -1,0 +1,56 @@
+/* Heuristic facts about PyTorch programs, shared by the Python rules: which
+ * expressions are tensors, which names hold models or optimizers, which code
+ * does GPU work, and which statements run only now and then.
+ *
+ * The analysis reads code; it never runs it. Every answer leans towards
+ * "don't know", because a rule that cries wolf gets switched off: a fact is
+ * true only when the code shows it. */
+#ifndef ADVISE_PYTHON_FACTS_H
+#define ADVISE_PYTHON_FACTS_H
+
+#include "python_query.h"
+
+typedef enum {
+    BINDING_NONE,       /* no binding seen before the offset in this scope */
+    BINDING_ASSIGNMENT, /* name = value (value is the right-hand side) */
+    BINDING_LOOP_TARGET,/* for name in value (value is the iterable) */
+    BINDING_PARAMETER,  /* a parameter of the enclosing function */
+    BINDING_OTHER,      /* with ... as name, augmented assignment, tuple unpacking of a call, ... */
+} BindingKind;
+
+/* The nearest binding of identifier `name` before `offset` within the scope
+ * that holds `at` (a function body, or the module; module-level bindings are
+ * searched too from inside functions). *value is the right-hand side. */
+BindingKind py_binding_before(const PySource *src, TSNode at, const char *name, size_t length, size_t offset,
+                              TSNode *value);
+
+/* The expression evaluates to a torch.Tensor (as far as the code shows). */
+bool py_is_tensor(const PySource *src, TSNode expr);
+/* The expression is a torch.nn.Module instance (a model or a loss). */
+bool py_is_module_instance(const PySource *src, TSNode expr);
+/* The expression is a torch.optim optimizer. */
+bool py_is_optimizer(const PySource *src, TSNode expr);
+/* The expression names a CUDA device: "cuda", "cuda:0", torch.device("cuda"),
+ * a variable assigned one of those or named *device*, `x.device`. */
+bool py_is_device_expr(const PySource *src, TSNode expr);
+
+/* The call launches GPU work (a torch op, a model or loss call, backward(),
+ * optimizer.step(), a device move), given that the file uses CUDA. */
+bool py_call_does_gpu_work(const PySource *src, TSNode call);
+/* Some call or `@` inside node (not inside nested functions) does GPU work. */
+bool py_does_gpu_work(const PySource *src, TSNode node);
+
+/* Between node and the loop that holds it, an `if` limits node to some
+ * iterations (`if step % 100 == 0:`, `if i == 0:`), or node's block ends in
+ * break/return/raise, so it runs at most once per loop. */
+bool py_is_periodic(const PySource *src, TSNode node, TSNode loop);
+
+/* The call is a host synchronisation point on a CUDA tensor or stream:
+ * .item(), .cpu(), .numpy(), .tolist(), torch.cuda.synchronize(), ... */
+bool py_is_sync_call(const PySource *src, TSNode call);
+
+/* Inside `with torch.no_grad():`, `with torch.inference_mode():`, a function
+ * decorated with either, or after torch.set_grad_enabled(False) in scope. */
+bool py_grad_disabled_at(const PySource *src, TSNode node);
+
+#endif

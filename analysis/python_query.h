@@ -1,0 +1,69 @@
+/* Small questions about Python syntax trees that many rules ask: node text,
+ * qualified callee names, arguments, enclosing statements and loops. */
+#ifndef ADVISE_PYTHON_QUERY_H
+#define ADVISE_PYTHON_QUERY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "python_source.h"
+
+#define PY_NAME_MAX 256
+
+bool py_is(TSNode node, const char *type);
+const char *py_text_ptr(const PySource *src, TSNode node); /* not NUL-terminated at the node's end */
+size_t py_text_len(TSNode node);
+bool py_text_eq(const PySource *src, TSNode node, const char *text);
+/* Two nodes spell the same text, ignoring whitespace. */
+bool py_same_text(const PySource *src, TSNode a, TSNode b);
+/* Heap copy of the node's text. */
+char *py_text_dup(const PySource *src, TSNode node);
+
+/* Dotted name of an identifier/attribute chain with its first part resolved
+ * through the imports: `F.softmax` -> "torch.nn.functional.softmax". Writes
+ * "" and returns false for anything else (calls, subscripts, ...). */
+bool py_qualified_name(const PySource *src, TSNode expr, char *buf, size_t size);
+/* The qualified name of a call's callee ("" when it is not a dotted name). */
+bool py_callee_name(const PySource *src, TSNode call, char *buf, size_t size);
+/* True when call's callee resolves to one of the NULL-terminated names. */
+bool py_callee_is_any(const PySource *src, TSNode call, const char *const *names);
+/* For `recv.method(...)`: true when the method is called `method`; stores recv. */
+bool py_method_call(const PySource *src, TSNode call, const char *method, TSNode *receiver);
+/* The method name of `recv.name(...)` (NULL-node otherwise). */
+TSNode py_method_name_node(TSNode call);
+
+TSNode py_call_arguments(TSNode call);
+/* The i-th positional argument of a call, or a null node. */
+TSNode py_call_positional(TSNode call, uint32_t index);
+uint32_t py_call_positional_count(TSNode call);
+/* The value of keyword argument `name`, or a null node. */
+TSNode py_call_keyword(const PySource *src, TSNode call, const char *name);
+bool py_call_has_splat(TSNode call); /* *args or **kwargs present */
+
+/* The statement (child of a block or the module) that holds node. */
+TSNode py_statement_of(TSNode node);
+/* The function_definition enclosing node, or a null node at module level. */
+TSNode py_enclosing_function(TSNode node);
+/* The body of the scope holding node: a function's block, or the module. */
+TSNode py_scope_of(TSNode node);
+/* The nearest loop (for/while body, or comprehension) that runs node
+ * repeatedly, within the same function; a null node when there is none.
+ * Nodes in a for-loop's iterable or a loop's else clause are not inside it. */
+TSNode py_enclosing_loop(TSNode node);
+/* True when node is under `ancestor` */
+bool py_is_within(TSNode node, TSNode ancestor);
+/* The leading whitespace of the line that holds offset. */
+size_t py_line_indent(const PySource *src, size_t offset, char *buf, size_t size);
+/* True when the statement begins its own line (only whitespace before it). */
+bool py_starts_line(const PySource *src, TSNode stmt);
+
+/* Preorder walk; the visitor returns false to skip the node's children. */
+typedef bool (*PyVisitor)(TSNode node, void *data);
+void py_walk(TSNode root, PyVisitor visit, void *data);
+
+/* Text for an edit that adds keyword `kw=value` to a call's arguments, placed
+ * before the closing parenthesis (handles trailing commas and empty lists).
+ * Stores the insertion offset. Returns a heap string. */
+char *py_keyword_insertion(const PySource *src, TSNode call, const char *kw, const char *value, size_t *offset);
+
+#endif

@@ -1,0 +1,90 @@
+#include "engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../analysis/suppression.h"
+
+static bool collect_python_comments(TSNode node, void *data) {
+    void **args = data;
+    Suppressions *s = args[0];
+    const PySource *py = args[1];
+    if (py_is(node, "comment")) {
+        suppressions_add_comment(s, py->doc, ts_node_start_byte(node), ts_node_end_byte(node),
+                                 py_starts_line(py, node));
+        return false;
+    }
+    return true;
+}
+
+static void read_suppressions(const Document *doc, const PySource *py, Suppressions *s) {
+    if (!strstr(doc->text, "advise:")) return; /* the common case: nothing to read */
+    if (py) {
+        void *args[2] = {s, (void *)py};
+        py_walk(ts_tree_root_node(py->tree), collect_python_comments, args);
+    } else {
+        suppressions_scan_c_family(s, doc);
+    }
+}
+
+bool engine_check(const Document *doc, const PySource *py, const Config *cfg, FindingList *out,
+                  EngineReport *report, char **error) {
+    EngineReport local = {0};
+    if (!report) report = &local;
+    memset(report, 0, sizeof *report);
+    PySource *owned = NULL;
+    if (doc->language == LANGUAGE_PYTHON && !py) {
+        owned = py_source_new(doc);
+        if (!owned) {
+            *error = format_string("cannot parse as Python (out of memory or grammar mismatch)");
+            return false;
+        }
+        py = owned;
+    }
+    if (doc->language != LANGUAGE_PYTHON) {
+        *error = format_string("no analysis for %s files yet", language_name(doc->language));
+        return false;
+    }
+    if (py->has_errors) {
+        report->syntax_error = true;
+        report->error_offset = py->first_error;
+    }
+
+    size_t first_new = out->count;
+    size_t count;
+    const Rule *const *all = rules_all(&count);
+    bool oom = false;
+    for (size_t i = 0; i < count; i++) {
+        const Rule *rule = all[i];
+        if (!(rule->languages & doc->language) || !config_rule_enabled(cfg, rule)) continue;
+        RuleContext ctx = {.rule = rule, .doc = doc, .py = py, .out = out};
+        rule->check(&ctx);
+        oom |= ctx.out_of_memory;
+    }
+
+    Suppressions sup = {0};
+    read_suppressions(doc, py, &sup);
+    for (size_t i = first_new; i < out->count;) {
+        Finding *f = &out->items[i];
+        size_t line = document_line_of(doc, f->range.start);
+        if (sup.count && suppressions_cover(&sup, line, f->code, f->name)) {
+            finding_list_remove(out, i);
+            report->suppressed++;
+            continue;
+        }
+        const Rule *rule = rule_find(f->code);
+        if (rule) f->severity = config_rule_severity(cfg, rule, f->severity);
+        i++;
+    }
+    suppressions_free(&sup);
+
+    /* sort the new findings only */
+    FindingList tail = {out->items + first_new, out->count - first_new, out->count - first_new};
+    finding_list_sort(&tail);
+    py_source_free(owned);
+    if (oom) {
+        *error = format_string("out of memory while analysing");
+        return false;
+    }
+    return true;
+}

@@ -1,0 +1,21 @@
+/* The engine: runs the enabled rules over one document, drops what
+ * suppression comments silence, applies severity overrides and sorts.
+ * The CLI, the LSP server and the report all call this one function. */
+#ifndef ADVISE_ENGINE_H
+#define ADVISE_ENGINE_H
+
+#include "config.h"
+
+typedef struct {
+    bool syntax_error;   /* the file did not parse cleanly; findings cover what did */
+    size_t error_offset; /* where the first syntax error is */
+    size_t suppressed;   /* findings silenced by comments */
+} EngineReport;
+
+/* py may be NULL for Python documents: the engine then parses and frees its
+ * own tree. Returns false only when memory runs out or the language has no
+ * front end (with *error set for a person). */
+bool engine_check(const Document *doc, const PySource *py, const Config *cfg, FindingList *out,
+                  EngineReport *report, char **error);
+
+#endif

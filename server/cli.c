@@ -1,0 +1,47 @@
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "rule.h"
+
+#ifndef ADVISE_VERSION
+#define ADVISE_VERSION "0.1.0"
+#endif
+
+static void usage(FILE *out) {
+    fputs("usage: advise <command> [options]\n"
+          "\n"
+          "commands:\n"
+          "  check [PATHS...]     analyse Python files and folders (default: .)\n"
+          "  rules                list the rules\n"
+          "  rule CODE|NAME       print one rule's documentation\n"
+          "  version              print the version\n"
+          "\n"
+          "`advise <command> --help` describes a command's options.\n",
+          out);
+}
+
+int cli_main(int argc, char **argv) {
+    size_t count;
+    rules_all(&count); /* sorts the registry before anything else runs */
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_TROUBLE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "check") == 0) return cli_check(argc - 1, argv + 1);
+    if (strcmp(cmd, "rules") == 0) return cli_rules(argc - 1, argv + 1);
+    if (strcmp(cmd, "rule") == 0) return cli_rule(argc - 1, argv + 1);
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("advise %s\n", ADVISE_VERSION);
+        return EXIT_CLEAN;
+    }
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        usage(stdout);
+        return EXIT_CLEAN;
+    }
+    fprintf(stderr, "advise: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return EXIT_TROUBLE;
+}

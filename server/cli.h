@@ -1,0 +1,17 @@
+/* The `advise` command line: subcommands and their options. */
+#ifndef ADVISE_CLI_H
+#define ADVISE_CLI_H
+
+/* Exit codes of every subcommand */
+enum {
+    EXIT_CLEAN = 0,    /* nothing at or above --fail-on */
+    EXIT_FINDINGS = 1, /* findings at or above --fail-on */
+    EXIT_TROUBLE = 2,  /* usage or I/O error (the other files were still checked) */
+};
+
+int cli_main(int argc, char **argv);
+int cli_check(int argc, char **argv);
+int cli_rules(int argc, char **argv);
+int cli_rule(int argc, char **argv);
+
+#endif

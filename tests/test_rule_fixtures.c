@@ -1,0 +1,167 @@
+/* Runs every rule over its fixture, tests/fixtures/<language>/<CODE>.py:
+ *
+ *   # ruleid: PY001      the next code line must get a PY001 finding
+ *   # ok: PY001          the next code line must not
+ *
+ * A fixture holds at least one flagged case and at least as many `ok` cases.
+ * Where the rule offers fixes, <CODE>.py.fixed holds the text after applying
+ * all of them (safe and unsafe), repeated until nothing changes. */
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../analysis/edits.h"
+#include "../rules/engine.h"
+
+typedef struct {
+    char code[16];
+} RuleParam;
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (fread(buf, 1, (size_t)n, f) != (size_t)n) n = 0;
+    buf[n] = '\0';
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+static const char *fixture_dir(const Rule *rule) {
+    return (rule->languages & LANGUAGE_PYTHON) ? "python" : "cuda";
+}
+
+static const char *fixture_ext(const Rule *rule) { return (rule->languages & LANGUAGE_PYTHON) ? "py" : "cu"; }
+
+static bool run_rule(const Rule *rule, const char *path, const char *text, size_t len, FindingList *out) {
+    Document *doc = document_new(path, language_for_path(path), text, len);
+    Config cfg;
+    config_init(&cfg);
+    string_list_add(&cfg.select, rule->code);
+    char *error = NULL;
+    bool ok = engine_check(doc, NULL, &cfg, out, NULL, &error);
+    if (!ok) cr_log_error("%s: %s", path, error ? error : "?");
+    free(error);
+    config_free(&cfg);
+    document_free(doc);
+    return ok;
+}
+
+ParameterizedTestParameters(fixtures, rule) {
+    size_t count;
+    const Rule *const *all = rules_all(&count);
+    RuleParam *params = cr_malloc(sizeof(RuleParam) * (count ? count : 1));
+    for (size_t i = 0; i < count; i++) snprintf(params[i].code, sizeof params[i].code, "%s", all[i]->code);
+    return cr_make_param_array(RuleParam, params, count);
+}
+
+enum { EXPECT_NONE, EXPECT_FLAG, EXPECT_OK };
+
+ParameterizedTest(RuleParam *param, fixtures, rule) {
+    const Rule *rule = rule_find(param->code);
+    cr_assert(rule != NULL);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/fixtures/%s/%s.%s", ADVISE_SOURCE_DIR, fixture_dir(rule), rule->code,
+             fixture_ext(rule));
+    size_t len;
+    char *text = read_file(path, &len);
+    cr_assert(text != NULL, "rule %s has no fixture at %s", rule->code, path);
+
+    Document *doc = document_new(path, language_for_path(path), text, len);
+    int *expect = calloc(doc->line_count + 1, sizeof *expect);
+    size_t flagged_cases = 0, ok_cases = 0;
+    char want_flag[64], want_ok[64];
+    snprintf(want_flag, sizeof want_flag, "ruleid: %s", rule->code);
+    snprintf(want_ok, sizeof want_ok, "ok: %s", rule->code);
+    int pending = EXPECT_NONE;
+    for (size_t line = 0; line < doc->line_count; line++) {
+        size_t a = doc->line_starts[line], b = document_line_end(doc, line);
+        char *l = strndup(doc->text + a, b - a);
+        const char *p = l;
+        while (*p == ' ' || *p == '\t') p++;
+        bool comment_only = *p == '#' || (p[0] == '/' && p[1] == '/');
+        if (comment_only && strstr(p, want_flag)) pending = EXPECT_FLAG;
+        else if (comment_only && strstr(p, want_ok)) pending = EXPECT_OK;
+        else if (!comment_only && *p && pending != EXPECT_NONE) {
+            expect[line] = pending;
+            if (pending == EXPECT_FLAG) flagged_cases++;
+            else ok_cases++;
+            pending = EXPECT_NONE;
+        }
+        free(l);
+    }
+    cr_expect(flagged_cases >= 1, "%s: the fixture marks no `ruleid:` case", rule->code);
+    cr_expect(ok_cases >= flagged_cases, "%s: %zu flagged cases but only %zu `ok:` cases", rule->code,
+              flagged_cases, ok_cases);
+
+    FindingList findings;
+    finding_list_init(&findings);
+    cr_assert(run_rule(rule, path, text, len, &findings));
+    bool *hit = calloc(doc->line_count + 1, sizeof *hit);
+    bool any_fix = false;
+    for (size_t i = 0; i < findings.count; i++) {
+        const Finding *f = &findings.items[i];
+        size_t line = document_line_of(doc, f->range.start);
+        hit[line] = true;
+        any_fix |= f->fix_count > 0;
+        cr_expect(expect[line] == EXPECT_FLAG, "%s:%zu: unexpected %s finding: %s", path, line + 1, f->code,
+                  f->message);
+        cr_expect(f->range.end >= f->range.start && f->range.end <= len, "%s:%zu: finding range out of bounds", path,
+                  line + 1);
+    }
+    for (size_t line = 0; line < doc->line_count; line++)
+        if (expect[line] == EXPECT_FLAG)
+            cr_expect(hit[line], "%s:%zu: expected a %s finding, got none", path, line + 1, rule->code);
+
+    /* fixes: apply them all, again and again, and compare with .fixed */
+    char fixed_path[1100];
+    snprintf(fixed_path, sizeof fixed_path, "%s.fixed", path);
+    size_t expected_len;
+    char *expected = read_file(fixed_path, &expected_len);
+    if (any_fix) {
+        cr_expect(expected != NULL, "%s: the rule offers fixes but %s is missing", rule->code, fixed_path);
+    } else {
+        cr_expect(expected == NULL, "%s: %s exists but the rule offered no fix", rule->code, fixed_path);
+    }
+    if (expected && any_fix) {
+        char *current = strdup(text);
+        size_t current_len = len;
+        for (int pass = 0; pass < 10; pass++) {
+            FindingList again;
+            finding_list_init(&again);
+            cr_assert(run_rule(rule, path, current, current_len, &again));
+            size_t applied = 0, new_len = 0;
+            char *next = fixes_apply(current, current_len, &again, true, &new_len, &applied);
+            finding_list_free(&again);
+            cr_assert(next != NULL, "%s: fixes overlap or fall outside the text", rule->code);
+            free(current);
+            current = next;
+            current_len = new_len;
+            if (applied == 0) break;
+        }
+        if (strcmp(current, expected) != 0) {
+            char out_path[1200];
+            snprintf(out_path, sizeof out_path, "/tmp/advise-%s.actual.py", rule->code);
+            FILE *f = fopen(out_path, "wb");
+            if (f) {
+                fwrite(current, 1, current_len, f);
+                fclose(f);
+            }
+            cr_fail("%s: fixed text differs from %s (actual written to %s)", rule->code, fixed_path, out_path);
+        }
+        free(current);
+    }
+    free(expected);
+    free(hit);
+    free(expect);
+    finding_list_free(&findings);
+    document_free(doc);
+    free(text);
+}
