@@ -1,2 +1,372 @@
+/* `advise check`: analyse files and folders, print findings, apply fixes. */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "../analysis/edits.h"
+#include "../rules/engine.h"
+#include "check_output.h"
 #include "cli.h"
-int cli_check(int argc, char **argv) { return 0; }
+#include "file_walk.h"
+#include "source_file.h"
+#include "unified_diff.h"
+
+#define MAX_FIX_PASSES 10
+
+typedef struct {
+    OutputFormat format;
+    bool fix, unsafe_fixes, diff, show_source, quiet;
+    const char *config_path;
+    bool no_config;
+    Config cfg;
+} CheckOptions;
+
+static void check_usage(FILE *out) {
+    fputs("usage: advise check [options] [PATHS...]\n"
+          "\n"
+          "Analyses Python files, and folders recursively (skipping what .gitignore ignores).\n"
+          "\n"
+          "options:\n"
+          "  --format text|json       output format (default text; json is described in the README)\n"
+          "  --select LIST            only these rules: codes, prefixes, names or ALL, comma-separated\n"
+          "                           (replaces the config's select)\n"
+          "  --ignore LIST            skip these rules (added to the config's ignore)\n"
+          "  --severity RULE=LEVEL    override a rule's severity (error, warning, info, hint); repeatable\n"
+          "  --fail-on LEVEL          exit 1 when a finding is at or above LEVEL (default warning), or never\n"
+          "  --fix                    apply safe fixes in place (atomic; refuses files changed meanwhile)\n"
+          "  --unsafe-fixes           with --fix or --diff: apply unsafe fixes too\n"
+          "  --diff                   print the fixes as a unified diff; write nothing\n"
+          "  --config FILE            read settings from FILE instead of the nearest advise.toml\n"
+          "  --no-config              ignore advise.toml files\n"
+          "  --max-file-size BYTES    skip larger files (default 10 MiB)\n"
+          "  --no-source              do not print the source line under each finding\n"
+          "  --quiet                  no summary line\n"
+          "\n"
+          "exit status: 0 nothing at or above --fail-on, 1 findings at or above it, 2 usage or I/O error\n",
+          out);
+}
+
+enum { OPT_FORMAT = 256, OPT_SELECT, OPT_IGNORE, OPT_SEVERITY, OPT_FAIL_ON, OPT_FIX, OPT_UNSAFE, OPT_DIFF,
+       OPT_CONFIG, OPT_NO_CONFIG, OPT_MAX_SIZE, OPT_NO_SOURCE, OPT_QUIET, OPT_HELP };
+
+static const struct option long_options[] = {
+    {"format", required_argument, 0, OPT_FORMAT},     {"select", required_argument, 0, OPT_SELECT},
+    {"ignore", required_argument, 0, OPT_IGNORE},     {"severity", required_argument, 0, OPT_SEVERITY},
+    {"fail-on", required_argument, 0, OPT_FAIL_ON},   {"fix", no_argument, 0, OPT_FIX},
+    {"unsafe-fixes", no_argument, 0, OPT_UNSAFE},     {"diff", no_argument, 0, OPT_DIFF},
+    {"config", required_argument, 0, OPT_CONFIG},     {"no-config", no_argument, 0, OPT_NO_CONFIG},
+    {"max-file-size", required_argument, 0, OPT_MAX_SIZE}, {"no-source", no_argument, 0, OPT_NO_SOURCE},
+    {"quiet", no_argument, 0, OPT_QUIET},             {"help", no_argument, 0, OPT_HELP},
+    {0, 0, 0, 0}};
+
+/* Command-line settings are collected apart and laid over the config file. */
+typedef struct {
+    StringList select, ignore, severity;
+    const char *fail_on;
+    long long max_size;
+    bool select_given;
+} CommandLineSettings;
+
+static int usage_error(const char *fmt, const char *arg) {
+    fputs("advise check: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fputs("\n(see `advise check --help`)\n", stderr);
+    return EXIT_TROUBLE;
+}
+
+static bool apply_fail_on(Config *cfg, const char *text) {
+    if (strcasecmp(text, "never") == 0) {
+        cfg->fail_never = true;
+        return true;
+    }
+    cfg->fail_never = false;
+    return severity_parse(text, &cfg->fail_on);
+}
+
+static int load_settings(CheckOptions *o, const CommandLineSettings *cl, char **root) {
+    config_init(&o->cfg);
+    char *path = NULL;
+    if (o->config_path) path = strdup(o->config_path);
+    else if (!o->no_config) path = config_find(".");
+    if (path) {
+        char *error = NULL;
+        if (!config_load_file(&o->cfg, path, &error)) {
+            fprintf(stderr, "advise: %s\n", error);
+            free(error);
+            free(path);
+            return EXIT_TROUBLE;
+        }
+        char *abs = realpath(path, NULL);
+        if (abs) {
+            char *slash = strrchr(abs, '/');
+            if (slash) *(slash == abs ? slash + 1 : slash) = '\0';
+            *root = abs;
+        }
+        free(path);
+    }
+    if (!*root) *root = realpath(".", NULL);
+    if (cl->select_given) {
+        string_list_free(&o->cfg.select);
+        for (size_t i = 0; i < cl->select.count; i++) string_list_add(&o->cfg.select, cl->select.items[i]);
+    }
+    for (size_t i = 0; i < cl->ignore.count; i++) string_list_add(&o->cfg.ignore, cl->ignore.items[i]);
+    char *error = NULL;
+    if (!config_validate(&o->cfg, &error)) {
+        fprintf(stderr, "advise check: %s\n", error);
+        free(error);
+        return EXIT_TROUBLE;
+    }
+    for (size_t i = 0; i < cl->severity.count; i++) {
+        char *item = cl->severity.items[i];
+        char *eq = strchr(item, '=');
+        if (!eq) return usage_error("--severity wants RULE=LEVEL, not '%s'", item);
+        *eq = '\0';
+        bool ok = config_set_severity(&o->cfg, item, eq + 1);
+        *eq = '=';
+        if (!ok) return usage_error("--severity: unknown rule or level in '%s'", item);
+    }
+    if (cl->fail_on && !apply_fail_on(&o->cfg, cl->fail_on))
+        return usage_error("--fail-on wants error, warning, info, hint or never, not '%s'", cl->fail_on);
+    if (cl->max_size > 0) o->cfg.max_file_bytes = (size_t)cl->max_size;
+    return EXIT_CLEAN;
+}
+
+/* Analyses text; on success the caller owns *doc and the findings. */
+static bool analyse(const char *path, const char *text, size_t len, const Config *cfg, Document **doc,
+                    FindingList *findings, EngineReport *report, char **error) {
+    *doc = document_new(path, language_for_path(path), text, len);
+    if (!*doc) {
+        *error = format_string("out of memory");
+        return false;
+    }
+    finding_list_init(findings);
+    if (!engine_check(*doc, NULL, cfg, findings, report, error)) {
+        finding_list_free(findings);
+        document_free(*doc);
+        *doc = NULL;
+        return false;
+    }
+    return true;
+}
+
+static void count_findings(CheckSummary *s, const FindingList *findings, const Config *cfg, bool *failing) {
+    for (size_t i = 0; i < findings->count; i++) {
+        const Finding *f = &findings->items[i];
+        s->findings++;
+        s->by_severity[f->severity]++;
+        if (f->fix_count) {
+            if (f->fixes[0].safe) s->fixable_safe++;
+            else s->fixable_unsafe++;
+        }
+        if (!cfg->fail_never && f->severity <= cfg->fail_on) *failing = true;
+    }
+}
+
+/* Applies fixes again and again until none is left. Returns the new text
+ * (or NULL when nothing changed) and counts the fixes. */
+static char *fix_text(const char *path, const char *text, size_t len, const Config *cfg, bool unsafe,
+                      size_t *new_len, size_t *fixed) {
+    char *current = NULL;
+    const char *cur = text;
+    size_t cur_len = len;
+    *fixed = 0;
+    for (int pass = 0; pass < MAX_FIX_PASSES; pass++) {
+        Document *doc;
+        FindingList findings;
+        EngineReport report;
+        char *error = NULL;
+        if (!analyse(path, cur, cur_len, cfg, &doc, &findings, &report, &error)) {
+            free(error);
+            break;
+        }
+        size_t applied = 0, out_len = 0;
+        char *next = report.syntax_error ? NULL : fixes_apply(cur, cur_len, &findings, unsafe, &out_len, &applied);
+        finding_list_free(&findings);
+        document_free(doc);
+        if (!next) break;
+        if (applied == 0 || (out_len == cur_len && memcmp(next, cur, cur_len) == 0)) {
+            free(next);
+            break;
+        }
+        *fixed += applied;
+        free(current);
+        current = next;
+        cur = current;
+        cur_len = out_len;
+    }
+    *new_len = cur_len;
+    return current;
+}
+
+static bool check_one(const CheckOptions *o, const char *path, CheckOutput *out, CheckSummary *s, bool *failing) {
+    SourceFile file;
+    char *error = NULL;
+    if (!source_file_read(path, o->cfg.max_file_bytes, &file, &error)) {
+        check_output_error(out, path, error);
+        free(error);
+        return false;
+    }
+    bool ok = true;
+    const char *text = file.text;
+    size_t len = file.length;
+    char *fixed_text = NULL;
+    if (o->fix || o->diff) {
+        size_t new_len = 0, fixed = 0;
+        fixed_text = fix_text(path, file.text, file.length, &o->cfg, o->unsafe_fixes, &new_len, &fixed);
+        if (fixed_text) {
+            if (o->diff) {
+                char *a = format_string("a/%s", path), *b = format_string("b/%s", path);
+                unified_diff_write(stdout, a, b, file.text, file.length, fixed_text, new_len);
+                free(a);
+                free(b);
+                s->fixed += fixed;
+                s->files_fixed++;
+            } else if (source_file_replace(path, &file, fixed_text, new_len, &error)) {
+                s->fixed += fixed;
+                s->files_fixed++;
+                text = fixed_text;
+                len = new_len;
+            } else {
+                check_output_error(out, path, error);
+                free(error);
+                error = NULL;
+                ok = false;
+            }
+        }
+    }
+    Document *doc;
+    FindingList findings;
+    EngineReport report;
+    if (analyse(path, text, len, &o->cfg, &doc, &findings, &report, &error)) {
+        s->files_checked++;
+        s->suppressed += report.suppressed;
+        if (report.syntax_error) {
+            size_t line, col;
+            display_position(doc, report.error_offset, &line, &col);
+            char *msg = format_string("syntax error at line %zu, column %zu: findings cover only the parts that "
+                                      "parsed%s",
+                                      line, col, o->fix || o->diff ? "; no fixes applied" : "");
+            check_output_error(out, path, msg);
+            free(msg);
+            ok = false;
+        }
+        if (!o->diff) check_output_file(out, path, doc, &findings);
+        count_findings(s, &findings, &o->cfg, failing);
+        finding_list_free(&findings);
+        document_free(doc);
+    } else {
+        check_output_error(out, path, error);
+        free(error);
+        ok = false;
+    }
+    free(fixed_text);
+    source_file_free(&file);
+    return ok;
+}
+
+static void free_cl(CommandLineSettings *cl) {
+    string_list_free(&cl->select);
+    string_list_free(&cl->ignore);
+    string_list_free(&cl->severity);
+}
+
+int cli_check(int argc, char **argv) {
+    CheckOptions o = {.format = FORMAT_TEXT, .show_source = true};
+    CommandLineSettings cl = {0};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
+        switch (c) {
+        case OPT_FORMAT:
+            if (strcmp(optarg, "text") == 0) o.format = FORMAT_TEXT;
+            else if (strcmp(optarg, "json") == 0) o.format = FORMAT_JSON;
+            else {
+                free_cl(&cl);
+                return usage_error("--format wants text or json, not '%s'", optarg);
+            }
+            break;
+        case OPT_SELECT:
+            cl.select_given = true;
+            string_list_add_csv(&cl.select, optarg);
+            break;
+        case OPT_IGNORE: string_list_add_csv(&cl.ignore, optarg); break;
+        case OPT_SEVERITY: string_list_add(&cl.severity, optarg); break;
+        case OPT_FAIL_ON: cl.fail_on = optarg; break;
+        case OPT_FIX: o.fix = true; break;
+        case OPT_UNSAFE: o.unsafe_fixes = true; break;
+        case OPT_DIFF: o.diff = true; break;
+        case OPT_CONFIG: o.config_path = optarg; break;
+        case OPT_NO_CONFIG: o.no_config = true; break;
+        case OPT_MAX_SIZE: {
+            char *end;
+            cl.max_size = strtoll(optarg, &end, 10);
+            if (*end || cl.max_size <= 0) {
+                free_cl(&cl);
+                return usage_error("--max-file-size wants a positive number of bytes, not '%s'", optarg);
+            }
+            break;
+        }
+        case OPT_NO_SOURCE: o.show_source = false; break;
+        case OPT_QUIET: o.quiet = true; break;
+        case OPT_HELP:
+        case 'h':
+            check_usage(stdout);
+            free_cl(&cl);
+            return EXIT_CLEAN;
+        default:
+            free_cl(&cl);
+            return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (o.fix && o.diff) {
+        free_cl(&cl);
+        return usage_error("%s", "--fix and --diff exclude each other (--diff writes nothing)");
+    }
+    char *root = NULL;
+    int status = load_settings(&o, &cl, &root);
+    free_cl(&cl);
+    if (status != EXIT_CLEAN) {
+        config_free(&o.cfg);
+        free(root);
+        return status;
+    }
+
+    const char *default_path = ".";
+    const char *const *paths = optind < argc ? (const char *const *)argv + optind : &default_path;
+    size_t path_count = optind < argc ? (size_t)(argc - optind) : 1;
+    FileList files;
+    file_walk(paths, path_count, &o.cfg, root, &files);
+
+    /* --diff keeps stdout for the patch; the summary goes to stderr */
+    FILE *report_stream = o.diff ? stderr : stdout;
+    CheckOutput *out = check_output_new(o.format, report_stream, o.show_source);
+    CheckSummary summary = {.fix_mode = o.fix, .diff_mode = o.diff};
+    bool failing = false, trouble = false;
+    for (size_t i = 0; i < files.error_count; i++) {
+        check_output_error(out, files.errors[i].path, files.errors[i].message);
+        summary.errors++;
+        trouble = true;
+    }
+    for (size_t i = 0; i < files.count; i++) {
+        if (i > 0 && strcmp(files.files[i], files.files[i - 1]) == 0) continue; /* named twice */
+        if (!check_one(&o, files.files[i], out, &summary, &failing)) {
+            summary.errors++;
+            trouble = true;
+        }
+    }
+    if (!o.quiet || o.format == FORMAT_JSON) check_output_finish(out, &summary);
+    if (o.diff && !o.quiet && o.format == FORMAT_TEXT)
+        fprintf(stderr, "Would fix %zu finding%s in %zu file%s.\n", summary.fixed, summary.fixed == 1 ? "" : "s",
+                summary.files_fixed, summary.files_fixed == 1 ? "" : "s");
+    check_output_free(out);
+    file_list_free(&files);
+    config_free(&o.cfg);
+    free(root);
+    if (trouble) return EXIT_TROUBLE;
+    return failing ? EXIT_FINDINGS : EXIT_CLEAN;
+}
