@@ -1,0 +1,31 @@
+#!/bin/sh
+# Installs what advise needs on Debian 12 (only what is missing) and builds
+# it into build/. Installs with apt-get: build-essential cmake pkg-config
+# libjansson-dev libtree-sitter-dev libcriterion-dev libclang-19-dev openssl
+# ca-certificates, and nodejs + npm when npm is absent (npm fetches the pinned
+# tree-sitter-python grammar at build time).
+#
+# usage: scripts/setup.sh [extra cmake arguments]
+set -eu
+cd "$(dirname "$0")/.."
+
+packages="build-essential cmake pkg-config libjansson-dev libtree-sitter-dev libcriterion-dev libclang-19-dev openssl ca-certificates"
+command -v npm >/dev/null 2>&1 || packages="$packages nodejs npm"
+
+missing=""
+for p in $packages; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "setup: installing$missing" >&2
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo=sudo
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+build=${ADVISE_BUILD_DIR:-build}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+cmake --build "$build" -j"$(nproc)" 2>&1 | grep -E "error|warning|Error" || true
+test -x "$build/advise" || { echo "setup: the build failed" >&2; exit 1; }
+echo "setup: built $build/advise" >&2
