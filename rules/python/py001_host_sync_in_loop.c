@@ -1,0 +1,373 @@
+/* PY001 host-sync-in-loop: `.item()`, `.cpu()`, `.tolist()`, `float(t)`,
+ * `print(t)` on a tensor on every iteration of a loop that does GPU work. */
+#include <string.h>
+
+#include "rule.h"
+
+static const char documentation[] =
+    "## What it does\n"
+    "Flags a host synchronization on a tensor that runs on every iteration of a loop doing GPU work:\n"
+    "`t.item()`, `t.cpu()`, `t.tolist()`, `t.to(\"cpu\")`, `float(t)`, `int(t)`, `bool(t)`, and\n"
+    "`print(t)` (also an f-string such as `print(f\"{loss:.3f}\")`), where `t` is a tensor.\n"
+    "\n"
+    "## Why is this slow?\n"
+    "CUDA kernels run asynchronously: the host queues work and moves on. Reading a tensor's value on\n"
+    "the host (`.item()`, a copy to the CPU, converting or printing it) must wait until every kernel\n"
+    "queued before it has finished. Done once per iteration, the host can no longer run ahead: the\n"
+    "GPU idles while Python prepares and launches the next step, and the launch latency that was\n"
+    "hidden behind running kernels is paid in full. `.cpu()` followed by more GPU work is the classic\n"
+    "stall.\n"
+    "\n"
+    "Not flagged:\n"
+    "- a read guarded by a periodic or one-off condition (`if step % 100 == 0:`, `if i == 0:`), or in\n"
+    "  a block that ends in `break`/`return`, which is how logging is done right;\n"
+    "- reads after the loop, and reads in an outer loop (per epoch) whose GPU work happens in an\n"
+    "  inner loop;\n"
+    "- values that are not known to be tensors: Python numbers, numpy arrays (`arr.item()`),\n"
+    "  `float(lr)`, `int(args.steps)`, `len(x)`, `x.size(0)`, `x.shape`, and batches coming straight\n"
+    "  from a DataLoader, which are host tensors;\n"
+    "- `.numpy()` on its own: it only works on CPU tensors (`t.cpu().numpy()` is reported at `.cpu()`);\n"
+    "- loops without GPU work, and functions that never touch a CUDA device;\n"
+    "- files that do not use CUDA at all.\n"
+    "\n"
+    "## Example\n"
+    "```python\n"
+    "for x, y in loader:\n"
+    "    x, y = x.to(device), y.to(device)\n"
+    "    loss = criterion(model(x), y)\n"
+    "    loss.backward()\n"
+    "    optimizer.step()\n"
+    "    optimizer.zero_grad()\n"
+    "    running_loss += loss.item()\n"
+    "```\n"
+    "\n"
+    "## Use instead\n"
+    "Accumulate on the GPU and read the value once after the loop, or only every N steps:\n"
+    "```python\n"
+    "running_loss = torch.zeros((), device=device)\n"
+    "for step, (x, y) in enumerate(loader):\n"
+    "    x, y = x.to(device), y.to(device)\n"
+    "    loss = criterion(model(x), y)\n"
+    "    loss.backward()\n"
+    "    optimizer.step()\n"
+    "    optimizer.zero_grad()\n"
+    "    running_loss += loss.detach()\n"
+    "    if step % 100 == 0:\n"
+    "        print(f\"step {step}: {loss.item():.4f}\")\n"
+    "print(running_loss.item() / len(loader))\n"
+    "```\n"
+    "\n"
+    "## Fix safety\n"
+    "No automatic fix: the value is usually needed (a running total, a log line, a stopping test),\n"
+    "and where to read it instead (after the loop, every N steps, accumulated in a GPU tensor)\n"
+    "changes what the program prints or decides, so it is a choice for the author.\n";
+
+#define MAX_CHAIN 32
+
+static bool is_builtin_call(const PySource *src, TSNode call, const char *name) {
+    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+    return py_is(fn, "identifier") && py_text_eq(src, fn, name) && !py_resolve_import(src, name, strlen(name));
+}
+
+static bool is_cpu_device(const PySource *src, TSNode expr) {
+    if (py_is(expr, "string")) {
+        char *text = py_text_dup(src, expr);
+        bool yes = text && (strcmp(text, "\"cpu\"") == 0 || strcmp(text, "'cpu'") == 0);
+        free(text);
+        return yes;
+    }
+    static const char *const device_ctor[] = {"torch.device", NULL};
+    return py_is(expr, "call") && py_callee_is_any(src, expr, device_ctor) &&
+           is_cpu_device(src, py_call_positional(expr, 0));
+}
+
+/* `recv.to("cpu")` without non_blocking=True */
+static bool is_blocking_to_cpu(const PySource *src, TSNode call) {
+    if (!py_method_call(src, call, "to", NULL)) return false;
+    TSNode dev = py_call_positional(call, 0);
+    if (ts_node_is_null(dev)) dev = py_call_keyword(src, call, "device");
+    if (ts_node_is_null(dev) || !is_cpu_device(src, dev)) return false;
+    TSNode nb = py_call_keyword(src, call, "non_blocking");
+    return ts_node_is_null(nb) || py_text_eq(src, nb, "False");
+}
+
+/* a method call that copies a tensor's data to the host */
+static bool is_sync_method(const PySource *src, TSNode call, bool include_numpy) {
+    static const char *const methods[] = {"item", "cpu", "tolist", NULL};
+    TSNode name = py_method_name_node(call);
+    if (ts_node_is_null(name)) return false;
+    for (size_t i = 0; methods[i]; i++)
+        if (py_text_eq(src, name, methods[i])) return true;
+    if (include_numpy && py_text_eq(src, name, "numpy")) return true;
+    return is_blocking_to_cpu(src, call);
+}
+
+static bool is_cuda_device_arg(const PySource *src, TSNode call) {
+    TSNode dev = py_call_keyword(src, call, "device");
+    return !ts_node_is_null(dev) && py_is_device_expr(src, dev);
+}
+
+/* torch.tensor(data), torch.zeros(n): built on the host unless a device is given */
+static bool is_host_factory(const PySource *src, TSNode call) {
+    static const char *const factories[] = {"torch.tensor",
+                                            "torch.as_tensor",
+                                            "torch.from_numpy",
+                                            "torch.zeros",
+                                            "torch.ones",
+                                            "torch.empty",
+                                            "torch.full",
+                                            "torch.arange",
+                                            "torch.rand",
+                                            "torch.randn",
+                                            "torch.randint",
+                                            "torch.randperm",
+                                            "torch.linspace",
+                                            "torch.logspace",
+                                            "torch.eye",
+                                            "torch.Tensor",
+                                            "torch.LongTensor",
+                                            "torch.FloatTensor",
+                                            NULL};
+    return py_callee_is_any(src, call, factories) && !is_cuda_device_arg(src, call);
+}
+
+/* `x.to(device)`, `x.cuda()`: moving a batch's fields, not computing */
+static bool is_move(const PySource *src, TSNode call) {
+    return py_method_call(src, call, "to", NULL) || py_method_call(src, call, "cuda", NULL);
+}
+
+/* `x.cuda()`, `x.to(device)` (not `x.to(torch.float16)`) */
+static bool is_device_move(const PySource *src, TSNode call) {
+    if (py_method_call(src, call, "cuda", NULL)) return true;
+    if (!py_method_call(src, call, "to", NULL)) return false;
+    TSNode dev = py_call_positional(call, 0);
+    if (ts_node_is_null(dev) || !py_is_device_expr(src, dev)) dev = py_call_keyword(src, call, "device");
+    return !ts_node_is_null(dev) && py_is_device_expr(src, dev);
+}
+
+/* The value is already on the host: it went through a host copy
+ * (`x.cpu()...`, `y = x.cpu()` then `y.sum()`), which is where the wait is
+ * reported, or was built there (`torch.tensor(ids)`) and never moved. */
+static bool already_on_host(const PySource *src, TSNode expr) {
+    for (int depth = 0; depth < MAX_CHAIN && !ts_node_is_null(expr); depth++) {
+        if (py_is(expr, "call")) {
+            if (is_sync_method(src, expr, true) || is_host_factory(src, expr)) return true;
+            if (is_device_move(src, expr)) return false;
+            TSNode fn = ts_node_child_by_field_name(expr, "function", 8);
+            if (!py_is(fn, "attribute")) return false;
+            expr = ts_node_child_by_field_name(fn, "object", 6);
+        } else if (py_is(expr, "attribute")) {
+            expr = ts_node_child_by_field_name(expr, "object", 6);
+        } else if (py_is(expr, "subscript")) {
+            expr = ts_node_child_by_field_name(expr, "value", 5);
+        } else if (py_is(expr, "parenthesized_expression")) {
+            expr = ts_node_named_child(expr, 0);
+        } else if (py_is(expr, "identifier")) {
+            TSNode value = {0};
+            if (py_binding_before(src, expr, py_text_ptr(src, expr), py_text_len(expr), ts_node_start_byte(expr),
+                                  &value) != BINDING_ASSIGNMENT)
+                return false;
+            expr = value;
+        } else {
+            return false;
+        }
+    }
+    return false;
+}
+
+static bool is_host_read_tensor(const PySource *src, TSNode expr) {
+    return !ts_node_is_null(expr) && py_is_tensor(src, expr) && !already_on_host(src, expr);
+}
+
+/* a string (or implicit concatenation) with an interpolated tensor: `f"{loss}"` */
+static bool string_formats_tensor(const PySource *src, TSNode s, int depth) {
+    if (depth > 4 || ts_node_is_null(s)) return false;
+    if (py_is(s, "concatenated_string")) {
+        uint32_t n = ts_node_named_child_count(s);
+        for (uint32_t i = 0; i < n; i++)
+            if (string_formats_tensor(src, ts_node_named_child(s, i), depth + 1)) return true;
+        return false;
+    }
+    if (!py_is(s, "string")) return false;
+    uint32_t n = ts_node_named_child_count(s);
+    for (uint32_t i = 0; i < n; i++) {
+        TSNode c = ts_node_named_child(s, i);
+        if (!py_is(c, "interpolation")) continue;
+        TSNode e = ts_node_child_by_field_name(c, "expression", 10);
+        if (ts_node_is_null(e)) e = ts_node_named_child(c, 0);
+        if (is_host_read_tensor(src, e)) return true;
+    }
+    return false;
+}
+
+/* Which host read is this call, if any? */
+static bool is_host_read(const PySource *src, TSNode call) {
+    TSNode recv;
+    TSNode name = py_method_name_node(call);
+    if (!ts_node_is_null(name) && is_sync_method(src, call, false)) {
+        recv = ts_node_child_by_field_name(ts_node_parent(name), "object", 6);
+        return is_host_read_tensor(src, recv);
+    }
+    if (is_builtin_call(src, call, "float") || is_builtin_call(src, call, "int") ||
+        is_builtin_call(src, call, "bool")) {
+        if (py_call_positional_count(call) != 1 || py_call_has_splat(call)) return false;
+        return is_host_read_tensor(src, py_call_positional(call, 0));
+    }
+    if (is_builtin_call(src, call, "print")) {
+        uint32_t n = py_call_positional_count(call);
+        for (uint32_t i = 0; i < n; i++) {
+            TSNode a = py_call_positional(call, i);
+            if (is_host_read_tensor(src, a) || string_formats_tensor(src, a, 0)) return true;
+        }
+    }
+    return false;
+}
+
+/* ---- where the GPU work is --------------------------------------------- */
+
+static bool call_does_gpu_work(const PySource *src, TSNode call) {
+    return py_call_does_gpu_work(src, call) && !is_host_factory(src, call);
+}
+
+/* work that only makes sense on a device: a model or loss call, backward(),
+ * an optimizer step, a move to the GPU, a tensor created on the GPU */
+static bool call_is_device_work(const PySource *src, TSNode call) {
+    TSNode recv;
+    if (py_method_call(src, call, "backward", &recv) || py_method_call(src, call, "cuda", &recv)) return true;
+    if (py_method_call(src, call, "step", &recv)) return py_is_optimizer(src, recv);
+    if (py_method_call(src, call, "to", &recv)) {
+        TSNode dev = py_call_positional(call, 0);
+        if (ts_node_is_null(dev)) dev = py_call_keyword(src, call, "device");
+        return py_is_device_expr(src, dev);
+    }
+    if (is_cuda_device_arg(src, call)) return true;
+    return py_is_module_instance(src, ts_node_child_by_field_name(call, "function", 8));
+}
+
+typedef struct {
+    const PySource *src;
+    TSNode loop;
+    bool work;        /* GPU work at the loop's own level */
+    bool device_work; /* of which some certainly runs on a device */
+    bool inner_loop;  /* a nested loop does GPU work */
+} LoopWork;
+
+static bool is_statement_loop(TSNode n) { return py_is(n, "for_statement") || py_is(n, "while_statement"); }
+
+static bool is_matmul_of_tensor(const PySource *src, TSNode n) {
+    if (!py_is(n, "binary_operator")) return false;
+    TSNode op = ts_node_child_by_field_name(n, "operator", 8);
+    return !ts_node_is_null(op) && strcmp(ts_node_type(op), "@") == 0 &&
+           (py_is_tensor(src, ts_node_child_by_field_name(n, "left", 4)) ||
+            py_is_tensor(src, ts_node_child_by_field_name(n, "right", 5)));
+}
+
+typedef struct {
+    const PySource *src;
+    bool found;
+} InnerWork;
+
+/* a nested loop that computes on the GPU (not one that only moves a batch's
+ * tensors to the device) */
+static bool visit_inner(TSNode n, void *data) {
+    InnerWork *w = data;
+    if (w->found) return false;
+    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    if ((py_is(n, "call") && call_does_gpu_work(w->src, n) && !is_move(w->src, n)) || is_matmul_of_tensor(w->src, n))
+        w->found = true;
+    return !w->found;
+}
+
+static bool visit_work(TSNode n, void *data) {
+    LoopWork *w = data;
+    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    if (is_statement_loop(n)) {
+        if (py_is_periodic(w->src, n, w->loop)) return false; /* an evaluation every N steps */
+        InnerWork inner = {w->src, false};
+        py_walk(n, visit_inner, &inner);
+        if (inner.found) w->inner_loop = true;
+        return false;
+    }
+    if (py_is(n, "call") && call_does_gpu_work(w->src, n)) {
+        w->work = true;
+        if (call_is_device_work(w->src, n)) w->device_work = true;
+    }
+    if (is_matmul_of_tensor(w->src, n)) w->work = true;
+    return true;
+}
+
+static bool text_mentions(const PySource *src, TSNode node, const char *word) {
+    const char *text = py_text_ptr(src, node);
+    size_t len = py_text_len(node), wl = strlen(word);
+    for (size_t i = 0; i + wl <= len; i++)
+        if (memcmp(text + i, word, wl) == 0) return true;
+    return false;
+}
+
+/* the loop queues GPU work on each of its own iterations, in code that runs
+ * on a device (a function that mentions a CUDA device, or work such as a
+ * model call that only a device explains) */
+static bool loop_is_hot(const PySource *src, TSNode loop) {
+    if (!src->uses_gpu) return false;
+    LoopWork w = {src, loop, false, false, false};
+    if (is_statement_loop(loop)) {
+        TSNode cond = ts_node_child_by_field_name(loop, "condition", 9);
+        if (py_is(loop, "while_statement") && !ts_node_is_null(cond)) py_walk(cond, visit_work, &w);
+        TSNode body = ts_node_child_by_field_name(loop, "body", 4);
+        if (ts_node_is_null(body)) return false;
+        py_walk(body, visit_work, &w);
+    } else {
+        uint32_t n = ts_node_named_child_count(loop);
+        for (uint32_t i = 0; i < n; i++) py_walk(ts_node_named_child(loop, i), visit_work, &w);
+    }
+    /* an outer (per-epoch) loop: its reads run once per inner loop */
+    if (!w.work || w.inner_loop) return false;
+    if (w.device_work) return true;
+    TSNode fn = py_enclosing_function(loop);
+    if (ts_node_is_null(fn)) return true; /* module level: the file uses CUDA */
+    return text_mentions(src, fn, "cuda") || text_mentions(src, fn, "device");
+}
+
+static void describe(const PySource *src, TSNode call, char *buf, size_t size) {
+    const char *text = py_text_ptr(src, call);
+    size_t len = py_text_len(call);
+    if (len <= 48 && !memchr(text, '\n', len)) {
+        snprintf(buf, size, "%.*s", (int)len, text);
+        return;
+    }
+    TSNode name = py_method_name_node(call);
+    if (!ts_node_is_null(name)) {
+        snprintf(buf, size, ".%.*s()", (int)py_text_len(name), py_text_ptr(src, name));
+        return;
+    }
+    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+    snprintf(buf, size, "%.*s(...)", (int)(py_text_len(fn) < 32 ? py_text_len(fn) : 32), py_text_ptr(src, fn));
+}
+
+static bool visit(TSNode n, void *data) {
+    RuleContext *ctx = data;
+    if (ctx->out_of_memory) return false;
+    if (!py_is(n, "call") || !is_host_read(ctx->py, n)) return true;
+    TSNode loop = py_enclosing_loop(n);
+    if (ts_node_is_null(loop) || py_is_periodic(ctx->py, n, loop) || !loop_is_hot(ctx->py, loop)) return true;
+    char what[128];
+    describe(ctx->py, n, what, sizeof what);
+    rule_report_node(
+        ctx, n, "`%s` waits for the GPU on every iteration of this loop, so the host cannot queue work ahead", what);
+    return true;
+}
+
+static void check(RuleContext *ctx) {
+    if (!ctx->py->uses_gpu) return;
+    py_walk(ts_tree_root_node(ctx->py->tree), visit, ctx);
+}
+
+const Rule rule_py001_host_sync_in_loop = {
+    .code = "PY001",
+    .name = "host-sync-in-loop",
+    .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_PYTHON,
+    .summary = "`.item()`, `.cpu()`, `float(t)` or `print(t)` on a tensor every iteration of a GPU loop",
+    .documentation = documentation,
+    .check = check,
+};

@@ -1,0 +1,504 @@
+/* PY002 unsynchronized-timing: GPU work timed with host clocks
+ * (`time.perf_counter() - t0`) without torch.cuda.synchronize() before the
+ * second clock read. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rule.h"
+
+static const char documentation[] =
+    "## What it does\n"
+    "Flags a host clock read (`time.time()`, `time.perf_counter()`, `time.monotonic()`, their `_ns`\n"
+    "variants, `timeit.default_timer()`, however they are imported) that ends a measurement of GPU\n"
+    "work without a host synchronization after the last GPU operation: the first read is stored in a\n"
+    "name (`t0 = time.perf_counter()`), the second read is subtracted from it\n"
+    "(`time.perf_counter() - t0`, or `t1 = time.perf_counter()` and later `t1 - t0`), and between the\n"
+    "two reads the code queues GPU work (a model call, a torch operation, `backward()`, an optimizer\n"
+    "step, a copy to the device, a call to a function of this file that does such work) with no\n"
+    "`torch.cuda.synchronize()`, stream or event `.synchronize()`, `.item()`, `.cpu()`, `.tolist()`\n"
+    "or `.numpy()` after it. A clock read in a `while` condition also covers the loop's body.\n"
+    "\n"
+    "## Why is this slow?\n"
+    "CUDA kernels run asynchronously: a call such as `model(x)` returns as soon as its kernels are\n"
+    "queued. A host clock read right after it measures how long Python took to launch the work, not\n"
+    "how long the GPU took to run it; the real cost then shows up somewhere else (at the next\n"
+    "`.item()` or copy), and optimizations are chosen on wrong numbers.\n"
+    "\n"
+    "Not flagged:\n"
+    "- timing with CUDA events (`torch.cuda.Event(enable_timing=True)` and `elapsed_time`);\n"
+    "- a measurement that synchronizes after its last GPU operation: `torch.cuda.synchronize()`\n"
+    "  (also inside the timed loop's last statement), `stream.synchronize()`, `event.synchronize()`,\n"
+    "  a read such as `loss.item()`, `out.cpu()` or `float(loss)` before the clock read, or a call to a\n"
+    "  helper that synchronizes (a function of this file that does, or one named like `sync`);\n"
+    "- GPU work the code does not show (a call to an unknown function or method), except a\n"
+    "  callable parameter timed right after a `torch.cuda.synchronize()` (`fn(*args)` in a\n"
+    "  benchmark helper);\n"
+    "- the two reads in different functions, or a first read kept in an attribute (`self.t0`);\n"
+    "- clocks around host work only (loading files, tokenizing, building tensors on the CPU);\n"
+    "- clock reads that are not subtracted from an earlier one (timestamps for a log);\n"
+    "- a function that neither mentions a CUDA device nor calls a model, `backward()` or a device\n"
+    "  copy (a CPU benchmark in a file that also uses CUDA), and files that do not use CUDA.\n"
+    "\n"
+    "## Example\n"
+    "```python\n"
+    "t0 = time.perf_counter()\n"
+    "for _ in range(100):\n"
+    "    y = model(x)\n"
+    "elapsed = time.perf_counter() - t0\n"
+    "```\n"
+    "\n"
+    "## Use instead\n"
+    "```python\n"
+    "torch.cuda.synchronize()\n"
+    "t0 = time.perf_counter()\n"
+    "for _ in range(100):\n"
+    "    y = model(x)\n"
+    "torch.cuda.synchronize()\n"
+    "elapsed = time.perf_counter() - t0\n"
+    "```\n"
+    "or CUDA events: `start.record()`, the work, `end.record()`, `end.synchronize()`,\n"
+    "`start.elapsed_time(end)`.\n"
+    "\n"
+    "## Fix safety\n"
+    "The fix inserts `torch.cuda.synchronize()` on its own line before the statement that reads the\n"
+    "clock, using the name under which the file imports `torch`. It only makes the host wait for work\n"
+    "that was already queued, so results are unchanged and the measurement becomes correct: the fix\n"
+    "is safe. It is offered as unsafe when the file falls back to the CPU (it calls\n"
+    "`torch.cuda.is_available()`), because `torch.cuda.synchronize()` raises on a machine without\n"
+    "CUDA. No fix is offered when the clock read is part of a compound statement's header (a `while`\n"
+    "or `if` condition), when the statement does not start its line, or when the file does not\n"
+    "`import torch`.\n";
+
+#define MAX_CHAIN 32
+
+static const char *const clock_names[] = {
+    "time.time",    "time.perf_counter", "time.monotonic",       "time.perf_counter_ns",
+    "time.time_ns", "time.monotonic_ns", "timeit.default_timer", NULL};
+
+static bool is_clock_read(const PySource *src, TSNode n) {
+    return py_is(n, "call") && py_callee_is_any(src, n, clock_names);
+}
+
+static TSNode strip_parens(TSNode n) {
+    for (int i = 0; i < MAX_CHAIN && py_is(n, "parenthesized_expression"); i++) n = ts_node_named_child(n, 0);
+    return n;
+}
+
+static bool is_minus(TSNode n) {
+    if (!py_is(n, "binary_operator")) return false;
+    TSNode op = ts_node_child_by_field_name(n, "operator", 8);
+    return !ts_node_is_null(op) && strcmp(ts_node_type(op), "-") == 0;
+}
+
+/* `name` was last assigned a clock read, in the same scope as `at` and
+ * before it: that read */
+static bool clock_binding(const PySource *src, TSNode name, TSNode at, TSNode *read) {
+    if (!py_is(name, "identifier")) return false;
+    TSNode value = {0};
+    if (py_binding_before(src, name, py_text_ptr(src, name), py_text_len(name), ts_node_start_byte(name), &value) !=
+        BINDING_ASSIGNMENT)
+        return false;
+    value = strip_parens(value);
+    if (!is_clock_read(src, value) || ts_node_start_byte(value) >= ts_node_start_byte(at)) return false;
+    if (!ts_node_eq(py_scope_of(value), py_scope_of(at))) return false;
+    *read = value;
+    return true;
+}
+
+typedef struct {
+    const PySource *src;
+    TSNode read;     /* the second read: `t1 = <read>` */
+    TSNode assigned; /* t1 */
+    TSNode first;    /* out: the first read */
+    TSNode start_name;
+    bool found;
+} LaterUse;
+
+/* `t1 - t0` after `t1 = time.time()`, with t0 a clock read */
+static bool visit_later_use(TSNode n, void *data) {
+    LaterUse *u = data;
+    if (u->found) return false;
+    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    if (!is_minus(n) || ts_node_start_byte(n) < ts_node_end_byte(u->read)) return true;
+    TSNode left = strip_parens(ts_node_child_by_field_name(n, "left", 4));
+    TSNode right = strip_parens(ts_node_child_by_field_name(n, "right", 5));
+    if (!py_is(left, "identifier") || !py_same_text(u->src, left, u->assigned)) return true;
+    TSNode value = {0};
+    if (py_binding_before(u->src, left, py_text_ptr(u->src, left), py_text_len(left), ts_node_start_byte(left),
+                          &value) != BINDING_ASSIGNMENT ||
+        !ts_node_eq(strip_parens(value), u->read))
+        return true;
+    TSNode first;
+    if (clock_binding(u->src, right, u->read, &first)) {
+        u->first = first;
+        u->start_name = right;
+        u->found = true;
+    }
+    return !u->found;
+}
+
+/* The data link between two clock reads: returns the first read and the
+ * name that holds it. */
+static bool find_first_read(const PySource *src, TSNode read, TSNode *first, TSNode *name) {
+    TSNode parent = ts_node_parent(read);
+    while (py_is(parent, "parenthesized_expression")) parent = ts_node_parent(parent);
+    /* time.time() - t0 */
+    if (is_minus(parent) && ts_node_eq(strip_parens(ts_node_child_by_field_name(parent, "left", 4)), read)) {
+        TSNode right = strip_parens(ts_node_child_by_field_name(parent, "right", 5));
+        if (clock_binding(src, right, read, first)) {
+            *name = right;
+            return true;
+        }
+        return false;
+    }
+    /* t1 = time.time(); ... t1 - t0 */
+    if (py_is(parent, "assignment") &&
+        ts_node_eq(strip_parens(ts_node_child_by_field_name(parent, "right", 5)), read)) {
+        TSNode left = ts_node_child_by_field_name(parent, "left", 4);
+        if (!py_is(left, "identifier")) return false;
+        LaterUse u = {.src = src, .read = read, .assigned = left};
+        TSNode scope = py_scope_of(read);
+        if (ts_node_is_null(scope)) return false;
+        py_walk(scope, visit_later_use, &u);
+        if (!u.found) return false;
+        *first = u.first;
+        *name = u.start_name;
+        return true;
+    }
+    return false;
+}
+
+/* ---- what runs between the two reads ----------------------------------- */
+
+static bool is_builtin_call(const PySource *src, TSNode call, const char *name) {
+    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+    return py_is(fn, "identifier") && py_text_eq(src, fn, name) && !py_resolve_import(src, name, strlen(name));
+}
+
+static bool is_cuda_device_arg(const PySource *src, TSNode call) {
+    TSNode dev = py_call_keyword(src, call, "device");
+    return !ts_node_is_null(dev) && py_is_device_expr(src, dev);
+}
+
+/* torch.tensor(data), torch.zeros(n): built on the host unless a device is given */
+static bool is_host_factory(const PySource *src, TSNode call) {
+    static const char *const factories[] = {"torch.tensor",
+                                            "torch.as_tensor",
+                                            "torch.from_numpy",
+                                            "torch.zeros",
+                                            "torch.ones",
+                                            "torch.empty",
+                                            "torch.full",
+                                            "torch.arange",
+                                            "torch.rand",
+                                            "torch.randn",
+                                            "torch.randint",
+                                            "torch.randperm",
+                                            "torch.linspace",
+                                            "torch.logspace",
+                                            "torch.eye",
+                                            "torch.Tensor",
+                                            "torch.LongTensor",
+                                            "torch.FloatTensor",
+                                            NULL};
+    return py_callee_is_any(src, call, factories) && !is_cuda_device_arg(src, call);
+}
+
+/* work that only makes sense on a device: a model call, backward(), an
+ * optimizer step, a move to the GPU, a tensor created on the GPU */
+static bool call_is_device_work(const PySource *src, TSNode call) {
+    TSNode recv;
+    if (py_method_call(src, call, "backward", &recv) || py_method_call(src, call, "cuda", &recv)) return true;
+    if (py_method_call(src, call, "step", &recv)) return py_is_optimizer(src, recv);
+    if (py_method_call(src, call, "to", &recv)) {
+        TSNode dev = py_call_positional(call, 0);
+        if (ts_node_is_null(dev)) dev = py_call_keyword(src, call, "device");
+        return py_is_device_expr(src, dev);
+    }
+    if (is_cuda_device_arg(src, call)) return true;
+    return py_is_module_instance(src, ts_node_child_by_field_name(call, "function", 8));
+}
+
+/* a function defined at the top level of this file, by name */
+static TSNode local_function(const PySource *src, TSNode callee) {
+    TSNode null = {0};
+    if (!py_is(callee, "identifier") || py_resolve_import(src, py_text_ptr(src, callee), py_text_len(callee)))
+        return null;
+    TSNode root = ts_tree_root_node(src->tree);
+    uint32_t n = ts_node_named_child_count(root);
+    for (uint32_t i = 0; i < n; i++) {
+        TSNode c = ts_node_named_child(root, i);
+        if (py_is(c, "decorated_definition")) c = ts_node_child_by_field_name(c, "definition", 10);
+        if (!py_is(c, "function_definition")) continue;
+        TSNode name = ts_node_child_by_field_name(c, "name", 4);
+        if (!ts_node_is_null(name) && py_same_text(src, name, callee)) return c;
+    }
+    return null;
+}
+
+static bool is_sync(const PySource *src, TSNode call);
+
+typedef struct {
+    const PySource *src;
+    bool found;
+} SyncSearch;
+
+static bool visit_direct_sync(TSNode n, void *data) {
+    SyncSearch *s = data;
+    if (s->found) return false;
+    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    if (py_is(n, "call") && py_is_sync_call(s->src, n)) s->found = true;
+    return !s->found;
+}
+
+/* float(t), int(t), bool(t), print(t) on a tensor read its value */
+static bool reads_tensor_value(const PySource *src, TSNode call) {
+    if (!is_builtin_call(src, call, "float") && !is_builtin_call(src, call, "int") &&
+        !is_builtin_call(src, call, "bool") && !is_builtin_call(src, call, "print"))
+        return false;
+    uint32_t n = py_call_positional_count(call);
+    for (uint32_t i = 0; i < n; i++)
+        if (py_is_tensor(src, py_call_positional(call, i))) return true;
+    return false;
+}
+
+static bool is_cpu_device(const PySource *src, TSNode expr) {
+    if (py_is(expr, "string")) {
+        char *text = py_text_dup(src, expr);
+        bool yes = text && (strcmp(text, "\"cpu\"") == 0 || strcmp(text, "'cpu'") == 0);
+        free(text);
+        return yes;
+    }
+    static const char *const device_ctor[] = {"torch.device", NULL};
+    return py_is(expr, "call") && py_callee_is_any(src, expr, device_ctor) &&
+           is_cpu_device(src, py_call_positional(expr, 0));
+}
+
+/* `x.to("cpu")`: a copy to the host, which waits unless non_blocking=True */
+static bool is_blocking_to_cpu(const PySource *src, TSNode call) {
+    if (!py_method_call(src, call, "to", NULL)) return false;
+    TSNode dev = py_call_positional(call, 0);
+    if (ts_node_is_null(dev)) dev = py_call_keyword(src, call, "device");
+    if (ts_node_is_null(dev) || !is_cpu_device(src, dev)) return false;
+    TSNode nb = py_call_keyword(src, call, "non_blocking");
+    return ts_node_is_null(nb) || py_text_eq(src, nb, "False");
+}
+
+static bool callee_says_sync(const PySource *src, TSNode call) {
+    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+    TSNode name = py_is(fn, "attribute") ? ts_node_child_by_field_name(fn, "attribute", 9) : fn;
+    if (!py_is(name, "identifier")) return false;
+    const char *t = py_text_ptr(src, name);
+    size_t len = py_text_len(name);
+    for (size_t i = 0; i + 4 <= len; i++)
+        if ((t[i] == 's' || t[i] == 'S') && strncmp(t + i + 1, "ync", 3) == 0) return true;
+    return false;
+}
+
+/* The call makes the host wait for the GPU (or, for a helper of unknown
+ * content, may well do so: `synchronize()`, `cuda_sync()`). */
+static bool is_sync(const PySource *src, TSNode call) {
+    if (py_is_sync_call(src, call) || is_blocking_to_cpu(src, call) || reads_tensor_value(src, call) ||
+        callee_says_sync(src, call))
+        return true;
+    TSNode def = local_function(src, ts_node_child_by_field_name(call, "function", 8));
+    if (ts_node_is_null(def)) return false;
+    TSNode body = ts_node_child_by_field_name(def, "body", 4);
+    if (ts_node_is_null(body)) return false;
+    SyncSearch s = {src, false};
+    py_walk(body, visit_direct_sync, &s);
+    return s.found;
+}
+
+typedef struct {
+    const PySource *src;
+    size_t from, to; /* the region: after the first read, before the second */
+    bool lead_sync;  /* the code synchronized right before the first read */
+    size_t last_gpu, last_sync;
+    bool device_work;
+} Region;
+
+static bool is_parameter_call(const PySource *src, TSNode call) {
+    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+    if (!py_is(fn, "identifier")) return false;
+    return py_binding_before(src, fn, py_text_ptr(src, fn), py_text_len(fn), ts_node_start_byte(fn), NULL) ==
+           BINDING_PARAMETER;
+}
+
+static bool call_does_gpu_work(const Region *r, TSNode call) {
+    const PySource *src = r->src;
+    if (py_call_does_gpu_work(src, call)) return !is_host_factory(src, call);
+    /* a helper of this file that does GPU work */
+    TSNode def = local_function(src, ts_node_child_by_field_name(call, "function", 8));
+    if (!ts_node_is_null(def)) {
+        TSNode body = ts_node_child_by_field_name(def, "body", 4);
+        return !ts_node_is_null(body) && py_does_gpu_work(src, body);
+    }
+    /* `fn(*args)` timed right after a synchronize: a benchmark of a GPU callable */
+    return r->lead_sync && is_parameter_call(src, call);
+}
+
+static bool visit_region(TSNode n, void *data) {
+    Region *r = data;
+    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    size_t start = ts_node_start_byte(n), end = ts_node_end_byte(n);
+    if (end <= r->from || start >= r->to) return false;
+    if (start < r->from || end > r->to) return true; /* straddles the region: look inside */
+    if (py_is(n, "call")) {
+        if (is_sync(r->src, n)) {
+            if (end > r->last_sync) r->last_sync = end;
+        } else if (call_does_gpu_work(r, n)) {
+            if (end > r->last_gpu) r->last_gpu = end;
+            if (call_is_device_work(r->src, n)) r->device_work = true;
+        }
+    } else if (py_is(n, "binary_operator")) {
+        TSNode op = ts_node_child_by_field_name(n, "operator", 8);
+        if (!ts_node_is_null(op) && strcmp(ts_node_type(op), "@") == 0 && r->src->uses_gpu &&
+            (py_is_tensor(r->src, ts_node_child_by_field_name(n, "left", 4)) ||
+             py_is_tensor(r->src, ts_node_child_by_field_name(n, "right", 5)))) {
+            if (end > r->last_gpu) r->last_gpu = end;
+        }
+    }
+    return true;
+}
+
+/* the statement before the first read's statement synchronizes */
+static bool synchronized_before(const PySource *src, TSNode first) {
+    TSNode stmt = py_statement_of(first);
+    TSNode prev = ts_node_prev_named_sibling(stmt);
+    while (!ts_node_is_null(prev) && py_is(prev, "comment")) prev = ts_node_prev_named_sibling(prev);
+    if (ts_node_is_null(prev) || !py_is(prev, "expression_statement")) return false;
+    TSNode e = ts_node_named_child(prev, 0);
+    return py_is(e, "call") && is_sync(src, e);
+}
+
+static bool text_mentions(const PySource *src, TSNode node, const char *word) {
+    const char *text = py_text_ptr(src, node);
+    size_t len = py_text_len(node), wl = strlen(word);
+    for (size_t i = 0; i + wl <= len; i++)
+        if (memcmp(text + i, word, wl) == 0) return true;
+    return false;
+}
+
+/* ---- the fix ------------------------------------------------------------ */
+
+/* The name under which the module imports torch at its top level
+ * (`import torch`, `import torch as th`, `import torch.nn` binds `torch`);
+ * NULL when it does not. Writes into buf. */
+static bool torch_name(const PySource *src, char *buf, size_t size) {
+    TSNode root = ts_tree_root_node(src->tree);
+    bool found = false;
+    uint32_t n = ts_node_named_child_count(root);
+    for (uint32_t i = 0; i < n; i++) {
+        TSNode stmt = ts_node_named_child(root, i);
+        if (!py_is(stmt, "import_statement")) continue;
+        uint32_t k = ts_node_named_child_count(stmt);
+        for (uint32_t j = 0; j < k; j++) {
+            TSNode c = ts_node_named_child(stmt, j);
+            TSNode local = {0};
+            if (py_is(c, "aliased_import")) {
+                if (py_text_eq(src, ts_node_child_by_field_name(c, "name", 4), "torch"))
+                    local = ts_node_child_by_field_name(c, "alias", 5);
+            } else if (py_is(c, "dotted_name") && ts_node_named_child_count(c) > 0 &&
+                       py_text_eq(src, ts_node_named_child(c, 0), "torch")) {
+                local = ts_node_named_child(c, 0);
+            }
+            if (!py_is(local, "identifier") || py_text_len(local) + 1 > size) continue;
+            /* later imports win, as at run time */
+            memcpy(buf, py_text_ptr(src, local), py_text_len(local));
+            buf[py_text_len(local)] = '\0';
+            found = true;
+        }
+    }
+    return found;
+}
+
+static bool is_simple_statement(TSNode stmt) {
+    static const char *const simple[] = {"expression_statement", "return_statement", "assert_statement",
+                                         "raise_statement",      "delete_statement", NULL};
+    for (size_t i = 0; simple[i]; i++)
+        if (py_is(stmt, simple[i])) return true;
+    return false;
+}
+
+static void add_fix(RuleContext *ctx, Finding *f, TSNode read) {
+    const PySource *src = ctx->py;
+    TSNode stmt = py_statement_of(read);
+    char torch[PY_NAME_MAX];
+    if (!torch_name(src, torch, sizeof torch) || !is_simple_statement(stmt) || !py_starts_line(src, stmt)) return;
+    char indent[256];
+    size_t width = py_line_indent(src, ts_node_start_byte(stmt), indent, sizeof indent);
+    if (width + 1 >= sizeof indent) return;
+    size_t line_start = ts_node_start_byte(stmt) - width;
+    char *text = format_string("%s%s.cuda.synchronize()\n", indent, torch);
+    if (!text) {
+        ctx->out_of_memory = true;
+        return;
+    }
+    bool safe = !strstr(src->doc->text, "is_available");
+    Fix *fix = finding_add_fix(f, "Add torch.cuda.synchronize() before the clock read", safe);
+    if (!fix || !fix_add_edit(fix, line_start, line_start, text)) ctx->out_of_memory = true;
+    free(text);
+}
+
+/* ---- the check ---------------------------------------------------------- */
+
+static void describe(const PySource *src, TSNode node, char *buf, size_t size) {
+    size_t len = py_text_len(node);
+    const char *text = py_text_ptr(src, node);
+    if (len <= 40 && !memchr(text, '\n', len)) snprintf(buf, size, "%.*s", (int)len, text);
+    else snprintf(buf, size, "the clock");
+}
+
+static bool visit(TSNode n, void *data) {
+    RuleContext *ctx = data;
+    const PySource *src = ctx->py;
+    if (ctx->out_of_memory) return false;
+    if (!is_clock_read(src, n)) return true;
+    TSNode first, name;
+    if (!find_first_read(src, n, &first, &name)) return true;
+    Region r = {.src = src, .from = ts_node_end_byte(first), .to = ts_node_start_byte(n)};
+    r.lead_sync = synchronized_before(src, first);
+    /* `while time.time() - t0 < budget:` also runs after every pass through the body */
+    TSNode loop = py_enclosing_loop(n);
+    if (py_is(loop, "while_statement") && !py_is_within(n, ts_node_child_by_field_name(loop, "body", 4)) &&
+        ts_node_end_byte(first) <= ts_node_start_byte(loop))
+        r.to = ts_node_end_byte(loop);
+    TSNode scope = py_scope_of(n);
+    if (ts_node_is_null(scope)) return true;
+    py_walk(scope, visit_region, &r);
+    if (r.last_gpu == 0 || r.last_sync >= r.last_gpu) return true;
+    /* the timed code runs on a device */
+    TSNode fn = py_enclosing_function(n);
+    if (!r.device_work && !ts_node_is_null(fn) && !text_mentions(src, fn, "cuda") && !text_mentions(src, fn, "device"))
+        return true;
+    char what[64], start[64];
+    describe(src, n, what, sizeof what);
+    describe(src, name, start, sizeof start);
+    Finding *f = rule_report_node(ctx, n,
+                                  "`%s` is read while the GPU work queued since `%s` may still be running, so the "
+                                  "time covers the kernel launches, not the work",
+                                  what, start);
+    if (!f) return true;
+    if (!finding_add_related(f, (ByteRange){ts_node_start_byte(first), ts_node_end_byte(first)},
+                             "the measurement starts here"))
+        ctx->out_of_memory = true;
+    add_fix(ctx, f, n);
+    return true;
+}
+
+static void check(RuleContext *ctx) {
+    if (!ctx->py->uses_gpu) return;
+    py_walk(ts_tree_root_node(ctx->py->tree), visit, ctx);
+}
+
+const Rule rule_py002_unsynchronized_timing = {
+    .code = "PY002",
+    .name = "unsynchronized-timing",
+    .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_PYTHON,
+    .summary = "GPU work timed with a host clock without torch.cuda.synchronize() before the second read",
+    .documentation = documentation,
+    .check = check,
+};
