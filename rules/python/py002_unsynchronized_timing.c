@@ -64,9 +64,9 @@ static const char documentation[] =
     "The fix inserts `torch.cuda.synchronize()` on its own line before the statement that reads the\n"
     "clock, using the name under which the file imports `torch`. It only makes the host wait for work\n"
     "that was already queued, so results are unchanged and the measurement becomes correct: the fix\n"
-    "is safe. It is offered as unsafe when the file falls back to the CPU (it calls\n"
-    "`torch.cuda.is_available()`), because `torch.cuda.synchronize()` raises on a machine without\n"
-    "CUDA. No fix is offered when the clock read is part of a compound statement's header (a `while`\n"
+    "is safe. When the file falls back to the CPU (it calls `torch.cuda.is_available()`), the inserted\n"
+    "call is guarded by `if torch.cuda.is_available():`, because `torch.cuda.synchronize()` raises on\n"
+    "a machine without CUDA. No fix is offered when the clock read is part of a compound statement's header (a `while`\n"
     "or `if` condition), when the statement does not start its line, or when the file does not\n"
     "`import torch`.\n";
 
@@ -431,13 +431,16 @@ static void add_fix(RuleContext *ctx, Finding *f, TSNode read) {
     size_t width = py_line_indent(src, ts_node_start_byte(stmt), indent, sizeof indent);
     if (width + 1 >= sizeof indent) return;
     size_t line_start = ts_node_start_byte(stmt) - width;
-    char *text = format_string("%s%s.cuda.synchronize()\n", indent, torch);
+    /* a file that falls back to the CPU must not call synchronize() without a GPU: guard it */
+    bool cpu_fallback = strstr(src->doc->text, "is_available") != NULL;
+    char *text = cpu_fallback ? format_string("%sif %s.cuda.is_available():\n%s    %s.cuda.synchronize()\n", indent,
+                                              torch, indent, torch)
+                              : format_string("%s%s.cuda.synchronize()\n", indent, torch);
     if (!text) {
         ctx->out_of_memory = true;
         return;
     }
-    bool safe = !strstr(src->doc->text, "is_available");
-    Fix *fix = finding_add_fix(f, "Add torch.cuda.synchronize() before the clock read", safe);
+    Fix *fix = finding_add_fix(f, "Add torch.cuda.synchronize() before the clock read", true);
     if (!fix || !fix_add_edit(fix, line_start, line_start, text)) ctx->out_of_memory = true;
     free(text);
 }
