@@ -178,7 +178,6 @@ static const char *const non_tensor_methods[] = {
     "is_pinned", "is_complex", "equal", "allclose", "all_close", "dim_order", "is_set_to", "has_names",
     "record_stream", "share_memory_", "pin_memory", "keys", "values", "items", NULL};
 
-static bool is_tensor_at(const PySource *src, TSNode expr, int depth);
 static bool is_module_at(const PySource *src, TSNode expr, int depth);
 
 /* follows an identifier to the value it was last assigned */
@@ -199,6 +198,101 @@ static bool annotation_says_tensor(const PySource *src, TSNode param) {
                !strstr(text, "Sequence");
     free(text);
     return yes;
+}
+
+/* ---- calls of a function defined in this file ---------------------------- */
+
+typedef struct {
+    const PySource *src;
+    TSNode fn;
+    const char *name;
+    size_t length;
+    TSNode *calls;
+    size_t count, capacity;
+} CallSearch;
+
+static bool visit_calls(TSNode n, void *data) {
+    CallSearch *s = data;
+    if (!py_is(n, "call")) return true;
+    TSNode callee = ts_node_child_by_field_name(n, "function", 8);
+    if (py_is(callee, "identifier") && py_text_len(callee) == s->length &&
+        memcmp(py_text_ptr(s->src, callee), s->name, s->length) == 0 && s->count < 64) {
+        if (s->count == s->capacity) {
+            size_t cap = s->capacity ? s->capacity * 2 : 8;
+            TSNode *grown = realloc(s->calls, cap * sizeof *grown);
+            if (!grown) return false;
+            s->calls = grown;
+            s->capacity = cap;
+        }
+        s->calls[s->count++] = n;
+    }
+    return true;
+}
+
+/* calls `name(...)` of a plain (not method) function; caller frees *calls */
+static size_t calls_of_function(const PySource *src, TSNode fn, TSNode **calls) {
+    *calls = NULL;
+    TSNode parent = ts_node_parent(fn);
+    if (py_is(parent, "decorated_definition")) parent = ts_node_parent(parent);
+    if (py_is(ts_node_parent(parent), "class_definition")) return 0; /* methods: self.name(...) */
+    TSNode name = ts_node_child_by_field_name(fn, "name", 4);
+    if (ts_node_is_null(name)) return 0;
+    CallSearch s = {.src = src, .fn = fn, .name = py_text_ptr(src, name), .length = py_text_len(name)};
+    py_walk(ts_tree_root_node(src->tree), visit_calls, &s);
+    *calls = s.calls;
+    return s.count;
+}
+
+/* the argument a call passes for parameter `param` (index among positional
+ * parameters, and its name for keyword passing) */
+static TSNode argument_for(const PySource *src, TSNode call, uint32_t index, TSNode param_name) {
+    TSNode args = py_call_arguments(call);
+    TSNode null = {0};
+    if (!py_is(args, "argument_list")) return null;
+    uint32_t n = ts_node_named_child_count(args);
+    for (uint32_t i = 0; i < n; i++) {
+        TSNode a = ts_node_named_child(args, i);
+        if (!py_is(a, "keyword_argument")) continue;
+        TSNode key = ts_node_child_by_field_name(a, "name", 4);
+        if (!ts_node_is_null(key) && py_same_text(src, key, param_name)) return ts_node_child_by_field_name(a, "value", 5);
+    }
+    return py_call_positional(call, index);
+}
+
+static bool is_tensor_at(const PySource *src, TSNode expr, int depth);
+
+/* a parameter without annotation is a tensor when the file's calls of the
+ * function pass tensors for it (and nothing that is clearly not one) */
+static bool parameter_is_tensor_by_callers(const PySource *src, TSNode param, int depth) {
+    if (depth > MAX_DEPTH - 4) return false;
+    TSNode params = ts_node_parent(param);
+    TSNode fn = ts_node_parent(params);
+    if (!py_is(params, "parameters") || !py_is(fn, "function_definition")) return false;
+    TSNode name = param;
+    if (py_is(param, "default_parameter")) name = ts_node_child_by_field_name(param, "name", 4);
+    if (!py_is(name, "identifier")) return false;
+    uint32_t index = 0;
+    uint32_t count = ts_node_named_child_count(params);
+    for (uint32_t i = 0; i < count; i++) {
+        TSNode p = ts_node_named_child(params, i);
+        if (ts_node_eq(p, param)) break;
+        if (py_is(p, "identifier") || py_is(p, "default_parameter") || py_is(p, "typed_parameter") ||
+            py_is(p, "typed_default_parameter"))
+            index++;
+    }
+    TSNode *calls;
+    size_t n = calls_of_function(src, fn, &calls);
+    bool tensor = false, other = false;
+    for (size_t i = 0; i < n; i++) {
+        TSNode arg = argument_for(src, calls[i], index, name);
+        if (ts_node_is_null(arg)) continue;
+        if (is_tensor_at(src, arg, depth + 1)) tensor = true;
+        else if (py_is(arg, "integer") || py_is(arg, "float") || py_is(arg, "string") || py_is(arg, "none") ||
+                 py_is(arg, "list") || py_is(arg, "tuple") || py_is(arg, "dictionary"))
+            other = true;
+    }
+    free(calls);
+    return tensor && !other;
 }
 
 static bool is_tensor_at(const PySource *src, TSNode expr, int depth) {
@@ -228,7 +322,8 @@ static bool is_tensor_at(const PySource *src, TSNode expr, int depth) {
         TSNode value;
         BindingKind kind;
         if (identifier_value(src, expr, &value, &kind)) return is_tensor_at(src, value, depth + 1);
-        if (kind == BINDING_PARAMETER) return annotation_says_tensor(src, value);
+        if (kind == BINDING_PARAMETER)
+            return annotation_says_tensor(src, value) || parameter_is_tensor_by_callers(src, value, depth);
         return false;
     }
     if (strcmp(type, "attribute") == 0) {
@@ -594,3 +689,32 @@ bool py_grad_disabled_at(const PySource *src, TSNode node) {
     }
     return false;
 }
+
+/* ---- device context -------------------------------------------------------- */
+
+static bool node_mentions(const PySource *src, TSNode node, const char *word) {
+    const char *text = py_text_ptr(src, node);
+    size_t len = py_text_len(node), wl = strlen(word);
+    for (size_t i = 0; i + wl <= len; i++)
+        if (memcmp(text + i, word, wl) == 0) return true;
+    return false;
+}
+
+static bool runs_on_device(const PySource *src, TSNode node, int depth) {
+    if (!src->uses_gpu) return false;
+    TSNode fn = py_enclosing_function(node);
+    if (ts_node_is_null(fn)) return true; /* module level of a file that uses CUDA */
+    if (node_mentions(src, fn, "cuda") || node_mentions(src, fn, "device")) return true;
+    if (depth >= 3) return false;
+    TSNode *calls;
+    size_t n = calls_of_function(src, fn, &calls);
+    bool yes = false;
+    for (size_t i = 0; i < n && !yes; i++) {
+        TSNode caller = py_enclosing_function(calls[i]);
+        if (ts_node_is_null(caller) || !ts_node_eq(caller, fn)) yes = runs_on_device(src, calls[i], depth + 1);
+    }
+    free(calls);
+    return yes;
+}
+
+bool py_runs_on_device(const PySource *src, TSNode node) { return runs_on_device(src, node, 0); }

@@ -53,4 +53,9 @@ bool py_is_sync_call(const PySource *src, TSNode call);
  * decorated with either, or after torch.set_grad_enabled(False) in scope. */
 bool py_grad_disabled_at(const PySource *src, TSNode node);
 
+/* The code around node works with a CUDA device: the file uses CUDA and the
+ * enclosing function mentions `cuda` or `device`, or is called from code that
+ * does (up to three calls up), or node is at module level. */
+bool py_runs_on_device(const PySource *src, TSNode node);
+
 #endif

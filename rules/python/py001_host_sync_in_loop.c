@@ -296,14 +296,6 @@ static bool visit_work(TSNode n, void *data) {
     return true;
 }
 
-static bool text_mentions(const PySource *src, TSNode node, const char *word) {
-    const char *text = py_text_ptr(src, node);
-    size_t len = py_text_len(node), wl = strlen(word);
-    for (size_t i = 0; i + wl <= len; i++)
-        if (memcmp(text + i, word, wl) == 0) return true;
-    return false;
-}
-
 /* the loop queues GPU work on each of its own iterations, in code that runs
  * on a device (a function that mentions a CUDA device, or work such as a
  * model call that only a device explains) */
@@ -323,9 +315,7 @@ static bool loop_is_hot(const PySource *src, TSNode loop) {
     /* an outer (per-epoch) loop: its reads run once per inner loop */
     if (!w.work || w.inner_loop) return false;
     if (w.device_work) return true;
-    TSNode fn = py_enclosing_function(loop);
-    if (ts_node_is_null(fn)) return true; /* module level: the file uses CUDA */
-    return text_mentions(src, fn, "cuda") || text_mentions(src, fn, "device");
+    return py_runs_on_device(src, loop);
 }
 
 static void describe(const PySource *src, TSNode call, char *buf, size_t size) {

@@ -373,14 +373,6 @@ static bool synchronized_before(const PySource *src, TSNode first) {
     return py_is(e, "call") && is_sync(src, e);
 }
 
-static bool text_mentions(const PySource *src, TSNode node, const char *word) {
-    const char *text = py_text_ptr(src, node);
-    size_t len = py_text_len(node), wl = strlen(word);
-    for (size_t i = 0; i + wl <= len; i++)
-        if (memcmp(text + i, word, wl) == 0) return true;
-    return false;
-}
-
 /* ---- the fix ------------------------------------------------------------ */
 
 /* The name under which the module imports torch at its top level
@@ -473,9 +465,7 @@ static bool visit(TSNode n, void *data) {
     py_walk(scope, visit_region, &r);
     if (r.last_gpu == 0 || r.last_sync >= r.last_gpu) return true;
     /* the timed code runs on a device */
-    TSNode fn = py_enclosing_function(n);
-    if (!r.device_work && !ts_node_is_null(fn) && !text_mentions(src, fn, "cuda") && !text_mentions(src, fn, "device"))
-        return true;
+    if (!r.device_work && !py_runs_on_device(src, n)) return true;
     char what[64], start[64];
     describe(src, n, what, sizeof what);
     describe(src, name, start, sizeof start);
