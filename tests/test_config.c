@@ -30,9 +30,9 @@ static void load_ok(Config *cfg, const char *text) {
     char *path = write_temp(text);
     char *error = NULL;
     bool ok = config_load_file(cfg, path, &error);
+    unlink(path); /* before any assertion can end the test */
     cr_assert(ok, "rejected: %s\n---\n%s", error ? error : "(no message)", text);
     cr_expect(cfg->source && strcmp(cfg->source, path) == 0, "source is the file read");
-    unlink(path);
     free(path);
 }
 
@@ -43,6 +43,7 @@ static void load_fails_bytes(const char *bytes, size_t length, int line, const c
     config_init(&cfg);
     char *error = NULL;
     bool ok = config_load_file(&cfg, path, &error);
+    unlink(path); /* before any assertion can end the test */
     cr_expect(!ok, "accepted:\n%.*s", (int)length, bytes);
     cr_assert_not_null(error, "no message for:\n%.*s", (int)length, bytes);
     if (line > 0) {
@@ -56,7 +57,6 @@ static void load_fails_bytes(const char *bytes, size_t length, int line, const c
     cr_expect(strstr(error, needle) != NULL, "message \"%s\" lacks \"%s\"", error, needle);
     free(error);
     config_free(&cfg); /* a failed load leaves a config that can be freed */
-    unlink(path);
     free(path);
 }
 
