@@ -76,11 +76,15 @@ static void collect_import(PySource *src, TSNode stmt) {
             return; /* relative imports name project modules: nothing to resolve */
         char *mod = dotted_dup(src, module);
         if (!mod) return;
-        uint32_t n = ts_node_child_count(stmt);
+        /* every named child after the module is an imported name (or a
+         * comment); ts_node_field_name_for_child is not used: tree-sitter
+         * 0.20 reports the "name" field only for the first of several */
+        uint32_t n = ts_node_named_child_count(stmt);
         for (uint32_t i = 0; i < n; i++) {
-            const char *field = ts_node_field_name_for_child(stmt, i);
-            if (!field || strcmp(field, "name") != 0) continue;
-            TSNode c = ts_node_child(stmt, i);
+            TSNode c = ts_node_named_child(stmt, i);
+            const char *kind = ts_node_type(c);
+            if (ts_node_eq(c, module) || (strcmp(kind, "dotted_name") != 0 && strcmp(kind, "aliased_import") != 0))
+                continue;
             TSNode name = c, alias = c;
             if (strcmp(ts_node_type(c), "aliased_import") == 0) {
                 name = ts_node_child_by_field_name(c, "name", 4);

@@ -82,8 +82,9 @@ void suppressions_add_comment(Suppressions *s, const Document *doc, size_t start
             return;
         }
         if (own_line && !item.whole_file) {
-            /* a comment on its own line covers the next line too */
-            copy.line = line + 1;
+            /* a comment on its own line covers the next line too (the line
+             * after its end, for a block comment over several lines) */
+            copy.line = document_line_of(doc, end > start ? end - 1 : start) + 1;
             copy.selectors = NULL;
             copy.selector_count = 0;
             bool ok = true;
@@ -124,7 +125,13 @@ void suppressions_scan_c_family(Suppressions *s, const Document *doc) {
             size_t start = i;
             const char *close = strstr(t + i + 2, "*/");
             i = close ? (size_t)(close - t) + 2 : n;
-            suppressions_add_comment(s, doc, start, i, false);
+            /* on a line of its own: only blanks before it and after it */
+            bool own = true;
+            for (size_t k = doc->line_starts[document_line_of(doc, start)]; k < start; k++)
+                if (t[k] != ' ' && t[k] != '\t') own = false;
+            for (size_t k = i; own && k < n && t[k] != '\n' && t[k] != '\r'; k++)
+                if (t[k] != ' ' && t[k] != '\t') own = false;
+            suppressions_add_comment(s, doc, start, i, own);
         } else {
             i++;
         }

@@ -142,13 +142,18 @@ static bool parse_value(Reader *r, Value *v) {
     if (c == '[') {
         v->kind = VALUE_ARRAY;
         r->p++;
+        int open_line = r->line;
         for (;;) {
             skip_space_lines(r);
             if (r->p < r->end && *r->p == ']') {
                 r->p++;
                 return true;
             }
-            if (r->p >= r->end || (*r->p != '"' && *r->p != '\''))
+            if (r->p >= r->end) {
+                r->line = open_line; /* report where the array began, not past the last line */
+                return fail(r, "unterminated array (no closing ']')", NULL);
+            }
+            if (*r->p != '"' && *r->p != '\'')
                 return fail(r, "arrays may hold only strings", NULL);
             char *item;
             if (!parse_string(r, &item)) return false;
@@ -160,7 +165,8 @@ static bool parse_value(Reader *r, Value *v) {
             else if (r->p < r->end && *r->p != ']') return fail(r, "expected ',' or ']' in array", NULL);
         }
     }
-    if (strncmp(r->p, "true", 4) == 0 || strncmp(r->p, "false", 5) == 0) {
+    size_t left = (size_t)(r->end - r->p); /* the text is not NUL-terminated */
+    if ((left >= 4 && memcmp(r->p, "true", 4) == 0) || (left >= 5 && memcmp(r->p, "false", 5) == 0)) {
         v->kind = VALUE_BOOL;
         v->boolean = *r->p == 't';
         r->p += v->boolean ? 4 : 5;

@@ -1,0 +1,387 @@
+/* The Python front end: incremental reparsing gives the tree a fresh parse
+ * gives, the import table, syntax error reporting, and robustness on empty,
+ * invalid and large inputs. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../analysis/python_source.h"
+
+static Document *doc_of(const char *text) {
+    Document *doc = document_new("t.py", LANGUAGE_PYTHON, text, strlen(text));
+    cr_assert_not_null(doc);
+    return doc;
+}
+
+static PySource *parse(const Document *doc) {
+    PySource *src = py_source_new(doc);
+    cr_assert_not_null(src, "py_source_new failed");
+    return src;
+}
+
+/* the reparsed tree must equal the tree of a fresh parse of the same text */
+static void expect_same_as_fresh(const PySource *src, const Document *doc, const char *when) {
+    PySource *fresh = parse(doc);
+    char *a = ts_node_string(ts_tree_root_node(src->tree));
+    char *b = ts_node_string(ts_tree_root_node(fresh->tree));
+    cr_expect(strcmp(a, b) == 0, "%s: incremental tree differs from a fresh parse\nincremental: %s\nfresh:       %s\ntext:\n%s",
+              when, a, b, doc->text);
+    cr_expect(ts_node_end_byte(ts_tree_root_node(src->tree)) == ts_node_end_byte(ts_tree_root_node(fresh->tree)));
+    cr_expect(src->has_errors == fresh->has_errors, "%s: has_errors", when);
+    cr_expect(src->first_error == fresh->first_error, "%s: first_error", when);
+    cr_expect(src->import_count == fresh->import_count, "%s: %zu imports, fresh %zu", when, src->import_count,
+              fresh->import_count);
+    for (size_t i = 0; i < src->import_count && i < fresh->import_count; i++)
+        cr_expect(strcmp(src->imports[i].local, fresh->imports[i].local) == 0 &&
+                      strcmp(src->imports[i].qualified, fresh->imports[i].qualified) == 0,
+                  "%s: import %zu", when, i);
+    cr_expect(src->doc == doc, "the source follows the document it was reparsed with");
+    free(a);
+    free(b);
+    py_source_free(fresh);
+}
+
+/* replaces [start, end) of doc with text, telling src, and reparses */
+static void edit(PySource *src, Document *doc, size_t start, size_t end, const char *text) {
+    size_t len = strlen(text);
+    TSPoint start_point = py_point_at(doc->text, start);
+    TSPoint old_end_point = py_point_at(doc->text, end);
+    cr_assert(document_replace(doc, start, end, text, len));
+    TSPoint new_end_point = py_point_at(doc->text, start + len);
+    py_source_note_edit(src, start, end, start + len, start_point, old_end_point, new_end_point);
+    cr_assert(py_source_reparse(src, doc));
+}
+
+static size_t offset_of(const Document *doc, const char *needle) {
+    const char *p = strstr(doc->text, needle);
+    cr_assert_not_null(p, "\"%s\" not in the text", needle);
+    return (size_t)(p - doc->text);
+}
+
+static void expect_resolves(const PySource *src, const char *local, const char *qualified) {
+    const char *got = py_resolve_import(src, local, strlen(local));
+    if (!qualified)
+        cr_expect(got == NULL, "%s resolves to %s, expected nothing", local, got);
+    else
+        cr_expect(got && strcmp(got, qualified) == 0, "%s resolves to %s, expected %s", local, got ? got : "NULL",
+                  qualified);
+}
+
+/* ---- incremental reparse -------------------------------------------------------- */
+
+static const char BASE[] = "import torch\n"
+                           "\n"
+                           "\n"
+                           "def f(x):\n"
+                           "    return x + 1\n"
+                           "\n"
+                           "\n"
+                           "class Net:\n"
+                           "    def forward(self, x):\n"
+                           "        for i in range(3):\n"
+                           "            x = f(x)\n"
+                           "        return x\n";
+
+Test(reparse, point_at) {
+    const char *text = "ab\ncd\n\nxyz";
+    TSPoint p = py_point_at(text, 0);
+    cr_expect(p.row == 0 && p.column == 0);
+    p = py_point_at(text, 4);
+    cr_expect(p.row == 1 && p.column == 1);
+    p = py_point_at(text, 6);
+    cr_expect(p.row == 2 && p.column == 0);
+    p = py_point_at(text, 10);
+    cr_expect(p.row == 3 && p.column == 3);
+    p = py_point_at("\xC3\xA9x", 2); /* columns are bytes, as tree-sitter counts them */
+    cr_expect(p.row == 0 && p.column == 2);
+}
+
+Test(reparse, insert_a_statement) {
+    Document *doc = doc_of(BASE);
+    PySource *src = parse(doc);
+    size_t at = offset_of(doc, "    return x + 1");
+    edit(src, doc, at, at, "    y = x * 2\n");
+    cr_expect(strstr(doc->text, "    y = x * 2\n    return x + 1\n") != NULL);
+    expect_same_as_fresh(src, doc, "insert a statement");
+    py_source_free(src);
+    document_free(doc);
+}
+
+Test(reparse, replace_an_expression) {
+    Document *doc = doc_of(BASE);
+    PySource *src = parse(doc);
+    size_t at = offset_of(doc, "x + 1");
+    edit(src, doc, at, at + 5, "torch.relu(x) * 2");
+    expect_same_as_fresh(src, doc, "replace an expression");
+    py_source_free(src);
+    document_free(doc);
+}
+
+Test(reparse, delete_lines) {
+    Document *doc = doc_of(BASE);
+    PySource *src = parse(doc);
+    size_t start = offset_of(doc, "def f(x):"), end = offset_of(doc, "class Net:");
+    edit(src, doc, start, end, "");
+    cr_expect(strncmp(doc->text + start, "class Net:", 10) == 0);
+    expect_same_as_fresh(src, doc, "delete a function");
+    py_source_free(src);
+    document_free(doc);
+}
+
+Test(reparse, replace_across_lines_changing_indentation) {
+    Document *doc = doc_of(BASE);
+    PySource *src = parse(doc);
+    size_t start = offset_of(doc, "for i in range(3):"), end = offset_of(doc, "        return x\n");
+    edit(src, doc, start, end, "with torch.no_grad():\n            x = x * 2\n");
+    expect_same_as_fresh(src, doc, "replace a loop by a with block");
+    py_source_free(src);
+    document_free(doc);
+}
+
+Test(reparse, break_the_code_then_repair_it) {
+    Document *doc = doc_of(BASE);
+    PySource *src = parse(doc);
+    cr_expect(!src->has_errors);
+    size_t at = offset_of(doc, "def f(x):") + 5; /* after "def f" */
+    edit(src, doc, at, at + 3, "(x");          /* "def f(x:" */
+    cr_expect(src->has_errors, "a missing ')' is a syntax error");
+    expect_same_as_fresh(src, doc, "break");
+    edit(src, doc, at, at + 2, "(x)");
+    cr_expect(!src->has_errors, "repaired");
+    cr_expect(strcmp(doc->text, BASE) == 0);
+    expect_same_as_fresh(src, doc, "repair");
+    py_source_free(src);
+    document_free(doc);
+}
+
+Test(reparse, imports_follow_edits) {
+    Document *doc = doc_of(BASE);
+    PySource *src = parse(doc);
+    expect_resolves(src, "torch", "torch");
+    expect_resolves(src, "np", NULL);
+    size_t at = offset_of(doc, "import torch");
+    edit(src, doc, at, at + 12, "import numpy as np\nimport torch.nn.functional as F");
+    expect_resolves(src, "np", "numpy");
+    expect_resolves(src, "F", "torch.nn.functional");
+    expect_resolves(src, "torch", NULL);
+    expect_same_as_fresh(src, doc, "imports");
+    py_source_free(src);
+    document_free(doc);
+}
+
+Test(reparse, many_random_edits) {
+    static const char *snippets[] = {
+        "", "x", "\n", "    ", "(", ")", ":", "import os\n", "def g():\n    pass\n", "for a in b:\n    c(a)\n",
+        "# comment\n", "\"str\"", "'''doc\n'''", "1 + 2", "if x:\n", "    return\n", "\\\n", "lambda q: q",
+        "from torch import nn as N\n",
+    };
+    Document *doc = doc_of(BASE);
+    PySource *src = parse(doc);
+    unsigned seed = 2024;
+    for (int round = 0; round < 300; round++) {
+        seed = seed * 1103515245u + 12345u;
+        size_t start = (seed >> 8) % (doc->length + 1);
+        seed = seed * 1103515245u + 12345u;
+        size_t end = start + (seed >> 8) % 12;
+        if (end > doc->length) end = doc->length;
+        seed = seed * 1103515245u + 12345u;
+        const char *text = snippets[(seed >> 8) % (sizeof snippets / sizeof *snippets)];
+        edit(src, doc, start, end, text);
+        char when[32];
+        snprintf(when, sizeof when, "round %d", round);
+        expect_same_as_fresh(src, doc, when);
+        if (doc->length > 3000) edit(src, doc, 0, doc->length - 1000, "");
+    }
+    py_source_free(src);
+    document_free(doc);
+}
+
+/* ---- imports ------------------------------------------------------------------- */
+
+Test(imports, table) {
+    Document *doc = doc_of("import torch.nn.functional as F\n"
+                           "from torch.optim import AdamW as W\n"
+                           "import torch.nn as nn\n"
+                           "from time import perf_counter\n"
+                           "import os.path\n"
+                           "from torch import cuda, optim as O\n"
+                           "from collections import (\n"
+                           "    OrderedDict,\n"
+                           "    defaultdict as dd,\n"
+                           ")\n"
+                           "import numpy as np, math\n"
+                           "from . import sibling\n"
+                           "from .models import Net\n"
+                           "from ..pkg import thing as T\n"
+                           "from typing import *\n");
+    PySource *src = parse(doc);
+    cr_expect(!src->has_errors);
+    expect_resolves(src, "F", "torch.nn.functional");
+    expect_resolves(src, "W", "torch.optim.AdamW");
+    expect_resolves(src, "AdamW", NULL);
+    expect_resolves(src, "nn", "torch.nn");
+    expect_resolves(src, "perf_counter", "time.perf_counter");
+    expect_resolves(src, "os", "os");
+    expect_resolves(src, "cuda", "torch.cuda");
+    expect_resolves(src, "O", "torch.optim");
+    expect_resolves(src, "optim", NULL);
+    expect_resolves(src, "OrderedDict", "collections.OrderedDict");
+    expect_resolves(src, "dd", "collections.defaultdict");
+    expect_resolves(src, "np", "numpy");
+    expect_resolves(src, "math", "math");
+    /* relative imports name project modules: ignored */
+    expect_resolves(src, "sibling", NULL);
+    expect_resolves(src, "Net", NULL);
+    expect_resolves(src, "T", NULL);
+    /* names that are not imported */
+    expect_resolves(src, "torch", NULL); /* only "import torch.x as y" forms: torch itself is not bound */
+    expect_resolves(src, "time", NULL);
+    expect_resolves(src, "Fx", NULL);
+    expect_resolves(src, "", NULL);
+    /* the length decides: "F.softmax" cut at the dot */
+    const char *expr = "F.softmax";
+    const char *q = py_resolve_import(src, expr, 1);
+    cr_expect(q && strcmp(q, "torch.nn.functional") == 0);
+    cr_expect(py_resolve_import(src, expr, 2) == NULL);
+    py_source_free(src);
+    document_free(doc);
+}
+
+Test(imports, nested_scopes_and_later_imports_win) {
+    Document *doc = doc_of("import numpy as np\n"
+                           "try:\n"
+                           "    import cupy as xp\n"
+                           "except ImportError:\n"
+                           "    import numpy as xp\n"
+                           "def f():\n"
+                           "    from time import monotonic as clock\n"
+                           "    if True:\n"
+                           "        import torch . nn as tnn\n"
+                           "class C:\n"
+                           "    import json\n"
+                           "with open('x') as fh:\n"
+                           "    import jax.numpy as np\n"
+                           "@decorator\n"
+                           "def g():\n"
+                           "    import pickle as pk\n"
+                           "x = __import__('os')\n"
+                           "s = 'import fake as fk'\n");
+    PySource *src = parse(doc);
+    expect_resolves(src, "np", "jax.numpy");
+    expect_resolves(src, "xp", "numpy");
+    expect_resolves(src, "clock", "time.monotonic");
+    expect_resolves(src, "tnn", "torch.nn");
+    expect_resolves(src, "json", "json");
+    expect_resolves(src, "pk", "pickle");
+    expect_resolves(src, "fk", NULL);
+    expect_resolves(src, "os", NULL);
+    py_source_free(src);
+    document_free(doc);
+}
+
+/* ---- syntax errors --------------------------------------------------------------- */
+
+Test(errors, clean_code_has_none) {
+    Document *doc = doc_of(BASE);
+    PySource *src = parse(doc);
+    cr_expect(!src->has_errors && src->first_error == 0);
+    py_source_free(src);
+    document_free(doc);
+}
+
+Test(errors, first_error_is_on_the_broken_line) {
+    static const struct { const char *text; size_t line; } cases[] = {
+        {"a = 1\nb = 2\nc = = 3\nd = 4\n", 2},
+        {"import torch\n\ndef f(:\n    pass\n", 2},
+        {"x = 1\ny = 2\nfor in range(3):\n    pass\nz = 3\n", 2},
+        {"x = [1, 2\n", 0},
+        {"ok = 1\nclass :\n    pass\nalso = 2\n", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        Document *doc = doc_of(cases[i].text);
+        PySource *src = parse(doc);
+        cr_expect(src->has_errors, "%s", cases[i].text);
+        cr_expect(src->first_error <= doc->length);
+        size_t line = document_line_of(doc, src->first_error);
+        cr_expect(line == cases[i].line, "first error at %zu (line %zu), expected line %zu in:\n%s", src->first_error,
+                  line, cases[i].line, cases[i].text);
+        py_source_free(src);
+        document_free(doc);
+    }
+}
+
+/* ---- robustness ------------------------------------------------------------------- */
+
+Test(robustness, empty_text) {
+    Document *doc = document_new("t.py", LANGUAGE_PYTHON, "", 0);
+    PySource *src = parse(doc);
+    cr_expect(!src->has_errors && src->import_count == 0 && !src->uses_gpu);
+    cr_expect(py_resolve_import(src, "x", 1) == NULL);
+    cr_expect(ts_node_end_byte(ts_tree_root_node(src->tree)) == 0);
+    /* and grow it from nothing */
+    edit(src, doc, 0, 0, "import torch as t\nt.cuda.synchronize()\n");
+    expect_resolves(src, "t", "torch");
+    cr_expect(src->uses_gpu);
+    expect_same_as_fresh(src, doc, "from empty");
+    edit(src, doc, 0, doc->length, "");
+    cr_expect(src->import_count == 0 && !src->has_errors);
+    py_source_free(src);
+    document_free(doc);
+}
+
+Test(robustness, invalid_utf8) {
+    static const char bytes[] = "import torch as t\nx = '\xff\xfe'\n\xc3(\ny = \"\xed\xa0\x80\" # \x80\x80\n"
+                                "z = 1\0\x01\nimport os\n\xf4\x90\x80\x80\n";
+    Document *doc = document_new("t.py", LANGUAGE_PYTHON, bytes, sizeof bytes - 1);
+    PySource *src = parse(doc);
+    expect_resolves(src, "t", "torch");
+    cr_expect(src->first_error <= doc->length);
+    /* edits into the invalid bytes reparse too */
+    size_t at = offset_of(doc, "x = '");
+    edit(src, doc, at + 5, at + 6, "\xc3");
+    expect_same_as_fresh(src, doc, "invalid UTF-8");
+    py_source_free(src);
+    document_free(doc);
+}
+
+Test(robustness, two_megabyte_file) {
+    const char *unit = "def f_%06d(x, y=None):\n"
+                       "    \"\"\"Docstring.\"\"\"\n"
+                       "    for i in range(10):\n"
+                       "        x = torch.relu(x) + i  # comment\n"
+                       "    return x\n\n\n";
+    size_t cap = 2u * 1024 * 1024 + 256, n = 0;
+    char *text = malloc(cap + 1);
+    n += (size_t)sprintf(text, "import torch\nimport torch.nn.functional as F\n\n\n");
+    for (int i = 0; n + 200 < cap; i++) n += (size_t)sprintf(text + n, unit, i);
+    cr_assert(n >= 2u * 1024 * 1024 - 200);
+    Document *doc = document_new("big.py", LANGUAGE_PYTHON, text, n);
+    PySource *src = parse(doc);
+    cr_expect(!src->has_errors);
+    expect_resolves(src, "F", "torch.nn.functional");
+    cr_expect(ts_node_end_byte(ts_tree_root_node(src->tree)) == n);
+    /* an edit at the end of a large file */
+    size_t at = doc->length;
+    edit(src, doc, at, at, "import numpy as np\n");
+    expect_resolves(src, "np", "numpy");
+    cr_expect(!src->has_errors);
+    py_source_free(src);
+    document_free(doc);
+
+    /* and random bytes (128 KiB: tree-sitter's error recovery takes about
+     * 10 s per MiB of noise) */
+    size_t noise = 128 * 1024;
+    unsigned seed = 7;
+    for (size_t i = 0; i < noise; i++) {
+        seed = seed * 1103515245u + 12345u;
+        text[i] = (char)(seed >> 16);
+    }
+    doc = document_new("noise.py", LANGUAGE_PYTHON, text, noise);
+    src = parse(doc);
+    cr_expect(src->has_errors);
+    cr_expect(src->first_error <= doc->length);
+    py_source_free(src);
+    document_free(doc);
+    free(text);
+}
