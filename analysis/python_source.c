@@ -151,6 +151,8 @@ PySource *py_source_new(const Document *doc) {
     src->doc = doc;
     src->parser = ts_parser_new();
     if (!src->parser || !ts_parser_set_language(src->parser, tree_sitter_python())) goto fail;
+    /* error recovery on text that is not Python at all can take seconds per MiB: give up instead */
+    ts_parser_set_timeout_micros(src->parser, PY_PARSE_TIMEOUT_SECONDS * 1000000ull);
     src->tree = ts_parser_parse_string(src->parser, NULL, doc->text, (uint32_t)doc->length);
     if (!src->tree) goto fail;
     analyse(src);

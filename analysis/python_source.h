@@ -26,8 +26,11 @@ typedef struct {
     size_t first_error; /* byte offset of the first syntax error */
 } PySource;
 
-/* Parses doc from scratch. NULL when memory runs out or the grammar's ABI is
- * not accepted by the tree-sitter library. */
+#define PY_PARSE_TIMEOUT_SECONDS 20
+
+/* Parses doc from scratch. NULL when memory runs out, the grammar's ABI is
+ * not accepted by the tree-sitter library, or parsing takes longer than
+ * PY_PARSE_TIMEOUT_SECONDS (text that is not Python at all). */
 PySource *py_source_new(const Document *doc);
 void py_source_free(PySource *src);
 

@@ -36,7 +36,9 @@ bool engine_check(const Document *doc, const PySource *py, const Config *cfg, Fi
     if (doc->language == LANGUAGE_PYTHON && !py) {
         owned = py_source_new(doc);
         if (!owned) {
-            *error = format_string("cannot parse as Python (out of memory or grammar mismatch)");
+            *error = format_string("cannot parse as Python: the parser gave up after %d s (is this Python source?) "
+                                   "or memory ran out",
+                                   PY_PARSE_TIMEOUT_SECONDS);
             return false;
         }
         py = owned;

@@ -73,17 +73,27 @@ static void write_text(const char *path, const char *text) {
     fclose(f);
 }
 
-/* a fresh temporary folder; returns a heap path */
+/* Paths live until the test process ends: kept reachable here so that the
+ * leak checker reports only the code under test. */
+static char *harness_paths[256];
+static size_t harness_path_count;
+
+static char *remember(char *p) {
+    if (harness_path_count < sizeof harness_paths / sizeof *harness_paths) harness_paths[harness_path_count++] = p;
+    return p;
+}
+
+/* a fresh temporary folder */
 static char *temp_dir(void) {
     char tmpl[] = "/tmp/advise-test-XXXXXX";
-    return strdup(mkdtemp(tmpl));
+    return remember(strdup(mkdtemp(tmpl)));
 }
 
 static char *path_in(const char *dir, const char *name) {
     size_t n = strlen(dir) + strlen(name) + 2;
     char *p = malloc(n);
     snprintf(p, n, "%s/%s", dir, name);
-    return p;
+    return remember(p);
 }
 
 #endif
