@@ -76,11 +76,14 @@ static void collect_import(PySource *src, TSNode stmt) {
             return; /* relative imports name project modules: nothing to resolve */
         char *mod = dotted_dup(src, module);
         if (!mod) return;
-        uint32_t n = ts_node_child_count(stmt);
-        for (uint32_t i = 0; i < n; i++) {
-            const char *field = ts_node_field_name_for_child(stmt, i);
+        /* a tree cursor, not ts_node_field_name_for_child: the latter names only
+         * the first of repeated fields (`from m import a, b` would lose b) */
+        TSTreeCursor cursor = ts_tree_cursor_new(stmt);
+        bool more = ts_tree_cursor_goto_first_child(&cursor);
+        for (; more; more = ts_tree_cursor_goto_next_sibling(&cursor)) {
+            const char *field = ts_tree_cursor_current_field_name(&cursor);
             if (!field || strcmp(field, "name") != 0) continue;
-            TSNode c = ts_node_child(stmt, i);
+            TSNode c = ts_tree_cursor_current_node(&cursor);
             TSNode name = c, alias = c;
             if (strcmp(ts_node_type(c), "aliased_import") == 0) {
                 name = ts_node_child_by_field_name(c, "name", 4);
@@ -91,6 +94,7 @@ static void collect_import(PySource *src, TSNode stmt) {
             free(n1);
             add_import(src, dotted_dup(src, alias), q);
         }
+        ts_tree_cursor_delete(&cursor);
         free(mod);
     }
 }
