@@ -1,0 +1,300 @@
+/* PY004 host-tensor-moved-to-device: a tensor built by a torch factory in host
+ * memory and moved to the GPU right away, `torch.zeros(n).cuda()`, instead of
+ * being created there with `device=`. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rule.h"
+
+static const char documentation[] =
+    "## What it does\n"
+    "Flags a tensor that a torch factory creates in host memory and that is moved to the GPU\n"
+    "straight away: `torch.zeros(...).cuda()`, `torch.arange(n).to(device)`,\n"
+    "`torch.randn(...).to(\"cuda\")`, `torch.eye(3).cuda(1)`, `.to(device=dev)`.\n"
+    "\n"
+    "Factories: `zeros`, `ones`, `empty`, `empty_strided`, `full`, `arange`, `linspace`, `logspace`,\n"
+    "`eye`, `scalar_tensor`, `tril_indices`, `triu_indices`, the window functions (`hann_window`, ...),\n"
+    "and the random ones: `rand`, `randn`, `randint`, `randperm`, `normal` (with a size).\n"
+    "\n"
+    "Not flagged: a move to the host or to a device the code shows is not CUDA (`.to(\"cpu\")`,\n"
+    "`dev = \"cpu\"; .to(dev)`), `.to(torch.float16)`, `.to(other_tensor)` and `.to(dtype=...)`\n"
+    "alone; factories that already pass `device=` (even `device=\"cpu\"`), `out=`, `pin_memory=`\n"
+    "(a pinned staging buffer is deliberate), `generator=` (a host generator cannot draw on the GPU)\n"
+    "or `**kwargs` (they may carry `device=`); moves with `*args`/`**kwargs`; `*_like` factories (they follow their input's device); a move after some other\n"
+    "method (`torch.arange(n).float().cuda()`); and `torch.tensor(data)`, `torch.as_tensor(data)`,\n"
+    "`torch.from_numpy(array)`: their data lives in host memory, and `torch.tensor(data,\n"
+    "device=\"cuda\")` still builds the tensor on the host and copies it, so `device=` saves nothing.\n"
+    "\n"
+    "## Why is this slow?\n"
+    "The factory allocates and fills the tensor on the CPU, then the move allocates it again on\n"
+    "the GPU and copies it over PCIe from pageable memory, a copy that the host waits for. Created\n"
+    "with `device=`, the tensor is filled by a kernel on the GPU: no host allocation, no transfer,\n"
+    "and nothing for the host to wait on. Inside a training step this is paid every iteration.\n"
+    "\n"
+    "## Example\n"
+    "```python\n"
+    "mask = torch.ones(n, n).cuda()\n"
+    "positions = torch.arange(seq_len).to(device)\n"
+    "noise = torch.randn(batch, dim).to(device, non_blocking=True)\n"
+    "```\n"
+    "\n"
+    "## Use instead\n"
+    "```python\n"
+    "mask = torch.ones(n, n, device=\"cuda\")\n"
+    "positions = torch.arange(seq_len, device=device)\n"
+    "noise = torch.randn(batch, dim, device=device)\n"
+    "```\n"
+    "\n"
+    "## Fix safety\n"
+    "The fix passes the move's device to the factory (`.cuda()` becomes `device=\"cuda\"`, `.cuda(1)`\n"
+    "becomes `device=\"cuda:1\"`, `.to(dev)` becomes `device=dev`) and drops the move;\n"
+    "`non_blocking=` is dropped, and a dtype given to `.to` becomes the factory's `dtype=` (no fix when\n"
+    "the factory already has one, or when `.to` has other arguments such as `copy=` or\n"
+    "`memory_format=`).\n"
+    "\n"
+    "It is safe for deterministic factories (`zeros`, `ones`, `empty`, `full`, `arange`, `linspace`,\n"
+    "`eye`, ...): the values are the same. It is unsafe when:\n"
+    "- the factory is random (`rand`, `randn`, `randint`, `randperm`, `normal`): the GPU generator\n"
+    "  draws different numbers than the CPU one for the same seed, so results change;\n"
+    "- the factory has `requires_grad=` (other than `False`): `torch.zeros(n, requires_grad=True).cuda()`\n"
+    "  returns a non-leaf copy whose `.grad` stays empty; created on the device it is the leaf and gets\n"
+    "  gradients, which changes what the program does;\n"
+    "- a dtype moves into the factory for anything but `zeros`, `ones`, `empty` and `eye`: values\n"
+    "  computed directly in the new dtype can differ in the last bit from values computed in the\n"
+    "  default dtype and then converted.\n"
+    "\n"
+    "A move with `*args`/`**kwargs` (`.to(*args)`) is not flagged: its device is unknown. A factory\n"
+    "with `*shape` is flagged and fixed (`torch.zeros(*shape, device=dev)` is valid). No fix when a\n"
+    "comment sits in the text the fix would delete.\n";
+
+typedef struct {
+    const char *name;
+    bool random;
+    bool exact_in_any_dtype; /* zeros, ones, empty, eye: a dtype change alters no value */
+} Factory;
+
+static const Factory factories[] = {
+    {"zeros", false, true},          {"ones", false, true},
+    {"empty", false, true},          {"eye", false, true},
+    {"empty_strided", false, true},  {"full", false, false},
+    {"arange", false, false},        {"linspace", false, false},
+    {"logspace", false, false},      {"scalar_tensor", false, false},
+    {"tril_indices", false, false},  {"triu_indices", false, false},
+    {"hann_window", false, false},   {"hamming_window", false, false},
+    {"blackman_window", false, false}, {"bartlett_window", false, false},
+    {"kaiser_window", false, false}, {"rand", true, false},
+    {"randn", true, false},          {"randint", true, false},
+    {"randperm", true, false},       {"normal", true, false},
+    {NULL, false, false},
+};
+
+static const Factory *factory_of(const RuleContext *ctx, TSNode call) {
+    char q[PY_NAME_MAX];
+    if (!py_callee_name(ctx->py, call, q, sizeof q) || strncmp(q, "torch.", 6) != 0) return NULL;
+    const char *last = q + 6;
+    for (size_t i = 0; factories[i].name; i++)
+        if (strcmp(last, factories[i].name) == 0) return &factories[i];
+    return NULL;
+}
+
+static bool has_dictionary_splat(TSNode call) {
+    TSNode args = py_call_arguments(call);
+    uint32_t n = ts_node_named_child_count(args);
+    for (uint32_t i = 0; i < n; i++)
+        if (py_is(ts_node_named_child(args, i), "dictionary_splat")) return true;
+    return false;
+}
+
+/* the text of a string literal says device `prefix` ("cuda", "cpu") */
+static bool string_starts(const RuleContext *ctx, TSNode s, const char *prefix) {
+    const char *t = py_text_ptr(ctx->py, s);
+    size_t len = py_text_len(s), i = 0, n = strlen(prefix);
+    while (i < len && t[i] != '"' && t[i] != '\'') i++; /* f, r, b prefixes */
+    while (i < len && (t[i] == '"' || t[i] == '\'')) i++;
+    return len - i >= n && strncmp(t + i, prefix, n) == 0;
+}
+
+/* the code shows the device is not CUDA: `dev = "cpu"`, `dev = torch.device("cpu")` */
+static bool bound_to_other_device(const RuleContext *ctx, TSNode expr, int depth) {
+    if (depth > 8 || ts_node_is_null(expr)) return false;
+    if (py_is(expr, "string")) return !string_starts(ctx, expr, "cuda");
+    if (py_is(expr, "call")) {
+        static const char *const device_ctor[] = {"torch.device", NULL};
+        TSNode arg = py_call_positional(expr, 0);
+        return py_callee_is_any(ctx->py, expr, device_ctor) && py_is(arg, "string") &&
+               !string_starts(ctx, arg, "cuda");
+    }
+    if (py_is(expr, "identifier")) {
+        TSNode value = {0};
+        if (py_binding_before(ctx->py, expr, py_text_ptr(ctx->py, expr), py_text_len(expr), ts_node_start_byte(expr),
+                              &value) != BINDING_ASSIGNMENT)
+            return false;
+        return bound_to_other_device(ctx, value, depth + 1);
+    }
+    return false;
+}
+
+static bool is_cuda_device(const RuleContext *ctx, TSNode expr) {
+    return !ts_node_is_null(expr) && py_is_device_expr(ctx->py, expr) && !bound_to_other_device(ctx, expr, 0);
+}
+
+static bool is_false(const RuleContext *ctx, TSNode n) { return py_text_eq(ctx->py, n, "False"); }
+
+static TSNode unparenthesize(TSNode n) {
+    for (int i = 0; i < 8 && py_is(n, "parenthesized_expression"); i++) n = ts_node_named_child(n, 0);
+    return n;
+}
+
+/* What the move says, in factory terms. */
+typedef struct {
+    TSNode device;      /* expression, or null for `.cuda()` */
+    bool cuda_method;   /* .cuda(...) */
+    TSNode dtype;       /* .to(dev, dtype) / dtype= */
+    bool fixable;       /* no argument the fix cannot carry over */
+} Move;
+
+static bool keyword_name_is(const RuleContext *ctx, TSNode kwarg, const char *name) {
+    TSNode key = ts_node_child_by_field_name(kwarg, "name", 4);
+    return !ts_node_is_null(key) && py_text_eq(ctx->py, key, name);
+}
+
+/* Reads `.cuda(...)` / `.to(...)`; false when it is not a move to a CUDA device. */
+static bool read_move(const RuleContext *ctx, TSNode call, TSNode *receiver, Move *m) {
+    memset(m, 0, sizeof *m);
+    m->fixable = true;
+    if (py_call_has_splat(call)) return false;
+    TSNode args = py_call_arguments(call);
+    if (!py_is(args, "argument_list")) return false;
+    bool cuda = py_method_call(ctx->py, call, "cuda", receiver);
+    if (!cuda && !py_method_call(ctx->py, call, "to", receiver)) return false;
+    m->cuda_method = cuda;
+    uint32_t n = ts_node_named_child_count(args), positional = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        TSNode a = ts_node_named_child(args, i);
+        if (py_is(a, "comment")) {
+            m->fixable = false;
+            continue;
+        }
+        if (py_is(a, "keyword_argument")) {
+            TSNode value = ts_node_child_by_field_name(a, "value", 5);
+            if (keyword_name_is(ctx, a, "device")) m->device = value;
+            else if (keyword_name_is(ctx, a, "dtype") && !cuda) m->dtype = value;
+            else if (keyword_name_is(ctx, a, "non_blocking")) continue;
+            else if (keyword_name_is(ctx, a, "copy") && is_false(ctx, value)) continue;
+            else m->fixable = false;
+            continue;
+        }
+        /* positional: .cuda(device, non_blocking) / .to(device, dtype, non_blocking, copy) */
+        if (positional == 0) m->device = a;
+        else if (positional == 1 && !cuda) m->dtype = a;
+        else if ((positional == 1 && cuda) || (positional == 2 && !cuda)) { /* non_blocking: dropped */
+        } else if (!(positional == 3 && !cuda && is_false(ctx, a))) m->fixable = false;
+        positional++;
+    }
+    if (cuda) {
+        /* .cuda(), .cuda(1), .cuda("cuda:1"), .cuda(device=dev) */
+        if (ts_node_is_null(m->device) || py_is(m->device, "integer")) return true;
+        if (py_is(m->device, "none")) {
+            m->device = (TSNode){0};
+            return true;
+        }
+        return !bound_to_other_device(ctx, m->device, 0);
+    }
+    return is_cuda_device(ctx, m->device);
+}
+
+static char *device_text(const RuleContext *ctx, const Move *m) {
+    if (ts_node_is_null(m->device)) return strdup("\"cuda\"");
+    if (m->cuda_method && py_is(m->device, "integer"))
+        return format_string("\"cuda:%.*s\"", (int)py_text_len(m->device), py_text_ptr(ctx->py, m->device));
+    return py_text_dup(ctx->py, m->device);
+}
+
+static bool text_has_comment(const RuleContext *ctx, size_t start, size_t end) {
+    return memchr(ctx->py->doc->text + start, '#', end - start) != NULL;
+}
+
+static void add_fix(RuleContext *ctx, Finding *f, TSNode factory_call, const Factory *fac, TSNode receiver,
+                    TSNode move_call, const Move *m) {
+    if (!m->fixable || py_call_has_splat(move_call)) return;
+    bool has_dtype = !ts_node_is_null(m->dtype);
+    if (has_dtype && !ts_node_is_null(py_call_keyword(ctx->py, factory_call, "dtype"))) return;
+    size_t del_start = ts_node_end_byte(receiver), del_end = ts_node_end_byte(move_call);
+    if (text_has_comment(ctx, del_start, del_end)) return;
+
+    TSNode grad = py_call_keyword(ctx->py, factory_call, "requires_grad");
+    bool grad_changes = !ts_node_is_null(grad) && !is_false(ctx, grad);
+    bool dtype_changes_values = has_dtype && !fac->exact_in_any_dtype;
+    bool safe = !fac->random && !grad_changes && !dtype_changes_values;
+
+    char *device = device_text(ctx, m);
+    char *value = NULL;
+    if (device && has_dtype) {
+        char *dtype = py_text_dup(ctx->py, m->dtype);
+        if (dtype) value = format_string("%s, dtype=%s", device, dtype);
+        free(dtype);
+    } else if (device) {
+        value = strdup(device);
+    }
+    size_t offset = 0;
+    char *insertion = value ? py_keyword_insertion(ctx->py, factory_call, "device", value, &offset) : NULL;
+    if (insertion && offset <= del_start) {
+        const char *title;
+        if (fac->random)
+            title = "Create it on the device with device= (the GPU generator draws different numbers for the same "
+                    "seed)";
+        else if (grad_changes)
+            title = "Create it on the device with device= (the tensor becomes the leaf that receives .grad)";
+        else if (dtype_changes_values)
+            title = "Create it on the device with device= and dtype= (values may differ in the last bit)";
+        else
+            title = "Create it on the device with device=";
+        Fix *fix = finding_add_fix(f, title, safe);
+        if (fix) {
+            fix_add_edit(fix, offset, offset, insertion);
+            fix_add_edit(fix, del_start, del_end, "");
+        }
+    }
+    free(insertion);
+    free(value);
+    free(device);
+}
+
+static bool visit(TSNode n, void *data) {
+    RuleContext *ctx = data;
+    if (!py_is(n, "call")) return true;
+    TSNode receiver = {0};
+    /* the cheap, syntactic tests first; the device test may search bindings */
+    if (!py_method_call(ctx->py, n, "cuda", &receiver) && !py_method_call(ctx->py, n, "to", &receiver)) return true;
+    TSNode factory_call = unparenthesize(receiver);
+    if (!py_is(factory_call, "call")) return true;
+    const Factory *fac = factory_of(ctx, factory_call);
+    if (!fac || has_dictionary_splat(factory_call)) return true;
+    static const char *const deliberate[] = {"device", "out", "pin_memory", "generator", NULL};
+    for (size_t i = 0; deliberate[i]; i++)
+        if (!ts_node_is_null(py_call_keyword(ctx->py, factory_call, deliberate[i]))) return true;
+    if (strcmp(fac->name, "normal") == 0 && ts_node_is_null(py_call_keyword(ctx->py, factory_call, "size")) &&
+        py_call_positional_count(factory_call) < 3)
+        return true; /* normal(mean_tensor, std_tensor) follows its inputs' device */
+    Move m;
+    if (!read_move(ctx, n, &receiver, &m)) return true;
+
+    Finding *f = rule_report_node(ctx, n,
+                                  "torch.%s() fills this tensor in host memory and then copies it to the GPU: "
+                                  "create it there with device=",
+                                  fac->name);
+    if (f) add_fix(ctx, f, factory_call, fac, receiver, n, &m);
+    return true;
+}
+
+static void check(RuleContext *ctx) { py_walk(ts_tree_root_node(ctx->py->tree), visit, ctx); }
+
+const Rule rule_py004_host_tensor_moved_to_device = {
+    .code = "PY004",
+    .name = "host-tensor-moved-to-device",
+    .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_PYTHON,
+    .summary = "Tensor created on the host by a torch factory, then moved to the GPU",
+    .documentation = documentation,
+    .check = check,
+};

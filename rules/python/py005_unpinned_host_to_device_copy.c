@@ -1,0 +1,803 @@
+/* PY005 unpinned-host-to-device-copy: DataLoader batches copied to the GPU from
+ * pageable memory (no pin_memory=True), and batch copies without
+ * non_blocking=True in a loop over a DataLoader. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rule.h"
+
+static const char documentation[] =
+    "## What it does\n"
+    "Looks at `for` loops over a `torch.utils.data.DataLoader` created in this file (bound to a name,\n"
+    "to `self.name` in a class, passed to a function of this file, or used directly; also through\n"
+    "`enumerate(...)` and `tqdm(...)`) whose body moves the batch, or parts of it, to the GPU with\n"
+    "`.to(device)` or `.cuda()`. It flags:\n"
+    "\n"
+    "- the `DataLoader(...)` call when it lacks `pin_memory=True` (or its `pin_memory=False`\n"
+    "  keyword);\n"
+    "- each move of a batch element (`x.to(device)` for `for x, y in loader`, `batch[\"ids\"].cuda()`,\n"
+    "  `{k: v.to(device) for k, v in batch.items()}`) without `non_blocking=True`.\n"
+    "\n"
+    "Not flagged: loaders whose dataset the code shows on the GPU already (built from tensors moved\n"
+    "with `.cuda()`/`.to(device)`, created with `device=`, or given a device:\n"
+    "`DataLoader(TensorDataset(x.cuda(), y.cuda()))`, `DataLoader(MyData(root, device))`; pinning\n"
+    "would fail on them); loaders with `pin_memory=True`, with `pin_memory=` set from a variable,\n"
+    "or with `*args`/`**kwargs` (they may carry it); loops whose batches never go to the GPU; moves\n"
+    "of models, of parameters or of anything that does not come from the batch (`x.float()` makes a\n"
+    "new, unpinned tensor); moves outside the loop; moves to the host or to a device the code shows\n"
+    "is not CUDA (`.to(\"cpu\")`, `dev = torch.device(\"mps\")`); `.to(dtype)`; moves with\n"
+    "`non_blocking=` already. Copies without `non_blocking=True` are only flagged in loops over a\n"
+    "loader bound in this file (a loop over a function parameter could iterate anything), not when\n"
+    "the loader says `pin_memory=False`, and not for a move of the whole batch object\n"
+    "(`batch.to(device)`), whose type may be a custom class whose `.to` takes no `non_blocking`.\n"
+    "\n"
+    "## Why is this slow?\n"
+    "A copy from pageable host memory cannot be done by the GPU's DMA engine directly: the driver\n"
+    "first copies the batch into a pinned staging buffer, and the host waits for the whole transfer,\n"
+    "so the copy neither overlaps with compute nor with preparing the next step. With\n"
+    "`pin_memory=True` the loader's workers hand over batches in page-locked memory (the pinning\n"
+    "runs in a background thread), and `.to(device, non_blocking=True)` then queues an asynchronous\n"
+    "copy that overlaps with the kernels already running.\n"
+    "\n"
+    "## Example\n"
+    "```python\n"
+    "loader = DataLoader(dataset, batch_size=64, num_workers=4)\n"
+    "for x, y in loader:\n"
+    "    x, y = x.to(device), y.to(device)\n"
+    "    loss = criterion(model(x), y)\n"
+    "```\n"
+    "\n"
+    "## Use instead\n"
+    "```python\n"
+    "loader = DataLoader(dataset, batch_size=64, num_workers=4, pin_memory=True)\n"
+    "for x, y in loader:\n"
+    "    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)\n"
+    "    loss = criterion(model(x), y)\n"
+    "```\n"
+    "\n"
+    "## Fix safety\n"
+    "Adding `pin_memory=True` (or turning `False` into `True`) is safe: the batches hold the same\n"
+    "values, only in page-locked host memory. Page-locked memory is a limited resource (each\n"
+    "batch in flight is pinned; very large batches with many workers pin a lot of RAM), which is a\n"
+    "capacity question, not a change in results. No fix when the call has `*args` or `**kwargs`.\n"
+    "\n"
+    "Adding `non_blocking=True` is unsafe: the copy then runs asynchronously, so a program that\n"
+    "modifies the host tensor in place afterwards, or reads the result through another stream,\n"
+    "could see different data; and it only pays off with pinned memory.\n";
+
+#define MAX_DEPTH 12
+
+static const char *const dataloader_names[] = {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
+                                               NULL};
+static const char *const progress_names[] = {"tqdm.tqdm",          "tqdm.auto.tqdm", "tqdm.notebook.tqdm",
+                                             "tqdm.std.tqdm",      "tqdm.rich.tqdm", "tqdm.autonotebook.tqdm",
+                                             NULL};
+
+static TSNode unparenthesize(TSNode n) {
+    for (int i = 0; i < 8 && py_is(n, "parenthesized_expression"); i++) n = ts_node_named_child(n, 0);
+    return n;
+}
+
+static bool is_false(const RuleContext *ctx, TSNode n) { return py_text_eq(ctx->py, n, "False"); }
+static bool is_true(const RuleContext *ctx, TSNode n) { return py_text_eq(ctx->py, n, "True"); }
+
+static bool is_dataloader_call(const RuleContext *ctx, TSNode n) {
+    return py_is(n, "call") && py_callee_is_any(ctx->py, n, dataloader_names);
+}
+
+/* ---- the state of one check --------------------------------------------- */
+
+typedef struct {
+    size_t *starts; /* a set of DataLoader calls, by start offset */
+    size_t count, capacity;
+} Marks;
+
+static void mark(RuleContext *ctx, Marks *marks, TSNode loader) {
+    size_t start = ts_node_start_byte(loader);
+    for (size_t i = 0; i < marks->count; i++)
+        if (marks->starts[i] == start) return;
+    if (marks->count == marks->capacity) {
+        size_t cap = marks->capacity ? marks->capacity * 2 : 8;
+        size_t *grown = realloc(marks->starts, cap * sizeof *grown);
+        if (!grown) {
+            ctx->out_of_memory = true;
+            return;
+        }
+        marks->starts = grown;
+        marks->capacity = cap;
+    }
+    marks->starts[marks->count++] = start;
+}
+
+static bool is_marked(const Marks *marks, TSNode loader) {
+    size_t start = ts_node_start_byte(loader);
+    for (size_t i = 0; i < marks->count; i++)
+        if (marks->starts[i] == start) return true;
+    return false;
+}
+
+typedef struct {
+    TSNode *calls; /* every call of a plain name, `f(...)`, collected once */
+    size_t count, capacity;
+    bool collected;
+    bool failed;
+} CallSites;
+
+static bool visit_collect_call(TSNode n, void *data) {
+    CallSites *sites = data;
+    if (sites->failed) return false;
+    if (!py_is(n, "call") || !py_is(ts_node_child_by_field_name(n, "function", 8), "identifier")) return true;
+    if (sites->count == sites->capacity) {
+        size_t cap = sites->capacity ? sites->capacity * 2 : 64;
+        TSNode *grown = realloc(sites->calls, cap * sizeof *grown);
+        if (!grown) {
+            sites->failed = true;
+            return false;
+        }
+        sites->calls = grown;
+        sites->capacity = cap;
+    }
+    sites->calls[sites->count++] = n;
+    return true;
+}
+
+typedef struct {
+    TSNode *names; /* left sides of `name = "str"`, `name = torch.device(...)`, `name = other_name` */
+    size_t count, capacity;
+    bool collected;
+    bool failed;
+} DeviceNames;
+
+typedef struct {
+    RuleContext *ctx;
+    Marks marks;        /* DataLoader calls whose batches go to the GPU */
+    Marks gpu_datasets; /* DataLoader calls whose dataset is on the GPU already */
+    Marks host_datasets;
+    CallSites sites;
+    DeviceNames device_names;
+} State;
+
+/* ---- devices ------------------------------------------------------------ */
+
+static bool string_starts(const RuleContext *ctx, TSNode s, const char *prefix) {
+    const char *t = py_text_ptr(ctx->py, s);
+    size_t len = py_text_len(s), i = 0, n = strlen(prefix);
+    while (i < len && t[i] != '"' && t[i] != '\'') i++; /* f, r, b prefixes */
+    while (i < len && (t[i] == '"' || t[i] == '\'')) i++;
+    return len - i >= n && strncmp(t + i, prefix, n) == 0;
+}
+
+typedef struct {
+    const RuleContext *ctx;
+    DeviceNames *names;
+} DeviceNameSearch;
+
+/* the right sides bound_to_other_device can accept */
+static bool may_be_other_device(const RuleContext *ctx, TSNode right) {
+    static const char *const device_ctor[] = {"torch.device", NULL};
+    if (py_is(right, "identifier")) return true;
+    if (py_is(right, "string")) return !string_starts(ctx, right, "cuda");
+    if (!py_is(right, "call") || !py_callee_is_any(ctx->py, right, device_ctor)) return false;
+    TSNode arg = py_call_positional(right, 0);
+    return py_is(arg, "string") && !string_starts(ctx, arg, "cuda");
+}
+
+static bool visit_device_name(TSNode n, void *data) {
+    DeviceNameSearch *search = data;
+    DeviceNames *names = search->names;
+    if (names->failed) return false;
+    TSNode left = {0}, right = {0};
+    if (py_is(n, "assignment")) {
+        left = ts_node_child_by_field_name(n, "left", 4);
+        right = ts_node_child_by_field_name(n, "right", 5);
+    } else if (py_is(n, "named_expression")) {
+        left = ts_node_child_by_field_name(n, "name", 4);
+        right = ts_node_child_by_field_name(n, "value", 5);
+    }
+    right = unparenthesize(right);
+    if (!py_is(left, "identifier") || !may_be_other_device(search->ctx, right)) return true;
+    if (names->count == names->capacity) {
+        size_t cap = names->capacity ? names->capacity * 2 : 32;
+        TSNode *grown = realloc(names->names, cap * sizeof *grown);
+        if (!grown) {
+            names->failed = true;
+            return false;
+        }
+        names->names = grown;
+        names->capacity = cap;
+    }
+    names->names[names->count++] = left;
+    return true;
+}
+
+/* Some assignment in the file could bind the name to a device literal: only
+ * then is the (whole-module) binding search worth doing. */
+static bool may_name_other_device(State *st, TSNode id) {
+    DeviceNames *names = &st->device_names;
+    if (!names->collected) {
+        names->collected = true;
+        DeviceNameSearch search = {st->ctx, names};
+        py_walk(ts_tree_root_node(st->ctx->py->tree), visit_device_name, &search);
+    }
+    if (names->failed) return true;
+    for (size_t i = 0; i < names->count; i++)
+        if (py_same_text(st->ctx->py, names->names[i], id)) return true;
+    return false;
+}
+
+/* the code shows the device is not CUDA: `dev = "cpu"`, `dev = torch.device("mps")` */
+static bool bound_to_other_device(State *st, TSNode expr, int depth) {
+    const RuleContext *ctx = st->ctx;
+    if (depth > 8 || ts_node_is_null(expr)) return false;
+    if (py_is(expr, "string")) return !string_starts(ctx, expr, "cuda");
+    if (py_is(expr, "call")) {
+        static const char *const device_ctor[] = {"torch.device", NULL};
+        TSNode arg = py_call_positional(expr, 0);
+        return py_callee_is_any(ctx->py, expr, device_ctor) && py_is(arg, "string") &&
+               !string_starts(ctx, arg, "cuda");
+    }
+    if (py_is(expr, "identifier")) {
+        if (!may_name_other_device(st, expr)) return false;
+        TSNode value = {0};
+        if (py_binding_before(ctx->py, expr, py_text_ptr(ctx->py, expr), py_text_len(expr), ts_node_start_byte(expr),
+                              &value) != BINDING_ASSIGNMENT)
+            return false;
+        return bound_to_other_device(st, value, depth + 1);
+    }
+    return false;
+}
+
+typedef struct {
+    TSNode receiver;
+    TSNode device;       /* null for `.cuda()` */
+    TSNode non_blocking; /* its value, or null when absent */
+    bool cuda_method;
+} Move;
+
+/* The syntax of `recv.to(...)` / `recv.cuda(...)`, without splats (cheap). */
+static bool read_move_syntax(const RuleContext *ctx, TSNode call, Move *m) {
+    memset(m, 0, sizeof *m);
+    if (!py_is(call, "call")) return false;
+    bool cuda = py_method_call(ctx->py, call, "cuda", &m->receiver);
+    if (!cuda && !py_method_call(ctx->py, call, "to", &m->receiver)) return false;
+    if (py_call_has_splat(call)) return false;
+    m->cuda_method = cuda;
+    m->device = py_call_positional(call, 0);
+    if (ts_node_is_null(m->device)) m->device = py_call_keyword(ctx->py, call, "device");
+    m->non_blocking = py_call_keyword(ctx->py, call, "non_blocking");
+    if (ts_node_is_null(m->non_blocking)) m->non_blocking = py_call_positional(call, cuda ? 1 : 2);
+    return cuda || !ts_node_is_null(m->device);
+}
+
+/* The move goes to a CUDA device (may look up bindings: call it last). */
+static bool move_targets_cuda(State *st, const Move *m) {
+    if (m->cuda_method)
+        return ts_node_is_null(m->device) || py_is(m->device, "integer") || !bound_to_other_device(st, m->device, 0);
+    return py_is_device_expr(st->ctx->py, m->device) && !bound_to_other_device(st, m->device, 0);
+}
+
+static bool read_move(State *st, TSNode call, Move *m) {
+    return read_move_syntax(st->ctx, call, m) && move_targets_cuda(st, m);
+}
+
+/* ---- datasets already on the GPU ------------------------------------------ */
+
+typedef struct {
+    State *st;
+    const RuleContext *ctx;
+    int depth;
+    int budget; /* nodes left to look at */
+    bool found;
+} GpuDataSearch;
+
+static bool keyword_device_is_cuda(State *st, TSNode call) {
+    TSNode dev = py_call_keyword(st->ctx->py, call, "device");
+    return !ts_node_is_null(dev) && py_is_device_expr(st->ctx->py, dev) && !bound_to_other_device(st, dev, 0);
+}
+
+/* an identifier read as a value: not `torch` in `torch.randn`, not the callee
+ * in `Pairs(n)`, not a keyword's name */
+static bool is_value_name(TSNode id) {
+    TSNode parent = ts_node_parent(id);
+    if (py_is(parent, "attribute")) return false;
+    if (py_is(parent, "keyword_argument")) return !ts_node_eq(id, ts_node_child_by_field_name(parent, "name", 4));
+    if (py_is(parent, "call")) return !ts_node_eq(id, ts_node_child_by_field_name(parent, "function", 8));
+    return true;
+}
+
+static bool visit_gpu_data(TSNode n, void *data) {
+    GpuDataSearch *s = data;
+    if (s->found || --s->budget <= 0) return false;
+    if (py_is(n, "lambda") || py_is(n, "function_definition") || py_is(n, "class_definition")) return false;
+    Move m;
+    if (py_is(n, "call") && (read_move(s->st, n, &m) || keyword_device_is_cuda(s->st, n))) {
+        s->found = true;
+        return false;
+    }
+    if (py_is(n, "call")) { /* MyData(root, device): a dataset told where to put its tensors */
+        uint32_t count = py_call_positional_count(n);
+        for (uint32_t i = 0; i < count && i < 16; i++) {
+            TSNode a = py_call_positional(n, i);
+            if ((py_is(a, "identifier") || py_is(a, "attribute")) && py_is_device_expr(s->ctx->py, a) &&
+                !bound_to_other_device(s->st, a, 0)) {
+                s->found = true;
+                return false;
+            }
+        }
+    }
+    if (py_is(n, "identifier") && s->depth < 3 && is_value_name(n)) {
+        TSNode value = {0};
+        BindingKind kind = py_binding_before(s->ctx->py, n, py_text_ptr(s->ctx->py, n), py_text_len(n),
+                                             ts_node_start_byte(n), &value);
+        if ((kind == BINDING_ASSIGNMENT || kind == BINDING_OTHER) && py_is(ts_node_parent(value), "assignment") &&
+            !py_is_within(n, value)) {
+            s->depth++;
+            py_walk(value, visit_gpu_data, s);
+            s->depth--;
+        }
+    }
+    return true;
+}
+
+/* The loader's dataset shows tensors moved to, or created on, the GPU:
+ * `DataLoader(TensorDataset(x.cuda(), y.cuda()))`. Its batches are on the GPU
+ * already (and pin_memory=True would fail on them). */
+static bool dataset_on_gpu(State *st, TSNode loader) {
+    if (is_marked(&st->gpu_datasets, loader)) return true;
+    if (is_marked(&st->host_datasets, loader)) return false;
+    TSNode ds = py_call_keyword(st->ctx->py, loader, "dataset");
+    if (ts_node_is_null(ds)) ds = py_call_positional(loader, 0);
+    GpuDataSearch s = {st, st->ctx, 0, 2000, false};
+    if (!ts_node_is_null(ds)) py_walk(ds, visit_gpu_data, &s);
+    mark(st->ctx, s.found ? &st->gpu_datasets : &st->host_datasets, loader);
+    return s.found;
+}
+
+/* ---- loaders ------------------------------------------------------------ */
+
+static TSNode resolve_loader(const RuleContext *ctx, TSNode expr, int depth);
+
+static TSNode enclosing_class(TSNode n) {
+    for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p))
+        if (py_is(p, "class_definition")) return p;
+    return (TSNode){0};
+}
+
+/* `self.name` is an attribute of `self` */
+static bool is_self_attribute(const RuleContext *ctx, TSNode n, TSNode attr_name) {
+    if (!py_is(n, "attribute")) return false;
+    TSNode obj = ts_node_child_by_field_name(n, "object", 6);
+    TSNode attr = ts_node_child_by_field_name(n, "attribute", 9);
+    return py_is(obj, "identifier") && py_text_eq(ctx->py, obj, "self") && !ts_node_is_null(attr) &&
+           py_same_text(ctx->py, attr, attr_name);
+}
+
+typedef struct {
+    const RuleContext *ctx;
+    TSNode attr_name;
+    TSNode value;
+    int count;
+} SelfSearch;
+
+static bool visit_self_assignment(TSNode n, void *data) {
+    SelfSearch *s = data;
+    if (py_is(n, "assignment") || py_is(n, "augmented_assignment")) {
+        TSNode left = ts_node_child_by_field_name(n, "left", 4);
+        if (is_self_attribute(s->ctx, left, s->attr_name)) {
+            s->count++;
+            s->value = ts_node_child_by_field_name(n, "right", 5);
+        } else if (py_is(left, "pattern_list") || py_is(left, "tuple_pattern")) {
+            uint32_t k = ts_node_named_child_count(left);
+            for (uint32_t i = 0; i < k; i++)
+                if (is_self_attribute(s->ctx, ts_node_named_child(left, i), s->attr_name)) s->count += 2;
+        }
+    }
+    return true;
+}
+
+/* `self.loader` assigned exactly once in the class, to a DataLoader */
+static TSNode resolve_self_attribute(const RuleContext *ctx, TSNode expr, int depth) {
+    TSNode null = {0};
+    TSNode obj = ts_node_child_by_field_name(expr, "object", 6);
+    TSNode attr = ts_node_child_by_field_name(expr, "attribute", 9);
+    if (!py_is(obj, "identifier") || !py_text_eq(ctx->py, obj, "self") || ts_node_is_null(attr)) return null;
+    TSNode cls = enclosing_class(expr);
+    if (ts_node_is_null(cls)) return null;
+    SelfSearch s = {ctx, attr, null, 0};
+    py_walk(cls, visit_self_assignment, &s);
+    if (s.count != 1 || ts_node_is_null(s.value)) return null;
+    return resolve_loader(ctx, s.value, depth + 1);
+}
+
+/* The DataLoader(...) call that expr evaluates to, or a null node. */
+static TSNode resolve_loader(const RuleContext *ctx, TSNode expr, int depth) {
+    TSNode null = {0};
+    if (depth > MAX_DEPTH || ts_node_is_null(expr)) return null;
+    expr = unparenthesize(expr);
+    if (is_dataloader_call(ctx, expr)) return expr;
+    if (py_is(expr, "identifier")) {
+        TSNode value = {0};
+        if (py_binding_before(ctx->py, expr, py_text_ptr(ctx->py, expr), py_text_len(expr), ts_node_start_byte(expr),
+                              &value) != BINDING_ASSIGNMENT)
+            return null;
+        return resolve_loader(ctx, value, depth + 1);
+    }
+    if (py_is(expr, "attribute")) return resolve_self_attribute(ctx, expr, depth);
+    return null;
+}
+
+/* Strips enumerate(...) and tqdm(...) off a loop's iterable; counts the enumerates. */
+static TSNode unwrap_iterable(const RuleContext *ctx, TSNode iter, int *enumerates) {
+    *enumerates = 0;
+    for (int i = 0; i < 4; i++) {
+        iter = unparenthesize(iter);
+        if (!py_is(iter, "call")) break;
+        TSNode fn = ts_node_child_by_field_name(iter, "function", 8);
+        if (py_is(fn, "identifier") && py_text_eq(ctx->py, fn, "enumerate") &&
+            !py_resolve_import(ctx->py, "enumerate", 9)) {
+            (*enumerates)++;
+        } else if (!py_callee_is_any(ctx->py, iter, progress_names)) {
+            break;
+        }
+        TSNode inner = py_call_positional(iter, 0);
+        if (ts_node_is_null(inner)) inner = py_call_keyword(ctx->py, iter, "iterable");
+        if (ts_node_is_null(inner)) return (TSNode){0};
+        iter = inner;
+    }
+    return unparenthesize(iter);
+}
+
+/* ---- batches ------------------------------------------------------------ */
+
+typedef struct {
+    TSNode loop;
+    TSNode body;
+    TSNode batch; /* the part of the loop target that holds the batch */
+} Loop;
+
+static bool read_loop(const RuleContext *ctx, TSNode loop, TSNode *base, Loop *out) {
+    TSNode left = ts_node_child_by_field_name(loop, "left", 4);
+    TSNode right = ts_node_child_by_field_name(loop, "right", 5);
+    TSNode body = ts_node_child_by_field_name(loop, "body", 4);
+    if (ts_node_is_null(left) || ts_node_is_null(right) || ts_node_is_null(body)) return false;
+    int enumerates = 0;
+    *base = unwrap_iterable(ctx, right, &enumerates);
+    if (ts_node_is_null(*base)) return false;
+    out->loop = loop;
+    out->body = body;
+    out->batch = left;
+    if (enumerates == 1) { /* for i, batch in enumerate(loader) */
+        if (!(py_is(left, "pattern_list") || py_is(left, "tuple_pattern")) || ts_node_named_child_count(left) != 2)
+            return false;
+        out->batch = ts_node_named_child(left, 1);
+    } else if (enumerates > 1) {
+        return false;
+    }
+    out->batch = unparenthesize(out->batch);
+    return true;
+}
+
+static bool pattern_has(const RuleContext *ctx, TSNode pattern, TSNode name, int depth) {
+    if (depth > 8 || ts_node_is_null(pattern)) return false;
+    if (py_is(pattern, "identifier")) return py_same_text(ctx->py, pattern, name);
+    if (py_is(pattern, "pattern_list") || py_is(pattern, "tuple_pattern") || py_is(pattern, "list_pattern") ||
+        py_is(pattern, "parenthesized_expression") || py_is(pattern, "tuple") || py_is(pattern, "list")) {
+        uint32_t n = ts_node_named_child_count(pattern);
+        for (uint32_t i = 0; i < n; i++)
+            if (pattern_has(ctx, ts_node_named_child(pattern, i), name, depth + 1)) return true;
+    }
+    return false;
+}
+
+typedef struct {
+    const RuleContext *ctx;
+    TSNode name;
+    bool found;
+} LoopBindingSearch;
+
+static bool visit_loop_binding(TSNode n, void *data) {
+    LoopBindingSearch *s = data;
+    if (s->found || py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda"))
+        return false;
+    if (py_is(n, "for_statement") || py_is(n, "for_in_clause") || py_is(n, "assignment")) {
+        if (pattern_has(s->ctx, ts_node_child_by_field_name(n, "left", 4), s->name, 0)) s->found = true;
+    } else if (py_is(n, "named_expression")) {
+        TSNode name = ts_node_child_by_field_name(n, "name", 4);
+        if (!ts_node_is_null(name) && py_same_text(s->ctx->py, name, s->name)) s->found = true;
+    }
+    return !s->found;
+}
+
+/* Some binding of the name sits in the loop (its target or its body): a
+ * cheap test that spares a binding search through the whole module. */
+static bool bound_in_loop(const RuleContext *ctx, const Loop *loop, TSNode name) {
+    LoopBindingSearch s = {ctx, name, false};
+    py_walk(loop->loop, visit_loop_binding, &s);
+    return s.found;
+}
+
+/* expr is the loop's batch or a part of it. *whole says it is the batch object itself. */
+static bool is_batch_expr(const RuleContext *ctx, const Loop *loop, TSNode expr, bool *whole, int depth) {
+    if (depth > MAX_DEPTH || ts_node_is_null(expr)) return false;
+    expr = unparenthesize(expr);
+    if (py_is(expr, "subscript")) {
+        bool ignored;
+        if (!is_batch_expr(ctx, loop, ts_node_child_by_field_name(expr, "value", 5), &ignored, depth + 1)) return false;
+        *whole = false;
+        return true;
+    }
+    if (!py_is(expr, "identifier") || !bound_in_loop(ctx, loop, expr)) return false;
+    TSNode value = {0};
+    BindingKind kind = py_binding_before(ctx->py, expr, py_text_ptr(ctx->py, expr), py_text_len(expr),
+                                         ts_node_start_byte(expr), &value);
+    if (ts_node_is_null(value)) return false;
+    TSNode parent = ts_node_parent(value);
+    if (kind == BINDING_LOOP_TARGET) {
+        if (ts_node_eq(parent, loop->loop)) {
+            if (!pattern_has(ctx, loop->batch, expr, 0)) return false;
+            *whole = py_is(loop->batch, "identifier");
+            return true;
+        }
+        /* {k: v.to(device) for k, v in batch.items()} */
+        if (py_is(parent, "for_in_clause") && py_is_within(parent, loop->body)) {
+            TSNode src = unparenthesize(value);
+            TSNode recv;
+            if (py_is(src, "call") && py_call_positional_count(src) == 0 &&
+                (py_method_call(ctx->py, src, "items", &recv) || py_method_call(ctx->py, src, "values", &recv)))
+                src = recv;
+            bool ignored;
+            if (!is_batch_expr(ctx, loop, src, &ignored, depth + 1)) return false;
+            *whole = false;
+            return true;
+        }
+        return false;
+    }
+    /* x = batch[0] / x, y = batch, inside the loop */
+    if ((kind == BINDING_ASSIGNMENT || kind == BINDING_OTHER) && py_is(parent, "assignment") &&
+        py_is_within(value, loop->body)) {
+        bool inner_whole = false;
+        if (!is_batch_expr(ctx, loop, value, &inner_whole, depth + 1)) return false;
+        *whole = kind == BINDING_ASSIGNMENT && inner_whole;
+        return true;
+    }
+    return false;
+}
+
+/* ---- the scan ----------------------------------------------------------- */
+
+typedef struct {
+    State *st;
+    RuleContext *ctx;
+    const Loop *loop;
+    bool report;  /* report copies without non_blocking */
+    bool moved;   /* some part of the batch goes to the GPU */
+} BodyScan;
+
+static void report_blocking_copy(RuleContext *ctx, TSNode call, const Move *m) {
+    Finding *f = rule_report_node(ctx, call,
+                                  "This batch is copied to the GPU without non_blocking=True: the host waits for "
+                                  "the copy instead of queueing it behind the running kernels");
+    if (!f) return;
+    Fix *fix = finding_add_fix(f, "Copy with non_blocking=True (asynchronous; pays off with pinned memory)", false);
+    if (!fix) return;
+    if (!ts_node_is_null(m->non_blocking)) {
+        fix_add_edit(fix, ts_node_start_byte(m->non_blocking), ts_node_end_byte(m->non_blocking), "True");
+        return;
+    }
+    size_t offset = 0;
+    char *text = py_keyword_insertion(ctx->py, call, "non_blocking", "True", &offset);
+    if (text) fix_add_edit(fix, offset, offset, text);
+    free(text);
+}
+
+static bool visit_body(TSNode n, void *data) {
+    BodyScan *s = data;
+    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    Move m;
+    if (!read_move_syntax(s->ctx, n, &m)) return true;
+    bool whole = false;
+    if (!is_batch_expr(s->ctx, s->loop, m.receiver, &whole, 0) || !move_targets_cuda(s->st, &m)) return true;
+    s->moved = true;
+    bool blocking = ts_node_is_null(m.non_blocking) || is_false(s->ctx, m.non_blocking);
+    if (s->report && blocking && !whole) report_blocking_copy(s->ctx, n, &m);
+    return true;
+}
+
+static bool body_moves_batch(State *st, const Loop *loop, bool report) {
+    BodyScan s = {st, st->ctx, loop, report, false};
+    py_walk(loop->body, visit_body, &s);
+    return s.moved;
+}
+
+/* what a DataLoader call says about pinning */
+typedef enum { PIN_ABSENT, PIN_FALSE, PIN_TRUE, PIN_UNKNOWN } PinState;
+
+static PinState pin_state(const RuleContext *ctx, TSNode loader, TSNode *value) {
+    bool splat = py_call_has_splat(loader);
+    TSNode v = py_call_keyword(ctx->py, loader, "pin_memory");
+    /* DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, pin_memory) */
+    if (ts_node_is_null(v) && !splat && py_call_positional_count(loader) > 7) v = py_call_positional(loader, 7);
+    if (value) *value = v;
+    if (ts_node_is_null(v)) return splat ? PIN_UNKNOWN : PIN_ABSENT;
+    if (is_false(ctx, v)) return PIN_FALSE;
+    if (is_true(ctx, v)) return PIN_TRUE;
+    return PIN_UNKNOWN;
+}
+
+/* ---- loops over a parameter: the loaders this file passes in ------------ */
+
+typedef struct {
+    State *st;
+    RuleContext *ctx;
+    TSNode function_name;
+    TSNode param_name;
+    int position; /* -1: keyword only */
+} CallSearch;
+
+static void check_call_site(CallSearch *s, TSNode n) {
+    TSNode fn = ts_node_child_by_field_name(n, "function", 8);
+    if (!py_is(fn, "identifier") || !py_same_text(s->ctx->py, fn, s->function_name)) return;
+    TSNode arg = {0};
+    TSNode args = py_call_arguments(n);
+    uint32_t count = ts_node_named_child_count(args);
+    for (uint32_t i = 0; i < count; i++) {
+        TSNode a = ts_node_named_child(args, i);
+        TSNode key = ts_node_child_by_field_name(a, "name", 4);
+        if (py_is(a, "keyword_argument") && !ts_node_is_null(key) && py_same_text(s->ctx->py, key, s->param_name))
+            arg = ts_node_child_by_field_name(a, "value", 5);
+    }
+    if (ts_node_is_null(arg) && s->position >= 0) {
+        /* a *splat before the position shifts the arguments: give up */
+        int k = 0;
+        for (uint32_t i = 0; i < count && k <= s->position; i++) {
+            TSNode a = ts_node_named_child(args, i);
+            if (py_is(a, "list_splat") || py_is(a, "dictionary_splat")) break;
+            if (py_is(a, "keyword_argument") || py_is(a, "comment")) continue;
+            if (k++ == s->position) arg = a;
+        }
+    }
+    TSNode loader = resolve_loader(s->ctx, arg, 0);
+    if (!ts_node_is_null(loader) && !dataset_on_gpu(s->st, loader)) mark(s->ctx, &s->st->marks, loader);
+}
+
+static TSNode parameter_name(TSNode p) {
+    if (py_is(p, "identifier")) return p;
+    if (py_is(p, "typed_parameter")) return ts_node_named_child(p, 0);
+    if (py_is(p, "default_parameter") || py_is(p, "typed_default_parameter"))
+        return ts_node_child_by_field_name(p, "name", 4);
+    return (TSNode){0};
+}
+
+/* for x in param: the loaders that this file's calls of the (module-level) function pass in */
+static void mark_loaders_passed_in(State *st, TSNode param) {
+    RuleContext *ctx = st->ctx;
+    CallSites *sites = &st->sites;
+    TSNode params = ts_node_parent(param);
+    TSNode fn = ts_node_parent(params);
+    if (!py_is(params, "parameters") || !py_is(fn, "function_definition")) return;
+    TSNode holder = ts_node_parent(fn);
+    if (py_is(holder, "decorated_definition")) holder = ts_node_parent(holder);
+    if (!py_is(holder, "module")) return;
+    TSNode name = parameter_name(param);
+    TSNode fname = ts_node_child_by_field_name(fn, "name", 4);
+    if (ts_node_is_null(name) || ts_node_is_null(fname)) return;
+    int position = -1, k = 0;
+    uint32_t count = ts_node_named_child_count(params);
+    for (uint32_t i = 0; i < count; i++) {
+        TSNode p = ts_node_named_child(params, i);
+        if (ts_node_is_null(parameter_name(p))) break; /* *args, *, **kwargs, / ... */
+        if (ts_node_eq(p, param)) {
+            position = k;
+            break;
+        }
+        k++;
+    }
+    if (!sites->collected) {
+        sites->collected = true;
+        py_walk(holder, visit_collect_call, sites);
+        if (sites->failed) ctx->out_of_memory = true;
+    }
+    CallSearch s = {st, ctx, fname, name, position};
+    for (size_t i = 0; i < sites->count; i++) check_call_site(&s, sites->calls[i]);
+}
+
+/* ---- the rule ----------------------------------------------------------- */
+
+typedef struct {
+    const RuleContext *ctx;
+    bool found;
+} MoveSyntaxSearch;
+
+static bool visit_move_syntax(TSNode n, void *data) {
+    MoveSyntaxSearch *s = data;
+    if (s->found || py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda"))
+        return false;
+    if (py_is(n, "call") &&
+        (py_method_call(s->ctx->py, n, "to", NULL) || py_method_call(s->ctx->py, n, "cuda", NULL)))
+        s->found = true;
+    return !s->found;
+}
+
+/* the body calls some `.to(...)` or `.cuda(...)` at all */
+static bool body_has_move_syntax(const RuleContext *ctx, TSNode body) {
+    MoveSyntaxSearch s = {ctx, false};
+    py_walk(body, visit_move_syntax, &s);
+    return s.found;
+}
+
+static bool visit_loop(TSNode n, void *data) {
+    State *st = data;
+    if (!py_is(n, "for_statement")) return true;
+    RuleContext *ctx = st->ctx;
+    TSNode base;
+    Loop loop;
+    if (!read_loop(ctx, n, &base, &loop) || !body_has_move_syntax(ctx, loop.body)) return true;
+    TSNode loader = resolve_loader(ctx, base, 0);
+    if (!ts_node_is_null(loader)) {
+        /* first without reporting: the dataset test is only worth it for loaders whose batches move */
+        if (body_moves_batch(st, &loop, false) && !dataset_on_gpu(st, loader)) {
+            mark(ctx, &st->marks, loader);
+            if (pin_state(ctx, loader, NULL) != PIN_FALSE) body_moves_batch(st, &loop, true);
+        }
+        return true;
+    }
+    if (py_is(base, "identifier")) {
+        TSNode param = {0};
+        if (py_binding_before(ctx->py, base, py_text_ptr(ctx->py, base), py_text_len(base), ts_node_start_byte(base),
+                              &param) == BINDING_PARAMETER &&
+            body_moves_batch(st, &loop, false))
+            mark_loaders_passed_in(st, param);
+    }
+    return true;
+}
+
+static bool visit_loader(TSNode n, void *data) {
+    State *st = data;
+    RuleContext *ctx = st->ctx;
+    if (!is_dataloader_call(ctx, n) || !is_marked(&st->marks, n)) return true;
+    TSNode value;
+    PinState pin = pin_state(ctx, n, &value);
+    if (pin == PIN_ABSENT) {
+        Finding *f = rule_report_node(ctx, n,
+                                      "This DataLoader's batches are copied to the GPU from pageable memory: "
+                                      "without pin_memory=True each copy is staged and blocks the host");
+        size_t offset = 0;
+        char *text = f ? py_keyword_insertion(ctx->py, n, "pin_memory", "True", &offset) : NULL;
+        Fix *fix = text ? finding_add_fix(f, "Pin the loader's batches with pin_memory=True", true) : NULL;
+        if (fix) fix_add_edit(fix, offset, offset, text);
+        free(text);
+    } else if (pin == PIN_FALSE) {
+        TSNode at = ts_node_parent(value);
+        if (!py_is(at, "keyword_argument")) at = value;
+        Finding *f = rule_report_node(ctx, at,
+                                      "pin_memory=False: this DataLoader's batches are copied to the GPU from "
+                                      "pageable memory, so each copy is staged and blocks the host");
+        Fix *fix = f && !py_call_has_splat(n) ? finding_add_fix(f, "Pin the loader's batches with pin_memory=True", true)
+                                              : NULL;
+        if (fix) fix_add_edit(fix, ts_node_start_byte(value), ts_node_end_byte(value), "True");
+    }
+    return true;
+}
+
+static void check(RuleContext *ctx) {
+    State st = {.ctx = ctx};
+    TSNode root = ts_tree_root_node(ctx->py->tree);
+    py_walk(root, visit_loop, &st);
+    if (st.marks.count) py_walk(root, visit_loader, &st);
+    if (st.device_names.failed || st.sites.failed) ctx->out_of_memory = true;
+    free(st.marks.starts);
+    free(st.gpu_datasets.starts);
+    free(st.host_datasets.starts);
+    free(st.sites.calls);
+    free(st.device_names.names);
+}
+
+const Rule rule_py005_unpinned_host_to_device_copy = {
+    .code = "PY005",
+    .name = "unpinned-host-to-device-copy",
+    .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_PYTHON,
+    .summary = "DataLoader batches copied to the GPU from unpinned memory, or without non_blocking=True",
+    .documentation = documentation,
+    .check = check,
+};
