@@ -308,3 +308,26 @@ Test(cli, rules_and_rule_commands) {
     cr_expect_eq(r.status, 2);
     run_result_free(&r);
 }
+
+Test(cli, add_sync_fix_is_guarded_in_files_with_a_cpu_fallback) {
+    char *dir = temp_dir();
+    char *f = make_file(dir, "bench.py",
+                        "import time\n"
+                        "import torch\n"
+                        "\n"
+                        "device = \"cuda\" if torch.cuda.is_available() else \"cpu\"\n"
+                        "model = torch.nn.Linear(8, 8).to(device)\n"
+                        "x = torch.randn(4, 8, device=device)\n"
+                        "t0 = time.perf_counter()\n"
+                        "for _ in range(10):\n"
+                        "    y = model(x)\n"
+                        "print(time.perf_counter() - t0)\n");
+    RunResult r = run_advise("check", "--no-config", "--select", "PY002", "--fix", f);
+    cr_expect_eq(r.status, 0, "%s%s", r.out, r.err);
+    char *text = harness_slurp(f);
+    cr_expect(strstr(text, "    y = model(x)\nif torch.cuda.is_available():\n    torch.cuda.synchronize()\n"
+                           "print(time.perf_counter() - t0)\n") != NULL,
+              "%s", text);
+    free(text);
+    run_result_free(&r);
+}
