@@ -1,5 +1,7 @@
 #include "python_facts.h"
 
+#include "python_index.h"
+
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,88 +10,34 @@
 
 /* ---- bindings ---------------------------------------------------------- */
 
-typedef struct {
-    const PySource *src;
-    const char *name;
-    size_t length;
-    size_t offset;
-    bool any_offset; /* module bindings seen from a function: any position */
-    BindingKind kind;
-    TSNode value;
-    size_t best_start;
-    bool found;
-} BindingSearch;
-
-static bool name_is(BindingSearch *s, TSNode n) {
-    return py_is(n, "identifier") && py_text_len(n) == s->length &&
-           memcmp(py_text_ptr(s->src, n), s->name, s->length) == 0;
+static bool name_matches(const PySource *src, TSNode n, const char *name, size_t length) {
+    return py_is(n, "identifier") && py_text_len(n) == length && memcmp(py_text_ptr(src, n), name, length) == 0;
 }
 
-static bool pattern_binds(BindingSearch *s, TSNode pattern, int depth) {
-    if (depth > 8 || ts_node_is_null(pattern)) return false;
-    if (name_is(s, pattern)) return true;
-    if (py_is(pattern, "pattern_list") || py_is(pattern, "tuple_pattern") || py_is(pattern, "list_pattern") ||
-        py_is(pattern, "tuple") || py_is(pattern, "list") || py_is(pattern, "parenthesized_expression") ||
-        py_is(pattern, "list_splat_pattern")) {
-        uint32_t n = ts_node_named_child_count(pattern);
-        for (uint32_t i = 0; i < n; i++)
-            if (pattern_binds(s, ts_node_named_child(pattern, i), depth + 1)) return true;
-    }
-    return false;
-}
-
-static void consider(BindingSearch *s, TSNode at, BindingKind kind, TSNode value) {
-    size_t start = ts_node_start_byte(at);
-    if (!s->found || start >= s->best_start) {
-        s->found = true;
-        s->best_start = start;
-        s->kind = kind;
-        s->value = value;
-    }
-}
-
-static bool visit_binding(TSNode n, void *data) {
-    BindingSearch *s = data;
-    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
-    bool visible = s->any_offset || ts_node_end_byte(n) <= s->offset;
-    if (py_is(n, "assignment")) {
-        TSNode left = ts_node_child_by_field_name(n, "left", 4);
-        TSNode right = ts_node_child_by_field_name(n, "right", 5);
-        while (py_is(right, "assignment")) { /* a = b = value */
-            if (visible && name_is(s, ts_node_child_by_field_name(right, "left", 4)))
-                left = ts_node_child_by_field_name(right, "left", 4);
-            right = ts_node_child_by_field_name(right, "right", 5);
+/* the nearest visible binding of name in one scope; any_offset: every binding counts */
+static bool scope_binding(const PySource *src, TSNode scope, const char *name, size_t length, size_t offset,
+                          bool any_offset, BindingKind *kind, TSNode *value) {
+    size_t count;
+    const PyBinding *b = py_index_bindings(src, scope, name, length, &count);
+    bool found = false;
+    uint32_t best = 0;
+    for (size_t i = 0; i < count; i++) {
+        bool visible;
+        switch (b[i].visibility) {
+        case VISIBLE_INSIDE_PARENT: visible = offset >= b[i].from && offset < b[i].until; break;
+        default: visible = any_offset || b[i].from <= offset; break;
         }
-        if (visible && !ts_node_is_null(right)) {
-            if (name_is(s, left)) consider(s, n, BINDING_ASSIGNMENT, right);
-            else if (pattern_binds(s, left, 0)) consider(s, n, BINDING_OTHER, right);
+        if (visible && (!found || b[i].start >= best)) {
+            found = true;
+            best = b[i].start;
+            *kind = (BindingKind)b[i].kind;
+            *value = b[i].value;
         }
-    } else if (py_is(n, "augmented_assignment")) {
-        if (visible && name_is(s, ts_node_child_by_field_name(n, "left", 4)))
-            consider(s, n, BINDING_OTHER, ts_node_child_by_field_name(n, "right", 5));
-    } else if (py_is(n, "named_expression")) {
-        if (visible && name_is(s, ts_node_child_by_field_name(n, "name", 4)))
-            consider(s, n, BINDING_ASSIGNMENT, ts_node_child_by_field_name(n, "value", 5));
-    } else if (py_is(n, "for_statement")) {
-        TSNode body = ts_node_child_by_field_name(n, "body", 4);
-        bool in_scope = s->any_offset || (!ts_node_is_null(body) && ts_node_start_byte(body) <= s->offset);
-        if (in_scope && pattern_binds(s, ts_node_child_by_field_name(n, "left", 4), 0))
-            consider(s, n, BINDING_LOOP_TARGET, ts_node_child_by_field_name(n, "right", 5));
-    } else if (py_is(n, "for_in_clause")) {
-        TSNode parent = ts_node_parent(n);
-        bool inside = s->offset >= ts_node_start_byte(parent) && s->offset < ts_node_end_byte(parent);
-        if (inside && pattern_binds(s, ts_node_child_by_field_name(n, "left", 4), 0))
-            consider(s, n, BINDING_LOOP_TARGET, ts_node_child_by_field_name(n, "right", 5));
-    } else if (py_is(n, "as_pattern")) {
-        TSNode alias = ts_node_child_by_field_name(n, "alias", 5);
-        if (visible && !ts_node_is_null(alias) && ts_node_named_child_count(alias) > 0 &&
-            name_is(s, ts_node_named_child(alias, 0)))
-            consider(s, n, BINDING_OTHER, ts_node_named_child(n, 0));
     }
-    return true;
+    return found;
 }
 
-static bool parameter_binds(BindingSearch *s, TSNode fn, TSNode *param) {
+static bool parameter_binds(const PySource *src, TSNode fn, const char *name_text, size_t length, TSNode *param) {
     TSNode params = ts_node_child_by_field_name(fn, "parameters", 10);
     uint32_t n = ts_node_named_child_count(params);
     for (uint32_t i = 0; i < n; i++) {
@@ -98,7 +46,7 @@ static bool parameter_binds(BindingSearch *s, TSNode fn, TSNode *param) {
         if (py_is(p, "typed_parameter")) name = ts_node_named_child(p, 0);
         else if (py_is(p, "default_parameter") || py_is(p, "typed_default_parameter"))
             name = ts_node_child_by_field_name(p, "name", 4);
-        if (name_is(s, name)) {
+        if (name_matches(src, name, name_text, length)) {
             *param = p;
             return true;
         }
@@ -108,25 +56,28 @@ static bool parameter_binds(BindingSearch *s, TSNode fn, TSNode *param) {
 
 BindingKind py_binding_before(const PySource *src, TSNode at, const char *name, size_t length, size_t offset,
                               TSNode *value) {
-    BindingSearch s = {.src = src, .name = name, .length = length, .offset = offset};
     TSNode fn = py_enclosing_function(at);
     TSNode scope = py_scope_of(at);
-    py_walk(scope, visit_binding, &s);
-    if (!s.found && !ts_node_is_null(fn)) {
+    BindingKind kind = BINDING_NONE;
+    TSNode v = {0};
+    if (!ts_node_is_null(scope) && scope_binding(src, scope, name, length, offset, false, &kind, &v)) {
+        if (value) *value = v;
+        return kind;
+    }
+    if (!ts_node_is_null(fn)) {
         TSNode param;
-        if (parameter_binds(&s, fn, &param)) {
+        if (parameter_binds(src, fn, name, length, &param)) {
             if (value) *value = param;
             return BINDING_PARAMETER;
         }
         /* a global read inside a function: the module's binding, wherever it is */
-        TSNode module = fn;
-        while (!ts_node_is_null(ts_node_parent(module))) module = ts_node_parent(module);
-        s.any_offset = true;
-        py_walk(module, visit_binding, &s);
+        TSNode module = ts_tree_root_node(src->tree);
+        if (scope_binding(src, module, name, length, offset, true, &kind, &v)) {
+            if (value) *value = v;
+            return kind;
+        }
     }
-    if (!s.found) return BINDING_NONE;
-    if (value) *value = s.value;
-    return s.kind;
+    return BINDING_NONE;
 }
 
 /* ---- what expressions hold ---------------------------------------------- */
@@ -202,45 +153,17 @@ static bool annotation_says_tensor(const PySource *src, TSNode param) {
 
 /* ---- calls of a function defined in this file ---------------------------- */
 
-typedef struct {
-    const PySource *src;
-    TSNode fn;
-    const char *name;
-    size_t length;
-    TSNode *calls;
-    size_t count, capacity;
-} CallSearch;
-
-static bool visit_calls(TSNode n, void *data) {
-    CallSearch *s = data;
-    if (!py_is(n, "call")) return true;
-    TSNode callee = ts_node_child_by_field_name(n, "function", 8);
-    if (py_is(callee, "identifier") && py_text_len(callee) == s->length &&
-        memcmp(py_text_ptr(s->src, callee), s->name, s->length) == 0 && s->count < 64) {
-        if (s->count == s->capacity) {
-            size_t cap = s->capacity ? s->capacity * 2 : 8;
-            TSNode *grown = realloc(s->calls, cap * sizeof *grown);
-            if (!grown) return false;
-            s->calls = grown;
-            s->capacity = cap;
-        }
-        s->calls[s->count++] = n;
-    }
-    return true;
-}
-
-/* calls `name(...)` of a plain (not method) function; caller frees *calls */
-static size_t calls_of_function(const PySource *src, TSNode fn, TSNode **calls) {
+/* calls `name(...)` of a plain (not method) function */
+static size_t calls_of_function(const PySource *src, TSNode fn, const TSNode **calls) {
     *calls = NULL;
     TSNode parent = ts_node_parent(fn);
     if (py_is(parent, "decorated_definition")) parent = ts_node_parent(parent);
     if (py_is(ts_node_parent(parent), "class_definition")) return 0; /* methods: self.name(...) */
     TSNode name = ts_node_child_by_field_name(fn, "name", 4);
     if (ts_node_is_null(name)) return 0;
-    CallSearch s = {.src = src, .fn = fn, .name = py_text_ptr(src, name), .length = py_text_len(name)};
-    py_walk(ts_tree_root_node(src->tree), visit_calls, &s);
-    *calls = s.calls;
-    return s.count;
+    size_t count;
+    *calls = py_index_calls(src, py_text_ptr(src, name), py_text_len(name), &count);
+    return count < 64 ? count : 64;
 }
 
 /* the argument a call passes for parameter `param` (index among positional
@@ -280,7 +203,7 @@ static bool parameter_is_tensor_by_callers(const PySource *src, TSNode param, in
             py_is(p, "typed_default_parameter"))
             index++;
     }
-    TSNode *calls;
+    const TSNode *calls;
     size_t n = calls_of_function(src, fn, &calls);
     bool tensor = false, other = false;
     for (size_t i = 0; i < n; i++) {
@@ -291,7 +214,6 @@ static bool parameter_is_tensor_by_callers(const PySource *src, TSNode param, in
                  py_is(arg, "list") || py_is(arg, "tuple") || py_is(arg, "dictionary"))
             other = true;
     }
-    free(calls);
     return tensor && !other;
 }
 
@@ -706,14 +628,13 @@ static bool runs_on_device(const PySource *src, TSNode node, int depth) {
     if (ts_node_is_null(fn)) return true; /* module level of a file that uses CUDA */
     if (node_mentions(src, fn, "cuda") || node_mentions(src, fn, "device")) return true;
     if (depth >= 3) return false;
-    TSNode *calls;
+    const TSNode *calls;
     size_t n = calls_of_function(src, fn, &calls);
     bool yes = false;
     for (size_t i = 0; i < n && !yes; i++) {
         TSNode caller = py_enclosing_function(calls[i]);
         if (ts_node_is_null(caller) || !ts_node_eq(caller, fn)) yes = runs_on_device(src, calls[i], depth + 1);
     }
-    free(calls);
     return yes;
 }
 

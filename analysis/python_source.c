@@ -1,6 +1,7 @@
 #include "python_source.h"
 
 #include "finding.h"
+#include "python_index.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +120,8 @@ static void walk_imports(PySource *src, TSNode node, int depth) {
 
 static void analyse(PySource *src) {
     clear_imports(src);
+    py_index_free(src->index);
+    src->index = NULL;
     TSNode root = ts_tree_root_node(src->tree);
     walk_imports(src, root, 0);
     src->has_errors = ts_node_has_error(root);
@@ -165,6 +168,7 @@ fail:
 void py_source_free(PySource *src) {
     if (!src) return;
     clear_imports(src);
+    py_index_free(src->index);
     if (src->tree) ts_tree_delete(src->tree);
     if (src->parser) ts_parser_delete(src->parser);
     free(src);

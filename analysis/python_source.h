@@ -15,6 +15,8 @@ typedef struct {
     char *qualified; /* what it stands for: "torch.nn.functional" */
 } PyImport;
 
+struct PyIndex;
+
 typedef struct {
     const Document *doc; /* not owned; must outlive the source */
     TSParser *parser;
@@ -24,6 +26,7 @@ typedef struct {
     bool uses_gpu;   /* the file mentions CUDA devices at all */
     bool has_errors; /* the parse recovered from syntax errors */
     size_t first_error; /* byte offset of the first syntax error */
+    struct PyIndex *index; /* lazily built lookups (python_index.h); dropped on reparse */
 } PySource;
 
 #define PY_PARSE_TIMEOUT_SECONDS 20

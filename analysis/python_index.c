@@ -1,0 +1,265 @@
+#include "python_index.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "python_facts.h"
+#include "python_query.h"
+
+typedef struct {
+    const void *scope_id;
+    PyBinding *items; /* sorted by name, then start */
+    size_t count;
+} ScopeIndex;
+
+typedef struct {
+    const char *name;
+    uint32_t length;
+    TSNode call;
+} NamedCall;
+
+struct PyIndex {
+    ScopeIndex *scopes; /* open addressing on scope_id */
+    size_t scope_capacity, scope_count;
+    NamedCall *calls;   /* sorted by name, then position */
+    TSNode *call_nodes; /* the same calls, contiguous */
+    size_t call_count;
+    bool calls_built;
+};
+
+typedef struct {
+    const PySource *src;
+    PyBinding *items;
+    size_t count, capacity;
+    bool failed;
+} Collector;
+
+static void add(Collector *c, TSNode id, BindingKind kind, BindingVisibility vis, uint32_t start, uint32_t from,
+                uint32_t until, TSNode value) {
+    if (c->count == c->capacity) {
+        size_t cap = c->capacity ? c->capacity * 2 : 32;
+        PyBinding *grown = realloc(c->items, cap * sizeof *grown);
+        if (!grown) {
+            c->failed = true;
+            return;
+        }
+        c->items = grown;
+        c->capacity = cap;
+    }
+    c->items[c->count++] = (PyBinding){py_text_ptr(c->src, id), (uint32_t)py_text_len(id), (uint8_t)kind,
+                                       (uint8_t)vis, start, from, until, value};
+}
+
+static void add_pattern(Collector *c, TSNode pattern, BindingKind single, BindingKind nested, BindingVisibility vis,
+                        uint32_t start, uint32_t from, uint32_t until, TSNode value, int depth) {
+    if (depth > 8 || ts_node_is_null(pattern)) return;
+    if (py_is(pattern, "identifier")) {
+        add(c, pattern, depth == 0 ? single : nested, vis, start, from, until, value);
+        return;
+    }
+    if (py_is(pattern, "pattern_list") || py_is(pattern, "tuple_pattern") || py_is(pattern, "list_pattern") ||
+        py_is(pattern, "tuple") || py_is(pattern, "list") || py_is(pattern, "parenthesized_expression") ||
+        py_is(pattern, "list_splat_pattern")) {
+        uint32_t n = ts_node_named_child_count(pattern);
+        for (uint32_t i = 0; i < n; i++)
+            add_pattern(c, ts_node_named_child(pattern, i), single, nested, vis, start, from, until, value, depth + 1);
+    }
+}
+
+static bool collect(TSNode n, void *data) {
+    Collector *c = data;
+    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    uint32_t start = ts_node_start_byte(n), end = ts_node_end_byte(n);
+    if (py_is(n, "assignment")) {
+        TSNode right = ts_node_child_by_field_name(n, "right", 5);
+        TSNode lefts[8];
+        int nl = 0;
+        lefts[nl++] = ts_node_child_by_field_name(n, "left", 4);
+        while (py_is(right, "assignment") && nl < 8) { /* a = b = value */
+            lefts[nl++] = ts_node_child_by_field_name(right, "left", 4);
+            right = ts_node_child_by_field_name(right, "right", 5);
+        }
+        if (!ts_node_is_null(right))
+            for (int i = 0; i < nl; i++)
+                add_pattern(c, lefts[i], BINDING_ASSIGNMENT, BINDING_OTHER, VISIBLE_AFTER_END, start, end, 0, right, 0);
+    } else if (py_is(n, "augmented_assignment")) {
+        TSNode left = ts_node_child_by_field_name(n, "left", 4);
+        if (py_is(left, "identifier"))
+            add(c, left, BINDING_OTHER, VISIBLE_AFTER_END, start, end, 0, ts_node_child_by_field_name(n, "right", 5));
+    } else if (py_is(n, "named_expression")) {
+        TSNode name = ts_node_child_by_field_name(n, "name", 4);
+        if (py_is(name, "identifier"))
+            add(c, name, BINDING_ASSIGNMENT, VISIBLE_AFTER_END, start, end, 0,
+                ts_node_child_by_field_name(n, "value", 5));
+    } else if (py_is(n, "for_statement")) {
+        TSNode body = ts_node_child_by_field_name(n, "body", 4);
+        if (!ts_node_is_null(body))
+            add_pattern(c, ts_node_child_by_field_name(n, "left", 4), BINDING_LOOP_TARGET, BINDING_LOOP_TARGET,
+                        VISIBLE_IN_BODY, start, ts_node_start_byte(body), 0, ts_node_child_by_field_name(n, "right", 5),
+                        0);
+    } else if (py_is(n, "for_in_clause")) {
+        TSNode parent = ts_node_parent(n);
+        add_pattern(c, ts_node_child_by_field_name(n, "left", 4), BINDING_LOOP_TARGET, BINDING_LOOP_TARGET,
+                    VISIBLE_INSIDE_PARENT, start, ts_node_start_byte(parent), ts_node_end_byte(parent),
+                    ts_node_child_by_field_name(n, "right", 5), 0);
+    } else if (py_is(n, "as_pattern")) {
+        TSNode alias = ts_node_child_by_field_name(n, "alias", 5);
+        if (!ts_node_is_null(alias) && ts_node_named_child_count(alias) > 0 &&
+            py_is(ts_node_named_child(alias, 0), "identifier"))
+            add(c, ts_node_named_child(alias, 0), BINDING_OTHER, VISIBLE_AFTER_END, start, end, 0,
+                ts_node_named_child(n, 0));
+    }
+    return true;
+}
+
+static int compare_names(const char *a, uint32_t al, const char *b, uint32_t bl) {
+    uint32_t n = al < bl ? al : bl;
+    int c = memcmp(a, b, n);
+    return c ? c : (al > bl) - (al < bl);
+}
+
+static int by_name_then_start(const void *x, const void *y) {
+    const PyBinding *a = x, *b = y;
+    int c = compare_names(a->name, a->length, b->name, b->length);
+    return c ? c : (a->start > b->start) - (a->start < b->start);
+}
+
+static struct PyIndex *index_of(const PySource *src) {
+    PySource *mutable_src = (PySource *)src; /* the index is a cache: logically const */
+    if (!mutable_src->index) mutable_src->index = calloc(1, sizeof(struct PyIndex));
+    return mutable_src->index;
+}
+
+static size_t slot_of(const void *id, size_t capacity) {
+    uintptr_t h = (uintptr_t)id;
+    h ^= h >> 17;
+    h *= 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 7) & (capacity - 1);
+}
+
+static bool grow_scopes(struct PyIndex *ix) {
+    size_t cap = ix->scope_capacity ? ix->scope_capacity * 2 : 64;
+    ScopeIndex *table = calloc(cap, sizeof *table);
+    if (!table) return false;
+    for (size_t i = 0; i < ix->scope_capacity; i++) {
+        if (!ix->scopes[i].scope_id) continue;
+        size_t s = slot_of(ix->scopes[i].scope_id, cap);
+        while (table[s].scope_id) s = (s + 1) & (cap - 1);
+        table[s] = ix->scopes[i];
+    }
+    free(ix->scopes);
+    ix->scopes = table;
+    ix->scope_capacity = cap;
+    return true;
+}
+
+static ScopeIndex *scope_index(const PySource *src, TSNode scope) {
+    struct PyIndex *ix = index_of(src);
+    if (!ix) return NULL;
+    const void *id = scope.id;
+    if (ix->scope_capacity) {
+        for (size_t s = slot_of(id, ix->scope_capacity); ix->scopes[s].scope_id; s = (s + 1) & (ix->scope_capacity - 1))
+            if (ix->scopes[s].scope_id == id) return &ix->scopes[s];
+    }
+    if ((ix->scope_count + 1) * 2 > ix->scope_capacity && !grow_scopes(ix)) return NULL;
+    Collector c = {.src = src};
+    /* walk the scope's statements; a function scope's parameters are looked up apart */
+    py_walk(scope, collect, &c);
+    if (c.failed) {
+        free(c.items);
+        return NULL;
+    }
+    qsort(c.items, c.count, sizeof *c.items, by_name_then_start);
+    size_t s = slot_of(id, ix->scope_capacity);
+    while (ix->scopes[s].scope_id) s = (s + 1) & (ix->scope_capacity - 1);
+    ix->scopes[s] = (ScopeIndex){id, c.items, c.count};
+    ix->scope_count++;
+    return &ix->scopes[s];
+}
+
+const PyBinding *py_index_bindings(const PySource *src, TSNode scope, const char *name, size_t length,
+                                   size_t *count) {
+    *count = 0;
+    ScopeIndex *si = scope_index(src, scope);
+    if (!si || !si->count) return NULL;
+    /* lower bound of name */
+    size_t lo = 0, hi = si->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (compare_names(si->items[mid].name, si->items[mid].length, name, (uint32_t)length) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    size_t end = lo;
+    while (end < si->count && compare_names(si->items[end].name, si->items[end].length, name, (uint32_t)length) == 0)
+        end++;
+    *count = end - lo;
+    return *count ? &si->items[lo] : NULL;
+}
+
+typedef struct {
+    const PySource *src;
+    NamedCall *items;
+    size_t count, capacity;
+} CallCollector;
+
+static bool collect_call(TSNode n, void *data) {
+    CallCollector *c = data;
+    if (!py_is(n, "call")) return true;
+    TSNode fn = ts_node_child_by_field_name(n, "function", 8);
+    if (!py_is(fn, "identifier")) return true;
+    if (c->count == c->capacity) {
+        size_t cap = c->capacity ? c->capacity * 2 : 64;
+        NamedCall *grown = realloc(c->items, cap * sizeof *grown);
+        if (!grown) return false;
+        c->items = grown;
+        c->capacity = cap;
+    }
+    c->items[c->count++] = (NamedCall){py_text_ptr(c->src, fn), (uint32_t)py_text_len(fn), n};
+    return true;
+}
+
+static int call_order(const void *x, const void *y) {
+    const NamedCall *a = x, *b = y;
+    int c = compare_names(a->name, a->length, b->name, b->length);
+    if (c) return c;
+    uint32_t sa = ts_node_start_byte(a->call), sb = ts_node_start_byte(b->call);
+    return (sa > sb) - (sa < sb);
+}
+
+const TSNode *py_index_calls(const PySource *src, const char *name, size_t length, size_t *count) {
+    *count = 0;
+    struct PyIndex *ix = index_of(src);
+    if (!ix) return NULL;
+    if (!ix->calls_built) {
+        CallCollector c = {.src = src};
+        py_walk(ts_tree_root_node(src->tree), collect_call, &c);
+        qsort(c.items, c.count, sizeof *c.items, call_order);
+        ix->calls = c.items;
+        ix->call_count = c.count;
+        ix->call_nodes = malloc((c.count ? c.count : 1) * sizeof *ix->call_nodes);
+        if (!ix->call_nodes) ix->call_count = 0;
+        for (size_t i = 0; i < ix->call_count; i++) ix->call_nodes[i] = c.items[i].call;
+        ix->calls_built = true;
+    }
+    size_t lo = 0, hi = ix->call_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (compare_names(ix->calls[mid].name, ix->calls[mid].length, name, (uint32_t)length) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    size_t end = lo;
+    while (end < ix->call_count &&
+           compare_names(ix->calls[end].name, ix->calls[end].length, name, (uint32_t)length) == 0)
+        end++;
+    *count = end - lo;
+    return *count ? &ix->call_nodes[lo] : NULL;
+}
+
+void py_index_free(struct PyIndex *ix) {
+    if (!ix) return;
+    for (size_t i = 0; i < ix->scope_capacity; i++) free(ix->scopes[i].items);
+    free(ix->scopes);
+    free(ix->calls);
+    free(ix->call_nodes);
+    free(ix);
+}
