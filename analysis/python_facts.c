@@ -56,8 +56,8 @@ static bool parameter_binds(const PySource *src, TSNode fn, const char *name_tex
 
 BindingKind py_binding_before(const PySource *src, TSNode at, const char *name, size_t length, size_t offset,
                               TSNode *value) {
-    TSNode fn = py_enclosing_function(at);
-    TSNode scope = py_scope_of(at);
+    TSNode fn = py_enclosing_function(src, at);
+    TSNode scope = ts_node_is_null(fn) ? ts_tree_root_node(src->tree) : ts_node_child_by_field_name(fn, "body", 4);
     BindingKind kind = BINDING_NONE;
     TSNode v = {0};
     if (!ts_node_is_null(scope) && scope_binding(src, scope, name, length, offset, false, &kind, &v)) {
@@ -291,25 +291,17 @@ bool py_is_tensor(const PySource *src, TSNode expr) { return is_tensor_at(src, e
 /* a class defined in this file that derives from torch.nn.Module */
 static bool is_module_class(const PySource *src, const char *name, size_t length, int depth) {
     if (depth > 8) return false;
-    TSNode root = ts_tree_root_node(src->tree);
-    uint32_t n = ts_node_named_child_count(root);
-    for (uint32_t i = 0; i < n; i++) {
-        TSNode c = ts_node_named_child(root, i);
-        if (py_is(c, "decorated_definition")) c = ts_node_child_by_field_name(c, "definition", 10);
-        if (!py_is(c, "class_definition")) continue;
-        TSNode cname = ts_node_child_by_field_name(c, "name", 4);
-        if (py_text_len(cname) != length || memcmp(py_text_ptr(src, cname), name, length) != 0) continue;
-        TSNode bases = ts_node_child_by_field_name(c, "superclasses", 12);
-        uint32_t nb = ts_node_named_child_count(bases);
-        for (uint32_t b = 0; b < nb; b++) {
-            TSNode base = ts_node_named_child(bases, b);
-            char q[PY_NAME_MAX];
-            if (!py_qualified_name(src, base, q, sizeof q)) continue;
-            if (starts_with(q, "torch.nn.") || strcmp(q, "nn.Module") == 0) return true;
-            if (py_is(base, "identifier") &&
-                is_module_class(src, py_text_ptr(src, base), py_text_len(base), depth + 1))
-                return true;
-        }
+    TSNode c = py_index_top_level(src, name, length);
+    if (!py_is(c, "class_definition")) return false;
+    TSNode bases = ts_node_child_by_field_name(c, "superclasses", 12);
+    uint32_t nb = ts_node_named_child_count(bases);
+    for (uint32_t b = 0; b < nb; b++) {
+        TSNode base = ts_node_named_child(bases, b);
+        char q[PY_NAME_MAX];
+        if (!py_qualified_name(src, base, q, sizeof q)) continue;
+        if (starts_with(q, "torch.nn.") || strcmp(q, "nn.Module") == 0) return true;
+        if (py_is(base, "identifier") && is_module_class(src, py_text_ptr(src, base), py_text_len(base), depth + 1))
+            return true;
     }
     return false;
 }
@@ -624,7 +616,7 @@ static bool node_mentions(const PySource *src, TSNode node, const char *word) {
 
 static bool runs_on_device(const PySource *src, TSNode node, int depth) {
     if (!src->uses_gpu) return false;
-    TSNode fn = py_enclosing_function(node);
+    TSNode fn = py_enclosing_function(src, node);
     if (ts_node_is_null(fn)) return true; /* module level of a file that uses CUDA */
     if (node_mentions(src, fn, "cuda") || node_mentions(src, fn, "device")) return true;
     if (depth >= 3) return false;
@@ -632,7 +624,7 @@ static bool runs_on_device(const PySource *src, TSNode node, int depth) {
     size_t n = calls_of_function(src, fn, &calls);
     bool yes = false;
     for (size_t i = 0; i < n && !yes; i++) {
-        TSNode caller = py_enclosing_function(calls[i]);
+        TSNode caller = py_enclosing_function(src, calls[i]);
         if (ts_node_is_null(caller) || !ts_node_eq(caller, fn)) yes = runs_on_device(src, calls[i], depth + 1);
     }
     return yes;

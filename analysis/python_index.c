@@ -18,6 +18,12 @@ typedef struct {
     TSNode call;
 } NamedCall;
 
+typedef struct {
+    TSNode node;
+    uint32_t start, end;
+    int32_t parent; /* index of the enclosing scope node, -1 at module level */
+} ScopeNode;
+
 struct PyIndex {
     ScopeIndex *scopes; /* open addressing on scope_id */
     size_t scope_capacity, scope_count;
@@ -25,6 +31,12 @@ struct PyIndex {
     TSNode *call_nodes; /* the same calls, contiguous */
     size_t call_count;
     bool calls_built;
+    NamedCall *defs; /* top-level definitions, sorted by name then position */
+    size_t def_count;
+    bool defs_built;
+    ScopeNode *scopes_by_start; /* every def, class and lambda, in source order */
+    size_t scope_node_count;
+    bool scope_nodes_built;
 };
 
 typedef struct {
@@ -255,11 +267,115 @@ const TSNode *py_index_calls(const PySource *src, const char *name, size_t lengt
     return *count ? &ix->call_nodes[lo] : NULL;
 }
 
+static void build_defs(const PySource *src, struct PyIndex *ix) {
+    ix->defs_built = true;
+    size_t cap = 0;
+    TSTreeCursor cursor = ts_tree_cursor_new(ts_tree_root_node(src->tree));
+    if (ts_tree_cursor_goto_first_child(&cursor)) {
+        do {
+            TSNode c = ts_tree_cursor_current_node(&cursor);
+            if (py_is(c, "decorated_definition")) c = ts_node_child_by_field_name(c, "definition", 10);
+            if (!py_is(c, "function_definition") && !py_is(c, "class_definition")) continue;
+            TSNode name = ts_node_child_by_field_name(c, "name", 4);
+            if (ts_node_is_null(name)) continue;
+            if (ix->def_count == cap) {
+                cap = cap ? cap * 2 : 32;
+                NamedCall *grown = realloc(ix->defs, cap * sizeof *grown);
+                if (!grown) break;
+                ix->defs = grown;
+            }
+            ix->defs[ix->def_count++] = (NamedCall){py_text_ptr(src, name), (uint32_t)py_text_len(name), c};
+        } while (ts_tree_cursor_goto_next_sibling(&cursor));
+    }
+    ts_tree_cursor_delete(&cursor);
+    if (ix->def_count > 1) qsort(ix->defs, ix->def_count, sizeof *ix->defs, call_order);
+}
+
+TSNode py_index_top_level(const PySource *src, const char *name, size_t length) {
+    TSNode null = {0};
+    struct PyIndex *ix = index_of(src);
+    if (!ix) return null;
+    if (!ix->defs_built) build_defs(src, ix);
+    size_t lo = 0, hi = ix->def_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (compare_names(ix->defs[mid].name, ix->defs[mid].length, name, (uint32_t)length) <= 0) lo = mid + 1;
+        else hi = mid;
+    }
+    /* lo is one past the last entry <= name: the latest definition of it */
+    if (lo == 0 || compare_names(ix->defs[lo - 1].name, ix->defs[lo - 1].length, name, (uint32_t)length) != 0)
+        return null;
+    return ix->defs[lo - 1].call;
+}
+
+static void build_scope_nodes(const PySource *src, struct PyIndex *ix) {
+    ix->scope_nodes_built = true;
+    size_t cap = 0;
+    int32_t stack[256];
+    int depth = 0;
+    TSTreeCursor cursor = ts_tree_cursor_new(ts_tree_root_node(src->tree));
+    /* preorder walk; the stack holds the open scope nodes */
+    for (;;) {
+        TSNode n = ts_tree_cursor_current_node(&cursor);
+        uint32_t start = ts_node_start_byte(n);
+        while (depth > 0 && ix->scopes_by_start[stack[depth - 1]].end <= start &&
+               !ts_node_eq(ix->scopes_by_start[stack[depth - 1]].node, n))
+            depth--;
+        bool is_scope = ts_node_is_named(n) && (py_is(n, "function_definition") || py_is(n, "class_definition") ||
+                                                py_is(n, "lambda"));
+        if (is_scope) {
+            if (ix->scope_node_count == cap) {
+                cap = cap ? cap * 2 : 64;
+                ScopeNode *grown = realloc(ix->scopes_by_start, cap * sizeof *grown);
+                if (!grown) break;
+                ix->scopes_by_start = grown;
+            }
+            /* pop scopes that end before this one starts */
+            while (depth > 0 && ix->scopes_by_start[stack[depth - 1]].end <= start) depth--;
+            int32_t parent = depth > 0 ? stack[depth - 1] : -1;
+            ix->scopes_by_start[ix->scope_node_count] = (ScopeNode){n, start, ts_node_end_byte(n), parent};
+            if (depth < 256) stack[depth++] = (int32_t)ix->scope_node_count;
+            ix->scope_node_count++;
+        }
+        if (ts_tree_cursor_goto_first_child(&cursor)) continue;
+        bool moved = false;
+        while (!(moved = ts_tree_cursor_goto_next_sibling(&cursor)))
+            if (!ts_tree_cursor_goto_parent(&cursor)) break;
+        if (!moved) break;
+    }
+    ts_tree_cursor_delete(&cursor);
+}
+
+TSNode py_index_enclosing_scope(const PySource *src, TSNode node) {
+    TSNode null = {0};
+    struct PyIndex *ix = index_of(src);
+    if (!ix) return null;
+    if (!ix->scope_nodes_built) build_scope_nodes(src, ix);
+    uint32_t start = ts_node_start_byte(node), end = ts_node_end_byte(node);
+    /* the last scope node starting at or before node */
+    size_t lo = 0, hi = ix->scope_node_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ix->scopes_by_start[mid].start <= start) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == 0) return null;
+    /* scopes nest, so the innermost one containing node is the last one that
+     * starts at or before it, or one of that one's ancestors */
+    for (int32_t i = (int32_t)lo - 1; i >= 0; i = ix->scopes_by_start[i].parent) {
+        const ScopeNode *s = &ix->scopes_by_start[i];
+        if (s->start <= start && end <= s->end && !ts_node_eq(s->node, node)) return s->node;
+    }
+    return null;
+}
+
 void py_index_free(struct PyIndex *ix) {
     if (!ix) return;
     for (size_t i = 0; i < ix->scope_capacity; i++) free(ix->scopes[i].items);
     free(ix->scopes);
     free(ix->calls);
     free(ix->call_nodes);
+    free(ix->defs);
+    free(ix->scopes_by_start);
     free(ix);
 }

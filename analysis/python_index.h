@@ -32,6 +32,14 @@ const PyBinding *py_index_bindings(const PySource *src, TSNode scope, const char
 /* Calls whose callee is the bare identifier `name`, in source order. */
 const TSNode *py_index_calls(const PySource *src, const char *name, size_t length, size_t *count);
 
+/* The module-level function or class definition called `name` (decorators
+ * unwrapped); the last one wins, as at run time. A null node when none. */
+TSNode py_index_top_level(const PySource *src, const char *name, size_t length);
+
+/* The innermost function definition, class definition or lambda that
+ * contains node (node itself excluded); a null node at module level. */
+TSNode py_index_enclosing_scope(const PySource *src, TSNode node);
+
 void py_index_free(struct PyIndex *index);
 
 #endif

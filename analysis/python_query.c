@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "finding.h"
+#include "python_index.h"
 
 bool py_is(TSNode node, const char *type) {
     return !ts_node_is_null(node) && strcmp(ts_node_type(node), type) == 0;
@@ -172,21 +173,16 @@ static bool is_scope_boundary(TSNode n) {
     return py_is(n, "function_definition") || py_is(n, "lambda") || py_is(n, "class_definition");
 }
 
-TSNode py_enclosing_function(TSNode node) {
+TSNode py_enclosing_function(const PySource *src, TSNode node) {
     TSNode null = {0};
-    for (TSNode n = ts_node_parent(node); !ts_node_is_null(n); n = ts_node_parent(n)) {
-        if (py_is(n, "function_definition")) return n;
-        if (py_is(n, "class_definition") || py_is(n, "lambda")) return null;
-    }
-    return null;
+    TSNode scope = py_index_enclosing_scope(src, node);
+    return py_is(scope, "function_definition") ? scope : null;
 }
 
-TSNode py_scope_of(TSNode node) {
-    TSNode fn = py_enclosing_function(node);
+TSNode py_scope_of(const PySource *src, TSNode node) {
+    TSNode fn = py_enclosing_function(src, node);
     if (!ts_node_is_null(fn)) return ts_node_child_by_field_name(fn, "body", 4);
-    TSNode n = node;
-    while (!ts_node_is_null(ts_node_parent(n))) n = ts_node_parent(n);
-    return n;
+    return ts_tree_root_node(src->tree);
 }
 
 static bool is_comprehension(TSNode n) {
@@ -249,13 +245,29 @@ bool py_starts_line(const PySource *src, TSNode stmt) {
     return true;
 }
 
-static void walk(TSNode node, PyVisitor visit, void *data, int depth) {
-    if (depth > 500 || !visit(node, data)) return;
-    uint32_t n = ts_node_named_child_count(node);
-    for (uint32_t i = 0; i < n; i++) walk(ts_node_named_child(node, i), visit, data, depth + 1);
+/* A tree cursor keeps the walk linear: ts_node_named_child(i) scans its
+ * siblings from the start in this tree-sitter version, which made walks over
+ * long modules quadratic. */
+void py_walk(TSNode root, PyVisitor visit, void *data) {
+    if (ts_node_is_null(root)) return;
+    TSTreeCursor cursor = ts_tree_cursor_new(root);
+    bool descend = visit(root, data);
+    if (descend && ts_tree_cursor_goto_first_child(&cursor)) {
+        for (;;) {
+            TSNode n = ts_tree_cursor_current_node(&cursor);
+            bool go_down = ts_node_is_named(n) ? visit(n, data) : false;
+            if (go_down && ts_tree_cursor_goto_first_child(&cursor)) continue;
+            /* next sibling, or climb until one exists */
+            bool moved = false;
+            while (!(moved = ts_tree_cursor_goto_next_sibling(&cursor))) {
+                if (!ts_tree_cursor_goto_parent(&cursor)) break;
+                if (ts_node_eq(ts_tree_cursor_current_node(&cursor), root)) break;
+            }
+            if (!moved) break;
+        }
+    }
+    ts_tree_cursor_delete(&cursor);
 }
-
-void py_walk(TSNode root, PyVisitor visit, void *data) { walk(root, visit, data, 0); }
 
 char *py_keyword_insertion(const PySource *src, TSNode call, const char *kw, const char *value, size_t *offset) {
     TSNode args = py_call_arguments(call);

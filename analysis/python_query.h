@@ -43,9 +43,9 @@ bool py_call_has_splat(TSNode call); /* *args or **kwargs present */
 /* The statement (child of a block or the module) that holds node. */
 TSNode py_statement_of(TSNode node);
 /* The function_definition enclosing node, or a null node at module level. */
-TSNode py_enclosing_function(TSNode node);
+TSNode py_enclosing_function(const PySource *src, TSNode node);
 /* The body of the scope holding node: a function's block, or the module. */
-TSNode py_scope_of(TSNode node);
+TSNode py_scope_of(const PySource *src, TSNode node);
 /* The nearest loop (for/while body, or comprehension) that runs node
  * repeatedly, within the same function; a null node when there is none.
  * Nodes in a for-loop's iterable or a loop's else clause are not inside it. */

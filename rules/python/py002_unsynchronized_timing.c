@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "rule.h"
+#include "../../analysis/python_index.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -101,7 +102,7 @@ static bool clock_binding(const PySource *src, TSNode name, TSNode at, TSNode *r
         return false;
     value = strip_parens(value);
     if (!is_clock_read(src, value) || ts_node_start_byte(value) >= ts_node_start_byte(at)) return false;
-    if (!ts_node_eq(py_scope_of(value), py_scope_of(at))) return false;
+    if (!ts_node_eq(py_scope_of(src, value), py_scope_of(src, at))) return false;
     *read = value;
     return true;
 }
@@ -158,7 +159,7 @@ static bool find_first_read(const PySource *src, TSNode read, TSNode *first, TSN
         TSNode left = ts_node_child_by_field_name(parent, "left", 4);
         if (!py_is(left, "identifier")) return false;
         LaterUse u = {.src = src, .read = read, .assigned = left};
-        TSNode scope = py_scope_of(read);
+        TSNode scope = py_scope_of(src, read);
         if (ts_node_is_null(scope)) return false;
         py_walk(scope, visit_later_use, &u);
         if (!u.found) return false;
@@ -225,16 +226,8 @@ static TSNode local_function(const PySource *src, TSNode callee) {
     TSNode null = {0};
     if (!py_is(callee, "identifier") || py_resolve_import(src, py_text_ptr(src, callee), py_text_len(callee)))
         return null;
-    TSNode root = ts_tree_root_node(src->tree);
-    uint32_t n = ts_node_named_child_count(root);
-    for (uint32_t i = 0; i < n; i++) {
-        TSNode c = ts_node_named_child(root, i);
-        if (py_is(c, "decorated_definition")) c = ts_node_child_by_field_name(c, "definition", 10);
-        if (!py_is(c, "function_definition")) continue;
-        TSNode name = ts_node_child_by_field_name(c, "name", 4);
-        if (!ts_node_is_null(name) && py_same_text(src, name, callee)) return c;
-    }
-    return null;
+    TSNode def = py_index_top_level(src, py_text_ptr(src, callee), py_text_len(callee));
+    return py_is(def, "function_definition") ? def : null;
 }
 
 static bool is_sync(const PySource *src, TSNode call);
@@ -460,7 +453,7 @@ static bool visit(TSNode n, void *data) {
     if (py_is(loop, "while_statement") && !py_is_within(n, ts_node_child_by_field_name(loop, "body", 4)) &&
         ts_node_end_byte(first) <= ts_node_start_byte(loop))
         r.to = ts_node_end_byte(loop);
-    TSNode scope = py_scope_of(n);
+    TSNode scope = py_scope_of(src, n);
     if (ts_node_is_null(scope)) return true;
     py_walk(scope, visit_region, &r);
     if (r.last_gpu == 0 || r.last_sync >= r.last_gpu) return true;
