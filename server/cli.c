@@ -16,6 +16,7 @@ static void usage(FILE *out) {
           "  check [PATHS...]     analyse Python files and folders (default: .)\n"
           "  rules                list the rules\n"
           "  rule CODE|NAME       print one rule's documentation\n"
+          "  server [--stdio]     run the language server (LSP over stdio)\n"
           "  version              print the version\n"
           "\n"
           "`advise <command> --help` describes a command's options.\n",
@@ -33,6 +34,7 @@ int cli_main(int argc, char **argv) {
     if (strcmp(cmd, "check") == 0) return cli_check(argc - 1, argv + 1);
     if (strcmp(cmd, "rules") == 0) return cli_rules(argc - 1, argv + 1);
     if (strcmp(cmd, "rule") == 0) return cli_rule(argc - 1, argv + 1);
+    if (strcmp(cmd, "server") == 0) return cli_server(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("advise %s\n", ADVISE_VERSION);
         return EXIT_CLEAN;
