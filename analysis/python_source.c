@@ -2,6 +2,7 @@
 
 #include "finding.h"
 #include "python_index.h"
+#include "python_query.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -100,22 +101,16 @@ static void collect_import(PySource *src, TSNode stmt) {
     }
 }
 
-static void walk_imports(PySource *src, TSNode node, int depth) {
-    if (depth > 200) return;
+/* imports are statements: visit statements and blocks, never expressions */
+static bool visit_imports(TSNode node, void *data) {
+    PySource *src = data;
     const char *type = ts_node_type(node);
     if (strcmp(type, "import_statement") == 0 || strcmp(type, "import_from_statement") == 0) {
         collect_import(src, node);
-        return;
+        return false;
     }
-    uint32_t n = ts_node_named_child_count(node);
-    for (uint32_t i = 0; i < n; i++) {
-        TSNode c = ts_node_named_child(node, i);
-        const char *t = ts_node_type(c);
-        /* imports live in statements; skip expressions for speed */
-        if (strstr(t, "statement") || strcmp(t, "block") == 0 || strstr(t, "definition") ||
-            strstr(t, "clause") || strcmp(t, "module") == 0)
-            walk_imports(src, c, depth + 1);
-    }
+    return strcmp(type, "module") == 0 || strcmp(type, "block") == 0 || strstr(type, "statement") ||
+           strstr(type, "definition") || strstr(type, "clause");
 }
 
 static void analyse(PySource *src) {
@@ -123,7 +118,12 @@ static void analyse(PySource *src) {
     py_index_free(src->index);
     src->index = NULL;
     TSNode root = ts_tree_root_node(src->tree);
-    walk_imports(src, root, 0);
+    py_walk(root, visit_imports, src);
+    src->imports_torch = false;
+    for (size_t i = 0; i < src->import_count; i++)
+        if (strncmp(src->imports[i].qualified, "torch", 5) == 0 &&
+            (src->imports[i].qualified[5] == '\0' || src->imports[i].qualified[5] == '.'))
+            src->imports_torch = true;
     src->has_errors = ts_node_has_error(root);
     src->first_error = 0;
     if (src->has_errors) {

@@ -24,6 +24,7 @@ typedef struct {
     PyImport *imports;
     size_t import_count;
     bool uses_gpu;   /* the file mentions CUDA devices at all */
+    bool imports_torch; /* some import names a torch module */
     bool has_errors; /* the parse recovered from syntax errors */
     size_t first_error; /* byte offset of the first syntax error */
     struct PyIndex *index; /* lazily built lookups (python_index.h); dropped on reparse */

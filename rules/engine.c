@@ -27,8 +27,8 @@ static void read_suppressions(const Document *doc, const PySource *py, Suppressi
     }
 }
 
-bool engine_check(const Document *doc, const PySource *py, const Config *cfg, FindingList *out,
-                  EngineReport *report, char **error) {
+static bool run(const Document *doc, const PySource *py, const Config *cfg, const ByteRange *region,
+                FindingList *out, EngineReport *report, char **error) {
     EngineReport local = {0};
     if (!report) report = &local;
     memset(report, 0, sizeof *report);
@@ -56,12 +56,28 @@ bool engine_check(const Document *doc, const PySource *py, const Config *cfg, Fi
     size_t count;
     const Rule *const *all = rules_all(&count);
     bool oom = false;
+    bool torch_file = py->imports_torch || py->uses_gpu;
     for (size_t i = 0; i < count; i++) {
         const Rule *rule = all[i];
         if (!(rule->languages & doc->language) || !config_rule_enabled(cfg, rule)) continue;
+        if (!torch_file && !rule->runs_without_torch) continue;
+        if (region && rule->whole_file) continue;
         RuleContext ctx = {.rule = rule, .doc = doc, .py = py, .out = out};
+        if (region) {
+            ctx.has_region = true;
+            ctx.region_start = region->start;
+            ctx.region_end = region->end;
+        }
+        size_t before = out->count;
         rule->check(&ctx);
         oom |= ctx.out_of_memory;
+        if (region) /* a rule may look beyond the region; keep what starts inside it */
+            for (size_t k = before; k < out->count;) {
+                if (out->items[k].range.start < region->start || out->items[k].range.start >= region->end)
+                    finding_list_remove(out, k);
+                else
+                    k++;
+            }
     }
 
     Suppressions sup = {0};
@@ -89,4 +105,14 @@ bool engine_check(const Document *doc, const PySource *py, const Config *cfg, Fi
         return false;
     }
     return true;
+}
+
+bool engine_check(const Document *doc, const PySource *py, const Config *cfg, FindingList *out,
+                  EngineReport *report, char **error) {
+    return run(doc, py, cfg, NULL, out, report, error);
+}
+
+bool engine_check_region(const Document *doc, const PySource *py, const Config *cfg, ByteRange region,
+                         FindingList *out, EngineReport *report, char **error) {
+    return run(doc, py, cfg, &region, out, report, error);
 }

@@ -18,4 +18,10 @@ typedef struct {
 bool engine_check(const Document *doc, const PySource *py, const Config *cfg, FindingList *out,
                   EngineReport *report, char **error);
 
+/* The editor's quick pass after an edit inside one top-level statement:
+ * runs the rules that are not whole_file over the top-level statements
+ * overlapping `region` only, and keeps only findings that start inside it. */
+bool engine_check_region(const Document *doc, const PySource *py, const Config *cfg, ByteRange region,
+                         FindingList *out, EngineReport *report, char **error);
+
 #endif

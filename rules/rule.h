@@ -24,6 +24,13 @@ typedef struct Rule {
     const char *summary;  /* one line */
     const char *documentation; /* markdown: what it does, why it is slow, example, use instead, fix safety */
     void (*check)(RuleContext *ctx);
+    /* Findings depend on the whole file (not just the top-level statement
+     * they sit in): the editor's quick re-analysis of one edited function
+     * skips the rule, and the full pass that follows runs it. */
+    bool whole_file;
+    /* Python rules are skipped in files that neither import torch nor
+     * mention CUDA; set this for a rule that applies to them anyway. */
+    bool runs_without_torch;
 } Rule;
 
 struct RuleContext {
@@ -32,7 +39,15 @@ struct RuleContext {
     const PySource *py; /* set for Python documents */
     FindingList *out;
     bool out_of_memory;
+    /* when set, only the top-level statements overlapping [region_start,
+     * region_end) are analysed (see rule_walk) */
+    bool has_region;
+    size_t region_start, region_end;
 };
+
+/* Walks the parse tree in preorder: the whole module, or only the top-level
+ * statements that overlap the context's region. Rules walk with this. */
+void rule_walk(RuleContext *ctx, PyVisitor visit, void *data);
 
 /* Reports a finding over [start, end) with the rule's default severity.
  * Returns it so that the rule can add evidence and fixes; NULL when memory

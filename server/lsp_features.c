@@ -569,6 +569,11 @@ void lsp_apply_settings(LspServer *s, json_t *settings) {
         free(s->config.profile_dir);
         s->config.profile_dir = strdup(json_string_value(v));
     }
+    if ((v = json_object_get(settings, "quickPass")) && json_is_boolean(v)) s->quick_pass = json_is_true(v);
+    if ((v = json_object_get(settings, "fullPassDelayMs")) && json_is_number(v)) {
+        double ms = json_number_value(v);
+        s->full_pass_delay = ms < 0 ? 0 : ms > 60000 ? 60 : ms / 1000.0;
+    }
     if ((v = json_object_get(settings, "debounceMs")) && json_is_number(v)) {
         double ms = json_number_value(v);
         s->debounce_seconds = ms < 0 ? 0 : ms > 5000 ? 5 : ms / 1000.0;

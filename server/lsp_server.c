@@ -178,6 +178,7 @@ static void handle_initialize(LspServer *s, json_t *id, json_t *params) {
     s->versioned_edits = json_is_true(get_path(caps, "workspace.workspaceEdit.documentChanges"));
     s->client_configuration = json_is_true(get_path(caps, "workspace.configuration"));
     s->work_done_progress = json_is_true(get_path(caps, "window.workDoneProgress"));
+    s->refresh_support = json_is_true(get_path(caps, "workspace.diagnostics.refreshSupport"));
     s->related_information = json_is_true(get_path(caps, "textDocument.publishDiagnostics.relatedInformation")) ||
                              s->pull_diagnostics;
     json_t *props = get_path(caps, "textDocument.codeAction.resolveSupport.properties");
@@ -345,7 +346,7 @@ static void handle_pull_diagnostics(LspServer *s, json_t *id, json_t *params) {
         jsonrpc_send_result(id, json_pack("{s:s,s:[]}", "kind", "full", "items"));
         return;
     }
-    if (d->analysed_version == d->version && !d->dirty) {
+    if (d->analysed_version == d->version && !d->dirty && !d->busy) {
         json_t *report = lsp_pull_report(d, previous);
         pthread_mutex_unlock(&s->lock);
         jsonrpc_send_result(id, report);
@@ -500,6 +501,8 @@ int lsp_server_run(int in_fd, int out_fd) {
     pthread_cond_init(&s->work_ready, NULL);
     config_init(&s->config);
     s->debounce_seconds = DEFAULT_DEBOUNCE_SECONDS;
+    s->full_pass_delay = 0.25;
+    s->quick_pass = true;
     s->encoding = POSITION_UTF16;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (!lsp_workers_start(s, cores >= 4 ? 3 : 2)) {

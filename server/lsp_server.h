@@ -33,6 +33,10 @@ struct LspDocument {
     /* worker-side parse state */
     Document *parsed_doc;
     void *parsed_py;            /* PySource* */
+    bool results_match_parse;   /* findings refer to parsed_doc's text (before this parse) */
+    /* after a quick pass over the edited function, a full pass follows */
+    bool needs_full;
+    double full_due;
     /* results of the newest analysis */
     int64_t analysed_version;   /* -1: none yet */
     json_t *diagnostics;        /* array of LSP Diagnostic */
@@ -73,6 +77,9 @@ struct LspServer {
     /* settings */
     Config config;
     double debounce_seconds;
+    double full_pass_delay;      /* seconds of quiet before the full pass after a quick one */
+    bool quick_pass;             /* re-analyse only the edited top-level statement first */
+    bool refresh_support;        /* workspace.diagnostics.refreshSupport */
 
     LspDocument *documents;
     unsigned long next_serial;

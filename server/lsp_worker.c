@@ -44,17 +44,26 @@ void lsp_answer_pulls(LspServer *s, LspDocument *d) {
     json_array_clear(d->waiting_pulls);
 }
 
-/* picks the document whose analysis is due first; NULL when none is due
- * (then *wait holds the seconds to the next due time, or -1) */
+/* picks the document whose analysis is due first: an edited one, or one
+ * whose full pass is due; NULL when none is due (then *wait holds the
+ * seconds to the next due time, or -1) */
 static LspDocument *next_due(LspServer *s, double *wait) {
     double now = lsp_now(), soonest = -1;
     LspDocument *pick = NULL;
+    double pick_due = 0;
     for (LspDocument *d = s->documents; d; d = d->next) {
-        if (!d->dirty || d->busy || d->closed) continue;
-        if (d->due <= now) {
-            if (!pick || d->due < pick->due) pick = d;
-        } else if (soonest < 0 || d->due - now < soonest) {
-            soonest = d->due - now;
+        if (d->busy || d->closed) continue;
+        double due;
+        if (d->dirty) due = d->due;
+        else if (d->needs_full) due = d->full_due;
+        else continue;
+        if (due <= now) {
+            if (!pick || due < pick_due) {
+                pick = d;
+                pick_due = due;
+            }
+        } else if (soonest < 0 || due - now < soonest) {
+            soonest = due - now;
         }
     }
     *wait = soonest;
@@ -93,32 +102,153 @@ static bool reparse(LspDocument *d, Document *text, struct PendingEdit *edits, s
     return true;
 }
 
+/* The span of the new text that the edits touched, and the change in length. */
+static bool edited_span(const struct PendingEdit *edits, size_t count, size_t *a, size_t *b, long long *delta) {
+    if (count == 0) return false;
+    *delta = 0;
+    for (size_t i = 0; i < count; i++) {
+        const struct PendingEdit *e = &edits[i];
+        long long d = (long long)e->new_end - (long long)e->old_end;
+        if (i == 0) {
+            *a = e->start;
+            *b = e->new_end;
+        } else {
+            size_t na = *a < e->start ? *a : (*a >= e->old_end ? (size_t)((long long)*a + d) : e->start);
+            size_t nb = *b <= e->start ? *b : (*b >= e->old_end ? (size_t)((long long)*b + d) : e->new_end);
+            *a = na < e->start ? na : e->start;
+            *b = nb > e->new_end ? nb : e->new_end;
+        }
+        *delta += d;
+    }
+    return true;
+}
+
+/* The top-level statement of the new tree that holds [a, b], if exactly one does. */
+static bool single_unit(const PySource *py, size_t a, size_t b, size_t *ua, size_t *ub) {
+    TSNode root = ts_tree_root_node(py->tree);
+    TSTreeCursor cursor = ts_tree_cursor_new(root);
+    bool found = false;
+    if (ts_tree_cursor_goto_first_child(&cursor)) {
+        do {
+            TSNode stmt = ts_tree_cursor_current_node(&cursor);
+            size_t s = ts_node_start_byte(stmt), e = ts_node_end_byte(stmt);
+            if (s <= a && b <= e && (a < e || a == b) && ts_node_is_named(stmt)) {
+                *ua = s;
+                *ub = e;
+                found = true;
+                break;
+            }
+            if (s > b) break;
+        } while (ts_tree_cursor_goto_next_sibling(&cursor));
+    }
+    ts_tree_cursor_delete(&cursor);
+    return found;
+}
+
+static bool shift_range(ByteRange *r, size_t ua, size_t ub_old, long long delta) {
+    if (r->end <= ua) return true;
+    if (r->start >= ub_old) {
+        r->start = (size_t)((long long)r->start + delta);
+        r->end = (size_t)((long long)r->end + delta);
+        return true;
+    }
+    return false; /* touches the re-analysed statement */
+}
+
+/* Keeps the old findings outside the re-analysed statement [ua, ub_old) of
+ * the old text, moved to the new text's offsets; fixes and related places
+ * that reach into the statement are dropped (the full pass brings them back). */
+static void keep_outside(const FindingList *old, size_t ua, size_t ub_old, long long delta, FindingList *out) {
+    for (size_t i = 0; i < old->count; i++) {
+        const Finding *f = &old->items[i];
+        ByteRange r = f->range;
+        if (!shift_range(&r, ua, ub_old, delta)) continue;
+        Finding *g = finding_list_push(out);
+        if (!g) return;
+        g->code = f->code;
+        g->name = f->name;
+        g->severity = f->severity;
+        g->range = r;
+        g->message = strdup(f->message);
+        for (size_t k = 0; k < f->evidence_count; k++) finding_add_evidence(g, "%s", f->evidence[k]);
+        for (size_t k = 0; k < f->related_count; k++) {
+            ByteRange rr = f->related[k].range;
+            if (shift_range(&rr, ua, ub_old, delta)) finding_add_related(g, rr, f->related[k].message);
+        }
+        for (size_t k = 0; k < f->fix_count; k++) {
+            const Fix *fix = &f->fixes[k];
+            bool ok = true;
+            ByteRange moved[64];
+            for (size_t e = 0; e < fix->edit_count && ok; e++) {
+                if (e >= 64) ok = false;
+                else {
+                    moved[e] = fix->edits[e].range;
+                    ok = shift_range(&moved[e], ua, ub_old, delta);
+                }
+            }
+            if (!ok) continue;
+            Fix *copy = finding_add_fix(g, fix->title, fix->safe);
+            for (size_t e = 0; copy && e < fix->edit_count; e++)
+                fix_add_edit(copy, moved[e].start, moved[e].end, fix->edits[e].new_text);
+        }
+    }
+}
+
+static void copy_config(const Config *from, Config *to) {
+    config_init(to);
+    for (size_t i = 0; i < from->select.count; i++) string_list_add(&to->select, from->select.items[i]);
+    for (size_t i = 0; i < from->ignore.count; i++) string_list_add(&to->ignore, from->ignore.items[i]);
+    for (size_t i = 0; i < from->severity_count; i++)
+        config_set_severity(to, from->severity[i].selector, severity_name(from->severity[i].severity));
+}
+
+/* Called with the lock held; returns with it held. */
 static void analyse(LspServer *s, LspDocument *d) {
-    /* under the lock: snapshot the text and the edits since the last parse */
+    bool edited = d->dirty;
     int64_t version = d->version;
-    Document *text = document_new(d->doc->path, d->doc->language, d->doc->text, d->doc->length);
-    size_t edit_count = d->edit_count;
-    struct PendingEdit *edits = edit_count ? malloc(edit_count * sizeof *edits) : NULL;
-    if (edits) memcpy(edits, d->edits, edit_count * sizeof *edits);
-    bool from_scratch = d->edits_overflowed || (edit_count && !edits);
-    d->edit_count = 0;
-    d->edits_overflowed = false;
-    d->dirty = false;
+    Document *text = NULL;
+    struct PendingEdit *edits = NULL;
+    size_t edit_count = 0;
+    bool from_scratch = false;
+    if (edited) {
+        /* snapshot the text and the edits since the last parse */
+        text = document_new(d->doc->path, d->doc->language, d->doc->text, d->doc->length);
+        edit_count = d->edit_count;
+        edits = edit_count ? malloc(edit_count * sizeof *edits) : NULL;
+        if (edits) memcpy(edits, d->edits, edit_count * sizeof *edits);
+        from_scratch = d->edits_overflowed || (edit_count && !edits) || !d->parsed_py;
+        d->edit_count = 0;
+        d->edits_overflowed = false;
+        d->dirty = false;
+    }
+    d->needs_full = false;
     d->busy = true;
-    Config config; /* the settings as they are now */
-    config_init(&config);
-    for (size_t i = 0; i < s->config.select.count; i++) string_list_add(&config.select, s->config.select.items[i]);
-    for (size_t i = 0; i < s->config.ignore.count; i++) string_list_add(&config.ignore, s->config.ignore.items[i]);
-    for (size_t i = 0; i < s->config.severity_count; i++)
-        config_set_severity(&config, s->config.severity[i].selector, severity_name(s->config.severity[i].severity));
+    Config config;
+    copy_config(&s->config, &config);
+    bool quick_allowed = s->quick_pass;
     pthread_mutex_unlock(&s->lock);
 
+    bool ok = true;
+    char *error = NULL;
+    bool had_results = d->results_match_parse && d->analysed_version >= 0;
+    if (edited) ok = text && reparse(d, text, edits, edit_count, from_scratch);
+    PySource *py = d->parsed_py;
+
+    /* quick pass: only the top-level statement that holds every edit */
+    size_t a = 0, b = 0, ua = 0, ub = 0;
+    long long delta = 0;
+    bool quick = ok && edited && quick_allowed && had_results && !from_scratch && !py->has_errors &&
+                 edited_span(edits, edit_count, &a, &b, &delta) && single_unit(py, a, b, &ua, &ub);
+    free(edits);
     FindingList findings;
     finding_list_init(&findings);
-    bool ok = text && reparse(d, text, edits, edit_count, from_scratch);
-    free(edits);
-    char *error = NULL;
-    if (ok) ok = engine_check(d->parsed_doc, d->parsed_py, &config, &findings, NULL, &error);
+    if (ok && quick) {
+        keep_outside(&d->findings, ua, (size_t)((long long)ub - delta), delta, &findings);
+        ok = engine_check_region(d->parsed_doc, py, &config, (ByteRange){ua, ub}, &findings, NULL, &error);
+        finding_list_sort(&findings);
+    } else if (ok) {
+        ok = engine_check(d->parsed_doc, py, &config, &findings, NULL, &error);
+    }
     Document *analysed = ok ? document_new(d->parsed_doc->path, d->parsed_doc->language, d->parsed_doc->text,
                                            d->parsed_doc->length)
                             : NULL;
@@ -127,7 +257,8 @@ static void analyse(LspServer *s, LspDocument *d) {
 
     pthread_mutex_lock(&s->lock);
     d->busy = false;
-    if (!ok) {
+    d->results_match_parse = false;
+    if (!ok || !analysed || !diagnostics) {
         lsp_log(1, "advise: cannot analyse %s: %s", d->uri, error ? error : "out of memory");
         free(error);
         finding_list_free(&findings);
@@ -154,6 +285,7 @@ static void analyse(LspServer *s, LspDocument *d) {
         json_decref(diagnostics);
         return;
     }
+    bool changed = !d->diagnostics || !json_equal(d->diagnostics, diagnostics) || d->analysed_version != version;
     finding_list_free(&d->findings);
     d->findings = findings;
     document_free(d->analysed_doc);
@@ -161,10 +293,18 @@ static void analyse(LspServer *s, LspDocument *d) {
     json_decref(d->diagnostics);
     d->diagnostics = diagnostics;
     d->analysed_version = version;
-    d->result_serial = ++s->next_serial;
+    d->results_match_parse = true;
+    if (quick) {
+        d->needs_full = true;
+        d->full_due = lsp_now() + s->full_pass_delay;
+        pthread_cond_broadcast(&s->work_ready);
+    }
+    if (changed) d->result_serial = ++s->next_serial;
     if (s->pull_diagnostics) {
         lsp_answer_pulls(s, d);
-    } else {
+        if (changed && !edited && s->refresh_support)
+            lsp_send_request(s, "workspace/diagnostic/refresh", NULL, NULL, NULL);
+    } else if (changed) {
         /* sent under the lock so that an older version can never overtake a newer one */
         jsonrpc_send_notification("textDocument/publishDiagnostics",
                                   json_pack("{s:s,s:I,s:O}", "uri", d->uri, "version", (json_int_t)version,

@@ -95,7 +95,7 @@ static bool visit(TSNode n, void *data) {
     return true;
 }
 
-static void check(RuleContext *ctx) { py_walk(ts_tree_root_node(ctx->py->tree), visit, ctx); }
+static void check(RuleContext *ctx) { rule_walk(ctx, visit, ctx); }
 
 const Rule rule_py003_sync_in_hot_loop = {
     .code = "PY003",

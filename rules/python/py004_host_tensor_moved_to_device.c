@@ -287,7 +287,7 @@ static bool visit(TSNode n, void *data) {
     return true;
 }
 
-static void check(RuleContext *ctx) { py_walk(ts_tree_root_node(ctx->py->tree), visit, ctx); }
+static void check(RuleContext *ctx) { rule_walk(ctx, visit, ctx); }
 
 const Rule rule_py004_host_tensor_moved_to_device = {
     .code = "PY004",
