@@ -130,7 +130,7 @@ static bool visit(TSNode n, void *data) {
 
 static void check(RuleContext *ctx) {
     if (!ctx->py->uses_gpu) return;
-    py_walk(ts_tree_root_node(ctx->py->tree), visit, ctx);
+    rule_walk(ctx, visit, ctx);
 }
 
 const Rule rule_py008_unfused_optimizer = {

@@ -598,10 +598,10 @@ static bool visit(TSNode n, void *data) {
     if (ts_node_is_null(loop) || already_reported(st, loop)) return true;
     TSNode stripped = strip_module_calls(src, model);
     if (names_import(src, stripped)) return true; /* torch.cat(...), np.mean(...) */
-    TSNode fn = py_enclosing_function(n);
+    TSNode fn = py_enclosing_function(src, n);
     if (!ts_node_is_null(fn) && is_test_function(src, fn)) return true;
     bool named_eval = !ts_node_is_null(fn) && function_named_like_eval(src, fn);
-    ScopeInfo *info = scope_info(st, py_scope_of(n));
+    ScopeInfo *info = scope_info(st, py_scope_of(src, n));
     if (!info) return false;
     if (info->trains) return true;
     if (!named_eval && info->switch_count == 0 && !(py_is(stripped, "identifier") && file_mentions_eval(st)))
@@ -639,7 +639,7 @@ static bool imports_torch(const PySource *src) {
 static void check(RuleContext *ctx) {
     if (!ctx->py->uses_gpu || !imports_torch(ctx->py)) return;
     State st = {.ctx = ctx, .file_mentions_eval = -1, .lookups_left = MODEL_LOOKUP_BUDGET};
-    py_walk(ts_tree_root_node(ctx->py->tree), visit, &st);
+    rule_walk(ctx, visit, &st);
     for (size_t i = 0; i < st.scope_count; i++) free(st.scopes[i].switches);
     free(st.scopes);
     free(st.calls);
