@@ -308,65 +308,71 @@ TSNode py_index_top_level(const PySource *src, const char *name, size_t length) 
     return ix->defs[lo - 1].call;
 }
 
-static void build_scope_nodes(const PySource *src, struct PyIndex *ix) {
+static void build_top_level(const PySource *src, struct PyIndex *ix) {
     ix->scope_nodes_built = true;
     size_t cap = 0;
-    int32_t stack[256];
-    int depth = 0;
     TSTreeCursor cursor = ts_tree_cursor_new(ts_tree_root_node(src->tree));
-    /* preorder walk; the stack holds the open scope nodes */
-    for (;;) {
-        TSNode n = ts_tree_cursor_current_node(&cursor);
-        uint32_t start = ts_node_start_byte(n);
-        while (depth > 0 && ix->scopes_by_start[stack[depth - 1]].end <= start &&
-               !ts_node_eq(ix->scopes_by_start[stack[depth - 1]].node, n))
-            depth--;
-        bool is_scope = ts_node_is_named(n) && (py_is(n, "function_definition") || py_is(n, "class_definition") ||
-                                                py_is(n, "lambda"));
-        if (is_scope) {
+    if (ts_tree_cursor_goto_first_child(&cursor)) {
+        do {
+            TSNode n = ts_tree_cursor_current_node(&cursor);
             if (ix->scope_node_count == cap) {
                 cap = cap ? cap * 2 : 64;
                 ScopeNode *grown = realloc(ix->scopes_by_start, cap * sizeof *grown);
                 if (!grown) break;
                 ix->scopes_by_start = grown;
             }
-            /* pop scopes that end before this one starts */
-            while (depth > 0 && ix->scopes_by_start[stack[depth - 1]].end <= start) depth--;
-            int32_t parent = depth > 0 ? stack[depth - 1] : -1;
-            ix->scopes_by_start[ix->scope_node_count] = (ScopeNode){n, start, ts_node_end_byte(n), parent};
-            if (depth < 256) stack[depth++] = (int32_t)ix->scope_node_count;
-            ix->scope_node_count++;
-        }
-        if (ts_tree_cursor_goto_first_child(&cursor)) continue;
-        bool moved = false;
-        while (!(moved = ts_tree_cursor_goto_next_sibling(&cursor)))
-            if (!ts_tree_cursor_goto_parent(&cursor)) break;
-        if (!moved) break;
+            ix->scopes_by_start[ix->scope_node_count++] =
+                (ScopeNode){n, ts_node_start_byte(n), ts_node_end_byte(n), -1};
+        } while (ts_tree_cursor_goto_next_sibling(&cursor));
     }
     ts_tree_cursor_delete(&cursor);
 }
 
+static bool is_scope_node(TSNode n) {
+    return py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda");
+}
+
+/* Descends from the top-level statement that holds node down to node,
+ * remembering the innermost scope on the way: the cost stays within one
+ * statement however long the module is (ts_node_parent would start from the
+ * root every time). */
 TSNode py_index_enclosing_scope(const PySource *src, TSNode node) {
     TSNode null = {0};
     struct PyIndex *ix = index_of(src);
     if (!ix) return null;
-    if (!ix->scope_nodes_built) build_scope_nodes(src, ix);
+    if (!ix->scope_nodes_built) build_top_level(src, ix);
     uint32_t start = ts_node_start_byte(node), end = ts_node_end_byte(node);
-    /* the last scope node starting at or before node */
     size_t lo = 0, hi = ix->scope_node_count;
-    while (lo < hi) {
+    while (lo < hi) { /* the last top-level statement starting at or before node */
         size_t mid = lo + (hi - lo) / 2;
         if (ix->scopes_by_start[mid].start <= start) lo = mid + 1;
         else hi = mid;
     }
     if (lo == 0) return null;
-    /* scopes nest, so the innermost one containing node is the last one that
-     * starts at or before it, or one of that one's ancestors */
-    for (int32_t i = (int32_t)lo - 1; i >= 0; i = ix->scopes_by_start[i].parent) {
-        const ScopeNode *s = &ix->scopes_by_start[i];
-        if (s->start <= start && end <= s->end && !ts_node_eq(s->node, node)) return s->node;
+    const ScopeNode *top = &ix->scopes_by_start[lo - 1];
+    if (end > top->end || ts_node_eq(top->node, node)) return null;
+    TSNode scope = null, cur = top->node;
+    TSTreeCursor cursor = ts_tree_cursor_new(cur);
+    for (int depth = 0; depth < 1000; depth++) {
+        if (ts_node_eq(cur, node)) break;
+        if (is_scope_node(cur) && ts_node_start_byte(cur) <= start && end <= ts_node_end_byte(cur)) scope = cur;
+        if (ts_tree_cursor_goto_first_child_for_byte(&cursor, start) < 0) break;
+        /* among the children reaching past start, find the one that holds node */
+        bool found = false;
+        do {
+            TSNode c = ts_tree_cursor_current_node(&cursor);
+            uint32_t cs = ts_node_start_byte(c), ce = ts_node_end_byte(c);
+            if (cs > start) break;
+            if (cs <= start && end <= ce) {
+                cur = c;
+                found = true;
+                break;
+            }
+        } while (ts_tree_cursor_goto_next_sibling(&cursor));
+        if (!found) break;
     }
-    return null;
+    ts_tree_cursor_delete(&cursor);
+    return scope;
 }
 
 void py_index_free(struct PyIndex *ix) {

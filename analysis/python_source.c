@@ -109,6 +109,12 @@ static bool visit_imports(TSNode node, void *data) {
         collect_import(src, node);
         return false;
     }
+    if (strcmp(type, "function_definition") == 0 || strcmp(type, "class_definition") == 0 ||
+        strcmp(type, "block") == 0) {
+        /* most bodies import nothing: skip them without visiting their statements */
+        size_t a = ts_node_start_byte(node), n = ts_node_end_byte(node) - a;
+        if (!memmem(src->doc->text + a, n, "import", 6)) return false;
+    }
     return strcmp(type, "module") == 0 || strcmp(type, "block") == 0 || strstr(type, "statement") ||
            strstr(type, "definition") || strstr(type, "clause");
 }

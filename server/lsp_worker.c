@@ -123,26 +123,29 @@ static bool edited_span(const struct PendingEdit *edits, size_t count, size_t *a
     return true;
 }
 
-/* The top-level statement of the new tree that holds [a, b], if exactly one does. */
+/* The top-level statement of the new tree that holds [a, b], if exactly one
+ * does and every other top-level statement parsed cleanly (a syntax error
+ * elsewhere could mean that error recovery reshaped more than this one). */
 static bool single_unit(const PySource *py, size_t a, size_t b, size_t *ua, size_t *ub) {
     TSNode root = ts_tree_root_node(py->tree);
     TSTreeCursor cursor = ts_tree_cursor_new(root);
-    bool found = false;
+    bool found = false, errors_elsewhere = false;
     if (ts_tree_cursor_goto_first_child(&cursor)) {
         do {
             TSNode stmt = ts_tree_cursor_current_node(&cursor);
             size_t s = ts_node_start_byte(stmt), e = ts_node_end_byte(stmt);
-            if (s <= a && b <= e && (a < e || a == b) && ts_node_is_named(stmt)) {
+            if (!found && s <= a && b <= e && (a < e || a == b) && ts_node_is_named(stmt) &&
+                !ts_node_is_missing(stmt)) {
                 *ua = s;
                 *ub = e;
                 found = true;
-                break;
+                continue;
             }
-            if (s > b) break;
-        } while (ts_tree_cursor_goto_next_sibling(&cursor));
+            if (ts_node_has_error(stmt) || ts_node_is_missing(stmt)) errors_elsewhere = true;
+        } while (!errors_elsewhere && ts_tree_cursor_goto_next_sibling(&cursor));
     }
     ts_tree_cursor_delete(&cursor);
-    return found;
+    return found && !errors_elsewhere;
 }
 
 static bool shift_range(ByteRange *r, size_t ua, size_t ub_old, long long delta) {
@@ -237,7 +240,7 @@ static void analyse(LspServer *s, LspDocument *d) {
     /* quick pass: only the top-level statement that holds every edit */
     size_t a = 0, b = 0, ua = 0, ub = 0;
     long long delta = 0;
-    bool quick = ok && edited && quick_allowed && had_results && !from_scratch && !py->has_errors &&
+    bool quick = ok && edited && quick_allowed && had_results && !from_scratch &&
                  edited_span(edits, edit_count, &a, &b, &delta) && single_unit(py, a, b, &ua, &ub);
     free(edits);
     FindingList findings;

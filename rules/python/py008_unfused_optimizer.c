@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "rule.h"
+#include "../../analysis/python_index.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -51,9 +52,6 @@ static bool text_is(const PySource *src, TSNode n, const char *text) {
     return !ts_node_is_null(n) && py_text_eq(src, n, text);
 }
 
-static bool same_text(const PySource *src, TSNode a, TSNode b) {
-    return !ts_node_is_null(a) && !ts_node_is_null(b) && py_same_text(src, a, b);
-}
 
 static const char *const optimizer_names[] = {
     "torch.optim.Adam",      "torch.optim.AdamW",      "torch.optim.SGD",
@@ -68,29 +66,12 @@ static TSNode root_identifier(TSNode expr) {
     return py_is(expr, "identifier") ? expr : null;
 }
 
-typedef struct {
-    const PySource *src;
-    TSNode name;
-    bool found;
-} ShadowSearch;
-
-static bool visit_shadow(TSNode n, void *data) {
-    ShadowSearch *s = data;
-    if (s->found) return false;
-    if (py_is(n, "class_definition") || py_is(n, "function_definition")) {
-        TSNode name = ts_node_child_by_field_name(n, "name", 4);
-        if (!ts_node_is_null(name) && same_text(s->src, name, s->name)) s->found = true;
-    }
-    return !s->found;
-}
-
 /* the file defines its own class or function with the callee's name */
 static bool is_shadowed(const PySource *src, TSNode callee) {
     TSNode id = root_identifier(callee);
     if (ts_node_is_null(id)) return false;
-    ShadowSearch s = {src, id, false};
-    py_walk(ts_tree_root_node(src->tree), visit_shadow, &s);
-    return s.found;
+    /* classes and functions of that name at module level (where imports live too) */
+    return !ts_node_is_null(py_index_top_level(src, py_text_ptr(src, id), py_text_len(id)));
 }
 
 static bool visit(TSNode n, void *data) {
