@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* memmem */
 #include "python_source.h"
 
 #include "finding.h"
