@@ -456,7 +456,7 @@ static TSNode resolve(Match *m, TSNode n) {
         if (!py_is(assign, "assignment")) return n; /* walrus, a = b = ... */
         TSNode stmt = ts_node_parent(assign);
         if (!py_is(stmt, "expression_statement") || ts_node_named_child_count(stmt) != 1) return n;
-        TSNode fn = py_enclosing_function(stmt);
+        TSNode fn = py_enclosing_function(m->src, stmt);
         if (!ts_node_eq(fn, m->fn)) return n; /* module globals, other functions */
         /* the binding runs on every path to the read */
         if (!py_is_within(n, ts_node_parent(stmt))) m->unfixable = true;
@@ -641,7 +641,7 @@ static bool is_large_negative(const PySource *src, TSNode n, int depth) {
         TSNode value;
         if (py_binding_before(src, n, py_text_ptr(src, n), py_text_len(n), ts_node_start_byte(n), &value) ==
                 BINDING_ASSIGNMENT &&
-            ts_node_eq(py_enclosing_function(value), py_enclosing_function(n)))
+            ts_node_eq(py_enclosing_function(src, value), py_enclosing_function(src, n)))
             return is_large_negative(src, value, depth + 1);
     }
     return false;
@@ -1018,7 +1018,7 @@ static bool scalar_like(const Match *m, TSNode n, int depth) {
         TSNode value;
         BindingKind kind =
             py_binding_before(src, n, py_text_ptr(src, n), py_text_len(n), ts_node_start_byte(n), &value);
-        if (kind == BINDING_ASSIGNMENT && ts_node_eq(py_enclosing_function(value), m->fn))
+        if (kind == BINDING_ASSIGNMENT && ts_node_eq(py_enclosing_function(src, value), m->fn))
             return scalar_like(m, value, depth + 1);
         if (kind == BINDING_PARAMETER) {
             TSNode type = ts_node_child_by_field_name(value, "type", 4);
@@ -1148,7 +1148,7 @@ static bool visit(TSNode n, void *data) {
     if (!binop_is(n, "@") && !py_is(n, "call")) return true;
     TSNode p, v;
     if (!final_operands(src, n, &p, &v)) return true;
-    TSNode scope = py_scope_of(n);
+    TSNode scope = py_scope_of(src, n);
     if (!ts_node_eq(scope, st->scope)) {
         st->scope = scope;
         st->count = 0;
@@ -1163,7 +1163,7 @@ static bool visit(TSNode n, void *data) {
     }
     m->src = src;
     m->state = st;
-    m->fn = py_enclosing_function(n);
+    m->fn = py_enclosing_function(src, n);
     m->scope = scope;
     m->final_node = n;
     m->v = v;
@@ -1199,7 +1199,7 @@ static void check(RuleContext *ctx) {
         return;
     }
     st->ctx = ctx;
-    py_walk(ts_tree_root_node(ctx->py->tree), visit, st);
+    rule_walk(ctx, visit, st);
     free(st);
 }
 

@@ -759,13 +759,19 @@ static void check(RuleContext *ctx) {
     s->ctx = ctx;
     py_walk(root, visit_passed, s);
     /* module-level functions only: methods are compiled with their module */
-    uint32_t n = ts_node_named_child_count(root);
-    for (uint32_t i = 0; i < n && s->hinted_count < MAX_HINTED; i++) {
-        TSNode c = ts_node_named_child(root, i);
-        if (py_is(c, "decorated_definition")) c = ts_node_child_by_field_name(c, "definition", 10);
-        if (py_is(c, "function_definition") && check_function(s, c)) s->hinted[s->hinted_count++] = c;
+    TSTreeCursor cursor = ts_tree_cursor_new(root);
+    if (ts_tree_cursor_goto_first_child(&cursor)) {
+        do {
+            if (s->hinted_count >= MAX_HINTED) break;
+            TSNode c = ts_tree_cursor_current_node(&cursor);
+            if (ctx->has_region && (ts_node_end_byte(c) <= ctx->region_start || ts_node_start_byte(c) >= ctx->region_end))
+                continue;
+            if (py_is(c, "decorated_definition")) c = ts_node_child_by_field_name(c, "definition", 10);
+            if (py_is(c, "function_definition") && check_function(s, c)) s->hinted[s->hinted_count++] = c;
+        } while (ts_tree_cursor_goto_next_sibling(&cursor));
     }
-    py_walk(root, visit_formulas, s);
+    ts_tree_cursor_delete(&cursor);
+    rule_walk(ctx, visit_formulas, s);
     free(s);
 }
 
