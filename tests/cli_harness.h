@@ -17,7 +17,7 @@ typedef struct {
     char *err;
 } RunResult;
 
-static char *harness_slurp(const char *path) {
+static inline char *harness_slurp(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return strdup("");
     fseek(f, 0, SEEK_END);
@@ -31,7 +31,7 @@ static char *harness_slurp(const char *path) {
 }
 
 /* argv: NULL-terminated, without the program; cwd may be NULL */
-static RunResult run_advise_in(const char *cwd, const char *const *args) {
+static inline RunResult run_advise_in(const char *cwd, const char *const *args) {
     char out_path[] = "/tmp/advise-test-out-XXXXXX", err_path[] = "/tmp/advise-test-err-XXXXXX";
     int out_fd = mkstemp(out_path), err_fd = mkstemp(err_path);
     pid_t pid = fork();
@@ -62,12 +62,12 @@ static RunResult run_advise_in(const char *cwd, const char *const *args) {
 #define run_advise(...) run_advise_in(NULL, (const char *const[]){__VA_ARGS__, NULL})
 #define run_advise_at(cwd, ...) run_advise_in(cwd, (const char *const[]){__VA_ARGS__, NULL})
 
-static void run_result_free(RunResult *r) {
+static inline void run_result_free(RunResult *r) {
     free(r->out);
     free(r->err);
 }
 
-static void write_text(const char *path, const char *text) {
+static inline void write_text(const char *path, const char *text) {
     FILE *f = fopen(path, "wb");
     fwrite(text, 1, strlen(text), f);
     fclose(f);
@@ -78,18 +78,18 @@ static void write_text(const char *path, const char *text) {
 static char *harness_paths[256];
 static size_t harness_path_count;
 
-static char *remember(char *p) {
+static inline char *remember(char *p) {
     if (harness_path_count < sizeof harness_paths / sizeof *harness_paths) harness_paths[harness_path_count++] = p;
     return p;
 }
 
 /* a fresh temporary folder */
-static char *temp_dir(void) {
+static inline char *temp_dir(void) {
     char tmpl[] = "/tmp/advise-test-XXXXXX";
     return remember(strdup(mkdtemp(tmpl)));
 }
 
-static char *path_in(const char *dir, const char *name) {
+static inline char *path_in(const char *dir, const char *name) {
     size_t n = strlen(dir) + strlen(name) + 2;
     char *p = malloc(n);
     snprintf(p, n, "%s/%s", dir, name);

@@ -15,8 +15,8 @@ What `advise check` should report in this file:
   PY004 host-tensor-moved-to-device   line 93   a = torch.randn(n, n).to(device) -> torch.randn(n, n, device=device)
   PY004 host-tensor-moved-to-device   line 94   b = torch.randn(n, n).to(device)
   PY003 sync-in-hot-loop              line 103  torch.cuda.synchronize() on every iteration of the warm-up loop
-  PY009 fp32-matmul-without-tf32      (once, for the program) fp32 matmuls (a @ b at line 61, the block's
-                                                nn.Linear layers) and nothing enables TF32 or autocast
+  PY009 fp32-matmul-without-tf32      line 49   once for the program, at its first matmul site (the block's
+                                                nn.Linear; also a @ b at line 61): nothing enables TF32 or autocast
 
 Look-alikes that are deliberately correct and must NOT be reported:
 

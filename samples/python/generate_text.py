@@ -9,8 +9,8 @@ sampled one at a time (top-k, temperature) until --steps tokens are produced.
 What `advise check` should report in this file:
 
   PY007 unfused-elementwise           line 51   tanh-GELU formula in gelu_tanh() -> F.gelu(x, approximate="tanh")
-  PY006 unfused-attention             line 73   scores = q @ k.transpose(-2, -1) / math.sqrt(d), masked_fill,
-                                                softmax, then weights @ v (lines 73-77) -> F.scaled_dot_product_attention
+  PY006 unfused-attention             line 77   weights @ v after scores = q @ k.transpose(-2, -1) / math.sqrt(d),
+                                                masked_fill, softmax (lines 73-77) -> F.scaled_dot_product_attention
   PY004 host-tensor-moved-to-device   line 107  torch.zeros(shape).to(prompt.device): the KV cache -> device=
   PY010 inference-without-no-grad     line 119  model(next_token, ...) in the decode loop after model.eval(), no no_grad
 

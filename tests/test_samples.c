@@ -1,0 +1,73 @@
+/* The bundled samples say at their top what advise should report
+ * ("PY004 host-tensor-moved-to-device   line 93 ..."); this suite checks that
+ * `advise check` reports exactly those findings, no more and no fewer. */
+#include <criterion/criterion.h>
+#include <ctype.h>
+#include <dirent.h>
+
+#include "cli_harness.h"
+
+typedef struct {
+    char code[8];
+    int line;
+} Expected;
+
+/* reads the expectation lines of the sample's docstring (up to the first line
+ * that mentions "must NOT be reported") */
+static size_t read_expectations(const char *text, Expected *out, size_t cap) {
+    size_t n = 0;
+    const char *end = strstr(text, "must NOT be reported");
+    for (const char *p = text; *p && (!end || p < end) && n < cap;) {
+        const char *eol = strchr(p, '\n');
+        if (!eol) eol = p + strlen(p);
+        const char *q = p;
+        while (q < eol && *q == ' ') q++;
+        int line;
+        char code[8], name[64];
+        if (eol - q > 8 && q[0] == 'P' && q[1] == 'Y' && isdigit((unsigned char)q[2]) &&
+            sscanf(q, "%7s %63s line %d", code, name, &line) == 3) {
+            snprintf(out[n].code, sizeof out[n].code, "%s", code);
+            out[n].line = line;
+            n++;
+        }
+        p = *eol ? eol + 1 : eol;
+    }
+    return n;
+}
+
+Test(samples, each_python_sample_reports_what_its_docstring_says) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/samples/python", ADVISE_SOURCE_DIR);
+    DIR *d = opendir(dir);
+    cr_assert(d != NULL);
+    struct dirent *e;
+    int samples = 0;
+    while ((e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len < 4 || strcmp(e->d_name + len - 3, ".py") != 0) continue;
+        char *path = path_in(dir, e->d_name);
+        char *text = harness_slurp(path);
+        Expected want[64];
+        size_t n = read_expectations(text, want, 64);
+        cr_expect(n >= 3, "%s: its docstring lists %zu expected findings", e->d_name, n);
+        RunResult r = run_advise("check", "--no-config", "--no-source", "--fail-on", "never", path);
+        cr_expect_eq(r.status, 0, "%s: %s", e->d_name, r.err);
+        size_t got = 0;
+        for (const char *p = r.out; (p = strstr(p, path)) != NULL; p++) {
+            int line, col;
+            char code[8];
+            if ((p != r.out && p[-1] != '\n') || sscanf(p + strlen(path), ":%d:%d: %7s", &line, &col, code) != 3) continue;
+            got++;
+            bool listed = false;
+            for (size_t k = 0; k < n; k++)
+                if (want[k].line == line && strcmp(want[k].code, code) == 0) listed = true;
+            cr_expect(listed, "%s:%d: %s is reported but the docstring does not list it", e->d_name, line, code);
+        }
+        cr_expect_eq(got, n, "%s: %zu findings reported, %zu listed in the docstring\n%s", e->d_name, got, n, r.out);
+        run_result_free(&r);
+        free(text);
+        samples++;
+    }
+    closedir(d);
+    cr_expect(samples >= 3, "expected at least three Python samples");
+}
