@@ -181,7 +181,7 @@ static ScopeIndex *scope_index(const PySource *src, TSNode scope) {
         free(c.items);
         return NULL;
     }
-    qsort(c.items, c.count, sizeof *c.items, by_name_then_start);
+    if (c.count > 1) qsort(c.items, c.count, sizeof *c.items, by_name_then_start);
     size_t s = slot_of(id, ix->scope_capacity);
     while (ix->scopes[s].scope_id) s = (s + 1) & (ix->scope_capacity - 1);
     ix->scopes[s] = (ScopeIndex){id, c.items, c.count};
@@ -245,7 +245,7 @@ const TSNode *py_index_calls(const PySource *src, const char *name, size_t lengt
     if (!ix->calls_built) {
         CallCollector c = {.src = src};
         py_walk(ts_tree_root_node(src->tree), collect_call, &c);
-        qsort(c.items, c.count, sizeof *c.items, call_order);
+        if (c.count > 1) qsort(c.items, c.count, sizeof *c.items, call_order);
         ix->calls = c.items;
         ix->call_count = c.count;
         ix->call_nodes = malloc((c.count ? c.count : 1) * sizeof *ix->call_nodes);

@@ -68,7 +68,7 @@ static void walk_dir(Walk *w, const char *shown, const char *abs, int depth) {
         if (names[n]) n++;
     }
     closedir(d);
-    qsort(names, n, sizeof *names, by_name);
+    if (n > 1) qsort(names, n, sizeof *names, by_name);
     for (size_t i = 0; i < n; i++) {
         char child_abs[PATH_MAX], child_shown[PATH_MAX];
         bool fits = (size_t)snprintf(child_abs, sizeof child_abs, "%s/%s", abs, names[i]) < sizeof child_abs &&
