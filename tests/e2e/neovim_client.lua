@@ -63,6 +63,14 @@ local function codes(bufnr)
   table.sort(list)
   return table.concat(list, ' ')
 end
+-- every one of `list` is among the diagnostics (other rules may add findings)
+local function includes(bufnr, list)
+  local have = ' ' .. codes(bufnr) .. ' '
+  for _, c in ipairs(list) do
+    if not have:find(' ' .. c .. ' ', 1, true) then return false end
+  end
+  return true
+end
 local function has_code(bufnr, code)
   for _, d in ipairs(vim.diagnostic.get(bufnr)) do
     if d.code == code then return d end
@@ -122,8 +130,8 @@ local function run()
   local client = vim.lsp.get_client_by_id(client_id)
   check(client.offset_encoding == 'utf-16', 'offset encoding utf-16', client.offset_encoding)
   if is_benchmark then
-    check(codes(bufnr) == 'PY002@61:14 PY003@102:16 PY004@92:12 PY004@93:12',
-      'diagnostics: PY002 at line 62, PY004 at 93 and 94, PY003 at 103', codes(bufnr))
+    check(includes(bufnr, { 'PY002@61:14', 'PY003@102:16', 'PY004@92:12', 'PY004@93:12' }),
+      'diagnostics include PY002 at line 62, PY004 at 93 and 94, PY003 at 103', codes(bufnr))
   end
   local all_advise = true
   for _, d in ipairs(vim.diagnostic.get(bufnr)) do
@@ -169,8 +177,8 @@ local function run()
   ok = vim.wait(WAIT_MS, function() return has_code(bufnr, 'PY002') == nil and has_code(bufnr, 'PY003') ~= nil end, 20)
   check(ok, 'after the change: PY002 gone, PY003 still there', codes(bufnr))
   if is_benchmark then
-    check(codes(bufnr) == 'PY003@104:16 PY004@94:12 PY004@95:12', 'after the change: the findings moved down two lines',
-      codes(bufnr))
+    check(includes(bufnr, { 'PY003@104:16', 'PY004@94:12', 'PY004@95:12' }),
+      'after the change: the findings moved down two lines', codes(bufnr))
   end
 
   -- PY003: "Ignore PY003 on this line"

@@ -339,10 +339,12 @@ async function pushSession() {
     check(first.version === 1, 'publishDiagnostics carries the document version 1', show(first.version));
     const diags = first.diagnostics;
     // benchmark_matmul.py (1-based lines): PY002 at 62, PY004 at 93 and 94, PY003 at 103
+    // (other rules may add findings: these must be among them)
     const expected = ['PY002@61:14', 'PY003@102:16', 'PY004@92:12', 'PY004@93:12'];
     const sample = basename(samplePath) === 'benchmark_matmul.py';
+    const includes = (diagnostics, list) => list.every((c) => diagnostics.map(at).includes(c));
     if (sample)
-        check(codesAt(diags) === expected.join(' '), `diagnostics on open: ${expected.join(' ')}`, codesAt(diags));
+        check(includes(diags, expected), `diagnostics on open include ${expected.join(' ')}`, codesAt(diags));
     const py2 = diags.find((d) => d.code === 'PY002');
     require_(py2, 'a PY002 diagnostic is published', codesAt(diags));
     check(diags.every((d) => d.source === 'advise' && d.data && d.data.code === d.code),
@@ -412,18 +414,24 @@ async function pushSession() {
     check(lines.length === originalText.split('\n').length + 2 &&
           newText.replace('    if torch.cuda.is_available():\n        torch.cuda.synchronize()\n', '') === originalText,
           'the fix changes nothing else');
+    // source.fixAll and `advise check --fix` apply every safe fix: the same
+    // text when the PY002 fix is the only safe one, else text with it in
+    const safeFixes = diags.reduce((n, d) => n + (d.data?.fixes || []).filter((f) => f.safe).length, 0);
+    const fixedBlock = '        c = a @ b\n    if torch.cuda.is_available():\n        torch.cuda.synchronize()\n' +
+                       '    elapsed = time.perf_counter() - t0\n';
+    const sameFix = (text) => (safeFixes === 1 ? text === newText : text.includes(fixedBlock));
     if (fixAllText !== null)
-        check(fixAllText === newText, 'source.fixAll gives the same text as the quick fix');
+        check(sameFix(fixAllText), `source.fixAll makes the quick fix's change (${safeFixes} safe fix(es) in all)`);
     const cli = join(workspace, 'cli-fixed.py');
     writeFileSync(cli, originalText);
     spawnSync(binary, ['check', '--fix', '--quiet', '--no-config', cli], { encoding: 'utf8', timeout: WAIT_MS });
-    check(readFileSync(cli, 'utf8') === newText, '`advise check --fix` gives the same text as the quick fix');
+    check(sameFix(readFileSync(cli, 'utf8')), "`advise check --fix` makes the quick fix's change");
     rmSync(cli);
 
     const second = await s.diagnosticsFor((p) => p.uri === uri && p.version === 2, 'publishDiagnostics for version 2');
     check(!second.diagnostics.some((d) => d.code === 'PY002'), 'after the fix: no PY002', codesAt(second.diagnostics));
     if (sample)
-        check(codesAt(second.diagnostics) === 'PY003@104:16 PY004@94:12 PY004@95:12',
+        check(includes(second.diagnostics, ['PY003@104:16', 'PY004@94:12', 'PY004@95:12']),
               'after the fix: PY003 and PY004 moved down two lines', codesAt(second.diagnostics));
     const py3b = second.diagnostics.find((d) => d.code === 'PY003');
     require_(py3b, 'after the fix: PY003 still published', codesAt(second.diagnostics));
