@@ -139,6 +139,8 @@ function startServer(name) {
         if (held) await held.promise;
         return params.items.map(() => ({}));
     });
+    s.refreshes = 0; // VS Code pulls its open documents again on a refresh
+    connection.onRequest(P.DiagnosticRefreshRequest.type, () => { s.refreshes++; return null; });
     connection.onRequest(P.WorkDoneProgressCreateRequest.type, () => null);
     connection.onRequest(P.RegistrationRequest.type, () => null);
     connection.onRequest(P.UnregistrationRequest.type, () => null);
