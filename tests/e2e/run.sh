@@ -1,0 +1,57 @@
+#!/bin/sh
+# End-to-end tests of `advise server` with real clients:
+#   - vscode_client.mjs: the npm libraries VS Code's language client is built
+#     on (vscode-languageserver-protocol, vscode-jsonrpc), pinned by
+#     package-lock.json and installed here with `npm ci`;
+#   - neovim_client.lua: Debian's neovim, headless, with its built-in client.
+# Installs what is missing (nodejs + npm and neovim with apt-get, as root or
+# with sudo; the npm packages with `npm ci`), runs both clients against the
+# server binary and exits non-zero if either fails.
+#
+# usage: tests/e2e/run.sh [ADVISE_BINARY]     (default: $ADVISE_BINARY, else build/advise)
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+binary=${1:-${ADVISE_BINARY:-$repo/build/advise}}
+case $binary in /*) ;; *) binary=$(pwd)/$binary ;; esac
+if [ ! -x "$binary" ]; then
+    echo "e2e: $binary is not an executable (build it with scripts/setup.sh)" >&2
+    exit 2
+fi
+
+# ---- what the clients need ------------------------------------------------------
+missing=""
+command -v npm >/dev/null 2>&1 || missing="$missing nodejs npm"
+command -v nvim >/dev/null 2>&1 || missing="$missing neovim"
+if [ -n "$missing" ]; then
+    echo "e2e: installing$missing" >&2
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo=sudo
+    $sudo apt-get update -qq
+    # shellcheck disable=SC2086 # one word per package
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+# the pinned npm packages, installed again only when the lockfile changed
+stamp="$here/node_modules/.advise-e2e-lock"
+if ! cmp -s "$here/package-lock.json" "$stamp" 2>/dev/null; then
+    echo "e2e: npm ci (tests/e2e)" >&2
+    (cd "$here" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    cp "$here/package-lock.json" "$stamp"
+fi
+
+# ---- the clients ------------------------------------------------------------------
+# each one gets a wall-clock limit on top of its own timeouts
+status=0
+echo "== end-to-end: VS Code's client libraries (node $(node --version)) against $binary"
+ADVISE_BINARY=$binary timeout 120 node "$here/vscode_client.mjs" "$binary" </dev/null || status=1
+
+echo "== end-to-end: $(nvim --version | head -n 1) headless against $binary"
+script=$(printf '%s' "$here/neovim_client.lua" | sed 's/[ \\|"]/\\&/g')   # escaped for :luafile
+ADVISE_BINARY=$binary timeout 120 nvim --headless -u NONE -i NONE -n \
+    -c "luafile $script" </dev/null || status=1
+
+if [ "$status" -ne 0 ]; then
+    echo "e2e: FAILED" >&2
+    exit 1
+fi
+echo "== end-to-end: both clients passed"
