@@ -30,6 +30,9 @@ void config_free(Config *cfg) {
     for (size_t i = 0; i < cfg->severity_count; i++) free(cfg->severity[i].selector);
     free(cfg->severity);
     free(cfg->profile_dir);
+    free(cfg->cuda_build_dir);
+    free(cfg->cuda_gpu_arch);
+    free(cfg->cuda_path);
     free(cfg->source);
     memset(cfg, 0, sizeof *cfg);
 }

@@ -30,6 +30,9 @@ typedef struct {
     bool fail_never;
     StringList exclude; /* gitignore-style patterns, relative to the project root */
     char *profile_dir;
+    char *cuda_build_dir; /* folder with compile_commands.json ([cuda] build-dir) */
+    char *cuda_gpu_arch;  /* [cuda] gpu-arch, default sm_90 */
+    char *cuda_path;      /* [cuda] cuda-path, default: search */
     size_t max_file_bytes;
     char *source;       /* the file the settings came from, or NULL */
 } Config;

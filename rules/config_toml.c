@@ -14,6 +14,11 @@
  *   [profile]
  *   dir = ".advise/profiles"
  *
+ *   [cuda]
+ *   build-dir = "build"           # folder with compile_commands.json
+ *   gpu-arch = "sm_90"
+ *   cuda-path = "/usr/local/cuda"
+ *
  * Supported: tables, bare and quoted keys, strings (basic and literal),
  * integers, booleans, arrays of strings over several lines, comments.
  * Anything else, and any unknown key, is an error with its line number. */
@@ -248,6 +253,17 @@ static bool apply(Reader *r, Config *cfg, const char *table, const char *key, Va
         if (!config_set_severity(cfg, key, v->string))
             return fail(r, "severity must be error, warning, info or hint, not", v->string);
         return true;
+    } else if (strcmp(table, "cuda") == 0) {
+        char **slot = strcmp(key, "build-dir") == 0 ? &cfg->cuda_build_dir
+                      : strcmp(key, "gpu-arch") == 0 ? &cfg->cuda_gpu_arch
+                      : strcmp(key, "cuda-path") == 0 ? &cfg->cuda_path
+                                                     : NULL;
+        if (slot) {
+            if (!want(r, v, VALUE_STRING, key)) return false;
+            free(*slot);
+            *slot = strdup(v->string);
+            return *slot ? true : fail(r, "out of memory", NULL);
+        }
     } else if (strcmp(table, "profile") == 0) {
         if (strcmp(key, "dir") == 0) {
             if (!want(r, v, VALUE_STRING, key)) return false;
@@ -279,7 +295,8 @@ static bool parse(Reader *r, Config *cfg) {
             }
             r->p++;
             snprintf(table, sizeof table, "%s", name);
-            bool known = strcmp(name, "check") == 0 || strcmp(name, "severity") == 0 || strcmp(name, "profile") == 0;
+            bool known = strcmp(name, "check") == 0 || strcmp(name, "severity") == 0 || strcmp(name, "profile") == 0 ||
+                         strcmp(name, "cuda") == 0;
             if (!known) {
                 fail(r, "unknown table:", name);
                 free(name);

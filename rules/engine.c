@@ -1,5 +1,6 @@
 #include "engine.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,8 +28,8 @@ static void read_suppressions(const Document *doc, const PySource *py, Suppressi
     }
 }
 
-static bool run(const Document *doc, const PySource *py, const Config *cfg, const ByteRange *region,
-                FindingList *out, EngineReport *report, char **error) {
+static bool run(const Document *doc, const PySource *py, const CudaSource *cuda, const Config *cfg,
+                const ByteRange *region, FindingList *out, EngineReport *report, char **error) {
     EngineReport local = {0};
     if (!report) report = &local;
     memset(report, 0, sizeof *report);
@@ -43,26 +44,39 @@ static bool run(const Document *doc, const PySource *py, const Config *cfg, cons
         }
         py = owned;
     }
-    if (doc->language != LANGUAGE_PYTHON) {
-        *error = format_string("no analysis for %s files yet", language_name(doc->language));
+    CudaSource *owned_cuda = NULL;
+    if (doc->language == LANGUAGE_CUDA && !cuda) {
+        CudaFlagOptions options = {cfg->cuda_build_dir, cfg->cuda_gpu_arch, cfg->cuda_path};
+        owned_cuda = cuda_source_new(doc, &options, error);
+        if (!owned_cuda) return false;
+        cuda = owned_cuda;
+    }
+    if (doc->language != LANGUAGE_PYTHON && doc->language != LANGUAGE_CUDA) {
+        *error = format_string("no analysis for this kind of file");
         return false;
     }
-    if (py->has_errors) {
+    if (py && py->has_errors) {
         report->syntax_error = true;
         report->error_offset = py->first_error;
+    }
+    if (cuda && cuda->has_errors) {
+        report->syntax_error = true;
+        report->error_offset = cuda->first_error;
+        snprintf(report->error_message, sizeof report->error_message, "%s",
+                 cuda->first_error_message ? cuda->first_error_message : "");
     }
 
     size_t first_new = out->count;
     size_t count;
     const Rule *const *all = rules_all(&count);
     bool oom = false;
-    bool torch_file = py->imports_torch || py->uses_gpu;
+    bool torch_file = py && (py->imports_torch || py->uses_gpu);
     for (size_t i = 0; i < count; i++) {
         const Rule *rule = all[i];
         if (!(rule->languages & doc->language) || !config_rule_enabled(cfg, rule)) continue;
-        if (!torch_file && !rule->runs_without_torch) continue;
+        if (py && !torch_file && !rule->runs_without_torch) continue;
         if (region && rule->whole_file) continue;
-        RuleContext ctx = {.rule = rule, .doc = doc, .py = py, .out = out};
+        RuleContext ctx = {.rule = rule, .doc = doc, .py = py, .cuda = cuda, .out = out};
         if (region) {
             ctx.has_region = true;
             ctx.region_start = region->start;
@@ -100,6 +114,7 @@ static bool run(const Document *doc, const PySource *py, const Config *cfg, cons
     FindingList tail = {out->items + first_new, out->count - first_new, out->count - first_new};
     finding_list_sort(&tail);
     py_source_free(owned);
+    cuda_source_free(owned_cuda); /* findings hold offsets, not nodes */
     if (oom) {
         *error = format_string("out of memory while analysing");
         return false;
@@ -109,10 +124,15 @@ static bool run(const Document *doc, const PySource *py, const Config *cfg, cons
 
 bool engine_check(const Document *doc, const PySource *py, const Config *cfg, FindingList *out,
                   EngineReport *report, char **error) {
-    return run(doc, py, cfg, NULL, out, report, error);
+    return run(doc, py, NULL, cfg, NULL, out, report, error);
+}
+
+bool engine_check_cuda(const Document *doc, const CudaSource *cuda, const Config *cfg, FindingList *out,
+                       EngineReport *report, char **error) {
+    return run(doc, NULL, cuda, cfg, NULL, out, report, error);
 }
 
 bool engine_check_region(const Document *doc, const PySource *py, const Config *cfg, ByteRange region,
                          FindingList *out, EngineReport *report, char **error) {
-    return run(doc, py, cfg, &region, out, report, error);
+    return run(doc, py, NULL, cfg, &region, out, report, error);
 }

@@ -10,6 +10,7 @@ typedef struct {
     bool syntax_error;   /* the file did not parse cleanly; findings cover what did */
     size_t error_offset; /* where the first syntax error is */
     size_t suppressed;   /* findings silenced by comments */
+    char error_message[256]; /* the compiler's words for the first error, when it gave some */
 } EngineReport;
 
 /* py may be NULL for Python documents: the engine then parses and frees its
@@ -17,6 +18,11 @@ typedef struct {
  * front end (with *error set for a person). */
 bool engine_check(const Document *doc, const PySource *py, const Config *cfg, FindingList *out,
                   EngineReport *report, char **error);
+
+/* The same for a CUDA/C++ document already parsed by the caller (the LSP
+ * server keeps translation units for fast reparses). */
+bool engine_check_cuda(const Document *doc, const CudaSource *cuda, const Config *cfg, FindingList *out,
+                       EngineReport *report, char **error);
 
 /* The editor's quick pass after an edit inside one top-level statement:
  * runs the rules that are not whole_file over the top-level statements

@@ -9,6 +9,7 @@
 #ifndef ADVISE_RULE_H
 #define ADVISE_RULE_H
 
+#include "../analysis/cuda_source.h"
 #include "../analysis/document.h"
 #include "../analysis/finding.h"
 #include "../analysis/python_facts.h"
@@ -37,6 +38,7 @@ struct RuleContext {
     const Rule *rule;
     const Document *doc;
     const PySource *py; /* set for Python documents */
+    const CudaSource *cuda; /* set for CUDA/C++ documents */
     FindingList *out;
     bool out_of_memory;
     /* when set, only the top-level statements overlapping [region_start,
@@ -48,6 +50,9 @@ struct RuleContext {
 /* Walks the parse tree in preorder: the whole module, or only the top-level
  * statements that overlap the context's region. Rules walk with this. */
 void rule_walk(RuleContext *ctx, PyVisitor visit, void *data);
+
+Finding *rule_report_cu(RuleContext *ctx, const CuNode *node, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Reports a finding over [start, end) with the rule's default severity.
  * Returns it so that the rule can add evidence and fixes; NULL when memory

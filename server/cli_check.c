@@ -247,9 +247,10 @@ static bool check_one(const CheckOptions *o, const char *path, CheckOutput *out,
         if (report.syntax_error) {
             size_t line, col;
             display_position(doc, report.error_offset, &line, &col);
-            char *msg = format_string("syntax error at line %zu, column %zu: findings cover only the parts that "
-                                      "parsed%s",
-                                      line, col, o->fix || o->diff ? "; no fixes applied" : "");
+            char *msg = format_string("%s at line %zu, column %zu%s%s: findings cover only the parts that parsed%s",
+                                      doc->language == LANGUAGE_CUDA ? "compile error" : "syntax error", line, col,
+                                      report.error_message[0] ? ": " : "", report.error_message,
+                                      o->fix || o->diff ? "; no fixes applied" : "");
             check_output_error(out, path, msg);
             free(msg);
             ok = false;

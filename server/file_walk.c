@@ -16,7 +16,29 @@ static const char *const skipped_folders[] = {".git", ".hg", ".svn", "__pycache_
                                               ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
                                               "site-packages", ".advise", ".eggs", NULL};
 
-bool file_walk_supported(const char *path) { return language_for_path(path) == LANGUAGE_PYTHON; }
+static bool has_suffix(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* C and C++ files count when they use CUDA: a quick look at their start */
+static bool mentions_cuda(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    char buf[65536 + 1];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    if (memchr(buf, '\0', n)) return false;
+    return strstr(buf, "cuda") || strstr(buf, "__global__") || strstr(buf, "__device__");
+}
+
+bool file_walk_supported(const char *path) {
+    Language lang = language_for_path(path);
+    if (lang == LANGUAGE_PYTHON) return true;
+    if (lang != LANGUAGE_CUDA) return false;
+    return has_suffix(path, ".cu") || has_suffix(path, ".cuh") || mentions_cuda(path);
+}
 
 bool file_list_add_error(FileList *list, const char *path, const char *message) {
     PathError *grown = realloc(list->errors, (list->error_count + 1) * sizeof *grown);
@@ -90,7 +112,7 @@ static void walk_dir(Walk *w, const char *shown, const char *abs, int depth) {
             if (strcmp(names[i], skipped_folders[k]) == 0) skip_folder = true;
         if (skip_folder || ignore_rules_match(&w->rules, child_abs, is_dir)) continue;
         if (is_dir) walk_dir(w, child_shown, child_abs, depth + 1);
-        else if (S_ISREG(st.st_mode) && file_walk_supported(names[i])) add_file(w->out, child_shown);
+        else if (S_ISREG(st.st_mode) && file_walk_supported(child_abs)) add_file(w->out, child_shown);
     }
     for (size_t i = 0; i < n; i++) free(names[i]);
     free(names);
@@ -125,11 +147,10 @@ void file_walk(const char *const *paths, size_t path_count, const Config *cfg, c
             ignore_rules_truncate(&w.rules, 0);
             free(abs);
         } else if (S_ISREG(st.st_mode)) {
-            if (!file_walk_supported(path)) {
-                Language lang = language_for_path(path);
+            if (language_for_path(path) == LANGUAGE_UNKNOWN) {
                 file_list_add_error(out, path,
-                                    lang == LANGUAGE_CUDA ? "skipped: CUDA and C++ analysis is not available yet"
-                                                          : "skipped: not a Python file (.py or .pyi)");
+                                    "skipped: not a Python, CUDA or C/C++ file (.py, .pyi, .cu, .cuh, .c, .cc, .cpp, "
+                                    ".h, .hpp)");
                 continue;
             }
             add_file(out, path);

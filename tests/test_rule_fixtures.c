@@ -7,7 +7,6 @@
  * Where the rule offers fixes, <CODE>.py.fixed holds the text after applying
  * all of them (safe and unsafe), repeated until nothing changes. */
 #include <criterion/criterion.h>
-#include <criterion/new/assert.h>
 #include <criterion/parameterized.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,13 +147,13 @@ ParameterizedTest(RuleParam *param, fixtures, rule) {
         }
         if (strcmp(current, expected) != 0) {
             char out_path[1200];
-            snprintf(out_path, sizeof out_path, "/tmp/advise-%s.actual.py", rule->code);
+            snprintf(out_path, sizeof out_path, "/tmp/advise-%s.actual.%s", rule->code, fixture_ext(rule));
             FILE *f = fopen(out_path, "wb");
             if (f) {
                 fwrite(current, 1, current_len, f);
                 fclose(f);
             }
-            cr_fail("%s: fixed text differs from %s (actual written to %s)", rule->code, fixed_path, out_path);
+            cr_expect_fail("%s: fixed text differs from %s (actual written to %s)", rule->code, fixed_path, out_path);
         }
         free(current);
     }

@@ -1,0 +1,365 @@
+#include "cuda_flags.h"
+
+#include <clang-c/CXCompilationDatabase.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "finding.h"
+
+#define CLANG_RESOURCE_DIR "/usr/lib/llvm-19/lib/clang/19"
+
+static bool add(CudaFlags *f, const char *arg) {
+    char **grown = realloc(f->args, (f->count + 1) * sizeof *grown);
+    if (!grown) return false;
+    f->args = grown;
+    char *copy = strdup(arg);
+    if (!copy) return false;
+    f->args[f->count++] = copy;
+    return true;
+}
+
+static bool has_arg_prefix(const CudaFlags *f, const char *prefix) {
+    size_t n = strlen(prefix);
+    for (size_t i = 0; i < f->count; i++)
+        if (strncmp(f->args[i], prefix, n) == 0) return true;
+    return false;
+}
+
+static bool is_dir(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool is_file(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+char *cuda_find_toolkit(const char *hint) {
+    char probe[PATH_MAX];
+    if (hint && *hint) {
+        snprintf(probe, sizeof probe, "%s/include/cuda_runtime.h", hint);
+        if (is_file(probe)) return strdup(hint);
+    }
+    const char *env = getenv("CUDA_PATH");
+    if (env && *env) {
+        snprintf(probe, sizeof probe, "%s/include/cuda_runtime.h", env);
+        if (is_file(probe)) return strdup(env);
+    }
+    const char *path = getenv("PATH");
+    if (path) {
+        const char *p = path;
+        while (*p) {
+            const char *colon = strchr(p, ':');
+            size_t n = colon ? (size_t)(colon - p) : strlen(p);
+            if (n && n < sizeof probe - 16) {
+                snprintf(probe, sizeof probe, "%.*s/nvcc", (int)n, p);
+                if (is_file(probe)) {
+                    char *real = realpath(probe, NULL);
+                    if (real) {
+                        char *slash = strrchr(real, '/'); /* .../bin/nvcc -> ... */
+                        if (slash) *slash = '\0';
+                        slash = strrchr(real, '/');
+                        if (slash) *slash = '\0';
+                        char inc[PATH_MAX];
+                        snprintf(inc, sizeof inc, "%s/include/cuda_runtime.h", real);
+                        if (is_file(inc)) return real;
+                        free(real);
+                    }
+                }
+            }
+            p += n + (colon ? 1 : 0);
+            if (!colon) break;
+        }
+    }
+    if (is_file("/usr/local/cuda/include/cuda_runtime.h")) return strdup("/usr/local/cuda");
+    return NULL;
+}
+
+static pthread_mutex_t shim_lock = PTHREAD_MUTEX_INITIALIZER;
+static char shim_dir[PATH_MAX];
+
+const char *cuda_shim_dir(void) {
+    pthread_mutex_lock(&shim_lock);
+    if (!shim_dir[0]) {
+        const char *base = getenv("XDG_CACHE_HOME");
+        const char *home = getenv("HOME");
+        char dir[PATH_MAX];
+        if (base && *base) snprintf(dir, sizeof dir, "%s/advise/cuda13-shim", base);
+        else snprintf(dir, sizeof dir, "%s/.cache/advise/cuda13-shim", home && *home ? home : "/tmp");
+        for (char *p = dir + 1; *p; p++)
+            if (*p == '/') {
+                *p = '\0';
+                mkdir(dir, 0755);
+                *p = '/';
+            }
+        mkdir(dir, 0755);
+        char header[PATH_MAX + 32];
+        snprintf(header, sizeof header, "%s/texture_fetch_functions.h", dir);
+        if (!is_file(header)) {
+            FILE *f = fopen(header, "w");
+            if (f) {
+                fputs("/* advise: CUDA 13 removed this header; clang 19's CUDA wrapper still includes it */\n", f);
+                fclose(f);
+            }
+        }
+        if (is_file(header)) snprintf(shim_dir, sizeof shim_dir, "%s", dir);
+        else snprintf(shim_dir, sizeof shim_dir, "%s", "");
+    }
+    pthread_mutex_unlock(&shim_lock);
+    return shim_dir;
+}
+
+char *cuda_find_database(const char *file_dir) {
+    char *cur = realpath(file_dir, NULL);
+    if (!cur) return NULL;
+    for (;;) {
+        char probe[PATH_MAX];
+        snprintf(probe, sizeof probe, "%s/compile_commands.json", cur);
+        if (is_file(probe)) return cur;
+        snprintf(probe, sizeof probe, "%s/build/compile_commands.json", cur);
+        if (is_file(probe)) {
+            char *found = format_string("%s/build", cur);
+            free(cur);
+            return found;
+        }
+        char *slash = strrchr(cur, '/');
+        if (!slash || slash == cur) break;
+        *slash = '\0';
+    }
+    free(cur);
+    return NULL;
+}
+
+/* flags that take a value as the next argument and mean nothing to clang */
+static const char *const nvcc_dropped_with_value[] = {
+    "-gencode", "--generate-code", "-ccbin", "--compiler-bindir", "-Xptxas", "--ptxas-options", "-Xnvlink",
+    "--nvlink-options", "-Xlinker", "--linker-options", "-maxrregcount", "--maxrregcount", "-Xarchive",
+    "--options-file", "-optf", "-o", "--output-file", "-MF", "-MT", "-MQ", "--threads", "-t", "-code", "--gpu-code",
+    "-odir", "--output-directory", "-arch-ls", "--dependency-output", "-Xcudafe", "--run-args", NULL};
+
+static const char *const nvcc_dropped[] = {
+    "-lineinfo", "--generate-line-info", "-G", "--device-debug", "--expt-relaxed-constexpr",
+    "--expt-extended-lambda", "--extended-lambda", "-use_fast_math", "--use_fast_math", "-c", "--compile",
+    "-dc", "--device-c", "-dw", "--device-w", "-cubin", "-ptx", "-fatbin", "-E", "-M", "-MD", "-MMD", "-MP",
+    "--keep", "-keep", "-v", "--verbose", "-rdc=false", "--relocatable-device-code=false", "-Werror",
+    "--Werror", "-w", "-lcudart", "-lcuda", "-cudart", NULL};
+
+static bool in_list(const char *s, const char *const *list) {
+    for (size_t i = 0; list[i]; i++)
+        if (strcmp(s, list[i]) == 0) return true;
+    return false;
+}
+
+static bool starts(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
+
+/* `-Xcompiler -O2,-Wall` and `--compiler-options=...`: comma-separated host flags */
+static void add_host_flags(CudaFlags *out, const char *list) {
+    const char *p = list;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        char buf[512];
+        if (n && n < sizeof buf) {
+            memcpy(buf, p, n);
+            buf[n] = '\0';
+            /* keep what shapes the parse: defines, includes, the standard */
+            if (starts(buf, "-D") || starts(buf, "-U") || starts(buf, "-I") || starts(buf, "-std=") ||
+                starts(buf, "-isystem") || starts(buf, "-f"))
+                add(out, buf);
+        }
+        p += n + (comma ? 1 : 0);
+        if (!comma) break;
+    }
+}
+
+static void add_arch(CudaFlags *out, const char *arch) {
+    /* sm_90, compute_90, sm_90a */
+    char buf[64];
+    const char *num = arch;
+    if (starts(arch, "compute_")) num = arch + 8;
+    else if (starts(arch, "sm_")) num = arch + 3;
+    else return;
+    snprintf(buf, sizeof buf, "sm_%s", num);
+    free(out->gpu_arch);
+    out->gpu_arch = strdup(buf);
+}
+
+void cuda_flags_translate(const char *const *in, size_t n, CudaFlags *out) {
+    for (size_t i = 0; i < n; i++) {
+        const char *a = in[i];
+        if (in_list(a, nvcc_dropped_with_value)) {
+            i++;
+            continue;
+        }
+        if (in_list(a, nvcc_dropped)) continue;
+        if (strcmp(a, "-Xcompiler") == 0 || strcmp(a, "--compiler-options") == 0) {
+            if (i + 1 < n) add_host_flags(out, in[++i]);
+            continue;
+        }
+        if (starts(a, "-Xcompiler=") || starts(a, "--compiler-options=")) {
+            add_host_flags(out, strchr(a, '=') + 1);
+            continue;
+        }
+        if (strcmp(a, "-arch") == 0 || strcmp(a, "--gpu-architecture") == 0) {
+            if (i + 1 < n) add_arch(out, in[++i]);
+            continue;
+        }
+        if (starts(a, "-arch=") || starts(a, "--gpu-architecture=")) {
+            add_arch(out, strchr(a, '=') + 1);
+            continue;
+        }
+        if (starts(a, "--cuda-gpu-arch=")) {
+            add_arch(out, strchr(a, '=') + 1);
+            continue;
+        }
+        if (starts(a, "-gencode=") || starts(a, "--generate-code=") || starts(a, "-code=") ||
+            starts(a, "--gpu-code=") || starts(a, "--options-file=") || starts(a, "-Xptxas=") || starts(a, "-o") ||
+            starts(a, "-ccbin=") || starts(a, "--compiler-bindir=") || starts(a, "-maxrregcount=") ||
+            starts(a, "--maxrregcount=") || starts(a, "--expt-") || starts(a, "-MF") || starts(a, "-MT") ||
+            starts(a, "--threads=") || starts(a, "-Xnvlink") || starts(a, "-Xlinker") || starts(a, "-W") ||
+            starts(a, "--ftz") || starts(a, "--prec-") || starts(a, "--fmad") || starts(a, "-ftz=") ||
+            starts(a, "-prec-") || starts(a, "-fmad="))
+            continue;
+        if (strcmp(a, "-rdc=true") == 0 || strcmp(a, "--relocatable-device-code=true") == 0 ||
+            strcmp(a, "-rdc") == 0) {
+            add(out, "-fgpu-rdc");
+            continue;
+        }
+        if (strcmp(a, "-x") == 0 && i + 1 < n) {
+            i++; /* the language is ours to set */
+            continue;
+        }
+        if (starts(a, "-x")) continue;
+        if (starts(a, "--cuda-path=")) {
+            free(out->cuda_path);
+            out->cuda_path = strdup(a + 12);
+            continue;
+        }
+        if (strcmp(a, "-I") == 0 || strcmp(a, "-isystem") == 0 || strcmp(a, "-D") == 0 || strcmp(a, "-U") == 0 ||
+            strcmp(a, "-include") == 0 || strcmp(a, "-iquote") == 0 || strcmp(a, "--include-path") == 0 ||
+            strcmp(a, "--define-macro") == 0 || strcmp(a, "--system-include") == 0) {
+            if (i + 1 < n) {
+                const char *flag = strcmp(a, "--include-path") == 0 ? "-I"
+                                   : strcmp(a, "--define-macro") == 0 ? "-D"
+                                   : strcmp(a, "--system-include") == 0 ? "-isystem"
+                                                                         : a;
+                add(out, flag);
+                add(out, in[++i]);
+            }
+            continue;
+        }
+        if (starts(a, "-I") || starts(a, "-D") || starts(a, "-U") || starts(a, "-isystem") || starts(a, "-std=") ||
+            starts(a, "--std=") || starts(a, "-f") || starts(a, "-m") || starts(a, "-O") || starts(a, "-g") ||
+            starts(a, "-iquote") || starts(a, "-include")) {
+            if (starts(a, "--std=")) {
+                char buf[64];
+                snprintf(buf, sizeof buf, "-std=%s", a + 6);
+                add(out, buf);
+            } else {
+                add(out, a);
+            }
+            continue;
+        }
+        if (starts(a, "--")) continue; /* other nvcc long options */
+        if (a[0] != '-') continue;    /* inputs, outputs */
+        /* anything else: unknown to us; clang may not know it either */
+    }
+}
+
+static void add_defaults(CudaFlags *out) {
+    if (!out->cuda_path) out->cuda_path = cuda_find_toolkit(NULL);
+    if (!out->gpu_arch) out->gpu_arch = strdup("sm_90");
+    char buf[PATH_MAX + 32];
+    add(out, "-x");
+    add(out, "cuda");
+    add(out, "--cuda-host-only");
+    snprintf(buf, sizeof buf, "--cuda-gpu-arch=%s", out->gpu_arch);
+    add(out, buf);
+    add(out, "-nocudalib");
+    if (!has_arg_prefix(out, "-std=")) add(out, "-std=c++17");
+    add(out, "-resource-dir");
+    add(out, CLANG_RESOURCE_DIR);
+    add(out, "-Wno-unknown-cuda-version");
+    add(out, "-ferror-limit=0");
+    if (out->cuda_path) {
+        snprintf(buf, sizeof buf, "--cuda-path=%s", out->cuda_path);
+        add(out, buf);
+        snprintf(buf, sizeof buf, "%s/include/cccl", out->cuda_path);
+        if (is_dir(buf)) {
+            add(out, "-isystem");
+            add(out, buf);
+        }
+    } else {
+        add(out, "-nocudainc");
+    }
+    const char *shim = cuda_shim_dir();
+    if (shim && *shim) {
+        add(out, "-isystem");
+        add(out, shim);
+    }
+}
+
+bool cuda_flags_for_file(const char *path, const CudaFlagOptions *options, CudaFlags *out) {
+    memset(out, 0, sizeof *out);
+    if (options && options->cuda_path) out->cuda_path = strdup(options->cuda_path);
+    char *dir = strdup(path);
+    char *slash = dir ? strrchr(dir, '/') : NULL;
+    if (slash) *slash = '\0';
+    else if (dir) strcpy(dir, ".");
+    char *db_dir = options && options->build_dir ? strdup(options->build_dir) : (dir ? cuda_find_database(dir) : NULL);
+    if (db_dir) {
+        CXCompilationDatabase_Error err;
+        CXCompilationDatabase db = clang_CompilationDatabase_fromDirectory(db_dir, &err);
+        if (err == CXCompilationDatabase_NoError && db) {
+            char *real = realpath(path, NULL);
+            CXCompileCommands cmds = clang_CompilationDatabase_getCompileCommands(db, real ? real : path);
+            if (cmds && clang_CompileCommands_getSize(cmds) > 0) {
+                CXCompileCommand cmd = clang_CompileCommands_getCommand(cmds, 0);
+                unsigned argc = clang_CompileCommand_getNumArgs(cmd);
+                const char **argv = calloc(argc ? argc : 1, sizeof *argv);
+                CXString *strings = calloc(argc ? argc : 1, sizeof *strings);
+                for (unsigned i = 0; argv && strings && i < argc; i++) {
+                    strings[i] = clang_CompileCommand_getArg(cmd, i);
+                    argv[i] = clang_getCString(strings[i]);
+                }
+                /* skip the compiler itself; the input file is dropped as a non-flag */
+                if (argv && strings && argc > 1) cuda_flags_translate(argv + 1, argc - 1, out);
+                for (unsigned i = 0; strings && i < argc; i++) clang_disposeString(strings[i]);
+                free(strings);
+                free(argv);
+                CXString d = clang_CompileCommand_getDirectory(cmd);
+                out->directory = strdup(clang_getCString(d));
+                clang_disposeString(d);
+                out->database = format_string("%s/compile_commands.json", db_dir);
+            }
+            if (cmds) clang_CompileCommands_dispose(cmds);
+            free(real);
+            clang_CompilationDatabase_dispose(db);
+        }
+        free(db_dir);
+    }
+    if (options && options->gpu_arch) {
+        free(out->gpu_arch);
+        out->gpu_arch = strdup(options->gpu_arch);
+    }
+    if (!out->directory) out->directory = dir ? strdup(dir) : NULL;
+    free(dir);
+    add_defaults(out);
+    return true;
+}
+
+void cuda_flags_free(CudaFlags *f) {
+    for (size_t i = 0; i < f->count; i++) free(f->args[i]);
+    free(f->args);
+    free(f->directory);
+    free(f->database);
+    free(f->cuda_path);
+    free(f->gpu_arch);
+    memset(f, 0, sizeof *f);
+}

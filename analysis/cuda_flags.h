@@ -1,0 +1,48 @@
+/* Compiler flags for parsing a CUDA/C++ file with libclang: found in a
+ * compile_commands.json as clangd finds it (walking up from the file, or a
+ * configured build folder), with nvcc-only flags translated to clang's or
+ * dropped; sensible defaults when there is no database. Also finds the CUDA
+ * toolkit and writes the CUDA 13 header shim clang 19 needs. */
+#ifndef ADVISE_CUDA_FLAGS_H
+#define ADVISE_CUDA_FLAGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct {
+    char **args; /* clang arguments, without the input file */
+    size_t count;
+    char *directory;     /* the working directory of the compile command */
+    char *database;      /* the compile_commands.json used, or NULL */
+    char *cuda_path;     /* the toolkit used, or NULL when none was found */
+    char *gpu_arch;      /* sm_90 unless configured */
+} CudaFlags;
+
+typedef struct {
+    const char *build_dir; /* a configured folder holding compile_commands.json, or NULL */
+    const char *gpu_arch;  /* NULL: sm_90 */
+    const char *cuda_path; /* NULL: search */
+} CudaFlagOptions;
+
+/* Fills flags for `path`. Never fails for want of a database (defaults are
+ * used); returns false only when memory runs out. */
+bool cuda_flags_for_file(const char *path, const CudaFlagOptions *options, CudaFlags *out);
+void cuda_flags_free(CudaFlags *flags);
+
+/* Translates one compile command's arguments (without the compiler and the
+ * input file) from nvcc or clang form to clang's; adds them to out. */
+void cuda_flags_translate(const char *const *in, size_t n, CudaFlags *out);
+
+/* The CUDA toolkit: the hint (from a database), CUDA_PATH, nvcc on PATH,
+ * /usr/local/cuda. Heap string or NULL. */
+char *cuda_find_toolkit(const char *hint);
+
+/* The folder holding the empty texture_fetch_functions.h that clang 19's
+ * CUDA wrappers include and CUDA 13 removed; created on first use. */
+const char *cuda_shim_dir(void);
+
+/* The search for compile_commands.json: `dir`, each parent, and their build/
+ * subfolders, as clangd does. Heap path of the folder or NULL. */
+char *cuda_find_database(const char *file_dir);
+
+#endif

@@ -1,0 +1,301 @@
+#include "cuda_source.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "finding.h"
+
+#define ARENA_BLOCK (64 * 1024)
+
+struct CuArena {
+    struct CuArena *next;
+    size_t used, size;
+    char data[];
+};
+
+static void *arena_alloc(CudaSource *src, size_t n) {
+    n = (n + 15) & ~(size_t)15;
+    struct CuArena *a = src->arena;
+    if (!a || a->used + n > a->size) {
+        size_t size = n > ARENA_BLOCK ? n : ARENA_BLOCK;
+        struct CuArena *b = malloc(sizeof *b + size);
+        if (!b) return NULL;
+        b->next = a;
+        b->used = 0;
+        b->size = size;
+        src->arena = a = b;
+    }
+    void *p = a->data + a->used;
+    a->used += n;
+    return p;
+}
+
+static const char *arena_string(CudaSource *src, CXString s) {
+    const char *c = clang_getCString(s);
+    size_t n = c ? strlen(c) : 0;
+    char *copy = arena_alloc(src, n + 1);
+    if (copy) {
+        if (n) memcpy(copy, c, n);
+        copy[n] = '\0';
+    }
+    clang_disposeString(s);
+    return copy ? copy : "";
+}
+
+static void arena_free(CudaSource *src) {
+    struct CuArena *a = src->arena;
+    while (a) {
+        struct CuArena *next = a->next;
+        free(a);
+        a = next;
+    }
+    src->arena = NULL;
+    src->root = NULL;
+}
+
+/* ---- snapshot ------------------------------------------------------------ */
+
+typedef struct {
+    CudaSource *src;
+    CXFile main_file;
+    CuNode *parent;
+    /* declarations in the main file, for resolving references */
+    CuNode **decls;
+    size_t decl_count, decl_cap;
+} Builder;
+
+static bool offsets_of(Builder *b, CXCursor c, uint32_t *start, uint32_t *end) {
+    CXSourceRange r = clang_getCursorExtent(c);
+    CXSourceLocation a = clang_getRangeStart(r), z = clang_getRangeEnd(r);
+    CXFile fa, fz;
+    unsigned oa, oz;
+    clang_getExpansionLocation(a, &fa, NULL, NULL, &oa);
+    clang_getExpansionLocation(z, &fz, NULL, NULL, &oz);
+    if (!fa || !clang_File_isEqual(fa, b->main_file)) return false;
+    if (!fz || !clang_File_isEqual(fz, b->main_file) || oz < oa) oz = oa;
+    size_t len = b->src->doc->length;
+    *start = oa > len ? (uint32_t)len : oa;
+    *end = oz > len ? (uint32_t)len : oz;
+    return true;
+}
+
+static bool add_child(CudaSource *src, CuNode *parent, CuNode *child) {
+    if (parent->child_count % 8 == 0) {
+        CuNode **grown = arena_alloc(src, (parent->child_count + 8) * sizeof *grown);
+        if (!grown) return false;
+        if (parent->child_count) memcpy(grown, parent->children, parent->child_count * sizeof *grown);
+        parent->children = grown;
+    }
+    parent->children[parent->child_count++] = child;
+    return true;
+}
+
+static enum CXChildVisitResult visit(CXCursor c, CXCursor parent, CXClientData data) {
+    Builder *b = data;
+    enum CXCursorKind kind = clang_getCursorKind(c);
+    /* attributes mark their parent declaration */
+    if (kind == CXCursor_CUDAGlobalAttr || kind == CXCursor_CUDADeviceAttr || kind == CXCursor_CUDAHostAttr ||
+        kind == CXCursor_CUDASharedAttr || kind == CXCursor_CUDAConstantAttr) {
+        unsigned bit = kind == CXCursor_CUDAGlobalAttr   ? CU_ATTR_GLOBAL
+                       : kind == CXCursor_CUDADeviceAttr ? CU_ATTR_DEVICE
+                       : kind == CXCursor_CUDAHostAttr   ? CU_ATTR_HOST
+                       : kind == CXCursor_CUDASharedAttr ? CU_ATTR_SHARED
+                                                         : CU_ATTR_CONSTANT;
+        if (b->parent) b->parent->attrs |= bit;
+        return CXChildVisit_Continue;
+    }
+    uint32_t start, end;
+    if (!offsets_of(b, c, &start, &end)) return CXChildVisit_Continue; /* headers: not ours */
+    CuNode *n = arena_alloc(b->src, sizeof *n);
+    if (!n) return CXChildVisit_Break;
+    memset(n, 0, sizeof *n);
+    n->kind = kind;
+    n->cursor = c;
+    n->start = start;
+    n->end = end;
+    n->parent = b->parent;
+    n->name = arena_string(b->src, clang_getCursorSpelling(c));
+    if (kind == CXCursor_BinaryOperator || kind == CXCursor_CompoundAssignOperator)
+        n->op = (int)clang_getCursorBinaryOperatorKind(c);
+    else if (kind == CXCursor_UnaryOperator)
+        n->op = (int)clang_getCursorUnaryOperatorKind(c);
+    if (kind == CXCursor_DeclRefExpr || kind == CXCursor_MemberRefExpr || kind == CXCursor_CallExpr ||
+        kind == CXCursor_TypeRef) {
+        CXCursor r = clang_getCursorReferenced(c);
+        if (!clang_Cursor_isNull(r)) n->ref_name = arena_string(b->src, clang_getCursorSpelling(r));
+    }
+    if (!n->ref_name) n->ref_name = "";
+    if (b->parent && !add_child(b->src, b->parent, n)) return CXChildVisit_Break;
+    if (clang_isDeclaration(kind)) {
+        if (b->decl_count == b->decl_cap) {
+            size_t cap = b->decl_cap ? b->decl_cap * 2 : 256;
+            CuNode **grown = realloc(b->decls, cap * sizeof *grown);
+            if (!grown) return CXChildVisit_Break;
+            b->decls = grown;
+            b->decl_cap = cap;
+        }
+        b->decls[b->decl_count++] = n;
+    }
+    CuNode *saved = b->parent;
+    b->parent = n;
+    clang_visitChildren(c, visit, b);
+    b->parent = saved;
+    return CXChildVisit_Continue;
+}
+
+static void resolve_refs(Builder *b, CuNode *n) {
+    if (n->kind == CXCursor_DeclRefExpr || n->kind == CXCursor_MemberRefExpr || n->kind == CXCursor_CallExpr) {
+        CXCursor r = clang_getCursorReferenced(n->cursor);
+        if (!clang_Cursor_isNull(r))
+            for (size_t i = 0; i < b->decl_count; i++)
+                if (clang_equalCursors(b->decls[i]->cursor, r)) {
+                    n->ref = b->decls[i];
+                    break;
+                }
+    }
+    for (uint32_t i = 0; i < n->child_count; i++) resolve_refs(b, n->children[i]);
+}
+
+static void note_errors(CudaSource *src) {
+    src->has_errors = false;
+    free(src->first_error_message);
+    src->first_error_message = NULL;
+    unsigned n = clang_getNumDiagnostics(src->tu);
+    CXFile main_file = clang_getFile(src->tu, src->doc->path);
+    for (unsigned i = 0; i < n; i++) {
+        CXDiagnostic d = clang_getDiagnostic(src->tu, i);
+        enum CXDiagnosticSeverity sev = clang_getDiagnosticSeverity(d);
+        if (sev >= CXDiagnostic_Error) {
+            CXFile file;
+            unsigned offset;
+            clang_getExpansionLocation(clang_getDiagnosticLocation(d), &file, NULL, NULL, &offset);
+            /* errors in system headers are not the user's to see */
+            if (file && main_file && clang_File_isEqual(file, main_file) && !src->has_errors) {
+                src->has_errors = true;
+                src->first_error = offset;
+                CXString s = clang_getDiagnosticSpelling(d);
+                src->first_error_message = strdup(clang_getCString(s));
+                clang_disposeString(s);
+            } else if (!file && !src->has_errors) {
+                /* a fatal error with no location (a missing header, bad flags) */
+                src->has_errors = true;
+                src->first_error = 0;
+                CXString s = clang_getDiagnosticSpelling(d);
+                src->first_error_message = strdup(clang_getCString(s));
+                clang_disposeString(s);
+            }
+        }
+        clang_disposeDiagnostic(d);
+    }
+}
+
+static bool snapshot(CudaSource *src) {
+    arena_free(src);
+    Builder b = {.src = src};
+    b.main_file = clang_getFile(src->tu, src->doc->path);
+    CuNode *root = arena_alloc(src, sizeof *root);
+    if (!root || !b.main_file) return false;
+    memset(root, 0, sizeof *root);
+    root->kind = CXCursor_TranslationUnit;
+    root->cursor = clang_getTranslationUnitCursor(src->tu);
+    root->end = (uint32_t)src->doc->length;
+    root->name = root->ref_name = "";
+    b.parent = root;
+    clang_visitChildren(root->cursor, visit, &b);
+    resolve_refs(&b, root);
+    free(b.decls);
+    src->root = root;
+    note_errors(src);
+    return true;
+}
+
+/* ---- parsing ----------------------------------------------------------------- */
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static const char *error_text(enum CXErrorCode e) {
+    switch (e) {
+    case CXError_Failure: return "libclang failed to parse the file";
+    case CXError_Crashed: return "libclang crashed while parsing the file";
+    case CXError_InvalidArguments: return "libclang rejected the arguments";
+    case CXError_ASTReadError: return "libclang could not read its AST (a clang older than 19?)";
+    default: return "unknown libclang error";
+    }
+}
+
+CudaSource *cuda_source_new(const Document *doc, const CudaFlagOptions *options, char **error) {
+    CudaSource *src = calloc(1, sizeof *src);
+    if (!src) return NULL;
+    src->doc = doc;
+    const char *path = doc->path ? doc->path : "unsaved.cu";
+    cuda_flags_for_file(path, options, &src->flags);
+    src->index = clang_createIndex(0, 0);
+    struct CXUnsavedFile unsaved = {path, doc->text, (unsigned long)doc->length};
+    unsigned opts = CXTranslationUnit_PrecompiledPreamble | CXTranslationUnit_CreatePreambleOnFirstParse |
+                    CXTranslationUnit_KeepGoing | CXTranslationUnit_DetailedPreprocessingRecord * 0;
+    double t0 = now();
+    enum CXErrorCode e = clang_parseTranslationUnit2(src->index, path, (const char *const *)src->flags.args,
+                                                     (int)src->flags.count, &unsaved, 1, opts, &src->tu);
+    src->parse_seconds = now() - t0;
+    if (e != CXError_Success || !src->tu) {
+        *error = format_string("%s", error_text(e));
+        cuda_source_free(src);
+        return NULL;
+    }
+    if (!snapshot(src)) {
+        *error = format_string("cannot read the parsed file (out of memory?)");
+        cuda_source_free(src);
+        return NULL;
+    }
+    return src;
+}
+
+bool cuda_source_reparse(CudaSource *src, const Document *doc, char **error) {
+    src->doc = doc;
+    const char *path = doc->path ? doc->path : "unsaved.cu";
+    struct CXUnsavedFile unsaved = {path, doc->text, (unsigned long)doc->length};
+    arena_free(src); /* the cursors die with the reparse */
+    double t0 = now();
+    int rc = clang_reparseTranslationUnit(src->tu, 1, &unsaved, clang_defaultReparseOptions(src->tu));
+    src->parse_seconds = now() - t0;
+    if (rc != 0) {
+        *error = format_string("libclang failed to reparse the file (error %d)", rc);
+        return false;
+    }
+    if (!snapshot(src)) {
+        *error = format_string("cannot read the parsed file (out of memory?)");
+        return false;
+    }
+    return true;
+}
+
+void cuda_source_free(CudaSource *src) {
+    if (!src) return;
+    arena_free(src);
+    if (src->tu) clang_disposeTranslationUnit(src->tu);
+    if (src->index) clang_disposeIndex(src->index);
+    cuda_flags_free(&src->flags);
+    free(src->first_error_message);
+    free(src);
+}
+
+const char *cu_text(const CudaSource *src, const CuNode *n) { return src->doc->text + n->start; }
+size_t cu_text_len(const CuNode *n) { return n->end - n->start; }
+bool cu_text_eq(const CudaSource *src, const CuNode *n, const char *text) {
+    size_t len = cu_text_len(n);
+    return strlen(text) == len && memcmp(cu_text(src, n), text, len) == 0;
+}
+
+static void walk(CuNode *n, CuVisitor visit, void *data, int depth) {
+    if (depth > 2000 || !visit(n, data)) return;
+    for (uint32_t i = 0; i < n->child_count; i++) walk(n->children[i], visit, data, depth + 1);
+}
+
+void cu_walk(CuNode *root, CuVisitor visit, void *data) {
+    if (root) walk(root, visit, data, 0);
+}
