@@ -116,6 +116,7 @@ static enum CXChildVisitResult visit(CXCursor c, CXCursor parent, CXClientData d
     n->end = end;
     n->parent = b->parent;
     n->name = arena_string(b->src, clang_getCursorSpelling(c));
+    n->last_char = end > start ? b->src->doc->text[end - 1] : 0;
     if (kind == CXCursor_BinaryOperator || kind == CXCursor_CompoundAssignOperator)
         n->op = (int)clang_getCursorBinaryOperatorKind(c);
     else if (kind == CXCursor_UnaryOperator)

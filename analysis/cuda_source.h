@@ -29,6 +29,7 @@ struct CuNode {
     const char *name;  /* cursor spelling ("" when none) */
     int op;            /* CXBinaryOperatorKind or CXUnaryOperatorKind, 0 when not an operator */
     unsigned attrs;
+    char last_char;    /* the last character of the node's text (member names libclang leaves blank) */
     const char *ref_name; /* the referenced declaration's name (DeclRefExpr, CallExpr, MemberRefExpr) */
     CuNode *ref;       /* that declaration, when it is in the main file */
     CuNode *parent;

@@ -35,6 +35,7 @@ int cli_main(int argc, char **argv) {
     if (strcmp(cmd, "rules") == 0) return cli_rules(argc - 1, argv + 1);
     if (strcmp(cmd, "rule") == 0) return cli_rule(argc - 1, argv + 1);
     if (strcmp(cmd, "server") == 0) return cli_server(argc - 1, argv + 1);
+    if (strcmp(cmd, "debug-ast") == 0) return cli_debug_ast(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("advise %s\n", ADVISE_VERSION);
         return EXIT_CLEAN;

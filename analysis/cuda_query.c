@@ -1,0 +1,238 @@
+#include "cuda_query.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+CuNode *cu_strip(CuNode *n) {
+    for (int i = 0; n && i < 32; i++) {
+        if ((n->kind == CXCursor_UnexposedExpr || n->kind == CXCursor_ParenExpr) && n->child_count == 1)
+            n = n->children[0];
+        else if ((n->kind == CXCursor_CStyleCastExpr || n->kind == CXCursor_CXXFunctionalCastExpr ||
+                  n->kind == CXCursor_CXXStaticCastExpr) &&
+                 n->child_count >= 1)
+            n = n->children[n->child_count - 1];
+        else
+            break;
+    }
+    return n;
+}
+
+CuNode *cu_child(const CuNode *n, uint32_t i) { return n && i < n->child_count ? cu_strip(n->children[i]) : NULL; }
+
+bool cu_is_kernel(const CuNode *fn) {
+    return fn && (fn->kind == CXCursor_FunctionDecl || fn->kind == CXCursor_FunctionTemplate) &&
+           (fn->attrs & CU_ATTR_GLOBAL);
+}
+
+bool cu_is_device_code(const CuNode *fn) {
+    return fn && (fn->kind == CXCursor_FunctionDecl || fn->kind == CXCursor_FunctionTemplate ||
+                  fn->kind == CXCursor_CXXMethod) &&
+           (fn->attrs & (CU_ATTR_GLOBAL | CU_ATTR_DEVICE));
+}
+
+CuNode *cu_function_of(const CuNode *n) {
+    for (CuNode *p = n ? n->parent : NULL; p; p = p->parent)
+        if (p->kind == CXCursor_FunctionDecl || p->kind == CXCursor_FunctionTemplate ||
+            p->kind == CXCursor_CXXMethod || p->kind == CXCursor_Constructor || p->kind == CXCursor_LambdaExpr)
+            return p;
+    return NULL;
+}
+
+CuNode *cu_loop_of(const CuNode *n, const CuNode *stop) {
+    const CuNode *child = n;
+    for (CuNode *p = n ? n->parent : NULL; p && p != stop; child = p, p = p->parent) {
+        if (p->kind == CXCursor_FunctionDecl || p->kind == CXCursor_LambdaExpr || p->kind == CXCursor_CXXMethod)
+            return NULL;
+        if (p->kind == CXCursor_ForStmt || p->kind == CXCursor_WhileStmt || p->kind == CXCursor_DoStmt ||
+            p->kind == CXCursor_CXXForRangeStmt) {
+            /* the init statement of a for loop runs once */
+            if (p->kind == CXCursor_ForStmt && p->child_count > 0 && p->children[0] == child &&
+                child->kind == CXCursor_DeclStmt)
+                continue;
+            return p;
+        }
+    }
+    return NULL;
+}
+
+CuNode *cu_statement_of(const CuNode *n) {
+    const CuNode *child = n;
+    for (CuNode *p = n ? n->parent : NULL; p; child = p, p = p->parent) {
+        if (p->kind == CXCursor_CompoundStmt) return (CuNode *)child;
+        if ((p->kind == CXCursor_ForStmt || p->kind == CXCursor_WhileStmt || p->kind == CXCursor_IfStmt ||
+             p->kind == CXCursor_DoStmt) &&
+            child == p->children[p->child_count - 1] && child->kind != CXCursor_CompoundStmt)
+            return (CuNode *)child;
+    }
+    return NULL;
+}
+
+const char *cu_callee(const CuNode *call) {
+    if (!call || call->kind != CXCursor_CallExpr) return "";
+    if (call->ref_name && *call->ref_name) return call->ref_name;
+    return call->name ? call->name : "";
+}
+
+static bool is_push_config(const CuNode *n) {
+    return n && n->kind == CXCursor_CallExpr && strcmp(cu_callee(n), "__cudaPushCallConfiguration") == 0;
+}
+
+CuNode **cu_call_args(const CuNode *call, uint32_t *n) {
+    /* children: the callee (it starts where the call starts), a launch's
+     * <<<...>>> configuration, then the arguments as written (default
+     * arguments do not appear) */
+    *n = 0;
+    if (!call || call->kind != CXCursor_CallExpr || call->child_count == 0) return NULL;
+    uint32_t skip = 0;
+    if (call->children[0]->start == call->start && call->children[0]->end < call->end) skip = 1;
+    if (skip < call->child_count && is_push_config(cu_strip(call->children[skip]))) skip++;
+    *n = call->child_count - skip;
+    return *n ? call->children + skip : NULL;
+}
+
+bool cu_launch(const CuNode *n, CuLaunch *out) {
+    if (!n || n->kind != CXCursor_CallExpr) return false;
+    CuNode *config = NULL;
+    for (uint32_t i = 0; i < n->child_count; i++) {
+        CuNode *c = n->children[i];
+        if (is_push_config(cu_strip(c))) {
+            config = cu_strip(c);
+            break;
+        }
+    }
+    if (!config) return false;
+    memset(out, 0, sizeof *out);
+    out->call = (CuNode *)n;
+    out->kernel = cu_callee(n);
+    /* the kernel declaration when defined in this file */
+    for (uint32_t i = 0; i < n->child_count; i++) {
+        CuNode *c = cu_strip(n->children[i]);
+        if (c && c->kind == CXCursor_DeclRefExpr && c->ref && cu_is_kernel(c->ref)) out->kernel_decl = c->ref;
+    }
+    if (!out->kernel_decl) {
+        CXCursor r = clang_getCursorReferenced(n->cursor);
+        (void)r;
+    }
+    uint32_t nc;
+    CuNode **cargs = cu_call_args(config, &nc);
+    if (nc > 0) out->grid = cargs[0];
+    if (nc > 1) out->block = cargs[1];
+    if (nc > 2) out->shared_bytes = cargs[2];
+    if (nc > 3) out->stream = cargs[3];
+    out->args = cu_call_args(n, &out->arg_count);
+    return true;
+}
+
+bool cu_is_builtin_member(const CuNode *n, const char *var, char axis) {
+    n = cu_strip((CuNode *)n);
+    if (!n || n->kind != CXCursor_MemberRefExpr || n->child_count < 1) return false;
+    const CuNode *base = cu_strip(n->children[0]);
+    if (!base || base->kind != CXCursor_DeclRefExpr || strcmp(base->name, var) != 0) return false;
+    /* libclang gives these members no spelling: read the text after the dot */
+    char got = n->last_char;
+    return (got == 'x' || got == 'y' || got == 'z') && (axis == 0 || axis == got);
+}
+
+typedef struct {
+    const CudaSource *src;
+    const char *var; /* "threadIdx", or NULL for threadIdx and blockIdx */
+    char axis;
+    const CuNode *fn;
+    int depth;
+    bool found;
+} Taint;
+
+static bool expr_tainted(Taint *t, const CuNode *n);
+
+/* a local variable of the function is derived from the thread index */
+static bool variable_tainted(Taint *t, const CuNode *decl) {
+    if (t->depth > 8 || !decl || decl->kind != CXCursor_VarDecl) return false;
+    if (cu_function_of(decl) != t->fn) return false;
+    t->depth++;
+    bool yes = false;
+    /* its initialiser */
+    for (uint32_t i = 0; i < decl->child_count && !yes; i++)
+        if (decl->children[i]->kind != CXCursor_TypeRef) yes = expr_tainted(t, decl->children[i]);
+    /* or any assignment to it in the function */
+    if (!yes && t->fn) {
+        CuNode *stack[4096];
+        int sp = 0;
+        stack[sp++] = (CuNode *)t->fn;
+        while (sp > 0 && !yes) {
+            CuNode *n = stack[--sp];
+            if ((n->kind == CXCursor_BinaryOperator || n->kind == CXCursor_CompoundAssignOperator) &&
+                n->child_count == 2) {
+                CuNode *lhs = cu_strip(n->children[0]);
+                if (lhs && lhs->kind == CXCursor_DeclRefExpr && lhs->ref == decl &&
+                    (n->kind == CXCursor_CompoundAssignOperator || n->op == CXBinaryOperator_Assign))
+                    yes = expr_tainted(t, n->children[1]);
+            }
+            for (uint32_t i = 0; i < n->child_count && sp < 4096; i++) stack[sp++] = n->children[i];
+        }
+    }
+    t->depth--;
+    return yes;
+}
+
+static bool expr_tainted(Taint *t, const CuNode *n) {
+    if (!n) return false;
+    if (t->var ? cu_is_builtin_member(n, t->var, t->axis)
+               : (cu_is_builtin_member(n, "threadIdx", 0) || cu_is_builtin_member(n, "blockIdx", 0)))
+        return true;
+    if (n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl)
+        return variable_tainted(t, n->ref);
+    for (uint32_t i = 0; i < n->child_count; i++)
+        if (expr_tainted(t, n->children[i])) return true;
+    return false;
+}
+
+bool cu_depends_on_thread(const CudaSource *src, const CuNode *expr, char axis) {
+    Taint t = {src, "threadIdx", axis, cu_function_of(expr), 0, false};
+    return expr_tainted(&t, expr);
+}
+
+bool cu_depends_on_thread_or_block(const CudaSource *src, const CuNode *expr) {
+    Taint t = {src, NULL, 0, cu_function_of(expr), 0, false};
+    return expr_tainted(&t, expr);
+}
+
+bool cu_int_value(const CuNode *n, long long *value) {
+    if (!n) return false;
+    CXEvalResult r = clang_Cursor_Evaluate(n->cursor);
+    if (!r) return false;
+    bool ok = clang_EvalResult_getKind(r) == CXEval_Int;
+    if (ok) *value = clang_EvalResult_getAsLongLong(r);
+    clang_EvalResult_dispose(r);
+    return ok;
+}
+
+long long cu_type_size(const CuNode *n) {
+    if (!n) return -1;
+    CXType t = clang_getCursorType(n->cursor);
+    long long s = clang_Type_getSizeOf(t);
+    return s < 0 ? -1 : s;
+}
+
+char *cu_type_spelling(const CuNode *n) {
+    CXString s = clang_getTypeSpelling(clang_getCursorType(n->cursor));
+    char *copy = strdup(clang_getCString(s));
+    clang_disposeString(s);
+    return copy;
+}
+
+size_t cu_line_indent(const CudaSource *src, size_t offset, char *buf, size_t size) {
+    const Document *doc = src->doc;
+    size_t line = document_line_of(doc, offset);
+    size_t i = doc->line_starts[line], n = 0;
+    while (i < doc->length && (doc->text[i] == ' ' || doc->text[i] == '\t') && n + 1 < size) buf[n++] = doc->text[i++];
+    if (size) buf[n] = '\0';
+    return n;
+}
+
+bool cu_starts_line(const CudaSource *src, const CuNode *n) {
+    const Document *doc = src->doc;
+    size_t line = document_line_of(doc, n->start);
+    for (size_t i = doc->line_starts[line]; i < n->start; i++)
+        if (doc->text[i] != ' ' && doc->text[i] != '\t') return false;
+    return true;
+}

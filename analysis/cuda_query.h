@@ -1,0 +1,58 @@
+/* Questions CUDA rules ask of the snapshot AST (cuda_source.h): kernels,
+ * launches, thread-index dependence, loops, constants, statements. */
+#ifndef ADVISE_CUDA_QUERY_H
+#define ADVISE_CUDA_QUERY_H
+
+#include "cuda_source.h"
+
+/* Skips the wrappers libclang shows around expressions: implicit casts
+ * (UnexposedExpr), parentheses, and C++ functional casts with one child. */
+CuNode *cu_strip(CuNode *n);
+/* The i-th child after stripping, or NULL. */
+CuNode *cu_child(const CuNode *n, uint32_t i);
+
+bool cu_is_kernel(const CuNode *fn);                 /* a __global__ function definition */
+bool cu_is_device_code(const CuNode *fn);            /* __global__ or __device__ */
+CuNode *cu_function_of(const CuNode *n);             /* the enclosing function (decl), or NULL */
+CuNode *cu_loop_of(const CuNode *n, const CuNode *stop); /* the nearest for/while/do below stop */
+/* The statement holding n: the child of a compound statement (or of a
+ * loop/if body without braces). */
+CuNode *cu_statement_of(const CuNode *n);
+/* The function called by a CallExpr ("" when unknown). */
+const char *cu_callee(const CuNode *call);
+/* The arguments of a CallExpr (its children after the callee), count in *n. */
+CuNode **cu_call_args(const CuNode *call, uint32_t *n);
+
+/* A kernel launch `k<<<grid, block, shmem, stream>>>(args)`. */
+typedef struct {
+    CuNode *call;      /* the launch expression */
+    const char *kernel;/* the kernel's name */
+    CuNode *kernel_decl; /* its definition when it is in this file */
+    CuNode *grid, *block, *shared_bytes, *stream; /* NULL when not given */
+    CuNode **args;
+    uint32_t arg_count;
+} CuLaunch;
+bool cu_launch(const CuNode *n, CuLaunch *out);
+
+/* threadIdx.x (axis 'x', 'y' or 'z'; 0 for any axis) appears in the
+ * expression, directly or through local variables initialised or assigned
+ * from it inside the same function. */
+bool cu_depends_on_thread(const CudaSource *src, const CuNode *expr, char axis);
+/* ...on threadIdx, blockIdx or a variable derived from them */
+bool cu_depends_on_thread_or_block(const CudaSource *src, const CuNode *expr);
+/* The builtin variable and axis of `threadIdx.x`-like member expressions. */
+bool cu_is_builtin_member(const CuNode *n, const char *var, char axis);
+
+/* The constant integer value of an expression, when clang can evaluate it. */
+bool cu_int_value(const CuNode *n, long long *value);
+/* sizeof the type of a declaration or expression, -1 when unknown. */
+long long cu_type_size(const CuNode *n);
+/* The spelling of the type of a declaration or expression (heap string). */
+char *cu_type_spelling(const CuNode *n);
+
+/* Leading whitespace of the line holding offset. */
+size_t cu_line_indent(const CudaSource *src, size_t offset, char *buf, size_t size);
+/* Only whitespace before the node on its line. */
+bool cu_starts_line(const CudaSource *src, const CuNode *n);
+
+#endif
