@@ -190,9 +190,43 @@ static void add_arch(CudaFlags *out, const char *arch) {
     out->gpu_arch = strdup(buf);
 }
 
+/* `-gencode arch=compute_80,code=sm_80`: the architecture is the only part clang wants */
+static void add_gencode_arch(CudaFlags *out, const char *value) {
+    const char *arch = strstr(value, "arch=");
+    if (!arch) return;
+    arch += 5;
+    char buf[64];
+    size_t n = strcspn(arch, ",]");
+    if (n == 0 || n >= sizeof buf) return;
+    memcpy(buf, arch, n);
+    buf[n] = '\0';
+    add_arch(out, buf);
+}
+
+/* -O levels clang understands (they set __OPTIMIZE__); nvcc's -Ofc and
+ * friends would be an "invalid value" error */
+static bool is_clang_opt_level(const char *a) {
+    return strcmp(a, "-O") == 0 || strcmp(a, "-O0") == 0 || strcmp(a, "-O1") == 0 || strcmp(a, "-O2") == 0 ||
+           strcmp(a, "-O3") == 0 || strcmp(a, "-Os") == 0 || strcmp(a, "-Oz") == 0 || strcmp(a, "-Og") == 0 ||
+           strcmp(a, "-Ofast") == 0;
+}
+
 void cuda_flags_translate(const char *const *in, size_t n, CudaFlags *out) {
     for (size_t i = 0; i < n; i++) {
         const char *a = in[i];
+        if (strcmp(a, "-gencode") == 0 || strcmp(a, "--generate-code") == 0) {
+            if (i + 1 < n) add_gencode_arch(out, in[++i]);
+            continue;
+        }
+        if (starts(a, "-gencode=") || starts(a, "--generate-code=")) {
+            add_gencode_arch(out, strchr(a, '=') + 1);
+            continue;
+        }
+        /* nvcc options that look like host flags clang would keep: CMake's
+         * -forward-unknown-to-host-compiler, -fdevice-*, -gen-opt-lto, -Ofc */
+        if (starts(a, "-forward-") || starts(a, "-fdevice-") || (starts(a, "-O") && !is_clang_opt_level(a)) ||
+            starts(a, "-g"))
+            continue; /* -g changes nothing in a parse */
         if (in_list(a, nvcc_dropped_with_value)) {
             i++;
             continue;
@@ -218,7 +252,7 @@ void cuda_flags_translate(const char *const *in, size_t n, CudaFlags *out) {
             add_arch(out, strchr(a, '=') + 1);
             continue;
         }
-        if (starts(a, "-gencode=") || starts(a, "--generate-code=") || starts(a, "-code=") ||
+        if (starts(a, "-code=") ||
             starts(a, "--gpu-code=") || starts(a, "--options-file=") || starts(a, "-Xptxas=") || starts(a, "-o") ||
             starts(a, "-ccbin=") || starts(a, "--compiler-bindir=") || starts(a, "-maxrregcount=") ||
             starts(a, "--maxrregcount=") || starts(a, "--expt-") || starts(a, "-MF") || starts(a, "-MT") ||
@@ -255,8 +289,7 @@ void cuda_flags_translate(const char *const *in, size_t n, CudaFlags *out) {
             continue;
         }
         if (starts(a, "-I") || starts(a, "-D") || starts(a, "-U") || starts(a, "-isystem") || starts(a, "-std=") ||
-            starts(a, "--std=") || starts(a, "-f") || starts(a, "-m") || starts(a, "-O") || starts(a, "-g") ||
-            starts(a, "-iquote") || starts(a, "-include")) {
+            starts(a, "--std=") || starts(a, "-f") || starts(a, "-m") || starts(a, "-O") || starts(a, "-iquote") || starts(a, "-include")) {
             if (starts(a, "--std=")) {
                 char buf[64];
                 snprintf(buf, sizeof buf, "-std=%s", a + 6);
@@ -305,9 +338,77 @@ static void add_defaults(CudaFlags *out) {
     }
 }
 
+/* `dir/path` for a relative path, else NULL */
+static char *resolved(const char *dir, const char *path) {
+    if (!dir || !*dir || !*path || path[0] == '/') return NULL;
+    return format_string("%s/%s", dir, path);
+}
+
+static void replace_arg(CudaFlags *f, size_t i, char *value) {
+    if (!value) return;
+    free(f->args[i]);
+    f->args[i] = value;
+}
+
+/* Relative include folders and files in a database entry are relative to its
+ * "directory", where the compiler ran, not to our working directory. */
+static void resolve_paths(CudaFlags *f, size_t from, const char *dir) {
+    static const char *const with_path[] = {"-I", "-isystem", "-iquote", "-idirafter", "-include", "-imacros", NULL};
+    for (size_t i = from; i < f->count; i++) {
+        const char *a = f->args[i];
+        if (in_list(a, with_path)) {
+            if (i + 1 < f->count) {
+                replace_arg(f, i + 1, resolved(dir, f->args[i + 1]));
+                i++;
+            }
+            continue;
+        }
+        for (size_t k = 0; with_path[k]; k++) {
+            size_t n = strlen(with_path[k]);
+            if (strncmp(a, with_path[k], n) == 0 && a[n]) {
+                char *path = resolved(dir, a + n);
+                if (path) {
+                    replace_arg(f, i, format_string("%s%s", with_path[k], path));
+                    free(path);
+                }
+                break;
+            }
+        }
+    }
+    if (f->cuda_path) {
+        char *path = resolved(dir, f->cuda_path);
+        if (path) {
+            free(f->cuda_path);
+            f->cuda_path = path;
+        }
+    }
+}
+
+/* The toolkit of the entry's compiler when it is nvcc named with a folder
+ * (`/opt/cuda-12.4/bin/nvcc`): heap path or NULL. */
+static char *toolkit_of_compiler(const char *compiler, const char *dir) {
+    const char *base = strrchr(compiler, '/');
+    if (!base || strcmp(base + 1, "nvcc") != 0) return NULL;
+    char *path = compiler[0] == '/' ? strdup(compiler) : resolved(dir, compiler);
+    if (!path) return NULL;
+    for (int up = 0; up < 2; up++) { /* .../bin/nvcc -> ... */
+        char *slash = strrchr(path, '/');
+        if (!slash || slash == path) {
+            free(path);
+            return NULL;
+        }
+        *slash = '\0';
+    }
+    char *found = NULL;
+    char probe[PATH_MAX];
+    snprintf(probe, sizeof probe, "%s/include/cuda_runtime.h", path);
+    if (is_file(probe)) found = path;
+    else free(path);
+    return found;
+}
+
 bool cuda_flags_for_file(const char *path, const CudaFlagOptions *options, CudaFlags *out) {
     memset(out, 0, sizeof *out);
-    if (options && options->cuda_path) out->cuda_path = strdup(options->cuda_path);
     char *dir = strdup(path);
     char *slash = dir ? strrchr(dir, '/') : NULL;
     if (slash) *slash = '\0';
@@ -328,14 +429,17 @@ bool cuda_flags_for_file(const char *path, const CudaFlagOptions *options, CudaF
                     strings[i] = clang_CompileCommand_getArg(cmd, i);
                     argv[i] = clang_getCString(strings[i]);
                 }
-                /* skip the compiler itself; the input file is dropped as a non-flag */
-                if (argv && strings && argc > 1) cuda_flags_translate(argv + 1, argc - 1, out);
-                for (unsigned i = 0; strings && i < argc; i++) clang_disposeString(strings[i]);
-                free(strings);
-                free(argv);
                 CXString d = clang_CompileCommand_getDirectory(cmd);
                 out->directory = strdup(clang_getCString(d));
                 clang_disposeString(d);
+                /* skip the compiler itself; the input file is dropped as a non-flag */
+                if (argv && strings && argc > 1) cuda_flags_translate(argv + 1, argc - 1, out);
+                resolve_paths(out, 0, out->directory);
+                if (!out->cuda_path && argv && argc > 0 && argv[0])
+                    out->cuda_path = toolkit_of_compiler(argv[0], out->directory);
+                for (unsigned i = 0; strings && i < argc; i++) clang_disposeString(strings[i]);
+                free(strings);
+                free(argv);
                 out->database = format_string("%s/compile_commands.json", db_dir);
             }
             if (cmds) clang_CompileCommands_dispose(cmds);
@@ -344,9 +448,14 @@ bool cuda_flags_for_file(const char *path, const CudaFlagOptions *options, CudaF
         }
         free(db_dir);
     }
+    /* configured settings win over the database */
     if (options && options->gpu_arch) {
         free(out->gpu_arch);
         out->gpu_arch = strdup(options->gpu_arch);
+    }
+    if (options && options->cuda_path) {
+        free(out->cuda_path);
+        out->cuda_path = strdup(options->cuda_path);
     }
     if (!out->directory) out->directory = dir ? strdup(dir) : NULL;
     free(dir);

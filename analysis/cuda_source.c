@@ -158,34 +158,71 @@ static void resolve_refs(Builder *b, CuNode *n) {
     for (uint32_t i = 0; i < n->child_count; i++) resolve_refs(b, n->children[i]);
 }
 
+/* the name the main file is parsed under */
+static const char *main_path(const Document *doc) { return doc->path ? doc->path : "unsaved.cu"; }
+
+typedef struct {
+    CXFile header, main_file;
+    bool found;
+    unsigned offset; /* of the #include in the main file that brings the header in */
+} IncludeSearch;
+
+static void find_include(CXFile included, CXSourceLocation *stack, unsigned depth, CXClientData data) {
+    IncludeSearch *s = data;
+    if (s->found || depth == 0 || !clang_File_isEqual(included, s->header)) return;
+    CXFile file;
+    unsigned offset;
+    clang_getExpansionLocation(stack[depth - 1], &file, NULL, NULL, &offset);
+    if (file && clang_File_isEqual(file, s->main_file)) {
+        s->found = true;
+        s->offset = offset;
+    }
+}
+
 static void note_errors(CudaSource *src) {
     src->has_errors = false;
     free(src->first_error_message);
     src->first_error_message = NULL;
     unsigned n = clang_getNumDiagnostics(src->tu);
-    CXFile main_file = clang_getFile(src->tu, src->doc->path);
-    for (unsigned i = 0; i < n; i++) {
+    CXFile main_file = clang_getFile(src->tu, main_path(src->doc));
+    for (unsigned i = 0; i < n && !src->has_errors; i++) {
         CXDiagnostic d = clang_getDiagnostic(src->tu, i);
         enum CXDiagnosticSeverity sev = clang_getDiagnosticSeverity(d);
         if (sev >= CXDiagnostic_Error) {
+            CXSourceLocation loc = clang_getDiagnosticLocation(d);
             CXFile file;
-            unsigned offset;
-            clang_getExpansionLocation(clang_getDiagnosticLocation(d), &file, NULL, NULL, &offset);
-            /* errors in system headers are not the user's to see */
-            if (file && main_file && clang_File_isEqual(file, main_file) && !src->has_errors) {
+            unsigned offset, line;
+            clang_getExpansionLocation(loc, &file, &line, NULL, &offset);
+            CXString s = clang_getDiagnosticSpelling(d);
+            if (file && main_file && clang_File_isEqual(file, main_file)) {
                 src->has_errors = true;
                 src->first_error = offset;
-                CXString s = clang_getDiagnosticSpelling(d);
                 src->first_error_message = strdup(clang_getCString(s));
-                clang_disposeString(s);
-            } else if (!file && !src->has_errors) {
-                /* a fatal error with no location (a missing header, bad flags) */
+            } else if (!file) {
+                /* a fatal error with no location (bad flags) */
                 src->has_errors = true;
                 src->first_error = 0;
-                CXString s = clang_getDiagnosticSpelling(d);
                 src->first_error_message = strdup(clang_getCString(s));
-                clang_disposeString(s);
+            } else if (main_file && !clang_Location_isInSystemHeader(loc)) {
+                /* errors in system headers are not the user's to see; errors in
+                 * the project's own headers show at the #include, as clangd
+                 * shows them */
+                IncludeSearch search = {file, main_file, false, 0};
+                clang_getInclusions(src->tu, find_include, &search);
+                if (search.found) {
+                    /* clang points at the file name: start at the directive */
+                    const Document *doc = src->doc;
+                    size_t at = doc->line_starts[document_line_of(doc, search.offset)];
+                    while (at < search.offset && (doc->text[at] == ' ' || doc->text[at] == '\t')) at++;
+                    CXString name = clang_getFileName(file);
+                    src->has_errors = true;
+                    src->first_error = at;
+                    src->first_error_message =
+                        format_string("in included file %s:%u: %s", clang_getCString(name), line, clang_getCString(s));
+                    clang_disposeString(name);
+                }
             }
+            clang_disposeString(s);
         }
         clang_disposeDiagnostic(d);
     }
@@ -194,7 +231,7 @@ static void note_errors(CudaSource *src) {
 static bool snapshot(CudaSource *src) {
     arena_free(src);
     Builder b = {.src = src};
-    b.main_file = clang_getFile(src->tu, src->doc->path);
+    b.main_file = clang_getFile(src->tu, main_path(src->doc));
     CuNode *root = arena_alloc(src, sizeof *root);
     if (!root || !b.main_file) return false;
     memset(root, 0, sizeof *root);
@@ -229,21 +266,31 @@ static const char *error_text(enum CXErrorCode e) {
     }
 }
 
-CudaSource *cuda_source_new(const Document *doc, const CudaFlagOptions *options, char **error) {
-    CudaSource *src = calloc(1, sizeof *src);
-    if (!src) return NULL;
-    src->doc = doc;
-    const char *path = doc->path ? doc->path : "unsaved.cu";
-    cuda_flags_for_file(path, options, &src->flags);
-    src->index = clang_createIndex(0, 0);
+/* a fresh parse of doc into src->tu */
+static enum CXErrorCode parse_tu(CudaSource *src, const Document *doc) {
+    const char *path = main_path(doc);
     struct CXUnsavedFile unsaved = {path, doc->text, (unsigned long)doc->length};
     unsigned opts = CXTranslationUnit_PrecompiledPreamble | CXTranslationUnit_CreatePreambleOnFirstParse |
-                    CXTranslationUnit_KeepGoing | CXTranslationUnit_DetailedPreprocessingRecord * 0;
+                    CXTranslationUnit_KeepGoing;
     double t0 = now();
     enum CXErrorCode e = clang_parseTranslationUnit2(src->index, path, (const char *const *)src->flags.args,
                                                      (int)src->flags.count, &unsaved, 1, opts, &src->tu);
     src->parse_seconds = now() - t0;
-    if (e != CXError_Success || !src->tu) {
+    if (e != CXError_Success && src->tu) {
+        clang_disposeTranslationUnit(src->tu);
+        src->tu = NULL;
+    }
+    return src->tu ? e : (e == CXError_Success ? CXError_Failure : e);
+}
+
+CudaSource *cuda_source_new(const Document *doc, const CudaFlagOptions *options, char **error) {
+    CudaSource *src = calloc(1, sizeof *src);
+    if (!src) return NULL;
+    src->doc = doc;
+    cuda_flags_for_file(main_path(doc), options, &src->flags);
+    src->index = clang_createIndex(0, 0);
+    enum CXErrorCode e = parse_tu(src, doc);
+    if (e != CXError_Success) {
         *error = format_string("%s", error_text(e));
         cuda_source_free(src);
         return NULL;
@@ -258,15 +305,26 @@ CudaSource *cuda_source_new(const Document *doc, const CudaFlagOptions *options,
 
 bool cuda_source_reparse(CudaSource *src, const Document *doc, char **error) {
     src->doc = doc;
-    const char *path = doc->path ? doc->path : "unsaved.cu";
-    struct CXUnsavedFile unsaved = {path, doc->text, (unsigned long)doc->length};
     arena_free(src); /* the cursors die with the reparse */
-    double t0 = now();
-    int rc = clang_reparseTranslationUnit(src->tu, 1, &unsaved, clang_defaultReparseOptions(src->tu));
-    src->parse_seconds = now() - t0;
-    if (rc != 0) {
-        *error = format_string("libclang failed to reparse the file (error %d)", rc);
-        return false;
+    if (!src->tu) { /* an earlier reparse failed: start again */
+        enum CXErrorCode e = parse_tu(src, doc);
+        if (e != CXError_Success) {
+            *error = format_string("%s", error_text(e));
+            return false;
+        }
+    } else {
+        const char *path = main_path(doc);
+        struct CXUnsavedFile unsaved = {path, doc->text, (unsigned long)doc->length};
+        double t0 = now();
+        int rc = clang_reparseTranslationUnit(src->tu, 1, &unsaved, clang_defaultReparseOptions(src->tu));
+        src->parse_seconds = now() - t0;
+        if (rc != 0) {
+            /* libclang: after a failed reparse the only safe call is dispose */
+            clang_disposeTranslationUnit(src->tu);
+            src->tu = NULL;
+            *error = format_string("libclang failed to reparse the file (error %d)", rc);
+            return false;
+        }
     }
     if (!snapshot(src)) {
         *error = format_string("cannot read the parsed file (out of memory?)");

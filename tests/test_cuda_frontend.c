@@ -1,0 +1,967 @@
+/* The CUDA front end (analysis/cuda_flags.c, analysis/cuda_source.c):
+ * compile_commands.json discovery as clangd does it, nvcc flag translation,
+ * defaults without a database, finding the toolkit, unsaved buffers,
+ * reparsing, broken files, diagnostics in headers, and the launch and
+ * thread-index queries the rules build on. */
+#define _GNU_SOURCE /* vasprintf */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../analysis/cuda_query.h"
+
+/* ---- helpers ----------------------------------------------------------------- */
+
+/* Paths live until the test process ends. */
+static char *kept[256];
+static size_t kept_count;
+
+static char *keep(char *p) {
+    if (kept_count < sizeof kept / sizeof *kept) kept[kept_count++] = p;
+    return p;
+}
+
+static char *fmt(const char *f, ...) {
+    va_list ap;
+    va_start(ap, f);
+    char *s = NULL;
+    cr_assert(vasprintf(&s, f, ap) >= 0);
+    va_end(ap);
+    return keep(s);
+}
+
+/* a fresh folder under /tmp, resolved (the front end compares real paths) */
+static char *temp_dir(void) {
+    char tmpl[] = "/tmp/advise-cudafe-XXXXXX";
+    cr_assert_not_null(mkdtemp(tmpl));
+    return keep(realpath(tmpl, NULL));
+}
+
+static void mkdirs(const char *path) {
+    char buf[PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(buf, 0755);
+            *p = '/';
+        }
+    mkdir(buf, 0755);
+}
+
+/* writes text to dir/name, creating folders; returns the path */
+static char *put(const char *dir, const char *name, const char *text) {
+    char *path = fmt("%s/%s", dir, name);
+    char *slash = strrchr(path, '/');
+    *slash = '\0';
+    mkdirs(path);
+    *slash = '/';
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "cannot write %s", path);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static bool is_file(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static bool is_dir(const char *p) {
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static ssize_t arg_index(const CudaFlags *f, const char *arg) {
+    for (size_t i = 0; i < f->count; i++)
+        if (strcmp(f->args[i], arg) == 0) return (ssize_t)i;
+    return -1;
+}
+
+static bool has_arg(const CudaFlags *f, const char *arg) { return arg_index(f, arg) >= 0; }
+
+/* `flag value` as two arguments */
+static bool has_pair(const CudaFlags *f, const char *flag, const char *value) {
+    for (size_t i = 0; i + 1 < f->count; i++)
+        if (strcmp(f->args[i], flag) == 0 && strcmp(f->args[i + 1], value) == 0) return true;
+    return false;
+}
+
+static bool any_arg_contains(const CudaFlags *f, const char *part) {
+    for (size_t i = 0; i < f->count; i++)
+        if (strstr(f->args[i], part)) return true;
+    return false;
+}
+
+static char *args_text(const CudaFlags *f) {
+    size_t n = 1;
+    for (size_t i = 0; i < f->count; i++) n += strlen(f->args[i]) + 3;
+    char *s = keep(calloc(1, n));
+    for (size_t i = 0; i < f->count; i++) {
+        strcat(s, "'");
+        strcat(s, f->args[i]);
+        strcat(s, "' ");
+    }
+    return s;
+}
+
+/* translates an nvcc command line (without the compiler) */
+static CudaFlags translate(const char *const *args) {
+    size_t n = 0;
+    while (args[n]) n++;
+    CudaFlags f = {0};
+    cuda_flags_translate(args, n, &f);
+    return f;
+}
+#define TRANSLATE(...) translate((const char *const[]){__VA_ARGS__, NULL})
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static Document *doc_at(const char *path, const char *text) {
+    Document *doc = document_new(path, LANGUAGE_CUDA, text, strlen(text));
+    cr_assert_not_null(doc);
+    return doc;
+}
+
+static CudaSource *parse(const Document *doc, const CudaFlagOptions *options) {
+    char *error = NULL;
+    CudaSource *src = cuda_source_new(doc, options, &error);
+    cr_assert_not_null(src, "cuda_source_new failed: %s", error ? error : "?");
+    return src;
+}
+
+typedef struct {
+    const CudaSource *src;
+    enum CXCursorKind kind;
+    const char *name;
+    CuNode *found;
+} Find;
+
+static bool find_visit(CuNode *n, void *data) {
+    Find *f = data;
+    if (f->found) return false;
+    if (n->kind == f->kind && strcmp(n->name, f->name) == 0) {
+        f->found = n;
+        return false;
+    }
+    return true;
+}
+
+/* the first node of a kind with a name, in preorder */
+static CuNode *find(const CudaSource *src, enum CXCursorKind kind, const char *name) {
+    Find f = {src, kind, name, NULL};
+    cu_walk(src->root, find_visit, &f);
+    return f.found;
+}
+
+/* the first node whose text is `text` (any kind), after stripping wrappers */
+typedef struct {
+    const CudaSource *src;
+    const char *text;
+    CuNode *found;
+} FindText;
+
+static bool find_text_visit(CuNode *n, void *data) {
+    FindText *f = data;
+    if (f->found) return false;
+    if (n->kind != CXCursor_UnexposedExpr && cu_text_eq(f->src, n, f->text)) {
+        f->found = n;
+        return false;
+    }
+    return true;
+}
+
+static CuNode *find_text(const CudaSource *src, const char *text) {
+    FindText f = {src, text, NULL};
+    cu_walk(src->root, find_text_visit, &f);
+    cr_assert_not_null(f.found, "no node with text `%s`", text);
+    return f.found;
+}
+
+static bool collect_launch(CuNode *n, void *data) {
+    CuLaunch *out = data;
+    if (out[0].call) {
+        if (!out[1].call && n != out[0].call && cu_launch(n, &out[1])) return false;
+        return !out[1].call;
+    }
+    return !cu_launch(n, &out[0]);
+}
+
+static char *text_of(const CudaSource *src, const CuNode *n) {
+    cr_assert_not_null(n);
+    return keep(strndup(cu_text(src, n), cu_text_len(n)));
+}
+
+static const char *const KERNEL_FILE =
+    "#include <cuda_runtime.h>\n"
+    "__global__ void scale(float *x, float a, int n) {\n"
+    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    int row = threadIdx.y;\n"
+    "    int j = n * 2;\n"
+    "    if (i < n) x[i] = a * x[i] + j + row;\n"
+    "}\n"
+    "void host(float *d, int n, cudaStream_t s) {\n"
+    "    scale<<<(n + 255) / 256, 256>>>(d, 2.0f, n);\n"
+    "    scale<<<dim3(4), dim3(128), 1024, s>>>(d, 1.0f, n);\n"
+    "}\n";
+
+/* ---- compile_commands.json discovery ----------------------------------------- */
+
+Test(cuda_database, found_in_the_files_folder) {
+    char *root = temp_dir();
+    put(root, "proj/src/compile_commands.json", "[]");
+    char *found = cuda_find_database(fmt("%s/proj/src", root));
+    cr_assert_not_null(found);
+    cr_expect_str_eq(found, fmt("%s/proj/src", root));
+    free(found);
+}
+
+Test(cuda_database, found_in_a_parent) {
+    char *root = temp_dir();
+    put(root, "proj/compile_commands.json", "[]");
+    put(root, "proj/src/kernels/deep/k.cu", "");
+    char *found = cuda_find_database(fmt("%s/proj/src/kernels/deep", root));
+    cr_assert_not_null(found);
+    cr_expect_str_eq(found, fmt("%s/proj", root));
+    free(found);
+}
+
+Test(cuda_database, found_in_a_parents_build_folder) {
+    char *root = temp_dir();
+    put(root, "proj/build/compile_commands.json", "[]");
+    put(root, "proj/src/k.cu", "");
+    char *found = cuda_find_database(fmt("%s/proj/src", root));
+    cr_assert_not_null(found);
+    cr_expect_str_eq(found, fmt("%s/proj/build", root));
+    free(found);
+}
+
+Test(cuda_database, the_nearest_wins_and_a_folder_before_its_build) {
+    char *root = temp_dir();
+    put(root, "proj/build/compile_commands.json", "[]");
+    put(root, "proj/src/build/compile_commands.json", "[]");
+    put(root, "proj/src/k.cu", "");
+    char *found = cuda_find_database(fmt("%s/proj/src", root));
+    cr_assert_not_null(found);
+    cr_expect_str_eq(found, fmt("%s/proj/src/build", root), "src/build is nearer than proj/build");
+    free(found);
+
+    /* in one folder, its own compile_commands.json comes before build/ (clangd's order) */
+    put(root, "proj/src/compile_commands.json", "[]");
+    found = cuda_find_database(fmt("%s/proj/src", root));
+    cr_assert_not_null(found);
+    cr_expect_str_eq(found, fmt("%s/proj/src", root));
+    free(found);
+}
+
+Test(cuda_database, none_found) {
+    char *root = temp_dir();
+    put(root, "a/b/k.cu", "");
+    char *found = cuda_find_database(fmt("%s/a/b", root));
+    /* /tmp itself holds no database here; if one appears above, it is not ours */
+    cr_expect(found == NULL || strncmp(found, root, strlen(root)) != 0, "found %s", found);
+    free(found);
+    cr_expect_null(cuda_find_database(fmt("%s/no/such/folder", root)));
+}
+
+Test(cuda_database, a_configured_build_folder_wins) {
+    char *root = temp_dir();
+    char *file = put(root, "proj/k.cu", "__global__ void k() {}\n");
+    put(root, "proj/compile_commands.json",
+        fmt("[{\"directory\": \"%s/proj\", \"file\": \"%s\", \"arguments\": [\"nvcc\", \"-DNEAR\", \"-c\", \"%s\"]}]",
+            root, file, file));
+    put(root, "out/compile_commands.json",
+        fmt("[{\"directory\": \"%s/out\", \"file\": \"%s\", \"arguments\": [\"nvcc\", \"-DCONFIGURED\", \"-c\", "
+            "\"%s\"]}]",
+            root, file, file));
+
+    CudaFlags walked;
+    cr_assert(cuda_flags_for_file(file, NULL, &walked));
+    cr_expect_str_eq(walked.database, fmt("%s/proj/compile_commands.json", root));
+    cr_expect(has_arg(&walked, "-DNEAR"), "%s", args_text(&walked));
+    cuda_flags_free(&walked);
+
+    CudaFlagOptions options = {.build_dir = fmt("%s/out", root)};
+    CudaFlags configured;
+    cr_assert(cuda_flags_for_file(file, &options, &configured));
+    cr_expect_str_eq(configured.database, fmt("%s/out/compile_commands.json", root));
+    cr_expect(has_arg(&configured, "-DCONFIGURED"), "%s", args_text(&configured));
+    cr_expect(!has_arg(&configured, "-DNEAR"), "%s", args_text(&configured));
+    cr_expect_str_eq(configured.directory, fmt("%s/out", root));
+    cuda_flags_free(&configured);
+}
+
+/* ---- nvcc flag translation --------------------------------------------------- */
+
+Test(cuda_flags, gpu_architectures) {
+    CudaFlags f = TRANSLATE("-arch=sm_80");
+    cr_expect_str_eq(f.gpu_arch, "sm_80");
+    cuda_flags_free(&f);
+
+    f = TRANSLATE("--gpu-architecture=compute_90");
+    cr_expect_str_eq(f.gpu_arch, "sm_90");
+    cuda_flags_free(&f);
+
+    f = TRANSLATE("-arch", "sm_75");
+    cr_expect_str_eq(f.gpu_arch, "sm_75");
+    cuda_flags_free(&f);
+
+    f = TRANSLATE("--gpu-architecture", "sm_90a");
+    cr_expect_str_eq(f.gpu_arch, "sm_90a");
+    cuda_flags_free(&f);
+
+    /* -gencode names the architecture too, and its value never reaches clang */
+    f = TRANSLATE("-gencode", "arch=compute_86,code=sm_86", "-O2");
+    cr_expect_str_eq(f.gpu_arch, "sm_86");
+    cr_expect(!any_arg_contains(&f, "arch="), "%s", args_text(&f));
+    cr_expect(!any_arg_contains(&f, "gencode"), "%s", args_text(&f));
+    cuda_flags_free(&f);
+
+    f = TRANSLATE("--generate-code=arch=compute_89,code=[compute_89,sm_89]");
+    cr_expect_str_eq(f.gpu_arch, "sm_89");
+    cr_expect_eq(f.count, 0, "%s", args_text(&f));
+    cuda_flags_free(&f);
+
+    /* arch=native/all: no architecture we can use; the default stays */
+    f = TRANSLATE("-arch=native");
+    cr_expect_null(f.gpu_arch);
+    cuda_flags_free(&f);
+}
+
+Test(cuda_flags, gpu_arch_becomes_cuda_gpu_arch) {
+    char *root = temp_dir();
+    char *file = put(root, "k.cu", "");
+    put(root, "compile_commands.json",
+        fmt("[{\"directory\": \"%s\", \"file\": \"k.cu\", \"arguments\": [\"nvcc\", \"-arch=sm_80\", \"-c\", "
+            "\"k.cu\"]}]",
+            root));
+    CudaFlags f;
+    cr_assert(cuda_flags_for_file(file, NULL, &f));
+    cr_expect(has_arg(&f, "--cuda-gpu-arch=sm_80"), "%s", args_text(&f));
+    cr_expect(!has_arg(&f, "--cuda-gpu-arch=sm_90"), "%s", args_text(&f));
+    cr_expect(!any_arg_contains(&f, "-arch=sm_80") || has_arg(&f, "--cuda-gpu-arch=sm_80"));
+    cuda_flags_free(&f);
+
+    /* a configured architecture wins over the database */
+    CudaFlagOptions options = {.gpu_arch = "sm_100"};
+    cr_assert(cuda_flags_for_file(file, &options, &f));
+    cr_expect(has_arg(&f, "--cuda-gpu-arch=sm_100"), "%s", args_text(&f));
+    cuda_flags_free(&f);
+}
+
+Test(cuda_flags, relocatable_device_code) {
+    CudaFlags f = TRANSLATE("-rdc=true");
+    cr_expect(has_arg(&f, "-fgpu-rdc"), "%s", args_text(&f));
+    cuda_flags_free(&f);
+    f = TRANSLATE("--relocatable-device-code=true");
+    cr_expect(has_arg(&f, "-fgpu-rdc"), "%s", args_text(&f));
+    cuda_flags_free(&f);
+    f = TRANSLATE("-rdc=false");
+    cr_expect_eq(f.count, 0, "%s", args_text(&f));
+    cuda_flags_free(&f);
+}
+
+Test(cuda_flags, xcompiler_keeps_what_shapes_the_parse) {
+    CudaFlags f = TRANSLATE("-Xcompiler", "-O2,-fPIC,-DFOO,-Wall,-Iinc,-std=c++17");
+    cr_expect(has_arg(&f, "-fPIC"), "%s", args_text(&f));
+    cr_expect(has_arg(&f, "-DFOO"), "%s", args_text(&f));
+    cr_expect(has_arg(&f, "-Iinc"), "%s", args_text(&f));
+    cr_expect(has_arg(&f, "-std=c++17"), "%s", args_text(&f));
+    cr_expect(!has_arg(&f, "-O2"), "%s", args_text(&f));
+    cr_expect(!has_arg(&f, "-Wall"), "%s", args_text(&f));
+    cr_expect(!any_arg_contains(&f, ","), "no comma list reaches clang: %s", args_text(&f));
+    cuda_flags_free(&f);
+
+    f = TRANSLATE("-Xcompiler=-fopenmp,-DBAR=1", "--compiler-options", "-DBAZ");
+    cr_expect(has_arg(&f, "-fopenmp"), "%s", args_text(&f));
+    cr_expect(has_arg(&f, "-DBAR=1"), "%s", args_text(&f));
+    cr_expect(has_arg(&f, "-DBAZ"), "%s", args_text(&f));
+    cuda_flags_free(&f);
+}
+
+Test(cuda_flags, nvcc_only_flags_are_dropped) {
+    CudaFlags f = TRANSLATE("--expt-relaxed-constexpr", "--expt-extended-lambda", "-ccbin", "/usr/bin/g++-12",
+                            "--options-file", "opts.txt", "-o", "out.o", "-c", "-lineinfo", "-Xptxas", "-v",
+                            "--use_fast_math", "-x", "cu", "-forward-unknown-to-host-compiler", "k.cu", "-DKEEP");
+    cr_expect_eq(f.count, 1, "only -DKEEP survives: %s", args_text(&f));
+    cr_expect(has_arg(&f, "-DKEEP"), "%s", args_text(&f));
+    cuda_flags_free(&f);
+
+    f = TRANSLATE("-ccbin=/usr/bin/gcc", "--options-file=o.txt", "--compiler-bindir", "/opt/gcc",
+                  "-maxrregcount=64", "--extended-lambda", "-MD", "-MF", "k.d", "-Werror", "all-warnings");
+    cr_expect_eq(f.count, 0, "%s", args_text(&f));
+    cuda_flags_free(&f);
+}
+
+Test(cuda_flags, includes_and_defines_with_separate_values_are_kept) {
+    CudaFlags f = TRANSLATE("-I", "/opt/inc", "-isystem", "/opt/sys", "-D", "FOO=1", "-Ilocal", "-DBAR",
+                            "--include-path", "/opt/more", "--define-macro", "BAZ", "-U", "OLD", "-include",
+                            "pre.h");
+    cr_expect(has_pair(&f, "-I", "/opt/inc"), "%s", args_text(&f));
+    cr_expect(has_pair(&f, "-isystem", "/opt/sys"), "%s", args_text(&f));
+    cr_expect(has_pair(&f, "-D", "FOO=1"), "%s", args_text(&f));
+    cr_expect(has_arg(&f, "-Ilocal"), "%s", args_text(&f));
+    cr_expect(has_arg(&f, "-DBAR"), "%s", args_text(&f));
+    cr_expect(has_pair(&f, "-I", "/opt/more"), "nvcc's long form becomes -I: %s", args_text(&f));
+    cr_expect(has_pair(&f, "-D", "BAZ"), "%s", args_text(&f));
+    cr_expect(has_pair(&f, "-U", "OLD"), "%s", args_text(&f));
+    cr_expect(has_pair(&f, "-include", "pre.h"), "%s", args_text(&f));
+    cuda_flags_free(&f);
+}
+
+Test(cuda_flags, standard_and_input_files) {
+    CudaFlags f = TRANSLATE("--std=c++17", "kernels.cu", "other.cpp", "-O3");
+    cr_expect(has_arg(&f, "-std=c++17"), "%s", args_text(&f));
+    cr_expect(!any_arg_contains(&f, "kernels.cu"), "input files are dropped: %s", args_text(&f));
+    cr_expect(!any_arg_contains(&f, "other.cpp"), "%s", args_text(&f));
+    cr_expect(!has_arg(&f, "--std=c++17"), "%s", args_text(&f));
+    cuda_flags_free(&f);
+
+    f = TRANSLATE("-std=c++20");
+    cr_expect(has_arg(&f, "-std=c++20"), "%s", args_text(&f));
+    cuda_flags_free(&f);
+}
+
+Test(cuda_flags, cmake_nvcc_command_parses_cleanly) {
+    /* what CMake writes for a CUDA target compiled by nvcc */
+    char *root = temp_dir();
+    char *file = put(root, "src/k.cu",
+                     "#include <cuda_runtime.h>\n"
+                     "#ifndef FROM_CMAKE\n#error FROM_CMAKE missing\n#endif\n"
+                     "__global__ void k(float *x) { x[threadIdx.x] = 0; }\n");
+    put(root, "build/compile_commands.json",
+        fmt("[{\"directory\": \"%s/build\", \"command\": \"/usr/local/cuda/bin/nvcc -forward-unknown-to-host-compiler "
+            "-DFROM_CMAKE -O3 -DNDEBUG --generate-code=arch=compute_90,code=[compute_90,sm_90] -Xcompiler=-fPIC "
+            "-std=c++17 -x cu -c %s -o CMakeFiles/k.dir/src/k.cu.o\", \"file\": \"%s\"}]",
+            root, file, file));
+    Document *doc = doc_at(file, "#include <cuda_runtime.h>\n"
+                                 "#ifndef FROM_CMAKE\n#error FROM_CMAKE missing\n#endif\n"
+                                 "__global__ void k(float *x) { x[threadIdx.x] = 0; }\n");
+    CudaSource *src = parse(doc, NULL);
+    cr_expect(!src->has_errors, "first error: %s\nflags: %s", src->first_error_message, args_text(&src->flags));
+    cr_expect(has_arg(&src->flags, "-DFROM_CMAKE"));
+    cr_expect(has_arg(&src->flags, "-fPIC"));
+    cuda_source_free(src);
+    document_free(doc);
+}
+
+/* ---- a database entry with an nvcc command ------------------------------------- */
+
+static const char *const DB_SOURCE =
+    "#include <cuda_runtime.h>\n"
+    "#include \"project.h\"\n"
+    "#ifdef FROM_DB\n"
+    "int from_db;\n"
+    "#endif\n"
+    "#if VALUE_FROM_DB == 42\n"
+    "int value_is_42;\n"
+    "#endif\n"
+    "__global__ void k(float *x) { x[threadIdx.x] = PROJECT_SCALE; }\n";
+
+static void check_database_parse(const char *root, const char *file) {
+    Document *doc = doc_at(file, DB_SOURCE);
+    CudaSource *src = parse(doc, NULL);
+    cr_expect_str_eq(src->flags.database, fmt("%s/compile_commands.json", root));
+    cr_expect(!src->has_errors, "first error: %s\nflags: %s", src->first_error_message, args_text(&src->flags));
+    cr_expect_not_null(find(src, CXCursor_VarDecl, "from_db"), "-DFROM_DB from the database: %s",
+                       args_text(&src->flags));
+    cr_expect_not_null(find(src, CXCursor_VarDecl, "value_is_42"), "-D VALUE_FROM_DB=42 from the database");
+    cr_expect_not_null(find(src, CXCursor_FunctionDecl, "k"));
+    cr_expect_str_eq(src->flags.gpu_arch, "sm_80");
+    cr_expect(has_arg(&src->flags, "--cuda-gpu-arch=sm_80"), "%s", args_text(&src->flags));
+    cuda_source_free(src);
+    document_free(doc);
+}
+
+Test(cuda_database, nvcc_entry_with_arguments) {
+    char *root = temp_dir();
+    char *file = put(root, "src/k.cu", DB_SOURCE);
+    put(root, "include/project.h", "#define PROJECT_SCALE 2.0f\n");
+    put(root, "compile_commands.json",
+        fmt("[{\"directory\": \"%s\", \"file\": \"src/k.cu\", \"arguments\": [\"/usr/local/cuda/bin/nvcc\", "
+            "\"-gencode\", \"arch=compute_80,code=sm_80\", \"-rdc=true\", \"--expt-relaxed-constexpr\", \"-ccbin\", "
+            "\"g++\", \"-Xcompiler\", \"-O2,-fPIC\", \"-DFROM_DB\", \"-D\", \"VALUE_FROM_DB=42\", \"-I\", "
+            "\"%s/include\", \"-c\", \"src/k.cu\", \"-o\", \"k.o\"]}]",
+            root, root));
+    check_database_parse(root, file);
+}
+
+Test(cuda_database, nvcc_entry_with_command) {
+    char *root = temp_dir();
+    char *file = put(root, "src/k.cu", DB_SOURCE);
+    put(root, "include/project.h", "#define PROJECT_SCALE 2.0f\n");
+    put(root, "compile_commands.json",
+        fmt("[{\"directory\": \"%s\", \"file\": \"%s\", \"command\": \"nvcc -arch=sm_80 --extended-lambda "
+            "-Xcompiler -fPIC -DFROM_DB -D VALUE_FROM_DB=42 -I%s/include -c %s -o k.o\"}]",
+            root, file, root, file));
+    check_database_parse(root, file);
+}
+
+Test(cuda_database, relative_include_folders_are_relative_to_the_entrys_directory) {
+    /* Bear and hand-written databases use relative -I; the compile runs in "directory" */
+    char *root = temp_dir();
+    char *file = put(root, "src/k.cu", DB_SOURCE);
+    put(root, "include/project.h", "#define PROJECT_SCALE 2.0f\n");
+    put(root, "compile_commands.json",
+        fmt("[{\"directory\": \"%s\", \"file\": \"src/k.cu\", \"arguments\": [\"nvcc\", \"-arch=sm_80\", "
+            "\"-DFROM_DB\", \"-DVALUE_FROM_DB=42\", \"-Iinclude\", \"-c\", \"src/k.cu\"]}]",
+            root));
+    cr_assert(chdir("/") == 0); /* not the entry's directory */
+    check_database_parse(root, file);
+}
+
+Test(cuda_database, without_the_database_the_macro_is_undefined) {
+    char *root = temp_dir();
+    char *file = put(root, "src/k.cu", DB_SOURCE);
+    put(root, "src/project.h", "#define PROJECT_SCALE 1.0f\n");
+    Document *doc = doc_at(file, DB_SOURCE);
+    CudaSource *src = parse(doc, NULL);
+    cr_expect_null(src->flags.database);
+    cr_expect_null(find(src, CXCursor_VarDecl, "from_db"));
+    cr_expect_null(find(src, CXCursor_VarDecl, "value_is_42"));
+    cr_expect_not_null(find(src, CXCursor_FunctionDecl, "k"));
+    cr_expect(!src->has_errors, "%s", src->first_error_message);
+    cuda_source_free(src);
+    document_free(doc);
+}
+
+Test(cuda_database, a_header_takes_the_command_of_a_neighbour) {
+    /* clangd (and libclang's JSON database) interpolates commands for files
+     * the database does not list, such as headers */
+    char *root = temp_dir();
+    put(root, "src/k.cu", "int k;\n");
+    char *header = put(root, "src/k.cuh", "#ifdef FROM_DB\nint from_db;\n#endif\n");
+    put(root, "compile_commands.json",
+        fmt("[{\"directory\": \"%s\", \"file\": \"src/k.cu\", \"arguments\": [\"nvcc\", \"-DFROM_DB\", \"-c\", "
+            "\"src/k.cu\"]}]",
+            root));
+    Document *doc = doc_at(header, "#ifdef FROM_DB\nint from_db;\n#endif\n");
+    CudaSource *src = parse(doc, NULL);
+    cr_expect(has_arg(&src->flags, "-DFROM_DB"), "%s", args_text(&src->flags));
+    cr_expect_not_null(find(src, CXCursor_VarDecl, "from_db"));
+    cuda_source_free(src);
+    document_free(doc);
+}
+
+/* ---- defaults and the toolkit -------------------------------------------------- */
+
+Test(cuda_flags, defaults_without_a_database) {
+    char *root = temp_dir();
+    char *file = put(root, "k.cu", "");
+    CudaFlags f;
+    cr_assert(cuda_flags_for_file(file, NULL, &f));
+    cr_expect_null(f.database);
+    cr_expect_str_eq(f.gpu_arch, "sm_90");
+    cr_expect(has_arg(&f, "--cuda-gpu-arch=sm_90"), "%s", args_text(&f));
+    cr_expect(has_arg(&f, "-std=c++17"), "%s", args_text(&f));
+    cr_expect(has_pair(&f, "-x", "cuda"), "%s", args_text(&f));
+    cr_expect(has_arg(&f, "--cuda-host-only"), "%s", args_text(&f));
+    cr_expect(has_arg(&f, "-nocudalib"), "%s", args_text(&f));
+    cr_expect(has_arg(&f, "-Wno-unknown-cuda-version"), "%s", args_text(&f));
+    cr_expect_str_eq(f.directory, root);
+
+    const char *shim = cuda_shim_dir();
+    cr_assert_not_null(shim);
+    cr_assert(*shim, "the shim folder could not be created");
+    cr_expect(is_dir(shim), "%s", shim);
+    cr_expect(is_file(fmt("%s/texture_fetch_functions.h", shim)), "%s", shim);
+    cr_expect(has_pair(&f, "-isystem", shim), "%s", args_text(&f));
+    cr_expect(strstr(shim, "cuda13-shim") != NULL, "%s", shim);
+
+    if (is_file("/usr/local/cuda/include/cuda_runtime.h") && !getenv("CUDA_PATH")) {
+        cr_expect_not_null(f.cuda_path);
+        cr_expect(any_arg_contains(&f, "--cuda-path="), "%s", args_text(&f));
+        cr_expect(has_pair(&f, "-isystem", fmt("%s/include/cccl", f.cuda_path)), "%s", args_text(&f));
+    }
+    cuda_flags_free(&f);
+}
+
+Test(cuda_flags, a_database_standard_is_kept) {
+    char *root = temp_dir();
+    char *file = put(root, "k.cu", "");
+    put(root, "compile_commands.json",
+        fmt("[{\"directory\": \"%s\", \"file\": \"k.cu\", \"arguments\": [\"nvcc\", \"-std=c++20\", \"-c\", "
+            "\"k.cu\"]}]",
+            root));
+    CudaFlags f;
+    cr_assert(cuda_flags_for_file(file, NULL, &f));
+    cr_expect(has_arg(&f, "-std=c++20"), "%s", args_text(&f));
+    cr_expect(!has_arg(&f, "-std=c++17"), "%s", args_text(&f));
+    cuda_flags_free(&f);
+}
+
+Test(cuda_toolkit, found_through_cuda_path) {
+    char *root = temp_dir();
+    put(root, "fake-cuda/include/cuda_runtime.h", "/* fake */\n");
+    char *toolkit = fmt("%s/fake-cuda", root);
+    setenv("CUDA_PATH", toolkit, 1);
+    char *found = cuda_find_toolkit(NULL);
+    cr_expect_str_eq(found, toolkit);
+    free(found);
+
+    char *file = put(root, "k.cu", "");
+    CudaFlags f;
+    cr_assert(cuda_flags_for_file(file, NULL, &f));
+    cr_expect_str_eq(f.cuda_path, toolkit);
+    cr_expect(has_arg(&f, fmt("--cuda-path=%s", toolkit)), "%s", args_text(&f));
+    cuda_flags_free(&f);
+
+    /* a hint (from the database) comes first */
+    put(root, "hinted/include/cuda_runtime.h", "");
+    found = cuda_find_toolkit(fmt("%s/hinted", root));
+    cr_expect_str_eq(found, fmt("%s/hinted", root));
+    free(found);
+}
+
+Test(cuda_toolkit, a_cuda_path_without_headers_is_skipped) {
+    char *root = temp_dir();
+    setenv("CUDA_PATH", root, 1); /* no include/cuda_runtime.h */
+    setenv("PATH", "/nonexistent", 1);
+    char *found = cuda_find_toolkit(NULL);
+    if (is_file("/usr/local/cuda/include/cuda_runtime.h"))
+        cr_expect_str_eq(found, "/usr/local/cuda");
+    else
+        cr_expect_null(found);
+    free(found);
+}
+
+Test(cuda_toolkit, found_through_nvcc_on_path) {
+    char *root = temp_dir();
+    put(root, "tk/include/cuda_runtime.h", "");
+    char *nvcc = put(root, "tk/bin/nvcc", "#!/bin/sh\n");
+    chmod(nvcc, 0755);
+    unsetenv("CUDA_PATH");
+    setenv("PATH", fmt("/nonexistent:%s/tk/bin", root), 1);
+    char *found = cuda_find_toolkit(NULL);
+    cr_expect_str_eq(found, fmt("%s/tk", root));
+    free(found);
+}
+
+Test(cuda_toolkit, found_in_usr_local_cuda) {
+    if (!is_file("/usr/local/cuda/include/cuda_runtime.h")) cr_skip_test("no /usr/local/cuda here");
+    unsetenv("CUDA_PATH");
+    setenv("PATH", "/nonexistent", 1);
+    char *found = cuda_find_toolkit(NULL);
+    cr_expect_str_eq(found, "/usr/local/cuda");
+    free(found);
+}
+
+Test(cuda_toolkit, found_through_the_databases_compiler) {
+    /* the database names nvcc by its full path: that toolkit is used */
+    char *root = temp_dir();
+    put(root, "tk/include/cuda_runtime.h", "");
+    put(root, "tk/bin/nvcc", "");
+    char *file = put(root, "k.cu", "");
+    put(root, "compile_commands.json",
+        fmt("[{\"directory\": \"%s\", \"file\": \"k.cu\", \"arguments\": [\"%s/tk/bin/nvcc\", \"-c\", "
+            "\"k.cu\"]}]",
+            root, root));
+    unsetenv("CUDA_PATH");
+    CudaFlags f;
+    cr_assert(cuda_flags_for_file(file, NULL, &f));
+    cr_expect_str_eq(f.cuda_path, fmt("%s/tk", root));
+    cuda_flags_free(&f);
+
+    /* --cuda-path= in a clang entry */
+    put(root, "compile_commands.json",
+        fmt("[{\"directory\": \"%s\", \"file\": \"k.cu\", \"arguments\": [\"clang++\", \"--cuda-path=%s/tk\", "
+            "\"-c\", \"k.cu\"]}]",
+            root, root));
+    cr_assert(cuda_flags_for_file(file, NULL, &f));
+    cr_expect_str_eq(f.cuda_path, fmt("%s/tk", root));
+    cr_expect(has_arg(&f, fmt("--cuda-path=%s/tk", root)), "%s", args_text(&f));
+    cuda_flags_free(&f);
+}
+
+/* ---- parsing: unsaved buffers, reparse, broken files, headers ------------------ */
+
+Test(cuda_source, unsaved_buffer_is_parsed_not_the_file_on_disk) {
+    char *root = temp_dir();
+    char *file = put(root, "k.cu", "int on_disk;\n");
+    Document *doc = doc_at(file, "#include <cuda_runtime.h>\nint in_buffer;\n__global__ void k() {}\n");
+    CudaSource *src = parse(doc, NULL);
+    cr_expect_not_null(find(src, CXCursor_VarDecl, "in_buffer"));
+    cr_expect_null(find(src, CXCursor_VarDecl, "on_disk"));
+    cr_expect(!src->has_errors, "%s", src->first_error_message);
+    CuNode *k = find(src, CXCursor_FunctionDecl, "k");
+    cr_assert_not_null(k);
+    cr_expect(cu_is_kernel(k));
+    cr_expect_eq(k->start, strstr(doc->text, "__global__") - doc->text, "offsets are in the buffer's text");
+    cuda_source_free(src);
+    document_free(doc);
+}
+
+Test(cuda_source, a_file_that_does_not_exist_yet) {
+    char *root = temp_dir();
+    Document *doc = doc_at(fmt("%s/new.cu", root), "__global__ void fresh(int *p) { p[threadIdx.x] = 1; }\n");
+    CudaSource *src = parse(doc, NULL);
+    cr_expect_not_null(find(src, CXCursor_FunctionDecl, "fresh"));
+    cr_expect(!src->has_errors, "%s", src->first_error_message);
+    cuda_source_free(src);
+    document_free(doc);
+}
+
+Test(cuda_source, a_document_without_a_path) {
+    Document *doc = document_new(NULL, LANGUAGE_CUDA, "__global__ void anon(int *p) { p[0] = 1; }\n", 44);
+    cr_assert_not_null(doc);
+    CudaSource *src = parse(doc, NULL);
+    cr_expect_not_null(find(src, CXCursor_FunctionDecl, "anon"));
+    char *error = NULL;
+    cr_expect(cuda_source_reparse(src, doc, &error), "%s", error);
+    cr_expect_not_null(find(src, CXCursor_FunctionDecl, "anon"));
+    cuda_source_free(src);
+    document_free(doc);
+}
+
+Test(cuda_source, reparse_after_an_edit) {
+    char *root = temp_dir();
+    char *file = put(root, "k.cu", KERNEL_FILE);
+    Document *doc = doc_at(file, KERNEL_FILE);
+    double t0 = now();
+    CudaSource *src = parse(doc, NULL);
+    double first = now() - t0, first_libclang = src->parse_seconds;
+    cr_expect(!src->has_errors, "%s", src->first_error_message);
+    cr_expect_null(find(src, CXCursor_FunctionDecl, "added_later"));
+    cr_expect_null(find(src, CXCursor_VarDecl, "edited"));
+
+    const char *added = "__global__ void added_later(int *p) { int edited = threadIdx.x; p[edited] = 0; }\n";
+    cr_assert(document_replace(doc, doc->length, doc->length, added, strlen(added)));
+    char *error = NULL;
+    t0 = now();
+    cr_assert(cuda_source_reparse(src, doc, &error), "%s", error);
+    double second = now() - t0;
+    cr_log_info("cuda front end: first parse %.1f ms (libclang %.1f ms), reparse after an edit %.1f ms (libclang "
+                "%.1f ms)",
+                first * 1000, first_libclang * 1000, second * 1000, src->parse_seconds * 1000);
+    cr_expect(src->doc == doc);
+    CuNode *fn = find(src, CXCursor_FunctionDecl, "added_later");
+    cr_assert_not_null(fn, "the new kernel appears after the reparse");
+    cr_expect(cu_is_kernel(fn));
+    cr_expect_not_null(find(src, CXCursor_VarDecl, "edited"));
+    cr_expect_not_null(find(src, CXCursor_FunctionDecl, "scale"), "the old nodes are still there");
+    cr_expect(!src->has_errors, "%s", src->first_error_message);
+
+    /* an edit that breaks the file, then one that mends it */
+    const char *broken = "int oops = ;\n";
+    cr_assert(document_replace(doc, doc->length, doc->length, broken, strlen(broken)));
+    cr_assert(cuda_source_reparse(src, doc, &error), "%s", error);
+    cr_expect(src->has_errors);
+    cr_expect_eq(src->first_error, strstr(doc->text, "= ;") - doc->text + 2, "at the ';'");
+    cr_assert(document_replace(doc, doc->length - strlen(broken), doc->length, "", 0));
+    cr_assert(cuda_source_reparse(src, doc, &error), "%s", error);
+    cr_expect(!src->has_errors, "%s", src->first_error_message);
+    cr_expect_null(src->first_error_message);
+    cuda_source_free(src);
+    document_free(doc);
+}
+
+Test(cuda_source, a_broken_file_yields_what_parsed) {
+    static const char *const text =
+        "#include <cuda_runtime.h>\n"
+        "void broken(int n) {\n"
+        "    int x = ;\n"
+        "    undeclared_call(x, n);\n"
+        "}\n"
+        "__global__ void after_kernel(float *p) {\n"
+        "    __shared__ float tile[32];\n"
+        "    tile[threadIdx.x] = p[threadIdx.x];\n"
+        "    __syncthreads();\n"
+        "    p[threadIdx.x] = tile[31 - threadIdx.x];\n"
+        "}\n";
+    char *root = temp_dir();
+    Document *doc = doc_at(fmt("%s/broken.cu", root), text);
+    CudaSource *src = parse(doc, NULL);
+    cr_expect(src->has_errors);
+    cr_expect_lt(src->first_error, strstr(text, "__global__") - text, "the first error is in broken()");
+    cr_expect_not_null(src->first_error_message);
+    if (src->first_error_message) cr_expect(*src->first_error_message);
+    CuNode *k = find(src, CXCursor_FunctionDecl, "after_kernel");
+    cr_assert_not_null(k, "the kernel after the broken function is in the snapshot");
+    cr_expect(cu_is_kernel(k));
+    CuNode *tile = find(src, CXCursor_VarDecl, "tile");
+    cr_assert_not_null(tile);
+    cr_expect(tile->attrs & CU_ATTR_SHARED);
+    cr_expect_not_null(find(src, CXCursor_CallExpr, "__syncthreads"));
+    cuda_source_free(src);
+    document_free(doc);
+}
+
+/* clang reports an error in a -isystem header (errors are not silenced in
+ * system headers, only warnings); advise does not pass it on: the user cannot
+ * fix it, and the main file's nodes are all there. */
+Test(cuda_source, errors_in_system_headers_are_not_reported) {
+    char *root = temp_dir();
+    put(root, "sys/vendor.h", "int vendor_ok;\nint vendor_broken = ;\n");
+    static const char *const text = "#include <vendor.h>\n__global__ void mine(int *p) { p[0] = vendor_ok; }\n";
+    char *file = put(root, "src/k.cu", text);
+    put(root, "compile_commands.json",
+        fmt("[{\"directory\": \"%s\", \"file\": \"src/k.cu\", \"arguments\": [\"nvcc\", \"-isystem\", \"%s/sys\", "
+            "\"-c\", \"src/k.cu\"]}]",
+            root, root));
+    Document *doc = doc_at(file, text);
+    CudaSource *src = parse(doc, NULL);
+    cr_expect(has_pair(&src->flags, "-isystem", fmt("%s/sys", root)));
+
+    /* what clang says: an error, in a system header */
+    unsigned clang_errors = 0;
+    for (unsigned i = 0; i < clang_getNumDiagnostics(src->tu); i++) {
+        CXDiagnostic d = clang_getDiagnostic(src->tu, i);
+        if (clang_getDiagnosticSeverity(d) >= CXDiagnostic_Error) {
+            clang_errors++;
+            cr_expect(clang_Location_isInSystemHeader(clang_getDiagnosticLocation(d)));
+        }
+        clang_disposeDiagnostic(d);
+    }
+    cr_expect_eq(clang_errors, 1, "clang reports the header's error");
+
+    /* what advise says */
+    cr_expect(!src->has_errors, "not reported: %s", src->first_error_message);
+    cr_expect_not_null(find(src, CXCursor_FunctionDecl, "mine"));
+    cuda_source_free(src);
+    document_free(doc);
+}
+
+/* An error in the project's own header (-I) is reported at the #include that
+ * brings it in, as clangd does ("in included file"). */
+Test(cuda_source, errors_in_project_headers_are_reported_at_the_include) {
+    char *root = temp_dir();
+    put(root, "inc/mine.h", "int fine;\nint mine_broken = ;\n");
+    static const char *const text = "int before;\n#include \"mine.h\"\n__global__ void k(int *p) { p[0] = fine; }\n";
+    char *file = put(root, "src/k.cu", text);
+    put(root, "compile_commands.json",
+        fmt("[{\"directory\": \"%s\", \"file\": \"src/k.cu\", \"arguments\": [\"nvcc\", \"-I%s/inc\", \"-c\", "
+            "\"src/k.cu\"]}]",
+            root, root));
+    Document *doc = doc_at(file, text);
+    CudaSource *src = parse(doc, NULL);
+    cr_expect(src->has_errors);
+    cr_expect_eq(src->first_error, strstr(text, "#include") - text, "at the #include");
+    cr_expect(src->first_error_message && strstr(src->first_error_message, "mine.h"), "%s",
+              src->first_error_message);
+    cr_expect_not_null(find(src, CXCursor_FunctionDecl, "k"));
+
+    /* still so after a reparse (the header now sits in the preamble) */
+    char *error = NULL;
+    cr_assert(cuda_source_reparse(src, doc, &error), "%s", error);
+    cr_expect(src->has_errors);
+    cr_expect_eq(src->first_error, strstr(text, "#include") - text);
+    cuda_source_free(src);
+    document_free(doc);
+}
+
+/* ---- queries on a small kernel ------------------------------------------------- */
+
+Test(cuda_query, launch_shape) {
+    char *root = temp_dir();
+    Document *doc = doc_at(fmt("%s/k.cu", root), KERNEL_FILE);
+    CudaSource *src = parse(doc, NULL);
+    cr_expect(!src->has_errors, "%s", src->first_error_message);
+
+    CuLaunch launches[2] = {{0}};
+    cu_walk(src->root, collect_launch, launches);
+    CuLaunch *a = &launches[0], *b = &launches[1];
+    cr_assert_not_null(a->call, "no launch found");
+    cr_assert_not_null(b->call, "the second launch");
+
+    cr_expect_str_eq(a->kernel, "scale");
+    cr_assert_not_null(a->kernel_decl);
+    cr_expect(cu_is_kernel(a->kernel_decl));
+    cr_expect_str_eq(a->kernel_decl->name, "scale");
+    cr_expect_str_eq(text_of(src, a->grid), "(n + 255) / 256");
+    cr_expect_str_eq(text_of(src, a->block), "256");
+    cr_expect_null(a->shared_bytes);
+    cr_expect_null(a->stream);
+    cr_assert_eq(a->arg_count, 3);
+    cr_expect_str_eq(text_of(src, a->args[0]), "d");
+    cr_expect_str_eq(text_of(src, a->args[1]), "2.0f");
+    cr_expect_str_eq(text_of(src, a->args[2]), "n");
+    long long v = 0;
+    CuNode *block_literal = find_text(src, "256");
+    cr_expect(cu_int_value(block_literal, &v) && v == 256, "%lld", v);
+
+    cr_expect_str_eq(b->kernel, "scale");
+    cr_expect_str_eq(text_of(src, b->grid), "dim3(4)");
+    cr_expect_str_eq(text_of(src, b->block), "dim3(128)");
+    cr_expect_str_eq(text_of(src, b->shared_bytes), "1024");
+    cr_expect_str_eq(text_of(src, b->stream), "s");
+    cr_expect_eq(b->arg_count, 3);
+    cr_expect(cu_int_value(b->shared_bytes, &v) && v == 1024, "%lld", v);
+
+    /* a plain call is not a launch */
+    CuLaunch none;
+    CuNode *k = find(src, CXCursor_FunctionDecl, "host");
+    cr_assert_not_null(k);
+    cr_expect(!cu_launch(k, &none));
+    cuda_source_free(src);
+    document_free(doc);
+}
+
+Test(cuda_query, thread_index_dependence) {
+    char *root = temp_dir();
+    Document *doc = doc_at(fmt("%s/k.cu", root), KERNEL_FILE);
+    CudaSource *src = parse(doc, NULL);
+
+    /* x[i]: i = blockIdx.x * blockDim.x + threadIdx.x */
+    CuNode *subscript = find_text(src, "x[i]");
+    cr_assert_eq(subscript->kind, CXCursor_ArraySubscriptExpr);
+    CuNode *index = cu_child(subscript, 1);
+    cr_assert_not_null(index);
+    cr_expect(cu_depends_on_thread(src, index, 'x'));
+    cr_expect(cu_depends_on_thread(src, index, 0));
+    cr_expect(!cu_depends_on_thread(src, index, 'y'));
+    cr_expect(cu_depends_on_thread_or_block(src, index));
+
+    /* j = n * 2: no thread in it */
+    CuNode *j_decl = find(src, CXCursor_VarDecl, "j");
+    cr_assert_not_null(j_decl);
+    cr_expect(!cu_depends_on_thread(src, j_decl, 0));
+    cr_expect(!cu_depends_on_thread_or_block(src, j_decl));
+
+    /* row = threadIdx.y: y, not x */
+    CuNode *row = find(src, CXCursor_VarDecl, "row");
+    cr_assert_not_null(row);
+    cr_expect(cu_depends_on_thread(src, row, 'y'));
+    cr_expect(!cu_depends_on_thread(src, row, 'x'));
+
+    /* the builtin members */
+    CuNode *tx = find_text(src, "threadIdx.x");
+    cr_expect(cu_is_builtin_member(tx, "threadIdx", 'x'));
+    cr_expect(!cu_is_builtin_member(tx, "threadIdx", 'y'));
+    cr_expect(!cu_is_builtin_member(tx, "blockIdx", 0));
+    CuNode *bx = find_text(src, "blockIdx.x");
+    cr_expect(cu_is_builtin_member(bx, "blockIdx", 'x'));
+    cr_expect(!cu_depends_on_thread(src, bx, 0), "blockIdx is not the thread index");
+    cr_expect(cu_depends_on_thread_or_block(src, bx));
+
+    /* the kernel and its statements */
+    CuNode *fn = cu_function_of(subscript);
+    cr_assert_not_null(fn);
+    cr_expect_str_eq(fn->name, "scale");
+    /* the body of an if without braces is the statement */
+    CuNode *stmt = cu_statement_of(subscript);
+    cr_assert_not_null(stmt);
+    cr_expect_eq(stmt->kind, CXCursor_BinaryOperator);
+    cr_expect_eq(stmt->parent->kind, CXCursor_IfStmt);
+    cr_expect(!cu_starts_line(src, stmt));
+    CuNode *decl_stmt = cu_statement_of(j_decl);
+    cr_assert_not_null(decl_stmt);
+    cr_expect_eq(decl_stmt->kind, CXCursor_DeclStmt);
+    cr_expect(cu_starts_line(src, decl_stmt));
+    char indent[16];
+    cr_expect_eq(cu_line_indent(src, decl_stmt->start, indent, sizeof indent), 4);
+    cr_expect_str_eq(indent, "    ");
+    cuda_source_free(src);
+    document_free(doc);
+}
