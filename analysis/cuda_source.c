@@ -237,8 +237,10 @@ CudaSource *cuda_source_new(const Document *doc, const CudaFlagOptions *options,
     cuda_flags_for_file(path, options, &src->flags);
     src->index = clang_createIndex(0, 0);
     struct CXUnsavedFile unsaved = {path, doc->text, (unsigned long)doc->length};
-    unsigned opts = CXTranslationUnit_PrecompiledPreamble | CXTranslationUnit_CreatePreambleOnFirstParse |
-                    CXTranslationUnit_KeepGoing | CXTranslationUnit_DetailedPreprocessingRecord * 0;
+    unsigned opts = CXTranslationUnit_PrecompiledPreamble |
+                    CXTranslationUnit_KeepGoing | CXTranslationUnit_SkipFunctionBodies |
+                    CXTranslationUnit_LimitSkipFunctionBodiesToPreamble |
+                    CXTranslationUnit_IgnoreNonErrorsFromIncludedFiles;
     double t0 = now();
     enum CXErrorCode e = clang_parseTranslationUnit2(src->index, path, (const char *const *)src->flags.args,
                                                      (int)src->flags.count, &unsaved, 1, opts, &src->tu);
