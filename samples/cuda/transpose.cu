@@ -9,17 +9,17 @@
 
    What `advise check` should report in this file:
 
-     CU004 uncoalesced-access         line 82   out[x * rows + (y + j)] in transpose_naive(): x
-                                                follows threadIdx.x and is the slow index, so
-                                                neighbouring threads write 6 KiB apart
-     CU003 shared-bank-conflict       line 89   tile[TILE][TILE] in transpose_tiled(), read as
-                                                tile[threadIdx.x][threadIdx.y + j] at line 98: a
-                                                32-way conflict -> tile[TILE][TILE + 1]
-     CU003 shared-bank-conflict       line 104  tile[TILE][TILE] in transpose_warp(), read as
-                                                tile[lane][r] at line 111 -> tile[TILE][TILE + 1]
-     CU001 missing-syncthreads        line 111  tile[lane][r] reads what lane r wrote at line 109,
-                                                with no barrier in between -> __syncthreads() before
-                                                line 110
+     CU004 uncoalesced-access           line 82   out[x * rows + (y + j)] in transpose_naive(): x
+                                                  follows threadIdx.x and is the slow index, so
+                                                  neighbouring threads write 6 KiB apart
+     CU003 shared-bank-conflict         line 89   tile[TILE][TILE] in transpose_tiled(), read as
+                                                  tile[threadIdx.x][threadIdx.y + j] at line 98: a
+                                                  32-way conflict -> tile[TILE][TILE + 1]
+     CU003 shared-bank-conflict         line 104  tile[TILE][TILE] in transpose_warp(), read as
+                                                  tile[lane][r] at line 111 -> tile[TILE][TILE + 1]
+     CU001 missing-syncthreads          line 111  tile[lane][r] reads what lane r wrote at line 109,
+                                                  with no barrier in between -> __syncthreads()
+                                                  before line 110
 
    CU003 points at the __shared__ declaration, where the fix goes. transpose_warp()
    relies on the warp running in lockstep: its loops never diverge, so in
