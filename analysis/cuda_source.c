@@ -270,8 +270,10 @@ static const char *error_text(enum CXErrorCode e) {
 static enum CXErrorCode parse_tu(CudaSource *src, const Document *doc) {
     const char *path = main_path(doc);
     struct CXUnsavedFile unsaved = {path, doc->text, (unsigned long)doc->length};
-    unsigned opts = CXTranslationUnit_PrecompiledPreamble | CXTranslationUnit_CreatePreambleOnFirstParse |
-                    CXTranslationUnit_KeepGoing;
+    unsigned opts = CXTranslationUnit_PrecompiledPreamble |
+                    CXTranslationUnit_KeepGoing | CXTranslationUnit_SkipFunctionBodies |
+                    CXTranslationUnit_LimitSkipFunctionBodiesToPreamble |
+                    CXTranslationUnit_IgnoreNonErrorsFromIncludedFiles;
     double t0 = now();
     enum CXErrorCode e = clang_parseTranslationUnit2(src->index, path, (const char *const *)src->flags.args,
                                                      (int)src->flags.count, &unsaved, 1, opts, &src->tu);

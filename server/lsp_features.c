@@ -3,6 +3,7 @@
  * and settings. Code actions are rebuilt from a diagnostic's `data`, never
  * by analysing again. */
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -570,6 +571,18 @@ void lsp_apply_settings(LspServer *s, json_t *settings) {
         s->config.profile_dir = strdup(json_string_value(v));
     }
     if ((v = json_object_get(settings, "quickPass")) && json_is_boolean(v)) s->quick_pass = json_is_true(v);
+    static const struct {
+        const char *key;
+        size_t offset;
+    } cuda_settings[] = {{"cudaBuildDir", offsetof(Config, cuda_build_dir)},
+                         {"gpuArch", offsetof(Config, cuda_gpu_arch)},
+                         {"cudaPath", offsetof(Config, cuda_path)}};
+    for (size_t i = 0; i < sizeof cuda_settings / sizeof *cuda_settings; i++)
+        if ((v = json_object_get(settings, cuda_settings[i].key)) && json_is_string(v)) {
+            char **slot = (char **)((char *)&s->config + cuda_settings[i].offset);
+            free(*slot);
+            *slot = strdup(json_string_value(v));
+        }
     if ((v = json_object_get(settings, "fullPassDelayMs")) && json_is_number(v)) {
         double ms = json_number_value(v);
         s->full_pass_delay = ms < 0 ? 0 : ms > 60000 ? 60 : ms / 1000.0;

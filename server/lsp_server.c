@@ -235,6 +235,9 @@ static void handle_did_open(LspServer *s, json_t *params) {
     const char *lang = string_at(td, "languageId");
     d->language = language_for_path(d->path);
     if (lang && strcmp(lang, "python") == 0) d->language = LANGUAGE_PYTHON;
+    if (lang && (strcmp(lang, "cuda") == 0 || strcmp(lang, "cuda-cpp") == 0 || strcmp(lang, "cpp") == 0 ||
+                 strcmp(lang, "c") == 0))
+        d->language = LANGUAGE_CUDA;
     d->doc = document_new(d->path, d->language, text, json_string_length(json_object_get(td, "text")));
     d->version = json_is_integer(version) ? json_integer_value(version) : 0;
     d->analysed_version = -1;
@@ -242,7 +245,7 @@ static void handle_did_open(LspServer *s, json_t *params) {
     d->waiting_pulls = json_array();
     d->next = s->documents;
     s->documents = d;
-    if (d->language == LANGUAGE_PYTHON) lsp_schedule(s, d, 0);
+    if (d->language != LANGUAGE_UNKNOWN) lsp_schedule(s, d, 0);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -304,7 +307,7 @@ static void handle_did_change(LspServer *s, json_t *params) {
     }
     if (json_is_integer(version)) d->version = json_integer_value(version);
     else d->version++;
-    if (d->language == LANGUAGE_PYTHON) lsp_schedule(s, d, s->debounce_seconds);
+    if (d->language != LANGUAGE_UNKNOWN) lsp_schedule(s, d, s->debounce_seconds);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -341,7 +344,7 @@ static void handle_pull_diagnostics(LspServer *s, json_t *id, json_t *params) {
     const char *previous = string_at(params, "previousResultId");
     pthread_mutex_lock(&s->lock);
     LspDocument *d = uri ? lsp_find_document(s, uri) : NULL;
-    if (!d || d->language != LANGUAGE_PYTHON) {
+    if (!d || d->language == LANGUAGE_UNKNOWN) {
         pthread_mutex_unlock(&s->lock);
         jsonrpc_send_result(id, json_pack("{s:s,s:[]}", "kind", "full", "items"));
         return;
@@ -385,7 +388,7 @@ static void handle_did_change_configuration(LspServer *s, json_t *params) {
     else if (json_is_object(settings) && json_object_size(settings) > 0 && !s->client_configuration)
         lsp_apply_settings(s, settings);
     for (LspDocument *d = s->documents; d; d = d->next)
-        if (!d->closed && d->language == LANGUAGE_PYTHON) lsp_schedule(s, d, 0);
+        if (!d->closed && d->language != LANGUAGE_UNKNOWN) lsp_schedule(s, d, 0);
     pthread_mutex_unlock(&s->lock);
     request_configuration(s); /* pull model: ask for the current values */
 }

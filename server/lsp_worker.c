@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../analysis/cuda_source.h"
 #include "../analysis/python_source.h"
 #include "../rules/engine.h"
 #include "jsonrpc.h"
@@ -19,6 +20,7 @@ void lsp_document_free(LspDocument *d) {
     document_free(d->doc);
     free(d->edits);
     py_source_free(d->parsed_py);
+    cuda_source_free(d->parsed_cuda);
     document_free(d->parsed_doc);
     json_decref(d->diagnostics);
     finding_list_free(&d->findings);
@@ -74,6 +76,30 @@ static void unlink_document(LspServer *s, LspDocument *d) {
     LspDocument **pp = &s->documents;
     while (*pp && *pp != d) pp = &(*pp)->next;
     if (*pp) *pp = d->next;
+}
+
+/* CUDA: libclang reparses the whole buffer but reuses its precompiled preamble */
+static bool reparse_cuda(LspDocument *d, Document *text, const Config *cfg, char **error) {
+    CudaSource *cuda = d->parsed_cuda;
+    if (cuda && cuda_source_reparse(cuda, text, error)) {
+        document_free(d->parsed_doc);
+        d->parsed_doc = text;
+        return true;
+    }
+    free(*error);
+    *error = NULL;
+    cuda_source_free(cuda);
+    d->parsed_cuda = NULL;
+    CudaFlagOptions options = {cfg->cuda_build_dir, cfg->cuda_gpu_arch, cfg->cuda_path};
+    CudaSource *fresh = cuda_source_new(text, &options, error);
+    if (!fresh) {
+        document_free(text);
+        return false;
+    }
+    document_free(d->parsed_doc);
+    d->parsed_doc = text;
+    d->parsed_cuda = fresh;
+    return true;
 }
 
 /* brings d->parsed_doc / parsed_py up to `text` (runs without the lock) */
@@ -197,8 +223,13 @@ static void keep_outside(const FindingList *old, size_t ua, size_t ub_old, long 
     }
 }
 
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
 static void copy_config(const Config *from, Config *to) {
     config_init(to);
+    to->cuda_build_dir = dup_or_null(from->cuda_build_dir);
+    to->cuda_gpu_arch = dup_or_null(from->cuda_gpu_arch);
+    to->cuda_path = dup_or_null(from->cuda_path);
     for (size_t i = 0; i < from->select.count; i++) string_list_add(&to->select, from->select.items[i]);
     for (size_t i = 0; i < from->ignore.count; i++) string_list_add(&to->ignore, from->ignore.items[i]);
     for (size_t i = 0; i < from->severity_count; i++)
@@ -234,13 +265,22 @@ static void analyse(LspServer *s, LspDocument *d) {
     bool ok = true;
     char *error = NULL;
     bool had_results = d->results_match_parse && d->analysed_version >= 0;
-    if (edited) ok = text && reparse(d, text, edits, edit_count, from_scratch);
+    bool is_cuda = d->language == LANGUAGE_CUDA;
+    bool warm_up = is_cuda && !edited && d->parsed_cuda && d->parsed_doc;
+    if (edited && is_cuda) ok = text && reparse_cuda(d, text, &config, &error);
+    /* a CUDA file's first parse skips the precompiled preamble so that its
+     * diagnostics come sooner; this pass builds it, so that edits are fast */
+    else if (warm_up)
+        ok = reparse_cuda(d, document_new(d->parsed_doc->path, d->parsed_doc->language, d->parsed_doc->text,
+                                          d->parsed_doc->length),
+                          &config, &error);
+    else if (edited) ok = text && reparse(d, text, edits, edit_count, from_scratch);
     PySource *py = d->parsed_py;
 
     /* quick pass: only the top-level statement that holds every edit */
     size_t a = 0, b = 0, ua = 0, ub = 0;
     long long delta = 0;
-    bool quick = ok && edited && quick_allowed && had_results && !from_scratch &&
+    bool quick = ok && !is_cuda && edited && quick_allowed && had_results && !from_scratch &&
                  edited_span(edits, edit_count, &a, &b, &delta) && single_unit(py, a, b, &ua, &ub);
     free(edits);
     FindingList findings;
@@ -249,6 +289,8 @@ static void analyse(LspServer *s, LspDocument *d) {
         keep_outside(&d->findings, ua, (size_t)((long long)ub - delta), delta, &findings);
         ok = engine_check_region(d->parsed_doc, py, &config, (ByteRange){ua, ub}, &findings, NULL, &error);
         finding_list_sort(&findings);
+    } else if (ok && is_cuda) {
+        ok = engine_check_cuda(d->parsed_doc, d->parsed_cuda, &config, &findings, NULL, &error);
     } else if (ok) {
         ok = engine_check(d->parsed_doc, py, &config, &findings, NULL, &error);
     }
@@ -270,6 +312,8 @@ static void analyse(LspServer *s, LspDocument *d) {
         /* the parse state may be out of step with the edits: start over next time */
         py_source_free(d->parsed_py);
         d->parsed_py = NULL;
+        cuda_source_free(d->parsed_cuda);
+        d->parsed_cuda = NULL;
         d->edits_overflowed = true;
         return;
     }
@@ -297,11 +341,12 @@ static void analyse(LspServer *s, LspDocument *d) {
     d->diagnostics = diagnostics;
     d->analysed_version = version;
     d->results_match_parse = true;
-    if (quick) {
+    if (quick || (is_cuda && edited && !d->preamble_built)) {
         d->needs_full = true;
-        d->full_due = lsp_now() + s->full_pass_delay;
+        d->full_due = lsp_now() + (quick ? s->full_pass_delay : 0);
         pthread_cond_broadcast(&s->work_ready);
     }
+    if (warm_up) d->preamble_built = true;
     if (changed) d->result_serial = ++s->next_serial;
     if (s->pull_diagnostics) {
         lsp_answer_pulls(s, d);

@@ -736,15 +736,21 @@ Test(cuda_source, reparse_after_an_edit) {
     cr_expect_null(find(src, CXCursor_FunctionDecl, "added_later"));
     cr_expect_null(find(src, CXCursor_VarDecl, "edited"));
 
-    const char *added = "__global__ void added_later(int *p) { int edited = threadIdx.x; p[edited] = 0; }\n";
-    cr_assert(document_replace(doc, doc->length, doc->length, added, strlen(added)));
+    /* the first reparse builds the precompiled preamble (the LSP server does
+     * this right after the first diagnostics); later ones reuse it */
     char *error = NULL;
     t0 = now();
     cr_assert(cuda_source_reparse(src, doc, &error), "%s", error);
+    double warm = now() - t0;
+
+    const char *added = "__global__ void added_later(int *p) { int edited = threadIdx.x; p[edited] = 0; }\n";
+    cr_assert(document_replace(doc, doc->length, doc->length, added, strlen(added)));
+    t0 = now();
+    cr_assert(cuda_source_reparse(src, doc, &error), "%s", error);
     double second = now() - t0;
-    cr_log_info("cuda front end: first parse %.1f ms (libclang %.1f ms), reparse after an edit %.1f ms (libclang "
-                "%.1f ms)",
-                first * 1000, first_libclang * 1000, second * 1000, src->parse_seconds * 1000);
+    cr_log_info("cuda front end: first parse %.1f ms (libclang %.1f ms), reparse building the preamble %.1f ms, "
+                "reparse after an edit %.1f ms (libclang %.1f ms)",
+                first * 1000, first_libclang * 1000, warm * 1000, second * 1000, src->parse_seconds * 1000);
     cr_expect(src->doc == doc);
     CuNode *fn = find(src, CXCursor_FunctionDecl, "added_later");
     cr_assert_not_null(fn, "the new kernel appears after the reparse");
