@@ -145,17 +145,43 @@ static enum CXChildVisitResult visit(CXCursor c, CXCursor parent, CXClientData d
     return CXChildVisit_Continue;
 }
 
-static void resolve_refs(Builder *b, CuNode *n) {
+/* declarations by clang_hashCursor, for resolving references in linear time */
+typedef struct {
+    CuNode **slots;
+    size_t mask;
+} DeclTable;
+
+static bool decl_table_build(DeclTable *t, const Builder *b) {
+    size_t size = 16;
+    while (size < b->decl_count * 2) size *= 2;
+    t->slots = calloc(size, sizeof *t->slots);
+    if (!t->slots) return false;
+    t->mask = size - 1;
+    for (size_t i = 0; i < b->decl_count; i++) {
+        size_t h = clang_hashCursor(b->decls[i]->cursor) & t->mask;
+        while (t->slots[h]) h = (h + 1) & t->mask;
+        t->slots[h] = b->decls[i];
+    }
+    return true;
+}
+
+static CuNode *decl_table_find(const DeclTable *t, CXCursor c) {
+    for (size_t h = clang_hashCursor(c) & t->mask; t->slots[h]; h = (h + 1) & t->mask)
+        if (clang_equalCursors(t->slots[h]->cursor, c)) return t->slots[h];
+    return NULL;
+}
+
+static void resolve_refs(const DeclTable *t, CuNode *n) {
     if (n->kind == CXCursor_DeclRefExpr || n->kind == CXCursor_MemberRefExpr || n->kind == CXCursor_CallExpr) {
         CXCursor r = clang_getCursorReferenced(n->cursor);
-        if (!clang_Cursor_isNull(r))
-            for (size_t i = 0; i < b->decl_count; i++)
-                if (clang_equalCursors(b->decls[i]->cursor, r)) {
-                    n->ref = b->decls[i];
-                    break;
-                }
+        if (!clang_Cursor_isNull(r)) {
+            n->ref = decl_table_find(t, r);
+            /* a call to a template's specialization: the template written here */
+            CXCursor pattern = n->ref ? clang_getNullCursor() : clang_getSpecializedCursorTemplate(r);
+            if (!clang_Cursor_isNull(pattern)) n->ref = decl_table_find(t, pattern);
+        }
     }
-    for (uint32_t i = 0; i < n->child_count; i++) resolve_refs(b, n->children[i]);
+    for (uint32_t i = 0; i < n->child_count; i++) resolve_refs(t, n->children[i]);
 }
 
 /* the name the main file is parsed under */
@@ -241,7 +267,11 @@ static bool snapshot(CudaSource *src) {
     root->name = root->ref_name = "";
     b.parent = root;
     clang_visitChildren(root->cursor, visit, &b);
-    resolve_refs(&b, root);
+    DeclTable table;
+    if (decl_table_build(&table, &b)) {
+        resolve_refs(&table, root);
+        free(table.slots);
+    }
     free(b.decls);
     src->root = root;
     note_errors(src);

@@ -971,3 +971,37 @@ Test(cuda_query, thread_index_dependence) {
     cuda_source_free(src);
     document_free(doc);
 }
+
+Test(cuda_query, template_kernel_launch_resolves_its_declaration) {
+    static const char *const text =
+        "#include <cuda_runtime.h>\n"
+        "template <int N> __global__ void tk(float *x) { x[threadIdx.x] = N; }\n"
+        "template <typename F> float timed(F f) { f(); return 0.0f; }\n"
+        "void h(float *d) {\n"
+        "    tk<4><<<1, 32>>>(d);\n"
+        "    timed([&] { tk<8><<<2, 64>>>(d); });\n"
+        "}\n";
+    char *root = temp_dir();
+    Document *doc = doc_at(fmt("%s/t.cu", root), text);
+    CudaSource *src = parse(doc, NULL);
+    cr_expect(!src->has_errors, "%s", src->first_error_message);
+    CuLaunch launches[2] = {{0}};
+    cu_walk(src->root, collect_launch, launches);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_not_null(launches[i].call, "launch %d", i);
+        cr_expect_str_eq(launches[i].kernel, "tk");
+        cr_assert_not_null(launches[i].kernel_decl, "launch %d: the template kernel is defined in this file", i);
+        cr_expect_eq(launches[i].kernel_decl->kind, CXCursor_FunctionTemplate, "kind %d [%u,%u)", launches[i].kernel_decl->kind, launches[i].kernel_decl->start, launches[i].kernel_decl->end);
+        cr_expect(cu_is_kernel(launches[i].kernel_decl));
+    }
+    cr_expect_str_eq(text_of(src, launches[1].block), "64", "the launch inside the lambda");
+    /* the snapshot holds what is written: no implicit instantiations beside the template */
+    int tk_nodes = 0;
+    for (uint32_t i = 0; i < src->root->child_count; i++) tk_nodes += strcmp(src->root->children[i]->name, "tk") == 0;
+    cr_expect_eq(tk_nodes, 1);
+    CuNode *call = find(src, CXCursor_CallExpr, "timed");
+    cr_assert_not_null(call);
+    cr_expect(call->ref && call->ref->kind == CXCursor_FunctionTemplate, "a call to a function template in this file");
+    cuda_source_free(src);
+    document_free(doc);
+}
