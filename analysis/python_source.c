@@ -155,7 +155,19 @@ static void analyse(PySource *src) {
     src->uses_gpu = strstr(src->doc->text, "cuda") != NULL || strstr(src->doc->text, "device") != NULL;
 }
 
+bool py_source_too_wide(const Document *doc) {
+    if (doc->line_count <= PY_MAX_TOP_LEVEL_LINES) return false;
+    size_t top = 0;
+    for (size_t l = 0; l < doc->line_count; l++) {
+        char c = doc->text[doc->line_starts[l]];
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '\0' && ++top > PY_MAX_TOP_LEVEL_LINES)
+            return true;
+    }
+    return false;
+}
+
 PySource *py_source_new(const Document *doc) {
+    if (py_source_too_wide(doc)) return NULL;
     PySource *src = calloc(1, sizeof *src);
     if (!src) return NULL;
     src->doc = doc;
@@ -206,6 +218,7 @@ void py_source_note_edit(PySource *src, size_t start, size_t old_end, size_t new
 }
 
 bool py_source_reparse(PySource *src, const Document *doc) {
+    if (py_source_too_wide(doc)) return false;
     TSTree *tree = ts_parser_parse_string(src->parser, src->tree, doc->text, (uint32_t)doc->length);
     if (!tree) return false;
     ts_tree_delete(src->tree);

@@ -32,6 +32,11 @@ typedef struct {
 
 #define PY_PARSE_TIMEOUT_SECONDS 20
 
+/* tree-sitter 0.20 corrupts memory when one node gets more than 65,535
+ * children: a module of that many top-level lines is refused before parsing. */
+#define PY_MAX_TOP_LEVEL_LINES 60000
+bool py_source_too_wide(const Document *doc);
+
 /* Parses doc from scratch. NULL when memory runs out, the grammar's ABI is
  * not accepted by the tree-sitter library, or parsing takes longer than
  * PY_PARSE_TIMEOUT_SECONDS (text that is not Python at all). */

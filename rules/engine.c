@@ -35,6 +35,11 @@ static bool run(const Document *doc, const PySource *py, const CudaSource *cuda,
     memset(report, 0, sizeof *report);
     PySource *owned = NULL;
     if (doc->language == LANGUAGE_PYTHON && !py) {
+        if (py_source_too_wide(doc)) {
+            *error = format_string("skipped: more than %d top-level lines, beyond what the Python parser can hold",
+                                   PY_MAX_TOP_LEVEL_LINES);
+            return false;
+        }
         owned = py_source_new(doc);
         if (!owned) {
             *error = format_string("cannot parse as Python: the parser gave up after %d s (is this Python source?) "

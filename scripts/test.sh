@@ -16,10 +16,10 @@ tests/e2e/run.sh build/advise
 if [ "${ADVISE_SKIP_SANITIZERS:-0}" != 1 ]; then
     echo "== test suite under AddressSanitizer + UBSan (build-asan/)"
     ADVISE_BUILD_DIR=build-asan scripts/setup.sh -DADVISE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 LSAN_OPTIONS=suppressions="$PWD/tests/lsan.supp" \
         ctest --test-dir build-asan --output-on-failure -j"$(nproc)"
     echo "== end-to-end tests of advise server under AddressSanitizer + UBSan (build-asan/)"
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 LSAN_OPTIONS=suppressions="$PWD/tests/lsan.supp" \
         tests/e2e/run.sh build-asan/advise
 fi
 echo "== all tests passed"

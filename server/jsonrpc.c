@@ -77,17 +77,29 @@ static size_t header_end(const JsonRpcReader *r) {
     return 0;
 }
 
-/* skip to the next line that starts a Content-Length header */
-static void resynchronise(JsonRpcReader *r) {
+/* After a bad header: skip to the next "Content-Length:" at or after
+ * buf[pos + from]. Frames follow each other without a line break (a body
+ * need not end with one), so the name is looked for anywhere, not only at
+ * the start of a line. When it is not there, only a tail that may be the
+ * start of the name split across reads is kept. */
+static void resynchronise(JsonRpcReader *r, size_t from) {
+    static const char name[] = "Content-Length:";
+    const size_t name_len = sizeof name - 1;
     const char *p = r->buf + r->pos;
     size_t n = r->len - r->pos;
-    for (size_t i = 1; i < n; i++) {
-        if (p[i - 1] == '\n' && n - i >= 15 && strncasecmp(p + i, "Content-Length:", 15) == 0) {
+    for (size_t i = from; i < n; i++) {
+        size_t m = n - i < name_len ? n - i : name_len;
+        if (strncasecmp(p + i, name, m) == 0) { /* whole name, or a prefix of it at the end */
             r->pos += i;
             return;
         }
     }
     r->pos = r->len; /* nothing useful buffered */
+}
+
+/* RFC 7230 token characters, what a header field name is made of */
+static bool field_name_char(char c) {
+    return isalnum((unsigned char)c) || (c && strchr("!#$%&'*+-.^_`|~", c));
 }
 
 ReadStatus jsonrpc_read(JsonRpcReader *r, char **body, size_t *length, char **error) {
@@ -98,7 +110,7 @@ ReadStatus jsonrpc_read(JsonRpcReader *r, char **body, size_t *length, char **er
         if (!hlen) {
             if (r->len - r->pos > MAX_HEADER) {
                 *error = format_string("header longer than %d bytes without an empty line", MAX_HEADER);
-                resynchronise(r);
+                resynchronise(r, 1);
                 if (r->pos == r->len) r->pos = r->len = 0;
                 return READ_BAD_FRAME;
             }
@@ -124,8 +136,10 @@ ReadStatus jsonrpc_read(JsonRpcReader *r, char **body, size_t *length, char **er
             size_t line_end = eol > i && p[eol - 1] == '\r' ? eol - 1 : eol;
             if (line_end > i) {
                 const char *colon = memchr(p + i, ':', line_end - i);
-                if (!colon) {
-                    bad = true;
+                bool name_ok = colon && colon > p + i;
+                for (const char *c = p + i; name_ok && c < colon; c++) name_ok = field_name_char(*c);
+                if (!name_ok) {
+                    bad = true; /* not a header field: junk, or the body of an earlier bad frame */
                 } else if ((size_t)(colon - (p + i)) == 14 && strncasecmp(p + i, "Content-Length", 14) == 0) {
                     const char *v = colon + 1;
                     while (v < p + line_end && (*v == ' ' || *v == '\t')) v++;
@@ -147,8 +161,8 @@ ReadStatus jsonrpc_read(JsonRpcReader *r, char **body, size_t *length, char **er
         if (bad || content_length < 0) {
             *error = format_string(content_length < 0 && !bad ? "message header without Content-Length"
                                                               : "malformed message header");
-            r->pos += hlen;
-            resynchronise(r);
+            /* the next frame may start inside this block (after junk without a blank line of its own) */
+            resynchronise(r, 1);
             return READ_BAD_FRAME;
         }
         r->pos += hlen;

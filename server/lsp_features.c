@@ -268,6 +268,8 @@ void lsp_handle_code_action(LspServer *s, json_t *id, json_t *params) {
             json_t *version = json_object_get(data, "version");
             json_t *fixes = json_object_get(data, "fixes");
             if (!code || !json_is_integer(version)) continue;
+            /* made for an older text: its ranges no longer hold (the client asks again with the new diagnostics) */
+            if (json_integer_value(version) != d->version) continue;
             size_t safe_count = 0, k;
             json_t *fix;
             json_array_foreach(fixes, k, fix) safe_count += json_is_true(json_object_get(fix, "safe"));
@@ -392,10 +394,18 @@ static const char *command_uri(json_t *args) {
     return json_string_value(json_object_get(first, "uri"));
 }
 
+struct ScanThread {
+    pthread_t thread;
+    bool done;
+    struct ScanThread *next;
+};
+
 typedef struct {
     LspServer *s;
     char *root;
     json_t *token;
+    json_t *reply_id; /* a client-made token lives as long as its request: answered at the end */
+    struct ScanThread *thread;
 } WorkspaceScan;
 
 static void progress(json_t *token, json_t *value) {
@@ -407,11 +417,9 @@ static void progress(json_t *token, json_t *value) {
 static void *scan_workspace(void *arg) {
     WorkspaceScan *w = arg;
     LspServer *s = w->s;
-    Config cfg;
-    config_init(&cfg);
+    Config cfg; /* the settings open documents are analysed with, severity overrides included */
     pthread_mutex_lock(&s->lock);
-    for (size_t i = 0; i < s->config.select.count; i++) string_list_add(&cfg.select, s->config.select.items[i]);
-    for (size_t i = 0; i < s->config.ignore.count; i++) string_list_add(&cfg.ignore, s->config.ignore.items[i]);
+    lsp_config_snapshot(s, &cfg);
     pthread_mutex_unlock(&s->lock);
     FileList files;
     const char *paths[1] = {w->root};
@@ -425,8 +433,12 @@ static void *scan_workspace(void *arg) {
                                          (int)(100 * i / (files.count ? files.count : 1))));
         char *uri = lsp_path_to_uri(files.files[i]);
         pthread_mutex_lock(&s->lock);
-        bool open = lsp_find_document(s, uri) != NULL;
+        bool open = lsp_find_document(s, uri) != NULL, stopping = s->stopping;
         pthread_mutex_unlock(&s->lock);
+        if (stopping) { /* the server is exiting */
+            free(uri);
+            break;
+        }
         SourceFile src;
         char *error = NULL;
         if (open || !source_file_read(files.files[i], cfg.max_file_bytes, &src, &error)) {
@@ -453,13 +465,81 @@ static void *scan_workspace(void *arg) {
     char done[128];
     snprintf(done, sizeof done, "%zu findings in %zu files", total_findings, files.count);
     if (w->token) progress(w->token, json_pack("{s:s,s:s}", "kind", "end", "message", done));
+    if (w->reply_id) jsonrpc_send_result(w->reply_id, json_null());
     lsp_log(3, "advise: workspace checked: %s", done);
     file_list_free(&files);
     config_free(&cfg);
     json_decref(w->token);
+    json_decref(w->reply_id);
+    pthread_mutex_lock(&s->lock);
+    w->thread->done = true; /* may be joined now */
+    pthread_mutex_unlock(&s->lock);
     free(w->root);
     free(w);
     return NULL;
+}
+
+/* joins the scans that have ended, or all of them when `all` */
+static void scans_reap(LspServer *s, bool all) {
+    pthread_mutex_lock(&s->lock);
+    struct ScanThread *ended = NULL, **pp = &s->scans;
+    while (*pp) {
+        struct ScanThread *t = *pp;
+        if (all || t->done) {
+            *pp = t->next;
+            t->next = ended;
+            ended = t;
+        } else {
+            pp = &t->next;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    while (ended) {
+        struct ScanThread *t = ended;
+        ended = t->next;
+        pthread_join(t->thread, NULL);
+        free(t);
+    }
+}
+
+void lsp_scans_join(LspServer *s) { scans_reap(s, true); }
+
+static void scan_free(void *data) {
+    WorkspaceScan *w = data;
+    json_decref(w->token);
+    json_decref(w->reply_id);
+    free(w->root);
+    free(w);
+}
+
+/* runs the scan on a thread of its own (joined at exit, or by a later
+ * scan once it has ended); false (w freed) when it cannot start */
+static bool scan_start(LspServer *s, WorkspaceScan *w) {
+    scans_reap(s, false);
+    struct ScanThread *t = calloc(1, sizeof *t);
+    w->thread = t;
+    if (!t || pthread_create(&t->thread, NULL, scan_workspace, w) != 0) {
+        free(t);
+        scan_free(w);
+        return false;
+    }
+    pthread_mutex_lock(&s->lock);
+    t->next = s->scans;
+    s->scans = t;
+    pthread_mutex_unlock(&s->lock);
+    return true;
+}
+
+/* the client answered window/workDoneProgress/create: progress may be reported
+ * with the token now (LSP 3.17), or not at all when the client refused it */
+static void on_progress_created(LspServer *s, json_t *result, json_t *error, void *data) {
+    (void)result;
+    WorkspaceScan *w = data;
+    if (error) {
+        json_decref(w->token);
+        w->token = NULL;
+    }
+    if (!scan_start(s, w)) lsp_log(1, "advise: cannot start the workspace scan");
 }
 
 void lsp_handle_execute_command(LspServer *s, json_t *id, json_t *params) {
@@ -493,7 +573,7 @@ void lsp_handle_execute_command(LspServer *s, json_t *id, json_t *params) {
         pthread_mutex_unlock(&s->lock);
         if (edit)
             lsp_send_request(s, "workspace/applyEdit", json_pack("{s:s,s:o}", "label", "advise: safe fixes", "edit", edit),
-                             on_apply_edit, NULL);
+                             on_apply_edit, NULL, NULL);
         jsonrpc_send_result(id, json_pack("{s:I}", "applied", (json_int_t)applied));
         return;
     }
@@ -505,25 +585,26 @@ void lsp_handle_execute_command(LspServer *s, json_t *id, json_t *params) {
         WorkspaceScan *w = calloc(1, sizeof *w);
         w->s = s;
         w->root = strdup(s->root_path);
-        if (s->work_done_progress) {
+        json_t *client_token = json_object_get(params, "workDoneToken");
+        if (json_is_string(client_token) || json_is_integer(client_token)) {
+            /* the client made the progress for this request: it ends with the answer, sent after the scan */
+            w->token = json_incref(client_token);
+            w->reply_id = json_incref(id);
+            if (!scan_start(s, w)) jsonrpc_send_error(id, LSP_REQUEST_FAILED, "cannot start the workspace scan");
+            return;
+        } else if (s->work_done_progress) {
+            /* ask the client to make one; the scan starts when it answers */
+            static unsigned created; /* main thread only */
             char token[64];
-            snprintf(token, sizeof token, "advise-scan-%ld", s->next_request_id + 1);
+            snprintf(token, sizeof token, "advise-scan-%u", ++created);
             w->token = json_string(token);
-            lsp_send_request(s, "window/workDoneProgress/create", json_pack("{s:s}", "token", token), NULL, NULL);
-        }
-        pthread_t t;
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&t, &attr, scan_workspace, w) != 0) {
-            json_decref(w->token);
-            free(w->root);
-            free(w);
-            jsonrpc_send_error(id, LSP_REQUEST_FAILED, "cannot start the workspace scan");
-        } else {
+            lsp_send_request(s, "window/workDoneProgress/create", json_pack("{s:s}", "token", token),
+                             on_progress_created, w, scan_free);
             jsonrpc_send_result(id, json_null());
+            return;
         }
-        pthread_attr_destroy(&attr);
+        if (!scan_start(s, w)) jsonrpc_send_error(id, LSP_REQUEST_FAILED, "cannot start the workspace scan");
+        else jsonrpc_send_result(id, json_null());
         return;
     }
     char buf[256];
@@ -533,12 +614,22 @@ void lsp_handle_execute_command(LspServer *s, json_t *id, json_t *params) {
 
 /* ---- settings ------------------------------------------------------------------------- */
 
+/* select / ignore: a list of selectors or a comma-separated string; null
+ * restores the default (every rule / none). Unknown selectors are reported
+ * and left out; a value of another type is reported and changes nothing. */
 static void set_list(StringList *list, json_t *value, const char *what) {
+    if (!json_is_string(value) && !json_is_array(value) && !json_is_null(value)) {
+        lsp_log(1, "advise: setting '%s' must be a list of rule selectors or a comma-separated string (ignored)", what);
+        return;
+    }
     StringList fresh = {0};
     if (json_is_string(value)) string_list_add_csv(&fresh, json_string_value(value));
     size_t i;
     json_t *v;
-    json_array_foreach(value, i, v) if (json_is_string(v)) string_list_add(&fresh, json_string_value(v));
+    json_array_foreach(value, i, v) {
+        if (json_is_string(v)) string_list_add(&fresh, json_string_value(v));
+        else lsp_log(1, "advise: setting '%s' holds something that is not a string (ignored)", what);
+    }
     StringList ok = {0};
     for (size_t k = 0; k < fresh.count; k++) {
         if (config_selector_valid(fresh.items[k])) string_list_add(&ok, fresh.items[k]);
@@ -553,7 +644,9 @@ void lsp_apply_settings(LspServer *s, json_t *settings) {
     json_t *v;
     if ((v = json_object_get(settings, "select"))) set_list(&s->config.select, v, "select");
     if ((v = json_object_get(settings, "ignore"))) set_list(&s->config.ignore, v, "ignore");
-    if ((v = json_object_get(settings, "severity")) && json_is_object(v)) {
+    if ((v = json_object_get(settings, "severity")) && !json_is_object(v) && !json_is_null(v))
+        lsp_log(1, "advise: setting 'severity' must be an object such as {\"PY003\": \"error\"} (ignored)");
+    else if (v) {
         for (size_t i = 0; i < s->config.severity_count; i++) free(s->config.severity[i].selector);
         free(s->config.severity);
         s->config.severity = NULL;
@@ -566,9 +659,11 @@ void lsp_apply_settings(LspServer *s, json_t *settings) {
                         key);
         }
     }
-    if ((v = json_object_get(settings, "profileDir")) && json_is_string(v)) {
+    if ((v = json_object_get(settings, "profileDir")) && !json_is_string(v) && !json_is_null(v)) {
+        lsp_log(1, "advise: setting 'profileDir' must be a folder path (ignored)");
+    } else if (v) {
         free(s->config.profile_dir);
-        s->config.profile_dir = strdup(json_string_value(v));
+        s->config.profile_dir = json_is_string(v) ? strdup(json_string_value(v)) : NULL;
     }
     if ((v = json_object_get(settings, "quickPass")) && json_is_boolean(v)) s->quick_pass = json_is_true(v);
     static const struct {
@@ -587,7 +682,9 @@ void lsp_apply_settings(LspServer *s, json_t *settings) {
         double ms = json_number_value(v);
         s->full_pass_delay = ms < 0 ? 0 : ms > 60000 ? 60 : ms / 1000.0;
     }
-    if ((v = json_object_get(settings, "debounceMs")) && json_is_number(v)) {
+    if ((v = json_object_get(settings, "debounceMs")) && !json_is_number(v) && !json_is_null(v)) {
+        lsp_log(1, "advise: setting 'debounceMs' must be a number of milliseconds (ignored)");
+    } else if (json_is_number(v)) {
         double ms = json_number_value(v);
         s->debounce_seconds = ms < 0 ? 0 : ms > 5000 ? 5 : ms / 1000.0;
     }

@@ -99,26 +99,47 @@ static const char *document_uri(json_t *params) {
 
 /* ---- client requests we sent ------------------------------------------------ */
 
+/* The requests in flight are shared by the main loop (answers) and the
+ * workers (which may ask for a diagnostic refresh while holding s->lock), so
+ * they have a lock of their own, never held while calling out. */
+static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void lsp_send_request(LspServer *s, const char *method, json_t *params,
-                      void (*on_response)(LspServer *, json_t *, json_t *, void *), void *data) {
+                      void (*on_response)(LspServer *, json_t *, json_t *, void *), void *data,
+                      void (*drop)(void *)) {
+    PendingClientRequest forgotten = {0};
+    pthread_mutex_lock(&pending_lock);
     long id = ++s->next_request_id;
-    if (s->pending_count < (int)(sizeof s->pending / sizeof *s->pending)) {
-        s->pending[s->pending_count++] = (PendingClientRequest){json_integer(id), on_response, data};
+    if (s->pending_count == (int)(sizeof s->pending / sizeof *s->pending)) {
+        /* a client that never answers: forget the oldest request */
+        forgotten = s->pending[0];
+        memmove(s->pending, s->pending + 1, (size_t)(s->pending_count - 1) * sizeof *s->pending);
+        s->pending_count--;
     }
-    jsonrpc_send(json_pack("{s:s,s:I,s:s,s:o}", "jsonrpc", "2.0", "id", (json_int_t)id, "method", method, "params",
-                           params ? params : json_object()));
+    s->pending[s->pending_count++] = (PendingClientRequest){json_integer(id), on_response, data, drop};
+    json_t *msg = json_pack("{s:s,s:I,s:s}", "jsonrpc", "2.0", "id", (json_int_t)id, "method", method);
+    if (params) json_object_set_new(msg, "params", params); /* some requests take none */
+    /* sent under the lock: an answer cannot be read before its request is recorded */
+    jsonrpc_send(msg);
+    pthread_mutex_unlock(&pending_lock);
+    json_decref(forgotten.id);
+    if (forgotten.drop) forgotten.drop(forgotten.data);
 }
 
 static void handle_client_response(LspServer *s, json_t *msg) {
     json_t *id = json_object_get(msg, "id");
+    pthread_mutex_lock(&pending_lock);
     for (int i = 0; i < s->pending_count; i++) {
         if (!json_equal(s->pending[i].id, id)) continue;
         PendingClientRequest p = s->pending[i];
-        s->pending[i] = s->pending[--s->pending_count];
+        memmove(s->pending + i, s->pending + i + 1, (size_t)(s->pending_count - i - 1) * sizeof *s->pending);
+        s->pending_count--;
+        pthread_mutex_unlock(&pending_lock);
         if (p.on_response) p.on_response(s, json_object_get(msg, "result"), json_object_get(msg, "error"), p.data);
         json_decref(p.id);
         return;
     }
+    pthread_mutex_unlock(&pending_lock);
 }
 
 /* ---- lifecycle ------------------------------------------------------------- */
@@ -138,20 +159,32 @@ static json_t *get_path(json_t *obj, const char *path) {
     return obj;
 }
 
+/* New settings: analyse the open documents again. Push clients get the new
+ * diagnostics published; pull clients are told to pull again when they can
+ * be (a pull that comes before the analysis waits for it). */
+static void settings_changed(LspServer *s) {
+    pthread_mutex_lock(&s->lock);
+    for (LspDocument *d = s->documents; d; d = d->next)
+        if (!d->closed && d->language != LANGUAGE_UNKNOWN) lsp_schedule(s, d, 0);
+    pthread_mutex_unlock(&s->lock);
+    if (s->pull_diagnostics && s->refresh_support)
+        lsp_send_request(s, "workspace/diagnostic/refresh", NULL, NULL, NULL, NULL);
+}
+
 static void on_configuration(LspServer *s, json_t *result, json_t *error, void *data) {
+    (void)error, (void)data;
     if (json_is_array(result) && json_array_size(result) > 0 && json_is_object(json_array_get(result, 0))) {
         pthread_mutex_lock(&s->lock);
         lsp_apply_settings(s, json_array_get(result, 0));
-        for (LspDocument *d = s->documents; d; d = d->next)
-            if (!d->closed) lsp_schedule(s, d, 0);
         pthread_mutex_unlock(&s->lock);
+        settings_changed(s);
     }
 }
 
 static void request_configuration(LspServer *s) {
     if (!s->client_configuration) return;
     lsp_send_request(s, "workspace/configuration", json_pack("{s:[{s:s}]}", "items", "section", "advise"),
-                     on_configuration, NULL);
+                     on_configuration, NULL, NULL);
 }
 
 static void handle_initialize(LspServer *s, json_t *id, json_t *params) {
@@ -381,16 +414,18 @@ static void handle_cancel(LspServer *s, json_t *params) {
 }
 
 static void handle_did_change_configuration(LspServer *s, json_t *params) {
+    if (s->client_configuration) {
+        /* pull model: the notification only says that something changed; ask for the current values */
+        request_configuration(s);
+        return;
+    }
     json_t *settings = json_object_get(params, "settings");
     json_t *ours = json_object_get(settings, "advise");
     pthread_mutex_lock(&s->lock);
     if (json_is_object(ours)) lsp_apply_settings(s, ours);
-    else if (json_is_object(settings) && json_object_size(settings) > 0 && !s->client_configuration)
-        lsp_apply_settings(s, settings);
-    for (LspDocument *d = s->documents; d; d = d->next)
-        if (!d->closed && d->language != LANGUAGE_UNKNOWN) lsp_schedule(s, d, 0);
+    else if (json_is_object(settings) && json_object_size(settings) > 0) lsp_apply_settings(s, settings);
     pthread_mutex_unlock(&s->lock);
-    request_configuration(s); /* pull model: ask for the current values */
+    settings_changed(s);
 }
 
 /* ---- dispatch -------------------------------------------------------------------- */
@@ -525,7 +560,7 @@ int lsp_server_run(int in_fd, int out_fd) {
             continue;
         }
         json_error_t jerr;
-        json_t *msg = json_loadb(body, len, 0, &jerr);
+        json_t *msg = json_loadb(body, len, JSON_DECODE_ANY, &jerr); /* "42" is JSON, but not a request */
         free(body);
         if (!msg) {
             char buf[300];
@@ -537,7 +572,8 @@ int lsp_server_run(int in_fd, int out_fd) {
         json_decref(msg);
         if (!go_on) break;
     }
-    lsp_workers_stop(s);
+    lsp_workers_stop(s); /* sets stopping: workspace scans end after their current file */
+    lsp_scans_join(s);
     jsonrpc_reader_free(reader);
     pthread_mutex_lock(&s->lock);
     while (s->documents) {
@@ -546,7 +582,10 @@ int lsp_server_run(int in_fd, int out_fd) {
         lsp_document_free(d);
     }
     pthread_mutex_unlock(&s->lock);
-    for (int i = 0; i < s->pending_count; i++) json_decref(s->pending[i].id);
+    for (int i = 0; i < s->pending_count; i++) {
+        json_decref(s->pending[i].id);
+        if (s->pending[i].drop) s->pending[i].drop(s->pending[i].data);
+    }
     config_free(&s->config);
     free(s->root_path);
     pthread_mutex_destroy(&s->lock);

@@ -54,6 +54,7 @@ typedef struct {
     json_t *id;
     void (*on_response)(LspServer *s, json_t *result, json_t *error, void *data);
     void *data;
+    void (*drop)(void *data); /* frees data when no response comes before exit */
 } PendingClientRequest;
 
 struct LspServer {
@@ -62,6 +63,7 @@ struct LspServer {
     pthread_t workers[4];
     int worker_count;
     bool stopping;
+    struct ScanThread *scans;    /* advise.checkWorkspace threads, joined at exit */
 
     /* lifecycle */
     bool initialized;
@@ -101,12 +103,17 @@ bool lsp_range_parse(json_t *range, const Document *doc, PositionEncoding enc, s
 void lsp_log(int type, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 double lsp_now(void);
 void lsp_schedule(LspServer *s, LspDocument *d, double delay);
+/* Sends a request to the client; on_response runs on the main thread when
+ * the answer comes. drop (may be NULL) frees data if the server exits first. */
 void lsp_send_request(LspServer *s, const char *method, json_t *params,
-                      void (*on_response)(LspServer *, json_t *, json_t *, void *), void *data);
+                      void (*on_response)(LspServer *, json_t *, json_t *, void *), void *data,
+                      void (*drop)(void *));
 char *lsp_uri_to_path(const char *uri);
 char *lsp_path_to_uri(const char *path);
 
 /* worker (lsp_worker.c) */
+/* Copies the settings an analysis needs (lock held). */
+void lsp_config_snapshot(const LspServer *s, Config *out);
 bool lsp_workers_start(LspServer *s, int count);
 void lsp_workers_stop(LspServer *s);
 /* Frees everything a document holds (lock held or document detached). */
@@ -120,6 +127,8 @@ void lsp_handle_code_action(LspServer *s, json_t *id, json_t *params);
 void lsp_handle_code_action_resolve(LspServer *s, json_t *id, json_t *params);
 void lsp_handle_hover(LspServer *s, json_t *id, json_t *params);
 void lsp_handle_execute_command(LspServer *s, json_t *id, json_t *params);
+/* Waits for the workspace scans (they stop early once s->stopping is set). */
+void lsp_scans_join(LspServer *s);
 json_t *lsp_findings_to_diagnostics(const LspServer *s, const LspDocument *d, const FindingList *findings,
                                     const Document *doc, int64_t version);
 /* Applies LSP settings (initializationOptions, didChangeConfiguration or a

@@ -236,6 +236,11 @@ static void copy_config(const Config *from, Config *to) {
         config_set_severity(to, from->severity[i].selector, severity_name(from->severity[i].severity));
 }
 
+void lsp_config_snapshot(const LspServer *s, Config *out) {
+    copy_config(&s->config, out);
+    if (s->config.profile_dir) out->profile_dir = strdup(s->config.profile_dir);
+}
+
 /* Called with the lock held; returns with it held. */
 static void analyse(LspServer *s, LspDocument *d) {
     bool edited = d->dirty;
@@ -257,8 +262,8 @@ static void analyse(LspServer *s, LspDocument *d) {
     }
     d->needs_full = false;
     d->busy = true;
-    Config config;
-    copy_config(&s->config, &config);
+    Config config; /* the settings as they are now */
+    lsp_config_snapshot(s, &config);
     bool quick_allowed = s->quick_pass;
     pthread_mutex_unlock(&s->lock);
 
@@ -351,7 +356,7 @@ static void analyse(LspServer *s, LspDocument *d) {
     if (s->pull_diagnostics) {
         lsp_answer_pulls(s, d);
         if (changed && !edited && s->refresh_support)
-            lsp_send_request(s, "workspace/diagnostic/refresh", NULL, NULL, NULL);
+            lsp_send_request(s, "workspace/diagnostic/refresh", NULL, NULL, NULL, NULL);
     } else if (changed) {
         /* sent under the lock so that an older version can never overtake a newer one */
         jsonrpc_send_notification("textDocument/publishDiagnostics",

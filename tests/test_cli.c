@@ -331,3 +331,15 @@ Test(cli, add_sync_fix_is_guarded_in_files_with_a_cpu_fallback) {
     free(text);
     run_result_free(&r);
 }
+
+Test(cli, a_module_too_wide_for_the_parser_is_skipped_with_a_message) {
+    char *dir = temp_dir();
+    char *f = path_in(dir, "wide.py");
+    FILE *out = fopen(f, "w");
+    for (int i = 0; i < 70000; i++) fputs("# filler\n", out);
+    fclose(out);
+    RunResult r = run_advise("check", "--no-config", f);
+    cr_expect_eq(r.status, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "top-level lines") != NULL, "%s", r.err);
+    run_result_free(&r);
+}

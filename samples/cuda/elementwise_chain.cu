@@ -11,29 +11,29 @@
 
    What `advise check` should report in this file:
 
-     CU005 misaligned-vector-access     line 77   Particle q = p[i]: a 12-byte struct read per
+     CU005 misaligned-vector-access     line 78   Particle q = p[i]: a 12-byte struct read per
                                                   thread (three 4-byte loads) -> __align__(16) on
                                                   Particle
-     CU005 misaligned-vector-access     line 111  reinterpret_cast<const float4 *>(feat + 1): offset
+     CU005 misaligned-vector-access     line 112  reinterpret_cast<const float4 *>(feat + 1): offset
                                                   1 is never 16-byte aligned, so the float4 path
                                                   never runs -> start the features at feat + 4
-     CU011 unchecked-cuda-error         line 137  radius<<<...>>>: no error check after the launch
-     CU010 unfused-elementwise-kernels  line 138  scale<<<...>>> after radius<<<...>>>: same grid,
+     CU011 unchecked-cuda-error         line 138  radius<<<...>>>: no error check after the launch
+     CU010 unfused-elementwise-kernels  line 139  scale<<<...>>> after radius<<<...>>>: same grid,
                                                   block and buffer (d_feat + 1) -> fuse
-     CU011 unchecked-cuda-error         line 138  scale<<<...>>>: no error check after the launch
-     CU010 unfused-elementwise-kernels  line 139  add_bias<<<...>>> after scale<<<...>>> -> fuse
-     CU011 unchecked-cuda-error         line 139  add_bias<<<...>>>: no error check after the launch
-     CU010 unfused-elementwise-kernels  line 140  relu<<<...>>> after add_bias<<<...>>> -> fuse
-     CU011 unchecked-cuda-error         line 140  relu<<<...>>>: no error check after the launch
-     CU011 unchecked-cuda-error         line 141  pool4<<<...>>>: no error check after the launch
-     CU011 unchecked-cuda-error         line 144  cudaMemcpy(h_pooled, ...): result dropped, and it
+     CU011 unchecked-cuda-error         line 139  scale<<<...>>>: no error check after the launch
+     CU010 unfused-elementwise-kernels  line 140  add_bias<<<...>>> after scale<<<...>>> -> fuse
+     CU011 unchecked-cuda-error         line 140  add_bias<<<...>>>: no error check after the launch
+     CU010 unfused-elementwise-kernels  line 141  relu<<<...>>> after add_bias<<<...>>> -> fuse
+     CU011 unchecked-cuda-error         line 141  relu<<<...>>>: no error check after the launch
+     CU011 unchecked-cuda-error         line 142  pool4<<<...>>>: no error check after the launch
+     CU011 unchecked-cuda-error         line 145  cudaMemcpy(h_pooled, ...): result dropped, and it
                                                   is the call that would report a failed kernel
-     CU011 unchecked-cuda-error         line 159  cudaFree(d_p): result dropped
-     CU011 unchecked-cuda-error         line 160  cudaFree(d_feat): result dropped
-     CU011 unchecked-cuda-error         line 161  cudaFree(d_pooled): result dropped
+     CU011 unchecked-cuda-error         line 160  cudaFree(d_p): result dropped
+     CU011 unchecked-cuda-error         line 161  cudaFree(d_feat): result dropped
+     CU011 unchecked-cuda-error         line 162  cudaFree(d_pooled): result dropped
 
-   CU010 is reported once per launch that could be fused into the launch
-   before it, so the chain of four gives three findings.
+   Each launch that could be fused into the launch before it gets its own
+   CU010, so the chain of four launches gives three findings.
 
    Look-alikes that are deliberately correct and must NOT be reported:
 

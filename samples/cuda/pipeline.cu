@@ -11,18 +11,18 @@
 
    What `advise check` should report in this file:
 
-     CU008 sync-or-alloc-in-loop        line 102  cudaMalloc(&d_buf, ...) on every chunk -> allocate
+     CU008 sync-or-alloc-in-loop        line 103  cudaMalloc(&d_buf, ...) on every chunk -> allocate
                                                   the buffers once, one per stream, before the loop
-     CU006 pageable-async-copy          line 104  cudaMemcpyAsync from h_in.data() + off: h_in is a
+     CU006 pageable-async-copy          line 105  cudaMemcpyAsync from h_in.data() + off: h_in is a
                                                   std::vector (pageable), so the copy is staged and
                                                   does not overlap -> pinned memory (cudaMallocHost)
-     CU006 pageable-async-copy          line 108  cudaMemcpyAsync to h_out + off: h_out comes from
-                                                  malloc() at line 88 -> cudaMallocHost() and
+     CU006 pageable-async-copy          line 109  cudaMemcpyAsync to h_out + off: h_out comes from
+                                                  malloc() at line 89 -> cudaMallocHost() and
                                                   cudaFreeHost()
-     CU007 unsynchronized-host-read     line 113  h_out[off + i] is read while the copy at line 108
+     CU007 unsynchronized-host-read     line 114  h_out[off + i] is read while the copy at line 109
                                                   may still be filling it -> insert
-                                                  cudaStreamSynchronize(stream) before line 112
-     CU008 sync-or-alloc-in-loop        line 114  cudaFree(d_buf) on every chunk: it also waits for
+                                                  cudaStreamSynchronize(stream) before line 113
+     CU008 sync-or-alloc-in-loop        line 115  cudaFree(d_buf) on every chunk: it also waits for
                                                   the whole device, which serializes the streams
 
    It prints ok only because a copy into pageable memory returns after the

@@ -9,22 +9,22 @@
 
    What `advise check` should report in this file:
 
-     CU002 divergent-barrier            line 72   __syncthreads() under if (tid < THREADS) at line
-                                                  70: the condition depends on threadIdx.x (error)
-     CU008 sync-or-alloc-in-loop        line 101  cudaMalloc(&d_in, ...) on every iteration of the
+     CU002 divergent-barrier            line 73   __syncthreads() under if (tid < THREADS) at line
+                                                  71: the condition depends on threadIdx.x (error)
+     CU008 sync-or-alloc-in-loop        line 102  cudaMalloc(&d_in, ...) on every iteration of the
                                                   batch loop -> allocate once before the loop
-     CU009 launch-config                line 104  block_sum<<<BLOCKS, THREADS>>>: 250 threads per
+     CU009 launch-config                line 105  block_sum<<<BLOCKS, THREADS>>>: 250 threads per
                                                   block is not a multiple of 32 (the last warp is
                                                   26/32 full); the kernel guards its index -> 256
-     CU009 launch-config                line 104  block_sum<<<BLOCKS, THREADS>>>: a constant grid of
+     CU009 launch-config                line 105  block_sum<<<BLOCKS, THREADS>>>: a constant grid of
                                                   64 blocks leaves 68 of the H200's 132 SMs idle
-     CU008 sync-or-alloc-in-loop        line 106  cudaDeviceSynchronize() after the launch on every
+     CU008 sync-or-alloc-in-loop        line 107  cudaDeviceSynchronize() after the launch on every
                                                   iteration (the cudaMemcpy after it waits anyway)
-     CU008 sync-or-alloc-in-loop        line 109  cudaFree(d_in) on every iteration of the batch
+     CU008 sync-or-alloc-in-loop        line 110  cudaFree(d_in) on every iteration of the batch
                                                   loop
 
    The two CU009 findings are on the same launch, one per problem. The guard
-   at line 70 is true for every thread of this program's launches (blockDim.x
+   at line 71 is true for every thread of this program's launches (blockDim.x
    == THREADS), so the program prints ok; launched with more than THREADS
    threads per block, the kernel deadlocks or sums garbage.
 

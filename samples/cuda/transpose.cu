@@ -9,22 +9,22 @@
 
    What `advise check` should report in this file:
 
-     CU004 uncoalesced-access           line 82   out[x * rows + (y + j)] in transpose_naive(): x
+     CU004 uncoalesced-access           line 83   out[x * rows + (y + j)] in transpose_naive(): x
                                                   follows threadIdx.x and is the slow index, so
                                                   neighbouring threads write 6 KiB apart
-     CU003 shared-bank-conflict         line 89   tile[TILE][TILE] in transpose_tiled(), read as
-                                                  tile[threadIdx.x][threadIdx.y + j] at line 98: a
+     CU003 shared-bank-conflict         line 90   tile[TILE][TILE] in transpose_tiled(), read as
+                                                  tile[threadIdx.x][threadIdx.y + j] at line 99: a
                                                   32-way conflict -> tile[TILE][TILE + 1]
-     CU003 shared-bank-conflict         line 104  tile[TILE][TILE] in transpose_warp(), read as
-                                                  tile[lane][r] at line 111 -> tile[TILE][TILE + 1]
-     CU001 missing-syncthreads          line 111  tile[lane][r] reads what lane r wrote at line 109,
+     CU003 shared-bank-conflict         line 105  tile[TILE][TILE] in transpose_warp(), read as
+                                                  tile[lane][r] at line 112 -> tile[TILE][TILE + 1]
+     CU001 missing-syncthreads          line 112  tile[lane][r] reads what lane r wrote at line 110,
                                                   with no barrier in between -> __syncthreads()
-                                                  before line 110
+                                                  before line 111
 
-   CU003 points at the __shared__ declaration, where the fix goes. transpose_warp()
-   relies on the warp running in lockstep: its loops never diverge, so in
-   practice the warp stays converged and the program still prints ok, but
-   nothing has guaranteed that since Volta (independent thread scheduling).
+   The CU003 findings point at the __shared__ declaration, where the fix goes.
+   transpose_warp() relies on the warp running in lockstep. Its loops never
+   diverge, so in practice the warp stays converged and the program prints ok,
+   but nothing has guaranteed lockstep since Volta (independent scheduling).
 
    Look-alikes that are deliberately correct and must NOT be reported:
 

@@ -1,0 +1,3 @@
+import torch
+
+buf = torch.zeros(3, 4).cuda()
