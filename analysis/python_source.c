@@ -155,13 +155,50 @@ static void analyse(PySource *src) {
     src->uses_gpu = strstr(src->doc->text, "cuda") != NULL || strstr(src->doc->text, "device") != NULL;
 }
 
+/* Counts the lines that start a top-level statement or comment, skipping
+ * strings (a long docstring is one node) and bracketed continuations. */
 bool py_source_too_wide(const Document *doc) {
     if (doc->line_count <= PY_MAX_TOP_LEVEL_LINES) return false;
-    size_t top = 0;
-    for (size_t l = 0; l < doc->line_count; l++) {
-        char c = doc->text[doc->line_starts[l]];
-        if (c != ' ' && c != '\t' && c != '\n' && c != '\r' && c != '\0' && ++top > PY_MAX_TOP_LEVEL_LINES)
-            return true;
+    const char *t = doc->text;
+    size_t n = doc->length, top = 0, depth = 0;
+    char quote = 0;      /* the open string's quote character */
+    bool triple = false; /* ... and whether it is a triple-quoted one */
+    bool line_start = true;
+    for (size_t i = 0; i < n; i++) {
+        char c = t[i];
+        if (quote) {
+            if (c == '\\') {
+                i++;
+            } else if (c == quote && (!triple || (i + 2 < n && t[i + 1] == quote && t[i + 2] == quote))) {
+                if (triple) i += 2;
+                quote = 0;
+            } else if (c == '\n' && !triple) {
+                quote = 0; /* an unterminated string ends at the line's end */
+                line_start = true;
+            }
+            continue;
+        }
+        if (c == '\n') {
+            line_start = true;
+            continue;
+        }
+        if (line_start) {
+            line_start = false;
+            if (depth == 0 && c != ' ' && c != '\t' && c != '\r' && ++top > PY_MAX_TOP_LEVEL_LINES) return true;
+        }
+        if (c == '#') {
+            while (i + 1 < n && t[i + 1] != '\n') i++;
+        } else if (c == '"' || c == '\'') {
+            quote = c;
+            triple = i + 2 < n && t[i + 1] == c && t[i + 2] == c;
+            if (triple) i += 2;
+        } else if (c == '(' || c == '[' || c == '{') {
+            depth++;
+        } else if ((c == ')' || c == ']' || c == '}') && depth > 0) {
+            depth--;
+        } else if (c == '\\' && i + 1 < n && t[i + 1] == '\n') {
+            i++; /* an explicit continuation */
+        }
     }
     return false;
 }

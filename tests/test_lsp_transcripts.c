@@ -24,7 +24,7 @@
  *                        in a single write() (several messages in one read).
  *   -> CLOSE             close the server's stdin (end of stream).
  *
- * Expecting (server -> client); each waits at most the timeout (10 s, 40 s
+ * Expecting (server -> client); each waits at most the timeout (30 s, 90 s
  * in sanitizer builds, or ADVISE_TRANSCRIPT_TIMEOUT seconds), so a hung
  * server fails the test:
  *   <- {pattern}         the next message must match the pattern, where
@@ -105,9 +105,9 @@
 /* seconds an expectation waits; sanitizer builds (the server is built the
  * same way as this test) run several times slower */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define DEFAULT_TIMEOUT 40.0
+#define DEFAULT_TIMEOUT 90.0
 #else
-#define DEFAULT_TIMEOUT 10.0
+#define DEFAULT_TIMEOUT 30.0
 #endif
 
 /* ---- growing byte buffers --------------------------------------------------- */
