@@ -17,9 +17,11 @@ if [ "${ADVISE_SKIP_SANITIZERS:-0}" != 1 ]; then
     echo "== test suite under AddressSanitizer + UBSan (build-asan/)"
     ADVISE_BUILD_DIR=build-asan scripts/setup.sh -DADVISE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 LSAN_OPTIONS=suppressions="$PWD/tests/lsan.supp" \
+        LIBCLANG_NOTHREADS=1 LIBCLANG_DISABLE_CRASH_RECOVERY=1 \
         ctest --test-dir build-asan --output-on-failure -j"$(nproc)"
     echo "== end-to-end tests of advise server under AddressSanitizer + UBSan (build-asan/)"
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 LSAN_OPTIONS=suppressions="$PWD/tests/lsan.supp" \
+        LIBCLANG_NOTHREADS=1 LIBCLANG_DISABLE_CRASH_RECOVERY=1 \
         tests/e2e/run.sh build-asan/advise
 fi
 echo "== all tests passed"
