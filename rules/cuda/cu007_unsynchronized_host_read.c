@@ -1,0 +1,841 @@
+/* CU007 unsynchronized-host-read: the host reads a buffer that an
+ * asynchronous device-to-host copy fills before anything waits for the copy. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../analysis/cuda_query.h"
+#include "rule.h"
+
+static const char documentation[] =
+    "## What it does\n"
+    "Flags a host read of a buffer that an asynchronous device-to-host copy\n"
+    "(`cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, stream)`, `cudaMemcpy2DAsync`,\n"
+    "`cudaMemcpyFromSymbolAsync`) fills, when nothing between the copy and the read (in program\n"
+    "order, in the same function) waits for the copy. A read is an element access (`h[i]`, `*h`,\n"
+    "`h->x`, `v[i]`, `v.at(i)`), a range-for over the buffer, the buffer handed to a function that\n"
+    "reads it (`memcpy` source, `std::accumulate`, `std::max_element`, ..., or a function of this\n"
+    "file that indexes the matching parameter), or, for a scalar copied with `&x`, any use of `x`.\n"
+    "The finding is on the first such read.\n"
+    "\n"
+    "Anything that may wait counts as synchronization, so that only certain races are reported:\n"
+    "`cudaStreamSynchronize`, `cudaDeviceSynchronize`, `cudaEventSynchronize`, `cudaStreamQuery`,\n"
+    "`cudaEventQuery`, synchronous `cudaMemcpy*`/`cudaMemset`/`cudaFree*`, host callbacks,\n"
+    "wrapper calls whose name says they synchronize or wait, calls to functions of this file that\n"
+    "do any of these, and unknown functions that receive the copy's stream.\n"
+    "\n"
+    "Not flagged: reads after a synchronization, reads of other buffers, host-to-device copies,\n"
+    "reads in another function or in a lambda, reads on a path that cannot follow the copy (the\n"
+    "other branch of an `if`, after a `return`), and reads after the pointer was reassigned.\n"
+    "Whether the host buffer is pinned does not matter: a device-to-host copy into pageable memory\n"
+    "returns only once it is complete, but that is the slow path CU006 reports, and the read races\n"
+    "as soon as the buffer is pinned (for example by CU006's fix).\n"
+    "\n"
+    "## Why is this slow?\n"
+    "It is not slow, it is wrong. `cudaMemcpyAsync` only queues the copy on the stream and returns\n"
+    "at once; the data arrives when the stream reaches it, after the kernels queued before it. A\n"
+    "read before a synchronization sees whatever the buffer held before: stale or uninitialised\n"
+    "values, differently on every run and on every GPU.\n"
+    "\n"
+    "## Example\n"
+    "```cuda\n"
+    "reduce<<<blocks, threads, 0, stream>>>(d_in, d_partial, n);\n"
+    "cudaMemcpyAsync(h_partial, d_partial, blocks * sizeof(float), cudaMemcpyDeviceToHost, stream);\n"
+    "float sum = 0;\n"
+    "for (int b = 0; b < blocks; b++) sum += h_partial[b];  // the copy may not have run yet\n"
+    "```\n"
+    "\n"
+    "## Use instead\n"
+    "```cuda\n"
+    "reduce<<<blocks, threads, 0, stream>>>(d_in, d_partial, n);\n"
+    "cudaMemcpyAsync(h_partial, d_partial, blocks * sizeof(float), cudaMemcpyDeviceToHost, stream);\n"
+    "cudaStreamSynchronize(stream);\n"
+    "float sum = 0;\n"
+    "for (int b = 0; b < blocks; b++) sum += h_partial[b];\n"
+    "```\n"
+    "To keep the host busy meanwhile, record an event after the copy and call\n"
+    "`cudaEventSynchronize` just before the read.\n"
+    "\n"
+    "## Fix safety\n"
+    "The fix inserts `cudaStreamSynchronize(stream);` with the copy's stream (or\n"
+    "`cudaDeviceSynchronize();` when the copy uses the default stream, or when the stream\n"
+    "expression cannot be evaluated again at that point, such as `streams[i]` after the loop) as a\n"
+    "statement of its own just before the statement that holds the read, in the block where the\n"
+    "read follows the copy: before a loop that reads, not inside it. It is **safe**: waiting for\n"
+    "queued work never changes results, it only makes the read see the copied data. It is offered\n"
+    "only when that statement starts its line and is not a `case` or a label.\n";
+
+/* --- small helpers ------------------------------------------------------ */
+
+/* where a node that may sit in a macro argument is reported: the macro call */
+static ByteRange report_range(const CuNode *n) {
+    const CuNode *r = n;
+    while (r->start == r->end && r->parent && r->parent->start == r->start) r = r->parent;
+    return (ByteRange){r->start, r->end};
+}
+
+
+static bool is_call(const CuNode *n, const char *name) {
+    return n && n->kind == CXCursor_CallExpr && strcmp(cu_callee(n), name) == 0;
+}
+
+static bool name_in(const char *name, const char *const *list) {
+    for (size_t i = 0; list[i]; i++)
+        if (strcmp(name, list[i]) == 0) return true;
+    return false;
+}
+
+/* The arguments of a call. cu_call_args finds the callee by its range, which
+ * fails inside macro arguments (every node there has the same empty range):
+ * here the callee is recognised by what it refers to. */
+static CuNode **call_args(const CuNode *call, uint32_t *n) {
+    *n = 0;
+    if (!call || call->kind != CXCursor_CallExpr || call->child_count == 0) return NULL;
+    uint32_t skip = 0;
+    CuNode *first = cu_strip(call->children[0]);
+    const char *callee = cu_callee(call);
+    if (first && (first->kind == CXCursor_DeclRefExpr || first->kind == CXCursor_MemberRefExpr ||
+                  first->kind == CXCursor_OverloadedDeclRef) &&
+        *callee && first->name && strcmp(first->name, callee) == 0)
+        skip = 1;
+    else if (call->children[0]->start == call->start && call->children[0]->end < call->end)
+        skip = 1;
+    *n = call->child_count - skip;
+    return *n ? call->children + skip : NULL;
+}
+
+static CuNode *arg_at(const CuNode *call, int i) {
+    uint32_t n;
+    CuNode **args = call_args(call, &n);
+    return i >= 0 && (uint32_t)i < n ? cu_strip(args[i]) : NULL;
+}
+
+static bool is_function(const CuNode *n) {
+    return n && (n->kind == CXCursor_FunctionDecl || n->kind == CXCursor_FunctionTemplate ||
+                 n->kind == CXCursor_CXXMethod || n->kind == CXCursor_Constructor ||
+                 n->kind == CXCursor_Destructor || n->kind == CXCursor_LambdaExpr);
+}
+
+static CuNode *function_of(const CuNode *n) {
+    for (CuNode *p = n ? n->parent : NULL; p; p = p->parent)
+        if (is_function(p)) return p;
+    return NULL;
+}
+
+static CuNode *body_of(const CuNode *fn) {
+    if (!fn || fn->child_count == 0) return NULL;
+    CuNode *last = fn->children[fn->child_count - 1];
+    return last->kind == CXCursor_CompoundStmt ? last : NULL;
+}
+
+static bool is_ancestor(const CuNode *a, const CuNode *n) {
+    for (const CuNode *p = n; p; p = p->parent)
+        if (p == a) return true;
+    return false;
+}
+
+/* the parent, skipping implicit casts, parentheses and explicit casts */
+static CuNode *logical_parent(const CuNode *n, const CuNode **child) {
+    const CuNode *c = n;
+    CuNode *p = n->parent;
+    while (p && (p->kind == CXCursor_UnexposedExpr || p->kind == CXCursor_ParenExpr ||
+                 p->kind == CXCursor_CStyleCastExpr || p->kind == CXCursor_CXXStaticCastExpr ||
+                 p->kind == CXCursor_CXXReinterpretCastExpr || p->kind == CXCursor_CXXConstCastExpr ||
+                 p->kind == CXCursor_CXXFunctionalCastExpr)) {
+        c = p;
+        p = p->parent;
+    }
+    if (child) *child = c;
+    return p;
+}
+
+static bool is_assign_target(const CuNode *n) {
+    const CuNode *child;
+    CuNode *p = logical_parent(n, &child);
+    return p && p->kind == CXCursor_BinaryOperator && p->op == CXBinaryOperator_Assign && p->child_count == 2 &&
+           p->children[0] == child;
+}
+
+static bool is_address_taken(const CuNode *n) {
+    CuNode *p = logical_parent(n, NULL);
+    return p && p->kind == CXCursor_UnaryOperator && p->op == CXUnaryOperator_AddrOf;
+}
+
+static CXType canonical_type(const CuNode *n) {
+    CXType t = clang_getCanonicalType(clang_getCursorType(n->cursor));
+    return clang_getCanonicalType(clang_getNonReferenceType(t));
+}
+
+static bool is_std_vector(const CuNode *n) {
+    if (!n) return false;
+    CXType t = canonical_type(n);
+    CXString s = clang_getTypeSpelling(t);
+    const char *u = clang_getCString(s);
+    if (strncmp(u, "const ", 6) == 0) u += 6;
+    bool yes = strncmp(u, "std::vector<", 12) == 0 || strncmp(u, "std::__1::vector<", 17) == 0 ||
+               strncmp(u, "std::array<", 11) == 0;
+    clang_disposeString(s);
+    return yes;
+}
+
+/* the object of a member call `v.data()` / operator call `v[0]`, or NULL */
+static CuNode *call_object(const CuNode *call, const char **method) {
+    if (!call || call->kind != CXCursor_CallExpr || call->child_count == 0) return NULL;
+    *method = cu_callee(call);
+    CuNode *first = cu_strip(call->children[0]);
+    if (first && first->kind == CXCursor_MemberRefExpr && first->child_count >= 1) return first->children[0];
+    if (strncmp(*method, "operator", 8) == 0 && call->child_count >= 2) return call->children[0];
+    return NULL;
+}
+
+/* --- buffers ------------------------------------------------------------ */
+
+typedef enum { BUF_POINTER, BUF_VECTOR, BUF_SCALAR } BufferMode;
+
+typedef struct {
+    CuNode *base; /* a DeclRefExpr or MemberRefExpr */
+    BufferMode mode;
+} Buffer;
+
+/* the variable or field a pointer expression points into:
+ * h, h + off, &h[i], v.data(), &v[0], v.begin() */
+static CuNode *buffer_base(CuNode *e, int depth) {
+    e = cu_strip(e);
+    if (!e || depth > 8) return NULL;
+    switch (e->kind) {
+    case CXCursor_DeclRefExpr:
+    case CXCursor_MemberRefExpr: return e->ref ? e : NULL;
+    case CXCursor_BinaryOperator:
+        if ((e->op == CXBinaryOperator_Add || e->op == CXBinaryOperator_Sub) && e->child_count == 2) {
+            CuNode *l = cu_strip(e->children[0]);
+            enum CXTypeKind k = l ? canonical_type(l).kind : CXType_Invalid;
+            if (k == CXType_Pointer || k == CXType_ConstantArray || k == CXType_IncompleteArray)
+                return buffer_base(l, depth + 1);
+            if (e->op == CXBinaryOperator_Add) return buffer_base(e->children[1], depth + 1);
+        }
+        return NULL;
+    case CXCursor_UnaryOperator:
+        if (e->op == CXUnaryOperator_AddrOf && e->child_count == 1) {
+            CuNode *x = cu_strip(e->children[0]);
+            if (x && x->kind == CXCursor_ArraySubscriptExpr && x->child_count == 2)
+                return buffer_base(x->children[0], depth + 1);
+            if (x && x->kind == CXCursor_CallExpr) {
+                const char *method;
+                CuNode *obj = call_object(x, &method);
+                if (obj && (strcmp(method, "operator[]") == 0 || strcmp(method, "front") == 0 ||
+                            strcmp(method, "at") == 0))
+                    return buffer_base(obj, depth + 1);
+            }
+        }
+        return NULL;
+    case CXCursor_CallExpr: {
+        const char *method;
+        CuNode *obj = call_object(e, &method);
+        static const char *const views[] = {"data", "begin", "end", "cbegin", "cend", NULL};
+        if (obj && name_in(method, views) && is_std_vector(obj)) return buffer_base(obj, depth + 1);
+        return NULL;
+    }
+    default: return NULL;
+    }
+}
+
+/* member text without `this->` and blanks */
+static void normalized_text(const CudaSource *src, const CuNode *n, char *buf, size_t size) {
+    const char *t = cu_text(src, n);
+    size_t len = cu_text_len(n), k = 0;
+    if (len >= 6 && strncmp(t, "this->", 6) == 0) t += 6, len -= 6;
+    for (size_t i = 0; i < len && k + 1 < size; i++)
+        if (t[i] != ' ' && t[i] != '\t' && t[i] != '\n') buf[k++] = t[i];
+    if (size) buf[k] = '\0';
+}
+
+static bool same_buffer(const CudaSource *src, const CuNode *a, const CuNode *b) {
+    if (!a || !b || a->kind != b->kind || !a->ref || a->ref != b->ref) return false;
+    if (a->kind == CXCursor_DeclRefExpr) return true;
+    if (a->start == a->end || b->start == b->end) return false; /* macro arguments: no text */
+    char ta[256], tb[256];
+    normalized_text(src, a, ta, sizeof ta);
+    normalized_text(src, b, tb, sizeof tb);
+    return strcmp(ta, tb) == 0;
+}
+
+static bool buffer_of_copy(CuNode *dst, Buffer *out) {
+    dst = cu_strip(dst);
+    if (!dst) return false;
+    /* &x of a scalar or a struct */
+    if (dst->kind == CXCursor_UnaryOperator && dst->op == CXUnaryOperator_AddrOf && dst->child_count == 1) {
+        CuNode *x = cu_strip(dst->children[0]);
+        if (x && (x->kind == CXCursor_DeclRefExpr || x->kind == CXCursor_MemberRefExpr) && x->ref) {
+            enum CXTypeKind k = canonical_type(x).kind;
+            if (k == CXType_ConstantArray) {
+                out->base = x;
+                out->mode = BUF_POINTER;
+                return true;
+            }
+            if (k != CXType_Pointer && !is_std_vector(x)) {
+                out->base = x;
+                out->mode = BUF_SCALAR;
+                return true;
+            }
+            return false;
+        }
+    }
+    CuNode *base = buffer_base(dst, 0);
+    if (!base) return false;
+    enum CXTypeKind k = canonical_type(base).kind;
+    if (is_std_vector(base)) out->mode = BUF_VECTOR;
+    else if (k == CXType_Pointer || k == CXType_ConstantArray || k == CXType_IncompleteArray) out->mode = BUF_POINTER;
+    else return false;
+    out->base = base;
+    return true;
+}
+
+/* --- reads ---------------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    unsigned positions; /* bit i: argument i is read */
+} Reader;
+
+static const Reader readers[] = {
+    {"memcpy", 1u << 1}, {"memmove", 1u << 1}, {"memcmp", 3u}, {"fwrite", 1u}, {"strlen", 1u},
+    {"strcmp", 3u}, {"strncmp", 3u}, {"puts", 1u}, {"fputs", 1u}, {"accumulate", 3u}, {"reduce", 3u},
+    {"copy", 3u}, {"copy_n", 1u}, {"equal", 7u}, {"mismatch", 7u}, {"inner_product", 7u},
+    {"max_element", 3u}, {"min_element", 3u}, {"minmax_element", 3u}, {"find", 3u}, {"find_if", 3u},
+    {"count", 3u}, {"count_if", 3u}, {"all_of", 3u}, {"any_of", 3u}, {"none_of", 3u}, {"for_each", 3u},
+    {"transform", 3u}, {"is_sorted", 3u}, {"lexicographical_compare", 15u}, {"transform_reduce", 7u},
+};
+
+typedef struct {
+    const CudaSource *src;
+    const CuNode *fn;
+    const Buffer *buf;
+    CuNode **items;
+    size_t count, capacity;
+    bool oom;
+} Reads;
+
+static bool param_is_read(const CudaSource *src, const CuNode *callee, uint32_t index);
+
+static void add_read(Reads *r, CuNode *n) {
+    if (function_of(n) != r->fn) return; /* a lambda */
+    if (r->count == r->capacity) {
+        size_t cap = r->capacity ? r->capacity * 2 : 16;
+        CuNode **grown = realloc(r->items, cap * sizeof *grown);
+        if (!grown) {
+            r->oom = true;
+            return;
+        }
+        r->items = grown;
+        r->capacity = cap;
+    }
+    r->items[r->count++] = n;
+}
+
+static bool matches(Reads *r, CuNode *e) {
+    CuNode *b = buffer_base(e, 0);
+    return b && same_buffer(r->src, b, r->buf->base);
+}
+
+static bool call_reads_argument(const CudaSource *src, const CuNode *call, uint32_t i) {
+    const char *callee = cu_callee(call);
+    for (size_t k = 0; k < sizeof readers / sizeof *readers; k++)
+        if (strcmp(callee, readers[k].name) == 0) return i < 32 && (readers[k].positions >> i) & 1u;
+    return param_is_read(src, call->ref, i);
+}
+
+static bool visit_reads(CuNode *n, void *data) {
+    Reads *r = data;
+    if (r->oom) return false;
+    if (n->kind == CXCursor_UnaryExpr) return false; /* sizeof, alignof: not evaluated */
+    const Buffer *buf = r->buf;
+    if (buf->mode == BUF_SCALAR) {
+        if ((n->kind == CXCursor_DeclRefExpr || n->kind == CXCursor_MemberRefExpr) &&
+            same_buffer(r->src, n, buf->base) && !is_address_taken(n) && !is_assign_target(n))
+            add_read(r, n);
+        return true;
+    }
+    switch (n->kind) {
+    case CXCursor_ArraySubscriptExpr:
+        if (n->child_count == 2 && matches(r, n->children[0]) && !is_assign_target(n) && !is_address_taken(n))
+            add_read(r, n);
+        break;
+    case CXCursor_UnaryOperator:
+        if (n->op == CXUnaryOperator_Deref && n->child_count == 1 && matches(r, n->children[0]) &&
+            !is_assign_target(n) && !is_address_taken(n))
+            add_read(r, n);
+        break;
+    case CXCursor_MemberRefExpr:
+        /* h->field */
+        if (buf->mode == BUF_POINTER && n->child_count == 1 && n->children[0]->end < n->end &&
+            matches(r, n->children[0]) && !is_assign_target(n)) {
+            const char *t = r->src->doc->text + n->children[0]->end;
+            if (t[0] == '-' && t[1] == '>') add_read(r, n);
+        }
+        break;
+    case CXCursor_CXXForRangeStmt:
+        if (n->child_count >= 2 && matches(r, n->children[n->child_count - 2]))
+            add_read(r, n->children[n->child_count - 2]);
+        break;
+    case CXCursor_CallExpr: {
+        const char *method;
+        CuNode *obj = call_object(n, &method);
+        if (buf->mode == BUF_VECTOR && obj && matches(r, obj)) {
+            static const char *const element_reads[] = {"operator[]", "at", "front", "back", NULL};
+            if (name_in(method, element_reads) && !is_assign_target(n) && !is_address_taken(n)) add_read(r, n);
+            break;
+        }
+        uint32_t count;
+        CuNode **args = call_args(n, &count);
+        for (uint32_t i = 0; i < count; i++)
+            if (matches(r, args[i]) && call_reads_argument(r->src, n, i)) {
+                add_read(r, args[i]);
+                break;
+            }
+        break;
+    }
+    default: break;
+    }
+    return true;
+}
+
+typedef struct {
+    const CuNode *param;
+    bool found;
+} ParamRead;
+
+static bool visit_param_read(CuNode *n, void *data) {
+    ParamRead *p = data;
+    if (p->found) return false;
+    CuNode *x = NULL;
+    if (n->kind == CXCursor_ArraySubscriptExpr && n->child_count == 2) x = n->children[0];
+    else if (n->kind == CXCursor_UnaryOperator && n->op == CXUnaryOperator_Deref && n->child_count == 1)
+        x = n->children[0];
+    if (x) {
+        CuNode *b = buffer_base(x, 0);
+        if (b && b->kind == CXCursor_DeclRefExpr && b->ref == p->param && !is_assign_target(n)) p->found = true;
+    }
+    return !p->found;
+}
+
+/* a host function of this file whose i-th parameter it indexes or dereferences */
+static bool param_is_read(const CudaSource *src, const CuNode *callee, uint32_t index) {
+    (void)src;
+    if (!callee || (callee->kind != CXCursor_FunctionDecl && callee->kind != CXCursor_FunctionTemplate) ||
+        cu_is_device_code(callee))
+        return false;
+    CuNode *body = body_of(callee);
+    if (!body) return false;
+    uint32_t k = 0;
+    const CuNode *param = NULL;
+    for (uint32_t i = 0; i < callee->child_count; i++)
+        if (callee->children[i]->kind == CXCursor_ParmDecl && k++ == index) param = callee->children[i];
+    if (!param) return false;
+    ParamRead p = {param, false};
+    cu_walk(body, visit_param_read, &p);
+    return p.found;
+}
+
+static int by_start(const void *a, const void *b) {
+    const CuNode *x = *(const CuNode *const *)a, *y = *(const CuNode *const *)b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* --- synchronization -------------------------------------------------------- */
+
+/* the name, in lower case and without "async", says it synchronizes or waits */
+static bool waiting_name(const char *name) {
+    char low[128];
+    size_t k = 0;
+    for (size_t i = 0; name[i] && k + 1 < sizeof low; i++) {
+        char ch = name[i];
+        low[k++] = (char)(ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch);
+    }
+    low[k] = '\0';
+    for (char *a = strstr(low, "async"); a; a = strstr(a, "async")) memset(a, '_', 5);
+    static const char *const words[] = {"sync", "wait", "query", "join", "barrier", NULL};
+    for (size_t i = 0; words[i]; i++)
+        if (strstr(low, words[i])) return true;
+    return false;
+}
+
+static bool contains_sync(const CudaSource *src, const CuNode *n, const char *stream_text, int depth);
+
+static bool call_may_wait(const CudaSource *src, const CuNode *call, const char *stream_text, int depth) {
+    const char *name = cu_callee(call);
+    if (!*name) return false;
+    if (waiting_name(name)) return true;
+    if (strncmp(name, "cudaMemcpy", 10) == 0 || strncmp(name, "cudaMemset", 10) == 0 ||
+        strncmp(name, "cuMemcpy", 8) == 0)
+        return strstr(name, "Async") == NULL;
+    static const char *const waiting[] = {"cudaFree", "cudaFreeHost", "cudaFreeArray", "cudaDeviceReset",
+                                          "cudaLaunchHostFunc", "cudaStreamAddCallback", "cudaHostUnregister",
+                                          "cudaGraphicsUnmapResources", NULL};
+    if (name_in(name, waiting)) return true;
+    if (strncmp(name, "cuda", 4) == 0 || strncmp(name, "__cuda", 6) == 0) return false;
+    CuNode *callee = call->ref;
+    if (callee && is_function(callee)) {
+        CuNode *body = body_of(callee);
+        if (body) return depth < 3 && contains_sync(src, body, stream_text, depth + 1);
+    }
+    /* an unknown function that is handed the stream may wait on it */
+    if (stream_text && *stream_text) {
+        uint32_t count;
+        CuNode **args = call_args(call, &count);
+        for (uint32_t i = 0; i < count; i++)
+            if (args[i]->start < args[i]->end && cu_text_eq(src, args[i], stream_text)) return true;
+    }
+    return false;
+}
+
+typedef struct {
+    const CudaSource *src;
+    const char *stream_text;
+    const CuNode *skip; /* the copy itself */
+    size_t from, to;    /* search [from, to); 0, SIZE_MAX for the whole node */
+    int depth;
+    bool found;
+} SyncSearch;
+
+static bool visit_sync(CuNode *n, void *data) {
+    SyncSearch *s = data;
+    if (s->found || n == s->skip) return false;
+    if (n->end < s->from || n->start >= s->to) return false; /* children lie inside their parent */
+    if (n->kind == CXCursor_CallExpr && n->start >= s->from && n->start < s->to &&
+        call_may_wait(s->src, n, s->stream_text, s->depth))
+        s->found = true;
+    return !s->found;
+}
+
+static bool contains_sync(const CudaSource *src, const CuNode *n, const char *stream_text, int depth) {
+    SyncSearch s = {src, stream_text, NULL, 0, SIZE_MAX, depth, false};
+    cu_walk((CuNode *)n, visit_sync, &s);
+    return s.found;
+}
+
+static bool sync_between(const CudaSource *src, const CuNode *fn, const CuNode *copy, size_t to,
+                         const char *stream_text) {
+    SyncSearch s = {src, stream_text, copy, copy->end, to, 0, false};
+    cu_walk((CuNode *)fn, visit_sync, &s);
+    return s.found;
+}
+
+typedef struct {
+    const CudaSource *src;
+    const Buffer *buf;
+    size_t from, to;
+    bool found;
+} Reassign;
+
+static bool visit_reassign(CuNode *n, void *data) {
+    Reassign *r = data;
+    if (r->found) return false;
+    if (n->start >= r->from && n->start < r->to && n->kind == CXCursor_BinaryOperator &&
+        n->op == CXBinaryOperator_Assign && n->child_count == 2) {
+        CuNode *lhs = cu_strip(n->children[0]);
+        if (lhs && (lhs->kind == CXCursor_DeclRefExpr || lhs->kind == CXCursor_MemberRefExpr) &&
+            same_buffer(r->src, lhs, r->buf->base))
+            r->found = true;
+    }
+    if (n->start >= r->from && n->start < r->to && n->kind == CXCursor_UnaryOperator && n->child_count == 1 &&
+        n->op >= CXUnaryOperator_PostInc && n->op <= CXUnaryOperator_PreDec) {
+        CuNode *x = cu_strip(n->children[0]);
+        if (x && (x->kind == CXCursor_DeclRefExpr || x->kind == CXCursor_MemberRefExpr) &&
+            same_buffer(r->src, x, r->buf->base))
+            r->found = true;
+    }
+    return !r->found;
+}
+
+/* --- control flow ------------------------------------------------------------ */
+
+static bool is_jump(const CuNode *s) {
+    CuNode *e = cu_strip((CuNode *)s);
+    if (!e) return false;
+    switch (e->kind) {
+    case CXCursor_ReturnStmt:
+    case CXCursor_BreakStmt:
+    case CXCursor_ContinueStmt:
+    case CXCursor_GotoStmt:
+    case CXCursor_IndirectGotoStmt:
+    case CXCursor_CXXThrowExpr: return true;
+    case CXCursor_CallExpr: {
+        static const char *const noreturn[] = {"exit", "abort", "_Exit", "quick_exit", "terminate", NULL};
+        return name_in(cu_callee(e), noreturn);
+    }
+    default: return false;
+    }
+}
+
+/* Where the read follows the copy: the statement of a block that holds the
+ * read and comes after the statement holding the copy (in that block or an
+ * enclosing one). NULL when the read cannot follow the copy (other branch,
+ * a return in between, ...). */
+static CuNode *statement_after(const CuNode *copy, const CuNode *read, const CuNode *fn) {
+    const CuNode *child = copy;
+    for (CuNode *p = copy->parent; p && p != fn; child = p, p = p->parent) {
+        if (is_function(p)) return NULL;
+        if (p->kind != CXCursor_CompoundStmt) continue;
+        uint32_t i = 0;
+        while (i < p->child_count && p->children[i] != child) i++;
+        bool in_block = read->start >= p->start && read->end <= p->end && is_ancestor(p, read);
+        for (uint32_t k = i + 1; k < p->child_count; k++) {
+            CuNode *s = p->children[k];
+            if (in_block && is_ancestor(s, read)) return s;
+            if (is_jump(s)) return NULL;
+        }
+        if (in_block) return NULL; /* the read is before the copy, or inside its statement */
+    }
+    return NULL;
+}
+
+/* --- the check ------------------------------------------------------------ */
+
+typedef struct {
+    const char *name;
+    int dst, kind, stream; /* argument positions */
+    bool default_d2h;      /* the kind argument defaults to device-to-host */
+} CopyApi;
+
+static const CopyApi copy_apis[] = {
+    {"cudaMemcpyAsync", 0, 3, 4, false},
+    {"cudaMemcpy2DAsync", 0, 6, 7, false},
+    {"cudaMemcpyFromSymbolAsync", 0, 4, 5, true},
+};
+
+typedef struct {
+    CuNode *copy, *read, *stmt, *fn;
+    char *sync;   /* the statement to insert, NULL when no fix */
+    bool inserts; /* reported with that fix */
+} Candidate;
+
+typedef struct {
+    RuleContext *ctx;
+    Candidate *items;
+    size_t count, capacity;
+} Check;
+
+static bool is_d2h(const CuNode *call, const CopyApi *api) {
+    uint32_t count;
+    call_args(call, &count);
+    if ((uint32_t)api->kind >= count) return api->default_d2h;
+    CuNode *k = arg_at(call, api->kind);
+    return k && k->kind == CXCursor_DeclRefExpr && k->ref_name && strcmp(k->ref_name, "cudaMemcpyDeviceToHost") == 0;
+}
+
+/* The text of an expression; inside a macro argument (where the snapshot's
+ * range is empty) the text where it is spelled. Heap string or NULL. */
+static char *expression_text(const CudaSource *src, const CuNode *n) {
+    if (n->start < n->end) return strndup(cu_text(src, n), cu_text_len(n));
+    CXSourceRange r = clang_getCursorExtent(n->cursor);
+    CXFile f1, f2, main;
+    unsigned a, b, x;
+    clang_getSpellingLocation(clang_getRangeStart(r), &f1, NULL, NULL, &a);
+    clang_getSpellingLocation(clang_getRangeEnd(r), &f2, NULL, NULL, &b);
+    clang_getExpansionLocation(clang_getRangeStart(r), &main, NULL, NULL, &x);
+    if (!f1 || !main || !clang_File_isEqual(f1, f2) || !clang_File_isEqual(f1, main) || b <= a ||
+        b > src->doc->length || b - a > 200)
+        return NULL;
+    /* inside the macro call's parentheses */
+    if (a < n->start) return NULL;
+    return strndup(src->doc->text + a, b - a);
+}
+
+static bool is_default_stream(const CudaSource *src, CuNode *stream) {
+    if (!stream) return true;
+    CuNode *s = cu_strip(stream);
+    long long v;
+    if (s && (s->kind == CXCursor_CXXNullPtrLiteralExpr || s->kind == CXCursor_GNUNullExpr)) return true;
+    if (s && cu_int_value(s, &v) && v == 0) return true;
+    char *t = expression_text(src, stream);
+    bool yes = t && (strcmp(t, "0") == 0 || strcmp(t, "NULL") == 0 || strcmp(t, "nullptr") == 0 ||
+                     strcmp(t, "cudaStreamLegacy") == 0);
+    free(t);
+    return yes;
+}
+
+typedef struct {
+    const CuNode *decl;
+    size_t from, to;
+    bool found;
+} AssignSearch;
+
+static bool visit_assign(CuNode *n, void *data) {
+    AssignSearch *a = data;
+    if (a->found) return false;
+    if (n->start >= a->from && n->start < a->to && n->kind == CXCursor_BinaryOperator &&
+        n->op == CXBinaryOperator_Assign && n->child_count == 2) {
+        CuNode *lhs = cu_strip(n->children[0]);
+        if (lhs && lhs->ref == a->decl) a->found = true;
+    }
+    return !a->found;
+}
+
+/* the stream expression names the same stream again at `at` */
+static bool stream_is_stable(const CuNode *stream, const CuNode *fn, const CuNode *copy, const CuNode *at,
+                             int depth) {
+    CuNode *s = cu_strip((CuNode *)stream);
+    if (!s || depth > 4) return false;
+    if (s->kind == CXCursor_CXXThisExpr) return true;
+    if (s->kind == CXCursor_MemberRefExpr) {
+        if (s->child_count == 0) return true; /* an implicit this->member */
+        return stream_is_stable(s->children[0], fn, copy, at, depth + 1);
+    }
+    if (s->kind != CXCursor_DeclRefExpr || !s->ref) return false;
+    CuNode *decl = s->ref;
+    if (decl->kind == CXCursor_ParmDecl) {
+        if (decl->parent != fn) return false;
+    } else if (decl->kind == CXCursor_VarDecl) {
+        CuNode *dfn = function_of(decl);
+        if (dfn && dfn != fn) return false;
+        if (dfn) {
+            CuNode *scope = decl->parent ? decl->parent->parent : NULL; /* DeclStmt -> block / for */
+            if (!scope || !is_ancestor(scope, at)) return false;
+        }
+    } else {
+        return false;
+    }
+    AssignSearch a = {decl, copy->end, at->start, false};
+    cu_walk((CuNode *)fn, visit_assign, &a);
+    return !a.found;
+}
+
+static void consider_copy(Check *c, CuNode *copy, const CopyApi *api) {
+    const CudaSource *src = c->ctx->cuda;
+    CuNode *fn = function_of(copy);
+    if (!fn || cu_is_device_code(fn) || !is_d2h(copy, api)) return;
+    Buffer buf;
+    if (!buffer_of_copy(arg_at(copy, api->dst), &buf)) return;
+    uint32_t count;
+    CuNode **args = call_args(copy, &count);
+    CuNode *stream = (uint32_t)api->stream < count ? args[api->stream] : NULL;
+    bool default_stream = is_default_stream(src, stream);
+    char *stream_text = NULL;
+    if (!default_stream) stream_text = expression_text(src, stream);
+
+    Reads r = {.src = src, .fn = fn, .buf = &buf};
+    cu_walk(fn, visit_reads, &r);
+    if (r.oom) c->ctx->out_of_memory = true;
+    if (r.count > 1) qsort(r.items, r.count, sizeof *r.items, by_start);
+    for (size_t i = 0; i < r.count; i++) {
+        CuNode *read = r.items[i];
+        if (read->start < copy->end || is_ancestor(copy, read)) continue;
+        CuNode *stmt = statement_after(copy, read, fn);
+        if (!stmt) continue;
+        /* the first read that can follow the copy: is anything waiting before it? */
+        if (sync_between(src, fn, copy, read->start, stream_text)) break;
+        Reassign ra = {src, &buf, copy->end, read->start, false};
+        cu_walk(fn, visit_reassign, &ra);
+        if (ra.found) break;
+        if (c->count == c->capacity) {
+            size_t cap = c->capacity ? c->capacity * 2 : 8;
+            Candidate *grown = realloc(c->items, cap * sizeof *grown);
+            if (!grown) {
+                c->ctx->out_of_memory = true;
+                break;
+            }
+            c->items = grown;
+            c->capacity = cap;
+        }
+        Candidate *cand = &c->items[c->count++];
+        *cand = (Candidate){copy, read, stmt, fn, NULL, false};
+        /* the fix: a statement of its own before `stmt` */
+        bool can_insert = cu_starts_line(src, stmt) && stmt->start < stmt->end && stmt->kind != CXCursor_CaseStmt &&
+                          stmt->kind != CXCursor_DefaultStmt && stmt->kind != CXCursor_LabelStmt;
+        if (can_insert) {
+            if (default_stream || !stream_text || !stream_is_stable(stream, fn, copy, stmt, 0))
+                cand->sync = strdup("cudaDeviceSynchronize();");
+            else
+                cand->sync = format_string("cudaStreamSynchronize(%s);", stream_text);
+        }
+        break;
+    }
+    free(r.items);
+    free(stream_text);
+}
+
+static bool visit(CuNode *n, void *data) {
+    Check *c = data;
+    if (n->kind != CXCursor_CallExpr) return true;
+    for (size_t i = 0; i < sizeof copy_apis / sizeof *copy_apis; i++)
+        if (is_call(n, copy_apis[i].name)) {
+            consider_copy(c, n, &copy_apis[i]);
+            break;
+        }
+    return true;
+}
+
+static int by_read(const void *a, const void *b) {
+    const Candidate *x = a, *y = b;
+    if (x->read->start != y->read->start) return x->read->start < y->read->start ? -1 : 1;
+    return x->copy->start < y->copy->start ? -1 : x->copy->start > y->copy->start;
+}
+
+static const char *buffer_name(const CuNode *base) { return base->name && *base->name ? base->name : "buffer"; }
+
+static void check(RuleContext *ctx) {
+    if (!ctx->cuda || !ctx->cuda->root) return;
+    Check c = {ctx, NULL, 0, 0};
+    cu_walk(ctx->cuda->root, visit, &c);
+    if (c.count > 1) qsort(c.items, c.count, sizeof *c.items, by_read);
+    const CudaSource *src = ctx->cuda;
+    for (size_t i = 0; i < c.count; i++) {
+        Candidate *cand = &c.items[i];
+        /* a synchronization that an earlier finding's fix inserts between this copy and read */
+        bool covered = false;
+        for (size_t k = 0; k < i && !covered; k++) {
+            const Candidate *e = &c.items[k];
+            if (e->inserts && e->fn == cand->fn && e->stmt->start >= cand->copy->end &&
+                e->stmt->start <= cand->read->start)
+                covered = true;
+        }
+        if (covered) {
+            free(cand->sync);
+            cand->sync = NULL;
+            continue;
+        }
+        Buffer buf;
+        const CopyApi *api = NULL;
+        for (size_t k = 0; k < sizeof copy_apis / sizeof *copy_apis; k++)
+            if (is_call(cand->copy, copy_apis[k].name)) api = &copy_apis[k];
+        bool known = api && buffer_of_copy(arg_at(cand->copy, api->dst), &buf);
+        size_t copy_line = document_line_of(src->doc, cand->copy->start) + 1;
+        ByteRange at = report_range(cand->read);
+        Finding *f = rule_report(ctx, at.start, at.end,
+                                    "`%s` is read before the %s on line %zu that fills it has finished: the copy is "
+                                    "only queued on its stream, and nothing waits for it before this read",
+                                    known ? buffer_name(buf.base) : "buffer", cu_callee(cand->copy), copy_line);
+        if (f) {
+            if (!finding_add_related(f, report_range(cand->copy),
+                                     "the asynchronous device-to-host copy"))
+                ctx->out_of_memory = true;
+            if (cand->sync) {
+                char indent[128];
+                cu_line_indent(src, cand->stmt->start, indent, sizeof indent);
+                size_t line = document_line_of(src->doc, cand->stmt->start);
+                char *text = format_string("%s%s\n", indent, cand->sync);
+                char title[160];
+                snprintf(title, sizeof title, "Insert `%s` before the read", cand->sync);
+                Fix *fix = finding_add_fix(f, title, true);
+                if (!text || !fix || !fix_add_edit(fix, src->doc->line_starts[line], src->doc->line_starts[line], text))
+                    ctx->out_of_memory = true;
+                cand->inserts = true;
+                free(text);
+            }
+        }
+        free(cand->sync);
+        cand->sync = NULL;
+    }
+    free(c.items);
+}
+
+const Rule rule_cu007_unsynchronized_host_read = {
+    .code = "CU007",
+    .name = "unsynchronized-host-read",
+    .severity = SEVERITY_ERROR,
+    .languages = LANGUAGE_CUDA,
+    .summary = "Host reads a buffer that an asynchronous device-to-host copy fills, before synchronizing",
+    .documentation = documentation,
+    .check = check,
+    .whole_file = true,
+};
