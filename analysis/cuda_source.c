@@ -65,15 +65,25 @@ typedef struct {
     size_t decl_count, decl_cap;
 } Builder;
 
+/* Where a location sits in the main file. Tokens written in a macro's
+ * arguments (`CHECK(cudaMemcpyAsync(...))`) keep their own place: their file
+ * location lies at or after the macro's use. Tokens from a macro's body map
+ * to the macro's use (their file location is the #define, before the use). */
+static bool main_offset(Builder *b, CXSourceLocation loc, unsigned *offset) {
+    CXFile fe, ff;
+    unsigned oe, of;
+    clang_getExpansionLocation(loc, &fe, NULL, NULL, &oe);
+    if (!fe || !clang_File_isEqual(fe, b->main_file)) return false;
+    clang_getFileLocation(loc, &ff, NULL, NULL, &of);
+    *offset = ff && clang_File_isEqual(ff, b->main_file) && of > oe ? of : oe;
+    return true;
+}
+
 static bool offsets_of(Builder *b, CXCursor c, uint32_t *start, uint32_t *end) {
     CXSourceRange r = clang_getCursorExtent(c);
-    CXSourceLocation a = clang_getRangeStart(r), z = clang_getRangeEnd(r);
-    CXFile fa, fz;
     unsigned oa, oz;
-    clang_getExpansionLocation(a, &fa, NULL, NULL, &oa);
-    clang_getExpansionLocation(z, &fz, NULL, NULL, &oz);
-    if (!fa || !clang_File_isEqual(fa, b->main_file)) return false;
-    if (!fz || !clang_File_isEqual(fz, b->main_file) || oz < oa) oz = oa;
+    if (!main_offset(b, clang_getRangeStart(r), &oa)) return false;
+    if (!main_offset(b, clang_getRangeEnd(r), &oz) || oz < oa) oz = oa;
     size_t len = b->src->doc->length;
     *start = oa > len ? (uint32_t)len : oa;
     *end = oz > len ? (uint32_t)len : oz;
