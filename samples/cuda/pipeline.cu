@@ -22,8 +22,8 @@
      CU007 unsynchronized-host-read     line 114  h_out[off + i] is read while the copy at line 109
                                                   may still be filling it -> insert
                                                   cudaStreamSynchronize(stream) before line 113
-     CU008 sync-or-alloc-in-loop        line 115  cudaFree(d_buf) on every chunk: it also waits for
-                                                  the whole device, which serializes the streams
+     (the CU008 finding at line 103 names the cudaFree(d_buf) at line 115 as
+      its second place: it also waits for the whole device every chunk)
 
    It prints ok only because a copy into pageable memory returns after the
    copy has finished in practice (the CUDA documentation now says it "might be

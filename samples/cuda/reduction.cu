@@ -18,10 +18,10 @@
                                                   26/32 full); the kernel guards its index -> 256
      CU009 launch-config                line 105  block_sum<<<BLOCKS, THREADS>>>: a constant grid of
                                                   64 blocks leaves 68 of the H200's 132 SMs idle
-     CU008 sync-or-alloc-in-loop        line 107  cudaDeviceSynchronize() after the launch on every
-                                                  iteration (the cudaMemcpy after it waits anyway)
-     CU008 sync-or-alloc-in-loop        line 110  cudaFree(d_in) on every iteration of the batch
-                                                  loop
+     (no CU008 for the cudaDeviceSynchronize() at line 107: the blocking
+      cudaMemcpy right after it waits anyway; the finding at line 102 names
+      the cudaFree(d_in) at line 110 as its second place)
+
 
    The two CU009 findings are on the same launch, one per problem. The guard
    at line 71 is true for every thread of this program's launches (blockDim.x
