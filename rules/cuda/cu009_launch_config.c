@@ -1,0 +1,708 @@
+/* CU009 launch-config: a block size that is not a multiple of the warp size,
+ * and a constant grid too small to occupy the GPU's SMs. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../analysis/cuda_query.h"
+#include "../rule.h"
+
+/* streaming multiprocessors of the reference GPU (H200); a profile's device
+ * will supply the real count */
+enum { SM_COUNT = 132, WARP = 32, MAX_BLOCK = 1024 };
+
+static const char documentation[] =
+    "## What it does\n"
+    "Checks the `<<<grid, block>>>` configuration of kernel launches whose sizes are constants\n"
+    "(literals, `dim3(x, y, z)` of literals, macros, `const`/`constexpr` variables, local `dim3`\n"
+    "or integer variables that are never changed):\n"
+    "\n"
+    "- a block whose number of threads is not a multiple of 32 (the warp size);\n"
+    "- a constant grid of fewer blocks than the GPU has SMs (132 on an H200) for a kernel whose\n"
+    "  work grows with the problem size (a grid-stride loop, or a global index checked against a\n"
+    "  size parameter).\n"
+    "\n"
+    "## Why is this slow?\n"
+    "The GPU schedules threads in warps of 32. A block of 100 threads occupies 4 warps, and the\n"
+    "last one runs 4 lanes with 28 idle: 22% of the execution slots of every block do nothing,\n"
+    "and the block still counts fully against the SM's warp and block limits, lowering occupancy.\n"
+    "\n"
+    "A block runs on one SM. A grid of 8 blocks keeps at most 8 of an H200's 132 SMs busy, so\n"
+    "more than 90% of the GPU idles however much work each block loops over.\n"
+    "\n"
+    "Not flagged: block sizes that are multiples of 32; configurations that are not constants\n"
+    "(grids computed from the problem size); single-block launches (`<<<1, n>>>`: the waste is one\n"
+    "partial warp) and single-thread launches; grids whose size is written in terms of the names\n"
+    "passed to the kernel (`<<<N / 256, 256>>>(x, N)`: the problem itself is that small);\n"
+    "grid-stride kernels launched with at least one block per SM; kernels that never read\n"
+    "`blockIdx`/`gridDim` (designed for one block); kernels defined elsewhere, for the grid check;\n"
+    "cooperative launches (`cudaLaunchCooperativeKernel`), whose grid is bounded by residency.\n"
+    "\n"
+    "## Example\n"
+    "```cuda\n"
+    "__global__ void scale(float *x, float a, int n) {\n"
+    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (i < n) x[i] *= a;\n"
+    "}\n"
+    "scale<<<(n + 99) / 100, 100>>>(x, 2.0f, n);   // 100 threads: the 4th warp is 4/32 busy\n"
+    "saxpy<<<16, 256>>>(x, y, a, n);               // grid-stride loop on 16 of 132 SMs\n"
+    "```\n"
+    "\n"
+    "## Use instead\n"
+    "```cuda\n"
+    "scale<<<(n + 127) / 128, 128>>>(x, 2.0f, n);\n"
+    "int sms;\n"
+    "cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);\n"
+    "saxpy<<<4 * sms, 256>>>(x, y, a, n);\n"
+    "```\n"
+    "\n"
+    "## Fix safety\n"
+    "The block size is rounded up to the next multiple of 32 (a safe fix) only when that cannot\n"
+    "change the results: the block is one-dimensional and written as a literal (in the launch or\n"
+    "in a variable used by this launch alone); the kernel is defined in this file and computes\n"
+    "its index as `blockIdx.x * blockDim.x + threadIdx.x`, guards it against the problem size\n"
+    "(`if (i < n) {...}`, `if (i >= n) return;`, or a grid-stride loop) before touching memory,\n"
+    "uses no shared memory, barriers or warp-level primitives, and reads the thread and block\n"
+    "indices nowhere else; and the grid either does not depend on the block size (more threads\n"
+    "per block only add guarded ones) or is the ceiling division `(n + B - 1) / B` by the same\n"
+    "variable. Otherwise the finding comes without a fix. The grid check has no fix: the right\n"
+    "grid depends on the device and the kernel.\n";
+
+/* ---- constants of the configuration ------------------------------------- */
+
+typedef struct {
+    long long v[3];
+    CuNode *x_literal; /* the IntegerLiteral spelled in the source that gives x, when there is one */
+    CuNode *var;       /* the variable whose initialiser holds the value, when it came from one */
+} Dims;
+
+static bool is_wrapper(const CuNode *n) {
+    return n && (n->kind == CXCursor_UnexposedExpr || n->kind == CXCursor_ParenExpr) && n->child_count == 1;
+}
+
+static bool is_function(const CuNode *n) {
+    return n && (n->kind == CXCursor_FunctionDecl || n->kind == CXCursor_FunctionTemplate ||
+                 n->kind == CXCursor_CXXMethod || n->kind == CXCursor_Constructor ||
+                 n->kind == CXCursor_Destructor || n->kind == CXCursor_LambdaExpr);
+}
+
+static CuNode *function_of(const CuNode *n) {
+    for (CuNode *p = n ? n->parent : NULL; p; p = p->parent)
+        if (is_function(p)) return p;
+    return NULL;
+}
+
+/* an integer literal written as digits in the source (not through a macro) */
+static bool is_source_literal(const CudaSource *src, const CuNode *n) {
+    if (!n || n->kind != CXCursor_IntegerLiteral || n->end <= n->start) return false;
+    const char *t = cu_text(src, n);
+    size_t len = cu_text_len(n), i = 0;
+    while (i < len && isdigit((unsigned char)t[i])) i++;
+    if (i == 0 || (t[0] == '0' && i > 1)) return false; /* octal */
+    while (i < len && strchr("uUlL", t[i])) i++;
+    return i == len;
+}
+
+typedef struct {
+    const CuNode *var;
+    bool modified;
+} ModSearch;
+
+static bool visit_mod(CuNode *n, void *data) {
+    ModSearch *s = data;
+    if (s->modified) return false;
+    if (n->kind == CXCursor_DeclRefExpr && n->ref == s->var) {
+        /* climb through member accesses and wrappers to the use */
+        CuNode *use = n;
+        while (use->parent && (is_wrapper(use->parent) || use->parent->kind == CXCursor_MemberRefExpr))
+            use = use->parent;
+        CuNode *p = use->parent;
+        if (!p) return true;
+        if ((p->kind == CXCursor_BinaryOperator && p->op == CXBinaryOperator_Assign && p->children[0] == use) ||
+            (p->kind == CXCursor_CompoundAssignOperator && p->children[0] == use))
+            s->modified = true;
+        if (p->kind == CXCursor_UnaryOperator &&
+            (p->op == CXUnaryOperator_AddrOf || p->op == CXUnaryOperator_PreInc || p->op == CXUnaryOperator_PostInc ||
+             p->op == CXUnaryOperator_PreDec || p->op == CXUnaryOperator_PostDec))
+            s->modified = true;
+        /* passed by reference to a function (no lvalue-to-rvalue wrapper) */
+        if (p->kind == CXCursor_CallExpr && use == n && strcmp(cu_callee(p), "dim3") != 0 &&
+            !(p->child_count && p->children[0] == use))
+            s->modified = true;
+    }
+    return true;
+}
+
+static bool variable_modified(const CudaSource *src, const CuNode *var) {
+    ModSearch s = {var, false};
+    cu_walk(src->root, visit_mod, &s);
+    return s.modified;
+}
+
+/* the initialiser of a variable: its last child that is not a type */
+static CuNode *initialiser(const CuNode *var) {
+    for (uint32_t i = var->child_count; i-- > 0;) {
+        CuNode *c = var->children[i];
+        if (c->kind != CXCursor_TypeRef && c->kind != CXCursor_TemplateRef && c->kind != CXCursor_NamespaceRef)
+            return c;
+    }
+    return NULL;
+}
+
+static bool type_is_dim3(const CuNode *n) {
+    char *t = cu_type_spelling(n);
+    bool yes = t && strstr(t, "dim3") != NULL;
+    free(t);
+    return yes;
+}
+
+static bool scalar_value(const CudaSource *src, CuNode *n, long long *v, CuNode **literal, CuNode **var, int depth);
+
+static bool dims_of(const CudaSource *src, CuNode *node, Dims *d, int depth) {
+    CuNode *n = cu_strip(node);
+    if (!n || depth > 6) return false;
+    if (n->kind == CXCursor_CallExpr && strcmp(n->ref_name, "dim3") == 0) {
+        CuNode *args[3];
+        int count = 0;
+        for (uint32_t i = 0; i < n->child_count; i++) {
+            CuNode *c = n->children[i];
+            if (c->kind == CXCursor_TypeRef) continue;
+            if (count == 3) return false;
+            args[count++] = c;
+        }
+        if (count == 1 && type_is_dim3(cu_strip(args[0]))) return dims_of(src, args[0], d, depth + 1);
+        if (count == 0) return false;
+        d->v[0] = d->v[1] = d->v[2] = 1;
+        for (int i = 0; i < count; i++) {
+            CuNode *lit = NULL, *var = NULL;
+            if (!scalar_value(src, args[i], &d->v[i], &lit, &var, depth + 1)) return false;
+            if (i == 0) {
+                d->x_literal = lit;
+                if (var) d->var = var;
+            }
+        }
+        return true;
+    }
+    if (n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl && type_is_dim3(n)) {
+        CuNode *var = n->ref, *init = initialiser(var);
+        if (!function_of(var) && !clang_isConstQualifiedType(clang_getCursorType(var->cursor))) return false;
+        if (!init || variable_modified(src, var)) return false;
+        if (!dims_of(src, init, d, depth + 1)) return false;
+        if (!d->var) d->var = var;
+        return true;
+    }
+    CuNode *lit = NULL, *var = NULL;
+    d->v[1] = d->v[2] = 1;
+    if (!scalar_value(src, node, &d->v[0], &lit, &var, depth + 1)) return false;
+    d->x_literal = lit;
+    d->var = var;
+    return true;
+}
+
+static bool scalar_value(const CudaSource *src, CuNode *node, long long *v, CuNode **literal, CuNode **var,
+                         int depth) {
+    CuNode *n = cu_strip(node);
+    if (!n || depth > 8) return false;
+    if (n->kind == CXCursor_IntegerLiteral) {
+        if (!cu_int_value(n, v)) return false;
+        if (is_source_literal(src, n)) *literal = n;
+        return true;
+    }
+    if (n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl) {
+        CuNode *decl = n->ref, *init = initialiser(decl);
+        /* a global that is not const may change elsewhere */
+        bool local = function_of(decl) != NULL;
+        if (!local && !clang_isConstQualifiedType(clang_getCursorType(decl->cursor))) return cu_int_value(n, v);
+        if (!init || variable_modified(src, decl)) return cu_int_value(n, v);
+        CuNode *lit = NULL, *inner = NULL;
+        if (!scalar_value(src, init, v, &lit, &inner, depth + 1)) return false;
+        *literal = lit;
+        *var = inner ? inner : decl;
+        return true;
+    }
+    return cu_int_value(n, v);
+}
+
+/* ---- the kernel: may its block size change? ----------------------------- */
+
+static bool is_member(const CuNode *n, const char *var, char axis) { return cu_is_builtin_member(n, var, axis); }
+
+static bool is_any_builtin(const CuNode *n) {
+    return is_member(n, "threadIdx", 0) || is_member(n, "blockIdx", 0) || is_member(n, "blockDim", 0) ||
+           is_member(n, "gridDim", 0);
+}
+
+/* blockIdx.x * blockDim.x + threadIdx.x, in any order, casts allowed */
+static bool is_global_index(CuNode *e) {
+    e = cu_strip(e);
+    if (!e || e->kind != CXCursor_BinaryOperator || e->op != CXBinaryOperator_Add || e->child_count != 2) return false;
+    for (int k = 0; k < 2; k++) {
+        CuNode *t = cu_strip(e->children[k]), *m = cu_strip(e->children[1 - k]);
+        if (!is_member(t, "threadIdx", 'x') || !m || m->kind != CXCursor_BinaryOperator ||
+            m->op != CXBinaryOperator_Mul || m->child_count != 2)
+            continue;
+        CuNode *a = cu_strip(m->children[0]), *b = cu_strip(m->children[1]);
+        if ((is_member(a, "blockIdx", 'x') && is_member(b, "blockDim", 'x')) ||
+            (is_member(a, "blockDim", 'x') && is_member(b, "blockIdx", 'x')))
+            return true;
+    }
+    return false;
+}
+
+/* blockDim.x * gridDim.x in either order */
+static bool is_grid_stride(CuNode *e) {
+    e = cu_strip(e);
+    if (!e || e->kind != CXCursor_BinaryOperator || e->op != CXBinaryOperator_Mul || e->child_count != 2) return false;
+    CuNode *a = cu_strip(e->children[0]), *b = cu_strip(e->children[1]);
+    return (is_member(a, "blockDim", 'x') && is_member(b, "gridDim", 'x')) ||
+           (is_member(a, "gridDim", 'x') && is_member(b, "blockDim", 'x'));
+}
+
+static bool refers_to(const CuNode *e, const CuNode *decl) {
+    CuNode *s = cu_strip((CuNode *)e);
+    return s && s->kind == CXCursor_DeclRefExpr && s->ref == decl;
+}
+
+/* cond is `i < E` / `E > i` (want_less) or `i >= E` / `E <= i`, with E free of thread indices */
+static bool is_bound(const CudaSource *src, CuNode *cond, const CuNode *index, bool want_less, CuNode **bound) {
+    cond = cu_strip(cond);
+    if (!cond || cond->kind != CXCursor_BinaryOperator || cond->child_count != 2) return false;
+    int lhs_op = want_less ? CXBinaryOperator_LT : CXBinaryOperator_GE;
+    int rhs_op = want_less ? CXBinaryOperator_GT : CXBinaryOperator_LE;
+    CuNode *e = NULL;
+    if (cond->op == lhs_op && refers_to(cond->children[0], index)) e = cond->children[1];
+    else if (cond->op == rhs_op && refers_to(cond->children[1], index)) e = cond->children[0];
+    if (!e || cu_depends_on_thread_or_block(src, e)) return false;
+    if (bound) *bound = e;
+    return true;
+}
+
+/* `i >= E` or `i >= E || ...`: every thread past the end leaves */
+static bool is_exit_bound(const CudaSource *src, CuNode *cond, const CuNode *index, CuNode **bound) {
+    cond = cu_strip(cond);
+    if (cond && cond->kind == CXCursor_BinaryOperator && cond->op == CXBinaryOperator_LOr && cond->child_count == 2)
+        return is_exit_bound(src, cond->children[0], index, bound) ||
+               is_exit_bound(src, cond->children[1], index, bound);
+    return is_bound(src, cond, index, false, bound);
+}
+
+static bool is_return_only(const CuNode *s) {
+    if (!s) return false;
+    if (s->kind == CXCursor_ReturnStmt) return s->child_count == 0;
+    return s->kind == CXCursor_CompoundStmt && s->child_count == 1 && s->children[0]->kind == CXCursor_ReturnStmt &&
+           s->children[0]->child_count == 0;
+}
+
+/* memory or calls before the guard */
+static bool touches_memory(const CuNode *n) {
+    if (n->kind == CXCursor_ArraySubscriptExpr || n->kind == CXCursor_CallExpr ||
+        (n->kind == CXCursor_UnaryOperator && n->op == CXUnaryOperator_Deref) ||
+        (n->kind == CXCursor_MemberRefExpr && !is_any_builtin(n)))
+        return true;
+    for (uint32_t i = 0; i < n->child_count; i++)
+        if (touches_memory(n->children[i])) return true;
+    return false;
+}
+
+typedef enum { GUARD_NONE, GUARD_IF, GUARD_RETURN, GUARD_STRIDE } GuardKind;
+
+typedef struct {
+    GuardKind kind;
+    CuNode *index;  /* the index variable */
+    CuNode *stride; /* a variable holding blockDim.x * gridDim.x, or NULL */
+    CuNode *bound;  /* E in i < E */
+} Guard;
+
+static CuNode *body_of(const CuNode *fn) {
+    for (uint32_t i = 0; i < fn->child_count; i++)
+        if (fn->children[i]->kind == CXCursor_CompoundStmt) return fn->children[i];
+    return NULL;
+}
+
+/* a single-variable declaration and that variable */
+static CuNode *single_var(const CuNode *stmt) {
+    if (!stmt || stmt->kind != CXCursor_DeclStmt || stmt->child_count != 1) return NULL;
+    CuNode *v = stmt->children[0];
+    return v->kind == CXCursor_VarDecl ? v : NULL;
+}
+
+static bool analyse_guard(const CudaSource *src, const CuNode *kernel, Guard *g) {
+    memset(g, 0, sizeof *g);
+    CuNode *body = body_of(kernel);
+    if (!body || body->child_count == 0) return false;
+    uint32_t k = 0;
+    /* declarations first: the index, a grid stride, other pure values */
+    for (; k < body->child_count && body->children[k]->kind == CXCursor_DeclStmt; k++) {
+        CuNode *stmt = body->children[k];
+        if (touches_memory(stmt)) return false;
+        CuNode *v = single_var(stmt), *init = v ? initialiser(v) : NULL;
+        if (init && is_global_index(init) && !g->index) g->index = v;
+        else if (init && is_grid_stride(init) && !g->stride) g->stride = v;
+    }
+    if (k >= body->child_count) return false;
+    CuNode *s = body->children[k];
+    if (s->kind == CXCursor_IfStmt && s->child_count == 2 && g->index) {
+        if (k + 1 == body->child_count && is_bound(src, s->children[0], g->index, true, &g->bound)) {
+            g->kind = GUARD_IF;
+            return true;
+        }
+        if (is_return_only(s->children[1]) && is_exit_bound(src, s->children[0], g->index, &g->bound)) {
+            g->kind = GUARD_RETURN;
+            return true;
+        }
+        return false;
+    }
+    if (s->kind == CXCursor_ForStmt && s->child_count == 4 && k + 1 == body->child_count) {
+        /* for (int i = index; i < E; i += stride) */
+        CuNode *init = s->children[0], *cond = s->children[1], *inc = s->children[2];
+        CuNode *v = single_var(init);
+        if (!v || !is_global_index(initialiser(v))) return false;
+        if (!is_bound(src, cond, v, true, &g->bound)) return false;
+        if (!inc || inc->kind != CXCursor_CompoundAssignOperator || inc->op != CXBinaryOperator_AddAssign ||
+            inc->child_count != 2 || !refers_to(inc->children[0], v))
+            return false;
+        if (!is_grid_stride(inc->children[1]) && !(g->stride && refers_to(inc->children[1], g->stride))) return false;
+        if (g->index) return false; /* a second index would be unused or odd */
+        g->index = v;
+        g->kind = GUARD_STRIDE;
+        return true;
+    }
+    return false;
+}
+
+typedef struct {
+    const CudaSource *src;
+    const Guard *g;
+    const CuNode *allowed[4]; /* subtrees where builtins may appear */
+    int depth;
+    bool bad;
+} BlockUse;
+
+static bool kernel_block_independent(const CudaSource *src, const CuNode *fn, const Guard *g, int depth);
+
+static bool visit_block_use(CuNode *n, void *data) {
+    BlockUse *u = data;
+    if (u->bad) return false;
+    for (int i = 0; i < 4; i++)
+        if (u->allowed[i] == n) return false;
+    if ((n->kind == CXCursor_VarDecl && (n->attrs & CU_ATTR_SHARED)) || is_any_builtin(n)) {
+        u->bad = true;
+        return false;
+    }
+    if (n->kind == CXCursor_CallExpr) {
+        static const char *const block_level[] = {"sync",     "shfl",        "ballot",  "activemask", "match_",
+                                                  "__any",    "__all",       "reduce_", "tiled_partition",
+                                                  "this_thread_block", "this_grid", "coalesced", "clock",
+                                                  "warp",     NULL};
+        const char *name = cu_callee(n);
+        for (int i = 0; block_level[i]; i++)
+            if (strstr(name, block_level[i])) u->bad = true;
+        /* a device function of this file must not look at the block either */
+        if (!u->bad && n->ref && is_function(n->ref) && n->ref->kind != CXCursor_LambdaExpr &&
+            !kernel_block_independent(u->src, n->ref, NULL, u->depth + 1))
+            u->bad = true;
+    }
+    /* the index variable is written only where the guard expects it */
+    if ((n->kind == CXCursor_BinaryOperator && n->op == CXBinaryOperator_Assign) ||
+        n->kind == CXCursor_CompoundAssignOperator) {
+        if (u->g && n->child_count == 2 && (refers_to(n->children[0], u->g->index) ||
+                                            (u->g->stride && refers_to(n->children[0], u->g->stride))))
+            u->bad = true;
+    }
+    return !u->bad;
+}
+
+/* nothing in fn depends on the block's size or shape beyond the guarded index */
+static bool kernel_block_independent(const CudaSource *src, const CuNode *fn, const Guard *g, int depth) {
+    if (depth > 3) return false;
+    CuNode *body = body_of(fn);
+    if (!body) return false;
+    BlockUse u = {.src = src, .g = g, .depth = depth};
+    if (g) {
+        u.allowed[0] = initialiser(g->index);
+        if (g->stride) u.allowed[1] = initialiser(g->stride);
+        if (g->kind == GUARD_STRIDE) {
+            CuNode *loop = g->index->parent->parent; /* VarDecl -> DeclStmt -> ForStmt */
+            u.allowed[2] = loop->children[2];
+        }
+    }
+    cu_walk(body, visit_block_use, &u);
+    return !u.bad;
+}
+
+/* ---- the grid ----------------------------------------------------------- */
+
+/* (X + B - 1) / B, (X - 1) / B + 1, or ceil_div(X, B) with B the variable */
+static bool is_ceiling_division(CuNode *e, const CuNode *var) {
+    e = cu_strip(e);
+    if (!e) return false;
+    if (e->kind == CXCursor_CallExpr && strcmp(e->ref_name, "dim3") == 0) {
+        uint32_t argc = 0;
+        CuNode *only = NULL;
+        for (uint32_t i = 0; i < e->child_count; i++)
+            if (e->children[i]->kind != CXCursor_TypeRef) {
+                argc++;
+                only = e->children[i];
+            }
+        return argc == 1 && is_ceiling_division(only, var);
+    }
+    if (e->kind == CXCursor_CallExpr) {
+        const char *name = cu_callee(e);
+        char lower[64];
+        size_t i = 0;
+        for (; name[i] && i + 1 < sizeof lower; i++) lower[i] = (char)tolower((unsigned char)name[i]);
+        lower[i] = '\0';
+        uint32_t argc;
+        CuNode **args = cu_call_args(e, &argc);
+        return (strstr(lower, "ceil") || strstr(lower, "divup") || strstr(lower, "div_up") || strstr(lower, "cdiv")) &&
+               argc == 2 && refers_to(args[1], var);
+    }
+    if (e->kind != CXCursor_BinaryOperator || e->child_count != 2) return false;
+    CuNode *l = cu_strip(e->children[0]), *r = cu_strip(e->children[1]);
+    long long one;
+    if (e->op == CXBinaryOperator_Div && refers_to(r, var)) {
+        /* (X + B - 1) / B  or  (X + (B - 1)) / B */
+        if (!l || l->kind != CXCursor_BinaryOperator || l->child_count != 2) return false;
+        CuNode *a = cu_strip(l->children[0]), *b = cu_strip(l->children[1]);
+        if (l->op == CXBinaryOperator_Sub && cu_int_value(b, &one) && one == 1 && a &&
+            a->kind == CXCursor_BinaryOperator && a->op == CXBinaryOperator_Add && a->child_count == 2)
+            return refers_to(a->children[1], var) || refers_to(a->children[0], var);
+        if (l->op == CXBinaryOperator_Add && b && b->kind == CXCursor_BinaryOperator &&
+            b->op == CXBinaryOperator_Sub && b->child_count == 2 && refers_to(b->children[0], var) &&
+            cu_int_value(cu_strip(b->children[1]), &one) && one == 1)
+            return true;
+        return false;
+    }
+    if (e->op == CXBinaryOperator_Add && cu_int_value(r, &one) && one == 1 && l &&
+        l->kind == CXCursor_BinaryOperator && l->op == CXBinaryOperator_Div && l->child_count == 2 &&
+        refers_to(l->children[1], var)) {
+        /* (X - 1) / B + 1 */
+        CuNode *x = cu_strip(l->children[0]);
+        return x && x->kind == CXCursor_BinaryOperator && x->op == CXBinaryOperator_Sub && x->child_count == 2 &&
+               cu_int_value(cu_strip(x->children[1]), &one) && one == 1;
+    }
+    return false;
+}
+
+typedef struct {
+    const CuNode *var;
+    const CuNode *inside_a, *inside_b; /* allowed subtrees */
+    bool elsewhere, any;
+} RefSearch;
+
+static bool visit_refs(CuNode *n, void *data) {
+    RefSearch *s = data;
+    if (n == s->inside_a || n == s->inside_b) return false;
+    if ((n->kind == CXCursor_DeclRefExpr || n->kind == CXCursor_MemberRefExpr) && n->ref == s->var)
+        s->elsewhere = true;
+    return !s->elsewhere;
+}
+
+static bool visit_any_ref(CuNode *n, void *data) {
+    RefSearch *s = data;
+    if (n->kind == CXCursor_DeclRefExpr && n->ref == s->var) s->any = true;
+    return !s->any;
+}
+
+static bool mentions(CuNode *tree, const CuNode *var) {
+    RefSearch s = {.var = var};
+    cu_walk(tree, visit_any_ref, &s);
+    return s.any;
+}
+
+/* identifiers of text, each checked against the kernel arguments */
+static bool word_in(const char *text, size_t len, const char *word, size_t wlen) {
+    for (size_t i = 0; i + wlen <= len; i++) {
+        if (memcmp(text + i, word, wlen) != 0) continue;
+        bool before = i > 0 && (isalnum((unsigned char)text[i - 1]) || text[i - 1] == '_');
+        bool after = i + wlen < len && (isalnum((unsigned char)text[i + wlen]) || text[i + wlen] == '_');
+        if (!before && !after) return true;
+    }
+    return false;
+}
+
+/* the grid is written in terms of a name that is also passed to the kernel */
+static bool grid_names_an_argument(const CudaSource *src, const CuLaunch *l) {
+    const char *t = cu_text(src, l->grid);
+    size_t len = cu_text_len(l->grid);
+    for (size_t i = 0; i < len;) {
+        if (!(isalpha((unsigned char)t[i]) || t[i] == '_')) {
+            i++;
+            continue;
+        }
+        size_t j = i;
+        while (j < len && (isalnum((unsigned char)t[j]) || t[j] == '_')) j++;
+        if (!(j - i == 4 && memcmp(t + i, "dim3", 4) == 0))
+            for (uint32_t a = 0; a < l->arg_count; a++)
+                if (word_in(cu_text(src, l->args[a]), cu_text_len(l->args[a]), t + i, j - i)) return true;
+        i = j;
+    }
+    return false;
+}
+
+/* ---- the check ---------------------------------------------------------- */
+
+static CuNode *definition_of(const CudaSource *src, const CuNode *decl) {
+    if (!decl) return NULL;
+    if (body_of(decl)) return (CuNode *)decl;
+    CXCursor def = clang_getCursorDefinition(decl->cursor);
+    if (clang_Cursor_isNull(def)) return NULL;
+    for (uint32_t i = 0; i < src->root->child_count; i++) {
+        CuNode *n = src->root->children[i];
+        if (clang_equalCursors(n->cursor, def) && body_of(n)) return n;
+    }
+    return NULL;
+}
+
+static bool kernel_uses_blocks(const CuNode *n) {
+    if (is_member(n, "blockIdx", 0) || is_member(n, "gridDim", 0)) return true;
+    for (uint32_t i = 0; i < n->child_count; i++)
+        if (kernel_uses_blocks(n->children[i])) return true;
+    return false;
+}
+
+static void check_block(RuleContext *ctx, const CuLaunch *l, const Dims *grid, bool grid_known) {
+    const CudaSource *src = ctx->cuda;
+    Dims d = {{1, 1, 1}, NULL, NULL};
+    if (!dims_of(src, l->block, &d, 0)) return;
+    long long threads = d.v[0] * d.v[1] * d.v[2];
+    if (d.v[0] <= 0 || d.v[1] <= 0 || d.v[2] <= 0 || threads > MAX_BLOCK || threads % WARP == 0) return;
+    /* one block (or one thread): the waste is a single partial warp */
+    if (grid_known && grid->v[0] * grid->v[1] * grid->v[2] == 1) return;
+    long long warps = (threads + WARP - 1) / WARP;
+    long long lanes = warps * WARP, idle = lanes - threads, rounded = lanes;
+    long long percent = (idle * 100 + lanes / 2) / lanes;
+    char advice[96] = "";
+    if (d.v[1] != 1 || d.v[2] != 1)
+        snprintf(advice, sizeof advice, "; make blockDim.x a multiple of 32, for example dim3(32, %lld)",
+                 rounded / WARP);
+    Finding *f;
+    if (warps == 1)
+        f = rule_report_cu(ctx, l->block,
+                           "block of %lld thread%s fills %lld of the 32 lanes of its only warp: %lld%% of the lanes "
+                           "idle%s",
+                           threads, threads == 1 ? "" : "s", threads, percent, advice);
+    else
+        f = rule_report_cu(ctx, l->block,
+                           "block of %lld threads is not a multiple of 32: the last of its %lld warps runs %lld of "
+                           "32 lanes, so %lld%% of every block's lanes idle%s",
+                           threads, warps, WARP - idle, percent, advice);
+    if (!f || advice[0]) return;
+    /* the fix: round up, when the kernel cannot tell the difference */
+    CuNode *kernel = definition_of(src, l->kernel_decl);
+    if (!d.x_literal || rounded > MAX_BLOCK || !kernel || kernel->kind != CXCursor_FunctionDecl) return;
+    Guard g;
+    if (!analyse_guard(src, kernel, &g) || !kernel_block_independent(src, kernel, &g, 0)) return;
+    long long shared = 0;
+    if (l->shared_bytes && !(cu_int_value(l->shared_bytes, &shared) && shared == 0))
+        return; /* dynamic shared memory is sized for a block */
+    if (d.var) {
+        /* the variable serves this launch alone, and the grid divides by it rounding up */
+        RefSearch s = {.var = d.var, .inside_a = l->block, .inside_b = l->grid};
+        for (uint32_t i = 0; i < src->root->child_count && !s.elsewhere; i++) cu_walk(src->root->children[i], visit_refs, &s);
+        /* the declaration's own initialiser is not a use */
+        if (s.elsewhere) return;
+        if (mentions(l->grid, d.var) && !is_ceiling_division(l->grid, d.var)) return;
+    }
+    char text[32], title[64];
+    snprintf(text, sizeof text, "%lld", rounded);
+    snprintf(title, sizeof title, "Round the block size up to %lld", rounded);
+    Fix *fix = finding_add_fix(f, title, true);
+    if (!fix || !fix_add_edit(fix, d.x_literal->start, d.x_literal->end, text)) ctx->out_of_memory = true;
+}
+
+static void check_grid(RuleContext *ctx, const CuLaunch *l, const Dims *grid) {
+    const CudaSource *src = ctx->cuda;
+    long long blocks = grid->v[0] * grid->v[1] * grid->v[2];
+    if (blocks <= 0 || blocks >= SM_COUNT) return;
+    Dims b = {{1, 1, 1}, NULL, NULL};
+    bool block_known = dims_of(src, l->block, &b, 0);
+    long long threads = block_known ? b.v[0] * b.v[1] * b.v[2] : 0;
+    if (block_known && threads * blocks <= 1) return; /* a serial kernel */
+    if (grid_names_an_argument(src, l)) return;
+    CuNode *kernel = definition_of(src, l->kernel_decl);
+    if (!kernel || !kernel_uses_blocks(body_of(kernel))) return;
+    Guard g;
+    if (!analyse_guard(src, kernel, &g)) return;
+    /* the work must grow with the problem: a bound that is not a constant, or a
+     * constant bound larger than the threads launched */
+    long long bound;
+    bool constant_bound = cu_int_value(cu_strip(g.bound), &bound);
+    if (constant_bound && (!block_known || bound <= threads * blocks)) return;
+    /* a size parameter that this launch passes as a small constant */
+    CuNode *b_ref = cu_strip(g.bound);
+    if (b_ref && b_ref->kind == CXCursor_DeclRefExpr && b_ref->ref && b_ref->ref->kind == CXCursor_ParmDecl) {
+        uint32_t p = 0;
+        for (uint32_t i = 0; i < kernel->child_count; i++) {
+            CuNode *c = kernel->children[i];
+            if (c == b_ref->ref) break;
+            if (c->kind == CXCursor_ParmDecl) p++;
+        }
+        long long passed;
+        if (p < l->arg_count && cu_int_value(cu_strip(l->args[p]), &passed) &&
+            (!block_known || passed <= threads * blocks))
+            return;
+    }
+    char per_sm[64] = "";
+    if (block_known)
+        snprintf(per_sm, sizeof per_sm, " (%lld threads each)", threads);
+    const char *plural = blocks == 1 ? "" : "s";
+    if (g.kind == GUARD_STRIDE) {
+        rule_report_cu(ctx, l->grid,
+                       "constant grid of %lld block%s%s: the grid-stride loop runs on at most %lld of the GPU's %d "
+                       "SMs and the rest idle; launch a multiple of the SM count (cudaDevAttrMultiProcessorCount) "
+                       "instead",
+                       blocks, plural, per_sm, blocks, SM_COUNT);
+        return;
+    }
+    const char *bound_text = cu_text(src, g.bound);
+    int bound_len = (int)cu_text_len(g.bound);
+    if (bound_len > 40 || bound_len == 0) {
+        bound_text = "n";
+        bound_len = 1;
+    }
+    Finding *f;
+    if (block_known)
+        f = rule_report_cu(ctx, l->grid,
+                           "constant grid of %lld block%s: at most %lld of the GPU's %d SMs work, and when `%.*s` "
+                           "exceeds the %lld threads launched the kernel skips the rest; size the grid from the "
+                           "problem, (%.*s + %lld) / %lld",
+                           blocks, plural, blocks, SM_COUNT, bound_len, bound_text, threads * blocks, bound_len,
+                           bound_text, threads - 1, threads);
+    else
+        f = rule_report_cu(ctx, l->grid,
+                           "constant grid of %lld block%s: at most %lld of the GPU's %d SMs work; size the grid from "
+                           "the problem",
+                           blocks, plural, blocks, SM_COUNT);
+    if (f) f->severity = SEVERITY_HINT;
+}
+
+static bool visit(CuNode *n, void *data) {
+    RuleContext *ctx = data;
+    CuLaunch l;
+    if (n->kind != CXCursor_CallExpr || !cu_launch(n, &l) || !l.grid || !l.block) return true;
+    CuNode *fn = function_of(n);
+    if (fn && fn->kind == CXCursor_FunctionTemplate) return true; /* dependent sizes */
+    Dims grid = {{1, 1, 1}, NULL, NULL};
+    bool grid_known = dims_of(ctx->cuda, l.grid, &grid, 0);
+    check_block(ctx, &l, &grid, grid_known);
+    if (grid_known) check_grid(ctx, &l, &grid);
+    return true;
+}
+
+static void check(RuleContext *ctx) {
+    if (!ctx->cuda || !ctx->cuda->root) return;
+    cu_walk(ctx->cuda->root, visit, ctx);
+}
+
+const Rule rule_cu009_launch_config = {
+    .code = "CU009",
+    .name = "launch-config",
+    .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_CUDA,
+    .summary = "Block size not a multiple of 32, or a constant grid smaller than the GPU's SM count",
+    .documentation = documentation,
+    .check = check,
+    .whole_file = true,
+};
