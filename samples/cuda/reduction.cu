@@ -16,14 +16,14 @@
      CU009 launch-config                line 105  block_sum<<<BLOCKS, THREADS>>>: 250 threads per
                                                   block is not a multiple of 32 (the last warp is
                                                   26/32 full); the kernel guards its index -> 256
-     CU009 launch-config                line 105  block_sum<<<BLOCKS, THREADS>>>: a constant grid of
-                                                  64 blocks leaves 68 of the H200's 132 SMs idle
+     (the constant grid of 64 blocks leaves 68 of the H200's 132 SMs idle;
+      advise does not report it here: the index is built through `tid`)
      (no CU008 for the cudaDeviceSynchronize() at line 107: the blocking
       cudaMemcpy right after it waits anyway; the finding at line 102 names
       the cudaFree(d_in) at line 110 as its second place)
 
 
-   The two CU009 findings are on the same launch, one per problem. The guard
+   The CU009 finding is on the launch's block size. The guard
    at line 71 is true for every thread of this program's launches (blockDim.x
    == THREADS), so the program prints ok; launched with more than THREADS
    threads per block, the kernel deadlocks or sums garbage.
