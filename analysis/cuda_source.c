@@ -125,7 +125,10 @@ static enum CXChildVisitResult visit(CXCursor c, CXCursor parent, CXClientData d
     n->start = start;
     n->end = end;
     n->parent = b->parent;
-    n->name = arena_string(b->src, clang_getCursorSpelling(c));
+    /* spellings cost a string each: fetch them for the kinds that have names */
+    bool named = clang_isDeclaration(kind) || clang_isReference(kind) || kind == CXCursor_DeclRefExpr ||
+                 kind == CXCursor_MemberRefExpr || kind == CXCursor_CallExpr || kind == CXCursor_MacroExpansion;
+    n->name = named ? arena_string(b->src, clang_getCursorSpelling(c)) : "";
     n->last_char = end > start ? b->src->doc->text[end - 1] : 0;
     if (kind == CXCursor_BinaryOperator || kind == CXCursor_CompoundAssignOperator)
         n->op = (int)clang_getCursorBinaryOperatorKind(c);

@@ -134,9 +134,12 @@ static bool visit_mod(CuNode *n, void *data) {
     return true;
 }
 
+
 static bool variable_modified(const CudaSource *src, const CuNode *var) {
     ModSearch s = {var, false};
-    cu_walk(src->root, visit_mod, &s);
+    /* a local can only change inside its function; a global anywhere */
+    CuNode *fn = function_of(var);
+    cu_walk(fn ? fn : src->root, visit_mod, &s);
     return s.modified;
 }
 
