@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* memmem */
 #include "python_index.h"
 
 #include <stdlib.h>
@@ -24,6 +25,13 @@ typedef struct {
     int32_t parent; /* index of the enclosing scope node, -1 at module level */
 } ScopeNode;
 
+typedef struct {
+    char *name;
+    size_t length;
+    TSNode *nodes;
+    size_t count;
+} CallsOfName;
+
 struct PyIndex {
     ScopeIndex *scopes; /* open addressing on scope_id */
     size_t scope_capacity, scope_count;
@@ -31,6 +39,8 @@ struct PyIndex {
     TSNode *call_nodes; /* the same calls, contiguous */
     size_t call_count;
     bool calls_built;
+    CallsOfName *by_name; /* calls found per name, in source order */
+    size_t by_name_count;
     NamedCall *defs; /* top-level definitions, sorted by name then position */
     size_t def_count;
     bool defs_built;
@@ -208,28 +218,6 @@ const PyBinding *py_index_bindings(const PySource *src, TSNode scope, const char
     return *count ? &si->items[lo] : NULL;
 }
 
-typedef struct {
-    const PySource *src;
-    NamedCall *items;
-    size_t count, capacity;
-} CallCollector;
-
-static bool collect_call(TSNode n, void *data) {
-    CallCollector *c = data;
-    if (!py_is(n, "call")) return true;
-    TSNode fn = ts_node_child_by_field_name(n, "function", 8);
-    if (!py_is(fn, "identifier")) return true;
-    if (c->count == c->capacity) {
-        size_t cap = c->capacity ? c->capacity * 2 : 64;
-        NamedCall *grown = realloc(c->items, cap * sizeof *grown);
-        if (!grown) return false;
-        c->items = grown;
-        c->capacity = cap;
-    }
-    c->items[c->count++] = (NamedCall){py_text_ptr(c->src, fn), (uint32_t)py_text_len(fn), n};
-    return true;
-}
-
 static int call_order(const void *x, const void *y) {
     const NamedCall *a = x, *b = y;
     int c = compare_names(a->name, a->length, b->name, b->length);
@@ -238,33 +226,62 @@ static int call_order(const void *x, const void *y) {
     return (sa > sb) - (sa < sb);
 }
 
+static bool ident_char(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           (unsigned char)c >= 0x80;
+}
+
+/* Finds the calls of one name by searching the text for `name(` and asking
+ * the tree what sits there: far cheaper after an edit than walking every
+ * node of a long file, and cached per name until the next reparse. */
+static CallsOfName *find_calls(const PySource *src, struct PyIndex *ix, const char *name, size_t length) {
+    for (size_t i = 0; i < ix->by_name_count; i++)
+        if (ix->by_name[i].length == length && memcmp(ix->by_name[i].name, name, length) == 0) return &ix->by_name[i];
+    CallsOfName *grown = realloc(ix->by_name, (ix->by_name_count + 1) * sizeof *grown);
+    if (!grown) return NULL;
+    ix->by_name = grown;
+    CallsOfName *entry = &ix->by_name[ix->by_name_count];
+    memset(entry, 0, sizeof *entry);
+    entry->name = malloc(length + 1);
+    if (!entry->name) return NULL;
+    memcpy(entry->name, name, length);
+    entry->name[length] = '\0';
+    entry->length = length;
+    ix->by_name_count++;
+    const char *text = src->doc->text;
+    size_t n = src->doc->length, cap = 0;
+    TSNode root = ts_tree_root_node(src->tree);
+    for (const char *p = text; length && (p = memmem(p, n - (size_t)(p - text), name, length)) != NULL; p++) {
+        size_t at = (size_t)(p - text);
+        if ((at > 0 && (ident_char(text[at - 1]) || text[at - 1] == '.')) ||
+            (at + length < n && ident_char(text[at + length])))
+            continue;
+        size_t q = at + length;
+        while (q < n && (text[q] == ' ' || text[q] == '\t')) q++;
+        if (q >= n || text[q] != '(') continue;
+        TSNode id = ts_node_descendant_for_byte_range(root, (uint32_t)at, (uint32_t)(at + length));
+        if (!py_is(id, "identifier") || ts_node_start_byte(id) != at) continue;
+        TSNode call = ts_node_parent(id);
+        if (!py_is(call, "call") || !ts_node_eq(ts_node_child_by_field_name(call, "function", 8), id)) continue;
+        if (entry->count == cap) {
+            cap = cap ? cap * 2 : 8;
+            TSNode *more = realloc(entry->nodes, cap * sizeof *more);
+            if (!more) break;
+            entry->nodes = more;
+        }
+        entry->nodes[entry->count++] = call;
+    }
+    return entry;
+}
+
 const TSNode *py_index_calls(const PySource *src, const char *name, size_t length, size_t *count) {
     *count = 0;
     struct PyIndex *ix = index_of(src);
     if (!ix) return NULL;
-    if (!ix->calls_built) {
-        CallCollector c = {.src = src};
-        py_walk(ts_tree_root_node(src->tree), collect_call, &c);
-        if (c.count > 1) qsort(c.items, c.count, sizeof *c.items, call_order);
-        ix->calls = c.items;
-        ix->call_count = c.count;
-        ix->call_nodes = malloc((c.count ? c.count : 1) * sizeof *ix->call_nodes);
-        if (!ix->call_nodes) ix->call_count = 0;
-        for (size_t i = 0; i < ix->call_count; i++) ix->call_nodes[i] = c.items[i].call;
-        ix->calls_built = true;
-    }
-    size_t lo = 0, hi = ix->call_count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (compare_names(ix->calls[mid].name, ix->calls[mid].length, name, (uint32_t)length) < 0) lo = mid + 1;
-        else hi = mid;
-    }
-    size_t end = lo;
-    while (end < ix->call_count &&
-           compare_names(ix->calls[end].name, ix->calls[end].length, name, (uint32_t)length) == 0)
-        end++;
-    *count = end - lo;
-    return *count ? &ix->call_nodes[lo] : NULL;
+    CallsOfName *entry = find_calls(src, ix, name, length);
+    if (!entry) return NULL;
+    *count = entry->count;
+    return entry->count ? entry->nodes : NULL;
 }
 
 static void build_defs(const PySource *src, struct PyIndex *ix) {
@@ -381,6 +398,11 @@ void py_index_free(struct PyIndex *ix) {
     free(ix->scopes);
     free(ix->calls);
     free(ix->call_nodes);
+    for (size_t i = 0; i < ix->by_name_count; i++) {
+        free(ix->by_name[i].name);
+        free(ix->by_name[i].nodes);
+    }
+    free(ix->by_name);
     free(ix->defs);
     free(ix->scopes_by_start);
     free(ix);

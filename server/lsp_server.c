@@ -15,7 +15,7 @@
 #include "jsonrpc.h"
 #include "lsp_edits.h"
 
-#define DEFAULT_DEBOUNCE_SECONDS 0.002
+#define DEFAULT_DEBOUNCE_SECONDS 0.0005
 #define MAX_PENDING_EDITS 256
 
 double lsp_now(void) {

@@ -9,6 +9,7 @@
 #include "../analysis/cuda_source.h"
 #include "../analysis/python_source.h"
 #include "../rules/engine.h"
+#include "../rules/rule.h"
 #include "jsonrpc.h"
 #include "lsp_edits.h"
 #include "lsp_server.h"
@@ -186,12 +187,19 @@ static bool shift_range(ByteRange *r, size_t ua, size_t ub_old, long long delta)
 
 /* Keeps the old findings outside the re-analysed statement [ua, ub_old) of
  * the old text, moved to the new text's offsets; fixes and related places
- * that reach into the statement are dropped (the full pass brings them back). */
-static void keep_outside(const FindingList *old, size_t ua, size_t ub_old, long long delta, FindingList *out) {
+ * that reach into the statement are dropped (the full pass brings them back).
+ * Findings of whole-file rules (which the quick pass does not run) are kept
+ * inside the statement too, unless they touch the edited span [ea, eb_old):
+ * they stay visible until the full pass confirms or removes them. */
+static void keep_outside(const FindingList *old, size_t ua, size_t ub_old, size_t ea, size_t eb_old,
+                         long long delta, FindingList *out) {
     for (size_t i = 0; i < old->count; i++) {
         const Finding *f = &old->items[i];
         ByteRange r = f->range;
-        if (!shift_range(&r, ua, ub_old, delta)) continue;
+        const Rule *rule = rule_find(f->code);
+        bool whole_file = rule && rule->whole_file;
+        size_t span_a = whole_file ? ea : ua, span_b = whole_file ? eb_old : ub_old;
+        if (!shift_range(&r, span_a, span_b, delta)) continue;
         Finding *g = finding_list_push(out);
         if (!g) return;
         g->code = f->code;
@@ -202,7 +210,7 @@ static void keep_outside(const FindingList *old, size_t ua, size_t ub_old, long 
         for (size_t k = 0; k < f->evidence_count; k++) finding_add_evidence(g, "%s", f->evidence[k]);
         for (size_t k = 0; k < f->related_count; k++) {
             ByteRange rr = f->related[k].range;
-            if (shift_range(&rr, ua, ub_old, delta)) finding_add_related(g, rr, f->related[k].message);
+            if (shift_range(&rr, span_a, span_b, delta)) finding_add_related(g, rr, f->related[k].message);
         }
         for (size_t k = 0; k < f->fix_count; k++) {
             const Fix *fix = &f->fixes[k];
@@ -212,7 +220,7 @@ static void keep_outside(const FindingList *old, size_t ua, size_t ub_old, long 
                 if (e >= 64) ok = false;
                 else {
                     moved[e] = fix->edits[e].range;
-                    ok = shift_range(&moved[e], ua, ub_old, delta);
+                    ok = shift_range(&moved[e], span_a, span_b, delta);
                 }
             }
             if (!ok) continue;
@@ -291,7 +299,8 @@ static void analyse(LspServer *s, LspDocument *d) {
     FindingList findings;
     finding_list_init(&findings);
     if (ok && quick) {
-        keep_outside(&d->findings, ua, (size_t)((long long)ub - delta), delta, &findings);
+        keep_outside(&d->findings, ua, (size_t)((long long)ub - delta), a, (size_t)((long long)b - delta), delta,
+                     &findings);
         ok = engine_check_region(d->parsed_doc, py, &config, (ByteRange){ua, ub}, &findings, NULL, &error);
         finding_list_sort(&findings);
     } else if (ok && is_cuda) {
