@@ -30,12 +30,27 @@ bool cu_is_device_code(const CuNode *fn) {
            (fn->attrs & (CU_ATTR_GLOBAL | CU_ATTR_DEVICE));
 }
 
+bool cu_is_function(const CuNode *n) {
+    return n && (n->kind == CXCursor_FunctionDecl || n->kind == CXCursor_FunctionTemplate ||
+                 n->kind == CXCursor_CXXMethod || n->kind == CXCursor_Constructor ||
+                 n->kind == CXCursor_Destructor || n->kind == CXCursor_ConversionFunction ||
+                 n->kind == CXCursor_LambdaExpr);
+}
+
 CuNode *cu_function_of(const CuNode *n) {
     for (CuNode *p = n ? n->parent : NULL; p; p = p->parent)
-        if (p->kind == CXCursor_FunctionDecl || p->kind == CXCursor_FunctionTemplate ||
-            p->kind == CXCursor_CXXMethod || p->kind == CXCursor_Constructor || p->kind == CXCursor_LambdaExpr)
-            return p;
+        if (cu_is_function(p)) return p;
     return NULL;
+}
+
+bool cu_is_call(const CuNode *n, const char *name) {
+    return n && n->kind == CXCursor_CallExpr && strcmp(cu_callee(n), name) == 0;
+}
+
+bool cu_name_in(const char *name, const char *const *list) {
+    for (; *list; list++)
+        if (strcmp(name, *list) == 0) return true;
+    return false;
 }
 
 CuNode *cu_loop_of(const CuNode *n, const CuNode *stop) {
@@ -84,10 +99,23 @@ CuNode **cu_call_args(const CuNode *call, uint32_t *n) {
     *n = 0;
     if (!call || call->kind != CXCursor_CallExpr || call->child_count == 0) return NULL;
     uint32_t skip = 0;
-    if (call->children[0]->start == call->start && call->children[0]->end < call->end) skip = 1;
+    CuNode *first = cu_strip(call->children[0]);
+    const char *callee = cu_callee(call);
+    if (first && (first->kind == CXCursor_DeclRefExpr || first->kind == CXCursor_MemberRefExpr ||
+                  first->kind == CXCursor_OverloadedDeclRef) &&
+        *callee && first->name && strcmp(first->name, callee) == 0)
+        skip = 1;
+    else if (call->children[0]->start == call->start && call->children[0]->end < call->end)
+        skip = 1;
     if (skip < call->child_count && is_push_config(cu_strip(call->children[skip]))) skip++;
     *n = call->child_count - skip;
     return *n ? call->children + skip : NULL;
+}
+
+CuNode *cu_call_arg(const CuNode *call, int i) {
+    uint32_t n;
+    CuNode **args = cu_call_args(call, &n);
+    return i >= 0 && (uint32_t)i < n ? cu_strip(args[i]) : NULL;
 }
 
 bool cu_launch(const CuNode *n, CuLaunch *out) {

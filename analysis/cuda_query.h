@@ -12,6 +12,12 @@ CuNode *cu_strip(CuNode *n);
 CuNode *cu_child(const CuNode *n, uint32_t i);
 
 bool cu_is_kernel(const CuNode *fn);                 /* a __global__ function definition */
+/* a function, method, constructor, destructor, conversion or lambda */
+bool cu_is_function(const CuNode *n);
+/* a call of the function `name` */
+bool cu_is_call(const CuNode *n, const char *name);
+/* name is one of the NULL-terminated list */
+bool cu_name_in(const char *name, const char *const *list);
 bool cu_is_device_code(const CuNode *fn);            /* __global__ or __device__ */
 CuNode *cu_function_of(const CuNode *n);             /* the enclosing function (decl), or NULL */
 CuNode *cu_loop_of(const CuNode *n, const CuNode *stop); /* the nearest for/while/do below stop */
@@ -20,8 +26,12 @@ CuNode *cu_loop_of(const CuNode *n, const CuNode *stop); /* the nearest for/whil
 CuNode *cu_statement_of(const CuNode *n);
 /* The function called by a CallExpr ("" when unknown). */
 const char *cu_callee(const CuNode *call);
-/* The arguments of a CallExpr (its children after the callee), count in *n. */
+/* The arguments of a CallExpr, count in *n: its children after the callee
+ * (recognised by what it refers to, or by starting where the call starts)
+ * and after a launch's <<<...>>> configuration. */
 CuNode **cu_call_args(const CuNode *call, uint32_t *n);
+/* The i-th argument of a call, stripped; NULL when there is none. */
+CuNode *cu_call_arg(const CuNode *call, int i);
 
 /* A kernel launch `k<<<grid, block, shmem, stream>>>(args)`. */
 typedef struct {

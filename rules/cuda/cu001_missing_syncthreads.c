@@ -68,14 +68,6 @@ static const char documentation[] =
     "marked unsafe, since a caller may call the function from divergent code. No fix when the write and\n"
     "the read are in the same statement (`s[tid] = s[tid + 1]` needs a temporary, not only a barrier).\n";
 
-/* ---- small helpers ---------------------------------------------------------- */
-
-static bool name_in(const char *name, const char *const *list) {
-    for (; *list; list++)
-        if (strcmp(name, *list) == 0) return true;
-    return false;
-}
-
 static bool contains(const CuNode *outer, const CuNode *inner) {
     for (const CuNode *p = inner; p; p = p->parent)
         if (p == outer) return true;
@@ -86,11 +78,6 @@ static const CuNode *common_ancestor(const CuNode *a, const CuNode *b) {
     for (const CuNode *p = a; p; p = p->parent)
         if (contains(p, b)) return p;
     return NULL;
-}
-
-static bool is_function(const CuNode *n) {
-    return n->kind == CXCursor_FunctionDecl || n->kind == CXCursor_FunctionTemplate ||
-           n->kind == CXCursor_CXXMethod || n->kind == CXCursor_Constructor || n->kind == CXCursor_LambdaExpr;
 }
 
 static bool is_loop(const CuNode *n) {
@@ -242,8 +229,8 @@ static bool expr_tainted(Fn *f, const CuNode *n) {
     if (cu_is_builtin_member(n, "threadIdx", 0)) return true;
     if (n->kind == CXCursor_CallExpr) {
         const char *callee = cu_callee(n);
-        if (name_in(callee, block_uniform_calls)) return false;
-        if (name_in(callee, thread_rank_calls)) return true;
+        if (cu_name_in(callee, block_uniform_calls)) return false;
+        if (cu_name_in(callee, thread_rank_calls)) return true;
     }
     if (n->kind == CXCursor_LambdaExpr) return false;
     if (n->kind == CXCursor_DeclRefExpr) return n->ref && variable_tainted(f, n->ref);
@@ -341,7 +328,7 @@ typedef struct {
 static int divergent_guards(Fn *f, const CuNode *n, const CuNode *stop, Guard *out, int max) {
     int count = 0;
     const CuNode *child = n;
-    for (const CuNode *p = n->parent; p && p != stop && !is_function(p); child = p, p = p->parent) {
+    for (const CuNode *p = n->parent; p && p != stop && !cu_is_function(p); child = p, p = p->parent) {
         bool polarity;
         const CuNode *cond = guard_of(f->src, p, child, &polarity);
         if (cond && expr_tainted(f, cond)) {
@@ -353,7 +340,7 @@ static int divergent_guards(Fn *f, const CuNode *n, const CuNode *stop, Guard *o
 }
 
 static const CuNode *jump_target(const CuNode *jump) {
-    for (const CuNode *p = jump->parent; p && !is_function(p); p = p->parent) {
+    for (const CuNode *p = jump->parent; p && !cu_is_function(p); p = p->parent) {
         if (is_loop(p)) return p;
         if (p->kind == CXCursor_SwitchStmt && jump->kind == CXCursor_BreakStmt) return p;
     }
@@ -481,7 +468,7 @@ static bool is_barrier(BarrierCache *c, const CuNode *n) {
     if (n->kind == CXCursor_GCCAsmStmt || n->kind == CXCursor_MSAsmStmt) return true;
     if (n->kind != CXCursor_CallExpr) return false;
     const char *callee = cu_callee(n);
-    if (name_in(callee, block_barriers) || strcmp(callee, "__syncwarp") == 0) return true;
+    if (cu_name_in(callee, block_barriers) || strcmp(callee, "__syncwarp") == 0) return true;
     if (lower_contains(callee, "sync") || lower_contains(callee, "wait") || lower_contains(callee, "barrier") ||
         lower_contains(callee, "arrive"))
         return true;
@@ -926,7 +913,7 @@ static bool owned_under_equality(Fn *f, const Access *w, const Access *r) {
     if (!e) return false;
     bool owned = false;
     const CuNode *child = r->node;
-    for (const CuNode *p = r->node->parent; p && !is_function(p) && !owned; child = p, p = p->parent) {
+    for (const CuNode *p = r->node->parent; p && !cu_is_function(p) && !owned; child = p, p = p->parent) {
         bool polarity;
         const CuNode *cond = guard_of(f->src, p, child, &polarity);
         if (!cond || !polarity) continue;
@@ -981,7 +968,7 @@ static Path unsynchronized_path(const Scan *s, const Access *w, const Access *r,
     bool forward = r->node->start >= w->effect_end && !exclusive(s->f.src, w->node, r->node);
     if (forward) return barrier_in(s, w->effect_end, r->node->start) ? PATH_NONE : PATH_FORWARD;
     const CuNode *lca = common_ancestor(w->node, r->node), *loop = NULL;
-    for (const CuNode *p = lca; p && p != s->f.fn && !is_function(p); p = p->parent)
+    for (const CuNode *p = lca; p && p != s->f.fn && !cu_is_function(p); p = p->parent)
         if (is_loop(p)) {
             loop = p;
             break;
@@ -999,7 +986,7 @@ static bool implied_by(Fn *f, const Guard *g, const CuNode *r) {
     want[0] = '\0';
     canon(f, g->cond, &wb, 0);
     const CuNode *child = r;
-    for (const CuNode *p = r->parent; p && !is_function(p); child = p, p = p->parent) {
+    for (const CuNode *p = r->parent; p && !cu_is_function(p); child = p, p = p->parent) {
         bool polarity;
         const CuNode *cond = guard_of(f->src, p, child, &polarity);
         if (!cond || polarity != g->polarity) continue;
@@ -1089,7 +1076,7 @@ static const CuNode *insertion_point(Scan *s, const Access *r, const Conflict *c
 static bool visit_block_barrier(CuNode *n, void *data) {
     bool *found = data;
     if (*found || n->kind == CXCursor_LambdaExpr) return false;
-    if (n->kind == CXCursor_CallExpr && name_in(cu_callee(n), block_barriers)) *found = true;
+    if (n->kind == CXCursor_CallExpr && cu_name_in(cu_callee(n), block_barriers)) *found = true;
     return !*found;
 }
 

@@ -68,12 +68,6 @@ typedef struct {
     int depth;
 } Taint;
 
-static bool name_in(const char *name, const char *const *list) {
-    for (; *list; list++)
-        if (strcmp(name, *list) == 0) return true;
-    return false;
-}
-
 static const char *const block_barriers[] = {"__syncthreads", "__syncthreads_count", "__syncthreads_and",
                                              "__syncthreads_or", NULL};
 /* results that are the same in every thread of the block */
@@ -117,8 +111,8 @@ static bool expr_tainted(Taint *t, const CuNode *n) {
     if (cu_is_builtin_member(n, "threadIdx", 0)) return true;
     if (n->kind == CXCursor_CallExpr) {
         const char *callee = cu_callee(n);
-        if (name_in(callee, block_uniform_calls)) return false;
-        if (name_in(callee, thread_rank_calls)) return true;
+        if (cu_name_in(callee, block_uniform_calls)) return false;
+        if (cu_name_in(callee, thread_rank_calls)) return true;
     }
     if (n->kind == CXCursor_LambdaExpr) return false;
     if (n->kind == CXCursor_DeclRefExpr) return n->ref && variable_tainted(t, n->ref);
@@ -214,11 +208,6 @@ static const CuNode *guard_of(const CudaSource *src, const CuNode *parent, const
     }
 }
 
-static bool is_function(const CuNode *n) {
-    return n->kind == CXCursor_FunctionDecl || n->kind == CXCursor_FunctionTemplate ||
-           n->kind == CXCursor_CXXMethod || n->kind == CXCursor_Constructor || n->kind == CXCursor_LambdaExpr;
-}
-
 static bool contains(const CuNode *outer, const CuNode *inner) {
     for (const CuNode *p = inner; p; p = p->parent)
         if (p == outer) return true;
@@ -230,7 +219,7 @@ static bool contains(const CuNode *outer, const CuNode *inner) {
 static const CuNode *divergent_guard(const CudaSource *src, const CuNode *fn, const CuNode *n, const CuNode *stop,
                                      const CuNode **construct, bool *in_else) {
     const CuNode *child = n;
-    for (const CuNode *p = n->parent; p && p != stop && !is_function(p); child = p, p = p->parent) {
+    for (const CuNode *p = n->parent; p && p != stop && !cu_is_function(p); child = p, p = p->parent) {
         bool polarity;
         const CuNode *cond = guard_of(src, p, child, &polarity);
         if (cond && thread_dependent(fn, cond)) {
@@ -267,7 +256,7 @@ static bool is_loop(const CuNode *n) {
 
 /* the loop (or switch, for break) a break/continue leaves */
 static const CuNode *jump_target(const CuNode *jump) {
-    for (const CuNode *p = jump->parent; p && !is_function(p); p = p->parent) {
+    for (const CuNode *p = jump->parent; p && !cu_is_function(p); p = p->parent) {
         if (is_loop(p)) return p;
         if (p->kind == CXCursor_SwitchStmt && jump->kind == CXCursor_BreakStmt) return p;
     }
@@ -359,7 +348,7 @@ static bool is_thread_block_type(const CuNode *n) {
 static bool is_block_barrier(const CuNode *n) {
     if (n->kind != CXCursor_CallExpr) return false;
     const char *callee = cu_callee(n);
-    if (name_in(callee, block_barriers)) return true;
+    if (cu_name_in(callee, block_barriers)) return true;
     if (strcmp(callee, "sync") != 0) return false;
     uint32_t argc;
     CuNode **args = cu_call_args(n, &argc);

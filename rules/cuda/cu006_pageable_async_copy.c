@@ -79,53 +79,6 @@ static ByteRange report_range(const CuNode *n) {
 }
 
 
-static bool is_call(const CuNode *n, const char *name) {
-    return n && n->kind == CXCursor_CallExpr && strcmp(cu_callee(n), name) == 0;
-}
-
-static bool name_in(const char *name, const char *const *list) {
-    for (size_t i = 0; list[i]; i++)
-        if (strcmp(name, list[i]) == 0) return true;
-    return false;
-}
-
-/* The arguments of a call. cu_call_args finds the callee by its range, which
- * fails inside macro arguments (every node there has the same empty range):
- * here the callee is recognised by what it refers to. */
-static CuNode **call_args(const CuNode *call, uint32_t *n) {
-    *n = 0;
-    if (!call || call->kind != CXCursor_CallExpr || call->child_count == 0) return NULL;
-    uint32_t skip = 0;
-    CuNode *first = cu_strip(call->children[0]);
-    const char *callee = cu_callee(call);
-    if (first && (first->kind == CXCursor_DeclRefExpr || first->kind == CXCursor_MemberRefExpr ||
-                  first->kind == CXCursor_OverloadedDeclRef) &&
-        *callee && first->name && strcmp(first->name, callee) == 0)
-        skip = 1;
-    else if (call->children[0]->start == call->start && call->children[0]->end < call->end)
-        skip = 1;
-    *n = call->child_count - skip;
-    return *n ? call->children + skip : NULL;
-}
-
-static CuNode *arg_at(const CuNode *call, int i) {
-    uint32_t n;
-    CuNode **args = call_args(call, &n);
-    return i >= 0 && (uint32_t)i < n ? cu_strip(args[i]) : NULL;
-}
-
-static bool is_function(const CuNode *n) {
-    return n && (n->kind == CXCursor_FunctionDecl || n->kind == CXCursor_FunctionTemplate ||
-                 n->kind == CXCursor_CXXMethod || n->kind == CXCursor_Constructor ||
-                 n->kind == CXCursor_Destructor || n->kind == CXCursor_LambdaExpr);
-}
-
-static CuNode *function_of(const CuNode *n) {
-    for (CuNode *p = n ? n->parent : NULL; p; p = p->parent)
-        if (is_function(p)) return p;
-    return NULL;
-}
-
 /* the parent, skipping implicit casts, parentheses and explicit casts */
 static CuNode *logical_parent(const CuNode *n, const CuNode **child) {
     const CuNode *c = n;
@@ -231,7 +184,7 @@ static const char *const other_pageable[] = {"realloc", "aligned_alloc", "valloc
 
 static bool contains_call(const CuNode *n, const char *name, int depth) {
     if (!n || depth > 200) return false;
-    if (is_call(n, name)) return true;
+    if (cu_is_call(n, name)) return true;
     for (uint32_t i = 0; i < n->child_count; i++)
         if (contains_call(n->children[i], name, depth + 1)) return true;
     return false;
@@ -247,14 +200,14 @@ static bool visit_register(CuNode *n, void *data) {
     if (s->found) return false;
     if (n->kind != CXCursor_CallExpr) return true;
     uint32_t count;
-    CuNode **args = call_args(n, &count);
-    if (is_call(n, "cudaHostRegister")) {
+    CuNode **args = cu_call_args(n, &count);
+    if (cu_is_call(n, "cudaHostRegister")) {
         if (count >= 1 && mentions(args[0], s->decl)) s->found = true;
         return !s->found;
     }
     /* a helper of this file that receives the pointer and registers it */
     CuNode *callee = n->ref;
-    if (callee && is_function(callee) && callee->child_count > 0 &&
+    if (callee && cu_is_function(callee) && callee->child_count > 0 &&
         callee->children[callee->child_count - 1]->kind == CXCursor_CompoundStmt &&
         contains_call(callee->children[callee->child_count - 1], "cudaHostRegister", 0))
         for (uint32_t i = 0; i < count; i++)
@@ -332,10 +285,10 @@ static bool visit_defs(CuNode *n, void *data) {
             /* &p handed to an allocator (or to anything else: unknown) */
             const CuNode *child;
             CuNode *p = logical_parent(n, &child);
-            if (p && p->kind == CXCursor_CallExpr && name_in(cu_callee(p), pinned_allocators)) {
+            if (p && p->kind == CXCursor_CallExpr && cu_name_in(cu_callee(p), pinned_allocators)) {
                 s->unknown = true; /* pinned */
                 s->defs++;
-            } else if (p && is_call(p, "posix_memalign")) {
+            } else if (p && cu_is_call(p, "posix_memalign")) {
                 if (!s->pageable) {
                     s->pageable = true;
                     s->result = (Origin){.kind = ORIGIN_PAGEABLE, .alloc = p, .decl = (CuNode *)s->decl, .def = p};
@@ -357,7 +310,7 @@ static void origin_of_variable(Check *c, CuNode *decl, int depth, Origin *out) {
     if (!is_pointer_type(decl)) return;
     if (decl->attrs & (CU_ATTR_DEVICE | CU_ATTR_CONSTANT | CU_ATTR_SHARED)) return;
     /* locals: their function; globals and fields: the whole file */
-    CuNode *scope = decl->kind == CXCursor_VarDecl ? function_of(decl) : NULL;
+    CuNode *scope = decl->kind == CXCursor_VarDecl ? cu_function_of(decl) : NULL;
     if (!scope) scope = c->root;
     DefSearch s = {.check = c, .decl = decl, .depth = depth};
     cu_walk(scope, visit_defs, &s);
@@ -396,7 +349,7 @@ static void origin_of(Check *c, CuNode *expr, int depth, Origin *out) {
         const char *callee = cu_callee(e);
         if (strcmp(callee, "malloc") == 0) out->kind = ORIGIN_MALLOC;
         else if (strcmp(callee, "calloc") == 0) out->kind = ORIGIN_CALLOC;
-        else if (name_in(callee, other_pageable)) out->kind = ORIGIN_PAGEABLE;
+        else if (cu_name_in(callee, other_pageable)) out->kind = ORIGIN_PAGEABLE;
         else if (strcmp(callee, "data") == 0) {
             const char *method;
             CuNode *obj = call_object(e, &method);
@@ -472,13 +425,13 @@ static bool visit_releases(CuNode *n, void *data) {
     if (n->kind == CXCursor_CallExpr) {
         const char *callee = cu_callee(n);
         uint32_t count;
-        CuNode **args = call_args(n, &count);
+        CuNode **args = cu_call_args(n, &count);
         if (strcmp(callee, "free") == 0 && count == 1 && refers_to(args[0], r->decl)) {
             if (r->free_count == 16) r->bad = true;
             else r->frees[r->free_count++] = n;
             return false;
         }
-        if (name_in(callee, other_pageable) || strcmp(callee, "calloc") == 0)
+        if (cu_name_in(callee, other_pageable) || strcmp(callee, "calloc") == 0)
             for (uint32_t i = 0; i < count; i++)
                 if (mentions(args[i], r->decl)) r->bad = true;
         return true;
@@ -515,8 +468,8 @@ static void offer_fix(Check *c, Finding *f, const Origin *o, const CuNode *copy)
     const CuNode *decl = o->decl, *def = o->def, *alloc = o->alloc;
     if (!decl || !def || !alloc || decl->kind != CXCursor_VarDecl) return;
     if (o->kind != ORIGIN_MALLOC && o->kind != ORIGIN_NEW_ARRAY) return;
-    CuNode *fn = function_of(decl);
-    if (!fn || fn != function_of(copy) || fn->kind == CXCursor_LambdaExpr) return;
+    CuNode *fn = cu_function_of(decl);
+    if (!fn || fn != cu_function_of(copy) || fn->kind == CXCursor_LambdaExpr) return;
     if (o->defs != 1 || o->modified) return;
     if (alloc->start == alloc->end || def->start == def->end) return; /* inside a macro */
 
@@ -524,7 +477,7 @@ static void offer_fix(Check *c, Finding *f, const Origin *o, const CuNode *copy)
     char *bytes = NULL;
     if (o->kind == ORIGIN_MALLOC) {
         uint32_t count;
-        CuNode **args = call_args(alloc, &count);
+        CuNode **args = cu_call_args(alloc, &count);
         if (count != 1 || args[0]->start == args[0]->end) return;
         bytes = strndup(cu_text(src, args[0]), cu_text_len(args[0]));
     } else {
@@ -646,9 +599,9 @@ static const CopyApi copy_apis[] = {
 
 static int copy_kind(const CuNode *call, const CopyApi *api) {
     uint32_t count;
-    call_args(call, &count);
+    cu_call_args(call, &count);
     if ((uint32_t)api->kind >= count) return api->default_kind;
-    CuNode *k = arg_at(call, api->kind);
+    CuNode *k = cu_call_arg(call, api->kind);
     if (!k || k->kind != CXCursor_DeclRefExpr || !k->ref_name) return KIND_UNKNOWN;
     if (strcmp(k->ref_name, "cudaMemcpyHostToDevice") == 0) return KIND_H2D;
     if (strcmp(k->ref_name, "cudaMemcpyDeviceToHost") == 0) return KIND_D2H;
@@ -675,12 +628,12 @@ static bool visit(CuNode *n, void *data) {
     for (size_t i = 0; i < sizeof copy_apis / sizeof *copy_apis; i++)
         if (strcmp(cu_callee(n), copy_apis[i].name) == 0) api = &copy_apis[i];
     if (!api) return true;
-    CuNode *fn = function_of(n);
+    CuNode *fn = cu_function_of(n);
     if (!fn || cu_is_device_code(fn)) return true;
     int kind = copy_kind(n, api);
     int pos = kind == KIND_H2D ? api->src : kind == KIND_D2H ? api->dst : -1;
     if (pos < 0) return true;
-    CuNode *host = arg_at(n, pos);
+    CuNode *host = cu_call_arg(n, pos);
     if (!host) return true;
     Origin o;
     origin_of(c, host, 0, &o);

@@ -75,53 +75,6 @@ static ByteRange report_range(const CuNode *n) {
 }
 
 
-static bool is_call(const CuNode *n, const char *name) {
-    return n && n->kind == CXCursor_CallExpr && strcmp(cu_callee(n), name) == 0;
-}
-
-static bool name_in(const char *name, const char *const *list) {
-    for (size_t i = 0; list[i]; i++)
-        if (strcmp(name, list[i]) == 0) return true;
-    return false;
-}
-
-/* The arguments of a call. cu_call_args finds the callee by its range, which
- * fails inside macro arguments (every node there has the same empty range):
- * here the callee is recognised by what it refers to. */
-static CuNode **call_args(const CuNode *call, uint32_t *n) {
-    *n = 0;
-    if (!call || call->kind != CXCursor_CallExpr || call->child_count == 0) return NULL;
-    uint32_t skip = 0;
-    CuNode *first = cu_strip(call->children[0]);
-    const char *callee = cu_callee(call);
-    if (first && (first->kind == CXCursor_DeclRefExpr || first->kind == CXCursor_MemberRefExpr ||
-                  first->kind == CXCursor_OverloadedDeclRef) &&
-        *callee && first->name && strcmp(first->name, callee) == 0)
-        skip = 1;
-    else if (call->children[0]->start == call->start && call->children[0]->end < call->end)
-        skip = 1;
-    *n = call->child_count - skip;
-    return *n ? call->children + skip : NULL;
-}
-
-static CuNode *arg_at(const CuNode *call, int i) {
-    uint32_t n;
-    CuNode **args = call_args(call, &n);
-    return i >= 0 && (uint32_t)i < n ? cu_strip(args[i]) : NULL;
-}
-
-static bool is_function(const CuNode *n) {
-    return n && (n->kind == CXCursor_FunctionDecl || n->kind == CXCursor_FunctionTemplate ||
-                 n->kind == CXCursor_CXXMethod || n->kind == CXCursor_Constructor ||
-                 n->kind == CXCursor_Destructor || n->kind == CXCursor_LambdaExpr);
-}
-
-static CuNode *function_of(const CuNode *n) {
-    for (CuNode *p = n ? n->parent : NULL; p; p = p->parent)
-        if (is_function(p)) return p;
-    return NULL;
-}
-
 static CuNode *body_of(const CuNode *fn) {
     if (!fn || fn->child_count == 0) return NULL;
     CuNode *last = fn->children[fn->child_count - 1];
@@ -232,7 +185,7 @@ static CuNode *buffer_base(CuNode *e, int depth) {
         const char *method;
         CuNode *obj = call_object(e, &method);
         static const char *const views[] = {"data", "begin", "end", "cbegin", "cend", NULL};
-        if (obj && name_in(method, views) && is_std_vector(obj)) return buffer_base(obj, depth + 1);
+        if (obj && cu_name_in(method, views) && is_std_vector(obj)) return buffer_base(obj, depth + 1);
         return NULL;
     }
     default: return NULL;
@@ -318,7 +271,7 @@ typedef struct {
 static bool param_is_read(const CudaSource *src, const CuNode *callee, uint32_t index);
 
 static void add_read(Reads *r, CuNode *n) {
-    if (function_of(n) != r->fn) return; /* a lambda */
+    if (cu_function_of(n) != r->fn) return; /* a lambda */
     if (r->count == r->capacity) {
         size_t cap = r->capacity ? r->capacity * 2 : 16;
         CuNode **grown = realloc(r->items, cap * sizeof *grown);
@@ -382,11 +335,11 @@ static bool visit_reads(CuNode *n, void *data) {
         CuNode *obj = call_object(n, &method);
         if (buf->mode == BUF_VECTOR && obj && matches(r, obj)) {
             static const char *const element_reads[] = {"operator[]", "at", "front", "back", NULL};
-            if (name_in(method, element_reads) && !is_assign_target(n) && !is_address_taken(n)) add_read(r, n);
+            if (cu_name_in(method, element_reads) && !is_assign_target(n) && !is_address_taken(n)) add_read(r, n);
             break;
         }
         uint32_t count;
-        CuNode **args = call_args(n, &count);
+        CuNode **args = cu_call_args(n, &count);
         for (uint32_t i = 0; i < count; i++)
             if (matches(r, args[i]) && call_reads_argument(r->src, n, i)) {
                 add_read(r, args[i]);
@@ -471,17 +424,17 @@ static bool call_may_wait(const CudaSource *src, const CuNode *call, const char 
     static const char *const waiting[] = {"cudaFree", "cudaFreeHost", "cudaFreeArray", "cudaDeviceReset",
                                           "cudaLaunchHostFunc", "cudaStreamAddCallback", "cudaHostUnregister",
                                           "cudaGraphicsUnmapResources", NULL};
-    if (name_in(name, waiting)) return true;
+    if (cu_name_in(name, waiting)) return true;
     if (strncmp(name, "cuda", 4) == 0 || strncmp(name, "__cuda", 6) == 0) return false;
     CuNode *callee = call->ref;
-    if (callee && is_function(callee)) {
+    if (callee && cu_is_function(callee)) {
         CuNode *body = body_of(callee);
         if (body) return depth < 3 && contains_sync(src, body, stream_text, depth + 1);
     }
     /* an unknown function that is handed the stream may wait on it */
     if (stream_text && *stream_text) {
         uint32_t count;
-        CuNode **args = call_args(call, &count);
+        CuNode **args = cu_call_args(call, &count);
         for (uint32_t i = 0; i < count; i++)
             if (args[i]->start < args[i]->end && cu_text_eq(src, args[i], stream_text)) return true;
     }
@@ -561,7 +514,7 @@ static bool is_jump(const CuNode *s) {
     case CXCursor_CXXThrowExpr: return true;
     case CXCursor_CallExpr: {
         static const char *const noreturn[] = {"exit", "abort", "_Exit", "quick_exit", "terminate", NULL};
-        return name_in(cu_callee(e), noreturn);
+        return cu_name_in(cu_callee(e), noreturn);
     }
     default: return false;
     }
@@ -574,7 +527,7 @@ static bool is_jump(const CuNode *s) {
 static CuNode *statement_after(const CuNode *copy, const CuNode *read, const CuNode *fn) {
     const CuNode *child = copy;
     for (CuNode *p = copy->parent; p && p != fn; child = p, p = p->parent) {
-        if (is_function(p)) return NULL;
+        if (cu_is_function(p)) return NULL;
         if (p->kind != CXCursor_CompoundStmt) continue;
         uint32_t i = 0;
         while (i < p->child_count && p->children[i] != child) i++;
@@ -617,9 +570,9 @@ typedef struct {
 
 static bool is_d2h(const CuNode *call, const CopyApi *api) {
     uint32_t count;
-    call_args(call, &count);
+    cu_call_args(call, &count);
     if ((uint32_t)api->kind >= count) return api->default_d2h;
-    CuNode *k = arg_at(call, api->kind);
+    CuNode *k = cu_call_arg(call, api->kind);
     return k && k->kind == CXCursor_DeclRefExpr && k->ref_name && strcmp(k->ref_name, "cudaMemcpyDeviceToHost") == 0;
 }
 
@@ -686,7 +639,7 @@ static bool stream_is_stable(const CuNode *stream, const CuNode *fn, const CuNod
     if (decl->kind == CXCursor_ParmDecl) {
         if (decl->parent != fn) return false;
     } else if (decl->kind == CXCursor_VarDecl) {
-        CuNode *dfn = function_of(decl);
+        CuNode *dfn = cu_function_of(decl);
         if (dfn && dfn != fn) return false;
         if (dfn) {
             CuNode *scope = decl->parent ? decl->parent->parent : NULL; /* DeclStmt -> block / for */
@@ -702,12 +655,12 @@ static bool stream_is_stable(const CuNode *stream, const CuNode *fn, const CuNod
 
 static void consider_copy(Check *c, CuNode *copy, const CopyApi *api) {
     const CudaSource *src = c->ctx->cuda;
-    CuNode *fn = function_of(copy);
+    CuNode *fn = cu_function_of(copy);
     if (!fn || cu_is_device_code(fn) || !is_d2h(copy, api)) return;
     Buffer buf;
-    if (!buffer_of_copy(arg_at(copy, api->dst), &buf)) return;
+    if (!buffer_of_copy(cu_call_arg(copy, api->dst), &buf)) return;
     uint32_t count;
-    CuNode **args = call_args(copy, &count);
+    CuNode **args = cu_call_args(copy, &count);
     CuNode *stream = (uint32_t)api->stream < count ? args[api->stream] : NULL;
     bool default_stream = is_default_stream(src, stream);
     char *stream_text = NULL;
@@ -758,7 +711,7 @@ static bool visit(CuNode *n, void *data) {
     Check *c = data;
     if (n->kind != CXCursor_CallExpr) return true;
     for (size_t i = 0; i < sizeof copy_apis / sizeof *copy_apis; i++)
-        if (is_call(n, copy_apis[i].name)) {
+        if (cu_is_call(n, copy_apis[i].name)) {
             consider_copy(c, n, &copy_apis[i]);
             break;
         }
@@ -797,8 +750,8 @@ static void check(RuleContext *ctx) {
         Buffer buf;
         const CopyApi *api = NULL;
         for (size_t k = 0; k < sizeof copy_apis / sizeof *copy_apis; k++)
-            if (is_call(cand->copy, copy_apis[k].name)) api = &copy_apis[k];
-        bool known = api && buffer_of_copy(arg_at(cand->copy, api->dst), &buf);
+            if (cu_is_call(cand->copy, copy_apis[k].name)) api = &copy_apis[k];
+        bool known = api && buffer_of_copy(cu_call_arg(cand->copy, api->dst), &buf);
         size_t copy_line = document_line_of(src->doc, cand->copy->start) + 1;
         ByteRange at = report_range(cand->read);
         Finding *f = rule_report(ctx, at.start, at.end,

@@ -77,39 +77,6 @@ static const char documentation[] =
     "depends on the GPU having finished, and hoisting an allocation needs the largest size the\n"
     "loop will ask for; both need a person to decide.\n";
 
-/* --- small helpers ------------------------------------------------------ */
-
-static bool name_in(const char *name, const char *const *list) {
-    for (size_t i = 0; list[i]; i++)
-        if (strcmp(name, list[i]) == 0) return true;
-    return false;
-}
-
-/* The arguments of a call. cu_call_args finds the callee by its range, which
- * fails inside macro arguments (every node there has the same empty range):
- * here the callee is recognised by what it refers to. */
-static CuNode **call_args(const CuNode *call, uint32_t *n) {
-    *n = 0;
-    if (!call || call->kind != CXCursor_CallExpr || call->child_count == 0) return NULL;
-    uint32_t skip = 0;
-    CuNode *first = cu_strip(call->children[0]);
-    const char *callee = cu_callee(call);
-    if (first && (first->kind == CXCursor_DeclRefExpr || first->kind == CXCursor_MemberRefExpr ||
-                  first->kind == CXCursor_OverloadedDeclRef) &&
-        *callee && first->name && strcmp(first->name, callee) == 0)
-        skip = 1;
-    else if (call->children[0]->start == call->start && call->children[0]->end < call->end)
-        skip = 1;
-    *n = call->child_count - skip;
-    return *n ? call->children + skip : NULL;
-}
-
-static bool is_function(const CuNode *n) {
-    return n && (n->kind == CXCursor_FunctionDecl || n->kind == CXCursor_FunctionTemplate ||
-                 n->kind == CXCursor_CXXMethod || n->kind == CXCursor_Constructor ||
-                 n->kind == CXCursor_Destructor || n->kind == CXCursor_LambdaExpr);
-}
-
 static CuNode *body_of(const CuNode *fn) {
     if (!fn || fn->child_count == 0) return NULL;
     CuNode *last = fn->children[fn->child_count - 1];
@@ -160,7 +127,7 @@ static CuNode *repeating_loop(const CuNode *n, bool *guarded) {
     *guarded = false;
     const CuNode *child = n;
     for (CuNode *p = n->parent; p; child = p, p = p->parent) {
-        if (is_function(p)) return NULL;
+        if (cu_is_function(p)) return NULL;
         switch (p->kind) {
         case CXCursor_IfStmt:
             if (p->child_count > 0 && p->children[0] != child) *guarded = true;
@@ -202,9 +169,9 @@ static bool is_launch(const CuNode *n, int depth) {
                                             "cudaGraphLaunch", "cuLaunchKernel", "cuLaunchKernelEx",
                                             "cuGraphLaunch", NULL};
     const char *name = cu_callee(n);
-    if (name_in(name, launchers)) return true;
+    if (cu_name_in(name, launchers)) return true;
     CuNode *callee = n->ref;
-    if (depth < 2 && callee && is_function(callee) && !cu_is_device_code(callee)) {
+    if (depth < 2 && callee && cu_is_function(callee) && !cu_is_device_code(callee)) {
         CuNode *body = body_of(callee);
         if (body && contains_launch(body, depth + 1)) return true;
     }
@@ -340,7 +307,7 @@ static bool visit_gpu_visible(CuNode *n, void *data) {
     }
     const char *name = cu_callee(n);
     uint32_t count;
-    CuNode **args = call_args(n, &count);
+    CuNode **args = cu_call_args(n, &count);
     if ((strcmp(name, "cudaMallocManaged") == 0 || strcmp(name, "cudaHostAlloc") == 0 ||
          strcmp(name, "cudaMallocHost") == 0) &&
         count >= 1)
@@ -354,7 +321,7 @@ static bool visit_gpu_visible(CuNode *n, void *data) {
     static const char *const setup[] = {"cudaStreamCreate", "cudaStreamCreateWithFlags", "cudaEventCreate",
                                         "cudaEventCreateWithFlags", "cudaGetDevice", "cudaGetLastError",
                                         "cudaPeekAtLastError", "cudaLaunchKernel", NULL};
-    if (is_gpu_api(name) && !name_in(name, setup))
+    if (is_gpu_api(name) && !cu_name_in(name, setup))
         for (uint32_t i = 0; i < count; i++) {
             CuNode *a = cu_strip(args[i]);
             if (a && a->kind == CXCursor_UnaryOperator && a->op == CXUnaryOperator_AddrOf && a->child_count == 1) {
@@ -415,7 +382,7 @@ static bool visit_use(CuNode *n, void *data) {
         if (is_gpu_api(name)) return false;
         if (strcmp(name, "swap") == 0 || strcmp(name, "exchange") == 0) return false; /* pointer ping-pong */
         uint32_t count;
-        CuNode **args = call_args(n, &count);
+        CuNode **args = cu_call_args(n, &count);
         for (uint32_t i = 0; i < count && !u->found; i++)
             if (set_has(u->set, buffer_decl(args[i], 0))) u->found = true;
         break;
@@ -444,7 +411,7 @@ static bool visit_timing(CuNode *n, void *data) {
                                         "now", "cudaeventrecord", "cudaeventelapsedtime", "queryperformancecounter",
                                         "__rdtsc", "rdtsc", "start", "stop", "tic", "toc", "elapsed", "seconds",
                                         "cpusecond", "wall_time", "walltime", NULL};
-    if (name_in(low, exact) || strstr(low, "timer") || strstr(low, "elapsed") || strstr(low, "gettime") ||
+    if (cu_name_in(low, exact) || strstr(low, "timer") || strstr(low, "elapsed") || strstr(low, "gettime") ||
         strstr(low, "wtime"))
         *found = true;
     return !*found;
@@ -555,9 +522,9 @@ typedef struct {
 static bool visit_release(CuNode *n, void *data) {
     ReleaseSearch *r = data;
     if (r->release) return false;
-    if (n->kind == CXCursor_CallExpr && name_in(cu_callee(n), releasers)) {
+    if (n->kind == CXCursor_CallExpr && cu_name_in(cu_callee(n), releasers)) {
         uint32_t count;
-        CuNode **args = call_args(n, &count);
+        CuNode **args = cu_call_args(n, &count);
         CuNode *a = count >= 1 ? cu_strip(args[0]) : NULL;
         if (a && (a->kind == CXCursor_DeclRefExpr || a->kind == CXCursor_MemberRefExpr) && a->ref == r->decl)
             r->release = n;
@@ -570,7 +537,7 @@ static void check_alloc(Check *c, CuNode *call) {
     CuNode *loop = repeating_loop(call, &guarded);
     if (!loop || guarded) return;
     uint32_t count;
-    CuNode **args = call_args(call, &count);
+    CuNode **args = cu_call_args(call, &count);
     if (count < 1) return;
     /* &p: one pointer, allocated again on every iteration (not &bufs[i]) */
     CuNode *a = cu_strip(args[0]);
@@ -607,11 +574,11 @@ static void check_alloc(Check *c, CuNode *call) {
 
 static bool visit(CuNode *n, void *data) {
     Check *c = data;
-    if (is_function(n) && cu_is_device_code(n)) return false;
+    if (cu_is_function(n) && cu_is_device_code(n)) return false;
     if (n->kind != CXCursor_CallExpr) return true;
     const char *name = cu_callee(n);
-    if (name_in(name, syncs)) check_sync(c, n);
-    else if (name_in(name, allocators)) check_alloc(c, n);
+    if (cu_name_in(name, syncs)) check_sync(c, n);
+    else if (cu_name_in(name, allocators)) check_alloc(c, n);
     return true;
 }
 

@@ -81,18 +81,6 @@ static bool is_wrapper(const CuNode *n) {
     return n && (n->kind == CXCursor_UnexposedExpr || n->kind == CXCursor_ParenExpr) && n->child_count == 1;
 }
 
-static bool is_function(const CuNode *n) {
-    return n && (n->kind == CXCursor_FunctionDecl || n->kind == CXCursor_FunctionTemplate ||
-                 n->kind == CXCursor_CXXMethod || n->kind == CXCursor_Constructor ||
-                 n->kind == CXCursor_Destructor || n->kind == CXCursor_LambdaExpr);
-}
-
-static CuNode *function_of(const CuNode *n) {
-    for (CuNode *p = n ? n->parent : NULL; p; p = p->parent)
-        if (is_function(p)) return p;
-    return NULL;
-}
-
 /* an integer literal written as digits in the source (not through a macro) */
 static bool is_source_literal(const CudaSource *src, const CuNode *n) {
     if (!n || n->kind != CXCursor_IntegerLiteral || n->end <= n->start) return false;
@@ -138,7 +126,7 @@ static bool visit_mod(CuNode *n, void *data) {
 static bool variable_modified(const CudaSource *src, const CuNode *var) {
     ModSearch s = {var, false};
     /* a local can only change inside its function; a global anywhere */
-    CuNode *fn = function_of(var);
+    CuNode *fn = cu_function_of(var);
     cu_walk(fn ? fn : src->root, visit_mod, &s);
     return s.modified;
 }
@@ -189,7 +177,7 @@ static bool dims_of(const CudaSource *src, CuNode *node, Dims *d, int depth) {
     }
     if (n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl && type_is_dim3(n)) {
         CuNode *var = n->ref, *init = initialiser(var);
-        if (!function_of(var) && !clang_isConstQualifiedType(clang_getCursorType(var->cursor))) return false;
+        if (!cu_function_of(var) && !clang_isConstQualifiedType(clang_getCursorType(var->cursor))) return false;
         if (!init || variable_modified(src, var)) return false;
         if (!dims_of(src, init, d, depth + 1)) return false;
         if (!d->var) d->var = var;
@@ -215,7 +203,7 @@ static bool scalar_value(const CudaSource *src, CuNode *node, long long *v, CuNo
     if (n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl) {
         CuNode *decl = n->ref, *init = initialiser(decl);
         /* a global that is not const may change elsewhere */
-        bool local = function_of(decl) != NULL;
+        bool local = cu_function_of(decl) != NULL;
         if (!local && !clang_isConstQualifiedType(clang_getCursorType(decl->cursor))) return cu_int_value(n, v);
         if (!init || variable_modified(src, decl)) return cu_int_value(n, v);
         CuNode *lit = NULL, *inner = NULL;
@@ -229,11 +217,10 @@ static bool scalar_value(const CudaSource *src, CuNode *node, long long *v, CuNo
 
 /* ---- the kernel: may its block size change? ----------------------------- */
 
-static bool is_member(const CuNode *n, const char *var, char axis) { return cu_is_builtin_member(n, var, axis); }
 
 static bool is_any_builtin(const CuNode *n) {
-    return is_member(n, "threadIdx", 0) || is_member(n, "blockIdx", 0) || is_member(n, "blockDim", 0) ||
-           is_member(n, "gridDim", 0);
+    return cu_is_builtin_member(n, "threadIdx", 0) || cu_is_builtin_member(n, "blockIdx", 0) || cu_is_builtin_member(n, "blockDim", 0) ||
+           cu_is_builtin_member(n, "gridDim", 0);
 }
 
 /* blockIdx.x * blockDim.x + threadIdx.x, in any order, casts allowed */
@@ -242,12 +229,12 @@ static bool is_global_index(CuNode *e) {
     if (!e || e->kind != CXCursor_BinaryOperator || e->op != CXBinaryOperator_Add || e->child_count != 2) return false;
     for (int k = 0; k < 2; k++) {
         CuNode *t = cu_strip(e->children[k]), *m = cu_strip(e->children[1 - k]);
-        if (!is_member(t, "threadIdx", 'x') || !m || m->kind != CXCursor_BinaryOperator ||
+        if (!cu_is_builtin_member(t, "threadIdx", 'x') || !m || m->kind != CXCursor_BinaryOperator ||
             m->op != CXBinaryOperator_Mul || m->child_count != 2)
             continue;
         CuNode *a = cu_strip(m->children[0]), *b = cu_strip(m->children[1]);
-        if ((is_member(a, "blockIdx", 'x') && is_member(b, "blockDim", 'x')) ||
-            (is_member(a, "blockDim", 'x') && is_member(b, "blockIdx", 'x')))
+        if ((cu_is_builtin_member(a, "blockIdx", 'x') && cu_is_builtin_member(b, "blockDim", 'x')) ||
+            (cu_is_builtin_member(a, "blockDim", 'x') && cu_is_builtin_member(b, "blockIdx", 'x')))
             return true;
     }
     return false;
@@ -258,8 +245,8 @@ static bool is_grid_stride(CuNode *e) {
     e = cu_strip(e);
     if (!e || e->kind != CXCursor_BinaryOperator || e->op != CXBinaryOperator_Mul || e->child_count != 2) return false;
     CuNode *a = cu_strip(e->children[0]), *b = cu_strip(e->children[1]);
-    return (is_member(a, "blockDim", 'x') && is_member(b, "gridDim", 'x')) ||
-           (is_member(a, "gridDim", 'x') && is_member(b, "blockDim", 'x'));
+    return (cu_is_builtin_member(a, "blockDim", 'x') && cu_is_builtin_member(b, "gridDim", 'x')) ||
+           (cu_is_builtin_member(a, "gridDim", 'x') && cu_is_builtin_member(b, "blockDim", 'x'));
 }
 
 static bool refers_to(const CuNode *e, const CuNode *decl) {
@@ -402,7 +389,7 @@ static bool visit_block_use(CuNode *n, void *data) {
         for (int i = 0; block_level[i]; i++)
             if (strstr(name, block_level[i])) u->bad = true;
         /* a device function of this file must not look at the block either */
-        if (!u->bad && n->ref && is_function(n->ref) && n->ref->kind != CXCursor_LambdaExpr &&
+        if (!u->bad && n->ref && cu_is_function(n->ref) && n->ref->kind != CXCursor_LambdaExpr &&
             !kernel_block_independent(u->src, n->ref, NULL, u->depth + 1))
             u->bad = true;
     }
@@ -559,7 +546,7 @@ static CuNode *definition_of(const CudaSource *src, const CuNode *decl) {
 }
 
 static bool kernel_uses_blocks(const CuNode *n) {
-    if (is_member(n, "blockIdx", 0) || is_member(n, "gridDim", 0)) return true;
+    if (cu_is_builtin_member(n, "blockIdx", 0) || cu_is_builtin_member(n, "gridDim", 0)) return true;
     for (uint32_t i = 0; i < n->child_count; i++)
         if (kernel_uses_blocks(n->children[i])) return true;
     return false;
@@ -685,7 +672,7 @@ static bool visit(CuNode *n, void *data) {
     RuleContext *ctx = data;
     CuLaunch l;
     if (n->kind != CXCursor_CallExpr || !cu_launch(n, &l) || !l.grid || !l.block) return true;
-    CuNode *fn = function_of(n);
+    CuNode *fn = cu_function_of(n);
     if (fn && fn->kind == CXCursor_FunctionTemplate) return true; /* dependent sizes */
     Dims grid = {{1, 1, 1}, NULL, NULL};
     bool grid_known = dims_of(ctx->cuda, l.grid, &grid, 0);

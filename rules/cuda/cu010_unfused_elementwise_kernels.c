@@ -128,11 +128,10 @@ static bool is_zero(const CuNode *n) {
 
 /* ---- elementwise kernels ------------------------------------------------ */
 
-static bool is_member(const CuNode *n, const char *var, char axis) { return cu_is_builtin_member(n, var, axis); }
 
 static bool is_any_builtin(const CuNode *n) {
-    return is_member(n, "threadIdx", 0) || is_member(n, "blockIdx", 0) || is_member(n, "blockDim", 0) ||
-           is_member(n, "gridDim", 0);
+    return cu_is_builtin_member(n, "threadIdx", 0) || cu_is_builtin_member(n, "blockIdx", 0) || cu_is_builtin_member(n, "blockDim", 0) ||
+           cu_is_builtin_member(n, "gridDim", 0);
 }
 
 static bool is_global_index(CuNode *e) {
@@ -140,12 +139,12 @@ static bool is_global_index(CuNode *e) {
     if (!e || e->kind != CXCursor_BinaryOperator || e->op != CXBinaryOperator_Add || e->child_count != 2) return false;
     for (int k = 0; k < 2; k++) {
         CuNode *t = cu_strip(e->children[k]), *m = cu_strip(e->children[1 - k]);
-        if (!is_member(t, "threadIdx", 'x') || !m || m->kind != CXCursor_BinaryOperator ||
+        if (!cu_is_builtin_member(t, "threadIdx", 'x') || !m || m->kind != CXCursor_BinaryOperator ||
             m->op != CXBinaryOperator_Mul || m->child_count != 2)
             continue;
         CuNode *a = cu_strip(m->children[0]), *b = cu_strip(m->children[1]);
-        if ((is_member(a, "blockIdx", 'x') && is_member(b, "blockDim", 'x')) ||
-            (is_member(a, "blockDim", 'x') && is_member(b, "blockIdx", 'x')))
+        if ((cu_is_builtin_member(a, "blockIdx", 'x') && cu_is_builtin_member(b, "blockDim", 'x')) ||
+            (cu_is_builtin_member(a, "blockDim", 'x') && cu_is_builtin_member(b, "blockIdx", 'x')))
             return true;
     }
     return false;
@@ -155,8 +154,8 @@ static bool is_grid_stride(CuNode *e) {
     e = cu_strip(e);
     if (!e || e->kind != CXCursor_BinaryOperator || e->op != CXBinaryOperator_Mul || e->child_count != 2) return false;
     CuNode *a = cu_strip(e->children[0]), *b = cu_strip(e->children[1]);
-    return (is_member(a, "blockDim", 'x') && is_member(b, "gridDim", 'x')) ||
-           (is_member(a, "gridDim", 'x') && is_member(b, "blockDim", 'x'));
+    return (cu_is_builtin_member(a, "blockDim", 'x') && cu_is_builtin_member(b, "gridDim", 'x')) ||
+           (cu_is_builtin_member(a, "gridDim", 'x') && cu_is_builtin_member(b, "blockDim", 'x'));
 }
 
 static bool refers_to(const CuNode *e, const CuNode *decl) {

@@ -134,19 +134,6 @@ static bool is_last_error_call(const CuNode *n) {
     return strcmp(name, "cudaGetLastError") == 0 || strcmp(name, "cudaPeekAtLastError") == 0;
 }
 
-static bool is_function(const CuNode *n) {
-    return n && (n->kind == CXCursor_FunctionDecl || n->kind == CXCursor_FunctionTemplate ||
-                 n->kind == CXCursor_CXXMethod || n->kind == CXCursor_Constructor ||
-                 n->kind == CXCursor_Destructor || n->kind == CXCursor_ConversionFunction ||
-                 n->kind == CXCursor_LambdaExpr);
-}
-
-static CuNode *function_of(const CuNode *n) {
-    for (CuNode *p = n ? n->parent : NULL; p; p = p->parent)
-        if (is_function(p)) return p;
-    return NULL;
-}
-
 static bool contains_ci(const char *s, const char *needle) {
     size_t k = strlen(needle);
     for (; *s; s++)
@@ -196,7 +183,7 @@ static bool is_error_check(const CuNode *n, int depth) {
         return true;
     }
     /* a helper of this file that checks */
-    if (n->ref && depth < 2 && is_function(n->ref)) {
+    if (n->ref && depth < 2 && cu_is_function(n->ref)) {
         /* remembered per check: big files call the same helpers again and again */
         if (depth == 0)
             for (int i = 0; i < helper_cache.count; i++)
@@ -233,7 +220,7 @@ static bool has_check_in(CuNode *root, size_t after, int depth) {
 static bool visit_busy(CuNode *n, void *data) {
     bool *busy = data;
     CuLaunch l;
-    if (n->kind == CXCursor_CallExpr && (cu_launch(n, &l) || (n->ref && is_function(n->ref)))) *busy = true;
+    if (n->kind == CXCursor_CallExpr && (cu_launch(n, &l) || (n->ref && cu_is_function(n->ref)))) *busy = true;
     return !*busy;
 }
 
@@ -532,8 +519,8 @@ static void report_launch(State *st, CuLaunch *l) {
 static bool visit(CuNode *n, void *data) {
     State *st = data;
     if (n->kind != CXCursor_CallExpr) return true;
-    CuNode *fn = function_of(n);
-    if (!fn || cu_is_device_code(fn) || (fn->kind == CXCursor_LambdaExpr && cu_is_device_code(function_of(fn))))
+    CuNode *fn = cu_function_of(n);
+    if (!fn || cu_is_device_code(fn) || (fn->kind == CXCursor_LambdaExpr && cu_is_device_code(cu_function_of(fn))))
         return true;
     CuLaunch l;
     if (cu_launch(n, &l)) {
