@@ -396,8 +396,35 @@ bool py_is_device_expr(const PySource *src, TSNode expr) { return is_device_at(s
 
 /* ---- GPU work ----------------------------------------------------------- */
 
+static bool has_cuda_device_arg(const PySource *src, TSNode call) {
+    TSNode dev = py_call_keyword(src, call, "device");
+    return !ts_node_is_null(dev) && py_is_device_expr(src, dev);
+}
+
+bool py_is_host_factory(const PySource *src, TSNode call) {
+    static const char *const factories[] = {
+        "torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.zeros",    "torch.ones",
+        "torch.empty",  "torch.full",      "torch.arange",     "torch.rand",     "torch.randn",
+        "torch.randint", "torch.randperm", "torch.linspace",   "torch.logspace", "torch.eye",
+        "torch.Tensor", "torch.LongTensor", "torch.FloatTensor", NULL};
+    return py_callee_is_any(src, call, factories) && !has_cuda_device_arg(src, call);
+}
+
+bool py_call_is_device_work(const PySource *src, TSNode call) {
+    TSNode recv;
+    if (py_method_call(src, call, "backward", &recv) || py_method_call(src, call, "cuda", &recv)) return true;
+    if (py_method_call(src, call, "step", &recv)) return py_is_optimizer(src, recv);
+    if (py_method_call(src, call, "to", &recv)) {
+        TSNode dev = py_call_positional(call, 0);
+        if (ts_node_is_null(dev)) dev = py_call_keyword(src, call, "device");
+        return py_is_device_expr(src, dev);
+    }
+    if (has_cuda_device_arg(src, call)) return true;
+    return py_is_module_instance(src, ts_node_child_by_field_name(call, "function", 8));
+}
+
 bool py_call_does_gpu_work(const PySource *src, TSNode call) {
-    if (!src->uses_gpu || !py_is(call, "call")) return false;
+    if (!src->uses_gpu || !py_is(call, "call") || py_is_host_factory(src, call)) return false;
     TSNode recv;
     if (py_method_call(src, call, "backward", &recv)) return true;
     if (py_method_call(src, call, "step", &recv)) return py_is_optimizer(src, recv);

@@ -34,8 +34,16 @@ bool py_is_optimizer(const PySource *src, TSNode expr);
  * a variable assigned one of those or named *device*, `x.device`. */
 bool py_is_device_expr(const PySource *src, TSNode expr);
 
+/* A torch factory (torch.zeros, torch.tensor, ...) with no CUDA device=:
+ * the tensor is built in host memory. */
+bool py_is_host_factory(const PySource *src, TSNode call);
+/* Work that only a device explains: a model call, backward(), an optimizer
+ * step, a move to the GPU, a tensor created with a CUDA device=. */
+bool py_call_is_device_work(const PySource *src, TSNode call);
+
 /* The call launches GPU work (a torch op, a model or loss call, backward(),
- * optimizer.step(), a device move), given that the file uses CUDA. */
+ * optimizer.step(), a device move), given that the file uses CUDA. Building
+ * a tensor on the host is not GPU work. */
 bool py_call_does_gpu_work(const PySource *src, TSNode call);
 /* Some call or `@` inside node (not inside nested functions) does GPU work. */
 bool py_does_gpu_work(const PySource *src, TSNode node);

@@ -102,34 +102,7 @@ static bool is_sync_method(const PySource *src, TSNode call, bool include_numpy)
     return is_blocking_to_cpu(src, call);
 }
 
-static bool is_cuda_device_arg(const PySource *src, TSNode call) {
-    TSNode dev = py_call_keyword(src, call, "device");
-    return !ts_node_is_null(dev) && py_is_device_expr(src, dev);
-}
 
-/* torch.tensor(data), torch.zeros(n): built on the host unless a device is given */
-static bool is_host_factory(const PySource *src, TSNode call) {
-    static const char *const factories[] = {"torch.tensor",
-                                            "torch.as_tensor",
-                                            "torch.from_numpy",
-                                            "torch.zeros",
-                                            "torch.ones",
-                                            "torch.empty",
-                                            "torch.full",
-                                            "torch.arange",
-                                            "torch.rand",
-                                            "torch.randn",
-                                            "torch.randint",
-                                            "torch.randperm",
-                                            "torch.linspace",
-                                            "torch.logspace",
-                                            "torch.eye",
-                                            "torch.Tensor",
-                                            "torch.LongTensor",
-                                            "torch.FloatTensor",
-                                            NULL};
-    return py_callee_is_any(src, call, factories) && !is_cuda_device_arg(src, call);
-}
 
 /* `x.to(device)`, `x.cuda()`: moving a batch's fields, not computing */
 static bool is_move(const PySource *src, TSNode call) {
@@ -151,7 +124,7 @@ static bool is_device_move(const PySource *src, TSNode call) {
 static bool already_on_host(const PySource *src, TSNode expr) {
     for (int depth = 0; depth < MAX_CHAIN && !ts_node_is_null(expr); depth++) {
         if (py_is(expr, "call")) {
-            if (is_sync_method(src, expr, true) || is_host_factory(src, expr)) return true;
+            if (is_sync_method(src, expr, true) || py_is_host_factory(src, expr)) return true;
             if (is_device_move(src, expr)) return false;
             TSNode fn = ts_node_child_by_field_name(expr, "function", 8);
             if (!py_is(fn, "attribute")) return false;
@@ -225,24 +198,7 @@ static bool is_host_read(const PySource *src, TSNode call) {
 
 /* ---- where the GPU work is --------------------------------------------- */
 
-static bool call_does_gpu_work(const PySource *src, TSNode call) {
-    return py_call_does_gpu_work(src, call) && !is_host_factory(src, call);
-}
 
-/* work that only makes sense on a device: a model or loss call, backward(),
- * an optimizer step, a move to the GPU, a tensor created on the GPU */
-static bool call_is_device_work(const PySource *src, TSNode call) {
-    TSNode recv;
-    if (py_method_call(src, call, "backward", &recv) || py_method_call(src, call, "cuda", &recv)) return true;
-    if (py_method_call(src, call, "step", &recv)) return py_is_optimizer(src, recv);
-    if (py_method_call(src, call, "to", &recv)) {
-        TSNode dev = py_call_positional(call, 0);
-        if (ts_node_is_null(dev)) dev = py_call_keyword(src, call, "device");
-        return py_is_device_expr(src, dev);
-    }
-    if (is_cuda_device_arg(src, call)) return true;
-    return py_is_module_instance(src, ts_node_child_by_field_name(call, "function", 8));
-}
 
 typedef struct {
     const PySource *src;
@@ -273,7 +229,7 @@ static bool visit_inner(TSNode n, void *data) {
     InnerWork *w = data;
     if (w->found) return false;
     if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
-    if ((py_is(n, "call") && call_does_gpu_work(w->src, n) && !is_move(w->src, n)) || is_matmul_of_tensor(w->src, n))
+    if ((py_is(n, "call") && py_call_does_gpu_work(w->src, n) && !is_move(w->src, n)) || is_matmul_of_tensor(w->src, n))
         w->found = true;
     return !w->found;
 }
@@ -288,9 +244,9 @@ static bool visit_work(TSNode n, void *data) {
         if (inner.found) w->inner_loop = true;
         return false;
     }
-    if (py_is(n, "call") && call_does_gpu_work(w->src, n)) {
+    if (py_is(n, "call") && py_call_does_gpu_work(w->src, n)) {
         w->work = true;
-        if (call_is_device_work(w->src, n)) w->device_work = true;
+        if (py_call_is_device_work(w->src, n)) w->device_work = true;
     }
     if (is_matmul_of_tensor(w->src, n)) w->work = true;
     return true;

@@ -177,49 +177,8 @@ static bool is_builtin_call(const PySource *src, TSNode call, const char *name) 
     return py_is(fn, "identifier") && py_text_eq(src, fn, name) && !py_resolve_import(src, name, strlen(name));
 }
 
-static bool is_cuda_device_arg(const PySource *src, TSNode call) {
-    TSNode dev = py_call_keyword(src, call, "device");
-    return !ts_node_is_null(dev) && py_is_device_expr(src, dev);
-}
 
-/* torch.tensor(data), torch.zeros(n): built on the host unless a device is given */
-static bool is_host_factory(const PySource *src, TSNode call) {
-    static const char *const factories[] = {"torch.tensor",
-                                            "torch.as_tensor",
-                                            "torch.from_numpy",
-                                            "torch.zeros",
-                                            "torch.ones",
-                                            "torch.empty",
-                                            "torch.full",
-                                            "torch.arange",
-                                            "torch.rand",
-                                            "torch.randn",
-                                            "torch.randint",
-                                            "torch.randperm",
-                                            "torch.linspace",
-                                            "torch.logspace",
-                                            "torch.eye",
-                                            "torch.Tensor",
-                                            "torch.LongTensor",
-                                            "torch.FloatTensor",
-                                            NULL};
-    return py_callee_is_any(src, call, factories) && !is_cuda_device_arg(src, call);
-}
 
-/* work that only makes sense on a device: a model call, backward(), an
- * optimizer step, a move to the GPU, a tensor created on the GPU */
-static bool call_is_device_work(const PySource *src, TSNode call) {
-    TSNode recv;
-    if (py_method_call(src, call, "backward", &recv) || py_method_call(src, call, "cuda", &recv)) return true;
-    if (py_method_call(src, call, "step", &recv)) return py_is_optimizer(src, recv);
-    if (py_method_call(src, call, "to", &recv)) {
-        TSNode dev = py_call_positional(call, 0);
-        if (ts_node_is_null(dev)) dev = py_call_keyword(src, call, "device");
-        return py_is_device_expr(src, dev);
-    }
-    if (is_cuda_device_arg(src, call)) return true;
-    return py_is_module_instance(src, ts_node_child_by_field_name(call, "function", 8));
-}
 
 /* a function defined at the top level of this file, by name */
 static TSNode local_function(const PySource *src, TSNode callee) {
@@ -321,7 +280,7 @@ static bool is_parameter_call(const PySource *src, TSNode call) {
 
 static bool call_does_gpu_work(const Region *r, TSNode call) {
     const PySource *src = r->src;
-    if (py_call_does_gpu_work(src, call)) return !is_host_factory(src, call);
+    if (py_call_does_gpu_work(src, call)) return true;
     /* a helper of this file that does GPU work */
     TSNode def = local_function(src, ts_node_child_by_field_name(call, "function", 8));
     if (!ts_node_is_null(def)) {
@@ -343,7 +302,7 @@ static bool visit_region(TSNode n, void *data) {
             if (end > r->last_sync) r->last_sync = end;
         } else if (call_does_gpu_work(r, n)) {
             if (end > r->last_gpu) r->last_gpu = end;
-            if (call_is_device_work(r->src, n)) r->device_work = true;
+            if (py_call_is_device_work(r->src, n)) r->device_work = true;
         }
     } else if (py_is(n, "binary_operator")) {
         TSNode op = ts_node_child_by_field_name(n, "operator", 8);
