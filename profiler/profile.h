@@ -1,0 +1,245 @@
+/* The profile model: what one `advise profile` run (or one imported
+ * torch.profiler trace) measured, aggregated and keyed by source line.
+ *
+ * Plain C structs, no CUPTI and no JSON here. profile_json.h reads and writes
+ * them (format documented in profiler/FORMAT.md, schema in
+ * profiler/profile.schema.json); aggregate.h builds them from activity
+ * records. Every index field refers into one of the Profile's arrays;
+ * -1 means "none". All times are nanoseconds. */
+#ifndef ADVISE_PROFILE_H
+#define ADVISE_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROFILE_FORMAT "advise-profile"
+#define PROFILE_VERSION 1
+
+/* Count, total, min, median and max of one measured quantity. The median is
+ * exact up to PROF_RESERVOIR samples and a reservoir estimate beyond. */
+typedef struct {
+    uint64_t count;
+    uint64_t total_ns;
+    uint64_t min_ns;
+    uint64_t median_ns;
+    uint64_t max_ns;
+} ProfStats;
+
+/* One process that took part in the run (several with child processes or
+ * distributed launchers). rank/world_size are -1 when not distributed. */
+typedef struct {
+    int64_t pid;
+    int rank;
+    int local_rank;
+    int world_size;
+    uint64_t wall_ns;       /* from CUDA start-up to exit in this process */
+    char *error;            /* why nothing (or not everything) was recorded, or NULL */
+} ProfProcess;
+
+typedef struct {
+    int process;
+    uint32_t id;            /* CUDA device ordinal inside its process */
+    char *name;
+    uint32_t sm_count;
+    uint32_t cc_major, cc_minor;
+    uint64_t memory_bytes;
+    uint64_t bandwidth_bytes_per_s;   /* peak global-memory bandwidth */
+    uint32_t max_warps_per_sm;
+    uint32_t max_blocks_per_sm;
+    uint32_t max_registers_per_sm;
+    uint32_t max_shared_per_sm;
+    uint32_t max_registers_per_block;
+    uint32_t max_shared_per_block;
+    uint32_t max_threads_per_block;
+    uint32_t l2_bytes;
+} ProfDevice;
+
+/* A source file that holds at least one call site. path is relative to the
+ * project root, '/'-separated, never absolute and never with "..". */
+typedef struct {
+    char *path;
+    char *sha256;           /* hex of the file's content when profiled, or NULL if unreadable */
+} ProfFile;
+
+/* One native stack frame not yet resolved to a line: a return address as an
+ * ELF virtual address inside module (an absolute path on the profiled
+ * machine). Only the per-process parts carry these; `advise profile`
+ * resolves them with DWARF line info before it writes the final profile. */
+typedef struct {
+    char *module;
+    uint64_t address;
+} ProfFrame;
+
+/* The source line in the user's code that caused some GPU work. */
+typedef struct {
+    int file;               /* into files; -1 while unresolved (frames set) */
+    uint32_t line;          /* 1-based; 0 while unresolved */
+    char *function;         /* enclosing function, or NULL */
+    bool function_level;    /* only the function is known (imported traces): line is its first line */
+    ProfFrame *frames;      /* parts only: innermost first, in user modules */
+    size_t frame_count;
+} ProfSite;
+
+typedef struct {
+    int process;
+    int device;             /* into devices, or -1 */
+    char *name;             /* demangled */
+    uint32_t grid[3];
+    uint32_t block[3];
+    uint32_t registers;            /* per thread */
+    uint32_t static_shared;        /* bytes per block */
+    uint32_t dynamic_shared;       /* bytes per block */
+    uint32_t local_per_thread;     /* bytes; > 0 means spills or local arrays */
+    ProfStats stats;
+} ProfKernel;
+
+typedef enum {
+    PROF_OP_LAUNCH,   /* kernel launches of one kernel from one site */
+    PROF_OP_MEMCPY,
+    PROF_OP_MEMSET,
+    PROF_OP_SYNC,
+    PROF_OP_ALLOC,    /* device, pinned or managed allocations (host API time) */
+    PROF_OP_KIND_COUNT
+} ProfOpKind;
+
+typedef enum {
+    PROF_COPY_UNKNOWN, PROF_COPY_HTOD, PROF_COPY_DTOH, PROF_COPY_DTOD,
+    PROF_COPY_HTOH, PROF_COPY_PTOP, PROF_COPY_KIND_COUNT
+} ProfCopyKind;
+
+typedef enum {
+    PROF_MEM_UNKNOWN, PROF_MEM_PAGEABLE, PROF_MEM_PINNED, PROF_MEM_DEVICE,
+    PROF_MEM_MANAGED, PROF_MEM_KIND_COUNT
+} ProfMemKind;
+
+typedef enum {
+    PROF_SYNC_UNKNOWN, PROF_SYNC_EVENT, PROF_SYNC_STREAM_WAIT_EVENT,
+    PROF_SYNC_STREAM, PROF_SYNC_CONTEXT, PROF_SYNC_KIND_COUNT
+} ProfSyncKind;
+
+/* What happened at one call site, aggregated. For LAUNCH, kernel says which
+ * kernel and stats are its GPU durations; for MEMCPY/MEMSET the GPU
+ * durations and bytes; for SYNC the time the host waited; for ALLOC the
+ * host API time and bytes requested. */
+typedef struct {
+    ProfOpKind kind;
+    int process;
+    int site;               /* into sites, or -1 when no user frame was found */
+    int kernel;             /* LAUNCH: into kernels */
+    ProfCopyKind copy;      /* MEMCPY */
+    ProfMemKind src, dst;   /* MEMCPY; dst alone for MEMSET and ALLOC */
+    ProfSyncKind sync;      /* SYNC */
+    uint64_t bytes;         /* total over all calls */
+    ProfStats stats;
+} ProfOp;
+
+/* Host time spent inside one CUDA API function. */
+typedef struct {
+    int process;
+    char *name;
+    ProfStats stats;
+} ProfApi;
+
+/* CUPTI's own work and the driver's (lazy module loading, buffer flushes),
+ * kept apart so that it never inflates kernel figures. */
+typedef struct {
+    int process;
+    char *kind;
+    ProfStats stats;
+} ProfOverhead;
+
+/* GPU busy/idle over one device's active span (first to last activity). */
+typedef struct {
+    int process;
+    int device;
+    uint64_t span_ns;
+    uint64_t busy_ns;       /* union of kernel, copy and memset intervals */
+    uint64_t idle_ns;       /* span - busy */
+} ProfTimeline;
+
+/* One of the largest idle gaps: the GPU had nothing to do for duration_ns
+ * after the work launched at before_site and until the work launched at
+ * after_site arrived. start_ns is relative to the device's first activity. */
+typedef struct {
+    int process;
+    int device;
+    uint64_t start_ns;
+    uint64_t duration_ns;
+    int before_site;
+    int after_site;
+} ProfGap;
+
+typedef struct {
+    char *name;             /* what the user called the run */
+    char *source;           /* "cupti" or "torch-profiler" */
+    char *created;          /* ISO 8601 UTC */
+    char *tool;             /* "advise 0.1.0" */
+    char **command;         /* argv of the profiled command */
+    size_t command_count;
+    /* Entries dropped because a cap was reached (the file stays bounded). */
+    uint64_t dropped_kernels, dropped_ops, dropped_sites;
+
+    ProfProcess *processes; size_t process_count;
+    ProfDevice *devices;    size_t device_count;
+    ProfFile *files;        size_t file_count;
+    ProfSite *sites;        size_t site_count;
+    ProfKernel *kernels;    size_t kernel_count;
+    ProfOp *ops;            size_t op_count;
+    ProfApi *apis;          size_t api_count;
+    ProfOverhead *overheads; size_t overhead_count;
+    ProfTimeline *timelines; size_t timeline_count;
+    ProfGap *gaps;          size_t gap_count;
+} Profile;
+
+/* Caps on what one profile may hold: the writer never exceeds them and the
+ * reader rejects a file that does. */
+#define PROFILE_MAX_FILE_BYTES   (64u << 20)
+#define PROFILE_MAX_STRING       16384u
+#define PROFILE_MAX_PROCESSES    1024u
+#define PROFILE_MAX_DEVICES      4096u
+#define PROFILE_MAX_FILES        20000u
+#define PROFILE_MAX_SITES        100000u
+#define PROFILE_MAX_KERNELS      20000u
+#define PROFILE_MAX_OPS          200000u
+#define PROFILE_MAX_APIS         4096u
+#define PROFILE_MAX_OVERHEADS    1024u
+#define PROFILE_MAX_GAPS         4096u
+#define PROFILE_MAX_COMMAND_ARGS 4096u
+#define PROFILE_MAX_FRAMES       16u   /* per unresolved native site */
+
+Profile *profile_new(void);
+void profile_free(Profile *p);
+
+/* Appending helpers: each returns the new element's index, or -1 when out
+ * of memory. Strings are copied. */
+int profile_add_file(Profile *p, const char *path);       /* dedups by path */
+int profile_add_site(Profile *p, int file, uint32_t line, const char *function);  /* dedups */
+int profile_add_process(Profile *p, const ProfProcess *proc);
+/* An unresolved native site (parts only); dedups by its frame list. */
+int profile_add_native_site(Profile *p, const ProfFrame *frames, size_t count);
+
+/* Fills each file's sha256 from its content under root (NULL when the file
+ * cannot be read). */
+void profile_hash_files(Profile *p, const char *root);
+
+const char *prof_op_kind_name(ProfOpKind k);       /* "launch", "memcpy", ... */
+const char *prof_copy_kind_name(ProfCopyKind k);   /* "HtoD", "DtoH", ... */
+const char *prof_mem_kind_name(ProfMemKind k);     /* "pageable", "pinned", ... */
+const char *prof_sync_kind_name(ProfSyncKind k);   /* "stream", "context", ... */
+/* Inverse lookups; -1 when the name is unknown. */
+int prof_op_kind_from_name(const char *s);
+int prof_copy_kind_from_name(const char *s);
+int prof_mem_kind_from_name(const char *s);
+int prof_sync_kind_from_name(const char *s);
+
+/* A path is acceptable in a profile: relative, no "..", no empty or "."
+ * components, no backslash or control characters, at most PROFILE_MAX_STRING. */
+bool profile_path_ok(const char *path);
+
+/* Concatenates src into dst (processes, devices, kernels, ops, ...) and
+ * re-indexes; files and sites are deduplicated. Used to merge the parts that
+ * the processes of one run wrote. False when out of memory. */
+bool profile_append(Profile *dst, const Profile *src);
+
+#endif
