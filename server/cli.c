@@ -17,6 +17,7 @@ static void usage(FILE *out) {
           "  rules                list the rules\n"
           "  rule CODE|NAME       print one rule's documentation\n"
           "  server [--stdio]     run the language server (LSP over stdio)\n"
+          "  profile -- CMD...    run CMD with the CUDA profiler and write a profile\n"
           "  version              print the version\n"
           "\n"
           "`advise <command> --help` describes a command's options.\n",
@@ -35,6 +36,7 @@ int cli_main(int argc, char **argv) {
     if (strcmp(cmd, "rules") == 0) return cli_rules(argc - 1, argv + 1);
     if (strcmp(cmd, "rule") == 0) return cli_rule(argc - 1, argv + 1);
     if (strcmp(cmd, "server") == 0) return cli_server(argc - 1, argv + 1);
+    if (strcmp(cmd, "profile") == 0) return cli_profile(argc - 1, argv + 1);
     if (strcmp(cmd, "debug-ast") == 0) return cli_debug_ast(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("advise %s\n", ADVISE_VERSION);

@@ -15,5 +15,6 @@ int cli_rules(int argc, char **argv);
 int cli_rule(int argc, char **argv);
 int cli_server(int argc, char **argv);
 int cli_debug_ast(int argc, char **argv);
+int cli_profile(int argc, char **argv);
 
 #endif
