@@ -18,7 +18,7 @@ failures=0
 
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 date -u +"%Y-%m-%d %H:%M UTC"
-make -s -C samples/cuda OUT="$out/bin" NVCCFLAGS="-g -lineinfo" || exit 1
+make -s -C samples/cuda OUT="$out/bin" || exit 1
 
 check() { # name sources...
     local name=$1
