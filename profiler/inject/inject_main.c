@@ -69,6 +69,7 @@ int callsite_current(void) {
 typedef enum { WATCH_NONE, WATCH_WORK, WATCH_SYNC, WATCH_ALLOC } Watch;
 
 static Watch classify(const char *name) {
+    while (*name == '_') name++; /* CUDA 13 launches <<<>>> through __cudaLaunchKernel */
     static const char *const work[] = {"cudaLaunch", "cudaMemcpy", "cudaMemset", "cudaGraphLaunch",
                                        "cuLaunch", "cuMemcpy", "cuMemset", "cuGraphLaunch", NULL};
     static const char *const sync[] = {"cudaDeviceSynchronize", "cudaStreamSynchronize",
