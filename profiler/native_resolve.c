@@ -8,10 +8,13 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
+#include <libelf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,6 +28,9 @@ char *__cxa_demangle(const char *mangled, char *buffer, size_t *length, int *sta
  * files past MAX_LOADED_MODULES, are treated as unavailable. */
 #define MAX_MODULE_ENTRIES 4096u
 #define MAX_LOADED_MODULES 256u
+/* Frames remembered (see MemoEntry); past this, frames are still resolved,
+ * just not remembered. */
+#define MAX_MEMO_ENTRIES (1u << 16)
 
 /* ---- paths ------------------------------------------------------------------ */
 
@@ -108,26 +114,40 @@ static bool nvcc_generated(const char *relative) {
     return false;
 }
 
-static bool cuda_install_component(const char *c, size_t k) {
-    return (k == 4 && memcmp(c, "cuda", 4) == 0) || (k == 6 && memcmp(c, "nvidia", 6) == 0) ||
-           (k > 5 && (memcmp(c, "cuda-", 5) == 0 || memcmp(c, "cuda_", 5) == 0));
+static bool component_is(const char *c, size_t k, const char *name) {
+    return k == strlen(name) && memcmp(c, name, k) == 0;
 }
 
-/* A header of a CUDA installation that lies under the project (a toolkit
- * in a virtual environment, say): an `include` directory below a `cuda`,
- * `cuda-*`, `cuda_*` or `nvidia` directory. Judged on the part below the
+/* "cuda", or "cuda-" and a version ("cuda-13.0"). */
+static bool cuda_directory(const char *c, size_t k) {
+    return component_is(c, k, "cuda") || (k > 5 && memcmp(c, "cuda-", 5) == 0 && c[5] >= '0' && c[5] <= '9');
+}
+
+/* A CUDA toolkit header that lies under the project (a toolkit in a
+ * virtual environment, say), known by the layouts toolkits install:
+ * cuda[-<version>]/include/..., .../targets/<arch>-linux/include/...,
+ * nvidia/<package>/include/... (pip wheels). Judged on the part below the
  * root, so that a root inside such a directory does not count. */
 static bool toolkit_header(const char *relative) {
-    bool cuda_seen = false;
-    const char *p = relative;
-    for (;;) {
+    enum { MAX_DIRS = 64 };
+    const char *dir[MAX_DIRS];
+    size_t len[MAX_DIRS], n = 0;
+    for (const char *p = relative; n < MAX_DIRS;) {
         const char *slash = strchr(p, '/');
-        if (!slash) return false; /* the file name itself */
-        size_t k = (size_t)(slash - p);
-        if (cuda_seen && k == 7 && memcmp(p, "include", 7) == 0) return true;
-        if (cuda_install_component(p, k)) cuda_seen = true;
+        if (!slash) break; /* the file name itself */
+        dir[n] = p;
+        len[n++] = (size_t)(slash - p);
         p = slash + 1;
     }
+    for (size_t i = 0; i < n; i++) {
+        if (!component_is(dir[i], len[i], "include")) continue;
+        if (i >= 1 && cuda_directory(dir[i - 1], len[i - 1])) return true;
+        if (i >= 2 && component_is(dir[i - 2], len[i - 2], "targets") &&
+            memmem(dir[i - 1], len[i - 1], "-linux", 6))
+            return true;
+        if (i >= 2 && component_is(dir[i - 2], len[i - 2], "nvidia")) return true;
+    }
+    return false;
 }
 
 /* ---- the resolver and its modules ---------------------------------------------- */
@@ -156,11 +176,30 @@ typedef struct {
     size_t cu_count, cu_cap;
 } Module;
 
+/* What one frame resolved to. */
+typedef struct {
+    char *file;
+    uint32_t line;
+    char *function;
+} Answer;
+
+/* A frame already resolved: (module, address) -> answer or none. Sites
+ * share frames (nvcc's stubs, a launch line reached from many callers), so
+ * each frame is looked up in DWARF once. */
+typedef struct {
+    uint64_t address;
+    uint32_t module;       /* index into modules, + 1; 0: empty slot */
+    bool found;
+    Answer answer;
+} MemoEntry;
+
 struct NativeResolver {
     char *root;            /* normalised */
     char *real_root;       /* symbolic links resolved, or NULL */
     Module *modules;
     size_t count, cap, loaded;
+    MemoEntry *memo;       /* open addressing; capacity a power of two */
+    size_t memo_count, memo_cap;
 };
 
 static uint64_t hash_string(const char *s) {
@@ -195,11 +234,62 @@ static int no_find_elf(Dwfl_Module *mod, void **userdata, const char *modname, D
 
 static char *default_debuginfo_path = NULL; /* NULL: libdwfl's default directories */
 
-/* Separate debug info by build-id only: dwfl_standard_find_debuginfo would
- * also ask debuginfod servers over the network. */
+/* Whether the ELF file open on fd carries the build-id bits[0..len). */
+static bool build_id_matches(int fd, const unsigned char *bits, int len) {
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    if (!elf) return false;
+    const void *id = NULL;
+    ssize_t n = dwelf_elf_gnu_build_id(elf, &id);
+    bool same = n == len && id && memcmp(id, bits, (size_t)len) == 0;
+    elf_end(elf);
+    return same;
+}
+
+/* The .gnu_debuglink file beside the module (dir/, dir/.debug/,
+ * /usr/lib/debug/dir/), accepted only when its build-id is the module's:
+ * a stale debug file would give wrong lines. */
+static int find_by_debuglink(Dwfl_Module *mod, const char *file_name, const char *debuglink,
+                             char **debuginfo_file_name) {
+    const unsigned char *bits = NULL;
+    GElf_Addr vaddr = 0;
+    int len = dwfl_module_build_id(mod, &bits, &vaddr);
+    if (len <= 0 || !file_name || file_name[0] != '/' || !debuglink || !debuglink[0] ||
+        strchr(debuglink, '/') || strcmp(debuglink, "..") == 0)
+        return -1;
+    int dir_len = (int)(strrchr(file_name, '/') - file_name);
+    const char *formats[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s"};
+    for (size_t i = 0; i < sizeof formats / sizeof *formats; i++) {
+        char *candidate = NULL;
+        if (asprintf(&candidate, formats[i], dir_len, file_name, debuglink) < 0) return -1;
+        struct stat st;
+        int fd = strcmp(candidate, file_name) != 0 && stat(candidate, &st) == 0 && S_ISREG(st.st_mode)
+                     ? open(candidate, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+                     : -1;
+        if (fd >= 0 && build_id_matches(fd, bits, len)) {
+            *debuginfo_file_name = candidate;
+            return fd;
+        }
+        if (fd >= 0) close(fd);
+        free(candidate);
+    }
+    return -1;
+}
+
+/* Separate debug info: by build-id in the standard debug directories, then
+ * by .gnu_debuglink beside the module. Never over the network:
+ * dwfl_standard_find_debuginfo would also ask debuginfod servers. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                          const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+                          char **debuginfo_file_name) {
+    int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+                                          debuglink_crc, debuginfo_file_name);
+    if (fd >= 0) return fd;
+    return find_by_debuglink(mod, file_name, debuglink_file, debuginfo_file_name);
+}
+
 static const Dwfl_Callbacks offline_callbacks = {
     .find_elf = no_find_elf,
-    .find_debuginfo = dwfl_build_id_find_debuginfo,
+    .find_debuginfo = find_debuginfo,
     .section_address = dwfl_offline_section_address,
     .debuginfo_path = &default_debuginfo_path,
 };
@@ -383,15 +473,9 @@ static bool kernel_host_function(Module *m, Dwarf_Die *cu, const char *name, con
 
 /* ---- locations -------------------------------------------------------------------- */
 
-typedef struct {
-    char *file;
-    uint32_t line;
-    char *function;
-} Answer;
-
 /* The absolute, normalised form of a DWARF file name of unit cu. */
 static char *dwarf_file_path(Dwarf_Die *cu, const char *name) {
-    if (!name || !name[0]) return NULL;
+    if (!name || !name[0] || name[0] == '<') return NULL; /* "<built-in>" and the like */
     if (name[0] == '/') return normalize_absolute(name);
     const char *dir = attr_string(cu, DW_AT_comp_dir);
     if (!dir || dir[0] != '/') return NULL;
@@ -489,11 +573,16 @@ static bool resolve_address(NativeResolver *r, Module *m, Dwarf_Addr addr, Answe
     if (!cudie || addr < cu_bias) return false;
     Dwarf_Die cu = *cudie;
     Dwarf_Addr pc = addr - cu_bias;
+    /* no row, or line 0 (code of no line): the location is unknown, but
+     * inlined call sites outward may still be known */
     Dwarf_Line *row = dwarf_getsrc_die(&cu, pc);
     int lineno = 0;
-    if (!row || dwarf_lineno(row, &lineno) != 0 || lineno <= 0) return false;
-    const char *file = dwarf_linesrc(row, NULL, NULL);
-    Dwarf_Word line = (Dwarf_Word)lineno;
+    const char *file = NULL;
+    Dwarf_Word line = 0;
+    if (row && dwarf_lineno(row, &lineno) == 0 && lineno > 0) {
+        file = dwarf_linesrc(row, NULL, NULL);
+        line = (Dwarf_Word)lineno;
+    }
 
     Dwarf_Die *scopes = NULL;
     int n = physical_scopes(&cu, pc, &scopes);
@@ -522,6 +611,54 @@ static bool resolve_address(NativeResolver *r, Module *m, Dwarf_Addr addr, Answe
     return found;
 }
 
+/* ---- the frame memo ---------------------------------------------------------------- */
+
+static size_t memo_slot(const MemoEntry *table, size_t cap, uint32_t module, uint64_t address) {
+    uint64_t h = (address ^ ((uint64_t)module << 48)) * 0x9e3779b97f4a7c15ull;
+    size_t i = (size_t)(h >> 17) & (cap - 1);
+    while (table[i].module && !(table[i].module == module && table[i].address == address))
+        i = (i + 1) & (cap - 1);
+    return i;
+}
+
+static const MemoEntry *memo_find(const NativeResolver *r, uint32_t module, uint64_t address) {
+    if (!r->memo) return NULL;
+    const MemoEntry *e = &r->memo[memo_slot(r->memo, r->memo_cap, module, address)];
+    return e->module ? e : NULL;
+}
+
+/* A heap copy of an answer; false when out of memory. */
+static bool answer_copy(const Answer *from, Answer *to) {
+    to->file = strdup(from->file);
+    to->line = from->line;
+    to->function = from->function ? strdup(from->function) : NULL;
+    if (to->file && (!from->function || to->function)) return true;
+    free(to->file);
+    free(to->function);
+    return false;
+}
+
+/* Remembers a frame, with a copy of *a when found. Quietly does nothing
+ * when full or out of memory. */
+static void memo_add(NativeResolver *r, uint32_t module, uint64_t address, bool found, const Answer *a) {
+    if (r->memo_count >= MAX_MEMO_ENTRIES) return;
+    if (2 * (r->memo_count + 1) > r->memo_cap) {
+        size_t cap = r->memo_cap ? 2 * r->memo_cap : 256;
+        MemoEntry *table = calloc(cap, sizeof *table);
+        if (!table) return;
+        for (size_t i = 0; i < r->memo_cap; i++)
+            if (r->memo[i].module)
+                table[memo_slot(table, cap, r->memo[i].module, r->memo[i].address)] = r->memo[i];
+        free(r->memo);
+        r->memo = table;
+        r->memo_cap = cap;
+    }
+    MemoEntry e = {.address = address, .module = module, .found = found};
+    if (found && !answer_copy(a, &e.answer)) return;
+    r->memo[memo_slot(r->memo, r->memo_cap, module, address)] = e;
+    r->memo_count++;
+}
+
 /* ---- public ------------------------------------------------------------------------- */
 
 NativeResolver *native_resolver_new(const char *project_root) {
@@ -542,6 +679,11 @@ NativeResolver *native_resolver_new(const char *project_root) {
 void native_resolver_free(NativeResolver *r) {
     if (!r) return;
     for (size_t i = 0; i < r->count; i++) module_free(&r->modules[i]);
+    for (size_t i = 0; i < r->memo_cap; i++) {
+        free(r->memo[i].answer.file);
+        free(r->memo[i].answer.function);
+    }
+    free(r->memo);
     free(r->modules);
     free(r->root);
     free(r->real_root);
@@ -554,12 +696,25 @@ bool native_resolve(NativeResolver *r, const ProfFrame *frames, size_t count,
     for (size_t i = 0; i < count; i++) {
         Module *m = module_for(r, frames[i].module);
         uint64_t address = frames[i].address;
-        /* the call instruction ends at the return address */
-        if (!m || address == 0 || address - 1 > UINT64_MAX - m->bias) continue;
+        /* the call instruction ends at the return address; the sum wraps
+         * like the ELF-to-Dwfl mapping itself, and the range check below
+         * throws out whatever lies outside the module */
+        if (!m || address == 0) continue;
         Dwarf_Addr addr = address - 1 + m->bias;
         if (addr < m->low || addr >= m->high) continue;
+        uint32_t module = (uint32_t)(m - r->modules) + 1;
+        const MemoEntry *known = memo_find(r, module, address);
         Answer a;
-        if (resolve_address(r, m, addr, &a)) {
+        bool found;
+        if (known) {
+            if (!known->found) continue;
+            if (!answer_copy(&known->answer, &a)) return false;
+            found = true;
+        } else {
+            found = resolve_address(r, m, addr, &a);
+            memo_add(r, module, address, found, &a);
+        }
+        if (found) {
             *file = a.file;
             *line = a.line;
             *function = a.function;

@@ -450,6 +450,43 @@ Test(native_resolve, bad_modules_and_garbage_addresses, .fini = fixture_cleanup)
     free(fake_elf);
 }
 
+/* A stripped program whose debug info was split off (objcopy
+ * --only-keep-debug, --add-gnu-debuglink): found beside it, but only when
+ * its build-id is the program's. */
+Test(native_resolve, separate_debug_file_by_debuglink, .fini = fixture_cleanup) {
+    build_c("-O0", true);
+    Record direct = record_of("direct");
+    char *build = cat(fx.root, "/build");
+    char *cwd = get_current_dir_name();
+    cr_assert(chdir(build) == 0);
+    /* a debug file of another ELF (libuser.so) under the linked name first */
+    must_run((char *[]){"objcopy", "--only-keep-debug", "app", "app.debug", NULL}, NULL, NULL);
+    must_run((char *[]){"objcopy", "--strip-debug", "--add-gnu-debuglink=app.debug", "app", NULL}, NULL, NULL);
+    must_run((char *[]){"mv", "app.debug", "app.debug.right", NULL}, NULL, NULL);
+    must_run((char *[]){"objcopy", "--only-keep-debug", "libuser.so", "app.debug", NULL}, NULL, NULL);
+    cr_assert(chdir(cwd) == 0);
+    free(cwd);
+
+    NativeResolver *r = native_resolver_new(fx.root);
+    cr_assert(r);
+    char *file = NULL, *function = NULL;
+    uint32_t line = 0;
+    cr_expect(!native_resolve(r, direct.frames, direct.count, &file, &line, &function),
+              "a debug file with another build-id is refused");
+    native_resolver_free(r);
+
+    char *wrong = cat(build, "/app.debug"), *right = cat(build, "/app.debug.right");
+    cr_assert(rename(right, wrong) == 0);
+    r = native_resolver_new(fx.root);
+    cr_assert(r);
+    expect_site(r, direct.frames, direct.count, "app/main.c", "direct", "main");
+    native_resolver_free(r);
+    free(wrong);
+    free(right);
+    free(build);
+    record_free(&direct);
+}
+
 /* The root is taken lexically ("/x/./y/" is "/x/y"), "/" holds every file,
  * and a relative root is refused. */
 Test(native_resolve, project_roots, .fini = fixture_cleanup) {
