@@ -126,7 +126,8 @@ typedef struct {
 
 static Fixture fx;
 
-#define VENDORED_INCLUDE "project/.venv/lib/nvidia/cuda_runtime/include"
+#define VENDORED_INCLUDE_IN_ROOT ".venv/lib/nvidia/cuda_runtime/include"
+#define VENDORED_INCLUDE "project/" VENDORED_INCLUDE_IN_ROOT
 
 static void fixture_cleanup(void) {
     if (fx.tmp) nftw(fx.tmp, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
@@ -190,14 +191,32 @@ static void fixture_base(void) {
     free(lib);
 }
 
-/* The C fixtures at optimisation level opt ("-O0", "-O2"); pie or not. The
- * build runs in the project folder with relative source paths, as a build
- * system would (DWARF then holds the compilation directory). */
+/* Compiles the program `source` into `output` (both relative to the
+ * root, where this runs) at optimisation level opt; pie or not. */
+static void compile_program(const char *opt, bool pie, const char *source, const char *output) {
+    char *include = cat("-I", fx.toolkit), *include_dir = cat(include, "/include");
+    char *link_dir = cat("-L", fx.toolkit), *rpath = cat("-Wl,-rpath,", fx.toolkit);
+    char *build_rpath = cat("-Wl,-rpath,", fx.root), *build_rpath_dir = cat(build_rpath, "/build");
+    must_run((char *[]){"cc", "-g", (char *)opt, pie ? "-pie" : "-no-pie", pie ? "-fPIE" : "-fno-PIE",
+                        include_dir, "-I" VENDORED_INCLUDE_IN_ROOT, "-o", (char *)output, (char *)source,
+                        "-Lbuild", "-luser", "-lnodebug", link_dir, "-lfakecuda", rpath, build_rpath_dir, NULL},
+             NULL, NULL);
+    free(include);
+    free(include_dir);
+    free(link_dir);
+    free(rpath);
+    free(build_rpath);
+    free(build_rpath_dir);
+}
+
+/* The C fixtures at optimisation level opt ("-O0", "-O2"); pie or not;
+ * then runs the program. The build runs in the project folder with
+ * relative source paths, as a build system would (DWARF then holds the
+ * compilation directory). */
 static void build_c(const char *opt, bool pie) {
     fixture_base();
     char *include = cat("-I", fx.toolkit), *include_dir = cat(include, "/include");
     char *link_dir = cat("-L", fx.toolkit), *rpath = cat("-Wl,-rpath,", fx.toolkit);
-    char *build_rpath = cat("-Wl,-rpath,", fx.root), *build_rpath_dir = cat(build_rpath, "/build");
     fx.program = cat(fx.root, "/build/app");
     char *cwd = get_current_dir_name();
     cr_assert(chdir(fx.root) == 0);
@@ -207,10 +226,7 @@ static void build_c(const char *opt, bool pie) {
     must_run((char *[]){"cc", "-g0", "-s", (char *)opt, "-fPIC", "-shared", include_dir, "-o",
                         "build/libnodebug.so", "lib/nodebug.c", link_dir, "-lfakecuda", rpath, NULL},
              NULL, NULL);
-    must_run((char *[]){"cc", "-g", (char *)opt, pie ? "-pie" : "-no-pie", pie ? "-fPIE" : "-fno-PIE",
-                        include_dir, "-I.venv/lib/nvidia/cuda_runtime/include", "-o", "build/app", "app/main.c", "-Lbuild", "-luser", "-lnodebug",
-                        link_dir, "-lfakecuda", rpath, build_rpath_dir, NULL},
-             NULL, NULL);
+    compile_program(opt, pie, "app/main.c", "build/app");
     cr_assert(chdir(cwd) == 0);
     free(cwd);
     fx.output = in_tmp("records.txt");
@@ -222,8 +238,6 @@ static void build_c(const char *opt, bool pie) {
     free(include_dir);
     free(link_dir);
     free(rpath);
-    free(build_rpath);
-    free(build_rpath_dir);
 }
 
 /* ---- records --------------------------------------------------------------------- */
@@ -452,38 +466,45 @@ Test(native_resolve, bad_modules_and_garbage_addresses, .fini = fixture_cleanup)
 
 /* A stripped program whose debug info was split off (objcopy
  * --only-keep-debug, --add-gnu-debuglink): found beside it, but only when
- * its build-id is the program's. */
+ * its build-id is the program's. The wrong debug file comes from the same
+ * program with its lines shifted (same code, another build-id): taken, it
+ * would answer app/main_shifted.c. */
 Test(native_resolve, separate_debug_file_by_debuglink, .fini = fixture_cleanup) {
     build_c("-O0", true);
     Record direct = record_of("direct");
-    char *build = cat(fx.root, "/build");
+    char *source = cat(fx.root, "/app/main.c"), *shifted_source = cat(fx.root, "/app/main_shifted.c");
+    char *text = slurp(source), *shifted = cat("\n\n", text);
+    spit(shifted_source, shifted);
+    free(text);
+    free(shifted);
     char *cwd = get_current_dir_name();
-    cr_assert(chdir(build) == 0);
-    /* a debug file of another ELF (libuser.so) under the linked name first */
+    cr_assert(chdir(fx.root) == 0);
+    compile_program("-O0", true, "app/main_shifted.c", "build/app_shifted");
+    cr_assert(chdir("build") == 0);
     must_run((char *[]){"objcopy", "--only-keep-debug", "app", "app.debug", NULL}, NULL, NULL);
     must_run((char *[]){"objcopy", "--strip-debug", "--add-gnu-debuglink=app.debug", "app", NULL}, NULL, NULL);
-    must_run((char *[]){"mv", "app.debug", "app.debug.right", NULL}, NULL, NULL);
-    must_run((char *[]){"objcopy", "--only-keep-debug", "libuser.so", "app.debug", NULL}, NULL, NULL);
-    cr_assert(chdir(cwd) == 0);
-    free(cwd);
+    cr_assert(rename("app.debug", "right.debug") == 0);
+    must_run((char *[]){"objcopy", "--only-keep-debug", "app_shifted", "app.debug", NULL}, NULL, NULL);
 
     NativeResolver *r = native_resolver_new(fx.root);
     cr_assert(r);
     char *file = NULL, *function = NULL;
     uint32_t line = 0;
-    cr_expect(!native_resolve(r, direct.frames, direct.count, &file, &line, &function),
-              "a debug file with another build-id is refused");
+    bool taken = native_resolve(r, direct.frames, direct.count, &file, &line, &function);
+    cr_expect(!taken, "a debug file with another build-id is refused, not read as %s:%u", file, line);
+    free(file);
+    free(function);
     native_resolver_free(r);
 
-    char *wrong = cat(build, "/app.debug"), *right = cat(build, "/app.debug.right");
-    cr_assert(rename(right, wrong) == 0);
+    cr_assert(rename("right.debug", "app.debug") == 0);
+    cr_assert(chdir(cwd) == 0);
+    free(cwd);
     r = native_resolver_new(fx.root);
     cr_assert(r);
     expect_site(r, direct.frames, direct.count, "app/main.c", "direct", "main");
     native_resolver_free(r);
-    free(wrong);
-    free(right);
-    free(build);
+    free(source);
+    free(shifted_source);
     record_free(&direct);
 }
 
