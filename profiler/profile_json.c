@@ -231,10 +231,16 @@ typedef struct {
     char *data;
     size_t length, capacity;
     bool ok;
+    bool too_big;   /* more than a reader accepts: writing stopped there */
 } Text;
 
 static void append(Text *t, const char *s, size_t n) {
     if (!t->ok) return;
+    if (n > (size_t)PROFILE_MAX_FILE_BYTES + 1 - t->length) { /* + 1: the final NUL */
+        t->ok = false;
+        t->too_big = true;
+        return;
+    }
     if (n > t->capacity - t->length) {
         size_t capacity = t->capacity ? t->capacity : 4096;
         while (n > capacity - t->length) capacity *= 2;
@@ -307,7 +313,7 @@ static json_t *dropped_json(const Profile *p) {
 char *profile_to_json(const Profile *p, ProfileKind kind, char **error) {
     if (error) *error = NULL;
     if (!profile_check(p, kind, error)) return NULL;
-    Text t = {NULL, 0, 0, true};
+    Text t = {NULL, 0, 0, true, false};
     append_str(&t, "{\n");
     append_member(&t, "format", json_string(PROFILE_FORMAT));
     append_member(&t, "version", json_integer(PROFILE_VERSION));
@@ -332,7 +338,11 @@ char *profile_to_json(const Profile *p, ProfileKind kind, char **error) {
     append(&t, "", 1);
     if (!t.ok) {
         free(t.data);
-        prof_fail(error, "out of memory while writing the profile");
+        if (t.too_big)
+            prof_fail(error, "the profile would be more than the %u bytes a profile file may have (are some names "
+                      "very long?)", PROFILE_MAX_FILE_BYTES);
+        else
+            prof_fail(error, "out of memory while writing the profile");
         return NULL;
     }
     return t.data;

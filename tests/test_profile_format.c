@@ -811,6 +811,30 @@ Test(profile_json, writer_refuses_broken_profiles) {
 #undef BREAK_AND_EXPECT
 }
 
+/* the text would be more than the reader accepts: every string within the
+ * string cap, but 4200 kernels with 16 KiB names */
+Test(profile_json, writer_refuses_more_than_the_file_cap) {
+    Profile *p = sample_minimal();
+    size_t n = 4200;
+    p->kernels = calloc(n, sizeof *p->kernels);
+    for (size_t i = 0; i < n; i++) {
+        char *name = malloc(PROFILE_MAX_STRING + 1);
+        memset(name, 'k', PROFILE_MAX_STRING);
+        snprintf(name, 16, "%zu", i);
+        name[strlen(name)] = 'k';
+        name[PROFILE_MAX_STRING] = '\0';
+        p->kernels[i] = (ProfKernel){0, -1, name, {1, 1, 1}, {1, 1, 1}, 0, 0, 0, 0, stats(0, 0, 0, 0, 0)};
+        p->kernel_count = i + 1;
+    }
+    write_refused(p, PROFILE_FINAL, "the profile would be more than the 67108864 bytes a profile file may have");
+    p->kernel_count = 4000; /* 65.6 MB: fits */
+    char *text = to_json(p, PROFILE_FINAL);
+    cr_expect_gt(strlen(text), 64000000);
+    free(text);
+    p->kernel_count = n;
+    profile_free(p);
+}
+
 /* ---- what the reader refuses ------------------------------------------------------------------- */
 
 /* The JSON value at a '/'-separated path of keys and array positions, set to
