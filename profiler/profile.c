@@ -97,6 +97,7 @@ void profile_free(Profile *p) {
  * capacity of arrays we allocated. False when out of memory. */
 static bool reserve(void **array, size_t count, size_t extra, size_t size, Room *room) {
     size_t capacity = room && *array && *array == room->array ? room->capacity : count;
+    if (capacity < count) capacity = count; /* grown in place by other code: no room we know of */
     if (extra <= capacity - count) return true;
     if (extra > (size_t)INT_MAX - count) return false; /* positions are ints */
     size_t wanted = count + extra;

@@ -445,6 +445,20 @@ Test(profile_model, helpers_work_on_arrays_filled_elsewhere) {
     cr_expect_eq(profile_add_file(p, "after.py"), 4);
     cr_expect_str_eq(p->files[3].path, "added/elsewhere.py");
 
+    /* a files array grown by other code with realloc (perhaps in place) past
+     * the room the helpers had left */
+    size_t grown = p->file_count + 20;
+    p->files = realloc(p->files, grown * sizeof *p->files);
+    for (size_t i = p->file_count; i < grown; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "grown/%zu.py", i);
+        p->files[i] = (ProfFile){strdup(name), NULL};
+    }
+    p->file_count = grown;
+    cr_expect_eq(profile_add_file(p, "grown/7.py"), 7);
+    cr_expect_eq(profile_add_file(p, "one/more.py"), (int)grown);
+    cr_expect_str_eq(p->files[grown].path, "one/more.py");
+
     /* a sites array shrunk by other code */
     free(p->sites[4].function);
     p->site_count = 4;
