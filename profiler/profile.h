@@ -17,7 +17,7 @@
 #define PROFILE_VERSION 1
 
 /* Count, total, min, median and max of one measured quantity. The median is
- * exact up to PROF_RESERVOIR samples and a reservoir estimate beyond. */
+ * exact up to 31 samples (RESERVOIR in aggregate.c) and a reservoir estimate beyond. */
 typedef struct {
     uint64_t count;
     uint64_t total_ns;

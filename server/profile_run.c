@@ -95,7 +95,7 @@ static char *find_injection(void) {
     *slash = '\0';
     const char *candidates[] = {"%s/" INJECT_LIB, "%s/../lib/advise/" INJECT_LIB};
     for (size_t c = 0; c < 2; c++) {
-        char path[PATH_MAX];
+        char path[PATH_MAX + 64];
         snprintf(path, sizeof path, candidates[c], exe);
         if (access(path, R_OK) == 0) return realpath(path, NULL);
     }

@@ -36,8 +36,11 @@ static void setup(void) {
     /* an empty shared object standing in for the NVIDIA driver */
     snprintf(fake_driver, sizeof fake_driver, "%s/driver", project);
     mkdir(fake_driver, 0755);
-    sh("echo 'int advise_fake_driver;' > %s/fake.c && cc -shared -fPIC -o %s/libcuda.so.1 \"$(dirname %s)\"/driver/fake.c",
-       fake_driver, fake_driver);
+    snprintf(path, sizeof path, "%s/fake.c", fake_driver);
+    f = fopen(path, "w");
+    fputs("int advise_fake_driver;\n", f);
+    fclose(f);
+    sh("cc -shared -fPIC -o %s/libcuda.so.1 %s/fake.c", fake_driver, fake_driver);
 }
 
 static void teardown(void) {

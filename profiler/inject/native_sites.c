@@ -130,7 +130,7 @@ void native_sites_start(void) {
     if (exe_path[0] && !is_python_binary(exe_path) && !has_line_info(exe_path)) {
         const char *base = strrchr(exe_path, '/');
         snprintf(inject_note, sizeof inject_note,
-                 "%s has no host line information, so its CUDA calls have no call sites: build it with -g "
+                 "%.200s has no host line information, so its CUDA calls have no call sites: build it with -g "
                  "(nvcc's -lineinfo covers device code only)",
                  base ? base + 1 : exe_path);
     }
