@@ -40,6 +40,7 @@ static struct {
     void (*incref)(PyObject *);
     void (*decref)(PyObject *);
     void (*err_clear)(void);
+    void *(*this_thread_state)(void);            /* no GIL needed */
 } py;
 
 /* What we know of one code object; created under the GIL, never freed. */
@@ -72,6 +73,11 @@ static __thread struct {
 } site_cache[SITE_CACHE];
 
 static bool active;
+/* The last site resolved on a thread running user Python code. PyTorch's own
+ * threads (autograd's backward pass) have no Python frames; their work is
+ * put on the line the user's code last made GPU work from, which is the line
+ * that called backward() while it waits for them. */
+static int last_user_site = -1;
 
 static CodeInfo *describe(PyObject *code) {
     CodeInfo *ci = calloc(1, sizeof *ci);
@@ -204,6 +210,7 @@ void python_sites_start(void) {
     LOAD(incref, "Py_IncRef");
     LOAD(decref, "Py_DecRef");
     LOAD(err_clear, "PyErr_Clear");
+    LOAD(this_thread_state, "PyGILState_GetThisThreadState");
     if (!py.add_pending_call || !(py.set_profile_all || py.set_profile) || !py.get_frame || !py.frame_back ||
         !py.frame_code || !py.frame_line || !py.get_attr || !py.as_utf8 || !py.incref || !py.decref ||
         !py.err_clear)
@@ -218,15 +225,25 @@ bool python_sites_active(void) {
 }
 
 int python_site(void) {
-    if (!python_sites_active() || user_depth <= 0) return -1;
+    if (!python_sites_active()) return -1;
+    if (user_depth <= 0) {
+        /* a Python thread in library code only (a DataLoader thread): unknown;
+         * a thread Python never ran on: the line that queued its work */
+        if (py.this_thread_state && py.this_thread_state()) return -1;
+        return __atomic_load_n(&last_user_site, __ATOMIC_RELAXED);
+    }
     int top = (user_depth <= STACK_DEPTH ? user_depth : STACK_DEPTH) - 1;
     const UserFrame *uf = &user_stack[top];
     if (!uf->frame) return -1;
     int line = py.frame_line(uf->frame);
     if (line <= 0) return -1;
     unsigned slot = (unsigned)(((uintptr_t)uf->info >> 4) ^ (unsigned)line * 2654435761u) & (SITE_CACHE - 1);
-    if (site_cache[slot].info == uf->info && site_cache[slot].line == line) return site_cache[slot].site;
+    if (site_cache[slot].info == uf->info && site_cache[slot].line == line) {
+        __atomic_store_n(&last_user_site, site_cache[slot].site, __ATOMIC_RELAXED);
+        return site_cache[slot].site;
+    }
     int site = agg_site(inject_agg, uf->info->file, (uint32_t)line, uf->info->function);
+    __atomic_store_n(&last_user_site, site, __ATOMIC_RELAXED);
     if (site >= 0) {
         site_cache[slot].info = uf->info;
         site_cache[slot].line = line;

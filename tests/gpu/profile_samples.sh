@@ -52,5 +52,13 @@ for py in "train_classifier --steps 50 --epochs 2" "generate_text" "benchmark_ma
     echo "$name: exit $? -- $(grep -h 'advise:' "$out/logs/$name.log" | tail -n 1)"
 done
 
+# The user is told in one line when call sites or CUPTI are out of reach.
+nvcc -arch=sm_90 -lineinfo -o "$out/bin/transpose_nodebug" samples/cuda/transpose.cu
+"$profile" -o "$out/profiles/transpose_nodebug.json" -- "$out/bin/transpose_nodebug" >"$out/logs/nodebug.log" 2>&1
+echo "built without -g: exit $? -- $(grep -h 'advise:' "$out/logs/nodebug.log" | head -n 1)"
+"$profile" -o "$out/profiles/conflict.json" -- python3 tests/gpu/torch_sites.py --steps 3 \
+    --torch-trace "$out/conflict.trace.json" >"$out/logs/conflict.log" 2>&1
+echo "torch.profiler inside advise profile: exit $? -- $(grep -h -i 'advise:\|cupti\|warn' "$out/logs/conflict.log" | head -n 3)"
+
 echo "attribution checks failed: $failures"
 exit $((failures > 0))
