@@ -16,5 +16,6 @@ int cli_rule(int argc, char **argv);
 int cli_import(int argc, char **argv);
 int cli_server(int argc, char **argv);
 int cli_debug_ast(int argc, char **argv);
+int cli_profile(int argc, char **argv);
 
 #endif

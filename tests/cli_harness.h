@@ -59,6 +59,29 @@ static inline RunResult run_advise_in(const char *cwd, const char *const *args) 
     return r;
 }
 
+/* Runs a shell command line (stdin from /dev/null) and captures its output. */
+static inline RunResult harness_run_shell(const char *command) {
+    char out_path[] = "/tmp/advise-test-out-XXXXXX", err_path[] = "/tmp/advise-test-err-XXXXXX";
+    int out_fd = mkstemp(out_path), err_fd = mkstemp(err_path);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(out_fd, 1);
+        dup2(err_fd, 2);
+        int null_fd = open("/dev/null", O_RDONLY);
+        dup2(null_fd, 0);
+        execl("/bin/sh", "sh", "-c", command, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    close(out_fd);
+    close(err_fd);
+    RunResult r = {WIFEXITED(status) ? WEXITSTATUS(status) : -1, harness_slurp(out_path), harness_slurp(err_path)};
+    unlink(out_path);
+    unlink(err_path);
+    return r;
+}
+
 #define run_advise(...) run_advise_in(NULL, (const char *const[]){__VA_ARGS__, NULL})
 #define run_advise_at(cwd, ...) run_advise_in(cwd, (const char *const[]){__VA_ARGS__, NULL})
 

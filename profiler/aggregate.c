@@ -1,0 +1,792 @@
+#include "aggregate.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Samples kept per entry for the median: exact up to this many calls, a
+ * uniform reservoir sample beyond (Vitter's algorithm R). */
+#define RESERVOIR 31
+/* In-process caps, under the file caps of profile.h. */
+#define MAX_KERNELS 8192
+#define MAX_OPS 50000
+#define MAX_SITES 50000
+#define MAX_FILES 10000
+#define MAX_NAMED 1024      /* API functions, overhead kinds */
+#define MAX_DEVICES 64
+#define GAPS_PER_DEVICE 16
+#define PENDING_INTERVALS 16384
+
+typedef struct {
+    uint64_t count, total, min, max;
+    uint64_t samples[RESERVOIR];
+    uint64_t rng;
+} StatAcc;
+
+static void stat_add(StatAcc *s, uint64_t v) {
+    if (s->count == 0 || v < s->min) s->min = v;
+    if (v > s->max) s->max = v;
+    s->total += v;
+    if (s->count < RESERVOIR) {
+        s->samples[s->count] = v;
+    } else {
+        /* xorshift64: deterministic, so one run's profile is reproducible */
+        s->rng = s->rng ? s->rng : 0x9E3779B97F4A7C15ull;
+        s->rng ^= s->rng << 13;
+        s->rng ^= s->rng >> 7;
+        s->rng ^= s->rng << 17;
+        uint64_t j = s->rng % (s->count + 1);
+        if (j < RESERVOIR) s->samples[j] = v;
+    }
+    s->count++;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static ProfStats stat_finish(const StatAcc *s) {
+    ProfStats out = {0};
+    if (s->count == 0) return out;
+    uint64_t tmp[RESERVOIR];
+    size_t n = s->count < RESERVOIR ? (size_t)s->count : RESERVOIR;
+    memcpy(tmp, s->samples, n * sizeof *tmp);
+    qsort(tmp, n, sizeof *tmp, cmp_u64);
+    out.count = s->count;
+    out.total_ns = s->total;
+    out.min_ns = s->min;
+    out.max_ns = s->max;
+    out.median_ns = n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
+    /* A reservoir median can fall outside [min, max] only through rounding. */
+    if (out.median_ns < out.min_ns) out.median_ns = out.min_ns;
+    if (out.median_ns > out.max_ns) out.median_ns = out.max_ns;
+    return out;
+}
+
+/* ---- an open-addressing index from a 64-bit hash to entry numbers; the
+ * caller compares the entries themselves, so collisions are harmless. */
+typedef struct {
+    uint64_t *hashes;
+    int32_t *slots;     /* entry + 1; 0 = empty */
+    size_t cap;         /* power of two */
+    size_t used;
+} HashIndex;
+
+static bool index_grow(HashIndex *ix) {
+    size_t ncap = ix->cap ? ix->cap * 2 : 64;
+    uint64_t *nh = calloc(ncap, sizeof *nh);
+    int32_t *ns = calloc(ncap, sizeof *ns);
+    if (!nh || !ns) {
+        free(nh);
+        free(ns);
+        return false;
+    }
+    for (size_t i = 0; i < ix->cap; i++) {
+        if (!ix->slots[i]) continue;
+        size_t j = ix->hashes[i] & (ncap - 1);
+        while (ns[j]) j = (j + 1) & (ncap - 1);
+        nh[j] = ix->hashes[i];
+        ns[j] = ix->slots[i];
+    }
+    free(ix->hashes);
+    free(ix->slots);
+    ix->hashes = nh;
+    ix->slots = ns;
+    ix->cap = ncap;
+    return true;
+}
+
+static void index_free(HashIndex *ix) {
+    free(ix->hashes);
+    free(ix->slots);
+    memset(ix, 0, sizeof *ix);
+}
+
+/* Calls same(ctx, entry) for each entry with this hash; returns the match or -1. */
+static int index_find(const HashIndex *ix, uint64_t h, bool (*same)(const void *, int), const void *ctx) {
+    if (!ix->cap) return -1;
+    for (size_t j = h & (ix->cap - 1); ix->slots[j]; j = (j + 1) & (ix->cap - 1))
+        if (ix->hashes[j] == h && same(ctx, ix->slots[j] - 1)) return ix->slots[j] - 1;
+    return -1;
+}
+
+static bool index_put(HashIndex *ix, uint64_t h, int entry) {
+    if ((ix->used + 1) * 2 > ix->cap && !index_grow(ix)) return false;
+    size_t j = h & (ix->cap - 1);
+    while (ix->slots[j]) j = (j + 1) & (ix->cap - 1);
+    ix->hashes[j] = h;
+    ix->slots[j] = entry + 1;
+    ix->used++;
+    return true;
+}
+
+static uint64_t hash_bytes(uint64_t h, const void *data, size_t n) {
+    const unsigned char *p = data;
+    if (!h) h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static uint64_t hash_str(uint64_t h, const char *s) {
+    return hash_bytes(h, s ? s : "", s ? strlen(s) + 1 : 1);
+}
+
+static bool str_eq(const char *a, const char *b) {
+    if (!a || !b) return a == b;
+    return strcmp(a, b) == 0;
+}
+
+/* Copies at most PROFILE_MAX_STRING - 1 bytes, cutting at a UTF-8 boundary. */
+static char *copy_bounded(const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s);
+    if (n >= PROFILE_MAX_STRING) {
+        n = PROFILE_MAX_STRING - 1;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--;
+    }
+    char *out = malloc(n + 1);
+    if (!out) return NULL;
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return out;
+}
+
+/* ---- entries */
+typedef struct {
+    int file;
+    uint32_t line;
+    char *function;
+    bool function_level;
+    ProfFrame *frames;
+    size_t frame_count;
+} SiteEntry;
+
+typedef struct {
+    ProfKernel key;       /* stats unused; name owned */
+    StatAcc acc;
+} KernelEntry;
+
+typedef struct {
+    ProfOp key;           /* stats and bytes unused */
+    uint64_t bytes;
+    StatAcc acc;
+} OpEntry;
+
+typedef struct {
+    char *name;
+    StatAcc acc;
+} NamedEntry;
+
+typedef struct {
+    uint64_t start, end;
+    int site;
+} Interval;
+
+typedef struct {
+    uint64_t start, duration;
+    int before, after;
+} Gap;
+
+typedef struct {
+    uint32_t device;
+    bool started;
+    uint64_t first, busy_end, busy;
+    int last_site;
+    Interval *pending;
+    size_t pending_count;
+    Gap gaps[GAPS_PER_DEVICE];
+    size_t gap_count;
+} DeviceTimeline;
+
+typedef struct {
+    char *name;
+    NamedEntry *items;
+    size_t count, cap;
+    HashIndex index;
+} NamedTable;
+
+struct Aggregator {
+    pthread_mutex_t lock;
+    char **files; size_t file_count, file_cap; HashIndex file_index;
+    SiteEntry *sites; size_t site_count, site_cap; HashIndex site_index;
+    KernelEntry *kernels; size_t kernel_count, kernel_cap; HashIndex kernel_index;
+    OpEntry *ops; size_t op_count, op_cap; HashIndex op_index;
+    NamedTable apis, overheads;
+    ProfDevice devices[MAX_DEVICES]; size_t device_count;
+    DeviceTimeline timelines[MAX_DEVICES]; size_t timeline_count;
+    uint64_t dropped_kernels, dropped_ops, dropped_sites;
+};
+
+static bool grow(void **items, size_t *cap, size_t count, size_t size) {
+    if (count < *cap) return true;
+    size_t ncap = *cap ? *cap * 2 : 16;
+    void *n = realloc(*items, ncap * size);
+    if (!n) return false;
+    *items = n;
+    *cap = ncap;
+    return true;
+}
+
+Aggregator *agg_new(void) {
+    Aggregator *agg = calloc(1, sizeof *agg);
+    if (!agg) return NULL;
+    pthread_mutex_init(&agg->lock, NULL);
+    return agg;
+}
+
+static void named_free(NamedTable *t) {
+    for (size_t i = 0; i < t->count; i++) free(t->items[i].name);
+    free(t->items);
+    index_free(&t->index);
+}
+
+void agg_free(Aggregator *agg) {
+    if (!agg) return;
+    for (size_t i = 0; i < agg->file_count; i++) free(agg->files[i]);
+    free(agg->files);
+    index_free(&agg->file_index);
+    for (size_t i = 0; i < agg->site_count; i++) {
+        free(agg->sites[i].function);
+        for (size_t f = 0; f < agg->sites[i].frame_count; f++) free(agg->sites[i].frames[f].module);
+        free(agg->sites[i].frames);
+    }
+    free(agg->sites);
+    index_free(&agg->site_index);
+    for (size_t i = 0; i < agg->kernel_count; i++) free(agg->kernels[i].key.name);
+    free(agg->kernels);
+    index_free(&agg->kernel_index);
+    free(agg->ops);
+    index_free(&agg->op_index);
+    named_free(&agg->apis);
+    named_free(&agg->overheads);
+    for (size_t i = 0; i < agg->device_count; i++) free(agg->devices[i].name);
+    for (size_t i = 0; i < agg->timeline_count; i++) free(agg->timelines[i].pending);
+    pthread_mutex_destroy(&agg->lock);
+    free(agg);
+}
+
+/* ---- files and sites */
+typedef struct { Aggregator *agg; const char *path; } FileKey;
+static bool file_same(const void *ctx, int i) {
+    const FileKey *k = ctx;
+    return strcmp(k->agg->files[i], k->path) == 0;
+}
+
+static int intern_file(Aggregator *agg, const char *path) {
+    uint64_t h = hash_str(0, path);
+    FileKey key = {agg, path};
+    int found = index_find(&agg->file_index, h, file_same, &key);
+    if (found >= 0) return found;
+    if (agg->file_count >= MAX_FILES) return -1;
+    if (!grow((void **)&agg->files, &agg->file_cap, agg->file_count, sizeof *agg->files)) return -1;
+    char *copy = copy_bounded(path);
+    if (!copy) return -1;
+    int idx = (int)agg->file_count;
+    if (!index_put(&agg->file_index, h, idx)) {
+        free(copy);
+        return -1;
+    }
+    agg->files[agg->file_count++] = copy;
+    return idx;
+}
+
+typedef struct { Aggregator *agg; const SiteEntry *site; } SiteKey;
+static bool site_same(const void *ctx, int i) {
+    const SiteKey *k = ctx;
+    const SiteEntry *a = &k->agg->sites[i], *b = k->site;
+    if (a->file != b->file || a->line != b->line || a->function_level != b->function_level ||
+        a->frame_count != b->frame_count || !str_eq(a->function, b->function))
+        return false;
+    for (size_t f = 0; f < a->frame_count; f++)
+        if (a->frames[f].address != b->frames[f].address || strcmp(a->frames[f].module, b->frames[f].module))
+            return false;
+    return true;
+}
+
+static uint64_t site_hash(const SiteEntry *s) {
+    uint64_t h = hash_bytes(0, &s->file, sizeof s->file);
+    h = hash_bytes(h, &s->line, sizeof s->line);
+    h = hash_bytes(h, &s->function_level, sizeof s->function_level);
+    h = hash_str(h, s->function);
+    for (size_t f = 0; f < s->frame_count; f++) {
+        h = hash_str(h, s->frames[f].module);
+        h = hash_bytes(h, &s->frames[f].address, sizeof s->frames[f].address);
+    }
+    return h;
+}
+
+/* Interns a site; the entry's strings are copied only when it is new. */
+static int intern_site(Aggregator *agg, const SiteEntry *probe) {
+    uint64_t h = site_hash(probe);
+    SiteKey key = {agg, probe};
+    int found = index_find(&agg->site_index, h, site_same, &key);
+    if (found >= 0) return found;
+    if (agg->site_count >= MAX_SITES) {
+        agg->dropped_sites++;
+        return -1;
+    }
+    if (!grow((void **)&agg->sites, &agg->site_cap, agg->site_count, sizeof *agg->sites)) return -1;
+    SiteEntry s = *probe;
+    s.function = copy_bounded(probe->function);
+    s.frames = NULL;
+    if (probe->frame_count) {
+        s.frames = calloc(probe->frame_count, sizeof *s.frames);
+        if (!s.frames) {
+            free(s.function);
+            return -1;
+        }
+        for (size_t f = 0; f < probe->frame_count; f++) {
+            s.frames[f].address = probe->frames[f].address;
+            s.frames[f].module = copy_bounded(probe->frames[f].module);
+        }
+    }
+    int idx = (int)agg->site_count;
+    if (!index_put(&agg->site_index, h, idx)) {
+        for (size_t f = 0; f < s.frame_count; f++) free(s.frames[f].module);
+        free(s.frames);
+        free(s.function);
+        return -1;
+    }
+    agg->sites[agg->site_count++] = s;
+    return idx;
+}
+
+static int add_source_site(Aggregator *agg, const char *file, uint32_t line, const char *function,
+                           bool function_level) {
+    if (!file || !profile_path_ok(file) || line == 0) return -1;
+    pthread_mutex_lock(&agg->lock);
+    int result = -1;
+    int f = intern_file(agg, file);
+    if (f >= 0) {
+        SiteEntry probe = {.file = f, .line = line, .function = (char *)function,
+                           .function_level = function_level};
+        result = intern_site(agg, &probe);
+    }
+    pthread_mutex_unlock(&agg->lock);
+    return result;
+}
+
+int agg_site(Aggregator *agg, const char *file, uint32_t line, const char *function) {
+    return add_source_site(agg, file, line, function, false);
+}
+
+int agg_function_site(Aggregator *agg, const char *file, uint32_t line, const char *function) {
+    return add_source_site(agg, file, line, function, true);
+}
+
+int agg_native_site(Aggregator *agg, const ProfFrame *frames, size_t count) {
+    if (!count) return -1;
+    if (count > PROFILE_MAX_FRAMES) count = PROFILE_MAX_FRAMES;
+    for (size_t i = 0; i < count; i++)
+        if (!frames[i].module || frames[i].module[0] != '/') return -1;
+    pthread_mutex_lock(&agg->lock);
+    SiteEntry probe = {.file = -1, .frames = (ProfFrame *)frames, .frame_count = count};
+    int result = intern_site(agg, &probe);
+    pthread_mutex_unlock(&agg->lock);
+    return result;
+}
+
+static int device_index(Aggregator *agg, uint32_t id);
+
+/* ---- kernels and operations */
+typedef struct { Aggregator *agg; const ProfKernel *k; } KernelKey;
+static bool kernel_same(const void *ctx, int i) {
+    const KernelKey *kk = ctx;
+    const ProfKernel *a = &kk->agg->kernels[i].key, *b = kk->k;
+    return a->device == b->device && !memcmp(a->grid, b->grid, sizeof a->grid) &&
+           !memcmp(a->block, b->block, sizeof a->block) && a->registers == b->registers &&
+           a->static_shared == b->static_shared && a->dynamic_shared == b->dynamic_shared &&
+           a->local_per_thread == b->local_per_thread && strcmp(a->name, b->name) == 0;
+}
+
+static uint64_t kernel_hash(const ProfKernel *k) {
+    uint64_t h = hash_str(0, k->name);
+    h = hash_bytes(h, &k->device, sizeof k->device);
+    h = hash_bytes(h, k->grid, sizeof k->grid);
+    h = hash_bytes(h, k->block, sizeof k->block);
+    uint32_t more[4] = {k->registers, k->static_shared, k->dynamic_shared, k->local_per_thread};
+    return hash_bytes(h, more, sizeof more);
+}
+
+static int intern_kernel(Aggregator *agg, const AggKernel *in) {
+    ProfKernel probe = {.process = 0, .device = device_index(agg, in->device),
+                        .name = (char *)(in->name ? in->name : "<unknown kernel>"),
+                        .registers = in->registers, .static_shared = in->static_shared,
+                        .dynamic_shared = in->dynamic_shared, .local_per_thread = in->local_per_thread};
+    memcpy(probe.grid, in->grid, sizeof probe.grid);
+    memcpy(probe.block, in->block, sizeof probe.block);
+    for (int d = 0; d < 3; d++) {
+        if (!probe.grid[d]) probe.grid[d] = 1;
+        if (!probe.block[d]) probe.block[d] = 1;
+    }
+    uint64_t h = kernel_hash(&probe);
+    KernelKey key = {agg, &probe};
+    int found = index_find(&agg->kernel_index, h, kernel_same, &key);
+    if (found >= 0) return found;
+    if (agg->kernel_count >= MAX_KERNELS ||
+        !grow((void **)&agg->kernels, &agg->kernel_cap, agg->kernel_count, sizeof *agg->kernels)) {
+        agg->dropped_kernels++;
+        return -1;
+    }
+    KernelEntry e = {.key = probe};
+    e.key.name = copy_bounded(probe.name);
+    if (!e.key.name) return -1;
+    int idx = (int)agg->kernel_count;
+    if (!index_put(&agg->kernel_index, h, idx)) {
+        free(e.key.name);
+        return -1;
+    }
+    agg->kernels[agg->kernel_count++] = e;
+    return idx;
+}
+
+typedef struct { Aggregator *agg; const ProfOp *op; } OpKey;
+static bool op_same(const void *ctx, int i) {
+    const OpKey *k = ctx;
+    const ProfOp *a = &k->agg->ops[i].key, *b = k->op;
+    return a->kind == b->kind && a->site == b->site && a->kernel == b->kernel && a->copy == b->copy &&
+           a->src == b->src && a->dst == b->dst && a->sync == b->sync;
+}
+
+static uint64_t op_hash(const ProfOp *op) {
+    int32_t fields[7] = {(int32_t)op->kind, op->site, op->kernel, (int32_t)op->copy,
+                         (int32_t)op->src, (int32_t)op->dst, (int32_t)op->sync};
+    return hash_bytes(0, fields, sizeof fields);
+}
+
+static void record_op(Aggregator *agg, const ProfOp *probe, uint64_t bytes, uint64_t duration) {
+    uint64_t h = op_hash(probe);
+    OpKey key = {agg, probe};
+    int idx = index_find(&agg->op_index, h, op_same, &key);
+    if (idx < 0) {
+        if (agg->op_count >= MAX_OPS ||
+            !grow((void **)&agg->ops, &agg->op_cap, agg->op_count, sizeof *agg->ops)) {
+            agg->dropped_ops++;
+            return;
+        }
+        idx = (int)agg->op_count;
+        if (!index_put(&agg->op_index, h, idx)) {
+            agg->dropped_ops++;
+            return;
+        }
+        memset(&agg->ops[idx], 0, sizeof agg->ops[idx]);
+        agg->ops[idx].key = *probe;
+        agg->op_count++;
+    }
+    agg->ops[idx].bytes += bytes;
+    stat_add(&agg->ops[idx].acc, duration);
+}
+
+/* A site index from a caller is trusted only if it exists. */
+static int checked_site(const Aggregator *agg, int site) {
+    return site >= 0 && (size_t)site < agg->site_count ? site : -1;
+}
+
+/* ---- timeline: busy/idle and the largest gaps */
+static DeviceTimeline *timeline_for(Aggregator *agg, uint32_t device) {
+    for (size_t i = 0; i < agg->timeline_count; i++)
+        if (agg->timelines[i].device == device) return &agg->timelines[i];
+    if (agg->timeline_count >= MAX_DEVICES || device_index(agg, device) < 0) return NULL;
+    DeviceTimeline *t = &agg->timelines[agg->timeline_count++];
+    memset(t, 0, sizeof *t);
+    t->device = device;
+    t->last_site = -1;
+    return t;
+}
+
+static void keep_gap(DeviceTimeline *t, const Gap *g) {
+    if (t->gap_count < GAPS_PER_DEVICE) {
+        t->gaps[t->gap_count++] = *g;
+        return;
+    }
+    size_t smallest = 0;
+    for (size_t i = 1; i < t->gap_count; i++)
+        if (t->gaps[i].duration < t->gaps[smallest].duration) smallest = i;
+    if (g->duration > t->gaps[smallest].duration) t->gaps[smallest] = *g;
+}
+
+static int cmp_interval(const void *a, const void *b) {
+    const Interval *x = a, *y = b;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Sweeps the pending intervals in start order. An interval that lies (partly)
+ * before what earlier sweeps counted adds only its part beyond busy_end. */
+static void timeline_sweep(DeviceTimeline *t) {
+    if (!t->pending_count) return;
+    qsort(t->pending, t->pending_count, sizeof *t->pending, cmp_interval);
+    for (size_t i = 0; i < t->pending_count; i++) {
+        const Interval *iv = &t->pending[i];
+        if (!t->started) {
+            t->started = true;
+            t->first = iv->start;
+            t->busy_end = iv->start;
+        } else if (iv->start > t->busy_end) {
+            Gap g = {.start = t->busy_end - t->first, .duration = iv->start - t->busy_end,
+                     .before = t->last_site, .after = iv->site};
+            keep_gap(t, &g);
+        }
+        if (iv->start < t->first) t->first = iv->start;
+        uint64_t from = iv->start > t->busy_end ? iv->start : t->busy_end;
+        if (iv->end > from) {
+            t->busy += iv->end - from;
+            t->busy_end = iv->end;
+            t->last_site = iv->site;
+        }
+    }
+    t->pending_count = 0;
+}
+
+static void timeline_add(Aggregator *agg, uint32_t device, uint64_t start, uint64_t end, int site) {
+    if (end < start) return;
+    DeviceTimeline *t = timeline_for(agg, device);
+    if (!t) return;
+    if (!t->pending) {
+        t->pending = malloc(PENDING_INTERVALS * sizeof *t->pending);
+        if (!t->pending) return;
+    }
+    if (t->pending_count == PENDING_INTERVALS) timeline_sweep(t);
+    t->pending[t->pending_count++] = (Interval){start, end, site};
+}
+
+/* ---- public record functions */
+static uint64_t span(uint64_t start, uint64_t end) {
+    return end > start ? end - start : 0;
+}
+
+void agg_kernel(Aggregator *agg, const AggKernel *k) {
+    pthread_mutex_lock(&agg->lock);
+    int site = checked_site(agg, k->site);
+    int kernel = intern_kernel(agg, k);
+    uint64_t d = span(k->start_ns, k->end_ns);
+    if (kernel >= 0) {
+        stat_add(&agg->kernels[kernel].acc, d);
+        ProfOp probe = {.kind = PROF_OP_LAUNCH, .site = site, .kernel = kernel};
+        record_op(agg, &probe, 0, d);
+    }
+    timeline_add(agg, k->device, k->start_ns, k->end_ns, site);
+    pthread_mutex_unlock(&agg->lock);
+}
+
+void agg_memcpy(Aggregator *agg, const AggCopy *c) {
+    pthread_mutex_lock(&agg->lock);
+    int site = checked_site(agg, c->site);
+    ProfOp probe = {.kind = PROF_OP_MEMCPY, .site = site, .kernel = -1, .copy = c->copy,
+                    .src = c->src, .dst = c->dst};
+    record_op(agg, &probe, c->bytes, span(c->start_ns, c->end_ns));
+    timeline_add(agg, c->device, c->start_ns, c->end_ns, site);
+    pthread_mutex_unlock(&agg->lock);
+}
+
+void agg_memset(Aggregator *agg, const AggMemset *m) {
+    pthread_mutex_lock(&agg->lock);
+    int site = checked_site(agg, m->site);
+    ProfOp probe = {.kind = PROF_OP_MEMSET, .site = site, .kernel = -1, .dst = m->dst};
+    record_op(agg, &probe, m->bytes, span(m->start_ns, m->end_ns));
+    timeline_add(agg, m->device, m->start_ns, m->end_ns, site);
+    pthread_mutex_unlock(&agg->lock);
+}
+
+void agg_sync(Aggregator *agg, ProfSyncKind kind, uint64_t duration_ns, int site) {
+    pthread_mutex_lock(&agg->lock);
+    ProfOp probe = {.kind = PROF_OP_SYNC, .site = checked_site(agg, site), .kernel = -1, .sync = kind};
+    record_op(agg, &probe, 0, duration_ns);
+    pthread_mutex_unlock(&agg->lock);
+}
+
+void agg_alloc(Aggregator *agg, ProfMemKind kind, uint64_t bytes, uint64_t duration_ns, int site) {
+    pthread_mutex_lock(&agg->lock);
+    ProfOp probe = {.kind = PROF_OP_ALLOC, .site = checked_site(agg, site), .kernel = -1, .dst = kind};
+    record_op(agg, &probe, bytes, duration_ns);
+    pthread_mutex_unlock(&agg->lock);
+}
+
+typedef struct { const NamedTable *t; const char *name; } NamedKey;
+static bool named_same(const void *ctx, int i) {
+    const NamedKey *k = ctx;
+    return strcmp(k->t->items[i].name, k->name) == 0;
+}
+
+static void named_add(NamedTable *t, const char *name, uint64_t duration) {
+    if (!name) return;
+    uint64_t h = hash_str(0, name);
+    NamedKey key = {t, name};
+    int idx = index_find(&t->index, h, named_same, &key);
+    if (idx < 0) {
+        if (t->count >= MAX_NAMED || !grow((void **)&t->items, &t->cap, t->count, sizeof *t->items)) return;
+        char *copy = copy_bounded(name);
+        if (!copy) return;
+        idx = (int)t->count;
+        if (!index_put(&t->index, h, idx)) {
+            free(copy);
+            return;
+        }
+        memset(&t->items[idx], 0, sizeof t->items[idx]);
+        t->items[idx].name = copy;
+        t->count++;
+    }
+    stat_add(&t->items[idx].acc, duration);
+}
+
+void agg_api(Aggregator *agg, const char *name, uint64_t duration_ns) {
+    pthread_mutex_lock(&agg->lock);
+    named_add(&agg->apis, name, duration_ns);
+    pthread_mutex_unlock(&agg->lock);
+}
+
+void agg_overhead(Aggregator *agg, const char *kind, uint64_t duration_ns) {
+    pthread_mutex_lock(&agg->lock);
+    named_add(&agg->overheads, kind, duration_ns);
+    pthread_mutex_unlock(&agg->lock);
+}
+
+/* Index into devices of the device with this ordinal; a device seen only in
+ * activity records gets a placeholder entry. Called with the lock held. */
+static int device_index(Aggregator *agg, uint32_t id) {
+    for (size_t i = 0; i < agg->device_count; i++)
+        if (agg->devices[i].id == id) return (int)i;
+    if (agg->device_count >= MAX_DEVICES) return -1;
+    ProfDevice *d = &agg->devices[agg->device_count];
+    memset(d, 0, sizeof *d);
+    d->id = id;
+    d->name = copy_bounded("unknown device");
+    if (!d->name) return -1;
+    return (int)agg->device_count++;
+}
+
+void agg_device(Aggregator *agg, const ProfDevice *dev) {
+    pthread_mutex_lock(&agg->lock);
+    int i = device_index(agg, dev->id);
+    if (i >= 0) {
+        char *name = copy_bounded(dev->name ? dev->name : "unknown device");
+        if (name) {
+            free(agg->devices[i].name);
+            agg->devices[i] = *dev;
+            agg->devices[i].process = 0;
+            agg->devices[i].name = name;
+        }
+    }
+    pthread_mutex_unlock(&agg->lock);
+}
+
+/* ---- building the profile */
+#define ALLOC_ARRAY(ptr, n) ((ptr) = (n) ? calloc((n), sizeof *(ptr)) : NULL, (n) == 0 || (ptr))
+
+static bool fill_apis(const NamedTable *t, Profile *p) {
+    if (!ALLOC_ARRAY(p->apis, t->count)) return false;
+    for (size_t i = 0; i < t->count; i++) {
+        if (!(p->apis[i].name = strdup(t->items[i].name))) return false;
+        p->apis[i].stats = stat_finish(&t->items[i].acc);
+        p->api_count++;
+    }
+    return true;
+}
+
+static bool fill_overheads(const NamedTable *t, Profile *p) {
+    if (!ALLOC_ARRAY(p->overheads, t->count)) return false;
+    for (size_t i = 0; i < t->count; i++) {
+        if (!(p->overheads[i].kind = strdup(t->items[i].name))) return false;
+        p->overheads[i].stats = stat_finish(&t->items[i].acc);
+        p->overhead_count++;
+    }
+    return true;
+}
+
+static bool build(Aggregator *agg, Profile *p, const ProfProcess *proc) {
+    ProfProcess copy = proc ? *proc : (ProfProcess){.pid = 0, .rank = -1, .local_rank = -1, .world_size = -1};
+    copy.error = NULL;
+    if (!ALLOC_ARRAY(p->processes, (size_t)1)) return false;
+    p->processes[0] = copy;
+    p->process_count = 1;
+    if (proc && proc->error && !(p->processes[0].error = strdup(proc->error))) return false;
+
+    if (!ALLOC_ARRAY(p->devices, agg->device_count)) return false;
+    for (size_t i = 0; i < agg->device_count; i++) {
+        p->devices[i] = agg->devices[i];
+        p->devices[i].process = 0;
+        if (!(p->devices[i].name = strdup(agg->devices[i].name))) return false;
+        p->device_count++;
+    }
+    if (!ALLOC_ARRAY(p->files, agg->file_count)) return false;
+    for (size_t i = 0; i < agg->file_count; i++) {
+        if (!(p->files[i].path = strdup(agg->files[i]))) return false;
+        p->file_count++;
+    }
+    if (!ALLOC_ARRAY(p->sites, agg->site_count)) return false;
+    for (size_t i = 0; i < agg->site_count; i++) {
+        const SiteEntry *s = &agg->sites[i];
+        ProfSite *d = &p->sites[i];
+        d->file = s->file;
+        d->line = s->line;
+        d->function_level = s->function_level;
+        p->site_count++;
+        if (s->function && !(d->function = strdup(s->function))) return false;
+        if (s->frame_count) {
+            if (!ALLOC_ARRAY(d->frames, s->frame_count)) return false;
+            for (size_t f = 0; f < s->frame_count; f++) {
+                d->frames[f].address = s->frames[f].address;
+                if (!(d->frames[f].module = strdup(s->frames[f].module))) return false;
+                d->frame_count++;
+            }
+        }
+    }
+    if (!ALLOC_ARRAY(p->kernels, agg->kernel_count)) return false;
+    for (size_t i = 0; i < agg->kernel_count; i++) {
+        p->kernels[i] = agg->kernels[i].key;
+        p->kernels[i].stats = stat_finish(&agg->kernels[i].acc);
+        if (!(p->kernels[i].name = strdup(agg->kernels[i].key.name))) return false;
+        p->kernel_count++;
+    }
+    if (!ALLOC_ARRAY(p->ops, agg->op_count)) return false;
+    for (size_t i = 0; i < agg->op_count; i++) {
+        p->ops[i] = agg->ops[i].key;
+        p->ops[i].bytes = agg->ops[i].bytes;
+        p->ops[i].stats = stat_finish(&agg->ops[i].acc);
+    }
+    p->op_count = agg->op_count;
+    if (!fill_apis(&agg->apis, p) || !fill_overheads(&agg->overheads, p)) return false;
+
+    size_t gap_total = 0;
+    for (size_t i = 0; i < agg->timeline_count; i++) {
+        timeline_sweep(&agg->timelines[i]);
+        gap_total += agg->timelines[i].gap_count;
+    }
+    if (!ALLOC_ARRAY(p->timelines, agg->timeline_count)) return false;
+    if (!ALLOC_ARRAY(p->gaps, gap_total)) return false;
+    for (size_t i = 0; i < agg->timeline_count; i++) {
+        DeviceTimeline *t = &agg->timelines[i];
+        if (!t->started) continue;
+        int dev = device_index(agg, t->device);
+        if (dev < 0) continue;
+        uint64_t span_ns = t->busy_end > t->first ? t->busy_end - t->first : 0;
+        if (t->busy > span_ns) span_ns = t->busy;
+        p->timelines[p->timeline_count++] = (ProfTimeline){
+            .process = 0, .device = dev, .span_ns = span_ns, .busy_ns = t->busy, .idle_ns = span_ns - t->busy};
+        for (size_t g = 0; g < t->gap_count; g++)
+            p->gaps[p->gap_count++] = (ProfGap){.process = 0, .device = dev, .start_ns = t->gaps[g].start,
+                                                .duration_ns = t->gaps[g].duration,
+                                                .before_site = t->gaps[g].before,
+                                                .after_site = t->gaps[g].after};
+    }
+    p->dropped_kernels = agg->dropped_kernels;
+    p->dropped_ops = agg->dropped_ops;
+    p->dropped_sites = agg->dropped_sites;
+    return true;
+}
+
+Profile *agg_to_profile(Aggregator *agg, const ProfProcess *proc) {
+    Profile *p = profile_new();
+    if (!p) return NULL;
+    pthread_mutex_lock(&agg->lock);
+    bool ok = build(agg, p, proc);
+    pthread_mutex_unlock(&agg->lock);
+    if (!ok) {
+        profile_free(p);
+        return NULL;
+    }
+    return p;
+}

@@ -1,0 +1,52 @@
+/* The CUPTI injection library's shared state (internal to profiler/inject/).
+ *
+ * Loaded into the user's process by the CUDA driver through
+ * CUDA_INJECTION64_PATH, it records activity through CUPTI, attributes each
+ * launch, copy, sync and allocation to the user's source line, aggregates in
+ * the process (aggregate.h) and writes one profile part at exit into
+ * $ADVISE_PROFILE_PARTS_DIR. The `advise profile` parent merges the parts.
+ *
+ * This folder is the only code in advise that includes cupti.h. */
+#ifndef ADVISE_INJECT_H
+#define ADVISE_INJECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aggregate.h"
+
+extern Aggregator *inject_agg;
+/* The project root (absolute, no trailing slash) and its length. */
+extern const char *inject_root;
+extern size_t inject_root_len;
+
+/* Is path (absolute) inside the project and not an installed package? */
+bool inject_path_is_user(const char *path);
+/* path relative to the project root (points into path). */
+const char *inject_relative(const char *path);
+
+/* ---- call sites: the source line in the user's code making the current
+ * CUDA call on this thread; -1 when none is found. */
+int callsite_current(void);
+
+/* Correlation id of an API call -> its call site, read back when the
+ * activity record of the same id arrives (possibly on another thread). */
+void correlation_put(uint32_t correlation, int site);
+int correlation_get(uint32_t correlation);
+
+/* Python programs: a profile hook keeps the innermost user frame of each
+ * thread; python_site reads its current line. */
+void python_sites_start(void);
+bool python_sites_active(void);
+int python_site(void);
+
+/* Native programs: the first frames of the stack in user modules. */
+void native_sites_start(void);
+bool native_sites_wanted(void);
+int native_site(void);
+
+/* Activity buffers: feed every record of a completed buffer to the aggregator. */
+void records_consume(uint8_t *buffer, size_t valid_size);
+
+#endif

@@ -1,0 +1,281 @@
+/* Entry point of the injection library: InitializeInjection (called by the
+ * CUDA driver at cuInit), the CUPTI callbacks, and the profile part written
+ * at exit. See inject.h. */
+#define _GNU_SOURCE
+#include <cupti.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inject.h"
+#include "profile_json.h"
+
+#define BUFFER_SIZE (8u << 20)
+#define CORRELATION_SLOTS (1u << 16)
+
+Aggregator *inject_agg;
+const char *inject_root;
+size_t inject_root_len;
+
+static CUpti_SubscriberHandle subscriber;
+static pid_t owner_pid;              /* forked children must not write */
+static uint64_t start_ns;
+static char *parts_dir;
+static char *start_error;            /* why recording could not start */
+
+/* ---- paths */
+bool inject_path_is_user(const char *path) {
+    if (!inject_root || strncmp(path, inject_root, inject_root_len) != 0) return false;
+    if (path[inject_root_len] != '/') return false;
+    return !strstr(path, "/site-packages/") && !strstr(path, "/dist-packages/");
+}
+
+const char *inject_relative(const char *path) {
+    return path + inject_root_len + 1;
+}
+
+/* ---- correlation id -> site, lock-free: one 64-bit slot per id modulo the
+ * table size (an id is looked up soon after it is written). */
+static uint64_t correlation_slots[CORRELATION_SLOTS];
+
+void correlation_put(uint32_t correlation, int site) {
+    uint64_t packed = ((uint64_t)correlation << 32) | (uint32_t)(site + 1);
+    __atomic_store_n(&correlation_slots[correlation & (CORRELATION_SLOTS - 1)], packed, __ATOMIC_RELEASE);
+}
+
+int correlation_get(uint32_t correlation) {
+    uint64_t packed = __atomic_load_n(&correlation_slots[correlation & (CORRELATION_SLOTS - 1)], __ATOMIC_ACQUIRE);
+    if ((uint32_t)(packed >> 32) != correlation) return -1;
+    return (int)(uint32_t)packed - 1;
+}
+
+/* ---- call sites */
+static __thread int outer_site = -2;   /* site of the enclosing API call on this thread (-2: none) */
+static __thread int api_nesting;
+
+int callsite_current(void) {
+    int site = -1;
+    if (native_sites_wanted()) site = native_site();
+    if (site < 0 && python_sites_active()) site = python_site();
+    return site;
+}
+
+/* ---- which API calls we watch */
+typedef enum { WATCH_NONE, WATCH_WORK, WATCH_SYNC, WATCH_ALLOC } Watch;
+
+static Watch classify(const char *name) {
+    static const char *const work[] = {"cudaLaunch", "cudaMemcpy", "cudaMemset", "cudaGraphLaunch",
+                                       "cuLaunch", "cuMemcpy", "cuMemset", "cuGraphLaunch", NULL};
+    static const char *const sync[] = {"cudaDeviceSynchronize", "cudaStreamSynchronize",
+                                       "cudaEventSynchronize", "cudaStreamWaitEvent", "cuCtxSynchronize",
+                                       "cuStreamSynchronize", "cuEventSynchronize", "cuStreamWaitEvent",
+                                       NULL};
+    static const char *const alloc[] = {"cudaMalloc", "cudaHostAlloc", "cuMemAlloc", "cuMemHostAlloc",
+                                        NULL};
+    for (int i = 0; work[i]; i++)
+        if (strncmp(name, work[i], strlen(work[i])) == 0) return WATCH_WORK;
+    for (int i = 0; sync[i]; i++)
+        if (strncmp(name, sync[i], strlen(sync[i])) == 0) return WATCH_SYNC;
+    for (int i = 0; alloc[i]; i++)
+        if (strncmp(name, alloc[i], strlen(alloc[i])) == 0) {
+            /* cudaMallocArray/Pitch/3D have other parameter layouts */
+            if (strstr(name, "Array") || strstr(name, "Pitch") || strstr(name, "3D") ||
+                strstr(name, "FromPool") || strstr(name, "Mipmapped"))
+                return WATCH_NONE;
+            return WATCH_ALLOC;
+        }
+    return WATCH_NONE;
+}
+
+static ProfMemKind alloc_kind(const char *name) {
+    if (strstr(name, "Host")) return PROF_MEM_PINNED;
+    if (strstr(name, "Managed")) return PROF_MEM_MANAGED;
+    return PROF_MEM_DEVICE;
+}
+
+/* Every allocation call we watch takes (pointer out, size, ...). */
+typedef struct {
+    void *out;
+    size_t size;
+} AllocParams;
+
+static __thread uint64_t api_enter_ns[4];
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                            const void *data) {
+    (void)userdata;
+    (void)cbid;
+    const CUpti_CallbackData *cb = data;
+    if (cb->callbackSite == CUPTI_API_ENTER) {
+        int site;
+        if (outer_site != -2) {
+            site = outer_site; /* a driver call made by the runtime call around it */
+        } else {
+            site = callsite_current();
+            outer_site = site;
+        }
+        if (api_nesting < 4) api_enter_ns[api_nesting] = now_ns();
+        api_nesting++;
+        correlation_put(cb->correlationId, site);
+        return;
+    }
+    api_nesting = api_nesting > 0 ? api_nesting - 1 : 0;
+    uint64_t took = api_nesting < 4 ? now_ns() - api_enter_ns[api_nesting] : 0;
+    int site = outer_site == -2 ? -1 : outer_site;
+    if (api_nesting == 0) outer_site = -2;
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || api_nesting == 0) agg_api(inject_agg, cb->functionName, took);
+    if (classify(cb->functionName) == WATCH_ALLOC && cb->functionParams &&
+        (domain == CUPTI_CB_DOMAIN_RUNTIME_API || api_nesting == 0)) {
+        const AllocParams *p = cb->functionParams;
+        agg_alloc(inject_agg, alloc_kind(cb->functionName), p->size, took, site);
+    }
+}
+
+static void enable_watched(CUpti_CallbackDomain domain, CUpti_CallbackId limit) {
+    for (CUpti_CallbackId id = 1; id < limit; id++) {
+        const char *name = NULL;
+        if (cuptiGetCallbackName(domain, id, &name) != CUPTI_SUCCESS || !name) continue;
+        if (classify(name) != WATCH_NONE) cuptiEnableCallback(1, subscriber, domain, id);
+    }
+}
+
+/* ---- activity buffers */
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
+    *buffer = aligned_alloc(8, BUFFER_SIZE);
+    *size = *buffer ? BUFFER_SIZE : 0;
+    *max_records = 0;
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+                                      size_t valid) {
+    (void)ctx;
+    (void)stream;
+    (void)size;
+    if (valid) records_consume(buffer, valid);
+    free(buffer);
+}
+
+/* ---- the process's identity */
+static int env_int(const char *a, const char *b) {
+    const char *v = getenv(a);
+    if (!v && b) v = getenv(b);
+    if (!v || !*v) return -1;
+    char *end;
+    long n = strtol(v, &end, 10);
+    return *end || n < 0 || n > INT32_MAX ? -1 : (int)n;
+}
+
+static void write_part(void) {
+    if (getpid() != owner_pid || !parts_dir) return;
+    ProfProcess proc = {.pid = getpid(),
+                        .rank = env_int("RANK", "OMPI_COMM_WORLD_RANK"),
+                        .local_rank = env_int("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"),
+                        .world_size = env_int("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE"),
+                        .wall_ns = now_ns() - start_ns,
+                        .error = start_error};
+    char dropped_msg[128];
+    size_t dropped = 0;
+    if (!start_error && cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped) {
+        snprintf(dropped_msg, sizeof dropped_msg, "CUPTI dropped %zu activity records", dropped);
+        proc.error = dropped_msg;
+    }
+    Profile *p = inject_agg ? agg_to_profile(inject_agg, &proc) : NULL;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/part-%ld.json", parts_dir, (long)getpid());
+    char *err = NULL;
+    if (!p || !profile_write_file(p, PROFILE_PART, path, &err))
+        fprintf(stderr, "advise: could not write the profile of process %ld: %s\n", (long)getpid(),
+                err ? err : "out of memory");
+    free(err);
+    profile_free(p);
+}
+
+static void at_exit(void) {
+    if (getpid() != owner_pid) return;
+    if (!start_error) {
+        cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        /* nothing new is attributed after this point */
+    }
+    write_part();
+}
+
+static void after_fork_in_child(void) {
+    /* A forked child cannot use the parent's CUDA context; it writes nothing.
+     * (A child that execs loads this library afresh.) */
+    owner_pid = 0;
+}
+
+static void fail(const char *what, CUptiResult r) {
+    const char *msg = NULL;
+    cuptiGetResultString(r, &msg);
+    char buf[512];
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+        snprintf(buf, sizeof buf,
+                 "CUPTI is already in use by another profiler (torch.profiler, Nsight Systems or Nsight "
+                 "Compute); nothing was recorded");
+    else
+        snprintf(buf, sizeof buf, "CUPTI could not start (%s: %s); nothing was recorded", what,
+                 msg ? msg : "unknown error");
+    if (!start_error) start_error = strdup(buf);
+}
+
+static const CUpti_ActivityKind activity_kinds[] = {
+    CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD};
+
+__attribute__((visibility("default"))) int InitializeInjection(void) {
+    static int done;
+    if (done++) return 1;
+    parts_dir = getenv("ADVISE_PROFILE_PARTS_DIR");
+    const char *root = getenv("ADVISE_PROJECT_ROOT");
+    if (!parts_dir || !*parts_dir) {
+        fprintf(stderr, "advise: libadvise_inject was loaded without `advise profile`; nothing is recorded\n");
+        return 1;
+    }
+    static char root_buf[PATH_MAX];
+    if (root && realpath(root, root_buf)) {
+        inject_root = root_buf;
+        inject_root_len = strlen(root_buf);
+        if (inject_root_len == 1) inject_root_len = 0; /* "/" */
+    }
+    owner_pid = getpid();
+    start_ns = now_ns();
+    inject_agg = agg_new();
+    pthread_atfork(NULL, NULL, after_fork_in_child);
+    atexit(at_exit);
+    if (!inject_agg) {
+        start_error = strdup("out of memory");
+        return 1;
+    }
+
+    CUptiResult r = cuptiSubscribe(&subscriber, on_api, NULL);
+    if (r != CUPTI_SUCCESS) {
+        fail("cuptiSubscribe", r);
+        return 1;
+    }
+    if ((r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed)) != CUPTI_SUCCESS) {
+        fail("cuptiActivityRegisterCallbacks", r);
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof activity_kinds / sizeof *activity_kinds; i++)
+        if ((r = cuptiActivityEnable(activity_kinds[i])) != CUPTI_SUCCESS &&
+            activity_kinds[i] != CUPTI_ACTIVITY_KIND_OVERHEAD) {
+            fail("cuptiActivityEnable", r);
+            return 1;
+        }
+    enable_watched(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
+    enable_watched(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
+    native_sites_start();
+    python_sites_start();
+    return 1;
+}

@@ -1,0 +1,236 @@
+/* Python call sites without holding the GIL at launch time.
+ *
+ * A profile hook (PyEval_SetProfileAllThreads, Python 3.12+; the calling
+ * thread only before that) runs with the GIL on every Python call and return
+ * and keeps, per thread, a stack of the frames that run user code (files in
+ * the project, not in site-packages). It holds a reference on each, so a
+ * frame it points to is never freed under us. A CUDA callback on the same
+ * thread then reads the innermost user frame's current line: that thread is
+ * inside a C call, so its frames cannot change meanwhile, and reading a line
+ * number allocates nothing. Taking the GIL inside a driver callback instead
+ * can deadlock (FACTS.md).
+ *
+ * libpython is found with dlsym in the running process: nothing links it. */
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "inject.h"
+
+typedef void PyObject;
+typedef int (*TraceFunc)(PyObject *, PyObject *, int, PyObject *);
+
+enum { TRACE_CALL = 0, TRACE_RETURN = 3 };
+
+static struct {
+    int (*is_initialized)(void);
+    int (*add_pending_call)(int (*)(void *), void *);
+    void (*set_profile_all)(TraceFunc, PyObject *);
+    void (*set_profile)(TraceFunc, PyObject *);
+    PyObject *(*get_frame)(void);                 /* borrowed */
+    PyObject *(*frame_back)(PyObject *);          /* new reference */
+    PyObject *(*frame_code)(PyObject *);          /* new reference */
+    int (*frame_line)(PyObject *);
+    PyObject *(*get_attr)(PyObject *, const char *);
+    const char *(*as_utf8)(PyObject *);
+    void (*incref)(PyObject *);
+    void (*decref)(PyObject *);
+    void (*err_clear)(void);
+} py;
+
+/* What we know of one code object; created under the GIL, never freed. */
+typedef struct {
+    const void *code;
+    bool user;
+    char *file;        /* relative to the project root */
+    char *function;
+} CodeInfo;
+
+#define CODE_CACHE_SIZE 16384 /* power of two */
+static CodeInfo *code_cache[CODE_CACHE_SIZE];
+static size_t code_cache_used;
+
+#define STACK_DEPTH 128
+typedef struct {
+    PyObject *frame;
+    const CodeInfo *info;
+} UserFrame;
+
+static __thread UserFrame user_stack[STACK_DEPTH];
+static __thread int user_depth; /* may exceed STACK_DEPTH; only the first entries are kept */
+
+/* (code info, line) -> site, per thread: most launches repeat a few lines. */
+#define SITE_CACHE 256
+static __thread struct {
+    const CodeInfo *info;
+    int line;
+    int site;
+} site_cache[SITE_CACHE];
+
+static bool active;
+
+static CodeInfo *describe(PyObject *code) {
+    CodeInfo *ci = calloc(1, sizeof *ci);
+    if (!ci) return NULL;
+    ci->code = code;
+    PyObject *name = py.get_attr(code, "co_filename");
+    const char *file = name ? py.as_utf8(name) : NULL;
+    if (file && file[0] != '<') {
+        char resolved[PATH_MAX];
+        char joined[PATH_MAX];
+        const char *path = file;
+        if (file[0] != '/') {
+            char cwd[PATH_MAX];
+            if (getcwd(cwd, sizeof cwd) && (size_t)snprintf(joined, sizeof joined, "%s/%s", cwd, file) < sizeof joined)
+                path = joined;
+        }
+        if (realpath(path, resolved) && inject_path_is_user(resolved)) {
+            ci->user = true;
+            ci->file = strdup(inject_relative(resolved));
+            if (!ci->file) ci->user = false;
+        }
+    }
+    if (name) py.decref(name);
+    if (ci->user) {
+        PyObject *fn = py.get_attr(code, "co_qualname");
+        if (!fn) {
+            py.err_clear();
+            fn = py.get_attr(code, "co_name");
+        }
+        const char *s = fn ? py.as_utf8(fn) : NULL;
+        if (s) ci->function = strdup(s);
+        if (fn) py.decref(fn);
+    }
+    py.err_clear();
+    return ci;
+}
+
+/* Called with the GIL held. The code object is kept alive (one reference)
+ * so that its address is never reused for another code object. */
+static const CodeInfo *code_info(PyObject *code) {
+    size_t h = ((uintptr_t)code >> 4) & (CODE_CACHE_SIZE - 1);
+    for (size_t i = h;; i = (i + 1) & (CODE_CACHE_SIZE - 1)) {
+        if (!code_cache[i]) break;
+        if (code_cache[i]->code == code) return code_cache[i];
+        if (((i + 1) & (CODE_CACHE_SIZE - 1)) == h) return NULL;
+    }
+    if (code_cache_used * 4 >= CODE_CACHE_SIZE * 3) return NULL; /* full: treat as library code */
+    CodeInfo *ci = describe(code);
+    if (!ci) return NULL;
+    py.incref(code);
+    size_t i = h;
+    while (code_cache[i]) i = (i + 1) & (CODE_CACHE_SIZE - 1);
+    code_cache[i] = ci;
+    code_cache_used++;
+    return ci;
+}
+
+static void push(PyObject *frame, const CodeInfo *info) {
+    if (user_depth < STACK_DEPTH) {
+        py.incref(frame);
+        user_stack[user_depth] = (UserFrame){frame, info};
+    }
+    user_depth++;
+}
+
+static int profile_hook(PyObject *self, PyObject *frame, int what, PyObject *arg) {
+    if (what == TRACE_CALL) {
+        PyObject *code = py.frame_code(frame);
+        if (!code) return 0;
+        const CodeInfo *info = code_info(code);
+        py.decref(code);
+        if (info && info->user) push(frame, info);
+    } else if (what == TRACE_RETURN && user_depth > 0) {
+        int top = user_depth - 1;
+        if (top >= STACK_DEPTH) {
+            user_depth--; /* beyond what we keep: trust the nesting */
+        } else if (user_stack[top].frame == frame) {
+            py.decref(frame);
+            user_stack[top].frame = NULL;
+            user_depth--;
+        }
+    }
+    return 0;
+}
+
+/* Frames already running when the hook arrives (the script's module frame,
+ * main(), the training loop): pushed outermost first. GIL held. */
+static void seed_current_thread(void) {
+    PyObject *chain[STACK_DEPTH];
+    int n = 0;
+    PyObject *f = py.get_frame();
+    if (f) py.incref(f);
+    while (f && n < STACK_DEPTH) {
+        chain[n++] = f;
+        f = py.frame_back(f);
+    }
+    if (f) py.decref(f);
+    for (int i = n - 1; i >= 0; i--) {
+        PyObject *code = py.frame_code(chain[i]);
+        const CodeInfo *info = code ? code_info(code) : NULL;
+        if (code) py.decref(code);
+        if (info && info->user) push(chain[i], info);
+        py.decref(chain[i]);
+    }
+}
+
+static int install_hook(void *unused) {
+    (void)unused;
+    if (py.set_profile_all) py.set_profile_all(profile_hook, NULL);
+    else py.set_profile(profile_hook, NULL);
+    seed_current_thread();
+    __atomic_store_n(&active, true, __ATOMIC_RELEASE);
+    return 0;
+}
+
+#define LOAD(field, symbol) (*(void **)&py.field = dlsym(RTLD_DEFAULT, symbol))
+
+void python_sites_start(void) {
+    LOAD(is_initialized, "Py_IsInitialized");
+    if (!py.is_initialized || !py.is_initialized()) return;
+    LOAD(add_pending_call, "Py_AddPendingCall");
+    LOAD(set_profile_all, "PyEval_SetProfileAllThreads");
+    LOAD(set_profile, "PyEval_SetProfile");
+    LOAD(get_frame, "PyEval_GetFrame");
+    LOAD(frame_back, "PyFrame_GetBack");
+    LOAD(frame_code, "PyFrame_GetCode");
+    LOAD(frame_line, "PyFrame_GetLineNumber");
+    LOAD(get_attr, "PyObject_GetAttrString");
+    LOAD(as_utf8, "PyUnicode_AsUTF8");
+    LOAD(incref, "Py_IncRef");
+    LOAD(decref, "Py_DecRef");
+    LOAD(err_clear, "PyErr_Clear");
+    if (!py.add_pending_call || !(py.set_profile_all || py.set_profile) || !py.get_frame || !py.frame_back ||
+        !py.frame_code || !py.frame_line || !py.get_attr || !py.as_utf8 || !py.incref || !py.decref ||
+        !py.err_clear)
+        return; /* Python older than 3.9: no call sites */
+    /* Runs on the main thread at its next bytecode boundary, with the GIL;
+     * safe to ask for from any thread without it. */
+    py.add_pending_call(install_hook, NULL);
+}
+
+bool python_sites_active(void) {
+    return __atomic_load_n(&active, __ATOMIC_ACQUIRE);
+}
+
+int python_site(void) {
+    if (!python_sites_active() || user_depth <= 0) return -1;
+    int top = (user_depth <= STACK_DEPTH ? user_depth : STACK_DEPTH) - 1;
+    const UserFrame *uf = &user_stack[top];
+    if (!uf->frame) return -1;
+    int line = py.frame_line(uf->frame);
+    if (line <= 0) return -1;
+    unsigned slot = (unsigned)(((uintptr_t)uf->info >> 4) ^ (unsigned)line * 2654435761u) & (SITE_CACHE - 1);
+    if (site_cache[slot].info == uf->info && site_cache[slot].line == line) return site_cache[slot].site;
+    int site = agg_site(inject_agg, uf->info->file, (uint32_t)line, uf->info->function);
+    if (site >= 0) {
+        site_cache[slot].info = uf->info;
+        site_cache[slot].line = line;
+        site_cache[slot].site = site;
+    }
+    return site;
+}

@@ -1,0 +1,195 @@
+/* `advise profile` on a machine without a GPU: the command's output and exit
+ * code pass through, the user is told in one line why nothing was recorded,
+ * and -- with a stand-in libcuda.so.1 and a command that writes the parts the
+ * injection library would write -- the parts are merged, cleaned and written
+ * as one profile. The injection library itself is exercised on the H200 by
+ * tests/gpu/profile_samples.sh. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "aggregate.h"
+#include "cli_harness.h"
+#include "profile_json.h"
+
+static char project[] = "/tmp/advise-profile-test-XXXXXX";
+static char fake_driver[512];
+
+static void sh(const char *fmt, const char *a, const char *b) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, fmt, a, b);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+static void setup(void) {
+    cr_assert_not_null(mkdtemp(project));
+    char path[600];
+    snprintf(path, sizeof path, "%s/.git", project);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/train.py", project);
+    FILE *f = fopen(path, "w");
+    fputs("import torch\nx = torch.ones(4).cuda()\nprint(x.sum().item())\n", f);
+    fclose(f);
+    /* an empty shared object standing in for the NVIDIA driver */
+    snprintf(fake_driver, sizeof fake_driver, "%s/driver", project);
+    mkdir(fake_driver, 0755);
+    sh("echo 'int advise_fake_driver;' > %s/fake.c && cc -shared -fPIC -o %s/libcuda.so.1 \"$(dirname %s)\"/driver/fake.c",
+       fake_driver, fake_driver);
+}
+
+static void teardown(void) {
+    sh("rm -rf %s%s", project, "");
+}
+
+TestSuite(profile_cli, .init = setup, .fini = teardown);
+
+/* Runs `advise profile ARGS` in the project with the environment given. */
+static RunResult run_profile(const char *env, const char *args) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd %s && env %s %s profile %s", project, env, ADVISE_BINARY, args);
+    return harness_run_shell(cmd);
+}
+
+Test(profile_cli, without_a_driver_the_command_runs_untouched_and_keeps_its_exit_code) {
+    RunResult r = run_profile("-u CUDA_INJECTION64_PATH LD_LIBRARY_PATH=/nonexistent",
+                              "-- sh -c 'echo out-line; echo err-line >&2; exit 7'");
+    cr_expect_eq(r.status, 7);
+    cr_expect_str_eq(r.out, "out-line\n");
+    cr_expect(strstr(r.err, "err-line\n"), "%s", r.err);
+    cr_expect(strstr(r.err, "advise: no NVIDIA driver found"), "%s", r.err);
+    struct stat st;
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/.advise/profiles", project);
+    cr_expect_neq(stat(dir, &st), 0, "no profile folder is made when nothing was recorded");
+    run_result_free(&r);
+}
+
+Test(profile_cli, another_injection_is_respected) {
+    RunResult r = run_profile("CUDA_INJECTION64_PATH=/opt/nsight/libToolsInjection64.so", "-- true");
+    cr_expect_eq(r.status, 0);
+    cr_expect(strstr(r.err, "CUDA_INJECTION64_PATH is already set"), "%s", r.err);
+    run_result_free(&r);
+}
+
+Test(profile_cli, a_missing_command_is_reported) {
+    RunResult r = run_profile("", "-- advise-no-such-command-xyz");
+    cr_expect_eq(r.status, 127);
+    cr_expect(strstr(r.err, "cannot run 'advise-no-such-command-xyz'"), "%s", r.err);
+    run_result_free(&r);
+    r = run_profile("", "");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "no command to profile"), "%s", r.err);
+    run_result_free(&r);
+}
+
+/* Writes a part as one profiled process would. */
+static void write_part(const char *dir, long pid, bool with_error) {
+    Aggregator *agg = agg_new();
+    ProfDevice dev = {.id = 0, .name = "NVIDIA H200", .sm_count = 132, .cc_major = 9};
+    agg_device(agg, &dev);
+    int site = agg_site(agg, "train.py", 2, "<module>");
+    ProfFrame lost[] = {{"/nonexistent/app", 0x1000}};
+    int native = agg_native_site(agg, lost, 1);
+    AggKernel k = {.name = "_Z9transposePfPKfii", .grid = {64, 64, 1}, .block = {32, 8, 1}, .registers = 16,
+                   .start_ns = 1000, .end_ns = 3000, .site = site};
+    agg_kernel(agg, &k);
+    k.start_ns = 5000;
+    k.end_ns = 6000;
+    k.site = native;
+    agg_kernel(agg, &k);
+    AggCopy c = {.copy = PROF_COPY_DTOH, .src = PROF_MEM_DEVICE, .dst = PROF_MEM_PAGEABLE, .bytes = 16,
+                 .start_ns = 7000, .end_ns = 7100, .site = site};
+    agg_memcpy(agg, &c);
+    ProfProcess proc = {.pid = pid, .rank = -1, .local_rank = -1, .world_size = -1, .wall_ns = 10000,
+                        .error = with_error ? "CUPTI dropped 3 activity records" : NULL};
+    Profile *p = agg_to_profile(agg, &proc);
+    p->name = strdup("part");
+    p->source = strdup("cupti");
+    p->created = strdup("2026-11-30T00:00:00Z");
+    p->tool = strdup("advise test");
+    char path[700], *err = NULL;
+    snprintf(path, sizeof path, "%s/part-%ld.json", dir, pid);
+    cr_assert(profile_write_file(p, PROFILE_PART, path, &err), "%s", err ? err : "");
+    profile_free(p);
+    agg_free(agg);
+}
+
+Test(profile_cli, parts_of_two_processes_become_one_profile) {
+    char staged[600];
+    snprintf(staged, sizeof staged, "%s/staged", project);
+    mkdir(staged, 0755);
+    write_part(staged, 101, false);
+    write_part(staged, 102, true);
+    char env[1400];
+    snprintf(env, sizeof env, "LD_LIBRARY_PATH=%s ADVISE_INJECT_LIB=%s/libcuda.so.1", fake_driver, fake_driver);
+    char args[1400];
+    snprintf(args, sizeof args,
+             "--name demo -- sh -c 'cp %s/part-*.json \"$ADVISE_PROFILE_PARTS_DIR\"/ && "
+             "test -n \"$CUDA_INJECTION64_PATH\" && echo ran'",
+             staged);
+    RunResult r = run_profile(env, args);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(r.out, "ran\n");
+    cr_expect(strstr(r.err, "advise: CUPTI dropped 3 activity records"), "%s", r.err);
+    cr_expect(strstr(r.err, "advise: profile written to .advise/profiles/demo-"), "%s", r.err);
+
+    char find[800];
+    snprintf(find, sizeof find, "ls %s/.advise/profiles/demo-*.json", project);
+    RunResult ls = harness_run_shell(find);
+    cr_assert_eq(ls.status, 0);
+    ls.out[strcspn(ls.out, "\n")] = '\0';
+    char *err = NULL;
+    Profile *p = profile_read_file(ls.out, PROFILE_FINAL, &err);
+    cr_assert_not_null(p, "%s", err ? err : "");
+    cr_expect_eq(p->process_count, 2);
+    cr_expect_str_eq(p->name, "demo");
+    cr_expect_str_eq(p->source, "cupti");
+    cr_expect_eq(p->file_count, 1);
+    cr_expect_str_eq(p->files[0].path, "train.py");
+    cr_assert_not_null(p->files[0].sha256, "the file's content hash is recorded");
+    cr_expect_eq(strlen(p->files[0].sha256), 64);
+    cr_expect_eq(p->site_count, 1, "the unresolvable native site is dropped");
+    bool demangled = false;
+    for (size_t i = 0; i < p->kernel_count; i++)
+        demangled |= strcmp(p->kernels[i].name, "transpose(float*, float const*, int, int)") == 0;
+    cr_expect(demangled, "kernel names are demangled (%s)", p->kernels[0].name);
+    size_t unattributed = 0;
+    for (size_t i = 0; i < p->op_count; i++) unattributed += p->ops[i].site == -1;
+    cr_expect_eq(unattributed, 2, "one launch per process lost its site");
+    profile_free(p);
+    free(err);
+    run_result_free(&ls);
+    run_result_free(&r);
+}
+
+Test(profile_cli, a_cupti_failure_is_one_clear_line_and_no_profile) {
+    char staged[600];
+    snprintf(staged, sizeof staged, "%s/staged", project);
+    mkdir(staged, 0755);
+    Aggregator *agg = agg_new();
+    ProfProcess proc = {.pid = 7, .rank = -1, .local_rank = -1, .world_size = -1,
+                        .error = "CUPTI is already in use by another profiler (torch.profiler, Nsight Systems or "
+                                 "Nsight Compute); nothing was recorded"};
+    Profile *p = agg_to_profile(agg, &proc);
+    p->name = strdup("x");
+    p->source = strdup("cupti");
+    p->created = strdup("2026-11-30T00:00:00Z");
+    p->tool = strdup("advise test");
+    char path[700], *err = NULL;
+    snprintf(path, sizeof path, "%s/part-7.json", staged);
+    cr_assert(profile_write_file(p, PROFILE_PART, path, &err), "%s", err ? err : "");
+    profile_free(p);
+    agg_free(agg);
+
+    char env[1400], args[1400];
+    snprintf(env, sizeof env, "LD_LIBRARY_PATH=%s ADVISE_INJECT_LIB=%s/libcuda.so.1", fake_driver, fake_driver);
+    snprintf(args, sizeof args, "-- sh -c 'cp %s/part-7.json \"$ADVISE_PROFILE_PARTS_DIR\"/; exit 3'", staged);
+    RunResult r = run_profile(env, args);
+    cr_expect_eq(r.status, 3);
+    cr_expect(strstr(r.err, "advise: CUPTI is already in use by another profiler"), "%s", r.err);
+    cr_expect_null(strstr(r.err, "profile written"), "%s", r.err);
+    run_result_free(&r);
+}
