@@ -342,7 +342,7 @@ static void take_devices(Import *im, const json_t *props) {
         if (!json_is_object(d)) continue;
         ProfDevice dev = {0};
         uint64_t id = i, mem = 0;
-        uint32_t threads_per_sm = 0, warp = 0, optin = 0, per_block = 0;
+        uint32_t threads_per_sm = 0, warp = 0, optin = 0, per_block = 0; /* optin: read to check its type only */
         const char *name = string_field(d, "name");
         bool ok = read_uint(d, "id", UINT32_MAX, &id) != FIELD_BAD &&
                   read_uint(d, "totalGlobalMem", UINT64_MAX, &mem) != FIELD_BAD &&
@@ -362,7 +362,7 @@ static void take_devices(Import *im, const json_t *props) {
         dev.name = (char *)(name ? name : "");
         dev.memory_bytes = mem;
         dev.max_warps_per_sm = threads_per_sm / (warp ? warp : 32);
-        dev.max_shared_per_block = optin ? optin : per_block;
+        dev.max_shared_per_block = per_block; /* the default limit, as CUPTI reports it (not the opt-in one) */
         agg_device(im->agg, &dev);
     }
 }

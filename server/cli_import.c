@@ -3,21 +3,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../profiler/profile_json.h"
 #include "../profiler/torch_import.h"
 #include "../rules/config.h"
 #include "cli.h"
+#include "profile_store.h"
 
-#define DEFAULT_PROFILE_DIR ".advise/profiles"
-#define MAX_NAME_TRIES 1000
 
 static void import_usage(FILE *out) {
     fputs("usage: advise import TRACE.json [-o FILE] [--name NAME]\n"
@@ -38,10 +36,14 @@ static void import_usage(FILE *out) {
           out);
 }
 
-static int fail(const char *fmt, const char *a, const char *b) {
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
     fputs("advise import: ", stderr);
-    fprintf(stderr, fmt, a, b);
+    vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+    va_end(ap);
     return EXIT_TROUBLE;
 }
 
@@ -57,7 +59,7 @@ static char *read_trace(const char *path, size_t *length) {
         return NULL;
     }
     if ((unsigned long long)st.st_size > TORCH_IMPORT_MAX_BYTES) {
-        fail("'%s' is larger than 2 GiB, more than advise import reads%s", path, "");
+        fail("'%s' is larger than 2 GiB, more than advise import reads", path);
         return NULL;
     }
     int fd = open(path, O_RDONLY | O_NONBLOCK);
@@ -87,100 +89,18 @@ static char *read_trace(const char *path, size_t *length) {
     return text;
 }
 
-/* The nearest folder at or above dir that holds .git, or NULL */
-static char *git_root(const char *dir) {
-    char *cur = realpath(dir, NULL);
-    while (cur) {
-        char probe[PATH_MAX + 8];
-        struct stat st;
-        snprintf(probe, sizeof probe, "%s/.git", strcmp(cur, "/") ? cur : "");
-        if (stat(probe, &st) == 0) return cur;
-        char *slash = strrchr(cur, '/');
-        if (!slash || slash == cur) break;
-        *slash = '\0';
-    }
-    free(cur);
-    return NULL;
-}
-
 /* The project root and its settings; false after printing why */
 static bool find_project(char **root, Config *cfg) {
-    char *toml = config_find(".");
-    if (toml) {
-        char *error = NULL;
-        if (!config_load_file(cfg, toml, &error)) {
-            fail("%s%s", error ? error : "cannot read advise.toml", "");
-            free(error);
-            free(toml);
-            return false;
-        }
-        char *slash = strrchr(toml, '/');
-        if (slash) *(slash == toml ? slash + 1 : slash) = '\0';
-        *root = toml;
-        return true;
-    }
-    *root = git_root(".");
-    if (!*root) *root = realpath(".", NULL);
-    if (!*root) return fail("cannot resolve the current folder: %s%s", strerror(errno), ""), false;
-    return true;
-}
-
-static bool mkdir_p(const char *path) {
-    char buf[PATH_MAX];
-    if ((size_t)snprintf(buf, sizeof buf, "%s", path) >= sizeof buf) return false;
-    for (char *p = buf + 1;; p++) {
-        if (*p == '/' || *p == '\0') {
-            char saved = *p;
-            *p = '\0';
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) return false;
-            struct stat st;
-            if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
-            *p = saved;
-            if (!saved) return true;
-        }
-    }
-}
-
-/* The name as a file name: letters, digits, '.', '-', '_'; others become '_' */
-static void file_safe(char *s) {
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '.' ||
-              *s == '-' || *s == '_'))
-            *s = '_';
-}
-
-/* Creates (empty, exclusively) the first free NAME-STAMP[-N].json in dir;
- * returns its path, or NULL after printing why */
-static char *reserve_output(const char *dir, const char *name) {
-    if (!mkdir_p(dir)) {
-        fail("cannot create the profile folder '%s': %s", dir, strerror(errno));
-        return NULL;
-    }
-    char stamp[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-    char safe[128];
-    snprintf(safe, sizeof safe, "%s", name[0] && strcmp(name, ".") && strcmp(name, "..") ? name : "trace");
-    file_safe(safe);
-    for (int n = 1; n <= MAX_NAME_TRIES; n++) {
-        char suffix[16] = "";
-        if (n > 1) snprintf(suffix, sizeof suffix, "-%d", n);
-        char path[PATH_MAX];
-        if ((size_t)snprintf(path, sizeof path, "%s/%s-%s%s.json", dir, safe, stamp, suffix) >= sizeof path) break;
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
-        if (fd >= 0) {
-            close(fd);
-            return strdup(path);
-        }
-        if (errno != EEXIST) {
-            fail("cannot create '%s': %s", path, strerror(errno));
-            return NULL;
-        }
-    }
-    fail("no free file name for '%s' in '%s'", safe, dir);
-    return NULL;
+    *root = profile_store_root();
+    if (!*root) return fail("cannot resolve the current folder: %s", strerror(errno)), false;
+    char *toml = config_find(*root);
+    if (!toml) return true;
+    char *error = NULL;
+    bool ok = config_load_file(cfg, toml, &error);
+    if (!ok) fail("%s", error ? error : "cannot read advise.toml");
+    free(error);
+    free(toml);
+    return ok;
 }
 
 static void warn_about(const char *trace, const char *root, const TorchImportReport *r) {
@@ -217,20 +137,19 @@ int cli_import(int argc, char **argv) {
             import_usage(stdout);
             return EXIT_CLEAN;
         } else {
-            if (optopt == 'o') fail("-o needs a file name%s%s", "", "");
-            else if (optopt == OPT_NAME) fail("--name needs a name%s%s", "", "");
-            else fail("unknown option '%s'%s", argv[optind - 1], "");
+            if (optopt == 'o') fail("-o needs a file name");
+            else if (optopt == OPT_NAME) fail("--name needs a name");
+            else fail("unknown option '%s'", argv[optind - 1]);
             fputs("(see `advise import --help`)\n", stderr);
             return EXIT_TROUBLE;
         }
     }
     if (argc - optind != 1) {
-        fail(argc == optind ? "which trace? give one TRACE.json%s%s" : "give one trace, not %s%s",
-             argc == optind ? "" : "several", "");
+        fail(argc == optind ? "which trace? give one TRACE.json" : "give one trace, not several");
         fputs("(see `advise import --help`)\n", stderr);
         return EXIT_TROUBLE;
     }
-    if (name && !name[0]) return fail("--name needs a non-empty name%s%s", "", "");
+    if (name && !name[0]) return fail("--name needs a non-empty name");
     const char *trace = argv[optind];
 
     size_t length = 0;
@@ -248,7 +167,7 @@ int cli_import(int argc, char **argv) {
     free(text);
     text = NULL;
     if (!p) {
-        fail("%s%s", error ? error : "import failed", "");
+        fail("%s", error ? error : "import failed");
         goto done;
     }
     if (name) {
@@ -260,14 +179,13 @@ int cli_import(int argc, char **argv) {
     if (output) {
         path = strdup(output);
     } else {
-        const char *dir = cfg.profile_dir && cfg.profile_dir[0] ? cfg.profile_dir : DEFAULT_PROFILE_DIR;
-        char full[PATH_MAX];
-        if ((size_t)snprintf(full, sizeof full, "%s/%s", dir[0] == '/' ? "" : root, dir[0] == '/' ? dir + 1 : dir) >=
-            sizeof full) {
-            fail("profile folder path too long: %s%s", dir, "");
+        char *dir = profile_store_dir(root, cfg.profile_dir);
+        path = dir ? profile_store_reserve(dir, p->name, &error) : NULL;
+        free(dir);
+        if (!path) {
+            fail("%s", error ? error : "out of memory");
             goto done;
         }
-        path = reserve_output(full, p->name ? p->name : "trace");
     }
     if (!path) goto done;
     if (!profile_write_file(p, PROFILE_FINAL, path, &error)) {
@@ -277,7 +195,8 @@ int cli_import(int argc, char **argv) {
     }
     warn_about(trace, root, &report);
     fprintf(stderr, "advise: imported %llu kernels, %llu copies, %zu call sites from %s into %s\n",
-            (unsigned long long)report.kernels, (unsigned long long)report.copies, p->site_count, trace, path);
+            (unsigned long long)report.kernels, (unsigned long long)report.copies, p->site_count, trace,
+            profile_store_display(path));
     status = EXIT_CLEAN;
 done:
     free(text);
