@@ -32,7 +32,13 @@
  * is the function's first line (its `def`, or its first decorator), not the
  * line that made the call. Imported sites are therefore function-level
  * (agg_function_site, ProfSite.function_level): "GPU work launched from
- * inside train_step()", never "from line 42". */
+ * inside train_step()", never "from line 42".
+ *
+ * LIMIT: work launched from threads without Python frames (the backward
+ * pass runs on autograd's per-device threads) gets no site.
+ *
+ * Cost: the whole trace is parsed in memory by jansson, which dominates:
+ * a 200 MB trace of 1.35 M events took about 12 s and 2.5 GB here. */
 #ifndef ADVISE_TORCH_IMPORT_H
 #define ADVISE_TORCH_IMPORT_H
 
