@@ -568,6 +568,10 @@ Profile *torch_import_report(const char *text, size_t length, const char *projec
         *error = format_error("%s: %zu bytes is more than advise import reads (2 GiB)", trace_path, length);
         return NULL;
     }
+    if (length >= 2 && (unsigned char)text[0] == 0x1f && (unsigned char)text[1] == 0x8b) {
+        *error = format_error("%s is gzip-compressed; decompress it first (gunzip -k)", trace_path);
+        return NULL;
+    }
     json_error_t jerr;
     /* every number as a double: an integer too big for int64 is no reason to refuse a trace */
     json_t *root = json_loadb(text, length, JSON_DECODE_INT_AS_REAL, &jerr);

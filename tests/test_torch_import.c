@@ -515,6 +515,12 @@ Test(torch_import, a_bare_event_array_is_a_trace) {
     profile_free(p);
 }
 
+Test(torch_import, gzip_is_named_as_such) {
+    char *error = import_error("\x1f\x8b\x08\x00", 4);
+    cr_expect(strstr(error, "gzip-compressed") != NULL, "%s", error);
+    free(error);
+}
+
 Test(torch_import, refuses_more_than_two_gib) {
     char *error = import_error("{}", TORCH_IMPORT_MAX_BYTES + 1); /* never read past the length check */
     cr_expect(strstr(error, "2 GiB") != NULL, "%s", error);
