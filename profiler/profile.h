@@ -208,6 +208,8 @@ typedef struct {
 #define PROFILE_MAX_COMMAND_ARGS 4096u
 #define PROFILE_MAX_FRAMES       16u   /* per unresolved native site */
 
+/* A Profile comes from profile_new (the adding helpers keep their indexes in
+ * the same allocation) and goes back with profile_free. */
 Profile *profile_new(void);
 void profile_free(Profile *p);
 
@@ -215,6 +217,9 @@ void profile_free(Profile *p);
  * of memory. Strings are copied. */
 int profile_add_file(Profile *p, const char *path);       /* dedups by path */
 int profile_add_site(Profile *p, int file, uint32_t line, const char *function);  /* dedups */
+/* As profile_add_site for a site known only by its function (function_level
+ * set; imported traces); never merged with a line-level site. */
+int profile_add_function_site(Profile *p, int file, uint32_t line, const char *function);
 int profile_add_process(Profile *p, const ProfProcess *proc);
 /* An unresolved native site (parts only); dedups by its frame list. */
 int profile_add_native_site(Profile *p, const ProfFrame *frames, size_t count);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs what advise needs on Debian 12 (only what is missing) and builds
 # it into build/. Installs with apt-get: build-essential cmake pkg-config
-# libjansson-dev libtree-sitter-dev libcriterion-dev libclang-19-dev openssl
+# libjansson-dev libtree-sitter-dev libcriterion-dev libclang-19-dev libdw-dev openssl
 # ca-certificates neovim (the end-to-end LSP tests drive it headless), and
 # nodejs + npm when npm is absent (npm fetches the pinned tree-sitter-python
 # grammar at build time, and the end-to-end tests' client libraries).
@@ -10,7 +10,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-packages="build-essential cmake pkg-config libjansson-dev libtree-sitter-dev libcriterion-dev libclang-19-dev openssl ca-certificates neovim"
+packages="build-essential cmake pkg-config libjansson-dev libtree-sitter-dev libcriterion-dev libclang-19-dev libdw-dev openssl ca-certificates neovim"
 command -v npm >/dev/null 2>&1 || packages="$packages nodejs npm"
 
 missing=""

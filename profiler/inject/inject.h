@@ -21,6 +21,9 @@ extern Aggregator *inject_agg;
 extern const char *inject_root;
 extern size_t inject_root_len;
 
+/* A note for the user about what this process could not record (empty when none). */
+extern char inject_note[512];
+
 /* Is path (absolute) inside the project and not an installed package? */
 bool inject_path_is_user(const char *path);
 /* path relative to the project root (points into path). */

@@ -18,6 +18,7 @@
 #define CORRELATION_SLOTS (1u << 16)
 
 Aggregator *inject_agg;
+char inject_note[512];
 const char *inject_root;
 size_t inject_root_len;
 
@@ -68,6 +69,7 @@ int callsite_current(void) {
 typedef enum { WATCH_NONE, WATCH_WORK, WATCH_SYNC, WATCH_ALLOC } Watch;
 
 static Watch classify(const char *name) {
+    while (*name == '_') name++; /* CUDA 13 launches <<<>>> through __cudaLaunchKernel */
     static const char *const work[] = {"cudaLaunch", "cudaMemcpy", "cudaMemset", "cudaGraphLaunch",
                                        "cuLaunch", "cuMemcpy", "cuMemset", "cuGraphLaunch", NULL};
     static const char *const sync[] = {"cudaDeviceSynchronize", "cudaStreamSynchronize",
@@ -188,6 +190,8 @@ static void write_part(void) {
     if (!start_error && cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped) {
         snprintf(dropped_msg, sizeof dropped_msg, "CUPTI dropped %zu activity records", dropped);
         proc.error = dropped_msg;
+    } else if (!start_error && inject_note[0]) {
+        proc.error = inject_note;
     }
     Profile *p = inject_agg ? agg_to_profile(inject_agg, &proc) : NULL;
     char path[PATH_MAX];

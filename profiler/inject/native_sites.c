@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,6 +39,37 @@ static bool is_python_binary(const char *path) {
     return strncmp(base, "python", 6) == 0;
 }
 
+/* Does the ELF file carry DWARF line tables? Without them its frames could
+ * never be resolved to a line, so it does not count as a user module. */
+static bool has_line_info(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    bool found = false;
+    ElfW(Ehdr) eh;
+    if (fread(&eh, sizeof eh, 1, f) == 1 && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+        eh.e_shentsize == sizeof(ElfW(Shdr)) && eh.e_shnum > 0 && eh.e_shnum < 4096 &&
+        eh.e_shstrndx < eh.e_shnum) {
+        ElfW(Shdr) *sh = calloc(eh.e_shnum, sizeof *sh);
+        if (sh && fseek(f, (long)eh.e_shoff, SEEK_SET) == 0 && fread(sh, sizeof *sh, eh.e_shnum, f) == eh.e_shnum) {
+            const ElfW(Shdr) *strtab = &sh[eh.e_shstrndx];
+            char *names = strtab->sh_size < (1u << 20) ? malloc(strtab->sh_size + 1) : NULL;
+            if (names && fseek(f, (long)strtab->sh_offset, SEEK_SET) == 0 &&
+                fread(names, 1, strtab->sh_size, f) == strtab->sh_size) {
+                names[strtab->sh_size] = '\0';
+                for (int i = 0; i < eh.e_shnum && !found; i++)
+                    if (sh[i].sh_name < strtab->sh_size &&
+                        (strcmp(names + sh[i].sh_name, ".debug_line") == 0 ||
+                         strcmp(names + sh[i].sh_name, ".zdebug_line") == 0))
+                        found = true;
+            }
+            free(names);
+        }
+        free(sh);
+    }
+    fclose(f);
+    return found;
+}
+
 static int collect(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size;
     (void)data;
@@ -56,8 +88,8 @@ static int collect(struct dl_phdr_info *info, size_t size, void *data) {
     char resolved[PATH_MAX];
     if (!realpath(name, resolved)) return 0;
     bool main_program = strcmp(resolved, exe_path) == 0;
-    bool user = (main_program && !is_python_binary(resolved)) ||
-                (!main_program && inject_path_is_user(resolved));
+    bool user = ((main_program && !is_python_binary(resolved)) || (!main_program && inject_path_is_user(resolved))) &&
+                has_line_info(resolved);
     char *copy = strdup(resolved);
     if (!copy) return 1;
     modules[module_count++] = (Module){lo, hi, info->dlpi_addr, copy, user};
@@ -95,6 +127,13 @@ void native_sites_start(void) {
     ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
     exe_path[n > 0 ? n : 0] = '\0';
     refresh_modules();
+    if (exe_path[0] && !is_python_binary(exe_path) && !has_line_info(exe_path)) {
+        const char *base = strrchr(exe_path, '/');
+        snprintf(inject_note, sizeof inject_note,
+                 "%s has no host line information, so its CUDA calls have no call sites: build it with -g "
+                 "(nvcc's -lineinfo covers device code only)",
+                 base ? base + 1 : exe_path);
+    }
 }
 
 /* True when some loaded module is user code: a native program, or a Python

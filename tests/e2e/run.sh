@@ -4,9 +4,11 @@
 #     on (vscode-languageserver-protocol, vscode-jsonrpc), pinned by
 #     package-lock.json and installed here with `npm ci`;
 #   - neovim_client.lua: Debian's neovim, headless, with its built-in client.
+# It also runs tests/profile_schema_check.mjs, which needs the same pinned npm
+# install (ajv): the profile JSON Schema against the C writer's fixtures.
 # Installs what is missing (nodejs + npm and neovim with apt-get, as root or
 # with sudo; the npm packages with `npm ci`), runs both clients against the
-# server binary and exits non-zero if either fails.
+# server binary and the schema check, and exits non-zero if any fails.
 #
 # usage: tests/e2e/run.sh [ADVISE_BINARY]     (default: $ADVISE_BINARY, else build/advise)
 set -eu
@@ -39,9 +41,13 @@ if ! cmp -s "$here/package-lock.json" "$stamp" 2>/dev/null; then
     cp "$here/package-lock.json" "$stamp"
 fi
 
+# ---- the profile format's JSON Schema (needs no binary) ----------------------------
+status=0
+echo "== profile format: profiler/profile.schema.json (ajv) against tests/fixtures/profiles"
+timeout 60 node "$repo/tests/profile_schema_check.mjs" </dev/null || status=1
+
 # ---- the clients ------------------------------------------------------------------
 # each one gets a wall-clock limit on top of its own timeouts
-status=0
 echo "== end-to-end: VS Code's client libraries (node $(node --version)) against $binary"
 ADVISE_BINARY=$binary timeout 120 node "$here/vscode_client.mjs" "$binary" </dev/null || status=1
 
@@ -54,4 +60,4 @@ if [ "$status" -ne 0 ]; then
     echo "e2e: FAILED" >&2
     exit 1
 fi
-echo "== end-to-end: both clients passed"
+echo "== end-to-end: both clients and the profile schema check passed"
