@@ -27,6 +27,11 @@
 
 typedef enum { FIELD_ABSENT, FIELD_OK, FIELD_BAD } Field;
 
+/* d is a whole number (|d| < MAX_EXACT assumed); no libm needed */
+static bool whole(double d) {
+    return d == (double)(int64_t)d;
+}
+
 typedef enum { CAT_OTHER, CAT_KERNEL, CAT_MEMCPY, CAT_MEMSET, CAT_RUNTIME, CAT_DRIVER, CAT_PYTHON, CAT_OVERHEAD } Category;
 
 typedef struct {
@@ -93,7 +98,7 @@ static Field read_uint(const json_t *obj, const char *key, uint64_t max, uint64_
     if (!v || json_is_null(v)) return FIELD_ABSENT;
     if (!json_is_number(v)) return FIELD_BAD;
     double d = json_number_value(v);
-    if (!isfinite(d) || d < 0 || d != floor(d) || d >= MAX_EXACT || d > (double)max) return FIELD_BAD;
+    if (!isfinite(d) || d < 0 || d >= MAX_EXACT || d > (double)max || !whole(d)) return FIELD_BAD;
     *out = (uint64_t)d;
     return FIELD_OK;
 }
@@ -103,7 +108,7 @@ static Field read_int(const json_t *obj, const char *key, int64_t *out) {
     if (!v || json_is_null(v)) return FIELD_ABSENT;
     if (!json_is_number(v)) return FIELD_BAD;
     double d = json_number_value(v);
-    if (!isfinite(d) || d != floor(d) || fabs(d) >= MAX_EXACT) return FIELD_BAD;
+    if (!isfinite(d) || d >= MAX_EXACT || d <= -MAX_EXACT || !whole(d)) return FIELD_BAD;
     *out = (int64_t)d;
     return FIELD_OK;
 }
@@ -122,7 +127,7 @@ static Field read_time(const json_t *obj, const char *key, uint64_t *ns) {
     if (!json_is_number(v)) return FIELD_BAD;
     double d = json_number_value(v);
     if (!isfinite(d) || d < 0 || d > MAX_MICROSECONDS) return FIELD_BAD;
-    *ns = (uint64_t)llround(d * 1000.0);
+    *ns = (uint64_t)(d * 1000.0 + 0.5);
     return FIELD_OK;
 }
 
@@ -133,7 +138,7 @@ static Field read_dim3(const json_t *obj, const char *key, uint32_t out[3]) {
     for (size_t i = 0; i < 3; i++) {
         json_t *x = json_array_get(v, i);
         double d = json_is_number(x) ? json_number_value(x) : -1;
-        if (!isfinite(d) || d < 0 || d != floor(d) || d > UINT32_MAX) return FIELD_BAD;
+        if (!isfinite(d) || d < 0 || d > UINT32_MAX || !whole(d)) return FIELD_BAD;
         out[i] = (uint32_t)d;
     }
     return FIELD_OK;
