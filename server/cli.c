@@ -16,6 +16,7 @@ static void usage(FILE *out) {
           "  check [PATHS...]     analyse Python files and folders (default: .)\n"
           "  rules                list the rules\n"
           "  rule CODE|NAME       print one rule's documentation\n"
+          "  import TRACE.json    turn a torch.profiler trace into an advise profile\n"
           "  server [--stdio]     run the language server (LSP over stdio)\n"
           "  profile -- CMD...    run CMD with the CUDA profiler and write a profile\n"
           "  version              print the version\n"
@@ -35,6 +36,7 @@ int cli_main(int argc, char **argv) {
     if (strcmp(cmd, "check") == 0) return cli_check(argc - 1, argv + 1);
     if (strcmp(cmd, "rules") == 0) return cli_rules(argc - 1, argv + 1);
     if (strcmp(cmd, "rule") == 0) return cli_rule(argc - 1, argv + 1);
+    if (strcmp(cmd, "import") == 0) return cli_import(argc - 1, argv + 1);
     if (strcmp(cmd, "server") == 0) return cli_server(argc - 1, argv + 1);
     if (strcmp(cmd, "profile") == 0) return cli_profile(argc - 1, argv + 1);
     if (strcmp(cmd, "debug-ast") == 0) return cli_debug_ast(argc - 1, argv + 1);

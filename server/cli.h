@@ -13,6 +13,7 @@ int cli_main(int argc, char **argv);
 int cli_check(int argc, char **argv);
 int cli_rules(int argc, char **argv);
 int cli_rule(int argc, char **argv);
+int cli_import(int argc, char **argv);
 int cli_server(int argc, char **argv);
 int cli_debug_ast(int argc, char **argv);
 int cli_profile(int argc, char **argv);
