@@ -340,6 +340,13 @@ static bool set_metadata(Profile *p, const ProfileRun *run) {
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    free(p->name);
+    free(p->source);
+    free(p->created);
+    free(p->tool);
+    for (size_t i = 0; i < p->command_count; i++) free(p->command[i]);
+    free(p->command);
+    p->command_count = 0;
     p->name = run->name ? strdup(run->name) : default_name(run->command);
     p->source = strdup("cupti");
     p->created = strdup(stamp);

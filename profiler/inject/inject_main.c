@@ -177,6 +177,24 @@ static int env_int(const char *a, const char *b) {
     return *end || n < 0 || n > INT32_MAX ? -1 : (int)n;
 }
 
+/* The fields every profile file carries; the parent replaces them. */
+static bool label(Profile *p) {
+    char stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    free(p->name);
+    free(p->source);
+    free(p->created);
+    free(p->tool);
+    p->name = strdup("part");
+    p->source = strdup("cupti");
+    p->created = strdup(stamp);
+    p->tool = strdup("advise-inject");
+    return p->name && p->source && p->created && p->tool;
+}
+
 static void write_part(void) {
     if (getpid() != owner_pid || !parts_dir) return;
     ProfProcess proc = {.pid = getpid(),
@@ -193,13 +211,24 @@ static void write_part(void) {
     } else if (!start_error && inject_note[0]) {
         proc.error = inject_note;
     }
-    Profile *p = inject_agg ? agg_to_profile(inject_agg, &proc) : NULL;
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/part-%ld.json", parts_dir, (long)getpid());
+    Profile *p = inject_agg ? agg_to_profile(inject_agg, &proc) : NULL;
     char *err = NULL;
-    if (!p || !profile_write_file(p, PROFILE_PART, path, &err))
-        fprintf(stderr, "advise: could not write the profile of process %ld: %s\n", (long)getpid(),
-                err ? err : "out of memory");
+    if (!p || !label(p) || !profile_write_file(p, PROFILE_PART, path, &err)) {
+        /* Leave at least the reason, so that `advise profile` can say it. */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "could not write the profile of process %ld: %.900s", (long)getpid(),
+                 err ? err : "out of memory");
+        profile_free(p);
+        Aggregator *empty = agg_new();
+        proc.error = msg;
+        p = empty ? agg_to_profile(empty, &proc) : NULL;
+        agg_free(empty);
+        char *err2 = NULL;
+        if (!p || !label(p) || !profile_write_file(p, PROFILE_PART, path, &err2)) fprintf(stderr, "advise: %s\n", msg);
+        free(err2);
+    }
     free(err);
     profile_free(p);
 }
