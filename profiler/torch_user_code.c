@@ -247,6 +247,21 @@ static bool find_by_tail(TorchUserCode *uc, const char *rel, const char **found)
     return true;
 }
 
+/* A trace recorded in another checkout of the project (a cluster node, a CI
+ * runner): the longest tail of the absolute path, at least two components
+ * long, that names a file under this root. "/work/main/tests/x.py" is found
+ * as tests/x.py. Heap, or NULL. */
+static char *from_other_checkout(const TorchUserCode *uc, const char *abs) {
+    for (const char *tail = strchr(abs + 1, '/'); tail; tail = strchr(tail + 1, '/')) {
+        const char *rel = tail + 1;
+        if (!strchr(rel, '/')) break; /* a bare file name is too weak a match */
+        char full[PATH_MAX];
+        if ((size_t)snprintf(full, sizeof full, "%s/%s", uc->root_len ? uc->root : "", rel) >= sizeof full) continue;
+        if (regular_file(full)) return strdup(rel);
+    }
+    return NULL;
+}
+
 /* The root-relative path of file, or NULL when it is not under the root.
  * Sets *oom on allocation failure. The result is heap-allocated. */
 static char *resolve(TorchUserCode *uc, const char *file, bool *oom) {
@@ -254,11 +269,13 @@ static char *resolve(TorchUserCode *uc, const char *file, bool *oom) {
         const char *below = below_root(uc, file);
         if (below) return strdup(below);
         char *real = realpath(file, NULL);
-        if (!real) return NULL;
-        below = below_root(uc, real);
-        char *rel = below ? strdup(below) : NULL;
-        free(real);
-        return rel;
+        if (real) {
+            below = below_root(uc, real);
+            char *rel = below ? strdup(below) : NULL;
+            free(real);
+            if (rel) return rel;
+        }
+        return from_other_checkout(uc, file);
     }
     while (file[0] == '.' && file[1] == '/') file += 2;
     char full[PATH_MAX];

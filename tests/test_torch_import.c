@@ -681,3 +681,36 @@ Test(import_cli, listed_in_the_usage) {
               "%s", r.out);
     run_result_free(&r);
 }
+
+/* A real trace recorded on an H200 (tests/fixtures/traces/h200/README.md), in
+ * a checkout at another path: its files are found by their tails, and the
+ * work lands on the functions of tests/gpu/torch_sites.py that made it. */
+Test(torch_import, a_trace_recorded_on_an_h200_in_another_checkout) {
+    char *text = harness_slurp(TRACES "/h200/torch_sites.trace.json");
+    cr_assert(text[0]);
+    TorchImportReport report;
+    char *error = NULL;
+    Profile *p = torch_import_report(text, strlen(text), ADVISE_SOURCE_DIR, "torch_sites.trace.json", &report, &error);
+    cr_assert_not_null(p, "%s", error ? error : "?");
+    int layer = find_site(p, "tests/gpu/torch_sites.py", 23, "layer");
+    int step = find_site(p, "tests/gpu/torch_sites.py", 28, "step");
+    cr_assert_geq(layer, 0, "layer() holds the matmul and relu launches");
+    cr_assert_geq(step, 0, "step() holds the sum, the .item() copy and its sync");
+    cr_expect(p->sites[layer].function_level);
+    size_t gemm = 0, item_copies = 0, item_syncs = 0;
+    for (size_t i = 0; i < p->op_count; i++) {
+        const ProfOp *op = &p->ops[i];
+        if (op->kind == PROF_OP_LAUNCH && op->site == layer && strstr(p->kernels[op->kernel].name, "gemm"))
+            gemm += op->stats.count;
+        if (op->kind == PROF_OP_MEMCPY && op->site == step && op->copy == PROF_COPY_DTOH) item_copies += op->stats.count;
+        if (op->kind == PROF_OP_SYNC && op->site == step) item_syncs += op->stats.count;
+    }
+    cr_expect_eq(gemm, 5, "one matmul per step, 5 steps");
+    cr_expect_eq(item_copies, 5);
+    cr_expect_eq(item_syncs, 5);
+    cr_expect_eq(p->device_count, 1);
+    cr_expect_str_eq(p->devices[0].name, "NVIDIA H200");
+    profile_free(p);
+    free(error);
+    free(text);
+}
