@@ -37,14 +37,17 @@ def main():
     args = parser.parse_args()
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip()
-    print(f"GPU: {gpu}; date: {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC; reps: {args.reps}; steps: {args.steps}")
+    print(f"GPU: {gpu}; date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; reps: {args.reps}; steps: {args.steps}")
     loop = [sys.executable, os.path.join(HERE, "train_loop.py"), "--steps", str(args.steps)]
     prefix = [args.advise] if args.advise.endswith("advise-profile") else [args.advise, "profile"]
-    results = {"plain": [], "advise": [], "torch.profiler": []}
+    results = {"plain": [], "advise": [], "advise, no sites": [], "torch.profiler": []}
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(args.reps):
             results["plain"].append(run(loop))
             results["advise"].append(run(prefix + ["-o", os.path.join(tmp, f"p{rep}.json"), "--"] + loop))
+            # activity only: what the call sites cost on top
+            results["advise, no sites"].append(
+                run(["env", "ADVISE_PROFILE_SITES=0"] + prefix + ["-o", os.path.join(tmp, f"n{rep}.json"), "--"] + loop))
             results["torch.profiler"].append(run(loop + ["--torch-profiler"]))
         size = os.path.getsize(os.path.join(tmp, "p0.json"))
     base = statistics.median(r["loop_s"] for r in results["plain"])

@@ -31,6 +31,7 @@ static Module modules[MAX_MODULES];
 static size_t module_count;
 static unsigned long long modules_adds = ~0ull; /* dlpi_adds when the table was built */
 static char exe_path[PATH_MAX];
+static char self_path[PATH_MAX]; /* the injection library's own file */
 static bool wanted;
 
 static bool is_python_binary(const char *path) {
@@ -87,6 +88,7 @@ static int collect(struct dl_phdr_info *info, size_t size, void *data) {
     if (lo >= hi) return 0;
     char resolved[PATH_MAX];
     if (!realpath(name, resolved)) return 0;
+    if (strcmp(resolved, self_path) == 0) return 0; /* this library: never the user's code */
     bool main_program = strcmp(resolved, exe_path) == 0;
     bool user = ((main_program && !is_python_binary(resolved)) || (!main_program && inject_path_is_user(resolved))) &&
                 has_line_info(resolved);
@@ -126,6 +128,12 @@ static void refresh_modules(void) {
 void native_sites_start(void) {
     ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
     exe_path[n > 0 ? n : 0] = '\0';
+    Dl_info self;
+    if (dladdr((void *)native_sites_start, &self) && self.dli_fname) {
+        char *real = realpath(self.dli_fname, NULL);
+        if (real && strlen(real) < sizeof self_path) strcpy(self_path, real);
+        free(real);
+    }
     refresh_modules();
     if (exe_path[0] && !is_python_binary(exe_path) && !has_line_info(exe_path)) {
         const char *base = strrchr(exe_path, '/');
@@ -139,7 +147,10 @@ void native_sites_start(void) {
 /* True when some loaded module is user code: a native program, or a Python
  * program with its own extension built in the project. */
 bool native_sites_wanted(void) {
-    refresh_modules();
+    /* Libraries loaded later (a user extension imported mid-run) are noticed
+     * within 256 calls per thread; dl_iterate_phdr takes the loader's lock. */
+    static __thread unsigned calls;
+    if (calls++ % 256 == 0) refresh_modules();
     return __atomic_load_n(&wanted, __ATOMIC_ACQUIRE);
 }
 
