@@ -34,11 +34,13 @@ def main():
     parser.add_argument("--advise", required=True, help="advise or advise-profile binary")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--batch", type=int, default=32, help="sequences of 256 tokens per step")
     args = parser.parse_args()
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip()
-    print(f"GPU: {gpu}; date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; reps: {args.reps}; steps: {args.steps}")
-    loop = [sys.executable, os.path.join(HERE, "train_loop.py"), "--steps", str(args.steps)]
+    print(f"GPU: {gpu}; date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
+          f"reps: {args.reps}; steps: {args.steps}; batch: {args.batch}x256 tokens")
+    loop = [sys.executable, os.path.join(HERE, "train_loop.py"), "--steps", str(args.steps), "--batch", str(args.batch)]
     prefix = [args.advise] if args.advise.endswith("advise-profile") else [args.advise, "profile"]
     results = {"plain": [], "advise": [], "advise, no sites": [], "torch.profiler": []}
     with tempfile.TemporaryDirectory() as tmp:
@@ -50,6 +52,10 @@ def main():
                 run(["env", "ADVISE_PROFILE_SITES=0"] + prefix + ["-o", os.path.join(tmp, f"n{rep}.json"), "--"] + loop))
             results["torch.profiler"].append(run(loop + ["--torch-profiler"]))
         size = os.path.getsize(os.path.join(tmp, "p0.json"))
+        with open(os.path.join(tmp, "p0.json")) as f:
+            profile = json.load(f)
+    launches = sum(op["stats"]["count"] for op in profile["ops"] if op["kind"] == "launch")
+    busy = sum(t["busy_ns"] for t in profile["timelines"]) / max(1, sum(t["span_ns"] for t in profile["timelines"]))
     base = statistics.median(r["loop_s"] for r in results["plain"])
     base_wall = statistics.median(r["wall_s"] for r in results["plain"])
     print(f"{'mode':16} {'loop median s':>14} {'overhead':>9} {'loop min..max s':>18} {'command s':>10} {'overhead':>9} {'export s':>9}")
@@ -60,7 +66,8 @@ def main():
         exp = statistics.median(r["export_s"] for r in rs)
         print(f"{mode:16} {med:14.4f} {100 * (med / base - 1):8.2f}% {min(loops):8.4f}..{max(loops):8.4f} "
               f"{wall:10.3f} {100 * (wall / base_wall - 1):8.2f}% {exp:9.3f}")
-    print(f"advise profile file size: {size} bytes")
+    steps = args.steps + 10  # the warm-up steps run under the profiler too
+    print(f"advise profile: {size} bytes; {launches / steps:.0f} kernel launches per step; GPU busy {100 * busy:.0f}%")
 
 
 if __name__ == "__main__":
