@@ -40,7 +40,6 @@ static struct {
     void (*incref)(PyObject *);
     void (*decref)(PyObject *);
     void (*err_clear)(void);
-    void *(*this_thread_state)(void);            /* no GIL needed */
 } py;
 
 /* What we know of one code object; created under the GIL, never freed. */
@@ -63,6 +62,7 @@ typedef struct {
 
 static __thread UserFrame user_stack[STACK_DEPTH];
 static __thread int user_depth; /* may exceed STACK_DEPTH; only the first entries are kept */
+static __thread bool ran_python; /* the hook has run on this thread */
 
 /* (code info, line) -> site, per thread: most launches repeat a few lines. */
 #define SITE_CACHE 256
@@ -144,6 +144,7 @@ static void push(PyObject *frame, const CodeInfo *info) {
 }
 
 static int profile_hook(PyObject *self, PyObject *frame, int what, PyObject *arg) {
+    ran_python = true;
     if (what == TRACE_CALL) {
         PyObject *code = py.frame_code(frame);
         if (!code) return 0;
@@ -210,7 +211,6 @@ void python_sites_start(void) {
     LOAD(incref, "Py_IncRef");
     LOAD(decref, "Py_DecRef");
     LOAD(err_clear, "PyErr_Clear");
-    LOAD(this_thread_state, "PyGILState_GetThisThreadState");
     if (!py.add_pending_call || !(py.set_profile_all || py.set_profile) || !py.get_frame || !py.frame_back ||
         !py.frame_code || !py.frame_line || !py.get_attr || !py.as_utf8 || !py.incref || !py.decref ||
         !py.err_clear)
@@ -227,9 +227,11 @@ bool python_sites_active(void) {
 int python_site(void) {
     if (!python_sites_active()) return -1;
     if (user_depth <= 0) {
-        /* a Python thread in library code only (a DataLoader thread): unknown;
-         * a thread Python never ran on: the line that queued its work */
-        if (py.this_thread_state && py.this_thread_state()) return -1;
+        /* a thread running library Python code only (a DataLoader thread):
+         * unknown; a thread that never ran Python code (autograd's workers,
+         * which PyTorch gives a thread state up front): the line that
+         * queued its work */
+        if (ran_python) return -1;
         return __atomic_load_n(&last_user_site, __ATOMIC_RELAXED);
     }
     int top = (user_depth <= STACK_DEPTH ? user_depth : STACK_DEPTH) - 1;
