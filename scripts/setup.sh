@@ -10,7 +10,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-packages="build-essential cmake pkg-config libjansson-dev libtree-sitter-dev libcriterion-dev libclang-19-dev libdw-dev openssl ca-certificates neovim"
+packages="build-essential cmake pkg-config python3 libjansson-dev libtree-sitter-dev libcriterion-dev libclang-19-dev libdw-dev openssl ca-certificates neovim"
 command -v npm >/dev/null 2>&1 || packages="$packages nodejs npm"
 
 missing=""
