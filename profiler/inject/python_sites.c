@@ -94,6 +94,11 @@ static CodeInfo *describe(PyObject *code) {
             if (getcwd(cwd, sizeof cwd) && (size_t)snprintf(joined, sizeof joined, "%s/%s", cwd, file) < sizeof joined)
                 path = joined;
         }
+        if (strstr(file, "/torch/profiler/profiler.py") && !inject_note[0])
+            /* torch.profiler asks CUPTI for a second subscriber, which fails */
+            snprintf(inject_note, sizeof inject_note,
+                     "torch.profiler ran inside `advise profile`: CUPTI takes one profiler at a time, so "
+                     "torch.profiler recorded no GPU activity (advise's profile is complete)");
         if (realpath(path, resolved) && inject_path_is_user(resolved)) {
             ci->user = true;
             ci->file = strdup(inject_relative(resolved));
