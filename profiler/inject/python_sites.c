@@ -79,6 +79,17 @@ static bool active;
  * that called backward() while it waits for them. */
 static int last_user_site = -1;
 
+/* Is this torch.profiler's start of a profiling session (_KinetoProfile.start,
+ * which `with profile(...)` and profile.start() both call)? */
+static bool starts_profiling(PyObject *code) {
+    PyObject *name = py.get_attr(code, "co_qualname");
+    const char *s = name ? py.as_utf8(name) : NULL;
+    bool starts = s && strcmp(s, "_KinetoProfile.start") == 0;
+    if (name) py.decref(name);
+    py.err_clear();
+    return starts;
+}
+
 static CodeInfo *describe(PyObject *code) {
     CodeInfo *ci = calloc(1, sizeof *ci);
     if (!ci) return NULL;
@@ -94,7 +105,7 @@ static CodeInfo *describe(PyObject *code) {
             if (getcwd(cwd, sizeof cwd) && (size_t)snprintf(joined, sizeof joined, "%s/%s", cwd, file) < sizeof joined)
                 path = joined;
         }
-        if (strstr(file, "/torch/profiler/profiler.py") && !inject_note[0])
+        if (strstr(file, "/torch/profiler/profiler.py") && !inject_note[0] && starts_profiling(code))
             /* torch.profiler asks CUPTI for a second subscriber, which fails */
             snprintf(inject_note, sizeof inject_note,
                      "torch.profiler ran inside `advise profile`: CUPTI takes one profiler at a time, so "
