@@ -79,12 +79,13 @@ static bool active;
  * that called backward() while it waits for them. */
 static int last_user_site = -1;
 
-/* Is this torch.profiler's start of a profiling session (_KinetoProfile.start,
- * which `with profile(...)` and profile.start() both call)? */
+/* Is this torch.profiler starting a profiling session (`with profile(...)`
+ * and profile.start() go through these)? */
 static bool starts_profiling(PyObject *code) {
     PyObject *name = py.get_attr(code, "co_qualname");
     const char *s = name ? py.as_utf8(name) : NULL;
-    bool starts = s && strcmp(s, "_KinetoProfile.start") == 0;
+    bool starts = s && (strcmp(s, "_KinetoProfile.start") == 0 || strcmp(s, "_KinetoProfile.prepare_trace") == 0 ||
+                        strcmp(s, "_KinetoProfile.start_trace") == 0 || strcmp(s, "profile.start") == 0);
     if (name) py.decref(name);
     py.err_clear();
     return starts;
