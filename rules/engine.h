@@ -30,4 +30,18 @@ bool engine_check_cuda(const Document *doc, const CudaSource *cuda, const Config
 bool engine_check_region(const Document *doc, const PySource *py, const Config *cfg, ByteRange region,
                          FindingList *out, EngineReport *report, char **error);
 
+/* Merges a profile into the findings of one document (after engine_check*):
+ * - static findings get measured evidence, an estimated gain and a severity
+ *   from what their lines cost (per the rule's Measure); findings in code
+ *   the profile shows cold are demoted to hints, or dropped when
+ *   `[profile] cold = "hide"`;
+ * - the profile rules (rules/profile/) add findings only a profile gives;
+ * - when the file changed since it was profiled (content hash), every
+ *   measured figure is marked stale in its evidence, never silently wrong.
+ * relative_path: the document's path relative to the project root, as the
+ * profile names files. A document the profile does not mention is left as
+ * it is. False only when memory runs out. */
+bool engine_merge_profile(const Document *doc, const char *relative_path, const ProfileView *profile,
+                          const Config *cfg, FindingList *out);
+
 #endif

@@ -16,6 +16,26 @@
 #include "../analysis/python_source.h"
 
 typedef struct RuleContext RuleContext;
+typedef struct ProfileView ProfileView;
+
+/* How a profile's measurements attach to a static finding of this rule
+ * (rules/measure.c computes evidence, estimated gain and severity; each
+ * model is documented there and in the README):
+ *   MEASURE_SYNC      host waits at the finding's lines (syncs, .item())
+ *   MEASURE_COPY      copies at the lines: bytes, bandwidth, pinned estimate
+ *   MEASURE_LAUNCHES  many small launches at the lines (unfused work)
+ *   MEASURE_KERNEL    the GPU time of the kernel the finding sits in (CUDA)
+ *   MEASURE_ALLOC     allocations at the lines (allocation in a loop)
+ *   MEASURE_GPU_TIME  any GPU time made at the lines (no gain estimate) */
+typedef enum {
+    MEASURE_NONE,
+    MEASURE_SYNC,
+    MEASURE_COPY,
+    MEASURE_LAUNCHES,
+    MEASURE_KERNEL,
+    MEASURE_ALLOC,
+    MEASURE_GPU_TIME,
+} Measure;
 
 typedef struct Rule {
     const char *code;     /* stable: "PY001" */
@@ -32,6 +52,11 @@ typedef struct Rule {
     /* Python rules are skipped in files that neither import torch nor
      * mention CUDA; set this for a rule that applies to them anyway. */
     bool runs_without_torch;
+    /* How measurements attach to this rule's findings (see Measure). */
+    Measure measure;
+    /* Profile rules (rules/profile/): findings only a profile can give. Set
+     * instead of check; runs when a profile is merged, with ctx->profile. */
+    void (*check_profile)(RuleContext *ctx);
 } Rule;
 
 struct RuleContext {
@@ -45,6 +70,11 @@ struct RuleContext {
      * region_end) are analysed (see rule_walk) */
     bool has_region;
     size_t region_start, region_end;
+    /* profile rules: the merged profile, this document's file in it (never
+     * -1 when check_profile runs) and its path relative to the project root */
+    const ProfileView *profile;
+    int profile_file;
+    const char *relative_path;
 };
 
 /* Walks the parse tree in preorder: the whole module, or only the top-level

@@ -1,0 +1,73 @@
+/* A read-only view of one profile for the engine: the newest profile of a
+ * folder (or a given file) with indexes by source line and by kernel, the
+ * run's totals, and whether a source file changed since it was profiled.
+ *
+ * Pure C over profile.h; no rule, LSP or output knowledge. */
+#ifndef ADVISE_PROFILE_VIEW_H
+#define ADVISE_PROFILE_VIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile.h"
+
+typedef struct ProfileView ProfileView;
+
+/* path: a profile file, or a folder whose newest profile is taken (by
+ * `created`, then file name; unreadable or invalid files are skipped with
+ * their reason kept for profile_view_notes). NULL with *error set when
+ * nothing usable is there. */
+ProfileView *profile_view_load(const char *path, char **error);
+/* Takes ownership of p (used by tests and by callers that built one). */
+ProfileView *profile_view_new(Profile *p, const char *source_path);
+void profile_view_free(ProfileView *v);
+
+const Profile *profile_view_profile(const ProfileView *v);
+const char *profile_view_path(const ProfileView *v);      /* the file it came from, or "" */
+
+/* The run's length: the longest process wall time, else the longest GPU
+ * span. Shares ("11% of the run") are taken against this. */
+uint64_t profile_view_run_ns(const ProfileView *v);
+/* GPU time: kernels + copies + memsets, summed over all devices. */
+uint64_t profile_view_gpu_ns(const ProfileView *v);
+/* Kernel time alone, summed. */
+uint64_t profile_view_kernel_ns(const ProfileView *v);
+/* The first device described (the profiled GPU), or NULL. */
+const ProfDevice *profile_view_device(const ProfileView *v);
+
+/* Index into files of a root-relative path, or -1. */
+int profile_view_file(const ProfileView *v, const char *path);
+
+typedef enum { PROFILE_FRESH, PROFILE_STALE, PROFILE_NO_HASH } ProfileFreshness;
+/* Compares the file's recorded sha256 with text's. */
+ProfileFreshness profile_view_freshness(const ProfileView *v, int file, const char *text, size_t length);
+
+/* The operations whose site is in file at a line within [first, last]
+ * (1-based, inclusive), in profile order. Returns how many there are;
+ * fills at most max pointers. */
+size_t profile_view_ops_in(const ProfileView *v, int file, uint32_t first, uint32_t last, const ProfOp **out,
+                           size_t max);
+
+/* What one line of a file cost, all operations summed. */
+typedef struct {
+    uint32_t line;
+    uint64_t launches;       /* kernel launches made there */
+    uint64_t kernel_ns;      /* their GPU time */
+    uint64_t copy_ns, copy_bytes, copies;
+    uint64_t sync_ns, syncs; /* host time waiting */
+    uint64_t alloc_ns, allocs;
+} ProfileLineCost;
+
+/* Every line of file with a cost, sorted by line. *out points into the view. */
+size_t profile_view_lines(const ProfileView *v, int file, const ProfileLineCost **out);
+
+/* A kernel's figures summed over its launch configurations, found by the
+ * function's name ("transpose_naive" matches "transpose_naive(float*, ...)",
+ * "void ns::transpose_naive<32>(...)"). false when the profile has none. */
+bool profile_view_kernel(const ProfileView *v, const char *function, ProfStats *sum, const ProfKernel **example);
+
+/* Sites whose launches ran this kernel (index into kernels). */
+size_t profile_view_kernel_sites(const ProfileView *v, int kernel, int *sites, size_t max);
+
+#endif
