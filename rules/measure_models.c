@@ -187,8 +187,8 @@ static bool measure_copy_ops(const MeasureSite *s, Measurement *m, const ProfOp 
                      "measured copy time less the pinned estimate: bytes / pinned bandwidth (%.0f GB/s%s) "
                      "+ 1.5 \xC2\xB5s per copy",
                      pinned_bw / 1e9, measured_bw ? ", this run's pinned copies" : ", PCIe 5 default");
-        } else if (!evidence(m, "pinned memory would copy no faster here; its gain is overlap with other work, "
-                                "which needs cudaMemcpyAsync on a stream"))
+        } else if (!evidence(m, "pinned memory would copy no faster here: what it gains is overlap of the copy "
+                                "with other work, which the profile does not measure"))
             return false;
     }
     if (total_gain > 0) return gain(m, total_gain, "program", "%s", model);
