@@ -45,6 +45,11 @@ bool engine_check_region(const Document *doc, const PySource *py, const Config *
 bool engine_merge_profile(const Document *doc, const char *relative_path, const ProfileView *profile,
                           const Config *cfg, FindingList *out);
 
+/* What a finding measurably cost (ns): the GPU time and host waits that the
+ * profile measured at its lines (file: the document's file in profile).
+ * Used to rank findings that have no estimated gain. */
+uint64_t engine_measured_cost_ns(const Document *doc, const ProfileView *profile, int file, const Finding *f);
+
 /* What a merge did to one document. */
 typedef struct {
     bool mentioned;      /* the profile holds the document's file */

@@ -285,3 +285,10 @@ bool engine_merge_profile(const Document *doc, const char *relative_path, const 
                           const Config *cfg, FindingList *out) {
     return engine_merge_profile_parsed(doc, NULL, NULL, relative_path, profile, cfg, out, NULL);
 }
+
+uint64_t engine_measured_cost_ns(const Document *doc, const ProfileView *profile, int file, const Finding *f) {
+    if (!profile || file < 0) return 0;
+    uint32_t first = line_of(doc, f->range.start);
+    uint32_t last = line_of(doc, f->range.end > f->range.start ? f->range.end - 1 : f->range.start);
+    return measure_lines_cost(profile, file, first, last);
+}
