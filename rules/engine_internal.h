@@ -12,4 +12,10 @@
 size_t engine_settle_findings(const Document *doc, const PySource *py, const Config *cfg, FindingList *out,
                               size_t first_new);
 
+/* engine_merge_profile_parsed with the profile rules taken from rules
+ * instead of the registry (tests run rules of their own through it). */
+bool engine_merge_profile_with(const Document *doc, const PySource *py, const CudaSource *cuda,
+                               const char *relative_path, const ProfileView *profile, const Config *cfg,
+                               const Rule *const *rules, size_t rule_count, FindingList *out, MergeReport *report);
+
 #endif

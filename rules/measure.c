@@ -217,13 +217,12 @@ static bool merge_finding(const Merge *m, Finding *f, bool *drop, MergeReport *r
     return ok;
 }
 
-static bool run_profile_rules(const Merge *m, const char *relative_path, FindingList *out, MergeReport *report) {
+static bool run_profile_rules(const Merge *m, const char *relative_path, const Rule *const *rules, size_t count,
+                              FindingList *out, MergeReport *report) {
     size_t first_new = out->count;
-    size_t count;
-    const Rule *const *all = rules_all(&count);
     bool oom = false;
     for (size_t i = 0; i < count; i++) {
-        const Rule *rule = all[i];
+        const Rule *rule = rules[i];
         if (!rule->check_profile || !(rule->languages & m->doc->language) || !config_rule_enabled(m->cfg, rule))
             continue;
         RuleContext ctx = {.rule = rule, .doc = m->doc, .py = m->py, .cuda = m->cuda, .out = out,
@@ -244,9 +243,9 @@ static void stale_note(const ProfileView *v, char *buf, size_t size) {
              strlen(c) >= 16 ? c + 11 : "");
 }
 
-bool engine_merge_profile_parsed(const Document *doc, const PySource *py, const CudaSource *cuda,
-                                 const char *relative_path, const ProfileView *profile, const Config *cfg,
-                                 FindingList *out, MergeReport *report) {
+bool engine_merge_profile_with(const Document *doc, const PySource *py, const CudaSource *cuda,
+                               const char *relative_path, const ProfileView *profile, const Config *cfg,
+                               const Rule *const *rules, size_t rule_count, FindingList *out, MergeReport *report) {
     MergeReport local;
     if (!report) report = &local;
     memset(report, 0, sizeof *report);
@@ -274,11 +273,19 @@ bool engine_merge_profile_parsed(const Document *doc, const PySource *py, const 
         if (drop) finding_list_remove(out, i);
         else i++;
     }
-    if (ok) ok = run_profile_rules(&m, relative_path, out, report);
+    if (ok) ok = run_profile_rules(&m, relative_path, rules, rule_count, out, report);
     finding_list_sort(out);
     py_source_free(owned_py);
     cuda_source_free(owned_cuda);
     return ok;
+}
+
+bool engine_merge_profile_parsed(const Document *doc, const PySource *py, const CudaSource *cuda,
+                                 const char *relative_path, const ProfileView *profile, const Config *cfg,
+                                 FindingList *out, MergeReport *report) {
+    size_t count;
+    const Rule *const *all = rules_all(&count);
+    return engine_merge_profile_with(doc, py, cuda, relative_path, profile, cfg, all, count, out, report);
 }
 
 bool engine_merge_profile(const Document *doc, const char *relative_path, const ProfileView *profile,

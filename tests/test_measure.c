@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "../rules/engine.h"
+#include "../rules/engine_internal.h"
 #include "../rules/measure.h"
 #include "cli_harness.h"
 #include "profile_builder.h"
@@ -297,4 +298,96 @@ Test(measure, numbers_in_words) {
     cr_expect_str_eq(buf, "0.5%");
     measure_share(1, 100000, buf, sizeof buf);
     cr_expect_str_eq(buf, "<0.1%");
+}
+
+/* A profile rule of the test's own: one finding on each line the profile
+ * says waited, with what its context holds. */
+static int profile_rule_runs;
+static void check_waits(RuleContext *ctx) {
+    profile_rule_runs++;
+    cr_expect_str_eq(ctx->relative_path, LOOP);
+    cr_expect(ctx->profile && ctx->profile_file >= 0 && ctx->py);
+    const ProfileLineCost *lines;
+    size_t n = profile_view_lines(ctx->profile, ctx->profile_file, &lines);
+    for (size_t i = 0; i < n; i++)
+        if (lines[i].syncs) {
+            size_t start = ctx->doc->line_starts[lines[i].line - 1];
+            Finding *f = rule_report(ctx, start, start + 1, "waited %llu times", (unsigned long long)lines[i].syncs);
+            if (f) finding_add_evidence(f, "measured by the rule");
+        }
+}
+
+static const Rule wait_rule = {.code = "PX900", .name = "test-waits", .severity = SEVERITY_INFO,
+                               .languages = LANGUAGE_PYTHON, .summary = "test", .documentation = "",
+                               .check_profile = check_waits};
+
+static size_t count_code(const FindingList *list, const char *code) {
+    size_t n = 0;
+    for (size_t i = 0; i < list->count; i++) n += strcmp(list->items[i].code, code) == 0;
+    return n;
+}
+
+static MergeReport merge_with_rule(const char *text, Profile *p, Config *cfg, FindingList *out) {
+    Document *doc = document_new("t.py", LANGUAGE_PYTHON, text, strlen(text));
+    ProfileView *v = profile_view_new(p, "");
+    const Rule *rules[] = {&wait_rule};
+    MergeReport report;
+    finding_list_init(out);
+    cr_assert(engine_merge_profile_with(doc, NULL, NULL, LOOP, v, cfg, rules, 1, out, &report));
+    for (size_t i = 0; i < out->count; i++) cr_expect_eq(out->items[i].range.start < doc->length, true);
+    profile_view_free(v);
+    document_free(doc);
+    return report;
+}
+
+Test(measure, profile_rules_run_filtered_like_the_others) {
+    const char *text = "import torch\nx = 1\ny = 2  # advise: ignore[PX900]\nz = 3\n";
+    Config cfg;
+    config_init(&cfg);
+    Profile *p = pb_new(1000, 0);
+    pb_sync(p, LOOP, 2, 3, 300);
+    pb_sync(p, LOOP, 3, 1, 100);
+    pb_sync(p, LOOP, 4, 2, 200);
+    FindingList out;
+    profile_rule_runs = 0;
+    MergeReport report = merge_with_rule(text, p, &cfg, &out);
+    cr_expect_eq(profile_rule_runs, 1);
+    cr_expect_eq(count_code(&out, "PX900"), 2, "line 3 is suppressed by its comment");
+    cr_expect_eq(report.suppressed, 1);
+    cr_expect_str_eq(out.items[0].message, "waited 3 times");
+    cr_expect_str_eq(out.items[1].message, "waited 2 times");
+    finding_list_free(&out);
+
+    /* a profile that does not mention the file: the rule does not run */
+    p = pb_new(1000, 0);
+    pb_sync(p, "elsewhere.py", 2, 1, 100);
+    profile_rule_runs = 0;
+    report = merge_with_rule(text, p, &cfg, &out);
+    cr_expect_eq(profile_rule_runs, 0);
+    cr_expect_not(report.mentioned);
+    finding_list_free(&out);
+
+    /* ignored by the config */
+    string_list_add(&cfg.ignore, "PX900");
+    p = pb_new(1000, 0);
+    pb_sync(p, LOOP, 2, 3, 300);
+    profile_rule_runs = 0;
+    merge_with_rule(text, p, &cfg, &out);
+    cr_expect_eq(profile_rule_runs, 0);
+    cr_expect_eq(out.count, 0);
+    finding_list_free(&out);
+    config_free(&cfg);
+
+    /* a stale file: the rule's findings say so too */
+    config_init(&cfg);
+    p = pb_new(1000, 0);
+    pb_sync(p, LOOP, 2, 3, 300);
+    pb_hash(p, LOOP, "older text\n");
+    report = merge_with_rule(text, p, &cfg, &out);
+    cr_expect(report.stale);
+    cr_assert_eq(out.count, 1);
+    cr_expect_eq(out.items[0].evidence_count, 2);
+    cr_expect(strstr(out.items[0].evidence[1], "older than this file"));
+    finding_list_free(&out);
+    config_free(&cfg);
 }
