@@ -32,6 +32,7 @@ typedef struct {
     char *project_root;       /* profile paths are relative to it */
     ProfileSet *profiles;     /* merged when not NULL */
     size_t files_merged;
+    char *merge_note;         /* "merging profile ..." for stderr, once a file merges */
 } CheckOptions;
 
 static void check_usage(FILE *out) {
@@ -158,8 +159,8 @@ static void describe_profile(const ProfileView *v, char *buf, size_t size) {
              d ? " on " : "", d ? d->name : "");
 }
 
-/* --profile, or [profile] dir when it holds profiles; says on stderr what
- * is merged. */
+/* --profile, or [profile] dir when it holds profiles; prepares the line
+ * that says on stderr what is merged (printed when a file first merges). */
 static int load_profiles(CheckOptions *o) {
     if (o->no_profile) return EXIT_CLEAN;
     char *error = NULL, *dir = NULL;
@@ -192,12 +193,12 @@ static int load_profiles(CheckOptions *o) {
     describe_profile(newest, when, sizeof when);
     size_t count = profile_set_count(o->profiles);
     if (count == 1)
-        fprintf(stderr, "advise: merging profile %s (recorded %s)\n", profile_store_display(profile_view_path(newest)),
-                when);
+        o->merge_note = format_string("advise: merging profile %s (recorded %s)\n",
+                                      profile_store_display(profile_view_path(newest)), when);
     else
-        fprintf(stderr, "advise: merging %zu profiles from %s, each file with the newest that mentions it (newest "
-                        "recorded %s)\n",
-                count, profile_store_display(o->profile_path ? o->profile_path : dir), when);
+        o->merge_note = format_string("advise: merging %zu profiles from %s, each file with the newest that mentions "
+                                      "it (newest recorded %s)\n",
+                                      count, profile_store_display(o->profile_path ? o->profile_path : dir), when);
     free(dir);
     return EXIT_CLEAN;
 }
@@ -300,7 +301,7 @@ static bool check_one(CheckOptions *o, const char *path, CheckOutput *out, Check
         const EngineReport *report = &checked.report;
         s->files_checked++;
         s->suppressed += report->suppressed + checked.merge.suppressed;
-        o->files_merged += checked.merge.mentioned;
+        if (checked.merge.mentioned && o->files_merged++ == 0 && o->merge_note) fputs(o->merge_note, stderr);
         if (report->syntax_error) {
             size_t line, col;
             display_position(doc, report->error_offset, &line, &col);
@@ -434,6 +435,7 @@ int cli_check(int argc, char **argv) {
     file_list_free(&files);
     config_free(&o.cfg);
     profile_set_free(o.profiles);
+    free(o.merge_note);
     free(o.project_root);
     free(root);
     if (trouble) return EXIT_TROUBLE;
