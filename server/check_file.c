@@ -6,16 +6,15 @@
 
 char *project_relative_path(const char *root, const char *path) {
     char *abs = realpath(path, NULL);
-    if (!abs || !root) {
-        free(abs);
-        return NULL;
-    }
-    size_t n = strlen(root);
-    while (n > 1 && root[n - 1] == '/') n--;
+    char *base = root ? realpath(root, NULL) : NULL;
     char *rel = NULL;
-    if (strcmp(root, "/") == 0) rel = strdup(abs + 1);
-    else if (strncmp(abs, root, n) == 0 && abs[n] == '/') rel = strdup(abs + n + 1);
+    if (abs && base) {
+        size_t n = strlen(base);
+        if (strcmp(base, "/") == 0) rel = strdup(abs + 1);
+        else if (strncmp(abs, base, n) == 0 && abs[n] == '/') rel = strdup(abs + n + 1);
+    }
     free(abs);
+    free(base);
     return rel;
 }
 
