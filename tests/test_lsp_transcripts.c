@@ -772,8 +772,9 @@ static void do_expect(Session *s, const char *arg, bool skip_unmatched) {
             matched(s, &e, msg);
             break;
         }
+        bool log = is_log_message(msg); /* before the message is freed */
         json_decref(msg);
-        if (skip_unmatched || (!pattern_is_log && is_log_message(msg))) continue;
+        if (skip_unmatched || (!pattern_is_log && log)) continue;
         fail(s, "the next message does not match: %s", why.data);
     }
     free(why.data);
