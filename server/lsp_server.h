@@ -84,6 +84,17 @@ struct LspServer {
     double full_pass_delay;      /* seconds of quiet before the full pass after a quick one */
     bool quick_pass;             /* re-analyse only the edited top-level statement first */
     bool refresh_support;        /* workspace.diagnostics.refreshSupport */
+    bool codelens_refresh;       /* workspace.codeLens.refreshSupport */
+
+    /* profiles (lsp_profile.c): the loaded folder, replaced whole by the
+     * watcher thread; readers take a reference under the lock */
+    struct LspProfiles *profiles;    /* NULL until the first load */
+    bool profiles_ready;             /* false while the configured folder is read: analyses wait */
+    unsigned profile_generation;     /* bumped when the settings that choose the folder may have changed */
+    pthread_cond_t profile_wake;
+    pthread_t profile_thread;
+    bool profile_thread_started;
+    struct FindingsJob *findings_jobs; /* advise/findings threads, joined at exit */
 
     LspDocument *documents;
     unsigned long next_serial;
@@ -131,8 +142,14 @@ void lsp_handle_execute_command(LspServer *s, json_t *id, json_t *params);
 void lsp_scans_join(LspServer *s);
 json_t *lsp_findings_to_diagnostics(const LspServer *s, const LspDocument *d, const FindingList *findings,
                                     const Document *doc, int64_t version);
+/* The LSP Diagnostic message of a finding: its message, the first line of
+ * measured evidence and the estimated gain (all evidence goes in `data`). */
+char *lsp_diagnostic_message(const Finding *f);
 /* Applies LSP settings (initializationOptions, didChangeConfiguration or a
  * workspace/configuration answer); reports problems with window/logMessage. */
 void lsp_apply_settings(LspServer *s, json_t *settings);
+
+/* profiles (lsp_profile.c, lsp_profile_features.c) */
+#include "lsp_profile.h"
 
 #endif

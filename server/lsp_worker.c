@@ -52,6 +52,10 @@ void lsp_answer_pulls(LspServer *s, LspDocument *d) {
  * seconds to the next due time, or -1) */
 static LspDocument *next_due(LspServer *s, double *wait) {
     double now = lsp_now(), soonest = -1;
+    if (!s->profiles_ready) { /* the profile folder is being read: the watcher wakes us */
+        *wait = -1;
+        return NULL;
+    }
     LspDocument *pick = NULL;
     double pick_due = 0;
     for (LspDocument *d = s->documents; d; d = d->next) {
@@ -208,6 +212,10 @@ static void keep_outside(const FindingList *old, size_t ua, size_t ub_old, size_
         g->range = r;
         g->message = strdup(f->message);
         for (size_t k = 0; k < f->evidence_count; k++) finding_add_evidence(g, "%s", f->evidence[k]);
+        if (f->gain.present) {
+            g->gain = f->gain;
+            g->gain.model = f->gain.model ? strdup(f->gain.model) : NULL;
+        }
         for (size_t k = 0; k < f->related_count; k++) {
             ByteRange rr = f->related[k].range;
             if (shift_range(&rr, span_a, span_b, delta)) finding_add_related(g, rr, f->related[k].message);
@@ -229,6 +237,31 @@ static void keep_outside(const FindingList *old, size_t ua, size_t ub_old, size_
                 fix_add_edit(copy, moved[e].start, moved[e].end, fix->edits[e].new_text);
         }
     }
+}
+
+/* Removes the findings of profile rules (the quick pass makes them anew). */
+static bool drop_profile_rule_findings(FindingList *list) {
+    for (size_t i = 0; i < list->count;) {
+        const Rule *rule = rule_find(list->items[i].code);
+        if (rule && rule->check_profile) finding_list_remove(list, i);
+        else i++;
+    }
+    return true;
+}
+
+/* Moves every finding of from to the end of to; false when memory runs out. */
+static bool move_findings(FindingList *from, FindingList *to) {
+    size_t i = 0;
+    for (; i < from->count; i++) {
+        Finding *g = finding_list_push(to);
+        if (!g) break;
+        *g = from->items[i];
+    }
+    bool ok = i == from->count;
+    /* what was not moved stays with from and is freed with it */
+    if (!ok) memmove(from->items, from->items + i, (from->count - i) * sizeof *from->items);
+    from->count -= i;
+    return ok;
 }
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
@@ -273,6 +306,7 @@ static void analyse(LspServer *s, LspDocument *d) {
     Config config; /* the settings as they are now */
     lsp_config_snapshot(s, &config);
     bool quick_allowed = s->quick_pass;
+    LspProfiles *profiles = lsp_profiles_ref(s); /* the folder as read now; the watcher may replace it */
     pthread_mutex_unlock(&s->lock);
 
     bool ok = true;
@@ -301,12 +335,20 @@ static void analyse(LspServer *s, LspDocument *d) {
     if (ok && quick) {
         keep_outside(&d->findings, ua, (size_t)((long long)ub - delta), a, (size_t)((long long)b - delta), delta,
                      &findings);
-        ok = engine_check_region(d->parsed_doc, py, &config, (ByteRange){ua, ub}, &findings, NULL, &error);
+        /* the statement's findings are measured afresh; the profile rules run over the whole new text */
+        FindingList region;
+        finding_list_init(&region);
+        ok = engine_check_region(d->parsed_doc, py, &config, (ByteRange){ua, ub}, &region, NULL, &error);
+        if (ok && !lsp_profiles_merge(profiles, d->path, d->parsed_doc, py, NULL, &config, &region)) ok = false;
+        ok = ok && drop_profile_rule_findings(&findings) && move_findings(&region, &findings);
+        finding_list_free(&region);
         finding_list_sort(&findings);
     } else if (ok && is_cuda) {
-        ok = engine_check_cuda(d->parsed_doc, d->parsed_cuda, &config, &findings, NULL, &error);
+        ok = engine_check_cuda(d->parsed_doc, d->parsed_cuda, &config, &findings, NULL, &error) &&
+             lsp_profiles_merge(profiles, d->path, d->parsed_doc, NULL, d->parsed_cuda, &config, &findings);
     } else if (ok) {
-        ok = engine_check(d->parsed_doc, py, &config, &findings, NULL, &error);
+        ok = engine_check(d->parsed_doc, py, &config, &findings, NULL, &error) &&
+             lsp_profiles_merge(profiles, d->path, d->parsed_doc, py, NULL, &config, &findings);
     }
     Document *analysed = ok ? document_new(d->parsed_doc->path, d->parsed_doc->language, d->parsed_doc->text,
                                            d->parsed_doc->length)
@@ -315,6 +357,7 @@ static void analyse(LspServer *s, LspDocument *d) {
     config_free(&config);
 
     pthread_mutex_lock(&s->lock);
+    lsp_profiles_unref(profiles);
     d->busy = false;
     d->results_match_parse = false;
     if (!ok || !analysed || !diagnostics) {
