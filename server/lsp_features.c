@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,11 +110,13 @@ static json_t *gain_json(const Finding *f) {
                      "model", f->gain.model ? f->gain.model : "");
 }
 
-char *lsp_diagnostic_message(const Finding *f) {
+char *lsp_diagnostic_message(const Finding *f, size_t static_count) {
     char gain[48] = "";
     if (f->gain.present) measure_seconds(f->gain.seconds, gain, sizeof gain);
-    return format_string("%s%s%s%s%s%s%s", f->message, f->evidence_count ? "\nmeasured: " : "",
-                         f->evidence_count ? f->evidence[0] : "", f->gain.present ? "\nest. gain " : "", gain,
+    bool measured = static_count != SIZE_MAX && static_count < f->evidence_count;
+    const char *line = measured ? f->evidence[static_count] : f->evidence_count ? f->evidence[0] : NULL;
+    return format_string("%s%s%s%s%s%s%s", f->message, !line ? "" : measured ? "\nmeasured: " : "\n",
+                         line ? line : "", f->gain.present ? "\nest. gain " : "", gain,
                          f->gain.present ? " " : "",
                          f->gain.present ? (f->gain.scope && strcmp(f->gain.scope, "kernel") == 0 ? "(kernel)"
                                                                                                    : "(program)")
@@ -121,21 +124,26 @@ char *lsp_diagnostic_message(const Finding *f) {
 }
 
 json_t *lsp_findings_to_diagnostics(const LspServer *s, const LspDocument *d, const FindingList *findings,
-                                    const Document *doc, int64_t version) {
+                                    const size_t *static_evidence, const Document *doc, int64_t version) {
     json_t *out = json_array();
     const char *dir = rule_docs_dir();
     for (size_t i = 0; i < findings->count; i++) {
         const Finding *f = &findings->items[i];
         json_t *fixes = json_array();
         for (size_t k = 0; k < f->fix_count; k++) json_array_append_new(fixes, fix_json(&f->fixes[k], doc, s->encoding));
-        json_t *evidence = json_array();
-        for (size_t k = 0; k < f->evidence_count; k++) json_array_append_new(evidence, json_string(f->evidence[k]));
-        char *message = lsp_diagnostic_message(f);
-        json_t *diag = json_pack("{s:o,s:i,s:s,s:s,s:s,s:{s:I,s:s,s:s,s:o,s:o,s:o}}", "range",
+        size_t static_count = static_evidence ? static_evidence[i] : SIZE_MAX;
+        json_t *evidence = json_array(), *measured = json_array();
+        for (size_t k = 0; k < f->evidence_count; k++) {
+            json_array_append_new(evidence, json_string(f->evidence[k]));
+            if (static_count != SIZE_MAX && k >= static_count)
+                json_array_append_new(measured, json_string(f->evidence[k]));
+        }
+        char *message = lsp_diagnostic_message(f, static_count);
+        json_t *diag = json_pack("{s:o,s:i,s:s,s:s,s:s,s:{s:I,s:s,s:s,s:o,s:o,s:o,s:o}}", "range",
                                  lsp_range_json(doc, f->range, s->encoding), "severity", (int)f->severity, "code",
                                  f->code, "source", "advise", "message", message ? message : f->message, "data",
                                  "version", (json_int_t)version, "code", f->code, "name", f->name, "fixes", fixes,
-                                 "evidence", evidence, "gain", gain_json(f));
+                                 "evidence", evidence, "measured", measured, "gain", gain_json(f));
         free(message);
         if (dir[0]) {
             char href[1400];
@@ -345,14 +353,15 @@ void lsp_handle_code_action_resolve(LspServer *s, json_t *id, json_t *params) {
 
 /* A finding's evidence and estimated gain, as markdown ending in a blank
  * line; NULL when it has none. */
-static char *finding_measured_markdown(const Finding *f) {
+static char *finding_measured_markdown(const Finding *f, size_t static_count) {
     if (!f->evidence_count && !f->gain.present) return NULL;
     size_t n = 64 + (f->gain.model ? strlen(f->gain.model) : 0);
     for (size_t k = 0; k < f->evidence_count; k++) n += strlen(f->evidence[k]) + 16;
     char *out = malloc(n), *o = out;
     if (!out) return NULL;
     *o = '\0';
-    for (size_t k = 0; k < f->evidence_count; k++) o += sprintf(o, "- measured: %s\n", f->evidence[k]);
+    for (size_t k = 0; k < f->evidence_count; k++)
+        o += sprintf(o, "- %s%s\n", k >= static_count ? "measured: " : "", f->evidence[k]);
     if (f->gain.present) {
         char gain[48];
         measure_seconds(f->gain.seconds, gain, sizeof gain);
@@ -398,7 +407,7 @@ void lsp_handle_hover(LspServer *s, json_t *id, json_t *params) {
         const Finding *f = &d->findings.items[i];
         if (offset < f->range.start || offset > f->range.end) continue;
         const Rule *rule = rule_find(f->code);
-        char *measured = finding_measured_markdown(f);
+        char *measured = finding_measured_markdown(f, d->static_evidence ? d->static_evidence[i] : SIZE_MAX);
         char *part = format_string("%s**%s %s** (%s): %s\n\n%s%s", len ? "\n\n---\n\n" : "", f->code, f->name,
                                    severity_name(f->severity), f->message, measured ? measured : "",
                                    rule ? rule->documentation : "");
@@ -503,7 +512,7 @@ static void *scan_workspace(void *arg) {
         if (check_file_text(files.files[i], src.text, src.length, &cfg, &source, profiles ? profiles->root : NULL,
                             &checked, &error)) {
             LspDocument fake = {.uri = uri};
-            json_t *diags = lsp_findings_to_diagnostics(s, &fake, &checked.findings, checked.doc, 0);
+            json_t *diags = lsp_findings_to_diagnostics(s, &fake, &checked.findings, NULL, checked.doc, 0);
             total_findings += checked.findings.count;
             jsonrpc_send_notification("textDocument/publishDiagnostics",
                                       json_pack("{s:s,s:o}", "uri", uri, "diagnostics", diags));
