@@ -9,8 +9,10 @@
  * LspProfiles replaces the old, every open document is analysed again
  * (results are published only when they changed, and stale ones are dropped
  * by version as always), and pull clients get workspace/diagnostic/refresh,
- * code lens clients workspace/codeLens/refresh. A profile caught half
- * written is skipped as invalid; its next write changes the stamp again. */
+ * code lens clients workspace/codeLens/refresh. Empty files (names that
+ * `advise profile` reserves before it renames the finished profile over
+ * them) are left out of the stamp; a profile caught half written is
+ * skipped as invalid, and its next write changes the stamp again. */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -147,7 +149,8 @@ static uint64_t folder_stamp(const char *dir) {
         size_t n = strlen(e->d_name);
         if (n < 6 || strcmp(e->d_name + n - 5, ".json") != 0) continue;
         if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= sizeof path) continue;
-        if (stat(path, &st) != 0) continue;
+        /* an empty file is a name `advise profile` reserved: the profile is renamed over it when done */
+        if (stat(path, &st) != 0 || st.st_size == 0) continue;
         uint64_t h = 14695981039346656037ull;
         for (const char *c = e->d_name; *c; c++) h = mix(h, (unsigned char)*c);
         sum += stat_stamp(h, &st); /* order-independent: readdir's order is not fixed */
@@ -218,11 +221,12 @@ static void *watch_main(void *arg) {
             char *workspace = s->root_path ? strdup(s->root_path) : NULL;
             char *setting = s->config.profile_dir ? strdup(s->config.profile_dir) : NULL;
             char *old_dir = s->profiles && s->profiles->dir ? strdup(s->profiles->dir) : NULL;
+            ProfileCold old_cold = s->profiles ? s->profiles->cold : PROFILE_COLD_HINT;
             pthread_mutex_unlock(&s->lock);
             LspProfiles *fresh = profiles_resolve(workspace, setting);
             uint64_t now = fresh ? folder_stamp(fresh->dir) : 0;
             /* the same folder in the same state (a settings change that does not touch it): keep what is read */
-            bool same = fresh && old_dir && strcmp(old_dir, fresh->dir) == 0 && now == stamp;
+            bool same = fresh && old_dir && strcmp(old_dir, fresh->dir) == 0 && now == stamp && old_cold == fresh->cold;
             if (fresh && !same) profiles_read(fresh);
             free(workspace);
             free(setting);
@@ -230,7 +234,6 @@ static void *watch_main(void *arg) {
             pthread_mutex_lock(&s->lock);
             if (generation == s->profile_generation) {
                 if (same) {
-                    s->profiles->cold = fresh->cold;
                     profiles_free(fresh);
                 } else {
                     install(s, fresh);

@@ -529,9 +529,12 @@ static void *findings_main(void *arg) {
         }
         ranked_findings_free(&part);
     }
+    pthread_mutex_lock(&s->lock);
+    bool exiting = s->stopping;
+    pthread_mutex_unlock(&s->lock);
     if (stopped) {
         progress(job->token, json_pack("{s:s,s:s}", "kind", "end", "message", "cancelled"));
-        if (!s->stopping) jsonrpc_send_error(job->id, LSP_REQUEST_CANCELLED, "cancelled");
+        if (!exiting) jsonrpc_send_error(job->id, LSP_REQUEST_CANCELLED, "cancelled");
     } else if (oom) {
         progress(job->token, json_pack("{s:s}", "kind", "end"));
         jsonrpc_send_error(job->id, LSP_REQUEST_FAILED, "out of memory");
