@@ -539,6 +539,7 @@ static void *scan_workspace(void *arg) {
     pthread_mutex_unlock(&s->lock);
     free(w->root);
     free(w);
+    lsp_thread_end();
     return NULL;
 }
 

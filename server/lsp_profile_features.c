@@ -398,8 +398,10 @@ struct FindingsJob {
     struct FindingsJob *next;
 };
 
+/* sends value (taken) on token, or drops it when the client gave none */
 static void progress(json_t *token, json_t *value) {
     if (token) jsonrpc_send_notification("$/progress", json_pack("{s:O,s:o}", "token", token, "value", value));
+    else json_decref(value);
 }
 
 /* The documents the findings' ranges are converted in, read once each. */
@@ -551,6 +553,7 @@ static void *findings_main(void *arg) {
     pthread_mutex_lock(&s->lock);
     job->done = true;
     pthread_mutex_unlock(&s->lock);
+    lsp_thread_end();
     return NULL;
 }
 

@@ -127,6 +127,11 @@ char *lsp_path_to_uri(const char *path);
 /* Copies the settings an analysis needs (lock held). */
 void lsp_config_snapshot(const LspServer *s, Config *out);
 bool lsp_workers_start(LspServer *s, int count);
+/* Called last by every thread that may have run libclang: LLVM gives such a
+ * thread an alternate signal stack from the heap, which AddressSanitizer
+ * would try to unmap as its own when the thread ends (and abort); under
+ * ASan the thread switches it off first. Nothing otherwise. */
+void lsp_thread_end(void);
 void lsp_workers_stop(LspServer *s);
 /* Frees everything a document holds (lock held or document detached). */
 void lsp_document_free(LspDocument *d);

@@ -2,6 +2,7 @@
  * reparse it incrementally from a private copy of its text, run the engine,
  * and publish the diagnostics, unless the document moved on meanwhile
  * (results for an old version are never published). */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -474,6 +475,13 @@ static void analyse(LspServer *s, LspDocument *d) {
     }
 }
 
+void lsp_thread_end(void) {
+#if defined(__SANITIZE_ADDRESS__)
+    stack_t off = {.ss_flags = SS_DISABLE};
+    sigaltstack(&off, NULL);
+#endif
+}
+
 static void *worker_main(void *arg) {
     LspServer *s = arg;
     pthread_mutex_lock(&s->lock);
@@ -496,6 +504,7 @@ static void *worker_main(void *arg) {
         }
     }
     pthread_mutex_unlock(&s->lock);
+    lsp_thread_end();
     return NULL;
 }
 
