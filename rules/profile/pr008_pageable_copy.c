@@ -1,0 +1,230 @@
+/* PR008 pageable-copy: copies between the GPU and pageable host memory at a
+ * line, with their measured bandwidth and what pinned memory would give.
+ * Needs a profile. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile_facts.h"
+
+static const char documentation[] =
+    "## What it does\n"
+    "Needs a profile (`advise profile`). Reports a line whose host-to-device copies read, or\n"
+    "device-to-host copies write, pageable host memory (as CUPTI saw it), when the line copies\n"
+    "more than once, at least 1 MiB in all, and the copies cost at least 1% of the run, on the\n"
+    "GPU or on the host (below):\n"
+    "\n"
+    "`16 host-to-device copies from pageable memory (16 MiB, 1 MiB each) at 48.5 GB/s`\n"
+    "\n"
+    "with the pinned estimate and, when pinned memory would be faster on the GPU's side too, the\n"
+    "time it would save. Static rules (CU006, PY004, PY005) point at some of these copies in the\n"
+    "code; this one sees every copy the run made, wherever the buffer came from. A rule cannot\n"
+    "see other rules' findings, so at a line a static rule also reports both may appear.\n"
+    "\n"
+    "Not reported: copies from or into pinned memory, device-to-device copies, small transfers\n"
+    "(under 1 MiB at the line: their cost is latency, which pinning does not remove), and a line\n"
+    "that copies once (uploading the input, downloading the result): pinning a buffer costs more\n"
+    "than one copy saves (on the H200 host `cudaHostAlloc` of 16 MiB took 6.4 ms; a pageable\n"
+    "16 MiB upload took 1.8 ms, pinned it would take about 0.35 ms).\n"
+    "\n"
+    "## Why is this slow?\n"
+    "The GPU's copy engines read and write only page-locked (pinned) host memory. For pageable\n"
+    "memory the driver copies through a pinned staging buffer with the CPU, chunk by chunk: the\n"
+    "transfer runs at a fraction of the bus bandwidth (on an H200 host, 4 MiB device-to-host took\n"
+    "2.06 ms into pageable memory and 78 µs into pinned), and the call does not return until the\n"
+    "data is staged (host to device) or has arrived (device to host). `cudaMemcpyAsync` and\n"
+    "`non_blocking=True` then do not overlap anything: the pipeline the code was written for runs\n"
+    "serially, and the host stalls in the call. When the staging keeps up with the bus, the GPU\n"
+    "side of the copy looks fast but the host still paid for staging and lost the overlap (the\n"
+    "evidence shows the process's time in `cudaMemcpy*` calls).\n"
+    "\n"
+    "## Example\n"
+    "```python\n"
+    "batch = torch.from_numpy(array)       # pageable\n"
+    "x = batch.to(\"cuda\", non_blocking=True)   # PR008: staged, not asynchronous\n"
+    "```\n"
+    "\n"
+    "## Use instead\n"
+    "Keep host buffers that travel to or from the GPU in pinned memory, allocated once and\n"
+    "reused: in PyTorch `DataLoader(..., pin_memory=True)`, `tensor.pin_memory()` or\n"
+    "`torch.empty(..., pin_memory=True)`, then `.to(device, non_blocking=True)`; in CUDA C++\n"
+    "`cudaMallocHost`/`cudaHostAlloc` (or `cudaHostRegister` on an existing buffer) with\n"
+    "`cudaMemcpyAsync` on a stream. Pinned memory is a limited resource: do not pin per copy.\n"
+    "\n"
+    "## Fix safety\n"
+    "No automatic fix: where the buffer is allocated is elsewhere in the program.\n"
+    "\n"
+    "## The numbers\n"
+    "Measured per line and direction: copies, bytes and GPU time of the copies; achieved\n"
+    "bandwidth = bytes / GPU time. The host's time in them is estimated: the run's time in\n"
+    "`cudaMemcpy*` calls (the profile's API table) shared out over its pageable copies by bytes,\n"
+    "since pinned copies return at once and pageable ones stage their data first. The larger of\n"
+    "the GPU time and that host estimate must reach 1% of the run. Pinned estimate = bytes / pinned bandwidth, where the pinned\n"
+    "bandwidth is the profile's own: its pinned copies in the same direction averaging 256 KiB or\n"
+    "more per copy, else 50 GB/s (a PCIe Gen5 x16 host such as an H100/H200 system: 4 MiB into\n"
+    "pinned memory in 78 µs is 54 GB/s), plus 1.5 µs per copy (a 4-byte pinned copy took 1.7 µs\n"
+    "on the H200). Gain (whole program) = GPU time − pinned estimate,\n"
+    "given when it is at least 10% of the GPU time; it leaves out the host's staging time and\n"
+    "the overlap that asynchronous copies allow, so it is a lower bound of what pinning buys.\n"
+    "Severity is info, warning when the gain reaches 1% of the run.\n";
+
+#define MIN_COPIES 2
+#define MIN_BYTES (1u << 20)
+#define MIN_SHARE 0.01
+#define DEFAULT_PINNED_BW 50e9
+#define REFERENCE_COPY (256u << 10) /* pinned copies this large (on average) set the reference bandwidth */
+#define COPY_LATENCY_NS 1500.0     /* what each copy costs beyond its bytes, pinned or not */
+
+typedef struct {
+    uint64_t count, bytes, ns;
+} Copies;
+
+static bool pageable(const ProfOp *op, ProfCopyKind dir) {
+    if (op->kind != PROF_OP_MEMCPY || op->copy != dir) return false;
+    return dir == PROF_COPY_HTOD ? op->src == PROF_MEM_PAGEABLE : op->dst == PROF_MEM_PAGEABLE;
+}
+
+static bool pinned(const ProfOp *op, ProfCopyKind dir) {
+    if (op->kind != PROF_OP_MEMCPY || op->copy != dir) return false;
+    return dir == PROF_COPY_HTOD ? op->src == PROF_MEM_PINNED : op->dst == PROF_MEM_PINNED;
+}
+
+/* the profile's own pinned bandwidth in this direction, or 0 */
+static double pinned_bandwidth(const Profile *p, ProfCopyKind dir) {
+    uint64_t bytes = 0, ns = 0;
+    for (size_t i = 0; i < p->op_count; i++) {
+        const ProfOp *op = &p->ops[i];
+        if (!pinned(op, dir) || op->stats.count == 0 || op->bytes / op->stats.count < REFERENCE_COPY) continue;
+        bytes += op->bytes;
+        ns += op->stats.total_ns;
+    }
+    return ns ? bytes / (ns / 1e9) : 0;
+}
+
+/* host time in the process's copy calls (cudaMemcpy*, cuMemcpy*) */
+static bool copy_api_time(const Profile *p, uint64_t *ns, uint64_t *calls) {
+    *ns = *calls = 0;
+    for (size_t i = 0; i < p->api_count; i++)
+        if (strncmp(p->apis[i].name, "cudaMemcpy", 10) == 0 || strncmp(p->apis[i].name, "cuMemcpy", 8) == 0) {
+            *ns += p->apis[i].stats.total_ns;
+            *calls += p->apis[i].stats.count;
+        }
+    return *calls > 0;
+}
+
+/* bytes of every pageable copy in the profile, both directions */
+static uint64_t pageable_bytes(const Profile *p) {
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < p->op_count; i++)
+        if (pageable(&p->ops[i], PROF_COPY_HTOD) || pageable(&p->ops[i], PROF_COPY_DTOH)) bytes += p->ops[i].bytes;
+    return bytes;
+}
+
+/* The host's time in these copies, estimated: the process's time in copy
+ * calls shared out over its pageable copies by bytes (pinned copies return
+ * at once; pageable ones stage the data first). 0 without an API table. */
+static uint64_t host_estimate(const Profile *p, uint64_t bytes) {
+    uint64_t api_ns, calls, all = pageable_bytes(p);
+    if (!copy_api_time(p, &api_ns, &calls) || all == 0) return 0;
+    return (uint64_t)((double)api_ns * bytes / all);
+}
+
+static void report(RuleContext *ctx, uint32_t line, ProfCopyKind dir, const Copies *c, uint64_t gpu, uint64_t run) {
+    const Profile *p = profile_view_profile(ctx->profile);
+    bool python = ctx->doc->language == LANGUAGE_PYTHON;
+    double seconds = c->ns / 1e9;
+    double achieved = seconds > 0 ? c->bytes / seconds : 0;
+    double own = pinned_bandwidth(p, dir);
+    double reference = own > 0 ? own : DEFAULT_PINNED_BW;
+    double pinned_ns = c->bytes / reference * 1e9 + c->count * COPY_LATENCY_NS;
+    double gain_ns = c->ns - pinned_ns;
+    char n[32], b[24], each[24], bw[24], ref[24], est[24], t[24], pct[16];
+    bool one = c->count == 1;
+    const char *what = dir == PROF_COPY_HTOD ? (one ? "host-to-device copy from" : "host-to-device copies from")
+                                             : (one ? "device-to-host copy into" : "device-to-host copies into");
+    char size[64];
+    if (one)
+        pf_bytes(c->bytes, size, sizeof size);
+    else
+        snprintf(size, sizeof size, "%s, %s each", pf_bytes(c->bytes, b, sizeof b),
+                 pf_bytes(c->bytes / c->count, each, sizeof each));
+    Finding *f = pf_report_line(ctx, line, "%s %s pageable memory (%s) at %s; pinned memory makes %s asynchronous (%s)",
+                                pf_count(c->count, n, sizeof n), what, size, pf_bandwidth(achieved, bw, sizeof bw),
+                                one ? "it" : "them",
+                                python ? "`pin_memory=True`, `.pin_memory()`, then `non_blocking=True`"
+                                       : "`cudaMallocHost`/`cudaHostRegister`, then `cudaMemcpyAsync`");
+    if (!f) return;
+    bool ok = finding_add_evidence(f, "GPU time of the copies: %s, %s of all GPU time", pf_duration(c->ns, t, sizeof t),
+                                   pf_percent((double)c->ns / gpu, pct, sizeof pct));
+    ok = ok && finding_add_evidence(f, "pinned estimate: %s at %s (%s)", pf_duration((uint64_t)pinned_ns, est, sizeof est),
+                                    pf_bandwidth(reference, ref, sizeof ref),
+                                    own > 0 ? "this profile's pinned copies in the same direction"
+                                            : "50 GB/s, a PCIe Gen5 x16 host; the profile has no large pinned copy in "
+                                              "this direction");
+    uint64_t api_ns, api_calls;
+    if (ok && copy_api_time(p, &api_ns, &api_calls)) {
+        char at[24], ac[32], he[24], hs[16];
+        uint64_t host = host_estimate(p, c->bytes);
+        ok = finding_add_evidence(f, "host time: about %s (%s of the run), the run's %s in %s cudaMemcpy* calls shared "
+                                     "out over its pageable copies by bytes",
+                                  pf_duration(host, he, sizeof he), pf_percent(run ? (double)host / run : 0, hs, sizeof hs),
+                                  pf_duration(api_ns, at, sizeof at), pf_count(api_calls, ac, sizeof ac));
+    }
+    if (ok && gain_ns >= 0.1 * c->ns) {
+        char g[24];
+        ok = finding_add_evidence(f, "pinned would save about %s of GPU copy time", pf_duration((uint64_t)gain_ns, g, sizeof g));
+        char model[256];
+        snprintf(model, sizeof model,
+                 "GPU time of the copies \xe2\x88\x92 (bytes / %s pinned bandwidth + 1.5 \xc2\xb5s per copy); host "
+                 "staging and lost overlap not counted",
+                 ref);
+        ok = ok && pf_set_gain(f, gain_ns / 1e9, "program", model);
+        if (run > 0 && gain_ns * 100 >= run) f->severity = SEVERITY_WARNING;
+    } else if (ok) {
+        ok = finding_add_evidence(f, "the GPU side already ran near pinned speed: the cost is on the host (staging, "
+                                     "a call that blocks) and in the overlap the copy cannot have");
+    }
+    if (!ok) ctx->out_of_memory = true;
+}
+
+static void check_profile(RuleContext *ctx) {
+    const Profile *p = profile_view_profile(ctx->profile);
+    uint64_t gpu = profile_view_gpu_ns(ctx->profile), run = profile_view_run_ns(ctx->profile);
+    if (gpu == 0 || run == 0) return;
+    PfLines lines;
+    if (!pf_lines_of_file(ctx->profile, ctx->profile_file, &lines)) {
+        ctx->out_of_memory = true;
+        return;
+    }
+    static const ProfCopyKind dirs[] = {PROF_COPY_HTOD, PROF_COPY_DTOH};
+    for (size_t l = 0; l < lines.count && !ctx->out_of_memory; l++) {
+        for (size_t d = 0; d < 2; d++) {
+            Copies c = {0};
+            for (size_t o = 0; o < lines.lines[l].op_count; o++) {
+                const ProfOp *op = lines.lines[l].ops[o];
+                if (!pageable(op, dirs[d])) continue;
+                c.count += op->stats.count;
+                c.bytes += op->bytes;
+                c.ns += op->stats.total_ns;
+            }
+            if (c.count < MIN_COPIES || c.bytes < MIN_BYTES) continue;
+            /* what they cost, on the GPU or on the host, must be a measurable part of the run */
+            uint64_t host = host_estimate(p, c.bytes);
+            if ((c.ns > host ? c.ns : host) < MIN_SHARE * run) continue;
+            report(ctx, lines.lines[l].line, dirs[d], &c, gpu, run);
+        }
+    }
+    pf_lines_free(&lines);
+}
+
+const Rule rule_pr008_pageable_copy = {
+    .code = "PR008",
+    .name = "pageable-copy",
+    .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA,
+    .summary = "Copies between the GPU and pageable host memory at this line, with a pinned estimate (profile)",
+    .documentation = documentation,
+    .check = NULL,
+    .measure = MEASURE_NONE,
+    .check_profile = check_profile,
+};
