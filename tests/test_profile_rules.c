@@ -1086,14 +1086,14 @@ static void expect_exactly(const char *profile, const char *source, const Want *
     } while (0)
 #define EXPECT_NONE(profile, source) expect_exactly(profile, source, NULL, 0)
 
-Test(h200, pipeline_pageable_copies_and_the_gap_they_cause, .timeout = 60) {
+Test(h200, pipeline_pageable_copies_and_the_gap_they_cause) {
     /* the pageable cudaMemcpyAsync of lines 105 and 109; the GPU idles before
      * each chunk's upload while the host sums the previous chunk */
     EXPECT("pipeline.json", "samples/cuda/pipeline.cu", {"PR003", 105}, {"PR008", 105}, {"PR008", 109});
     EXPECT_NONE("pipeline_fixed.json", "samples/cuda/pipeline_fixed.cu");
 }
 
-Test(h200, reduction_and_transpose, .timeout = 120) {
+Test(h200, reduction_and_transpose) {
     /* a pageable upload per batch, and the host's check between batches */
     EXPECT("reduction.json", "samples/cuda/reduction.cu", {"PR003", 103}, {"PR008", 103});
     EXPECT_NONE("reduction_fixed.json", "samples/cuda/reduction_fixed.cu");
@@ -1106,7 +1106,7 @@ Test(h200, reduction_and_transpose, .timeout = 120) {
     EXPECT_NONE("elementwise_chain_fixed.json", "samples/cuda/elementwise_chain_fixed.cu");
 }
 
-Test(h200, python_samples, .timeout = 60) {
+Test(h200, python_samples) {
     /* the timed matmuls are the hotspot; the module built on the host and
      * copied up for each size leaves the GPU idle and copies pageable
      * memory; the warm-up loop's synchronize; the timing synchronizes at
@@ -1122,7 +1122,7 @@ Test(h200, python_samples, .timeout = 60) {
     EXPECT("torch_sites.json", "tests/gpu/torch_sites.py", {"PR003", 24}, {"PR003", 25}, {"PR003", 30});
 }
 
-Test(h200, workloads, .timeout = 60) {
+Test(h200, workloads) {
     /* weights built on the host and copied from pageable memory; decoding
      * with the whole model re-run per token, launch-bound; attention ran
      * fused (fmha), so no PR009 */
@@ -1135,7 +1135,7 @@ Test(h200, workloads, .timeout = 60) {
     EXPECT("unet_step.json", "bench/workloads/unet_step.py", {"PR003", 28}, {"PR003", 53});
 }
 
-Test(h200, messages_carry_the_measured_figures, .timeout = 60) {
+Test(h200, messages_carry_the_measured_figures) {
     ProfileView *v = view_from_file("tests/fixtures/profiles/h200/pipeline.json");
     Source s = source_file("samples/cuda/pipeline.cu");
     FindingList l = run_rule("PR008", v, &s);
