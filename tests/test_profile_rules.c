@@ -637,6 +637,7 @@ Test(pr003, one_gap_is_a_hint) {
     cr_expect(strstr(l.items[0].message, "sat idle 80.0 ms before this line's work arrived (40% of the run)"), "%s",
               l.items[0].message);
     cr_expect(has_evidence(&l.items[0], "start-up"));
+    cr_expect_not(l.items[0].gain.present, "no estimate for a one-off gap");
     finding_list_free(&l);
     source_free(&s);
     profile_view_free(v);

@@ -51,10 +51,10 @@ static const char documentation[] =
     "## The numbers\n"
     "From the profile's `gaps`: each gap's duration and its `before`/`after` sites. Only the 16\n"
     "largest gaps per device are kept, so counts and totals are \"at least\". Shares are of the\n"
-    "run's wall time. Gain (whole program) = the total of the gaps reported: an upper bound,\n"
-    "reached if the host work between the two lines overlapped the GPU's work entirely. Severity\n"
-    "is a hint for a single gap, info for a repeated one, warning when repeated gaps reach 10% of\n"
-    "the run.\n";
+    "run's wall time. Gain (whole program), for repeated gaps = their total: an upper bound,\n"
+    "reached if the host work between the two lines overlapped the GPU's work entirely. A single\n"
+    "gap gets no estimate (start-up work is rarely removed by overlapping it) and is a hint;\n"
+    "repeated gaps are info, warning when they reach 10% of the run.\n";
 
 #define MIN_GAP_NS 1000000u /* 1 ms */
 #define MAX_BEFORE 8
@@ -137,9 +137,11 @@ static void report(RuleContext *ctx, const Profile *p, LineGaps *g, uint64_t run
                                      "autotuning, building the data), warm up before the part that matters");
     ok = ok && finding_add_evidence(f, "the profile keeps the 16 largest gaps per GPU: the count and total are at "
                                        "least these");
-    ok = ok && pf_set_gain(f, g->total / 1e9, "program",
-                           "the GPU's idle time in the recorded gaps before this line's work; an upper bound, reached "
-                           "if the host work in between overlapped the GPU's");
+    /* a one-off gap is mostly start-up, which overlapping rarely removes: no estimate */
+    if (g->count > 1)
+        ok = ok && pf_set_gain(f, g->total / 1e9, "program",
+                               "the GPU's idle time in the recorded gaps before this line's work; an upper bound, "
+                               "reached if the host work in between overlapped the GPU's");
     if (!ok) ctx->out_of_memory = true;
 }
 
