@@ -26,7 +26,7 @@ static const char documentation[] =
     "## Example\n"
     "```python\n"
     "for step in range(steps):\n"
-    "    y = x @ w          # PR001: 78% of GPU kernel time · 5.35 ms avg · 330 calls: sm80_xmma_gemm_f32f32_...\n"
+    "    y = x @ w          # PR001: 79% of GPU kernel time · 2.36 ms avg · 330 calls: sm80_xmma_gemm_f32f32_...\n"
     "    z = torch.relu(y)\n"
     "```\n"
     "\n"

@@ -30,7 +30,7 @@ static const char documentation[] =
     "## Why is this slow?\n"
     "The GPU's copy engines read and write only page-locked (pinned) host memory. For pageable\n"
     "memory the driver copies through a pinned staging buffer with the CPU, chunk by chunk: the\n"
-    "transfer runs at a fraction of the bus bandwidth (on an H200 host, 4 MiB device-to-host took\n"
+    "transfer runs at a fraction of the bus bandwidth (on an H200 host, 4 MB device-to-host took\n"
     "2.06 ms into pageable memory and 78 µs into pinned), and the call does not return until the\n"
     "data is staged (host to device) or has arrived (device to host). `cudaMemcpyAsync` and\n"
     "`non_blocking=True` then do not overlap anything: the pipeline the code was written for runs\n"
@@ -59,14 +59,18 @@ static const char documentation[] =
     "bandwidth = bytes / GPU time. The host's time in them is estimated: the run's time in\n"
     "`cudaMemcpy*` calls (the profile's API table) shared out over its pageable copies by bytes,\n"
     "since pinned copies return at once and pageable ones stage their data first. The larger of\n"
-    "the GPU time and that host estimate must reach 1% of the run. Pinned estimate = bytes / pinned bandwidth, where the pinned\n"
-    "bandwidth is the profile's own: its pinned copies in the same direction averaging 256 KiB or\n"
-    "more per copy, else 50 GB/s (a PCIe Gen5 x16 host such as an H100/H200 system: 4 MiB into\n"
-    "pinned memory in 78 µs is 54 GB/s), plus 1.5 µs per copy (a 4-byte pinned copy took 1.7 µs\n"
-    "on the H200). Gain (whole program) = GPU time − pinned estimate,\n"
-    "given when it is at least 10% of the GPU time; it leaves out the host's staging time and\n"
-    "the overlap that asynchronous copies allow, so it is a lower bound of what pinning buys.\n"
-    "Severity is info, warning when the gain reaches 1% of the run.\n";
+    "the GPU time and that host estimate must reach 1% of the run.\n"
+    "\n"
+    "Pinned estimate = bytes / pinned bandwidth + 1.5 µs per copy (a 4-byte pinned copy took\n"
+    "1.7 µs on the H200). The pinned bandwidth is the profile's own, from its pinned copies in the\n"
+    "same direction averaging 256 KiB or more per copy, else 50 GB/s (a PCIe Gen5 x16 host such as\n"
+    "an H100/H200 system: 4 MB into pinned memory in 78 µs is 51-54 GB/s). These are the figures\n"
+    "the profile merge uses for CU006/PY004/PY005 findings at the same line.\n"
+    "\n"
+    "Gain (whole program) = GPU time − pinned estimate, given when it is at least 10% of the\n"
+    "copies' GPU time. It leaves out the host's staging and the overlap that asynchronous copies\n"
+    "allow, so it is a lower bound of what pinning buys. Severity is info, warning when the gain\n"
+    "reaches 1% of the run.\n";
 
 #define MIN_COPIES 2
 #define MIN_BYTES (1u << 20)
