@@ -247,4 +247,9 @@ bool profile_path_ok(const char *path);
  * the processes of one run wrote. False when out of memory. */
 bool profile_append(Profile *dst, const Profile *src);
 
+/* After merging: drops the kernels and operations that cost least until the
+ * profile is within PROFILE_MAX_KERNELS and PROFILE_MAX_OPS, counting them
+ * in dropped_*. False when out of memory. */
+bool profile_trim_to_caps(Profile *p);
+
 #endif

@@ -420,6 +420,7 @@ int profile_run(const ProfileRun *run) {
         return status;
     }
     resolve_native_sites(p, run->root);
+    if (!profile_trim_to_caps(p)) fprintf(stderr, "advise: out of memory while bounding the profile\n");
     demangle_kernels(p);
     profile_hash_files(p, run->root);
     char *err = NULL;

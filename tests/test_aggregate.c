@@ -266,3 +266,46 @@ Test(aggregate, the_profile_it_builds_is_a_valid_part) {
     free(json);
     profile_free(p);
 }
+
+/* Many processes' parts together can exceed the caps of one file: the
+ * cheapest kernels and their launches go, counted as dropped. */
+Test(aggregate, merged_profiles_are_trimmed_to_the_caps) {
+    Profile *all = NULL;
+    char name[32];
+    for (int part = 0; part < 3; part++) {
+        Aggregator *a = agg_new();
+        for (int i = 0; i < 8000; i++) {
+            snprintf(name, sizeof name, "p%d_k%d", part, i);
+            AggKernel k = kernel_at(name, (uint64_t)i * 100, (uint64_t)i * 100 + 1 + (uint64_t)i % 50, -1);
+            agg_kernel(a, &k);
+        }
+        Profile *p = agg_to_profile(a, NULL);
+        agg_free(a);
+        if (!all) all = p;
+        else {
+            cr_assert(profile_append(all, p));
+            profile_free(p);
+        }
+    }
+    cr_assert_eq(all->kernel_count, 24000);
+    cr_assert(profile_trim_to_caps(all));
+    cr_expect_eq(all->kernel_count, PROFILE_MAX_KERNELS);
+    cr_expect_eq(all->dropped_kernels, 24000 - PROFILE_MAX_KERNELS);
+    cr_expect_eq(all->op_count + all->dropped_ops, 24000);
+    for (size_t i = 0; i < all->op_count; i++) cr_assert_lt((size_t)all->ops[i].kernel, all->kernel_count);
+    uint64_t smallest_kept = UINT64_MAX;
+    for (size_t i = 0; i < all->kernel_count; i++)
+        if (all->kernels[i].stats.total_ns < smallest_kept) smallest_kept = all->kernels[i].stats.total_ns;
+    /* totals are 1..50 ns, 480 kernels each: the 4,000 dropped are all 1..8 ns and 160 of 9 ns */
+    cr_expect_eq(smallest_kept, 9, "the cheapest were dropped first");
+    all->name = strdup("t");
+    all->source = strdup("cupti");
+    all->created = strdup("2026-11-30T00:00:00Z");
+    all->tool = strdup("advise test");
+    char *err = NULL;
+    char *json = profile_to_json(all, PROFILE_FINAL, &err);
+    cr_expect_not_null(json, "the trimmed profile is writable: %s", err ? err : "");
+    free(json);
+    free(err);
+    profile_free(all);
+}
