@@ -7,6 +7,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../profiler/kernel_name.h"
+#include "measure.h"
+
 /* ---- the operations of one file, by line ------------------------------- */
 
 bool pf_lines_of_file(const ProfileView *v, int file, PfLines *out) {
@@ -89,64 +92,37 @@ bool pf_set_gain(Finding *f, double seconds, const char *scope, const char *mode
 
 /* ---- writing figures ---------------------------------------------------- */
 
-/* value in [1, 1000) with three significant digits */
-static void three_digits(double v, const char *unit, char *buf, size_t size) {
-    if (v >= 99.95)
-        snprintf(buf, size, "%.0f %s", v, unit);
-    else if (v >= 9.995)
-        snprintf(buf, size, "%.1f %s", v, unit);
-    else
-        snprintf(buf, size, "%.2f %s", v, unit);
-}
-
 const char *pf_duration(uint64_t ns, char *buf, size_t size) {
-    if (ns < 1000)
-        snprintf(buf, size, "%llu ns", (unsigned long long)ns);
-    else if (ns < 999500)
-        three_digits(ns / 1e3, "\xc2\xb5s", buf, size);
-    else if (ns < 999500000)
-        three_digits(ns / 1e6, "ms", buf, size);
-    else
-        three_digits(ns / 1e9, "s", buf, size);
+    measure_duration(ns, buf, size);
     return buf;
 }
 
 const char *pf_bytes(uint64_t bytes, char *buf, size_t size) {
-    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
-    if (bytes < 1024) {
-        snprintf(buf, size, "%llu B", (unsigned long long)bytes);
-        return buf;
-    }
-    double v = bytes / 1024.0;
-    size_t u = 0;
-    while (v >= 1023.5 && u + 1 < sizeof units / sizeof *units) {
-        v /= 1024.0;
-        u++;
-    }
-    if (v == (double)(uint64_t)v)
-        snprintf(buf, size, "%.0f %s", v, units[u]);
-    else
-        three_digits(v, units[u], buf, size);
+    measure_bytes(bytes, buf, size);
+    return buf;
+}
+
+const char *pf_share(uint64_t part, uint64_t whole, char *buf, size_t size) {
+    measure_share(part, whole, buf, size);
     return buf;
 }
 
 const char *pf_percent(double share, char *buf, size_t size) {
-    double p = share * 100.0;
-    if (p < 0) p = 0;
-    if (p >= 9.5)
-        snprintf(buf, size, "%.0f%%", p);
+    if (share < 0) share = 0;
+    measure_share((uint64_t)(share * 1e9 + 0.5), 1000000000ull, buf, size);
+    return buf;
+}
+
+const char *pf_capacity(uint64_t bytes, char *buf, size_t size) {
+    if (bytes < 1024 || bytes % 1024)
+        snprintf(buf, size, "%llu bytes", (unsigned long long)bytes);
     else
-        snprintf(buf, size, "%.1f%%", p);
+        snprintf(buf, size, "%llu KiB", (unsigned long long)(bytes / 1024));
     return buf;
 }
 
 const char *pf_bandwidth(double bytes_per_s, char *buf, size_t size) {
-    if (bytes_per_s >= 1e9)
-        three_digits(bytes_per_s / 1e9, "GB/s", buf, size);
-    else if (bytes_per_s >= 1e6)
-        three_digits(bytes_per_s / 1e6, "MB/s", buf, size);
-    else
-        snprintf(buf, size, "%.0f B/s", bytes_per_s);
+    snprintf(buf, size, "%.1f GB/s", bytes_per_s / 1e9); /* as the merge's copy evidence writes it */
     return buf;
 }
 
@@ -214,34 +190,6 @@ const char *pf_kernel_display_name(const char *name, char *buf, size_t size) {
     } else {
         buf[0] = '\0';
     }
-    return buf;
-}
-
-const char *pf_kernel_base_name(const char *name, char *buf, size_t size) {
-    size_t b, e;
-    name_span(name, &b, &e);
-    /* template arguments at the end */
-    if (e > b && name[e - 1] == '>') {
-        int depth = 0;
-        size_t i = e;
-        while (i > b) {
-            i--;
-            if (name[i] == '>') depth++;
-            else if (name[i] == '<' && --depth == 0) break;
-        }
-        if (depth == 0) e = i;
-    }
-    /* the scope */
-    for (size_t i = e; i > b + 1; i--)
-        if (name[i - 1] == ':' && name[i - 2] == ':') {
-            b = i;
-            break;
-        }
-    size_t len = e - b;
-    if (size == 0) return buf;
-    if (len >= size) len = size - 1;
-    memcpy(buf, name + b, len);
-    buf[len] = '\0';
     return buf;
 }
 
@@ -334,11 +282,18 @@ const CuNode *pf_cuda_kernel_definition(const CudaSource *src, const char *base_
     return s.found;
 }
 
-bool pf_kernel_is_users(const RuleContext *ctx, const ProfKernel *k) {
-    char base[256];
-    uint32_t line;
-    if (ctx->cuda && pf_cuda_kernel_definition(ctx->cuda, pf_kernel_base_name(k->name, base, sizeof base), &line))
-        return true;
+bool pf_kernel_is_users(RuleContext *ctx, const ProfKernel *k) {
+    if (ctx->cuda) {
+        char *base = kernel_base_name(k->name);
+        if (!base) {
+            ctx->out_of_memory = true;
+            return false;
+        }
+        uint32_t line;
+        bool here = pf_cuda_kernel_definition(ctx->cuda, base, &line) != NULL;
+        free(base);
+        if (here) return true;
+    }
     return !pf_kernel_is_library(k->name);
 }
 

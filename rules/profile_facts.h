@@ -49,13 +49,17 @@ bool pf_set_gain(Finding *f, double seconds, const char *scope, const char *mode
 
 /* ---- writing figures ---------------------------------------------------- */
 
-/* "640 ns", "12.3 µs", "1.20 ms", "3.40 s" (three significant digits). */
+/* The merge's words for numbers (measure.h), returning the buffer so that
+ * they fit in a printf's arguments: durations "12.3 µs", transfer sizes in
+ * decimal units "16.8 MB", shares "31%". */
 const char *pf_duration(uint64_t ns, char *buf, size_t size);
-/* "512 B", "64 KiB", "16.0 MiB", "1.10 GiB" */
 const char *pf_bytes(uint64_t bytes, char *buf, size_t size);
-/* share in [0, 1] as "31%", "4.2%" or "0.3%" */
+const char *pf_share(uint64_t part, uint64_t whole, char *buf, size_t size);
+/* a ratio in [0, 1] in the same words ("25%") */
 const char *pf_percent(double share, char *buf, size_t size);
-/* bytes per second as "48.5 GB/s" or "820 MB/s" */
+/* on-chip capacities in binary units, as CUDA's documentation gives them: "48 KiB", "228 KiB" */
+const char *pf_capacity(uint64_t bytes, char *buf, size_t size);
+/* bytes per second as "48.5 GB/s" */
 const char *pf_bandwidth(double bytes_per_s, char *buf, size_t size);
 /* 12345 -> "12,345" */
 const char *pf_count(uint64_t n, char *buf, size_t size);
@@ -63,11 +67,9 @@ const char *pf_count(uint64_t n, char *buf, size_t size);
 /* ---- kernel names -------------------------------------------------------- */
 
 /* The name without its return type and parameter list, shortened to fit
- * size with "..." ("void at::native::foo<4>(int, float*)" -> "at::native::foo<4>"). */
+ * size with "..." ("void at::native::foo<4>(int, float*)" -> "at::native::foo<4>").
+ * The function's own name is kernel_base_name (profiler/kernel_name.h). */
 const char *pf_kernel_display_name(const char *name, char *buf, size_t size);
-/* The function's own name: no return type, scope, template arguments or
- * parameters ("void ns::transpose<32>(float*)" -> "transpose"). */
-const char *pf_kernel_base_name(const char *name, char *buf, size_t size);
 /* A kernel of a vendor library or framework (cuBLAS, cuDNN, CUTLASS,
  * PyTorch's ATen, Triton, NCCL, ...), whose launch configuration and
  * resource use the user does not choose. Conservative: unknown names are
@@ -82,13 +84,14 @@ bool pf_kernel_is_fused_attention(const char *name);
 /* ---- CUDA sources --------------------------------------------------------- */
 
 /* The definition (with a body) of the __global__ function called base_name
- * (pf_kernel_base_name) in src, in any namespace; NULL when there is none.
+ * (kernel_base_name) in src, in any namespace; NULL when there is none.
  * *line gets the 1-based line of its name. */
 const CuNode *pf_cuda_kernel_definition(const CudaSource *src, const char *base_name, uint32_t *line);
 
 /* The user's kernel: this CUDA document defines a __global__ function of its
- * name, or its name is not a library's (pf_kernel_is_library). */
-bool pf_kernel_is_users(const RuleContext *ctx, const ProfKernel *k);
+ * name, or its name is not a library's (pf_kernel_is_library). False when
+ * memory runs out (ctx remembers). */
+bool pf_kernel_is_users(RuleContext *ctx, const ProfKernel *k);
 
 /* ---- devices and occupancy ---------------------------------------------- */
 

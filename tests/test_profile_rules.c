@@ -314,18 +314,17 @@ Test(occupancy, unknown_device_limits) {
     cr_expect_not(pf_occupancy(&h200, 0, 32, 0, &o));
 }
 
-Test(names, display_and_base_names) {
+Test(names, display_names) {
     char buf[128];
-    cr_expect_str_eq(pf_kernel_base_name("transpose_naive(float*, float const*, int, int)", buf, sizeof buf),
+    cr_expect_str_eq(pf_kernel_display_name("transpose_naive(float*, float const*, int, int)", buf, sizeof buf),
                      "transpose_naive");
-    cr_expect_str_eq(pf_kernel_base_name("void ns::transpose<32>(float*)", buf, sizeof buf), "transpose");
-    cr_expect_str_eq(pf_kernel_base_name("void (anonymous namespace)::softmax_warp_forward<float, 8>(float*, int)",
-                                         buf, sizeof buf),
-                     "softmax_warp_forward");
-    cr_expect_str_eq(pf_kernel_base_name("std::enable_if<!(false), void>::type internal::gemvx::kernel<int>(int)", buf,
-                                         sizeof buf),
-                     "kernel");
-    cr_expect_str_eq(pf_kernel_base_name("sm80_xmma_gemm_f32f32_tn_n", buf, sizeof buf), "sm80_xmma_gemm_f32f32_tn_n");
+    cr_expect_str_eq(pf_kernel_display_name("std::enable_if<!(false), void>::type internal::gemvx::kernel<int>(int)",
+                                            buf, sizeof buf),
+                     "internal::gemvx::kernel<int>");
+    cr_expect_str_eq(pf_kernel_display_name("void (anonymous namespace)::softmax_warp_forward<float, 8>(float*, int)",
+                                            buf, sizeof buf),
+                     "(anonymous namespace)::softmax_warp_forward<float, 8>");
+    cr_expect_str_eq(pf_kernel_display_name("sm80_xmma_gemm_f32f32_tn_n", buf, sizeof buf), "sm80_xmma_gemm_f32f32_tn_n");
     cr_expect_str_eq(pf_kernel_display_name("void at::native::foo<4>(int, float*)", buf, sizeof buf),
                      "at::native::foo<4>");
     char small[12];
@@ -352,16 +351,16 @@ Test(names, library_and_kinds) {
     cr_expect_not(pf_kernel_is_fused_attention("ampere_sgemm_128x64_tn"));
 }
 
-Test(figures, durations_bytes_shares) {
+Test(figures, in_the_merge_s_words) {
     char b[32];
-    cr_expect_str_eq(pf_duration(640, b, sizeof b), "640 ns");
+    /* durations, transfer sizes and shares are measure.h's words */
     cr_expect_str_eq(pf_duration(12345, b, sizeof b), "12.3 \xc2\xb5s");
-    cr_expect_str_eq(pf_duration(1200000, b, sizeof b), "1.20 ms");
-    cr_expect_str_eq(pf_duration(999999, b, sizeof b), "1.00 ms");
-    cr_expect_str_eq(pf_duration(3400000000ull, b, sizeof b), "3.40 s");
-    cr_expect_str_eq(pf_bytes(512, b, sizeof b), "512 B");
-    cr_expect_str_eq(pf_bytes(16u << 20, b, sizeof b), "16 MiB");
-    cr_expect_str_eq(pf_bytes(1536, b, sizeof b), "1.50 KiB");
+    cr_expect_str_eq(pf_bytes(16u << 20, b, sizeof b), "16.8 MB");
+    cr_expect_str_eq(pf_share(1, 8, b, sizeof b), "12%");
+    /* on-chip capacities in binary units */
+    cr_expect_str_eq(pf_capacity(49152, b, sizeof b), "48 KiB");
+    cr_expect_str_eq(pf_capacity(233472, b, sizeof b), "228 KiB");
+    cr_expect_str_eq(pf_capacity(1000, b, sizeof b), "1000 bytes");
     cr_expect_str_eq(pf_percent(0.314, b, sizeof b), "31%");
     cr_expect_str_eq(pf_percent(0.042, b, sizeof b), "4.2%");
     cr_expect_str_eq(pf_bandwidth(48.5e9, b, sizeof b), "48.5 GB/s");
@@ -636,7 +635,7 @@ Test(pr003, one_gap_is_a_hint) {
     cr_expect_eq(l.items[0].severity, SEVERITY_HINT);
     cr_expect(strstr(l.items[0].message, "sat idle 80.0 ms before this line's work arrived (40% of the run)"), "%s",
               l.items[0].message);
-    cr_expect(has_evidence(&l.items[0], "start-up"));
+    cr_expect(has_evidence(&l.items[0], "a single gap"));
     cr_expect_not(l.items[0].gain.present, "no estimate for a one-off gap");
     finding_list_free(&l);
     source_free(&s);
@@ -929,11 +928,11 @@ Test(pr008, pageable_copies_with_a_pinned_estimate) {
     cr_assert_eq(l.count, 2, "%s", all);
     const Finding *f = at_line(&l, &s, 3);
     cr_assert_not_null(f, "%s", all);
-    cr_expect(strstr(f->message, "16 host-to-device copies from pageable memory (64 MiB, 4 MiB each) at 3.00 GB/s"),
+    cr_expect(strstr(f->message, "16 host-to-device copies from pageable memory (67.1 MB, 4.19 MB each) at 3.0 GB/s"),
               "%s", f->message);
     cr_expect(strstr(f->message, "`cudaMallocHost`"), "%s", f->message);
     /* the pinned estimate uses this run's pinned host-to-device copies: 128 MiB in 3.2 ms */
-    cr_expect(has_evidence(f, "this profile's pinned copies in the same direction"), "%s", all);
+    cr_expect(has_evidence(f, "(42 GB/s, as this run's pinned copies)"), "%s", all);
     cr_assert(f->gain.present);
     double pinned_bw = (128.0 * (1 << 20)) / 3.2e-3;
     double want = 16 * 1.4e-3 - (64.0 * (1 << 20) / pinned_bw + 16 * 1.5e-6);
@@ -941,13 +940,14 @@ Test(pr008, pageable_copies_with_a_pinned_estimate) {
     cr_expect_eq(f->severity, SEVERITY_WARNING, "the gain is over 1%% of the run");
     f = at_line(&l, &s, 4);
     cr_assert_not_null(f, "%s", all);
-    cr_expect(strstr(f->message, "16 device-to-host copies into pageable memory (16 MiB, 1 MiB each) at 49.9 GB/s"),
+    cr_expect(strstr(f->message, "16 device-to-host copies into pageable memory (16.8 MB, 1.05 MB each) at 49.9 GB/s"),
               "%s", f->message);
     cr_expect_not(f->gain.present, "already at pinned speed on the GPU's side");
     /* 0.34 ms on the GPU, but about 48 ms x 16 / 144 = 5.33 ms on the host */
-    cr_expect(has_evidence(f, "host time: about 5.33 ms (5.3% of the run)"), "%s", all);
-    cr_expect(has_evidence(f, "50 GB/s, a PCIe Gen5 x16 host"), "no pinned device-to-host sample of 256 KiB: %s", all);
-    cr_expect(has_evidence(f, "the cost is on the host"));
+    cr_expect(has_evidence(f, "downloads on the host: about 5.33 ms (5.3% of the run)"), "%s", all);
+    cr_expect(has_evidence(f, "(50 GB/s, the device's usual pinned bandwidth)"),
+              "no pinned device-to-host sample of 256 KiB: %s", all);
+    cr_expect(has_evidence(f, "pinned memory would copy no faster here"));
     /* lines 5 (pinned), 6 (4 bytes), 7 (pinned) and 9 (one copy) are not reported */
     expect_line_ranges(&l, &s);
     free(all);
@@ -987,11 +987,12 @@ Test(pr009, sdpa_on_the_math_path) {
     const Finding *f = &l.items[0];
     cr_expect_eq(finding_line(&x.s, f), marker_line(&x.s, "# @math"));
     cr_expect(strstr(f->message, "scaled_dot_product_attention ran on the math path: 200 matmul and 100 softmax "
-                                 "kernels, no fused attention kernel (17% of GPU kernel time)"),
+                                 "kernels, no fused attention kernel (17% of GPU kernel time); likely because of its "
+                                 "explicit `attn_mask`"),
               "%s", f->message);
+    cr_expect_null(strstr(f->message, "dropout_p"), "the call has no dropout");
     cr_expect_eq(f->severity, SEVERITY_WARNING);
-    cr_expect(has_evidence(f, "this call passes `attn_mask`"));
-    cr_expect_not(has_evidence(f, "dropout_p"));
+    cr_expect(has_evidence(f, "matmul and softmax kernels launched here: 25.0 ms on the GPU"));
     /* look-alikes: the flash line, the cold line, hand-written attention and a whole model */
     cr_expect_null(at_line(&l, &x.s, marker_line(&x.s, "# @flash")));
     cr_expect_null(at_line(&l, &x.s, marker_line(&x.s, "# @cold")));
@@ -1142,11 +1143,13 @@ Test(h200, messages_carry_the_measured_figures) {
     FindingList l = run_rule("PR008", v, &s);
     const Finding *f = at_line(&l, &s, 105);
     cr_assert_not_null(f);
-    cr_expect_str_eq(f->message, "16 host-to-device copies from pageable memory (16 MiB, 1 MiB each) at 48.5 GB/s; "
+    cr_expect_str_eq(f->message, "16 host-to-device copies from pageable memory (16.8 MB, 1.05 MB each) at 48.5 GB/s; "
                                  "pinned memory makes them asynchronous (`cudaMallocHost`/`cudaHostRegister`, then "
                                  "`cudaMemcpyAsync`)");
-    cr_expect(has_evidence(f, "host time: about 8.15 ms (2.5% of the run)"), "%s",
+    cr_expect(has_evidence(f, "uploads on the host: about 8.15 ms (2.5% of the run)"), "%s",
               f->evidence_count > 2 ? f->evidence[2] : "");
+    /* the merge's copy model, as CU006 at the same line gets it */
+    cr_expect(has_evidence(f, "this copy moved 16.8 MB in 16 copies from pageable memory at 48.5 GB/s"));
     finding_list_free(&l);
     l = run_rule("PR003", v, &s);
     f = at_line(&l, &s, 105);

@@ -130,8 +130,8 @@ static void check_line(RuleContext *ctx, const PfLine *line, uint64_t kernel_tot
             k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2], k->registers);
     }
     if (ok && line->site && line->site->function_level)
-        ok = finding_add_evidence(f, "the profile knows only the function (an imported trace): the figures cover "
-                                     "every line of it");
+        ok = finding_add_evidence(f, "these figures are the whole function's: the imported trace names functions, "
+                                     "not lines");
     if (!ok) ctx->out_of_memory = true;
     free(sums);
 }

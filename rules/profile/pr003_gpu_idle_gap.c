@@ -67,6 +67,7 @@ typedef struct {
 typedef struct {
     uint32_t line;
     uint64_t total, largest, count;
+    uint64_t first_start; /* when the earliest of them began, from the GPU's first activity */
     Before before[MAX_BEFORE];
     size_t before_count;
 } LineGaps;
@@ -123,7 +124,8 @@ static void report(RuleContext *ctx, const Profile *p, LineGaps *g, uint64_t run
     bool ok = true;
     if (g->count > 1) {
         char largest[24];
-        ok = finding_add_evidence(f, "%s gaps of 1 ms or more before this line's work: mean %s, largest %s, %s in all",
+        ok = finding_add_evidence(f, "%s gaps of 1 ms or more before this line's work (at least: the profile keeps "
+                                     "each GPU's 16 largest): mean %s, largest %s, %s in all",
                                   count, mean, pf_duration(g->largest, largest, sizeof largest), total);
     }
     for (size_t i = 0; i < g->before_count && ok && g->before_count > 1; i++) {
@@ -132,11 +134,11 @@ static void report(RuleContext *ctx, const Profile *p, LineGaps *g, uint64_t run
         ok = finding_add_evidence(f, "%s of it after %s", pf_duration(g->before[i].ns, t, sizeof t),
                                   w ? w : "work with no known line");
     }
-    if (ok && g->count == 1)
-        ok = finding_add_evidence(f, "a single gap: if it is start-up work (library handles, lazy module loading, "
-                                     "autotuning, building the data), warm up before the part that matters");
-    ok = ok && finding_add_evidence(f, "the profile keeps the 16 largest gaps per GPU: the count and total are at "
-                                       "least these");
+    if (ok && g->count == 1) {
+        char at[24];
+        ok = finding_add_evidence(f, "a single gap, %s into the GPU's activity",
+                                  pf_duration(g->first_start, at, sizeof at));
+    }
     /* a one-off gap is mostly start-up, which overlapping rarely removes: no estimate */
     if (g->count > 1)
         ok = ok && pf_set_gain(f, g->total / 1e9, "program",
@@ -163,8 +165,9 @@ static void check_profile(RuleContext *ctx) {
         if (after->file != ctx->profile_file) continue;
         size_t j = 0;
         while (j < n && lines[j].line != after->line) j++;
-        if (j == n) lines[n++] = (LineGaps){.line = after->line};
+        if (j == n) lines[n++] = (LineGaps){.line = after->line, .first_start = gap->start_ns};
         LineGaps *g = &lines[j];
+        if (gap->start_ns < g->first_start) g->first_start = gap->start_ns;
         g->total += gap->duration_ns;
         g->count++;
         if (gap->duration_ns > g->largest) g->largest = gap->duration_ns;

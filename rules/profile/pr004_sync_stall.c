@@ -129,11 +129,9 @@ static void check_line(RuleContext *ctx, const PfLine *line, double run) {
                                 sync_words((ProfSyncKind)top), pf_percent(share, s, sizeof s));
     if (!f) return;
     if (share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
-    bool ok = finding_add_evidence(f, "each wait: mean %s, longest %s", pf_duration(total / count, mean, sizeof mean),
-                                   pf_duration(max, longest, sizeof longest));
-    ok = ok && finding_add_evidence(f, "while the host waits it queues nothing: once the GPU finishes, it idles until "
-                                       "the host has launched the next work");
-    if (!ok) ctx->out_of_memory = true;
+    if (!finding_add_evidence(f, "each wait: mean %s, longest %s", pf_duration(total / count, mean, sizeof mean),
+                              pf_duration(max, longest, sizeof longest)))
+        ctx->out_of_memory = true;
 }
 
 static void check_profile(RuleContext *ctx) {

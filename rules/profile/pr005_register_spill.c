@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../profiler/kernel_name.h"
 #include "profile_facts.h"
 
 static const char documentation[] =
@@ -59,40 +60,48 @@ static const char documentation[] =
 
 /* The kernel configurations with local memory, summed by function name. */
 typedef struct {
-    char base[128];
+    char *base;
     const ProfKernel *example; /* the configuration with the most time */
     uint64_t ns;
     uint32_t local_max;
 } Spiller;
 
-static size_t collect(const Profile *p, Spiller **out) {
-    *out = NULL;
-    size_t n = 0;
-    Spiller *s = NULL;
+typedef struct {
+    Spiller *items;
+    size_t count;
+    int *owner; /* per kernel of the profile: its Spiller, or -1 */
+} Spillers;
+
+static void spillers_free(Spillers *s) {
+    for (size_t i = 0; i < s->count; i++) free(s->items[i].base);
+    free(s->items);
+    free(s->owner);
+}
+
+static bool collect(const Profile *p, Spillers *s) {
+    memset(s, 0, sizeof *s);
+    s->owner = malloc((p->kernel_count ? p->kernel_count : 1) * sizeof *s->owner);
+    s->items = calloc(p->kernel_count ? p->kernel_count : 1, sizeof *s->items);
+    if (!s->owner || !s->items) return false;
     for (size_t i = 0; i < p->kernel_count; i++) {
         const ProfKernel *k = &p->kernels[i];
+        s->owner[i] = -1;
         if (k->local_per_thread == 0) continue;
-        char base[128];
-        pf_kernel_base_name(k->name, base, sizeof base);
+        char *base = kernel_base_name(k->name);
+        if (!base) return false;
         size_t j = 0;
-        while (j < n && strcmp(s[j].base, base) != 0) j++;
-        if (j == n) {
-            Spiller *grown = realloc(s, (n + 1) * sizeof *s);
-            if (!grown) {
-                free(s);
-                return (size_t)-1;
-            }
-            s = grown;
-            memset(&s[n], 0, sizeof s[n]);
-            memcpy(s[n].base, base, sizeof base);
-            n++;
-        }
-        s[j].ns += k->stats.total_ns;
-        if (k->local_per_thread > s[j].local_max) s[j].local_max = k->local_per_thread;
-        if (!s[j].example || k->stats.total_ns > s[j].example->stats.total_ns) s[j].example = k;
+        while (j < s->count && strcmp(s->items[j].base, base) != 0) j++;
+        if (j == s->count)
+            s->items[s->count++] = (Spiller){.base = base};
+        else
+            free(base);
+        Spiller *sp = &s->items[j];
+        s->owner[i] = (int)j;
+        sp->ns += k->stats.total_ns;
+        if (k->local_per_thread > sp->local_max) sp->local_max = k->local_per_thread;
+        if (!sp->example || k->stats.total_ns > sp->example->stats.total_ns) sp->example = k;
     }
-    *out = s;
-    return n;
+    return true;
 }
 
 static void report(RuleContext *ctx, uint32_t line, const Spiller *s, uint64_t kernel_total, const char *where) {
@@ -107,56 +116,47 @@ static void report(RuleContext *ctx, uint32_t line, const Spiller *s, uint64_t k
     if (share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
     const ProfKernel *k = s->example;
     bool ok = finding_add_evidence(f, "%s of GPU time in its configurations that use local memory (%s of kernel time)",
-                                   pf_duration(s->ns, t, sizeof t), pf_percent(share, pct, sizeof pct));
+                                   pf_duration(s->ns, t, sizeof t), pct);
     ok = ok && finding_add_evidence(f, "%u registers/thread, %u bytes of local memory/thread, block [%u, %u, %u]",
                                     k->registers, k->local_per_thread, k->block[0], k->block[1], k->block[2]);
-    ok = ok && finding_add_evidence(f, "`nvcc -Xptxas -v` tells spill stores/loads from a local array");
     if (!ok) ctx->out_of_memory = true;
+}
+
+/* the line launches a configuration of spiller j */
+static bool launches_spiller(const Profile *p, const PfLine *line, const Spillers *s, int j) {
+    for (size_t o = 0; o < line->op_count; o++) {
+        const ProfOp *op = line->ops[o];
+        if (op->kind == PROF_OP_LAUNCH && op->kernel >= 0 && (size_t)op->kernel < p->kernel_count &&
+            s->owner[op->kernel] == j)
+            return true;
+    }
+    return false;
 }
 
 static void check_profile(RuleContext *ctx) {
     const Profile *p = profile_view_profile(ctx->profile);
     uint64_t kernel_total = profile_view_kernel_ns(ctx->profile);
     if (kernel_total == 0) return;
-    Spiller *spill;
-    size_t n = collect(p, &spill);
-    if (n == (size_t)-1) {
+    Spillers s;
+    PfLines lines = {0};
+    if (!collect(p, &s) || (s.count && !pf_lines_of_file(ctx->profile, ctx->profile_file, &lines))) {
         ctx->out_of_memory = true;
+        spillers_free(&s);
         return;
     }
-    if (n == 0) return;
-    /* keep the ones that matter and are the user's */
-    size_t kept = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (spill[i].ns < MIN_SHARE * kernel_total || !pf_kernel_is_users(ctx, spill[i].example)) continue;
-        spill[kept++] = spill[i];
-    }
-    PfLines lines;
-    if (kept && !pf_lines_of_file(ctx->profile, ctx->profile_file, &lines)) {
-        free(spill);
-        ctx->out_of_memory = true;
-        return;
-    }
-    for (size_t i = 0; i < kept && !ctx->out_of_memory; i++) {
+    for (size_t i = 0; i < s.count && !ctx->out_of_memory; i++) {
+        const Spiller *sp = &s.items[i];
+        /* the ones that matter and are the user's */
+        if (sp->ns < MIN_SHARE * kernel_total || !pf_kernel_is_users(ctx, sp->example)) continue;
         uint32_t def_line = 0;
-        if (ctx->cuda && pf_cuda_kernel_definition(ctx->cuda, spill[i].base, &def_line))
-            report(ctx, def_line, &spill[i], kernel_total, "uses");
-        for (size_t l = 0; l < lines.count && !ctx->out_of_memory; l++) {
-            if (lines.lines[l].line == def_line) continue;
-            bool launches = false;
-            for (size_t o = 0; o < lines.lines[l].op_count && !launches; o++) {
-                const ProfOp *op = lines.lines[l].ops[o];
-                if (op->kind != PROF_OP_LAUNCH || op->kernel < 0 || (size_t)op->kernel >= p->kernel_count) continue;
-                const ProfKernel *k = &p->kernels[op->kernel];
-                char base[128];
-                launches = k->local_per_thread > 0 &&
-                           strcmp(pf_kernel_base_name(k->name, base, sizeof base), spill[i].base) == 0;
-            }
-            if (launches) report(ctx, lines.lines[l].line, &spill[i], kernel_total, "launched here uses");
-        }
+        if (ctx->cuda && pf_cuda_kernel_definition(ctx->cuda, sp->base, &def_line))
+            report(ctx, def_line, sp, kernel_total, "uses");
+        for (size_t l = 0; l < lines.count && !ctx->out_of_memory; l++)
+            if (lines.lines[l].line != def_line && launches_spiller(p, &lines.lines[l], &s, (int)i))
+                report(ctx, lines.lines[l].line, sp, kernel_total, "launched here uses");
     }
-    if (kept) pf_lines_free(&lines);
-    free(spill);
+    pf_lines_free(&lines);
+    spillers_free(&s);
 }
 
 const Rule rule_pr005_register_spill = {

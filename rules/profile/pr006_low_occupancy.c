@@ -76,7 +76,7 @@ static const char *advice(const Occupancy *o, const ProfKernel *k, char *buf, si
     case PF_LIMIT_SHARED: {
         char b[24];
         snprintf(buf, size, "limited by shared memory: %s per block allow %u block%s per SM; use smaller tiles",
-                 pf_bytes((uint64_t)k->static_shared + k->dynamic_shared, b, sizeof b), o->blocks_per_sm,
+                 pf_capacity((uint64_t)k->static_shared + k->dynamic_shared, b, sizeof b), o->blocks_per_sm,
                  o->blocks_per_sm == 1 ? "" : "s");
         break;
     }
@@ -108,7 +108,7 @@ static void report(RuleContext *ctx, uint32_t line, const ProfKernel *k, const P
     unsigned long long threads = pf_threads_per_block(k);
     bool ok = finding_add_evidence(f, "block [%u, %u, %u] = %llu threads, %u registers/thread, %s shared memory/block",
                                    k->block[0], k->block[1], k->block[2], threads, k->registers,
-                                   pf_bytes((uint64_t)k->static_shared + k->dynamic_shared, smem, sizeof smem));
+                                   pf_capacity((uint64_t)k->static_shared + k->dynamic_shared, smem, sizeof smem));
     ok = ok && finding_add_evidence(f, "blocks per SM allowed by: warp slots %u, block slots %u, registers %u, shared "
                                        "memory %u",
                                     o->blocks_by_warps, o->blocks_by_blocks,
@@ -117,7 +117,7 @@ static void report(RuleContext *ctx, uint32_t line, const ProfKernel *k, const P
     ok = ok && finding_add_evidence(f, "%s (sm_%u%u): %u warps, %u blocks, %u registers and %s of shared memory per SM",
                                     dev->name ? dev->name : "the GPU", dev->cc_major, dev->cc_minor,
                                     dev->max_warps_per_sm, dev->max_blocks_per_sm, dev->max_registers_per_sm,
-                                    pf_bytes(dev->max_shared_per_sm, per_sm, sizeof per_sm));
+                                    pf_capacity(dev->max_shared_per_sm, per_sm, sizeof per_sm));
     if (!ok) ctx->out_of_memory = true;
 }
 

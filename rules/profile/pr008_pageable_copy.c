@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "measure.h"
 #include "profile_facts.h"
 
 static const char documentation[] =
@@ -14,7 +15,7 @@ static const char documentation[] =
     "more than once, at least 1 MiB in all, and the copies cost at least 1% of the run, on the\n"
     "GPU or on the host (below):\n"
     "\n"
-    "`16 host-to-device copies from pageable memory (16 MiB, 1 MiB each) at 48.5 GB/s`\n"
+    "`16 host-to-device copies from pageable memory (16.8 MB, 1.05 MB each) at 48.5 GB/s`\n"
     "\n"
     "with the pinned estimate and, when pinned memory would be faster on the GPU's side too, the\n"
     "time it would save. Static rules (CU006, PY004, PY005) point at some of these copies in the\n"
@@ -61,23 +62,18 @@ static const char documentation[] =
     "since pinned copies return at once and pageable ones stage their data first. The larger of\n"
     "the GPU time and that host estimate must reach 1% of the run.\n"
     "\n"
-    "Pinned estimate = bytes / pinned bandwidth + 1.5 µs per copy (a 4-byte pinned copy took\n"
-    "1.7 µs on the H200). The pinned bandwidth is the profile's own, from its pinned copies in the\n"
-    "same direction averaging 256 KiB or more per copy, else 50 GB/s (a PCIe Gen5 x16 host such as\n"
-    "an H100/H200 system: 4 MB into pinned memory in 78 µs is 51-54 GB/s). These are the figures\n"
-    "the profile merge uses for CU006/PY004/PY005 findings at the same line.\n"
-    "\n"
-    "Gain (whole program) = GPU time − pinned estimate, given when it is at least 10% of the\n"
-    "copies' GPU time. It leaves out the host's staging and the overlap that asynchronous copies\n"
-    "allow, so it is a lower bound of what pinning buys. Severity is info, warning when the gain\n"
-    "reaches 1% of the run.\n";
+    "The pinned estimate and the gain are the profile merge's copy model (`MEASURE_COPY`,\n"
+    "rules/measure_models.c), the same figures a CU006, PY004 or PY005 finding at the line gets:\n"
+    "pinned time = bytes / pinned bandwidth + 1.5 µs per copy, the pinned bandwidth being the\n"
+    "profile's own pinned copies in the same direction (256 KiB or more per copy on average), else\n"
+    "50 GB/s (PCIe Gen5 x16, as an H100/H200 host reaches it: 4 MB into pinned memory in 78 µs).\n"
+    "Gain (whole program) = GPU time − pinned time, when positive. It leaves out the host's\n"
+    "staging and the overlap that asynchronous copies allow, so it is a lower bound of what\n"
+    "pinning buys. Severity is info, warning when the gain reaches 1% of the run.\n";
 
 #define MIN_COPIES 2
 #define MIN_BYTES (1u << 20)
 #define MIN_SHARE 0.01
-#define DEFAULT_PINNED_BW 50e9
-#define REFERENCE_COPY (256u << 10) /* pinned copies this large (on average) set the reference bandwidth */
-#define COPY_LATENCY_NS 1500.0     /* what each copy costs beyond its bytes, pinned or not */
 
 typedef struct {
     uint64_t count, bytes, ns;
@@ -86,23 +82,6 @@ typedef struct {
 static bool pageable(const ProfOp *op, ProfCopyKind dir) {
     if (op->kind != PROF_OP_MEMCPY || op->copy != dir) return false;
     return dir == PROF_COPY_HTOD ? op->src == PROF_MEM_PAGEABLE : op->dst == PROF_MEM_PAGEABLE;
-}
-
-static bool pinned(const ProfOp *op, ProfCopyKind dir) {
-    if (op->kind != PROF_OP_MEMCPY || op->copy != dir) return false;
-    return dir == PROF_COPY_HTOD ? op->src == PROF_MEM_PINNED : op->dst == PROF_MEM_PINNED;
-}
-
-/* the profile's own pinned bandwidth in this direction, or 0 */
-static double pinned_bandwidth(const Profile *p, ProfCopyKind dir) {
-    uint64_t bytes = 0, ns = 0;
-    for (size_t i = 0; i < p->op_count; i++) {
-        const ProfOp *op = &p->ops[i];
-        if (!pinned(op, dir) || op->stats.count == 0 || op->bytes / op->stats.count < REFERENCE_COPY) continue;
-        bytes += op->bytes;
-        ns += op->stats.total_ns;
-    }
-    return ns ? bytes / (ns / 1e9) : 0;
 }
 
 /* host time in the process's copy calls (cudaMemcpy*, cuMemcpy*) */
@@ -133,68 +112,67 @@ static uint64_t host_estimate(const Profile *p, uint64_t bytes) {
     return (uint64_t)((double)api_ns * bytes / all);
 }
 
-static void report(RuleContext *ctx, uint32_t line, ProfCopyKind dir, const Copies *c, uint64_t gpu, uint64_t run) {
-    const Profile *p = profile_view_profile(ctx->profile);
-    bool python = ctx->doc->language == LANGUAGE_PYTHON;
-    double seconds = c->ns / 1e9;
-    double achieved = seconds > 0 ? c->bytes / seconds : 0;
-    double own = pinned_bandwidth(p, dir);
-    double reference = own > 0 ? own : DEFAULT_PINNED_BW;
-    double pinned_ns = c->bytes / reference * 1e9 + c->count * COPY_LATENCY_NS;
-    double gain_ns = c->ns - pinned_ns;
-    char n[32], b[24], each[24], bw[24], ref[24], est[24], t[24], pct[16];
+/* "16 host-to-device copies from pageable memory (16.8 MB, 1.05 MB each) at 48.5 GB/s" */
+static void describe(ProfCopyKind dir, const Copies *c, char *buf, size_t size) {
     bool one = c->count == 1;
     const char *what = dir == PROF_COPY_HTOD ? (one ? "host-to-device copy from" : "host-to-device copies from")
                                              : (one ? "device-to-host copy into" : "device-to-host copies into");
-    char size[64];
+    char n[32], b[32], each[32], bw[32], amount[80];
     if (one)
-        pf_bytes(c->bytes, size, sizeof size);
+        pf_bytes(c->bytes, amount, sizeof amount);
     else
-        snprintf(size, sizeof size, "%s, %s each", pf_bytes(c->bytes, b, sizeof b),
+        snprintf(amount, sizeof amount, "%s, %s each", pf_bytes(c->bytes, b, sizeof b),
                  pf_bytes(c->bytes / c->count, each, sizeof each));
-    Finding *f = pf_report_line(ctx, line, "%s %s pageable memory (%s) at %s; pinned memory makes %s asynchronous (%s)",
-                                pf_count(c->count, n, sizeof n), what, size, pf_bandwidth(achieved, bw, sizeof bw),
-                                one ? "it" : "them",
+    double seconds = c->ns / 1e9;
+    snprintf(buf, size, "%s %s pageable memory (%s) at %s", pf_count(c->count, n, sizeof n), what, amount,
+             pf_bandwidth(seconds > 0 ? c->bytes / seconds : 0, bw, sizeof bw));
+}
+
+static void report(RuleContext *ctx, uint32_t line, const Copies *c, const bool *reported, const uint64_t *host,
+                   uint64_t run) {
+    static const ProfCopyKind dirs[] = {PROF_COPY_HTOD, PROF_COPY_DTOH};
+    char what[2][200];
+    size_t n = 0;
+    uint64_t copies = 0;
+    for (size_t d = 0; d < 2; d++)
+        if (reported[d]) {
+            describe(dirs[d], &c[d], what[n++], sizeof what[0]);
+            copies += c[d].count;
+        }
+    bool python = ctx->doc->language == LANGUAGE_PYTHON;
+    Finding *f = pf_report_line(ctx, line, "%s%s%s; pinned memory makes %s asynchronous (%s)", what[0],
+                                n > 1 ? ", and " : "", n > 1 ? what[1] : "", copies == 1 ? "it" : "them",
                                 python ? "`pin_memory=True`, `.pin_memory()`, then `non_blocking=True`"
                                        : "`cudaMallocHost`/`cudaHostRegister`, then `cudaMemcpyAsync`");
     if (!f) return;
-    bool ok = finding_add_evidence(f, "GPU time of the copies: %s, %s of all GPU time", pf_duration(c->ns, t, sizeof t),
-                                   pf_percent((double)c->ns / gpu, pct, sizeof pct));
-    ok = ok && finding_add_evidence(f, "pinned estimate: %s at %s (%s)", pf_duration((uint64_t)pinned_ns, est, sizeof est),
-                                    pf_bandwidth(reference, ref, sizeof ref),
-                                    own > 0 ? "this profile's pinned copies in the same direction"
-                                            : "50 GB/s, a PCIe Gen5 x16 host; the profile has no large pinned copy in "
-                                              "this direction");
+    /* the merge's copy model: the same evidence and gain a static finding here gets */
+    MeasureSite site = {.view = ctx->profile, .file = ctx->profile_file, .first = line, .last = line, .code = ""};
+    Measurement m;
+    bool ok = measure_apply(MEASURE_COPY, &site, &m);
+    for (size_t i = 0; ok && i < m.evidence_count; i++) ok = finding_add_evidence(f, "%s", m.evidence[i]);
     uint64_t api_ns, api_calls;
-    if (ok && copy_api_time(p, &api_ns, &api_calls)) {
-        char at[24], ac[32], he[24], hs[16];
-        uint64_t host = host_estimate(p, c->bytes);
-        ok = finding_add_evidence(f, "host time: about %s (%s of the run), the run's %s in %s cudaMemcpy* calls shared "
-                                     "out over its pageable copies by bytes",
-                                  pf_duration(host, he, sizeof he), pf_percent(run ? (double)host / run : 0, hs, sizeof hs),
-                                  pf_duration(api_ns, at, sizeof at), pf_count(api_calls, ac, sizeof ac));
+    if (ok && copy_api_time(profile_view_profile(ctx->profile), &api_ns, &api_calls))
+        for (size_t d = 0; d < 2 && ok; d++) {
+            if (!reported[d]) continue;
+            char he[32], hs[16], at[32], ac[32];
+            ok = finding_add_evidence(f, "%s on the host: about %s (%s of the run), the run's %s in %s cudaMemcpy* "
+                                         "calls shared out over its pageable copies by bytes",
+                                      dirs[d] == PROF_COPY_HTOD ? "uploads" : "downloads",
+                                      pf_duration(host[d], he, sizeof he), pf_share(host[d], run, hs, sizeof hs),
+                                      pf_duration(api_ns, at, sizeof at), pf_count(api_calls, ac, sizeof ac));
+        }
+    if (ok && m.has_gain) {
+        ok = pf_set_gain(f, m.gain_seconds, m.scope, m.model);
+        if (m.gain_seconds * 1e9 * 100 >= run) f->severity = SEVERITY_WARNING;
     }
-    if (ok && gain_ns >= 0.1 * c->ns) {
-        char g[24];
-        ok = finding_add_evidence(f, "pinned would save about %s of GPU copy time", pf_duration((uint64_t)gain_ns, g, sizeof g));
-        char model[256];
-        snprintf(model, sizeof model,
-                 "GPU time of the copies \xe2\x88\x92 (bytes / %s pinned bandwidth + 1.5 \xc2\xb5s per copy); host "
-                 "staging and lost overlap not counted",
-                 ref);
-        ok = ok && pf_set_gain(f, gain_ns / 1e9, "program", model);
-        if (run > 0 && gain_ns * 100 >= run) f->severity = SEVERITY_WARNING;
-    } else if (ok) {
-        ok = finding_add_evidence(f, "the GPU side already ran near pinned speed: the cost is on the host (staging, "
-                                     "a call that blocks) and in the overlap the copy cannot have");
-    }
+    measurement_free(&m);
     if (!ok) ctx->out_of_memory = true;
 }
 
 static void check_profile(RuleContext *ctx) {
     const Profile *p = profile_view_profile(ctx->profile);
-    uint64_t gpu = profile_view_gpu_ns(ctx->profile), run = profile_view_run_ns(ctx->profile);
-    if (gpu == 0 || run == 0) return;
+    uint64_t run = profile_view_run_ns(ctx->profile);
+    if (run == 0) return;
     PfLines lines;
     if (!pf_lines_of_file(ctx->profile, ctx->profile_file, &lines)) {
         ctx->out_of_memory = true;
@@ -202,21 +180,23 @@ static void check_profile(RuleContext *ctx) {
     }
     static const ProfCopyKind dirs[] = {PROF_COPY_HTOD, PROF_COPY_DTOH};
     for (size_t l = 0; l < lines.count && !ctx->out_of_memory; l++) {
+        Copies c[2] = {{0}};
+        bool reported[2] = {false, false};
+        uint64_t host[2] = {0, 0};
         for (size_t d = 0; d < 2; d++) {
-            Copies c = {0};
             for (size_t o = 0; o < lines.lines[l].op_count; o++) {
                 const ProfOp *op = lines.lines[l].ops[o];
                 if (!pageable(op, dirs[d])) continue;
-                c.count += op->stats.count;
-                c.bytes += op->bytes;
-                c.ns += op->stats.total_ns;
+                c[d].count += op->stats.count;
+                c[d].bytes += op->bytes;
+                c[d].ns += op->stats.total_ns;
             }
-            if (c.count < MIN_COPIES || c.bytes < MIN_BYTES) continue;
+            if (c[d].count < MIN_COPIES || c[d].bytes < MIN_BYTES) continue;
             /* what they cost, on the GPU or on the host, must be a measurable part of the run */
-            uint64_t host = host_estimate(p, c.bytes);
-            if ((c.ns > host ? c.ns : host) < MIN_SHARE * run) continue;
-            report(ctx, lines.lines[l].line, dirs[d], &c, gpu, run);
+            host[d] = host_estimate(p, c[d].bytes);
+            reported[d] = (c[d].ns > host[d] ? c[d].ns : host[d]) >= MIN_SHARE * run;
         }
+        if (reported[0] || reported[1]) report(ctx, lines.lines[l].line, c, reported, host, run);
     }
     pf_lines_free(&lines);
 }

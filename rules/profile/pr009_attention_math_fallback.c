@@ -121,27 +121,23 @@ static void check_line(RuleContext *ctx, const PfLine *line, uint64_t kernel_tot
     if (!pf_line_range(ctx->doc, line->line, &s.start, &s.end)) return;
     py_walk(ts_tree_root_node(ctx->py->tree), visit, &s);
     if (!s.found) return;
+    /* the likely reasons: what the call shows first, then the usual ones */
+    bool mask = given(ctx->py, s.call, "attn_mask", 3), dropout = given(ctx->py, s.call, "dropout_p", 4);
+    const char *why = mask && dropout ? "its explicit `attn_mask` (a causal mask is `is_causal=True`) or `dropout_p`"
+                      : mask          ? "its explicit `attn_mask` (a causal mask is `is_causal=True`)"
+                      : dropout       ? "`dropout_p` in training"
+                                      : "fp32 inputs (flash needs fp16/bf16), a head size not a multiple of 8 or "
+                                        "above 256, or a disabled backend";
     char g[32], sm[32], pct[16], t[24];
     Finding *f = pf_report_line(ctx, line->line,
                                 "scaled_dot_product_attention ran on the math path: %s matmul and %s softmax kernels, "
-                                "no fused attention kernel (%s of GPU kernel time)",
+                                "no fused attention kernel (%s of GPU kernel time); likely because of %s",
                                 pf_count(gemm, g, sizeof g), pf_count(softmax, sm, sizeof sm),
-                                pf_percent(share, pct, sizeof pct));
+                                pf_percent(share, pct, sizeof pct), why);
     if (!f) return;
     if (share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
-    bool ok = finding_add_evidence(f, "matmul and softmax kernels here: %s on the GPU", pf_duration(ns, t, sizeof t));
-    if (ok && given(ctx->py, s.call, "attn_mask", 3))
-        ok = finding_add_evidence(f, "this call passes `attn_mask`: FlashAttention takes no explicit mask (a causal "
-                                     "mask is `is_causal=True`)");
-    if (ok && given(ctx->py, s.call, "dropout_p", 4))
-        ok = finding_add_evidence(f, "this call passes `dropout_p`: in training, dropout rules out some fused "
-                                     "backends");
-    ok = ok && finding_add_evidence(f, "other usual reasons: fp32 inputs (FlashAttention needs fp16/bf16), a head "
-                                       "size not a multiple of 8 or above 256, non-contiguous inputs, a disabled "
-                                       "backend");
-    ok = ok && finding_add_evidence(f, "`with torch.nn.attention.sdpa_kernel(SDPBackend.FLASH_ATTENTION):` around "
-                                       "the call makes PyTorch say why it refused");
-    if (!ok) ctx->out_of_memory = true;
+    if (!finding_add_evidence(f, "matmul and softmax kernels launched here: %s on the GPU", pf_duration(ns, t, sizeof t)))
+        ctx->out_of_memory = true;
 }
 
 static void check_profile(RuleContext *ctx) {
