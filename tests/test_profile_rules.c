@@ -3,7 +3,8 @@
  * known values; each rule on synthetic profiles built with the aggregator or
  * read from tests/fixtures/profile/ (JSON), with a positive case and correct
  * look-alikes that must not fire; and every rule on the profiles recorded on
- * the H200 (tests/fixtures/profiles/h200/) with their sources. */
+ * the H200 (tests/fixtures/profiles/h200/) with their sources, and through
+ * `advise check --profile`. */
 #include <criterion/criterion.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "../profiler/profile_view.h"
 #include "../rules/profile_facts.h"
 #include "../rules/rule.h"
+#include "cli_harness.h"
 
 #define MS 1000000ull
 #define US 1000ull
@@ -1169,4 +1171,35 @@ Test(h200, messages_carry_the_measured_figures) {
     finding_list_free(&l);
     source_free(&s);
     profile_view_free(v);
+}
+
+/* ======================================================================== */
+/* Through `advise check --profile`                                          */
+/* ======================================================================== */
+
+Test(cli, profile_rules_reach_advise_check) {
+    RunResult r = run_advise_at(ADVISE_SOURCE_DIR, "check", "--no-config", "--no-source", "--fail-on", "never",
+                                "--profile", "tests/fixtures/profiles/h200/pipeline.json", "samples/cuda/pipeline.cu");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "samples/cuda/pipeline.cu:105:9: PR003 [gpu-idle-gap] the GPU sat idle 1.22 ms"), "%s",
+              r.out);
+    cr_expect(strstr(r.out, "samples/cuda/pipeline.cu:105:9: PR008 [pageable-copy] 16 host-to-device copies"), "%s",
+              r.out);
+    cr_expect(strstr(r.out, "samples/cuda/pipeline.cu:109:9: PR008 [pageable-copy] 16 device-to-host copies"), "%s",
+              r.out);
+    run_result_free(&r);
+
+    /* selected off like any rule */
+    r = run_advise_at(ADVISE_SOURCE_DIR, "check", "--no-config", "--no-source", "--fail-on", "never", "--ignore",
+                      "pageable-copy", "--profile", "tests/fixtures/profiles/h200/pipeline.json",
+                      "samples/cuda/pipeline.cu");
+    cr_expect_null(strstr(r.out, "PR008"), "%s", r.out);
+    cr_expect(strstr(r.out, "PR003"), "%s", r.out);
+    run_result_free(&r);
+
+    r = run_advise_at(ADVISE_SOURCE_DIR, "check", "--no-config", "--no-source", "--fail-on", "never", "--profile",
+                      "tests/fixtures/profiles/h200/pipeline_fixed.json", "samples/cuda/pipeline_fixed.cu");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_null(strstr(r.out, ": PR0"), "the corrected pipeline gets no profile finding:\n%s", r.out);
+    run_result_free(&r);
 }
