@@ -78,10 +78,13 @@ uint64_t measure_lines_cost(const ProfileView *v, int file, uint32_t first, uint
     return cost;
 }
 
-/* MEASURE_SYNC: the host's waits at the lines.
- * Gain (program): the wait, less the share of the run the GPU was busy
- * (work the GPU must still do however the host waits for it):
- *   gain = wait x (1 - busy / run), never more than the wait. */
+/* MEASURE_SYNC: the host's waits at the lines, as evidence only.
+ * No gain estimate: during the wait the GPU is doing work it must do anyway;
+ * removing the sync gains only the GPU idle time it causes afterwards (the
+ * host refilling an empty queue), which the profile does not yet separate per
+ * sync. The model this replaced (wait x (1 - busy share)) promised 218 ms
+ * for ResNet-50's per-step loss.item(); following the advice on the H200
+ * measured no speedup (bench/workloads/compare.sh, 2026-11-30). */
 static bool measure_sync_ops(const MeasureSite *s, Measurement *m, const ProfOp **ops, size_t n) {
     uint64_t count = 0, total = 0;
     for (size_t i = 0; i < n; i++)
@@ -97,19 +100,9 @@ static bool measure_sync_ops(const MeasureSite *s, Measurement *m, const ProfOp 
     measure_share(total, run, share, sizeof share);
     m->measured = true;
     m->cost_ns = total;
-    if (!evidence(m, "this `%s` ran %llu time%s and waited %s %s(%s, %s of the run)", s->code,
-                  (unsigned long long)count, count == 1 ? "" : "s", each, count == 1 ? "" : "each on average ", sum,
-                  share))
-        return false;
-    double busy = run ? (double)profile_view_busy_ns(s->view) / (double)run : 0;
-    if (busy > 1) busy = 1;
-    double g = (double)total / 1e9 * (1 - busy);
-    char busy_text[16];
-    measure_share(profile_view_busy_ns(s->view), run, busy_text, sizeof busy_text);
-    return gain(m, g, "program",
-                "the host's wait here (%s) less the share of the run the GPU was busy (%s), work that remains: "
-                "wait x (1 - busy share)",
-                sum, busy_text);
+    return evidence(m, "this `%s` ran %llu time%s and waited %s %s(%s, %s of the run)", s->code,
+                    (unsigned long long)count, count == 1 ? "" : "s", each, count == 1 ? "" : "each on average ",
+                    sum, share);
 }
 
 /* The bandwidth of the profile's own pinned copies in one direction (bytes
