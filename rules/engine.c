@@ -104,7 +104,7 @@ static bool run(const Document *doc, const PySource *py, const CudaSource *cuda,
     bool torch_file = py && (py->imports_torch || py->uses_gpu);
     for (size_t i = 0; i < count; i++) {
         const Rule *rule = all[i];
-        if (!(rule->languages & doc->language) || !config_rule_enabled(cfg, rule)) continue;
+        if (!rule->check || !(rule->languages & doc->language) || !config_rule_enabled(cfg, rule)) continue;
         if (py && !torch_file && !rule->runs_without_torch) continue;
         if (region && rule->whole_file) continue;
         RuleContext ctx = {.rule = rule, .doc = doc, .py = py, .cuda = cuda, .out = out};

@@ -17,7 +17,9 @@ Test(registry, codes_and_names_are_unique_and_well_formed) {
             cr_expect(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '-',
                       "%s: name '%s' is not kebab-case", r->code, r->name);
         cr_expect(r->summary && r->summary[0], "%s: no summary", r->code);
-        cr_expect(r->check != NULL, "%s: no check", r->code);
+        /* a profile rule (rules/profile/) has check_profile instead */
+        cr_expect((r->check != NULL) != (r->check_profile != NULL), "%s: needs a check or a check_profile, not both",
+                  r->code);
         cr_expect(r->severity >= SEVERITY_ERROR && r->severity <= SEVERITY_HINT, "%s: bad severity", r->code);
         for (size_t k = i + 1; k < count; k++) {
             cr_expect(strcmp(r->code, all[k]->code) != 0, "duplicate code %s", r->code);

@@ -1,0 +1,162 @@
+/* PR001 hotspot-kernel: a line whose kernel launches take a large share of
+ * the GPU's kernel time. Needs a profile. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile_facts.h"
+
+static const char documentation[] =
+    "## What it does\n"
+    "Needs a profile (`advise profile`). Shows the lines whose kernels take at least 10% of all\n"
+    "the GPU kernel time the profile measured (and at least 1% of the run): `31% of GPU kernel\n"
+    "time · 1.20 ms avg · 500 calls: <kernel>`. The kernel named is the one with the most time at the line (its launch\n"
+    "configurations summed); when the line launches several kernels (a model's forward pass, a\n"
+    "library call) the message says how many more. The evidence lists the top kernels with their\n"
+    "launch shape and registers per thread.\n"
+    "\n"
+    "This is a map of where the GPU's time goes, not a defect: it says which lines are worth\n"
+    "optimising first, and other findings at the same line say how.\n"
+    "\n"
+    "## Why is this slow?\n"
+    "It may not be: the kernel may run as fast as the hardware allows. But speeding up a kernel\n"
+    "that takes 5% of the GPU time saves at most 5% of it (Amdahl's law); effort pays where the\n"
+    "time is.\n"
+    "\n"
+    "## Example\n"
+    "```python\n"
+    "for step in range(steps):\n"
+    "    y = x @ w          # PR001: 79% of GPU kernel time · 2.36 ms avg · 330 calls: sm80_xmma_gemm_f32f32_...\n"
+    "    z = torch.relu(y)\n"
+    "```\n"
+    "\n"
+    "## Use instead\n"
+    "Look at the kernel's efficiency first: for a GEMM or convolution, lower precision (TF32,\n"
+    "BF16/FP16 with autocast) and shapes that are multiples of 8 or 16; for your own CUDA kernel,\n"
+    "its memory access pattern (coalescing, shared memory) and occupancy (PR006); for many small\n"
+    "kernels, fusion (`torch.compile`) or CUDA graphs (PR002). Nsight Compute on that one kernel\n"
+    "says why it is slow.\n"
+    "\n"
+    "## Fix safety\n"
+    "No fix: the finding points at where the time goes, not at a change.\n"
+    "\n"
+    "## The numbers\n"
+    "Share = the GPU time of the kernels launched from the line / the GPU time of every kernel in\n"
+    "the profile (all devices and processes). `avg` = that time / the launches. A line whose\n"
+    "kernels take less than 1% of the run's wall time is not reported, whatever its share: the\n"
+    "GPU's work is not where that run's time goes (look at idle gaps, PR003, and host waits,\n"
+    "PR004). Severity is info, warning from 30%. No gain is estimated: how much faster a kernel\n"
+    "could run is not in the profile.\n";
+
+#define SHARE 0.10
+#define WARNING_SHARE 0.30
+
+typedef struct {
+    const char *name;
+    uint64_t ns, launches;
+    const ProfKernel *example; /* the configuration with the most time */
+    uint64_t example_ns;
+} KernelSum;
+
+static int by_time(const void *a, const void *b) {
+    const KernelSum *x = a, *y = b;
+    return x->ns > y->ns ? -1 : x->ns < y->ns;
+}
+
+static void check_line(RuleContext *ctx, const PfLine *line, uint64_t kernel_total, uint64_t run) {
+    const Profile *p = profile_view_profile(ctx->profile);
+    KernelSum *sums = calloc(line->op_count ? line->op_count : 1, sizeof *sums);
+    if (!sums) {
+        ctx->out_of_memory = true;
+        return;
+    }
+    size_t n = 0;
+    uint64_t ns = 0, launches = 0;
+    for (size_t i = 0; i < line->op_count; i++) {
+        const ProfOp *op = line->ops[i];
+        if (op->kind != PROF_OP_LAUNCH || op->kernel < 0 || (size_t)op->kernel >= p->kernel_count) continue;
+        const ProfKernel *k = &p->kernels[op->kernel];
+        ns += op->stats.total_ns;
+        launches += op->stats.count;
+        size_t j = 0;
+        while (j < n && strcmp(sums[j].name, k->name) != 0) j++;
+        if (j == n) sums[n++] = (KernelSum){.name = k->name};
+        sums[j].ns += op->stats.total_ns;
+        sums[j].launches += op->stats.count;
+        if (!sums[j].example || op->stats.total_ns > sums[j].example_ns) {
+            sums[j].example = k;
+            sums[j].example_ns = op->stats.total_ns;
+        }
+    }
+    double share = (double)ns / kernel_total;
+    /* lines whose kernels are under 1% of the run: the GPU's work is not where its time goes */
+    if (n == 0 || launches == 0 || share < SHARE || (run > 0 && ns * 100 < run)) {
+        free(sums);
+        return;
+    }
+    qsort(sums, n, sizeof *sums, by_time);
+
+    char pct[16], avg[24], calls[32], kname[112], more[48] = "";
+    pf_kernel_display_name(sums[0].name, kname, sizeof kname);
+    if (n > 1) snprintf(more, sizeof more, " and %zu other kernel%s", n - 1, n == 2 ? "" : "s");
+    Finding *f = pf_report_line(ctx, line->line, "%s of GPU kernel time \xc2\xb7 %s avg \xc2\xb7 %s call%s: %s%s",
+                                pf_percent(share, pct, sizeof pct), pf_duration(ns / launches, avg, sizeof avg),
+                                pf_count(launches, calls, sizeof calls), launches == 1 ? "" : "s", kname, more);
+    if (!f) {
+        free(sums);
+        return;
+    }
+    if (share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
+
+    char total[24], all[24], runs[24];
+    bool ok = finding_add_evidence(f, "kernels launched here: %s on the GPU in %s launches, of %s of kernel time in the "
+                                      "profile",
+                                   pf_duration(ns, total, sizeof total), calls,
+                                   pf_duration(kernel_total, all, sizeof all));
+    if (run > 0) {
+        char rs[16];
+        ok = ok && finding_add_evidence(f, "the run took %s: these kernels are %s of it", pf_duration(run, runs, sizeof runs),
+                                        pf_percent((double)ns / run, rs, sizeof rs));
+    }
+    for (size_t i = 0; i < n && i < 3 && ok; i++) {
+        const ProfKernel *k = sums[i].example;
+        char t[24], s[16], med[24], name[160];
+        ok = finding_add_evidence(
+            f, "%s: %s (%s of kernel time), %s launch%s, median %s; grid [%u, %u, %u], block [%u, %u, %u], %u "
+               "registers/thread",
+            pf_kernel_display_name(sums[i].name, name, sizeof name), pf_duration(sums[i].ns, t, sizeof t),
+            pf_percent((double)sums[i].ns / kernel_total, s, sizeof s), pf_count(sums[i].launches, calls, sizeof calls),
+            sums[i].launches == 1 ? "" : "es", pf_duration(k->stats.median_ns, med, sizeof med), k->grid[0],
+            k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2], k->registers);
+    }
+    if (ok && line->site && line->site->function_level)
+        ok = finding_add_evidence(f, "these figures are the whole function's: the imported trace names functions, "
+                                     "not lines");
+    if (!ok) ctx->out_of_memory = true;
+    free(sums);
+}
+
+static void check_profile(RuleContext *ctx) {
+    uint64_t kernel_total = profile_view_kernel_ns(ctx->profile);
+    if (kernel_total == 0) return;
+    uint64_t run = profile_view_run_ns(ctx->profile);
+    PfLines lines;
+    if (!pf_lines_of_file(ctx->profile, ctx->profile_file, &lines)) {
+        ctx->out_of_memory = true;
+        return;
+    }
+    for (size_t i = 0; i < lines.count && !ctx->out_of_memory; i++) check_line(ctx, &lines.lines[i], kernel_total, run);
+    pf_lines_free(&lines);
+}
+
+const Rule rule_pr001_hotspot_kernel = {
+    .code = "PR001",
+    .name = "hotspot-kernel",
+    .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA,
+    .summary = "A line whose kernels take at least 10% of the GPU's kernel time (profile)",
+    .documentation = documentation,
+    .check = NULL,
+    .measure = MEASURE_NONE,
+    .check_profile = check_profile,
+};

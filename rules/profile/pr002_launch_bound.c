@@ -1,0 +1,244 @@
+/* PR002 launch-bound: a line, or consecutive lines of one function, that
+ * launches many tiny kernels while the GPU idles between them. Needs a
+ * profile. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile_facts.h"
+
+static const char documentation[] =
+    "## What it does\n"
+    "Needs a profile (`advise profile`). Reports a line, or a run of consecutive lines of one\n"
+    "function, that launches many tiny kernels (each runs for less than 10 µs on the GPU, the\n"
+    "median of its launches) while the GPU spends most of its time idle between its work. The\n"
+    "finding sits on the first line of the run; the other lines are listed as related places.\n"
+    "\n"
+    "It needs, all of them:\n"
+    "- at least 100 tiny launches from the lines, and tiny ones are at least half of each line's\n"
+    "  launches (a line whose launches are mostly long kernels is not launch-bound);\n"
+    "- the GPU idle at least half of the time outside its long gaps (gaps of 1 ms or more, which\n"
+    "  PR003 reports): the host, not the GPU, sets the pace;\n"
+    "- an estimated gain (below) of at least 1% of the run.\n"
+    "\n"
+    "## Why is this slow?\n"
+    "Every kernel launch costs the host several microseconds (Python and the framework's\n"
+    "dispatcher, then the CUDA driver), and a tiny kernel finishes sooner than the host can queue\n"
+    "the next one. The GPU then runs a microsecond of work and waits for the next launch: the\n"
+    "program is bound by launch overhead, and a faster GPU would not help.\n"
+    "\n"
+    "## Example\n"
+    "```python\n"
+    "def gelu_tanh(x):   # 5,340 launches, 0.9 µs each on the GPU, ~31 µs idle between them\n"
+    "    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))\n"
+    "```\n"
+    "\n"
+    "## Use instead\n"
+    "In PyTorch, capture the steady-state work in a CUDA graph, which replays all of its launches\n"
+    "with one call: `torch.compile(model, mode=\"reduce-overhead\")` (it also fuses elementwise\n"
+    "chains into single kernels), or `torch.cuda.graphs` / `torch.cuda.make_graphed_callables` by\n"
+    "hand (static shapes, static input buffers). `torch.compile` alone fuses the elementwise\n"
+    "operations and cuts the launches. Larger batches give each launch more work.\n"
+    "\n"
+    "In CUDA C++, capture the sequence of launches once with `cudaStreamBeginCapture` /\n"
+    "`cudaStreamEndCapture` (or build a `cudaGraph_t`), instantiate it and `cudaGraphLaunch` it\n"
+    "every iteration; or fuse the small kernels into one.\n"
+    "\n"
+    "## Fix safety\n"
+    "No automatic fix: graphs need static shapes and addresses, and fusion changes the code.\n"
+    "\n"
+    "## The numbers\n"
+    "Measured: the launches of the lines, their GPU time and median duration. The GPU's idle time\n"
+    "between its activities is the timeline's idle time less the recorded gaps of 1 ms or more;\n"
+    "divided by the number of GPU activities (kernels, copies, memsets) it gives the typical idle\n"
+    "time per launch, `g`.\n"
+    "\n"
+    "Gain (whole program) = tiny launches × (g − 2 µs), where 2 µs is the gap a CUDA graph leaves\n"
+    "between consecutive kernels. It is an upper bound: host work between the launches that is not\n"
+    "launching (Python logic, data loading) is not removed by a graph. Severity is info, warning\n"
+    "when the gain reaches 10% of the run.\n";
+
+#define TINY_NS 10000u          /* a kernel shorter than this is tiny */
+#define GRAPH_GAP_NS 2000.0     /* kernel-to-kernel gap inside a CUDA graph */
+#define LONG_GAP_NS 1000000u    /* gaps this long are PR003's */
+#define MIN_TINY 100u
+#define MIN_IDLE_SHARE 0.5
+#define MAX_LINE_DISTANCE 3u    /* lines of one run are at most this far apart */
+
+typedef struct {
+    uint64_t median, count;
+} Sample;
+
+typedef struct {
+    size_t first, last; /* into the file's lines */
+    uint64_t tiny, launches, tiny_ns;
+    Sample *samples;
+    size_t sample_count, sample_cap;
+} Run;
+
+static int by_median(const void *a, const void *b) {
+    const Sample *x = a, *y = b;
+    return x->median < y->median ? -1 : x->median > y->median;
+}
+
+/* the launch-weighted median of the tiny kernels' medians */
+static uint64_t run_median(Run *r) {
+    if (r->sample_count == 0) return 0;
+    qsort(r->samples, r->sample_count, sizeof *r->samples, by_median);
+    uint64_t half = (r->tiny + 1) / 2, seen = 0;
+    for (size_t i = 0; i < r->sample_count; i++) {
+        seen += r->samples[i].count;
+        if (seen >= half) return r->samples[i].median;
+    }
+    return r->samples[r->sample_count - 1].median;
+}
+
+/* The typical idle time per GPU activity outside the long gaps, and the
+ * GPU's idle share there. False when the profile has no timeline. */
+static bool idle_between_launches(const Profile *p, double *gap_ns, double *idle_share) {
+    uint64_t span = 0, idle = 0, long_gaps = 0, activities = 0;
+    for (size_t i = 0; i < p->timeline_count; i++) {
+        span += p->timelines[i].span_ns;
+        idle += p->timelines[i].idle_ns;
+    }
+    for (size_t i = 0; i < p->gap_count; i++)
+        if (p->gaps[i].duration_ns >= LONG_GAP_NS) long_gaps += p->gaps[i].duration_ns;
+    if (long_gaps > idle) long_gaps = idle;
+    for (size_t i = 0; i < p->op_count; i++)
+        if (p->ops[i].kind == PROF_OP_LAUNCH || p->ops[i].kind == PROF_OP_MEMCPY || p->ops[i].kind == PROF_OP_MEMSET)
+            activities += p->ops[i].stats.count;
+    if (span <= long_gaps || activities == 0) return false;
+    *gap_ns = (double)(idle - long_gaps) / activities;
+    *idle_share = (double)(idle - long_gaps) / (span - long_gaps);
+    return true;
+}
+
+static bool same_function(const ProfSite *a, const ProfSite *b) {
+    if (!a->function || !b->function) return a->function == b->function;
+    return strcmp(a->function, b->function) == 0;
+}
+
+static void report(RuleContext *ctx, const PfLines *lines, Run *r, double gap_ns, double idle_share, uint64_t run_ns) {
+    double gain_ns = r->tiny * (gap_ns - GRAPH_GAP_NS);
+    if (r->tiny < MIN_TINY || gain_ns < run_ns / 100.0) return;
+    const PfLine *first = &lines->lines[r->first], *last = &lines->lines[r->last];
+    char count[32], median[24], gap[24], where[96] = "this line", fn[72] = "";
+    if (first->site->function) snprintf(fn, sizeof fn, " of `%.60s`", first->site->function);
+    if (r->first != r->last) snprintf(where, sizeof where, "lines %u-%u%s", first->line, last->line, fn);
+    bool python = ctx->doc->language == LANGUAGE_PYTHON;
+    Finding *f = pf_report_line(
+        ctx, first->line,
+        "launch-bound: %s tiny kernel launches from %s (median %s on the GPU) while the GPU idles ~%s between its "
+        "work; %s",
+        pf_count(r->tiny, count, sizeof count), where, pf_duration(run_median(r), median, sizeof median),
+        pf_duration((uint64_t)gap_ns, gap, sizeof gap),
+        python ? "capture them in a CUDA graph (`torch.compile(mode=\"reduce-overhead\")`, `torch.cuda.graph`) or "
+                 "fuse them (`torch.compile`)"
+               : "capture them in a CUDA graph (stream capture, `cudaGraphLaunch`) or fuse the kernels");
+    if (!f) return;
+    if (gain_ns >= run_ns / 10.0) f->severity = SEVERITY_WARNING;
+    char t[24], s[16], all[32], g[24], rs[16];
+    bool ok = finding_add_evidence(f, "%s launches from %s in all, %s of them under 10 \xc2\xb5s; the tiny ones ran %s "
+                                      "on the GPU",
+                                   pf_count(r->launches, all, sizeof all), where, count,
+                                   pf_duration(r->tiny_ns, t, sizeof t));
+    ok = ok && finding_add_evidence(f, "outside its gaps of 1 ms or more the GPU was idle %s of the time: ~%s per "
+                                       "activity (kernel, copy or memset)",
+                                    pf_percent(idle_share, s, sizeof s), gap);
+    ok = ok && finding_add_evidence(f, "estimated gain: %s (%s of the run) if each launch left only the ~2 \xc2\xb5s "
+                                       "gap of a CUDA graph",
+                                    pf_duration((uint64_t)gain_ns, g, sizeof g),
+                                    pf_percent(gain_ns / run_ns, rs, sizeof rs));
+    for (size_t i = r->first + 1; i <= r->last && ok; i++) {
+        size_t start, end;
+        if (!pf_line_range(ctx->doc, lines->lines[i].line, &start, &end)) continue;
+        ok = finding_add_related(f, (ByteRange){start, end}, "launches tiny kernels too (same launch-bound run)");
+    }
+    char model[256];
+    snprintf(model, sizeof model,
+             "%llu tiny launches \xc3\x97 (%s measured idle per GPU activity \xe2\x88\x92 2 \xc2\xb5s in a CUDA graph); "
+             "an upper bound: host work between launches stays",
+             (unsigned long long)r->tiny, gap);
+    ok = ok && pf_set_gain(f, gain_ns / 1e9, "program", model);
+    if (!ok) ctx->out_of_memory = true;
+}
+
+static bool add_sample(Run *r, uint64_t median, uint64_t count) {
+    if (r->sample_count == r->sample_cap) {
+        size_t cap = r->sample_cap ? r->sample_cap * 2 : 16;
+        Sample *s = realloc(r->samples, cap * sizeof *s);
+        if (!s) return false;
+        r->samples = s;
+        r->sample_cap = cap;
+    }
+    r->samples[r->sample_count++] = (Sample){median, count};
+    return true;
+}
+
+static void check_profile(RuleContext *ctx) {
+    const Profile *p = profile_view_profile(ctx->profile);
+    uint64_t run_ns = profile_view_run_ns(ctx->profile);
+    double gap_ns, idle_share;
+    if (run_ns == 0 || !idle_between_launches(p, &gap_ns, &idle_share)) return;
+    if (idle_share < MIN_IDLE_SHARE || gap_ns <= GRAPH_GAP_NS) return;
+    PfLines lines;
+    if (!pf_lines_of_file(ctx->profile, ctx->profile_file, &lines)) {
+        ctx->out_of_memory = true;
+        return;
+    }
+    Run r = {0};
+    bool open = false;
+    for (size_t i = 0; i < lines.count && !ctx->out_of_memory; i++) {
+        const PfLine *l = &lines.lines[i];
+        uint64_t tiny = 0, launches = 0, tiny_ns = 0;
+        for (size_t k = 0; k < l->op_count; k++) {
+            const ProfOp *op = l->ops[k];
+            if (op->kind != PROF_OP_LAUNCH) continue;
+            launches += op->stats.count;
+            if (op->stats.median_ns < TINY_NS) {
+                tiny += op->stats.count;
+                tiny_ns += op->stats.total_ns;
+            }
+        }
+        if (launches == 0) continue; /* copies or syncs only: neither join nor break a run */
+        bool candidate = tiny > 0 && tiny * 2 >= launches;
+        bool joins = open && candidate && same_function(lines.lines[r.last].site, l->site) &&
+                     l->line - lines.lines[r.last].line <= MAX_LINE_DISTANCE;
+        if (open && !joins) {
+            report(ctx, &lines, &r, gap_ns, idle_share, run_ns);
+            open = false;
+        }
+        if (!candidate) continue;
+        if (!open) {
+            r.first = i;
+            r.tiny = r.launches = r.tiny_ns = 0;
+            r.sample_count = 0;
+            open = true;
+        }
+        r.last = i;
+        r.tiny += tiny;
+        r.launches += launches;
+        r.tiny_ns += tiny_ns;
+        for (size_t k = 0; k < l->op_count; k++) {
+            const ProfOp *op = l->ops[k];
+            if (op->kind == PROF_OP_LAUNCH && op->stats.median_ns < TINY_NS &&
+                !add_sample(&r, op->stats.median_ns, op->stats.count))
+                ctx->out_of_memory = true;
+        }
+    }
+    if (open && !ctx->out_of_memory) report(ctx, &lines, &r, gap_ns, idle_share, run_ns);
+    free(r.samples);
+    pf_lines_free(&lines);
+}
+
+const Rule rule_pr002_launch_bound = {
+    .code = "PR002",
+    .name = "launch-bound",
+    .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA,
+    .summary = "Many tiny kernels launched from a line while the GPU idles between them (profile)",
+    .documentation = documentation,
+    .check = NULL,
+    .measure = MEASURE_NONE,
+    .check_profile = check_profile,
+};

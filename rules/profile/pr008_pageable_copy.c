@@ -1,0 +1,214 @@
+/* PR008 pageable-copy: copies between the GPU and pageable host memory at a
+ * line, with their measured bandwidth and what pinned memory would give.
+ * Needs a profile. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "measure.h"
+#include "profile_facts.h"
+
+static const char documentation[] =
+    "## What it does\n"
+    "Needs a profile (`advise profile`). Reports a line whose host-to-device copies read, or\n"
+    "device-to-host copies write, pageable host memory (as CUPTI saw it), when the line copies\n"
+    "more than once, at least 1 MiB in all, and the copies cost at least 1% of the run, on the\n"
+    "GPU or on the host (below):\n"
+    "\n"
+    "`16 host-to-device copies from pageable memory (16.8 MB, 1.05 MB each) at 48.5 GB/s`\n"
+    "\n"
+    "with the pinned estimate and, when pinned memory would be faster on the GPU's side too, the\n"
+    "time it would save. Static rules (CU006, PY004, PY005) point at some of these copies in the\n"
+    "code; this one sees every copy the run made, wherever the buffer came from. A rule cannot\n"
+    "see other rules' findings, so at a line a static rule also reports both may appear.\n"
+    "\n"
+    "Not reported: copies from or into pinned memory, device-to-device copies, small transfers\n"
+    "(under 1 MiB at the line: their cost is latency, which pinning does not remove), and a line\n"
+    "that copies once (uploading the input, downloading the result): pinning a buffer costs more\n"
+    "than one copy saves (on the H200 host `cudaHostAlloc` of 16 MiB took 6.4 ms; a pageable\n"
+    "16 MiB upload took 1.8 ms, pinned it would take about 0.35 ms).\n"
+    "\n"
+    "## Why is this slow?\n"
+    "The GPU's copy engines read and write only page-locked (pinned) host memory. For pageable\n"
+    "memory the driver copies through a pinned staging buffer with the CPU, chunk by chunk: the\n"
+    "transfer runs at a fraction of the bus bandwidth (on an H200 host, 4 MB device-to-host took\n"
+    "2.06 ms into pageable memory and 78 µs into pinned), and the call does not return until the\n"
+    "data is staged (host to device) or has arrived (device to host). `cudaMemcpyAsync` and\n"
+    "`non_blocking=True` then do not overlap anything: the pipeline the code was written for runs\n"
+    "serially, and the host stalls in the call. When the staging keeps up with the bus, the GPU\n"
+    "side of the copy looks fast but the host still paid for staging and lost the overlap (the\n"
+    "evidence shows the process's time in `cudaMemcpy*` calls).\n"
+    "\n"
+    "## Example\n"
+    "```python\n"
+    "batch = torch.from_numpy(array)       # pageable\n"
+    "x = batch.to(\"cuda\", non_blocking=True)   # PR008: staged, not asynchronous\n"
+    "```\n"
+    "\n"
+    "## Use instead\n"
+    "Keep host buffers that travel to or from the GPU in pinned memory, allocated once and\n"
+    "reused: in PyTorch `DataLoader(..., pin_memory=True)`, `tensor.pin_memory()` or\n"
+    "`torch.empty(..., pin_memory=True)`, then `.to(device, non_blocking=True)`; in CUDA C++\n"
+    "`cudaMallocHost`/`cudaHostAlloc` (or `cudaHostRegister` on an existing buffer) with\n"
+    "`cudaMemcpyAsync` on a stream. Pinned memory is a limited resource: do not pin per copy.\n"
+    "\n"
+    "## Fix safety\n"
+    "No automatic fix: where the buffer is allocated is elsewhere in the program.\n"
+    "\n"
+    "## The numbers\n"
+    "Measured per line and direction: copies, bytes and GPU time of the copies; achieved\n"
+    "bandwidth = bytes / GPU time. The host's time in them is estimated: the run's time in\n"
+    "`cudaMemcpy*` calls (the profile's API table) shared out over its pageable copies by bytes,\n"
+    "since pinned copies return at once and pageable ones stage their data first. The larger of\n"
+    "the GPU time and that host estimate must reach 1% of the run.\n"
+    "\n"
+    "The pinned estimate and the gain are the profile merge's copy model (`MEASURE_COPY`,\n"
+    "rules/measure_models.c), the same figures a CU006, PY004 or PY005 finding at the line gets:\n"
+    "pinned time = bytes / pinned bandwidth + 1.5 µs per copy, the pinned bandwidth being the\n"
+    "profile's own pinned copies in the same direction (256 KiB or more per copy on average), else\n"
+    "50 GB/s (PCIe Gen5 x16, as an H100/H200 host reaches it: 4 MB into pinned memory in 78 µs).\n"
+    "Gain (whole program) = GPU time − pinned time, when positive. It leaves out the host's\n"
+    "staging and the overlap that asynchronous copies allow, so it is a lower bound of what\n"
+    "pinning buys. Severity is info, warning when the gain reaches 1% of the run.\n";
+
+#define MIN_COPIES 2
+#define MIN_BYTES (1u << 20)
+#define MIN_SHARE 0.01
+
+typedef struct {
+    uint64_t count, bytes, ns;
+} Copies;
+
+static bool pageable(const ProfOp *op, ProfCopyKind dir) {
+    if (op->kind != PROF_OP_MEMCPY || op->copy != dir) return false;
+    return dir == PROF_COPY_HTOD ? op->src == PROF_MEM_PAGEABLE : op->dst == PROF_MEM_PAGEABLE;
+}
+
+/* host time in the process's copy calls (cudaMemcpy*, cuMemcpy*) */
+static bool copy_api_time(const Profile *p, uint64_t *ns, uint64_t *calls) {
+    *ns = *calls = 0;
+    for (size_t i = 0; i < p->api_count; i++)
+        if (strncmp(p->apis[i].name, "cudaMemcpy", 10) == 0 || strncmp(p->apis[i].name, "cuMemcpy", 8) == 0) {
+            *ns += p->apis[i].stats.total_ns;
+            *calls += p->apis[i].stats.count;
+        }
+    return *calls > 0;
+}
+
+/* bytes of every pageable copy in the profile, both directions */
+static uint64_t pageable_bytes(const Profile *p) {
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < p->op_count; i++)
+        if (pageable(&p->ops[i], PROF_COPY_HTOD) || pageable(&p->ops[i], PROF_COPY_DTOH)) bytes += p->ops[i].bytes;
+    return bytes;
+}
+
+/* The host's time in these copies, estimated: the process's time in copy
+ * calls shared out over its pageable copies by bytes (pinned copies return
+ * at once; pageable ones stage the data first). 0 without an API table. */
+static uint64_t host_estimate(const Profile *p, uint64_t bytes) {
+    uint64_t api_ns, calls, all = pageable_bytes(p);
+    if (!copy_api_time(p, &api_ns, &calls) || all == 0) return 0;
+    return (uint64_t)((double)api_ns * bytes / all);
+}
+
+/* "16 host-to-device copies from pageable memory (16.8 MB, 1.05 MB each) at 48.5 GB/s" */
+static void describe(ProfCopyKind dir, const Copies *c, char *buf, size_t size) {
+    bool one = c->count == 1;
+    const char *what = dir == PROF_COPY_HTOD ? (one ? "host-to-device copy from" : "host-to-device copies from")
+                                             : (one ? "device-to-host copy into" : "device-to-host copies into");
+    char n[32], b[32], each[32], bw[32], amount[80];
+    if (one)
+        pf_bytes(c->bytes, amount, sizeof amount);
+    else
+        snprintf(amount, sizeof amount, "%s, %s each", pf_bytes(c->bytes, b, sizeof b),
+                 pf_bytes(c->bytes / c->count, each, sizeof each));
+    double seconds = c->ns / 1e9;
+    snprintf(buf, size, "%s %s pageable memory (%s) at %s", pf_count(c->count, n, sizeof n), what, amount,
+             pf_bandwidth(seconds > 0 ? c->bytes / seconds : 0, bw, sizeof bw));
+}
+
+static void report(RuleContext *ctx, uint32_t line, const Copies *c, const bool *reported, const uint64_t *host,
+                   uint64_t run) {
+    static const ProfCopyKind dirs[] = {PROF_COPY_HTOD, PROF_COPY_DTOH};
+    char what[2][200];
+    size_t n = 0;
+    uint64_t copies = 0;
+    for (size_t d = 0; d < 2; d++)
+        if (reported[d]) {
+            describe(dirs[d], &c[d], what[n++], sizeof what[0]);
+            copies += c[d].count;
+        }
+    bool python = ctx->doc->language == LANGUAGE_PYTHON;
+    Finding *f = pf_report_line(ctx, line, "%s%s%s; pinned memory makes %s asynchronous (%s)", what[0],
+                                n > 1 ? ", and " : "", n > 1 ? what[1] : "", copies == 1 ? "it" : "them",
+                                python ? "`pin_memory=True`, `.pin_memory()`, then `non_blocking=True`"
+                                       : "`cudaMallocHost`/`cudaHostRegister`, then `cudaMemcpyAsync`");
+    if (!f) return;
+    /* the merge's copy model: the same evidence and gain a static finding here gets */
+    MeasureSite site = {.view = ctx->profile, .file = ctx->profile_file, .first = line, .last = line, .code = ""};
+    Measurement m;
+    bool ok = measure_apply(MEASURE_COPY, &site, &m);
+    for (size_t i = 0; ok && i < m.evidence_count; i++) ok = finding_add_evidence(f, "%s", m.evidence[i]);
+    uint64_t api_ns, api_calls;
+    if (ok && copy_api_time(profile_view_profile(ctx->profile), &api_ns, &api_calls))
+        for (size_t d = 0; d < 2 && ok; d++) {
+            if (!reported[d]) continue;
+            char he[32], hs[16], at[32], ac[32];
+            ok = finding_add_evidence(f, "%s on the host: about %s (%s of the run), the run's %s in %s cudaMemcpy* "
+                                         "calls shared out over its pageable copies by bytes",
+                                      dirs[d] == PROF_COPY_HTOD ? "uploads" : "downloads",
+                                      pf_duration(host[d], he, sizeof he), pf_share(host[d], run, hs, sizeof hs),
+                                      pf_duration(api_ns, at, sizeof at), pf_count(api_calls, ac, sizeof ac));
+        }
+    if (ok && m.has_gain) {
+        ok = pf_set_gain(f, m.gain_seconds, m.scope, m.model);
+        if (m.gain_seconds * 1e9 * 100 >= run) f->severity = SEVERITY_WARNING;
+    }
+    measurement_free(&m);
+    if (!ok) ctx->out_of_memory = true;
+}
+
+static void check_profile(RuleContext *ctx) {
+    const Profile *p = profile_view_profile(ctx->profile);
+    uint64_t run = profile_view_run_ns(ctx->profile);
+    if (run == 0) return;
+    PfLines lines;
+    if (!pf_lines_of_file(ctx->profile, ctx->profile_file, &lines)) {
+        ctx->out_of_memory = true;
+        return;
+    }
+    static const ProfCopyKind dirs[] = {PROF_COPY_HTOD, PROF_COPY_DTOH};
+    for (size_t l = 0; l < lines.count && !ctx->out_of_memory; l++) {
+        Copies c[2] = {{0}};
+        bool reported[2] = {false, false};
+        uint64_t host[2] = {0, 0};
+        for (size_t d = 0; d < 2; d++) {
+            for (size_t o = 0; o < lines.lines[l].op_count; o++) {
+                const ProfOp *op = lines.lines[l].ops[o];
+                if (!pageable(op, dirs[d])) continue;
+                c[d].count += op->stats.count;
+                c[d].bytes += op->bytes;
+                c[d].ns += op->stats.total_ns;
+            }
+            if (c[d].count < MIN_COPIES || c[d].bytes < MIN_BYTES) continue;
+            /* what they cost, on the GPU or on the host, must be a measurable part of the run */
+            host[d] = host_estimate(p, c[d].bytes);
+            reported[d] = (c[d].ns > host[d] ? c[d].ns : host[d]) >= MIN_SHARE * run;
+        }
+        if (reported[0] || reported[1]) report(ctx, lines.lines[l].line, c, reported, host, run);
+    }
+    pf_lines_free(&lines);
+}
+
+const Rule rule_pr008_pageable_copy = {
+    .code = "PR008",
+    .name = "pageable-copy",
+    .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA,
+    .summary = "Copies between the GPU and pageable host memory at this line, with a pinned estimate (profile)",
+    .documentation = documentation,
+    .check = NULL,
+    .measure = MEASURE_NONE,
+    .check_profile = check_profile,
+};

@@ -1,0 +1,1208 @@
+/* The profile rules (rules/profile/, PR001-PR009) and their shared helpers
+ * (rules/profile_facts.h): the occupancy calculator and name helpers against
+ * known values; each rule on synthetic profiles built with the aggregator or
+ * read from tests/fixtures/profile/ (JSON), with a positive case and correct
+ * look-alikes that must not fire; and every rule on the profiles recorded on
+ * the H200 (tests/fixtures/profiles/h200/) with their sources, and through
+ * `advise check --profile`. */
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../analysis/cuda_source.h"
+#include "../analysis/python_source.h"
+#include "../profiler/aggregate.h"
+#include "../profiler/profile_json.h"
+#include "../profiler/profile_view.h"
+#include "../rules/profile_facts.h"
+#include "../rules/rule.h"
+#include "cli_harness.h"
+
+#define MS 1000000ull
+#define US 1000ull
+
+/* ---- sources ------------------------------------------------------------ */
+
+typedef struct {
+    char *relative; /* as the profile names it */
+    char *text;
+    Document *doc;
+    PySource *py;
+    CudaSource *cuda;
+} Source;
+
+static Source source_text(const char *relative, const char *text) {
+    Source s = {.relative = strdup(relative), .text = strdup(text)};
+    Language lang = language_for_path(relative);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", ADVISE_SOURCE_DIR, relative);
+    s.doc = document_new(path, lang, s.text, strlen(s.text));
+    cr_assert_not_null(s.doc);
+    if (lang == LANGUAGE_PYTHON) {
+        s.py = py_source_new(s.doc);
+        cr_assert_not_null(s.py);
+    } else if (lang == LANGUAGE_CUDA) {
+        CudaFlagOptions options = {0};
+        char *error = NULL;
+        s.cuda = cuda_source_new(s.doc, &options, &error);
+        cr_assert_not_null(s.cuda, "%s: %s", relative, error ? error : "?");
+    }
+    return s;
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot read %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    buf[got] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* a file of the repository, by its path relative to the root */
+static Source source_file(const char *relative) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", ADVISE_SOURCE_DIR, relative);
+    char *text = slurp(path);
+    Source s = source_text(relative, text);
+    free(text);
+    return s;
+}
+
+static void source_free(Source *s) {
+    py_source_free(s->py);
+    cuda_source_free(s->cuda);
+    document_free(s->doc);
+    free(s->text);
+    free(s->relative);
+}
+
+/* the 1-based line holding marker ("# @math", "// @spill-launch") */
+static uint32_t marker_line(const Source *s, const char *marker) {
+    const char *p = strstr(s->text, marker);
+    cr_assert_not_null(p, "%s: no marker %s", s->relative, marker);
+    return (uint32_t)document_line_of(s->doc, (size_t)(p - s->text)) + 1;
+}
+
+/* ---- running rules -------------------------------------------------------- */
+
+static FindingList run_rule(const char *code, const ProfileView *v, const Source *s) {
+    const Rule *rule = rule_find(code);
+    cr_assert_not_null(rule, "no rule %s", code);
+    cr_assert_not_null(rule->check_profile, "%s has no check_profile", code);
+    FindingList out;
+    finding_list_init(&out);
+    int file = profile_view_file(v, s->relative);
+    if (file < 0 || !(rule->languages & s->doc->language)) return out;
+    RuleContext ctx = {.rule = rule, .doc = s->doc, .py = s->py, .cuda = s->cuda, .out = &out, .profile = v,
+                       .profile_file = file, .relative_path = s->relative};
+    rule->check_profile(&ctx);
+    cr_assert(!ctx.out_of_memory, "%s ran out of memory", code);
+    finding_list_sort(&out);
+    return out;
+}
+
+static uint32_t finding_line(const Source *s, const Finding *f) {
+    return (uint32_t)document_line_of(s->doc, f->range.start) + 1;
+}
+
+static const Finding *at_line(const FindingList *l, const Source *s, uint32_t line) {
+    for (size_t i = 0; i < l->count; i++)
+        if (finding_line(s, &l->items[i]) == line) return &l->items[i];
+    return NULL;
+}
+
+static bool has_evidence(const Finding *f, const char *needle) {
+    for (size_t i = 0; i < f->evidence_count; i++)
+        if (strstr(f->evidence[i], needle)) return true;
+    return false;
+}
+
+/* every finding: where it is and what it says, for failure messages */
+static char *describe(const FindingList *l, const Source *s) {
+    size_t size = 1;
+    for (size_t i = 0; i < l->count; i++) size += strlen(l->items[i].message) + 64;
+    char *buf = malloc(size);
+    buf[0] = '\0';
+    for (size_t i = 0; i < l->count; i++) {
+        char line[64];
+        snprintf(line, sizeof line, "\n  %u: %s ", finding_line(s, &l->items[i]), l->items[i].code);
+        strcat(buf, line);
+        strcat(buf, l->items[i].message);
+    }
+    return buf;
+}
+
+/* each finding covers its line's text, from the first non-blank byte */
+static void expect_line_ranges(const FindingList *l, const Source *s) {
+    for (size_t i = 0; i < l->count; i++) {
+        const Finding *f = &l->items[i];
+        size_t line = document_line_of(s->doc, f->range.start);
+        cr_expect(f->range.start < f->range.end && f->range.end <= document_line_end(s->doc, line),
+                  "%s: finding spans beyond its line", f->code);
+        char c = s->text[f->range.start];
+        cr_expect(c != ' ' && c != '\t', "%s: finding starts on blank space", f->code);
+    }
+}
+
+/* ---- building profiles with the aggregator -------------------------------- */
+
+static const ProfDevice h200 = {.id = 0, .name = "NVIDIA H200", .sm_count = 132, .cc_major = 9, .cc_minor = 0,
+                                .memory_bytes = 150109880320ull, .bandwidth_bytes_per_s = 4814304000000ull,
+                                .max_warps_per_sm = 64, .max_blocks_per_sm = 32, .max_registers_per_sm = 65536,
+                                .max_shared_per_sm = 233472, .max_registers_per_block = 65536,
+                                .max_shared_per_block = 49152, .max_threads_per_block = 1024,
+                                .l2_bytes = 62914560};
+
+typedef struct {
+    Aggregator *agg;
+    uint64_t t; /* the GPU's clock: where the next activity starts */
+} Builder;
+
+typedef struct {
+    const char *name;
+    uint32_t grid, block; /* x only */
+    uint32_t registers, shared, local;
+} Kernel;
+
+static Builder builder(void) {
+    Builder b = {agg_new(), 1000};
+    cr_assert_not_null(b.agg);
+    agg_device(b.agg, &h200);
+    return b;
+}
+
+static int site(Builder *b, const char *file, uint32_t line, const char *function) {
+    int s = agg_site(b->agg, file, line, function);
+    cr_assert(s >= 0);
+    return s;
+}
+
+/* n launches of k from site, each running `each` ns, the GPU idle `idle` ns after each */
+static void launches(Builder *b, int at, const Kernel *k, uint64_t n, uint64_t each, uint64_t idle) {
+    for (uint64_t i = 0; i < n; i++) {
+        AggKernel a = {.device = 0, .name = k->name, .grid = {k->grid, 1, 1}, .block = {k->block, 1, 1},
+                       .registers = k->registers, .static_shared = k->shared, .local_per_thread = k->local,
+                       .start_ns = b->t, .end_ns = b->t + each, .site = at};
+        agg_kernel(b->agg, &a);
+        b->t += each + idle;
+    }
+}
+
+static void copies(Builder *b, int at, ProfCopyKind dir, ProfMemKind host, uint64_t n, uint64_t bytes, uint64_t each,
+                   uint64_t idle) {
+    for (uint64_t i = 0; i < n; i++) {
+        AggCopy c = {.device = 0, .copy = dir, .src = dir == PROF_COPY_HTOD ? host : PROF_MEM_DEVICE,
+                     .dst = dir == PROF_COPY_HTOD ? PROF_MEM_DEVICE : host, .bytes = bytes, .start_ns = b->t,
+                     .end_ns = b->t + each, .site = at};
+        agg_memcpy(b->agg, &c);
+        b->t += each + idle;
+    }
+}
+
+static void idle(Builder *b, uint64_t ns) { b->t += ns; }
+
+static void syncs(Builder *b, int at, ProfSyncKind kind, uint64_t n, uint64_t each) {
+    for (uint64_t i = 0; i < n; i++) agg_sync(b->agg, kind, each, at);
+}
+
+/* the profile of a run that took wall_ns (0: as long as the GPU's span) */
+static ProfileView *view_of(Builder *b, uint64_t wall_ns) {
+    ProfProcess proc = {.pid = 1, .rank = -1, .local_rank = -1, .world_size = -1, .wall_ns = wall_ns};
+    Profile *p = agg_to_profile(b->agg, &proc);
+    cr_assert_not_null(p);
+    agg_free(b->agg);
+    b->agg = NULL;
+    ProfileView *v = profile_view_new(p, "");
+    cr_assert_not_null(v);
+    return v;
+}
+
+static ProfileView *view_from_file(const char *relative) {
+    char path[1024], *error = NULL;
+    snprintf(path, sizeof path, "%s/%s", ADVISE_SOURCE_DIR, relative);
+    Profile *p = profile_read_file(path, PROFILE_FINAL, &error);
+    cr_assert_not_null(p, "%s: %s", relative, error ? error : "?");
+    ProfileView *v = profile_view_new(p, path);
+    cr_assert_not_null(v);
+    return v;
+}
+
+/* ======================================================================== */
+/* helpers                                                                   */
+/* ======================================================================== */
+
+static Occupancy occupancy(uint32_t threads, uint32_t registers, uint32_t shared) {
+    Occupancy o;
+    cr_assert(pf_occupancy(&h200, threads, registers, shared, &o));
+    return o;
+}
+
+Test(occupancy, h200_full_at_32_registers) {
+    Occupancy o = occupancy(256, 32, 0);
+    cr_expect_eq(o.blocks_per_sm, 8);
+    cr_expect_eq(o.active_warps, 64);
+    cr_expect_float_eq(o.occupancy, 1.0, 1e-9);
+    cr_expect_eq(o.blocks_by_registers, 8);
+}
+
+Test(occupancy, h200_registers_limit) {
+    Occupancy o = occupancy(256, 128, 0); /* 4096 registers a warp: 16 warps */
+    cr_expect_eq(o.blocks_per_sm, 2);
+    cr_expect_float_eq(o.occupancy, 0.25, 1e-9);
+    cr_expect_eq(o.limit, PF_LIMIT_REGISTERS);
+    o = occupancy(256, 64, 0);
+    cr_expect_float_eq(o.occupancy, 0.5, 1e-9);
+    /* 255 registers round up to 256 a thread: a GEMM-style 128-thread block fits twice */
+    o = occupancy(128, 255, 0);
+    cr_expect_eq(o.registers_per_warp, 8192);
+    cr_expect_eq(o.blocks_per_sm, 2);
+    cr_expect_float_eq(o.occupancy, 0.125, 1e-9);
+    /* 40 registers: 1280 a warp, 12 warps a sub-partition: 48 warps, 6 blocks of 8 */
+    o = occupancy(256, 40, 0);
+    cr_expect_eq(o.blocks_per_sm, 6);
+    cr_expect_float_eq(o.occupancy, 0.75, 1e-9);
+    /* 33 registers: 1056 round to 1280 a warp, the same as 40 */
+    cr_expect_eq(occupancy(256, 33, 0).blocks_per_sm, 6);
+}
+
+Test(occupancy, h200_shared_memory_limit) {
+    /* 100 KiB + 1 KiB reserved a block: two fit in 228 KiB */
+    Occupancy o = occupancy(128, 32, 100 * 1024);
+    cr_expect_eq(o.blocks_by_shared, 2);
+    cr_expect_eq(o.blocks_per_sm, 2);
+    cr_expect_eq(o.limit, PF_LIMIT_SHARED);
+    cr_expect_float_eq(o.occupancy, 8.0 / 64, 1e-9);
+    /* the UNet's cuDNN kernel: 384 threads, 168 registers, 226 KiB of shared memory: one block */
+    o = occupancy(384, 168, 231424);
+    cr_expect_eq(o.blocks_per_sm, 1);
+    cr_expect_float_eq(o.occupancy, 12.0 / 64, 1e-9);
+    /* no shared memory at all: the 1 KiB reserve still counts, 228 blocks */
+    cr_expect_eq(occupancy(64, 16, 0).blocks_by_shared, 228);
+    /* more than an SM holds: it cannot run */
+    o = occupancy(128, 32, 240 * 1024);
+    cr_expect_eq(o.blocks_per_sm, 0);
+    cr_expect_eq(o.limit, PF_LIMIT_NONE);
+}
+
+Test(occupancy, h200_block_and_warp_slots) {
+    Occupancy o = occupancy(32, 16, 0); /* one warp a block, 32 block slots */
+    cr_expect_eq(o.blocks_per_sm, 32);
+    cr_expect_eq(o.limit, PF_LIMIT_BLOCKS);
+    cr_expect_float_eq(o.occupancy, 0.5, 1e-9);
+    o = occupancy(1024, 32, 0);
+    cr_expect_eq(o.blocks_per_sm, 2);
+    cr_expect_float_eq(o.occupancy, 1.0, 1e-9);
+    o = occupancy(640, 16, 0); /* 20 warps: 3 blocks, 60 of 64 warps */
+    cr_expect_eq(o.blocks_per_sm, 3);
+    cr_expect_eq(o.limit, PF_LIMIT_WARPS);
+    /* a block above the device's 1024 threads does not launch */
+    cr_expect_eq(occupancy(2048, 16, 0).blocks_per_sm, 0);
+    /* a block with more registers than a block may have */
+    cr_expect_eq(occupancy(1024, 128, 0).blocks_per_sm, 0);
+}
+
+Test(occupancy, unknown_device_limits) {
+    ProfDevice placeholder = {.name = "unknown device"};
+    Occupancy o;
+    cr_expect_not(pf_occupancy(&placeholder, 256, 32, 0, &o));
+    cr_expect_not(pf_occupancy(NULL, 256, 32, 0, &o));
+    cr_expect_not(pf_occupancy(&h200, 0, 32, 0, &o));
+}
+
+Test(names, display_names) {
+    char buf[128];
+    cr_expect_str_eq(pf_kernel_display_name("transpose_naive(float*, float const*, int, int)", buf, sizeof buf),
+                     "transpose_naive");
+    cr_expect_str_eq(pf_kernel_display_name("std::enable_if<!(false), void>::type internal::gemvx::kernel<int>(int)",
+                                            buf, sizeof buf),
+                     "internal::gemvx::kernel<int>");
+    cr_expect_str_eq(pf_kernel_display_name("void (anonymous namespace)::softmax_warp_forward<float, 8>(float*, int)",
+                                            buf, sizeof buf),
+                     "(anonymous namespace)::softmax_warp_forward<float, 8>");
+    cr_expect_str_eq(pf_kernel_display_name("sm80_xmma_gemm_f32f32_tn_n", buf, sizeof buf), "sm80_xmma_gemm_f32f32_tn_n");
+    cr_expect_str_eq(pf_kernel_display_name("void at::native::foo<4>(int, float*)", buf, sizeof buf),
+                     "at::native::foo<4>");
+    char small[12];
+    cr_expect_str_eq(pf_kernel_display_name("a_very_long_kernel_name(int)", small, sizeof small), "a_very_l...");
+}
+
+Test(names, library_and_kinds) {
+    cr_expect(pf_kernel_is_library("void at::native::vectorized_elementwise_kernel<4>(int)"));
+    cr_expect(pf_kernel_is_library("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize64x64x32"));
+    cr_expect(pf_kernel_is_library("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float>(float)"));
+    cr_expect(pf_kernel_is_library("std::enable_if<!(false), void>::type internal::gemvx::kernel<int>(int)"));
+    cr_expect(pf_kernel_is_library("triton_poi_fused_add_mul_0"));
+    cr_expect_not(pf_kernel_is_library("transpose_naive(float*, float const*, int, int)"));
+    cr_expect_not(pf_kernel_is_library("sgemm_tiled(float const*, float const*, float*, int)"));
+    cr_expect_not(pf_kernel_is_library("flat::reduce(float*)")); /* "at::" only where a name starts */
+    cr_expect(pf_kernel_is_gemm("ampere_sgemm_128x64_tn"));
+    cr_expect(pf_kernel_is_gemm("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_32x6_tn_align4>(Params)"));
+    cr_expect_not(pf_kernel_is_gemm("fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::Params)"));
+    cr_expect(pf_kernel_is_softmax("void (anonymous namespace)::softmax_warp_forward<float>(float*)"));
+    cr_expect(pf_kernel_is_softmax("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*)"));
+    cr_expect(pf_kernel_is_fused_attention("void pytorch_flash::flash_fwd_kernel<Traits>(FLASH_FWD_params)"));
+    cr_expect(pf_kernel_is_fused_attention("fmha_cutlassF_f32_aligned_64x64_rf_sm80(Params)"));
+    cr_expect(pf_kernel_is_fused_attention("cudnn_generated_fort_native_sdpa_sm90_flash_fprop(Params)"));
+    cr_expect_not(pf_kernel_is_fused_attention("ampere_sgemm_128x64_tn"));
+}
+
+Test(figures, in_the_merge_s_words) {
+    char b[32];
+    /* durations, transfer sizes and shares are measure.h's words */
+    cr_expect_str_eq(pf_duration(12345, b, sizeof b), "12.3 \xc2\xb5s");
+    cr_expect_str_eq(pf_bytes(16u << 20, b, sizeof b), "16.8 MB");
+    cr_expect_str_eq(pf_share(1, 8, b, sizeof b), "12%");
+    /* on-chip capacities in binary units */
+    cr_expect_str_eq(pf_capacity(49152, b, sizeof b), "48 KiB");
+    cr_expect_str_eq(pf_capacity(233472, b, sizeof b), "228 KiB");
+    cr_expect_str_eq(pf_capacity(1000, b, sizeof b), "1000 bytes");
+    cr_expect_str_eq(pf_percent(0.314, b, sizeof b), "31%");
+    cr_expect_str_eq(pf_percent(0.042, b, sizeof b), "4.2%");
+    cr_expect_str_eq(pf_bandwidth(48.5e9, b, sizeof b), "48.5 GB/s");
+    cr_expect_str_eq(pf_count(1234567, b, sizeof b), "1,234,567");
+    cr_expect_str_eq(pf_count(12, b, sizeof b), "12");
+}
+
+Test(lines, line_range_skips_indentation) {
+    Source s = source_text("x.py", "a = 1\n    b = 2  \n\n");
+    size_t start, end;
+    cr_assert(pf_line_range(s.doc, 2, &start, &end));
+    cr_expect_eq(end - start, 5);
+    cr_expect_eq(s.text[start], 'b');
+    cr_expect_not(pf_line_range(s.doc, 3, &start, &end), "a blank line has no range");
+    cr_expect_not(pf_line_range(s.doc, 40, &start, &end), "a line past the end");
+    cr_expect_not(pf_line_range(s.doc, 0, &start, &end));
+    source_free(&s);
+}
+
+/* ======================================================================== */
+/* PR001 hotspot-kernel                                                      */
+/* ======================================================================== */
+
+static const char hot_py[] = "import torch\n"
+                             "def step(x, w):\n"
+                             "    y = x @ w\n"
+                             "    z = torch.relu(y)\n"
+                             "    s = z.sum()\n"
+                             "    return s + 1\n";
+
+Test(pr001, lines_with_a_large_share_of_kernel_time) {
+    Builder b = builder();
+    int gemm = site(&b, "hot.py", 3, "step"), relu = site(&b, "hot.py", 4, "step");
+    int sum = site(&b, "hot.py", 5, "step"), add = site(&b, "hot.py", 6, "step");
+    Kernel k_gemm = {"sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8", 128, 128, 255, 0, 0};
+    Kernel k_relu = {"void at::native::vectorized_elementwise_kernel<4, at::native::relu>(int)", 4096, 128, 28, 0, 0};
+    Kernel k_sum = {"void at::native::reduce_kernel<512, 1>(at::native::ReduceOp<float>)", 256, 512, 32, 0, 0};
+    Kernel k_add = {"void at::native::vectorized_elementwise_kernel<4, at::native::add>(int)", 1, 128, 20, 0, 0};
+    for (int i = 0; i < 300; i++) {
+        launches(&b, gemm, &k_gemm, 1, 1 * MS, 10 * US); /* 300 ms: 75% */
+        launches(&b, relu, &k_relu, 1, 250 * US, 10 * US); /* 75 ms: 19% */
+        launches(&b, sum, &k_sum, 1, 50 * US, 10 * US); /* 15 ms: 3.8%, cold */
+        launches(&b, add, &k_add, 1, 33 * US, 10 * US); /* 10 ms: 2.5%, cold */
+    }
+    ProfileView *v = view_of(&b, 1000 * MS);
+    Source s = source_text("hot.py", hot_py);
+    FindingList l = run_rule("PR001", v, &s);
+    char *all = describe(&l, &s);
+    cr_expect_eq(l.count, 2, "%s", all);
+    const Finding *f = at_line(&l, &s, 3);
+    cr_assert_not_null(f, "%s", all);
+    cr_expect_str_eq(f->message, "75% of GPU kernel time \xc2\xb7 1.00 ms avg \xc2\xb7 300 calls: "
+                                 "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8");
+    cr_expect_eq(f->severity, SEVERITY_WARNING);
+    cr_expect(has_evidence(f, "grid [128, 1, 1], block [128, 1, 1], 255 registers/thread"));
+    cr_expect_not(f->gain.present, "no gain model for a hotspot");
+    f = at_line(&l, &s, 4);
+    cr_assert_not_null(f, "%s", all);
+    cr_expect(strncmp(f->message, "19% of GPU kernel time", 22) == 0, "%s", f->message);
+    cr_expect_eq(f->severity, SEVERITY_INFO);
+    cr_expect_null(at_line(&l, &s, 5), "3.8%% of kernel time is below 10%%");
+    cr_expect_null(at_line(&l, &s, 6));
+    expect_line_ranges(&l, &s);
+    free(all);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+Test(pr001, not_when_the_gpu_work_is_a_sliver_of_the_run) {
+    /* the same shares, but the kernels take 0.4% of a 100 s run */
+    Builder b = builder();
+    int gemm = site(&b, "hot.py", 3, "step"), relu = site(&b, "hot.py", 4, "step");
+    Kernel k = {"gemm_kernel(float*)", 128, 128, 64, 0, 0};
+    launches(&b, gemm, &k, 300, 1 * MS, 10 * US);
+    launches(&b, relu, &k, 300, 300 * US, 10 * US);
+    ProfileView *v = view_of(&b, 100000 * MS);
+    Source s = source_text("hot.py", hot_py);
+    FindingList l = run_rule("PR001", v, &s);
+    cr_expect_eq(l.count, 0);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+Test(pr001, other_files_and_stale_lines) {
+    Builder b = builder();
+    int other = site(&b, "other.py", 3, "step"), past = site(&b, "hot.py", 400, "gone");
+    Kernel k = {"gemm_kernel(float*)", 128, 128, 64, 0, 0};
+    launches(&b, other, &k, 100, 1 * MS, 0);
+    launches(&b, past, &k, 100, 1 * MS, 0);
+    ProfileView *v = view_of(&b, 300 * MS);
+    Source s = source_text("hot.py", hot_py);
+    FindingList l = run_rule("PR001", v, &s);
+    cr_expect_eq(l.count, 0, "line 400 is not in the file (it changed), line 3 of other.py is not this file's");
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+/* ======================================================================== */
+/* PR002 launch-bound                                                        */
+/* ======================================================================== */
+
+static const char launch_py[] = "import torch\n"
+                                "def gelu(x):\n"
+                                "    y = x * 0.5\n"
+                                "    z = torch.tanh(y)\n"
+                                "    # a comment between\n"
+                                "    return y * (1.0 + z)\n"
+                                "def other(x):\n"
+                                "    return x + 1\n";
+
+static const Kernel tiny = {"void at::native::vectorized_elementwise_kernel<4, at::native::mul>(int)", 8, 128, 20, 0,
+                            0};
+
+Test(pr002, tiny_kernels_with_the_gpu_idle_between) {
+    Builder b = builder();
+    int l3 = site(&b, "launch.py", 3, "gelu"), l4 = site(&b, "launch.py", 4, "gelu"),
+        l6 = site(&b, "launch.py", 6, "gelu");
+    for (int i = 0; i < 1000; i++) {
+        launches(&b, l3, &tiny, 1, 2 * US, 20 * US);
+        launches(&b, l4, &tiny, 1, 2 * US, 20 * US);
+        launches(&b, l6, &tiny, 1, 2 * US, 20 * US);
+    }
+    ProfileView *v = view_of(&b, 100 * MS);
+    Source s = source_text("launch.py", launch_py);
+    FindingList l = run_rule("PR002", v, &s);
+    char *all = describe(&l, &s);
+    cr_assert_eq(l.count, 1, "one finding for the run of lines 3-6 of gelu:%s", all);
+    const Finding *f = &l.items[0];
+    cr_expect_eq(finding_line(&s, f), 3);
+    cr_expect(strstr(f->message, "3,000 tiny kernel launches from lines 3-6 of `gelu` (median 2.00 \xc2\xb5s"), "%s",
+              f->message);
+    cr_expect(strstr(f->message, "torch.compile(mode=\"reduce-overhead\")"), "%s", f->message);
+    cr_expect_eq(f->related_count, 2, "lines 4 and 6 are related places");
+    cr_assert(f->gain.present);
+    cr_expect_str_eq(f->gain.scope, "program");
+    /* 3,000 launches x (~20 us idle per activity - 2 us) = ~54 ms */
+    cr_expect(f->gain.seconds > 0.050 && f->gain.seconds < 0.056, "gain %f", f->gain.seconds);
+    cr_expect_eq(f->severity, SEVERITY_WARNING, "the gain is over 10%% of the run");
+    expect_line_ranges(&l, &s);
+    free(all);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+Test(pr002, cuda_advice_in_a_cuda_file) {
+    Builder b = builder();
+    int at = site(&b, "chain.cu", 3, "main");
+    Kernel k = {"scale(float*, float, int)", 8, 128, 16, 0, 0};
+    launches(&b, at, &k, 2000, 3 * US, 15 * US);
+    ProfileView *v = view_of(&b, 100 * MS);
+    Source s = source_text("chain.cu", "int main() {\n    for (int i = 0; i < 2000; ++i)\n        launch_scale(i);\n}\n");
+    FindingList l = run_rule("PR002", v, &s);
+    cr_assert_eq(l.count, 1);
+    cr_expect(strstr(l.items[0].message, "cudaGraphLaunch"), "%s", l.items[0].message);
+    cr_expect(strstr(l.items[0].message, "from this line"), "%s", l.items[0].message);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+Test(pr002, look_alikes) {
+    Source s = source_text("launch.py", launch_py);
+    /* tiny kernels back to back: the GPU keeps up, it is not waiting on launches */
+    Builder b = builder();
+    int at = site(&b, "launch.py", 3, "gelu");
+    launches(&b, at, &tiny, 3000, 2 * US, 500);
+    ProfileView *v = view_of(&b, 10 * MS);
+    FindingList l = run_rule("PR002", v, &s);
+    cr_expect_eq(l.count, 0, "busy GPU");
+    finding_list_free(&l);
+    profile_view_free(v);
+    /* long kernels with the same gaps: not tiny */
+    b = builder();
+    at = site(&b, "launch.py", 3, "gelu");
+    Kernel big = {"gemm_kernel(float*)", 128, 128, 64, 0, 0};
+    launches(&b, at, &big, 3000, 200 * US, 250 * US);
+    v = view_of(&b, 1500 * MS);
+    l = run_rule("PR002", v, &s);
+    cr_expect_eq(l.count, 0, "kernels of 200 us are not launch-bound");
+    finding_list_free(&l);
+    profile_view_free(v);
+    /* few launches */
+    b = builder();
+    at = site(&b, "launch.py", 3, "gelu");
+    launches(&b, at, &tiny, 60, 2 * US, 20 * US);
+    v = view_of(&b, 2 * MS);
+    l = run_rule("PR002", v, &s);
+    cr_expect_eq(l.count, 0, "60 launches are not many");
+    finding_list_free(&l);
+    profile_view_free(v);
+    /* many, but the estimated gain is under 1% of a long run */
+    b = builder();
+    at = site(&b, "launch.py", 3, "gelu");
+    launches(&b, at, &tiny, 3000, 2 * US, 20 * US);
+    v = view_of(&b, 100000 * MS);
+    l = run_rule("PR002", v, &s);
+    cr_expect_eq(l.count, 0, "54 ms of a 100 s run");
+    finding_list_free(&l);
+    profile_view_free(v);
+    /* tiny launches of two functions, and a line of long kernels between, are separate runs */
+    b = builder();
+    int g = site(&b, "launch.py", 3, "gelu"), o = site(&b, "launch.py", 8, "other");
+    launches(&b, g, &tiny, 1500, 2 * US, 20 * US);
+    launches(&b, o, &tiny, 1500, 2 * US, 20 * US);
+    v = view_of(&b, 100 * MS);
+    l = run_rule("PR002", v, &s);
+    cr_expect_eq(l.count, 2, "one per function");
+    if (l.count == 2) cr_expect_eq(l.items[0].related_count, 0);
+    finding_list_free(&l);
+    profile_view_free(v);
+    source_free(&s);
+}
+
+/* ======================================================================== */
+/* PR003 gpu-idle-gap                                                        */
+/* ======================================================================== */
+
+static const char gap_cu[] = "int main() {\n"                         /* 1 */
+                             "    for (int b = 0; b < 8; ++b) {\n"    /* 2 */
+                             "        upload(b);\n"                   /* 3 */
+                             "        block_sum();\n"                 /* 4 */
+                             "        download(b);\n"                 /* 5 */
+                             "        check_on_cpu(b);\n"             /* 6 */
+                             "    }\n"                                /* 7 */
+                             "    finish();\n"                        /* 8 */
+                             "}\n";
+
+Test(pr003, repeated_gaps_before_a_line) {
+    Builder b = builder();
+    int up = site(&b, "gap.cu", 3, "main"), sum = site(&b, "gap.cu", 4, "main"), down = site(&b, "gap.cu", 5, "main");
+    Kernel k = {"block_sum(float const*, float*, int)", 528, 256, 16, 1024, 0};
+    for (int i = 0; i < 8; i++) {
+        copies(&b, up, PROF_COPY_HTOD, PROF_MEM_PINNED, 1, 4u << 20, 90 * US, 5 * US);
+        launches(&b, sum, &k, 1, 20 * US, 5 * US);
+        copies(&b, down, PROF_COPY_DTOH, PROF_MEM_PINNED, 1, 2048, 2 * US, 3 * MS); /* the host checks */
+    }
+    ProfileView *v = view_of(&b, 40 * MS);
+    Source s = source_text("gap.cu", gap_cu);
+    FindingList l = run_rule("PR003", v, &s);
+    char *all = describe(&l, &s);
+    cr_assert_eq(l.count, 1, "%s", all);
+    const Finding *f = &l.items[0];
+    cr_expect_eq(finding_line(&s, f), 3, "on the line whose work arrived late");
+    cr_expect(strstr(f->message, "the GPU sat idle 3.00 ms before this line's work arrived, 7 times (21.0 ms"), "%s",
+              f->message);
+    cr_expect(strstr(f->message, "the host was busy after line 5"), "%s", f->message);
+    cr_expect_eq(f->severity, SEVERITY_WARNING, "21 ms of a 40 ms run");
+    cr_assert(f->gain.present);
+    cr_expect_float_eq(f->gain.seconds, 0.021, 1e-6);
+    free(all);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+Test(pr003, one_gap_is_a_hint) {
+    Builder b = builder();
+    int up = site(&b, "gap.cu", 3, "main"), fin = site(&b, "gap.cu", 8, "main");
+    Kernel k = {"block_sum(float const*, float*, int)", 528, 256, 16, 1024, 0};
+    launches(&b, up, &k, 10, 20 * US, 5 * US);
+    idle(&b, 80 * MS);
+    launches(&b, fin, &k, 10, 20 * US, 5 * US);
+    ProfileView *v = view_of(&b, 200 * MS);
+    Source s = source_text("gap.cu", gap_cu);
+    FindingList l = run_rule("PR003", v, &s);
+    cr_assert_eq(l.count, 1);
+    cr_expect_eq(finding_line(&s, &l.items[0]), 8);
+    cr_expect_eq(l.items[0].severity, SEVERITY_HINT);
+    cr_expect(strstr(l.items[0].message, "sat idle 80.0 ms before this line's work arrived (40% of the run)"), "%s",
+              l.items[0].message);
+    cr_expect(has_evidence(&l.items[0], "a single gap"));
+    cr_expect_not(l.items[0].gain.present, "no estimate for a one-off gap");
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+Test(pr003, look_alikes) {
+    Source s = source_text("gap.cu", gap_cu);
+    Kernel k = {"block_sum(float const*, float*, int)", 528, 256, 16, 1024, 0};
+    /* gaps under 1 ms, however many */
+    Builder b = builder();
+    int up = site(&b, "gap.cu", 3, "main");
+    launches(&b, up, &k, 200, 20 * US, 900 * US);
+    ProfileView *v = view_of(&b, 200 * MS);
+    FindingList l = run_rule("PR003", v, &s);
+    cr_expect_eq(l.count, 0, "0.9 ms gaps");
+    finding_list_free(&l);
+    profile_view_free(v);
+    /* gaps of 2 ms that add up to under 1% of a long run */
+    b = builder();
+    up = site(&b, "gap.cu", 3, "main");
+    launches(&b, up, &k, 5, 20 * US, 2 * MS);
+    v = view_of(&b, 10000 * MS);
+    l = run_rule("PR003", v, &s);
+    cr_expect_eq(l.count, 0, "8 ms of a 10 s run");
+    finding_list_free(&l);
+    profile_view_free(v);
+    /* a long gap before work of another file */
+    b = builder();
+    up = site(&b, "gap.cu", 3, "main");
+    int other = site(&b, "helper.cu", 3, "main");
+    launches(&b, up, &k, 1, 20 * US, 50 * MS);
+    launches(&b, other, &k, 1, 20 * US, 0);
+    v = view_of(&b, 60 * MS);
+    l = run_rule("PR003", v, &s);
+    cr_expect_eq(l.count, 0, "the work that arrived late is helper.cu's");
+    finding_list_free(&l);
+    profile_view_free(v);
+    source_free(&s);
+}
+
+/* ======================================================================== */
+/* PR004 sync-stall                                                          */
+/* ======================================================================== */
+
+static const char sync_py[] = "import time\n"                                      /* 1 */
+                              "import torch\n"                                     /* 2 */
+                              "def train(model, batches):\n"                       /* 3 */
+                              "    for x in batches:\n"                            /* 4 */
+                              "        loss = model(x)\n"                          /* 5 */
+                              "        print(loss.item())\n"                       /* 6 */
+                              "    torch.cuda.synchronize()\n"                     /* 7 */
+                              "def bench(model, x):\n"                             /* 8 */
+                              "    for _ in range(3):\n"                           /* 9 */
+                              "        t0 = time.perf_counter()\n"                 /* 10 */
+                              "        model(x)\n"                                 /* 11 */
+                              "        torch.cuda.synchronize()\n"                 /* 12 */
+                              "        elapsed = time.perf_counter() - t0\n"       /* 13 */
+                              "    return elapsed\n";                              /* 14 */
+
+Test(pr004, repeated_waits_of_a_measurable_share) {
+    Builder b = builder();
+    int item = site(&b, "sync.py", 6, "train"), once = site(&b, "sync.py", 7, "train");
+    syncs(&b, item, PROF_SYNC_STREAM, 30, 8 * MS); /* 240 ms: 24% */
+    syncs(&b, once, PROF_SYNC_CONTEXT, 1, 300 * MS); /* a single wait */
+    Kernel k = {"gemm_kernel(float*)", 128, 128, 64, 0, 0};
+    launches(&b, site(&b, "sync.py", 5, "train"), &k, 30, 8 * MS, 1 * MS);
+    ProfileView *v = view_of(&b, 1000 * MS);
+    Source s = source_text("sync.py", sync_py);
+    FindingList l = run_rule("PR004", v, &s);
+    char *all = describe(&l, &s);
+    cr_assert_eq(l.count, 1, "%s", all);
+    const Finding *f = &l.items[0];
+    cr_expect_eq(finding_line(&s, f), 6);
+    cr_expect_str_eq(f->message, "the host waited 240 ms here for the GPU, 30 times (stream synchronize), 24% of the run");
+    cr_expect_eq(f->severity, SEVERITY_WARNING);
+    cr_expect(has_evidence(f, "each wait: mean 8.00 ms, longest 8.00 ms"));
+    free(all);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+Test(pr004, look_alikes) {
+    Source s = source_text("sync.py", sync_py);
+    Builder b = builder();
+    /* timing done right: the wait sits next to a clock read */
+    syncs(&b, site(&b, "sync.py", 12, "bench"), PROF_SYNC_CONTEXT, 3, 100 * MS);
+    /* short waits: 100 x 10 us */
+    syncs(&b, site(&b, "sync.py", 6, "train"), PROF_SYNC_STREAM, 100, 10 * US);
+    /* one long wait at the end */
+    syncs(&b, site(&b, "sync.py", 7, "train"), PROF_SYNC_CONTEXT, 1, 400 * MS);
+    Kernel k = {"gemm_kernel(float*)", 128, 128, 64, 0, 0};
+    launches(&b, site(&b, "sync.py", 11, "bench"), &k, 3, 100 * MS, 0);
+    ProfileView *v = view_of(&b, 1000 * MS);
+    FindingList l = run_rule("PR004", v, &s);
+    char *all = describe(&l, &s);
+    cr_expect_eq(l.count, 0, "%s", all);
+    free(all);
+    finding_list_free(&l);
+    profile_view_free(v);
+    source_free(&s);
+}
+
+/* ======================================================================== */
+/* PR005-PR007 on kernels.cu and its profile                                 */
+/* ======================================================================== */
+
+typedef struct {
+    Source s;
+    ProfileView *v;
+} Fixture;
+
+static Fixture fixture(const char *source, const char *profile) {
+    Fixture x = {source_file(source), view_from_file(profile)};
+    return x;
+}
+
+static void fixture_free(Fixture *x) {
+    source_free(&x->s);
+    profile_view_free(x->v);
+}
+
+Test(pr005, spills_at_the_definition_and_the_launch) {
+    Fixture x = fixture("tests/fixtures/profile/kernels.cu", "tests/fixtures/profile/kernels.json");
+    FindingList l = run_rule("PR005", x.v, &x.s);
+    char *all = describe(&l, &x.s);
+    cr_expect_eq(l.count, 2, "%s", all);
+    uint32_t def = marker_line(&x.s, "// @spill-def"), launch = marker_line(&x.s, "// @spill-launch");
+    const Finding *f = at_line(&l, &x.s, def);
+    cr_assert_not_null(f, "no finding at the definition:%s", all);
+    cr_expect(strstr(f->message, "`spill` uses 48 bytes of local memory per thread"), "%s", f->message);
+    cr_expect(strstr(f->message, "21% of GPU kernel time"), "%s", f->message);
+    cr_expect_eq(f->severity, SEVERITY_WARNING);
+    f = at_line(&l, &x.s, launch);
+    cr_assert_not_null(f, "no finding at the launch:%s", all);
+    cr_expect(strstr(f->message, "`spill` launched here uses 48 bytes"), "%s", f->message);
+    /* cold_spill spills too, but takes 0.5% of the kernel time */
+    cr_expect_null(at_line(&l, &x.s, marker_line(&x.s, "// @cold-def")));
+    cr_expect_null(at_line(&l, &x.s, marker_line(&x.s, "// @cold-launch")));
+    expect_line_ranges(&l, &x.s);
+    free(all);
+    finding_list_free(&l);
+    fixture_free(&x);
+}
+
+Test(pr005, library_kernels_in_python) {
+    Builder b = builder();
+    int at = site(&b, "model.py", 2, "forward");
+    Kernel aten = {"void at::native::(anonymous namespace)::cat_kernel<float>(float*)", 1024, 256, 64, 0, 32};
+    Kernel mine = {"my_extension_kernel(float*)", 1024, 256, 64, 0, 32};
+    launches(&b, at, &aten, 100, 1 * MS, 10 * US);
+    launches(&b, site(&b, "model.py", 3, "forward"), &mine, 100, 1 * MS, 10 * US);
+    ProfileView *v = view_of(&b, 300 * MS);
+    Source s = source_text("model.py", "def forward(x):\n    y = torch.cat([x, x])\n    return ext.run(y)\n");
+    FindingList l = run_rule("PR005", v, &s);
+    char *all = describe(&l, &s);
+    cr_assert_eq(l.count, 1, "ATen's kernel is not the user's to fix; the extension's is:%s", all);
+    cr_expect_eq(finding_line(&s, &l.items[0]), 3);
+    free(all);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+Test(pr006, low_occupancy_of_a_kernel_that_matters) {
+    Fixture x = fixture("tests/fixtures/profile/kernels.cu", "tests/fixtures/profile/kernels.json");
+    FindingList l = run_rule("PR006", x.v, &x.s);
+    char *all = describe(&l, &x.s);
+    cr_assert_eq(l.count, 1, "only stencil:%s", all);
+    const Finding *f = &l.items[0];
+    cr_expect_eq(finding_line(&x.s, f), marker_line(&x.s, "// @stencil-launch"));
+    cr_expect(strstr(f->message, "`stencil` runs at 25% theoretical occupancy (16 of 64 warps per SM): limited by "
+                                 "registers: 128 per thread allow 2 blocks of 256 threads per SM"),
+              "%s", f->message);
+    cr_expect(has_evidence(f, "blocks per SM allowed by: warp slots 8, block slots 32, registers 2"));
+    /* spill (32 registers), small_grid and wide run at full occupancy; cold_spill does not matter */
+    free(all);
+    finding_list_free(&l);
+    fixture_free(&x);
+}
+
+Test(pr006, look_alikes) {
+    Builder b = builder();
+    Kernel gemm = {"sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32", 264, 128, 255, 33792, 0};
+    Kernel small = {"tiled(float*)", 4096, 256, 128, 0, 0};
+    Kernel shared = {"big_tile(float*)", 4096, 128, 32, 100 * 1024, 0};
+    launches(&b, site(&b, "occ.py", 1, NULL), &gemm, 100, 1 * MS, 0);  /* library: 12.5% by design */
+    launches(&b, site(&b, "occ.py", 2, NULL), &small, 10, 100 * US, 0); /* 25%, but 0.6% of GPU time */
+    launches(&b, site(&b, "occ.py", 3, NULL), &shared, 100, 500 * US, 0); /* 12.5%, shared memory: reported */
+    ProfileView *v = view_of(&b, 200 * MS);
+    Source s = source_text("occ.py", "a = lib_gemm(x)\nb = tiled(x)\nc = big_tile(x)\n");
+    FindingList l = run_rule("PR006", v, &s);
+    char *all = describe(&l, &s);
+    cr_assert_eq(l.count, 1, "%s", all);
+    cr_expect_eq(finding_line(&s, &l.items[0]), 3);
+    cr_expect(strstr(l.items[0].message, "limited by shared memory: 100 KiB per block allow 2 blocks per SM"), "%s",
+              l.items[0].message);
+    free(all);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+Test(pr007, small_grid_from_the_fixture) {
+    Fixture x = fixture("tests/fixtures/profile/kernels.cu", "tests/fixtures/profile/kernels.json");
+    FindingList l = run_rule("PR007", x.v, &x.s);
+    char *all = describe(&l, &x.s);
+    cr_assert_eq(l.count, 1, "only small_grid (wide fills 4 whole waves):%s", all);
+    const Finding *f = &l.items[0];
+    cr_expect_eq(finding_line(&x.s, f), marker_line(&x.s, "// @small-launch"));
+    cr_expect(strstr(f->message, "`small_grid` runs 64 blocks on the 132 SMs of NVIDIA H200: 68 SMs idle"), "%s",
+              f->message);
+    cr_assert(f->gain.present);
+    cr_expect_str_eq(f->gain.scope, "kernel");
+    /* 200 ms x (1 - 64/132) */
+    cr_expect_float_eq(f->gain.seconds, 0.2 * (1 - 64.0 / 132), 1e-6);
+    free(all);
+    finding_list_free(&l);
+    fixture_free(&x);
+}
+
+Test(pr007, tail_and_look_alikes) {
+    Builder b = builder();
+    /* 256 threads, 32 registers: 8 blocks per SM, 1,056 a wave */
+    Kernel tail = {"tail(float*)", 1162, 256, 32, 0, 0};         /* 1.1 waves: the second is 10% full */
+    Kernel exact = {"exact(float*)", 2112, 256, 32, 0, 0};       /* 2 full waves */
+    Kernel many = {"many(float*)", 52810, 256, 32, 0, 0};        /* 50.01 waves: the tail is noise */
+    Kernel one = {"one_wave(float*)", 200, 256, 32, 0, 0};       /* fewer than a wave, every SM busy */
+    Kernel lib = {"void at::native::reduce_kernel<512, 1>(float*)", 8, 512, 32, 0, 0}; /* small, library */
+    Kernel cold = {"cold(float*)", 8, 256, 32, 0, 0};            /* small, 0.4% */
+    launches(&b, site(&b, "grid.py", 1, NULL), &tail, 100, 1 * MS, 0);
+    launches(&b, site(&b, "grid.py", 2, NULL), &exact, 100, 1 * MS, 0);
+    launches(&b, site(&b, "grid.py", 3, NULL), &many, 100, 1 * MS, 0);
+    launches(&b, site(&b, "grid.py", 4, NULL), &one, 100, 1 * MS, 0);
+    launches(&b, site(&b, "grid.py", 5, NULL), &lib, 100, 1 * MS, 0);
+    launches(&b, site(&b, "grid.py", 6, NULL), &cold, 10, 200 * US, 0);
+    ProfileView *v = view_of(&b, 600 * MS);
+    Source s = source_text("grid.py", "a = tail(x)\nb = exact(x)\nc = many(x)\nd = one_wave(x)\ne = x.sum()\nf = cold(x)\n");
+    FindingList l = run_rule("PR007", v, &s);
+    char *all = describe(&l, &s);
+    cr_assert_eq(l.count, 1, "%s", all);
+    const Finding *f = &l.items[0];
+    cr_expect_eq(finding_line(&s, f), 1);
+    cr_expect(strstr(f->message, "`tail`: the last of its 2 waves of blocks fills 10% of the GPU, so 45% of the SMs' "
+                                 "time in this kernel is idle"),
+              "%s", f->message);
+    cr_assert(f->gain.present);
+    cr_expect_float_eq(f->gain.seconds, 0.1 * (1 - 1162.0 / 2112), 1e-6);
+    free(all);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+/* ======================================================================== */
+/* PR008 pageable-copy                                                       */
+/* ======================================================================== */
+
+static const char copy_cu[] = "int main() {\n"                                                   /* 1 */
+                              "    for (int c = 0; c < 16; ++c) {\n"                             /* 2 */
+                              "        cudaMemcpyAsync(d_x, h_in + off, bytes, H2D, s);\n"       /* 3 */
+                              "        cudaMemcpyAsync(h_out + off, d_y, bytes, D2H, s);\n"      /* 4 */
+                              "        cudaMemcpyAsync(h_pinned, d_y, bytes, D2H, s);\n"         /* 5 */
+                              "        cudaMemcpyAsync(&flag, d_flag, 4, D2H, s);\n"             /* 6 */
+                              "        cudaMemcpy(d_big, h_big, big, H2D);\n"                    /* 7 */
+                              "    }\n"                                                          /* 8 */
+                              "    cudaMemcpy(d_all, h_all, all, H2D);\n"                        /* 9 */
+                              "}\n";
+
+Test(pr008, pageable_copies_with_a_pinned_estimate) {
+    Builder b = builder();
+    int h2d = site(&b, "copy.cu", 3, "main"), d2h = site(&b, "copy.cu", 4, "main");
+    int pinned = site(&b, "copy.cu", 5, "main"), flag = site(&b, "copy.cu", 6, "main");
+    int big = site(&b, "copy.cu", 7, "main"), once = site(&b, "copy.cu", 9, "main");
+    for (int i = 0; i < 16; i++) {
+        copies(&b, h2d, PROF_COPY_HTOD, PROF_MEM_PAGEABLE, 1, 4u << 20, 1400 * US, 10 * US); /* 3 GB/s */
+        copies(&b, d2h, PROF_COPY_DTOH, PROF_MEM_PAGEABLE, 1, 1u << 20, 21 * US, 10 * US);  /* 50 GB/s */
+        copies(&b, pinned, PROF_COPY_DTOH, PROF_MEM_PINNED, 1, 64u << 10, 3 * US, 10 * US); /* too small a sample */
+        copies(&b, flag, PROF_COPY_DTOH, PROF_MEM_PAGEABLE, 1, 4, 2 * US, 10 * US);
+    }
+    /* the host's time in the copy calls: 48 ms, shared out over 144 MiB of pageable copies */
+    for (int i = 0; i < 48; i++) agg_api(b.agg, "cudaMemcpyAsync", 1 * MS);
+    copies(&b, big, PROF_COPY_HTOD, PROF_MEM_PINNED, 2, 64u << 20, 1600 * US, 0);
+    copies(&b, once, PROF_COPY_HTOD, PROF_MEM_PAGEABLE, 1, 64u << 20, 8 * MS, 0); /* one upload */
+    ProfileView *v = view_of(&b, 100 * MS);
+    Source s = source_text("copy.cu", copy_cu);
+    FindingList l = run_rule("PR008", v, &s);
+    char *all = describe(&l, &s);
+    cr_assert_eq(l.count, 2, "%s", all);
+    const Finding *f = at_line(&l, &s, 3);
+    cr_assert_not_null(f, "%s", all);
+    cr_expect(strstr(f->message, "16 host-to-device copies from pageable memory (67.1 MB, 4.19 MB each) at 3.0 GB/s"),
+              "%s", f->message);
+    cr_expect(strstr(f->message, "`cudaMallocHost`"), "%s", f->message);
+    /* the pinned estimate uses this run's pinned host-to-device copies: 128 MiB in 3.2 ms */
+    cr_expect(has_evidence(f, "(42 GB/s, as this run's pinned copies)"), "%s", all);
+    cr_assert(f->gain.present);
+    double pinned_bw = (128.0 * (1 << 20)) / 3.2e-3;
+    double want = 16 * 1.4e-3 - (64.0 * (1 << 20) / pinned_bw + 16 * 1.5e-6);
+    cr_expect_float_eq(f->gain.seconds, want, 1e-6);
+    cr_expect_eq(f->severity, SEVERITY_WARNING, "the gain is over 1%% of the run");
+    f = at_line(&l, &s, 4);
+    cr_assert_not_null(f, "%s", all);
+    cr_expect(strstr(f->message, "16 device-to-host copies into pageable memory (16.8 MB, 1.05 MB each) at 49.9 GB/s"),
+              "%s", f->message);
+    cr_expect_not(f->gain.present, "already at pinned speed on the GPU's side");
+    /* 0.34 ms on the GPU, but about 48 ms x 16 / 144 = 5.33 ms on the host */
+    cr_expect(has_evidence(f, "downloads on the host: about 5.33 ms (5.3% of the run)"), "%s", all);
+    cr_expect(has_evidence(f, "(50 GB/s, the device's usual pinned bandwidth)"),
+              "no pinned device-to-host sample of 256 KiB: %s", all);
+    cr_expect(has_evidence(f, "pinned memory would copy no faster here"));
+    /* lines 5 (pinned), 6 (4 bytes), 7 (pinned) and 9 (one copy) are not reported */
+    expect_line_ranges(&l, &s);
+    free(all);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+Test(pr008, python_advice_and_a_cheap_line) {
+    Builder b = builder();
+    int at = site(&b, "load.py", 2, "main");
+    copies(&b, at, PROF_COPY_HTOD, PROF_MEM_PAGEABLE, 30, 32u << 20, 4 * MS, 1 * MS);
+    int cheap = site(&b, "load.py", 3, "main");
+    copies(&b, cheap, PROF_COPY_HTOD, PROF_MEM_PAGEABLE, 4, 2u << 20, 100 * US, 0); /* 0.4 ms of 300 ms */
+    ProfileView *v = view_of(&b, 300 * MS);
+    Source s = source_text("load.py", "def main(batches):\n    x = torch.from_numpy(a).cuda()\n    y = b.cuda()\n");
+    FindingList l = run_rule("PR008", v, &s);
+    char *all = describe(&l, &s);
+    cr_assert_eq(l.count, 1, "%s", all);
+    cr_expect_eq(finding_line(&s, &l.items[0]), 2);
+    cr_expect(strstr(l.items[0].message, "`pin_memory=True`"), "%s", l.items[0].message);
+    free(all);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+/* ======================================================================== */
+/* PR009 attention-math-fallback                                             */
+/* ======================================================================== */
+
+Test(pr009, sdpa_on_the_math_path) {
+    Fixture x = fixture("tests/fixtures/profile/attention.py", "tests/fixtures/profile/attention.json");
+    FindingList l = run_rule("PR009", x.v, &x.s);
+    char *all = describe(&l, &x.s);
+    cr_assert_eq(l.count, 1, "%s", all);
+    const Finding *f = &l.items[0];
+    cr_expect_eq(finding_line(&x.s, f), marker_line(&x.s, "# @math"));
+    cr_expect(strstr(f->message, "scaled_dot_product_attention ran on the math path: 200 matmul and 100 softmax "
+                                 "kernels, no fused attention kernel (17% of GPU kernel time); likely because of its "
+                                 "explicit `attn_mask`"),
+              "%s", f->message);
+    cr_expect_null(strstr(f->message, "dropout_p"), "the call has no dropout");
+    cr_expect_eq(f->severity, SEVERITY_WARNING);
+    cr_expect(has_evidence(f, "matmul and softmax kernels launched here: 25.0 ms on the GPU"));
+    /* look-alikes: the flash line, the cold line, hand-written attention and a whole model */
+    cr_expect_null(at_line(&l, &x.s, marker_line(&x.s, "# @flash")));
+    cr_expect_null(at_line(&l, &x.s, marker_line(&x.s, "# @cold")));
+    cr_expect_null(at_line(&l, &x.s, marker_line(&x.s, "# @manual")));
+    cr_expect_null(at_line(&l, &x.s, marker_line(&x.s, "# @model")));
+    expect_line_ranges(&l, &x.s);
+    free(all);
+    finding_list_free(&l);
+    fixture_free(&x);
+}
+
+Test(pr009, not_in_cuda_files_nor_without_softmax) {
+    const Rule *r = rule_find("PR009");
+    cr_assert_not_null(r);
+    cr_expect_eq(r->languages, LANGUAGE_PYTHON);
+    Builder b = builder();
+    int at = site(&b, "attn.py", 2, "f");
+    Kernel gemm = {"ampere_sgemm_128x64_tn", 128, 128, 122, 0, 0};
+    launches(&b, at, &gemm, 200, 100 * US, 0); /* matmuls only */
+    ProfileView *v = view_of(&b, 100 * MS);
+    Source s = source_text("attn.py", "def f(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)\n");
+    FindingList l = run_rule("PR009", v, &s);
+    cr_expect_eq(l.count, 0);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+/* ======================================================================== */
+/* The rules' descriptors                                                    */
+/* ======================================================================== */
+
+Test(descriptors, every_profile_rule_is_complete) {
+    static const char *const codes[] = {"PR001", "PR002", "PR003", "PR004", "PR005",
+                                        "PR006", "PR007", "PR008", "PR009"};
+    for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
+        const Rule *r = rule_find(codes[i]);
+        cr_assert_not_null(r, "%s is not registered", codes[i]);
+        cr_expect_null(r->check, "%s: a profile rule has no static check", codes[i]);
+        cr_expect_not_null(r->check_profile, "%s", codes[i]);
+        cr_expect_eq(r->measure, MEASURE_NONE, "%s", codes[i]);
+        cr_expect(r->languages & LANGUAGE_PYTHON, "%s", codes[i]);
+        cr_expect(strstr(r->documentation, "## The numbers"), "%s: the model behind the numbers", codes[i]);
+        cr_expect(strstr(r->summary, "(profile)"), "%s", codes[i]);
+    }
+}
+
+/* ======================================================================== */
+/* The H200 profiles with their sources                                      */
+/* ======================================================================== */
+
+typedef struct {
+    const char *code;
+    uint32_t line;
+} Want;
+
+/* runs every profile rule over source with profile; the findings must be
+ * exactly `want` (code and line) */
+static void expect_exactly(const char *profile, const char *source, const Want *want, size_t n) {
+    char path[256];
+    snprintf(path, sizeof path, "tests/fixtures/profiles/h200/%s", profile);
+    ProfileView *v = view_from_file(path);
+    Source s = source_file(source);
+    cr_assert(profile_view_file(v, source) >= 0, "%s does not name %s", profile, source);
+    size_t count;
+    const Rule *const *all = rules_all(&count);
+    bool *seen = calloc(n ? n : 1, sizeof *seen);
+    for (size_t i = 0; i < count; i++) {
+        if (!all[i]->check_profile) continue;
+        FindingList l = run_rule(all[i]->code, v, &s);
+        expect_line_ranges(&l, &s);
+        for (size_t k = 0; k < l.count; k++) {
+            uint32_t line = finding_line(&s, &l.items[k]);
+            bool listed = false;
+            for (size_t w = 0; w < n; w++)
+                if (strcmp(want[w].code, l.items[k].code) == 0 && want[w].line == line) listed = seen[w] = true;
+            cr_expect(listed, "%s with %s: unexpected %s at line %u: %s", source, profile, l.items[k].code, line,
+                      l.items[k].message);
+        }
+        finding_list_free(&l);
+    }
+    for (size_t w = 0; w < n; w++)
+        cr_expect(seen[w], "%s with %s: expected %s at line %u", source, profile, want[w].code, want[w].line);
+    free(seen);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+#define EXPECT(profile, source, ...)                                                                                 \
+    do {                                                                                                             \
+        static const Want want_[] = {__VA_ARGS__};                                                                   \
+        expect_exactly(profile, source, want_, sizeof want_ / sizeof *want_);                                        \
+    } while (0)
+#define EXPECT_NONE(profile, source) expect_exactly(profile, source, NULL, 0)
+
+Test(h200, pipeline_pageable_copies_and_the_gap_they_cause) {
+    /* the pageable cudaMemcpyAsync of lines 105 and 109; the GPU idles before
+     * each chunk's upload while the host sums the previous chunk */
+    EXPECT("pipeline.json", "samples/cuda/pipeline.cu", {"PR003", 105}, {"PR008", 105}, {"PR008", 109});
+    EXPECT_NONE("pipeline_fixed.json", "samples/cuda/pipeline_fixed.cu");
+}
+
+Test(h200, reduction_and_transpose) {
+    /* a pageable upload per batch, and the host's check between batches */
+    EXPECT("reduction.json", "samples/cuda/reduction.cu", {"PR003", 103}, {"PR008", 103});
+    EXPECT_NONE("reduction_fixed.json", "samples/cuda/reduction_fixed.cu");
+    /* each kernel's result copied back into pageable memory; the host's
+     * reference check between kernels leaves one 21 ms gap each (hints) */
+    EXPECT("transpose.json", "samples/cuda/transpose.cu", {"PR003", 172}, {"PR003", 179}, {"PR003", 186},
+           {"PR008", 156});
+    EXPECT("transpose_fixed.json", "samples/cuda/transpose_fixed.cu", {"PR003", 130});
+    EXPECT_NONE("elementwise_chain.json", "samples/cuda/elementwise_chain.cu");
+    EXPECT_NONE("elementwise_chain_fixed.json", "samples/cuda/elementwise_chain_fixed.cu");
+}
+
+Test(h200, python_samples) {
+    /* the timed matmuls are the hotspot; the module built on the host and
+     * copied up for each size leaves the GPU idle and copies pageable
+     * memory; the warm-up loop's synchronize; the timing synchronizes at
+     * lines 69 and 74 sit next to clock reads and are not reported */
+    EXPECT("benchmark_matmul.json", "samples/python/benchmark_matmul.py", {"PR001", 54}, {"PR001", 61},
+           {"PR003", 93}, {"PR003", 94}, {"PR003", 96}, {"PR003", 100}, {"PR004", 103}, {"PR008", 96});
+    /* token-by-token decoding: every function of the model is launch-bound */
+    EXPECT("generate_text.json", "samples/python/generate_text.py", {"PR002", 51}, {"PR002", 70}, {"PR002", 81},
+           {"PR002", 96}, {"PR002", 112}, {"PR003", 51}, {"PR003", 70}, {"PR003", 77}, {"PR003", 112},
+           {"PR003", 114});
+    EXPECT("train_classifier.json", "samples/python/train_classifier.py", {"PR002", 50}, {"PR002", 107},
+           {"PR003", 104});
+    EXPECT("torch_sites.json", "tests/gpu/torch_sites.py", {"PR003", 24}, {"PR003", 25}, {"PR003", 30});
+}
+
+Test(h200, workloads) {
+    /* weights built on the host and copied from pageable memory; decoding
+     * with the whole model re-run per token, launch-bound; attention ran
+     * fused (fmha), so no PR009 */
+    EXPECT("llama_generate.json", "bench/workloads/llama_generate.py", {"PR001", 27}, {"PR002", 27}, {"PR003", 27},
+           {"PR008", 22});
+    /* the batch copied from pageable memory each step; the forward (26) and
+     * backward (28, autograd's launches attributed to backward()) are the
+     * hotspots; loss.item() waits 281 ms over 30 steps */
+    EXPECT("resnet50_step.json", "bench/workloads/resnet50_step.py", {"PR001", 26}, {"PR001", 28}, {"PR003", 24},
+           {"PR003", 26}, {"PR003", 28}, {"PR004", 30}, {"PR008", 24});
+    /* backward() is the hotspot; the rest is idle gaps of the host */
+    EXPECT("unet_step.json", "bench/workloads/unet_step.py", {"PR001", 75}, {"PR003", 28}, {"PR003", 53},
+           {"PR003", 75});
+}
+
+Test(h200, messages_carry_the_measured_figures) {
+    ProfileView *v = view_from_file("tests/fixtures/profiles/h200/pipeline.json");
+    Source s = source_file("samples/cuda/pipeline.cu");
+    FindingList l = run_rule("PR008", v, &s);
+    const Finding *f = at_line(&l, &s, 105);
+    cr_assert_not_null(f);
+    cr_expect_str_eq(f->message, "16 host-to-device copies from pageable memory (16.8 MB, 1.05 MB each) at 48.5 GB/s; "
+                                 "pinned memory makes them asynchronous (`cudaMallocHost`/`cudaHostRegister`, then "
+                                 "`cudaMemcpyAsync`)");
+    cr_expect(has_evidence(f, "uploads on the host: about 8.15 ms (2.5% of the run)"), "%s",
+              f->evidence_count > 2 ? f->evidence[2] : "");
+    /* the merge's copy model, as CU006 at the same line gets it */
+    cr_expect(has_evidence(f, "this copy moved 16.8 MB in 16 copies from pageable memory at 48.5 GB/s"));
+    finding_list_free(&l);
+    l = run_rule("PR003", v, &s);
+    f = at_line(&l, &s, 105);
+    cr_assert_not_null(f);
+    cr_expect_str_eq(f->message, "the GPU sat idle 1.22 ms before this line's work arrived, 15 times (18.4 ms, 5.5% "
+                                 "of the run); the host was busy after line 111");
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+
+    v = view_from_file("tests/fixtures/profiles/h200/resnet50_step.json");
+    s = source_file("bench/workloads/resnet50_step.py");
+    l = run_rule("PR004", v, &s);
+    cr_assert_eq(l.count, 1);
+    cr_expect_str_eq(l.items[0].message,
+                     "the host waited 281 ms here for the GPU, 30 times (stream synchronize), 8.5% of the run");
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+/* ======================================================================== */
+/* Through `advise check --profile`                                          */
+/* ======================================================================== */
+
+Test(cli, profile_rules_reach_advise_check) {
+    RunResult r = run_advise_at(ADVISE_SOURCE_DIR, "check", "--no-config", "--no-source", "--fail-on", "never",
+                                "--profile", "tests/fixtures/profiles/h200/pipeline.json", "samples/cuda/pipeline.cu");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "samples/cuda/pipeline.cu:105:9: PR003 [gpu-idle-gap] the GPU sat idle 1.22 ms"), "%s",
+              r.out);
+    cr_expect(strstr(r.out, "samples/cuda/pipeline.cu:105:9: PR008 [pageable-copy] 16 host-to-device copies"), "%s",
+              r.out);
+    cr_expect(strstr(r.out, "samples/cuda/pipeline.cu:109:9: PR008 [pageable-copy] 16 device-to-host copies"), "%s",
+              r.out);
+    run_result_free(&r);
+
+    /* selected off like any rule */
+    r = run_advise_at(ADVISE_SOURCE_DIR, "check", "--no-config", "--no-source", "--fail-on", "never", "--ignore",
+                      "pageable-copy", "--profile", "tests/fixtures/profiles/h200/pipeline.json",
+                      "samples/cuda/pipeline.cu");
+    cr_expect_null(strstr(r.out, "PR008"), "%s", r.out);
+    cr_expect(strstr(r.out, "PR003"), "%s", r.out);
+    run_result_free(&r);
+
+    r = run_advise_at(ADVISE_SOURCE_DIR, "check", "--no-config", "--no-source", "--fail-on", "never", "--profile",
+                      "tests/fixtures/profiles/h200/pipeline_fixed.json", "samples/cuda/pipeline_fixed.cu");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_null(strstr(r.out, ": PR0"), "the corrected pipeline gets no profile finding:\n%s", r.out);
+    run_result_free(&r);
+}
