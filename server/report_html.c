@@ -16,6 +16,7 @@
 #define TOP_KERNELS 15
 #define LABELLED_GAPS 8
 #define SVG_WIDTH 1000
+#define LONG_KERNEL_NAME 180 /* bytes shown whole in the kernel table */
 
 void report_html_escape(FILE *out, const char *s) {
     if (!s) return;
@@ -363,6 +364,27 @@ static void write_gpu_time(FILE *out, const Profile *p) {
 
 /* ---- top kernels ----------------------------------------------------------------- */
 
+/* A kernel's name in a table cell; a very long one (templates) is cut, whole
+ * in the cell's tooltip. */
+static void write_kernel_name(FILE *out, const char *name) {
+    size_t n = strlen(name);
+    if (n <= LONG_KERNEL_NAME) {
+        fputs("<td class=\"name mono\">", out);
+        esc(out, name);
+        fputs("</td>", out);
+        return;
+    }
+    size_t cut = LONG_KERNEL_NAME - 20;
+    while (cut > 0 && ((unsigned char)name[cut] & 0xC0) == 0x80) cut--; /* not inside a UTF-8 sequence */
+    fputs("<td class=\"name mono\" title=\"", out);
+    esc(out, name);
+    fputs("\">", out);
+    char *head = strndup(name, cut);
+    esc(out, head ? head : "");
+    free(head);
+    fputs("&#8230;</td>", out);
+}
+
 static void write_kernels(FILE *out, const Profile *p) {
     fputs("<section id=\"kernels\">\n<h2>Top kernels</h2>\n", out);
     size_t count = 0;
@@ -385,10 +407,10 @@ static void write_kernels(FILE *out, const Profile *p) {
         format_percent(pct, sizeof pct, share);
         report_format_ns(total, sizeof total, k[i].total_ns);
         report_format_ns(median, sizeof median, k[i].median_ns);
-        fprintf(out, "<tr><td class=\"num\">%zu</td><td class=\"name mono\">", i + 1);
-        esc(out, k[i].name);
+        fprintf(out, "<tr><td class=\"num\">%zu</td>", i + 1);
+        write_kernel_name(out, k[i].name);
         fprintf(out,
-                "</td><td><div class=\"share\"><i style=\"width:%.1fpx\"></i>%s</div></td><td class=\"num\">%s</td>"
+                "<td><div class=\"share\"><i style=\"width:%.1fpx\"></i>%s</div></td><td class=\"num\">%s</td>"
                 "<td class=\"num\">%llu</td><td class=\"num\">%s</td></tr>\n",
                 share * 120, pct, total, (unsigned long long)k[i].count, median);
     }

@@ -426,3 +426,21 @@ Test(report_html, gap_sites_of_the_h200_transpose) {
     free(out);
     profile_free(p);
 }
+
+Test(report_html, a_very_long_kernel_name_is_cut_and_whole_in_its_tooltip) {
+    char name[400];
+    memset(name, 'a', 300);
+    strcpy(name + 300, "<float>(x)");
+    Profile *p = small_profile(name, "train.py");
+    RankedFindings r = {0};
+    ReportInput in = {.profile = p, .findings = &r};
+    char *out = render(true, &in);
+    char expected[640];
+    snprintf(expected, sizeof expected, "<td class=\"name mono\" title=\"%.300s&lt;float&gt;(x)\">%.160s&#8230;</td>",
+             name, name);
+    cr_expect(strstr(out, expected), "%s", out);
+    const char *why = check_balanced(out);
+    cr_expect_null(why, "%s", why);
+    free(out);
+    profile_free(p);
+}
