@@ -227,11 +227,9 @@ int cli_report(int argc, char **argv) {
         status = fail("%s", error ? error : "out of memory");
         free(error);
     } else {
-        ReportInput in = {
-            .profile = view ? profile_view_profile(view) : NULL,
-            .profile_path = view ? profile_store_display(profile_view_path(view)) : NULL,
-            .findings = &findings,
-        };
+        ReportProfile used = {view ? profile_view_profile(view) : NULL,
+                              view ? profile_store_display(profile_view_path(view)) : NULL};
+        ReportInput in = {.profiles = &used, .profile_count = view ? 1 : 0, .findings = &findings};
         if (o.output && strcmp(o.output, "-") != 0) {
             status = write_atomically(o.output, &in, o.html);
             if (status == EXIT_CLEAN)

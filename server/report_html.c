@@ -14,6 +14,7 @@
 #endif
 
 #define TOP_KERNELS 15
+#define TOP_KERNELS_EACH 8 /* with several profiles */
 #define LABELLED_GAPS 8
 #define SVG_WIDTH 1000
 #define LONG_KERNEL_NAME 180 /* bytes shown whole in the kernel table */
@@ -98,18 +99,85 @@ static void card(FILE *out, const char *label, const char *value, const char *ti
     fputs("</b></div>\n", out);
 }
 
+/* "2026-11-30T15:19:33Z" as "2026-11-30 15:19:33" */
+static void format_created(char *buf, size_t size, const char *created) {
+    snprintf(buf, size, "%s", created);
+    if (strlen(buf) == 20 && buf[10] == 'T' && buf[19] == 'Z') {
+        buf[10] = ' ';
+        buf[19] = '\0';
+    }
+}
+
+static void write_profile_cards(FILE *out, const Profile *p) {
+    char buf[96];
+    char *gpu = profile_gpu_description(p);
+    card(out, "GPU", gpu ? gpu : "?", NULL);
+    free(gpu);
+    format_created(buf, sizeof buf, p->created);
+    card(out, "recorded (UTC)", buf, NULL);
+    report_format_ns(buf, sizeof buf, report_run_ns(p));
+    card(out, "run length", buf, "the longest process's wall time");
+    ProfileTotals t;
+    profile_totals(p, &t);
+    format_percent(buf, sizeof buf, profile_totals_busy_share(&t));
+    card(out, "GPU busy", buf, "kernels, copies and memsets over the GPUs' active span");
+    report_format_ns(buf, sizeof buf, t.kernel_ns);
+    char launches[64];
+    snprintf(launches, sizeof launches, "kernel time (%llu launches)", (unsigned long long)t.launches);
+    card(out, launches, buf, NULL);
+    report_format_ns(buf, sizeof buf, t.sync_ns);
+    card(out, "host waiting in syncs", buf, NULL);
+}
+
+/* Several profiles: one row each. */
+static void write_profile_table(FILE *out, const ReportInput *in) {
+    fputs("<table>\n<tr><th>run</th><th>profile</th><th>recorded (UTC)</th><th>GPU</th><th class=\"num\">run "
+          "length</th><th class=\"num\">GPU busy</th><th class=\"num\">kernel time</th>"
+          "<th class=\"num\">host waiting in syncs</th></tr>\n",
+          out);
+    for (size_t i = 0; i < in->profile_count; i++) {
+        const Profile *p = in->profiles[i].profile;
+        char created[32], run[32], busy[16], kernels[32], syncs[32];
+        ProfileTotals t;
+        profile_totals(p, &t);
+        format_created(created, sizeof created, p->created);
+        report_format_ns(run, sizeof run, report_run_ns(p));
+        format_percent(busy, sizeof busy, profile_totals_busy_share(&t));
+        report_format_ns(kernels, sizeof kernels, t.kernel_ns);
+        report_format_ns(syncs, sizeof syncs, t.sync_ns);
+        fputs("<tr><td>", out);
+        esc(out, p->name);
+        fputs("</td><td class=\"where\"><code>", out);
+        esc(out, in->profiles[i].path ? in->profiles[i].path : "");
+        fputs("</code></td><td class=\"nowrap\">", out);
+        esc(out, created);
+        fputs("</td><td>", out);
+        char *gpu = profile_gpu_description(p);
+        esc(out, gpu ? gpu : "?");
+        free(gpu);
+        fprintf(out, "</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td>"
+                     "<td class=\"num\">%s</td></tr>\n",
+                run, busy, kernels, syncs);
+    }
+    fputs("</table>\n", out);
+}
+
 static void write_header(FILE *out, const ReportInput *in) {
-    const Profile *p = in->profile;
     size_t count = in->findings ? in->findings->count : 0, files = in->findings ? in->findings->files_checked : 0;
     fputs("<header>\n<h1>advise report</h1>\n<p class=\"sub\">", out);
-    if (p) {
+    if (in->profile_count == 1) {
+        const Profile *p = in->profiles[0].profile;
         fputs("Findings ranked by what they cost in the profile <code>", out);
-        esc(out, in->profile_path ? in->profile_path : p->name);
+        esc(out, in->profiles[0].path ? in->profiles[0].path : p->name);
         fputs("</code> (run <q>", out);
         esc(out, p->name);
         fputs("</q>", out);
         if (strcmp(p->source, "cupti") != 0) fputs(", imported from a torch.profiler trace", out);
         fputs(").", out);
+    } else if (in->profile_count > 1) {
+        fprintf(out, "Findings ranked by what they cost in %zu profiles; each file takes its figures from the newest "
+                     "profile that mentions it.",
+                in->profile_count);
     } else {
         fputs("No profile: findings are not ranked by measured cost. Record one with "
               "<code>advise profile -- CMD</code>.",
@@ -119,37 +187,20 @@ static void write_header(FILE *out, const ReportInput *in) {
     char buf[96];
     snprintf(buf, sizeof buf, "%zu in %zu file%s", count, files, files == 1 ? "" : "s");
     card(out, "findings", buf, NULL);
-    if (p) {
-        char *gpu = profile_gpu_description(p);
-        card(out, "GPU", gpu ? gpu : "?", NULL);
-        free(gpu);
-        /* "2026-11-30T15:19:33Z" as "2026-11-30 15:19:33" */
-        snprintf(buf, sizeof buf, "%s", p->created);
-        if (strlen(buf) == 20 && buf[10] == 'T' && buf[19] == 'Z') {
-            buf[10] = ' ';
-            buf[19] = '\0';
-        }
-        card(out, "recorded (UTC)", buf, NULL);
-        report_format_ns(buf, sizeof buf, report_run_ns(p));
-        card(out, "run length", buf, "the longest process's wall time");
-        ProfileTotals t;
-        profile_totals(p, &t);
-        format_percent(buf, sizeof buf, profile_totals_busy_share(&t));
-        card(out, "GPU busy", buf, "kernels, copies and memsets over the GPUs' active span");
-        report_format_ns(buf, sizeof buf, t.kernel_ns);
-        char launches[64];
-        snprintf(launches, sizeof launches, "kernel time (%llu launches)", (unsigned long long)t.launches);
-        card(out, launches, buf, NULL);
-        report_format_ns(buf, sizeof buf, t.sync_ns);
-        card(out, "host waiting in syncs", buf, NULL);
-    }
+    if (in->profile_count == 1) write_profile_cards(out, in->profiles[0].profile);
     fputs("</div>\n", out);
-    if (p && (p->dropped_kernels || p->dropped_ops || p->dropped_sites))
+    if (in->profile_count > 1) write_profile_table(out, in);
+    for (size_t i = 0; i < in->profile_count; i++) {
+        const Profile *p = in->profiles[i].profile;
+        if (!p->dropped_kernels && !p->dropped_ops && !p->dropped_sites) continue;
+        fputs("<p class=\"note\">The profile <q>", out);
+        esc(out, p->name);
         fprintf(out,
-                "<p class=\"note\">The profile reached its caps: %llu kernels, %llu operations and %llu sites were "
-                "left out; the figures cover most, not all, of the run.</p>\n",
+                "</q> reached its caps: %llu kernels, %llu operations and %llu sites were left out; its figures "
+                "cover most, not all, of the run.</p>\n",
                 (unsigned long long)p->dropped_kernels, (unsigned long long)p->dropped_ops,
                 (unsigned long long)p->dropped_sites);
+    }
     fputs("</header>\n", out);
 }
 
@@ -198,11 +249,15 @@ static double x_of(uint64_t t, uint64_t span, double left, double width) {
     return left + width * ((double)t / (double)span);
 }
 
-static void write_timeline(FILE *out, const Profile *p, const ProfTimeline *tl, size_t index) {
+static void write_timeline(FILE *out, const Profile *p, const char *run, const ProfTimeline *tl, size_t index) {
     const ProfDevice *dev = tl->device >= 0 && (size_t)tl->device < p->device_count ? &p->devices[tl->device] : NULL;
     const ProfProcess *proc =
         tl->process >= 0 && (size_t)tl->process < p->process_count ? &p->processes[tl->process] : NULL;
     fputs("<h3>", out);
+    if (run) {
+        esc(out, run);
+        fputs(" &#183; ", out);
+    }
     if (dev) {
         fprintf(out, "GPU %u: ", dev->id);
         esc(out, dev->name);
@@ -355,10 +410,24 @@ static void write_timeline(FILE *out, const Profile *p, const ProfTimeline *tl, 
     free(gaps);
 }
 
-static void write_gpu_time(FILE *out, const Profile *p) {
+static void write_gpu_time(FILE *out, const ReportInput *in) {
     fputs("<section id=\"gpu-time\">\n<h2>GPU busy and idle time</h2>\n", out);
-    if (p->timeline_count == 0) fputs("<p class=\"note\">The profile holds no GPU timeline.</p>\n", out);
-    for (size_t i = 0; i < p->timeline_count; i++) write_timeline(out, p, &p->timelines[i], i);
+    size_t pictures = 0;
+    for (size_t k = 0; k < in->profile_count; k++) {
+        const Profile *p = in->profiles[k].profile;
+        const char *run = in->profile_count > 1 ? p->name : NULL;
+        if (p->timeline_count == 0) {
+            fputs("<p class=\"note\">", out);
+            if (run) {
+                esc(out, run);
+                fputs(": t", out);
+            } else {
+                fputs("T", out);
+            }
+            fputs("he profile holds no GPU timeline.</p>\n", out);
+        }
+        for (size_t i = 0; i < p->timeline_count; i++) write_timeline(out, p, run, &p->timelines[i], pictures++);
+    }
     fputs("</section>\n", out);
 }
 
@@ -385,12 +454,16 @@ static void write_kernel_name(FILE *out, const char *name) {
     fputs("&#8230;</td>", out);
 }
 
-static void write_kernels(FILE *out, const Profile *p) {
-    fputs("<section id=\"kernels\">\n<h2>Top kernels</h2>\n", out);
+static void write_kernels(FILE *out, const Profile *p, const char *run, size_t top) {
+    if (run) {
+        fputs("<h3>", out);
+        esc(out, run);
+        fputs("</h3>\n", out);
+    }
     size_t count = 0;
     ReportKernel *k = report_top_kernels(p, &count);
     if (!k || count == 0) {
-        fputs("<p class=\"note\">No kernel ran.</p>\n</section>\n", out);
+        fputs("<p class=\"note\">No kernel ran.</p>\n", out);
         free(k);
         return;
     }
@@ -400,7 +473,7 @@ static void write_kernels(FILE *out, const Profile *p) {
     fputs("<table>\n<tr><th class=\"num\">#</th><th>kernel</th><th>share of GPU time</th><th class=\"num\">total</th>"
           "<th class=\"num\">launches</th><th class=\"num\">median</th></tr>\n",
           out);
-    size_t shown = count < TOP_KERNELS ? count : TOP_KERNELS;
+    size_t shown = count < top ? count : top;
     for (size_t i = 0; i < shown; i++) {
         double share = gpu ? (double)k[i].total_ns / (double)gpu : 0;
         char pct[16], total[32], median[32];
@@ -426,9 +499,18 @@ static void write_kernels(FILE *out, const Profile *p) {
     report_format_ns(gpu_s, sizeof gpu_s, gpu);
     report_format_ns(copies, sizeof copies, t.copy_ns + t.memset_ns);
     fprintf(out, "<p class=\"note\">GPU time %s in all: kernels and %s of copies and memsets. The median is the "
-                 "most-launched configuration's.</p>\n</section>\n",
+                 "most-launched configuration's.</p>\n",
             gpu_s, copies);
     free(k);
+}
+
+static void write_top_kernels(FILE *out, const ReportInput *in) {
+    fputs("<section id=\"kernels\">\n<h2>Top kernels</h2>\n", out);
+    bool several = in->profile_count > 1;
+    for (size_t i = 0; i < in->profile_count; i++)
+        write_kernels(out, in->profiles[i].profile, several ? in->profiles[i].profile->name : NULL,
+                      several ? TOP_KERNELS_EACH : TOP_KERNELS);
+    fputs("</section>\n", out);
 }
 
 /* ---- findings -------------------------------------------------------------------- */
@@ -494,7 +576,7 @@ static void write_finding(FILE *out, size_t rank, const RankedFinding *r) {
 static void write_findings(FILE *out, const ReportInput *in) {
     const RankedFindings *r = in->findings;
     size_t count = r ? r->count : 0;
-    fprintf(out, "<section id=\"findings\">\n<h2>Findings%s</h2>\n", in->profile ? ", ranked by measured cost" : "");
+    fprintf(out, "<section id=\"findings\">\n<h2>Findings%s</h2>\n", in->profile_count ? ", ranked by measured cost" : "");
     if (count == 0) {
         fprintf(out, "<p class=\"note\">No findings in %zu file%s.</p>\n</section>\n", r ? r->files_checked : 0,
                 r && r->files_checked == 1 ? "" : "s");
@@ -513,15 +595,15 @@ bool report_html_write(FILE *out, const ReportInput *in) {
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>advise report",
           out);
-    if (in->profile) {
+    if (in->profile_count == 1) {
         fputs(": ", out);
-        esc(out, in->profile->name);
+        esc(out, in->profiles[0].profile->name);
     }
     fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<main>\n", STYLE);
     write_header(out, in);
-    if (in->profile) {
-        write_gpu_time(out, in->profile);
-        write_kernels(out, in->profile);
+    if (in->profile_count) {
+        write_gpu_time(out, in);
+        write_top_kernels(out, in);
     }
     write_findings(out, in);
     fputs("<footer>Written by advise " ADVISE_VERSION ".</footer>\n</main>\n</body>\n</html>\n", out);

@@ -128,15 +128,10 @@ static const char *scope_words(const char *scope) {
     return scope;
 }
 
-static void write_header(FILE *out, const ReportInput *in) {
-    const Profile *p = in->profile;
-    if (!p) {
-        fputs("profile  none: findings are not ranked by measured cost (record one with `advise profile -- CMD`)\n",
-              out);
-        return;
-    }
-    fprintf(out, "profile  %s (\"%s\", recorded %s%s)\n", in->profile_path ? in->profile_path : "(given)", p->name,
-            p->created, strcmp(p->source, "cupti") == 0 ? "" : ", imported torch.profiler trace");
+static void write_profile(FILE *out, const ReportProfile *rp) {
+    const Profile *p = rp->profile;
+    fprintf(out, "profile  %s (\"%s\", recorded %s%s)\n", rp->path ? rp->path : "(given)", p->name, p->created,
+            strcmp(p->source, "cupti") == 0 ? "" : ", imported torch.profiler trace");
     char *gpu = profile_gpu_description(p);
     fprintf(out, "GPU      %s", gpu ? gpu : "?");
     free(gpu);
@@ -164,6 +159,21 @@ static void write_header(FILE *out, const ReportInput *in) {
         fprintf(out, "note     the profile reached its caps: %llu kernels, %llu operations, %llu sites left out\n",
                 (unsigned long long)p->dropped_kernels, (unsigned long long)p->dropped_ops,
                 (unsigned long long)p->dropped_sites);
+}
+
+static void write_header(FILE *out, const ReportInput *in) {
+    if (in->profile_count == 0) {
+        fputs("profile  none: findings are not ranked by measured cost (record one with `advise profile -- CMD`)\n",
+              out);
+        return;
+    }
+    if (in->profile_count > 1)
+        fprintf(out, "%zu profiles; each file takes its figures from the newest that mentions it\n\n",
+                in->profile_count);
+    for (size_t i = 0; i < in->profile_count; i++) {
+        if (i) fputc('\n', out);
+        write_profile(out, &in->profiles[i]);
+    }
 }
 
 static void write_finding(FILE *out, size_t rank, const RankedFinding *r) {

@@ -12,10 +12,19 @@
 #include "../profiler/profile.h"
 #include "ranked_findings.h"
 
+/* One profile a report draws on. */
+typedef struct {
+    const Profile *profile;
+    const char *path;                /* shown in the header, or NULL */
+} ReportProfile;
+
 /* What a report shows; nothing here is owned by the report. */
 typedef struct {
-    const Profile *profile;          /* NULL: no profile (findings unranked by cost) */
-    const char *profile_path;        /* shown in the header, or NULL */
+    /* The profiles that measured the findings' files, newest first (a folder
+     * gives each file the newest profile that mentions it); none: findings
+     * are not ranked by measured cost. */
+    const ReportProfile *profiles;
+    size_t profile_count;
     const RankedFindings *findings;  /* ranked by cost, most costly first */
 } ReportInput;
 

@@ -234,7 +234,8 @@ Test(report_text, header_and_ranked_findings_with_evidence) {
     RankedFinding *b = add_finding(&r, "train.py", 30, "PY009", "fp32-matmul-without-tf32", SEVERITY_HINT,
                                    "float32 matmuls", 0);
     b->stale = true;
-    ReportInput in = {.profile = p, .profile_path = ".advise/profiles/small.json", .findings = &r};
+    ReportProfile rp = {p, ".advise/profiles/small.json"};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
     char *out = render(false, &in);
     cr_expect(strstr(out, "profile  .advise/profiles/small.json (\"small\", recorded 2026-11-30T15:19:33Z)\n"), "%s",
               out);
@@ -269,7 +270,8 @@ Test(report_text, an_empty_profile) {
     Profile *p = profile_new();
     label(p, "empty");
     RankedFindings r = {0};
-    ReportInput in = {.profile = p, .profile_path = "empty.json", .findings = &r};
+    ReportProfile rp = {p, "empty.json"};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
     char *out = render(false, &in);
     cr_expect(strstr(out, "GPU      no GPU recorded\n"), "%s", out);
     cr_expect(strstr(out, "run      0 ns\n"), "%s", out);
@@ -291,7 +293,8 @@ Test(report_html, every_string_is_escaped) {
     finding_add_evidence(&f->finding, "%s", NASTY);
     f->finding.gain = (Gain){.present = true, .seconds = 1e-3, .scope = "kernel", .model = strdup(NASTY)};
     finding_add_fix(&f->finding, NASTY, true);
-    ReportInput in = {.profile = p, .profile_path = "<dir>/p&q.json", .findings = &r};
+    ReportProfile rp = {p, "<dir>/p&q.json"};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
     char *out = render(true, &in);
     cr_expect_null(strstr(out, "<script"), "nothing is injected");
     cr_expect_null(strstr(out, "src/<b>"));
@@ -324,7 +327,8 @@ Test(report_html, a_self_contained_page_with_timeline_kernels_and_findings) {
     Profile *p = small_profile("gemm(float*)", "train.py");
     RankedFindings r = {.files_checked = 1};
     add_finding(&r, "train.py", 20, "PY001", "host-sync-in-loop", SEVERITY_WARNING, "waits", 0.002);
-    ReportInput in = {.profile = p, .profile_path = "small.json", .findings = &r};
+    ReportProfile rp = {p, "small.json"};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
     char *out = render(true, &in);
     const char *why = check_balanced(out);
     cr_expect_null(why, "%s", why);
@@ -362,7 +366,8 @@ Test(report_html, an_empty_profile_and_no_findings) {
     Profile *p = profile_new();
     label(p, "empty");
     RankedFindings r = {0};
-    ReportInput in = {.profile = p, .profile_path = "empty.json", .findings = &r};
+    ReportProfile rp = {p, "empty.json"};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
     char *out = render(true, &in);
     const char *why = check_balanced(out);
     cr_expect_null(why, "%s", why);
@@ -399,7 +404,8 @@ Test(report_html, the_h200_profiles_render_well_formed) {
         Profile *p = profile_read_file(path, PROFILE_FINAL, &error);
         cr_assert_not_null(p, "%s", error);
         RankedFindings r = {0};
-        ReportInput in = {.profile = p, .profile_path = names[i], .findings = &r};
+        ReportProfile rp = {p, names[i]};
+        ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
         char *out = render(true, &in);
         const char *why = check_balanced(out);
         cr_expect_null(why, "%s: %s", names[i], why);
@@ -415,7 +421,8 @@ Test(report_html, gap_sites_of_the_h200_transpose) {
                                    &error);
     cr_assert_not_null(p, "%s", error);
     RankedFindings r = {0};
-    ReportInput in = {.profile = p, .findings = &r};
+    ReportProfile rp = {p, NULL};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
     char *out = render(true, &in);
     /* the 20.9 ms gap after the copy back at :156, before the memset at :172 */
     cr_expect(strstr(out, "<td class=\"num\">20.9 ms</td><td class=\"num\">3.14 ms</td><td><code>samples/cuda/"
@@ -433,7 +440,8 @@ Test(report_html, a_very_long_kernel_name_is_cut_and_whole_in_its_tooltip) {
     strcpy(name + 300, "<float>(x)");
     Profile *p = small_profile(name, "train.py");
     RankedFindings r = {0};
-    ReportInput in = {.profile = p, .findings = &r};
+    ReportProfile rp = {p, NULL};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
     char *out = render(true, &in);
     char expected[640];
     snprintf(expected, sizeof expected, "<td class=\"name mono\" title=\"%.300s&lt;float&gt;(x)\">%.160s&#8230;</td>",
@@ -443,4 +451,37 @@ Test(report_html, a_very_long_kernel_name_is_cut_and_whole_in_its_tooltip) {
     cr_expect_null(why, "%s", why);
     free(out);
     profile_free(p);
+}
+
+Test(report, several_profiles_each_shown) {
+    Profile *a = small_profile("gemm(float*)", "train.py"), *b = small_profile("conv(float*)", "eval.py");
+    free(b->name);
+    b->name = strdup("eval");
+    ReportProfile rp[] = {{a, "profiles/small.json"}, {b, "profiles/eval.json"}};
+    RankedFindings r = {.files_checked = 2};
+    add_finding(&r, "eval.py", 20, "PY001", "host-sync-in-loop", SEVERITY_WARNING, "waits", 0.002);
+    ReportInput in = {.profiles = rp, .profile_count = 2, .findings = &r};
+
+    char *text = render(false, &in);
+    cr_expect(strstr(text, "2 profiles; each file takes its figures from the newest that mentions it\n\n"
+                           "profile  profiles/small.json (\"small\""),
+              "%s", text);
+    cr_expect(strstr(text, "\n\nprofile  profiles/eval.json (\"eval\""), "%s", text);
+    free(text);
+
+    char *html = render(true, &in);
+    const char *why = check_balanced(html);
+    cr_expect_null(why, "%s", why);
+    cr_expect(strstr(html, "in 2 profiles; each file takes its figures from the newest profile that mentions it."));
+    cr_expect(strstr(html, "<td>eval</td><td class=\"where\"><code>profiles/eval.json</code></td>"), "%s", html);
+    cr_expect_eq(count_of(html, "<svg "), 2);
+    cr_expect(strstr(html, "id=\"advise-rest-0\"") && strstr(html, "id=\"advise-rest-1\""), "pattern ids differ");
+    cr_expect(strstr(html, "<h3>small &#183; GPU 0: NVIDIA H200"));
+    cr_expect(strstr(html, "<h3>eval &#183; GPU 0: NVIDIA H200"));
+    cr_expect(strstr(html, "<h3>eval</h3>\n<table>"), "a kernel table per profile");
+    cr_expect(strstr(html, "conv(float*)"));
+    free(html);
+    free_findings(&r);
+    profile_free(a);
+    profile_free(b);
 }
