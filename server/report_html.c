@@ -16,6 +16,7 @@
 #define TOP_KERNELS 15
 #define TOP_KERNELS_EACH 8 /* with several profiles */
 #define LABELLED_GAPS 8
+#define LABEL_GAP 20.0 /* between the centres of two gap numbers */
 #define SVG_WIDTH 1000
 #define LONG_KERNEL_NAME 180 /* bytes shown whole in the kernel table */
 
@@ -75,6 +76,7 @@ static const char STYLE[] =
     "height:12px;vertical-align:-2px;margin:0 4px 0 12px;border:1px solid #b0bec5}\n"
     ".sw-busy{background:#2e7d32}.sw-idle{background:#cfd8dc}.sw-gap{background:#d84315}"
     ".sw-rest{background:repeating-linear-gradient(45deg,#a5d6a7 0 3px,#f1f8f1 3px 6px)}\n"
+    ".toc{margin:12px 0 0;font-size:13px}.toc a{color:#0969da;text-decoration:none}\n"
     "footer{margin-top:36px;color:var(--muted);font-size:12px}\n";
 
 static void format_percent(char *buf, size_t size, double share) {
@@ -147,11 +149,11 @@ static void write_profile_table(FILE *out, const ReportInput *in) {
         report_format_ns(syncs, sizeof syncs, t.sync_ns);
         fputs("<tr><td>", out);
         esc(out, p->name);
-        fputs("</td><td class=\"where\"><code>", out);
+        fputs("</td><td class=\"nowrap\"><code>", out);
         esc(out, in->profiles[i].path ? in->profiles[i].path : "");
         fputs("</code></td><td class=\"nowrap\">", out);
         esc(out, created);
-        fputs("</td><td>", out);
+        fputs("</td><td class=\"nowrap\">", out);
         char *gpu = profile_gpu_description(p);
         esc(out, gpu ? gpu : "?");
         free(gpu);
@@ -190,6 +192,11 @@ static void write_header(FILE *out, const ReportInput *in) {
     if (in->profile_count == 1) write_profile_cards(out, in->profiles[0].profile);
     fputs("</div>\n", out);
     if (in->profile_count > 1) write_profile_table(out, in);
+    if (in->profile_count)
+        fprintf(out,
+                "<nav class=\"toc\"><a href=\"#gpu-time\">GPU busy and idle time</a> &#183; <a href=\"#kernels\">Top "
+                "kernels</a> &#183; <a href=\"#findings\">Findings (%zu)</a></nav>\n",
+                count);
     for (size_t i = 0; i < in->profile_count; i++) {
         const Profile *p = in->profiles[i].profile;
         if (!p->dropped_kernels && !p->dropped_ops && !p->dropped_sites) continue;
@@ -297,7 +304,7 @@ static void write_timeline(FILE *out, const Profile *p, const char *run, const P
 
     const double left = 10, width = SVG_WIDTH - 20;
     const double share_y = 8, share_h = 26, line_y = 74, line_h = 34;
-    const double height = line_y + line_h + 22 + (labelled ? 26 : 0);
+    const double height = line_y + line_h + 22 + (labelled ? 36 : 0);
     fprintf(out,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %.0f\" width=\"%d\" height=\"%.0f\" "
             "role=\"img\" aria-label=\"GPU busy %s, idle %s of %s\">\n",
@@ -351,24 +358,32 @@ static void write_timeline(FILE *out, const Profile *p, const char *run, const P
         write_site_plain(out, p, g->after_site);
         fputs("</title></rect>\n", out);
     }
-    /* numbers above the largest gaps, staggered in two rows when close */
-    double last_x[2] = {-100, -100};
+    /* numbers under the largest gaps, in one row: a number sits under its gap,
+     * moved sideways just enough to keep LABEL_GAP from its neighbours, with a
+     * leader line from the gap */
+    double at[LABELLED_GAPS], pos[LABELLED_GAPS];
+    const double lo = left + 9, hi = left + width - 9;
     for (size_t i = 0; i < labelled; i++) {
         const ProfGap *g = &largest[i];
         double x0 = x_of(g->start_ns, tl->span_ns, left, width);
         double x1 = x_of(g->start_ns + g->duration_ns, tl->span_ns, left, width);
-        double cx = (x0 + x1) / 2;
-        if (cx < left + 9) cx = left + 9;
-        if (cx > left + width - 9) cx = left + width - 9;
-        int row = cx - last_x[0] >= 22 ? 0 : 1;
-        last_x[row] = cx;
-        double cy = line_y + line_h + 14 + row * 17;
-        fprintf(out,
-                "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#d84315\" stroke-width=\"1\"/>\n"
-                "<circle cx=\"%.1f\" cy=\"%.0f\" r=\"8\" fill=\"#fff\" stroke=\"#d84315\"/>"
-                "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\" style=\"font-size:11px;font-weight:600\">%zu</text>\n",
-                cx, line_y + line_h, cx, cy - 8, cx, cy, cx, cy + 4, i + 1);
+        at[i] = (x0 + x1) / 2;
+        pos[i] = at[i] < lo ? lo : at[i] > hi ? hi : at[i];
     }
+    for (size_t i = 1; i < labelled; i++)
+        if (pos[i] < pos[i - 1] + LABEL_GAP) pos[i] = pos[i - 1] + LABEL_GAP;
+    for (size_t i = labelled; i-- > 0;) {
+        double limit = i + 1 < labelled ? pos[i + 1] - LABEL_GAP : hi;
+        if (pos[i] > limit) pos[i] = limit;
+    }
+    double cy = line_y + line_h + 24;
+    for (size_t i = 0; i < labelled; i++)
+        fprintf(out,
+                "<polyline points=\"%.1f,%.0f %.1f,%.0f %.1f,%.0f\" fill=\"none\" stroke=\"#d84315\" "
+                "stroke-width=\"1\"/>\n<circle cx=\"%.1f\" cy=\"%.0f\" r=\"8\" fill=\"#fff\" stroke=\"#d84315\"/>"
+                "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\" style=\"font-size:11px;font-weight:600\">%zu"
+                "</text>\n",
+                at[i], line_y + line_h, at[i], line_y + line_h + 5, pos[i], cy - 8, pos[i], cy, pos[i], cy + 4, i + 1);
     /* the time axis, under the numbers */
     double axis_y = height - 4;
     for (int t = 0; t <= 4; t++) {

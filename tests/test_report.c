@@ -335,7 +335,9 @@ Test(report_html, a_self_contained_page_with_timeline_kernels_and_findings) {
     /* self-contained: no scripts, nothing fetched */
     cr_expect_null(strstr(out, "<script"));
     cr_expect_null(strstr(out, "src="));
-    cr_expect_null(strstr(out, "href="));
+    for (const char *h = strstr(out, "href="); h; h = strstr(h + 1, "href="))
+        cr_expect_eq(h[6], '#', "links only within the page: %.40s", h);
+    cr_expect(strstr(out, "<a href=\"#findings\">Findings (1)</a>"));
     cr_expect_null(strstr(out, "@import"));
     cr_expect_null(strstr(out, "url(http"));
     cr_expect(strstr(out, "<style>"));
