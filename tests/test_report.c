@@ -475,7 +475,7 @@ Test(report, several_profiles_each_shown) {
     const char *why = check_balanced(html);
     cr_expect_null(why, "%s", why);
     cr_expect(strstr(html, "in 2 profiles; each file takes its figures from the newest profile that mentions it."));
-    cr_expect(strstr(html, "<td>eval</td><td class=\"where\"><code>profiles/eval.json</code></td>"), "%s", html);
+    cr_expect(strstr(html, "<td>eval</td><td class=\"nowrap\"><code>profiles/eval.json</code></td>"), "%s", html);
     cr_expect_eq(count_of(html, "<svg "), 2);
     cr_expect(strstr(html, "id=\"advise-rest-0\"") && strstr(html, "id=\"advise-rest-1\""), "pattern ids differ");
     cr_expect(strstr(html, "<h3>small &#183; GPU 0: NVIDIA H200"));
