@@ -18,7 +18,7 @@
 #define LABELLED_GAPS 8
 #define LABEL_GAP 20.0 /* between the centres of two gap numbers */
 #define SVG_WIDTH 1000
-#define LONG_KERNEL_NAME 180 /* bytes shown whole in the kernel table */
+#define LONG_KERNEL_NAME 260 /* bytes shown whole in the kernel table */
 
 void report_html_escape(FILE *out, const char *s) {
     if (!s) return;
@@ -59,7 +59,8 @@ static const char STYLE[] =
     "th{background:var(--head);font-weight:600;font-size:13px}\n"
     "td.num,th.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}\n"
     "td.name{word-break:break-all}\n"
-    "td.where{min-width:20em;overflow-wrap:anywhere}.nowrap{white-space:nowrap}td.rule{white-space:nowrap}\n"
+    "td.where{overflow-wrap:anywhere}.nowrap{white-space:nowrap}th{white-space:nowrap}\n"
+    "table.fixed{table-layout:fixed}\n"
     ".share{display:flex;align-items:center;gap:6px}.share i{display:inline-block;height:9px;background:var(--busy);"
     "border-radius:2px;min-width:1px}\n"
     ".sev{display:inline-block;padding:1px 7px;border-radius:10px;font-size:12px;font-weight:600;color:#fff}\n"
@@ -485,7 +486,9 @@ static void write_kernels(FILE *out, const Profile *p, const char *run, size_t t
     ProfileTotals t;
     profile_totals(p, &t);
     uint64_t gpu = t.kernel_ns + t.copy_ns + t.memset_ns;
-    fputs("<table>\n<tr><th class=\"num\">#</th><th>kernel</th><th>share of GPU time</th><th class=\"num\">total</th>"
+    fputs("<table class=\"fixed\">\n<colgroup><col style=\"width:2.6em\"><col><col style=\"width:10em\">"
+          "<col style=\"width:6.5em\"><col style=\"width:6.5em\"><col style=\"width:6.5em\"></colgroup>\n"
+          "<tr><th class=\"num\">#</th><th>kernel</th><th>share of GPU time</th><th class=\"num\">total</th>"
           "<th class=\"num\">launches</th><th class=\"num\">median</th></tr>\n",
           out);
     size_t shown = count < top ? count : top;
@@ -548,9 +551,9 @@ static void write_finding(FILE *out, size_t rank, const RankedFinding *r) {
     esc(out, sev);
     fputs("</span></td><td class=\"where\"><code>", out);
     esc(out, r->path);
-    fprintf(out, "<span class=\"nowrap\">:%u:%u</span></code></td><td class=\"rule\"><code>", r->line, r->column);
+    fprintf(out, "<span class=\"nowrap\">:%u:%u</span></code><br><code>", r->line, r->column);
     esc(out, f->code);
-    fputs("</code><br><span class=\"note\">", out);
+    fputs("</code> <span class=\"note\">", out);
     esc(out, f->name);
     fputs("</span></td><td><p class=\"msg\">", out);
     esc(out, f->message);
@@ -597,8 +600,10 @@ static void write_findings(FILE *out, const ReportInput *in) {
                 r && r->files_checked == 1 ? "" : "s");
         return;
     }
-    fputs("<table>\n<tr><th class=\"num\">#</th><th class=\"num\">cost</th><th>severity</th><th>where</th>"
-          "<th>rule</th><th>what, with the evidence</th></tr>\n",
+    fputs("<table class=\"fixed\">\n<colgroup><col style=\"width:2.6em\"><col style=\"width:5.6em\">"
+          "<col style=\"width:6.2em\"><col style=\"width:23em\"><col></colgroup>\n"
+          "<tr><th class=\"num\">#</th><th class=\"num\">cost</th><th>severity</th><th>where and rule</th>"
+          "<th>what, with the evidence</th></tr>\n",
           out);
     for (size_t i = 0; i < count; i++) write_finding(out, i + 1, &r->items[i]);
     fputs("</table>\n<p class=\"note\">Cost: the estimated gain when there is one, else the GPU and host-wait time "
