@@ -601,7 +601,7 @@ static void write_findings(FILE *out, const ReportInput *in) {
         return;
     }
     fputs("<table class=\"fixed\">\n<colgroup><col style=\"width:2.6em\"><col style=\"width:5.6em\">"
-          "<col style=\"width:6.2em\"><col style=\"width:23em\"><col></colgroup>\n"
+          "<col style=\"width:6.2em\"><col style=\"width:25em\"><col></colgroup>\n"
           "<tr><th class=\"num\">#</th><th class=\"num\">cost</th><th>severity</th><th>where and rule</th>"
           "<th>what, with the evidence</th></tr>\n",
           out);

@@ -167,13 +167,43 @@ static void write_header(FILE *out, const ReportInput *in) {
               out);
         return;
     }
-    if (in->profile_count > 1)
-        fprintf(out, "%zu profiles; each file takes its figures from the newest that mentions it\n\n",
-                in->profile_count);
-    for (size_t i = 0; i < in->profile_count; i++) {
-        if (i) fputc('\n', out);
-        write_profile(out, &in->profiles[i]);
+    if (in->profile_count == 1) {
+        write_profile(out, &in->profiles[0]);
+        return;
     }
+    /* several: one line each */
+    size_t n = in->profile_count;
+    char **gpus = calloc(n, sizeof *gpus);
+    int name_w = 3, gpu_w = 3;
+    for (size_t i = 0; i < n; i++) {
+        const Profile *p = in->profiles[i].profile;
+        int w = (int)strlen(p->name);
+        if (w > name_w) name_w = w > 32 ? 32 : w;
+        if (gpus) gpus[i] = profile_gpu_description(p);
+        w = gpus && gpus[i] ? (int)strlen(gpus[i]) : 1;
+        if (w > gpu_w) gpu_w = w > 32 ? 32 : w;
+    }
+    fprintf(out, "%zu profiles; each file takes its figures from the newest that mentions it:\n", n);
+    fprintf(out, "  %-*s  %-20s  %-*s  %10s  %8s  %s\n", name_w, "run", "recorded", gpu_w, "GPU", "run length",
+            "GPU busy", "profile");
+    for (size_t i = 0; i < n; i++) {
+        const Profile *p = in->profiles[i].profile;
+        ProfileTotals t;
+        profile_totals(p, &t);
+        char run[32], busy[16] = "-";
+        report_format_ns(run, sizeof run, report_run_ns(p));
+        double share = profile_totals_busy_share(&t);
+        if (share >= 0) snprintf(busy, sizeof busy, "%.1f%%", share * 100);
+        fprintf(out, "  %-*.*s  %-20s  %-*.*s  %10s  %8s  %s\n", name_w, name_w, p->name, p->created, gpu_w, gpu_w,
+                gpus && gpus[i] ? gpus[i] : "?", run, busy, in->profiles[i].path ? in->profiles[i].path : "");
+        if (p->dropped_kernels || p->dropped_ops || p->dropped_sites)
+            fprintf(out, "  %-*s  note: the profile reached its caps (%llu kernels, %llu operations, %llu sites left "
+                         "out)\n",
+                    name_w, "", (unsigned long long)p->dropped_kernels, (unsigned long long)p->dropped_ops,
+                    (unsigned long long)p->dropped_sites);
+    }
+    for (size_t i = 0; gpus && i < n; i++) free(gpus[i]);
+    free(gpus);
 }
 
 static void write_finding(FILE *out, size_t rank, const RankedFinding *r) {
