@@ -17,7 +17,7 @@ typedef struct ProfileView ProfileView;
 /* path: a profile file, or a folder whose newest profile is taken (by
  * `created`, then file name; unreadable or invalid files are skipped with
  * their reason kept for profile_view_notes). NULL with *error set when
- * nothing usable is there. */
+ * nothing usable is there. profile_set.h reads all of a folder's profiles. */
 ProfileView *profile_view_load(const char *path, char **error);
 /* Takes ownership of p (used by tests and by callers that built one). */
 ProfileView *profile_view_new(Profile *p, const char *source_path);
@@ -25,6 +25,9 @@ void profile_view_free(ProfileView *v);
 
 const Profile *profile_view_profile(const ProfileView *v);
 const char *profile_view_path(const ProfileView *v);      /* the file it came from, or "" */
+/* Why other files of the folder were skipped; *notes points into the view. */
+size_t profile_view_notes(const ProfileView *v, const char *const **notes);
+bool profile_view_add_note(ProfileView *v, const char *note);
 
 /* The run's length: the longest process wall time, else the longest GPU
  * span. Shares ("11% of the run") are taken against this. */
@@ -33,11 +36,18 @@ uint64_t profile_view_run_ns(const ProfileView *v);
 uint64_t profile_view_gpu_ns(const ProfileView *v);
 /* Kernel time alone, summed. */
 uint64_t profile_view_kernel_ns(const ProfileView *v);
+/* GPU busy time (union of kernel, copy and memset intervals), summed over
+ * the timelines of all devices. */
+uint64_t profile_view_busy_ns(const ProfileView *v);
 /* The first device described (the profiled GPU), or NULL. */
 const ProfDevice *profile_view_device(const ProfileView *v);
 
 /* Index into files of a root-relative path, or -1. */
 int profile_view_file(const ProfileView *v, const char *path);
+/* As profile_view_file for relative (may be NULL), else the longest file
+ * path that absolute (may be NULL) ends with at a '/': a profile recorded
+ * with another project root still finds the file. */
+int profile_view_file_matching(const ProfileView *v, const char *relative, const char *absolute);
 
 typedef enum { PROFILE_FRESH, PROFILE_STALE, PROFILE_NO_HASH } ProfileFreshness;
 /* Compares the file's recorded sha256 with text's. */

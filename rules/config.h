@@ -21,6 +21,10 @@ typedef struct {
     size_t count;
 } StringList;
 
+/* What a merged profile does to a static finding in code it shows cold
+ * (`[profile] cold`): demote it to a hint (default), hide it, or keep it. */
+typedef enum { PROFILE_COLD_HINT, PROFILE_COLD_HIDE, PROFILE_COLD_KEEP } ProfileCold;
+
 typedef struct {
     StringList select;  /* empty: every rule */
     StringList ignore;
@@ -30,6 +34,7 @@ typedef struct {
     bool fail_never;
     StringList exclude; /* gitignore-style patterns, relative to the project root */
     char *profile_dir;
+    ProfileCold profile_cold;
     char *cuda_build_dir; /* folder with compile_commands.json ([cuda] build-dir) */
     char *cuda_gpu_arch;  /* [cuda] gpu-arch, default sm_90 */
     char *cuda_path;      /* [cuda] cuda-path, default: search */

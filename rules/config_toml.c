@@ -13,6 +13,7 @@
  *
  *   [profile]
  *   dir = ".advise/profiles"
+ *   cold = "hint"                 # hint | hide | keep
  *
  *   [cuda]
  *   build-dir = "build"           # folder with compile_commands.json
@@ -270,6 +271,14 @@ static bool apply(Reader *r, Config *cfg, const char *table, const char *key, Va
             free(cfg->profile_dir);
             cfg->profile_dir = strdup(v->string);
             return cfg->profile_dir ? true : fail(r, "out of memory", NULL);
+        }
+        if (strcmp(key, "cold") == 0) {
+            if (!want(r, v, VALUE_STRING, key)) return false;
+            if (strcmp(v->string, "hint") == 0) cfg->profile_cold = PROFILE_COLD_HINT;
+            else if (strcmp(v->string, "hide") == 0) cfg->profile_cold = PROFILE_COLD_HIDE;
+            else if (strcmp(v->string, "keep") == 0) cfg->profile_cold = PROFILE_COLD_KEEP;
+            else return fail(r, "cold must be hint, hide or keep, not", v->string);
+            return true;
         }
     } else {
         return fail(r, "unknown table:", table);

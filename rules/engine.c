@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../analysis/suppression.h"
+#include "engine_internal.h"
 
 static bool collect_python_comments(TSNode node, void *data) {
     void **args = data;
@@ -26,6 +27,31 @@ static void read_suppressions(const Document *doc, const PySource *py, Suppressi
     } else {
         suppressions_scan_c_family(s, doc);
     }
+}
+
+size_t engine_settle_findings(const Document *doc, const PySource *py, const Config *cfg, FindingList *out,
+                              size_t first_new) {
+    size_t suppressed = 0;
+    Suppressions sup = {0};
+    read_suppressions(doc, py, &sup);
+    for (size_t i = first_new; i < out->count;) {
+        Finding *f = &out->items[i];
+        size_t line = document_line_of(doc, f->range.start);
+        if (sup.count && suppressions_cover(&sup, line, f->code, f->name)) {
+            finding_list_remove(out, i);
+            suppressed++;
+            continue;
+        }
+        const Rule *rule = rule_find(f->code);
+        if (rule) f->severity = config_rule_severity(cfg, rule, f->severity);
+        i++;
+    }
+    suppressions_free(&sup);
+
+    /* sort the new findings only */
+    FindingList tail = {out->items + first_new, out->count - first_new, out->count - first_new};
+    finding_list_sort(&tail);
+    return suppressed;
 }
 
 static bool run(const Document *doc, const PySource *py, const CudaSource *cuda, const Config *cfg,
@@ -99,25 +125,7 @@ static bool run(const Document *doc, const PySource *py, const CudaSource *cuda,
             }
     }
 
-    Suppressions sup = {0};
-    read_suppressions(doc, py, &sup);
-    for (size_t i = first_new; i < out->count;) {
-        Finding *f = &out->items[i];
-        size_t line = document_line_of(doc, f->range.start);
-        if (sup.count && suppressions_cover(&sup, line, f->code, f->name)) {
-            finding_list_remove(out, i);
-            report->suppressed++;
-            continue;
-        }
-        const Rule *rule = rule_find(f->code);
-        if (rule) f->severity = config_rule_severity(cfg, rule, f->severity);
-        i++;
-    }
-    suppressions_free(&sup);
-
-    /* sort the new findings only */
-    FindingList tail = {out->items + first_new, out->count - first_new, out->count - first_new};
-    finding_list_sort(&tail);
+    report->suppressed += engine_settle_findings(doc, py, cfg, out, first_new);
     py_source_free(owned);
     cuda_source_free(owned_cuda); /* findings hold offsets, not nodes */
     if (oom) {

@@ -5,6 +5,7 @@
 #define ADVISE_ENGINE_H
 
 #include "config.h"
+#include "../profiler/profile_view.h"
 
 typedef struct {
     bool syntax_error;   /* the file did not parse cleanly; findings cover what did */
@@ -43,5 +44,27 @@ bool engine_check_region(const Document *doc, const PySource *py, const Config *
  * it is. False only when memory runs out. */
 bool engine_merge_profile(const Document *doc, const char *relative_path, const ProfileView *profile,
                           const Config *cfg, FindingList *out);
+
+/* What a finding measurably cost (ns): the GPU time and host waits that the
+ * profile measured at its lines (file: the document's file in profile).
+ * Used to rank findings that have no estimated gain. */
+uint64_t engine_measured_cost_ns(const Document *doc, const ProfileView *profile, int file, const Finding *f);
+
+/* What a merge did to one document. */
+typedef struct {
+    bool mentioned;      /* the profile holds the document's file */
+    bool stale;          /* ...and the file changed since it was profiled */
+    size_t measured;     /* findings that got measured evidence */
+    size_t demoted;      /* findings in cold code made hints */
+    size_t hidden;       /* findings in cold code dropped ([profile] cold = "hide") */
+    size_t suppressed;   /* profile-rule findings silenced by comments */
+} MergeReport;
+
+/* As engine_merge_profile, with the document's parse the caller already
+ * holds (py for Python, cuda for CUDA; either may be NULL and is then parsed
+ * here when the profile mentions the file). report may be NULL. */
+bool engine_merge_profile_parsed(const Document *doc, const PySource *py, const CudaSource *cuda,
+                                 const char *relative_path, const ProfileView *profile, const Config *cfg,
+                                 FindingList *out, MergeReport *report);
 
 #endif

@@ -43,6 +43,20 @@ static void put_sanitized(FILE *out, const char *s, size_t n) {
     }
 }
 
+/* seconds with two or three significant digits and the unit a person would pick */
+static void format_gain_seconds(double s, char *buf, size_t size) {
+    double v = s;
+    const char *unit = "s";
+    if (s < 1e-3) {
+        v = s * 1e6;
+        unit = "\xC2\xB5s";
+    } else if (s < 1) {
+        v = s * 1e3;
+        unit = "ms";
+    }
+    snprintf(buf, size, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, unit);
+}
+
 static void text_finding(CheckOutput *o, const char *path, const Document *doc, const Finding *f) {
     size_t line, col;
     display_position(doc, f->range.start, &line, &col);
@@ -77,6 +91,14 @@ static void text_finding(CheckOutput *o, const char *path, const Document *doc, 
     for (size_t i = 0; i < f->evidence_count; i++) {
         fputs("    = measured: ", o->out);
         put_sanitized(o->out, f->evidence[i], strlen(f->evidence[i]));
+        fputc('\n', o->out);
+    }
+    if (f->gain.present) {
+        char seconds[32];
+        format_gain_seconds(f->gain.seconds, seconds, sizeof seconds);
+        fprintf(o->out, "    = est. gain %s (%s): ", seconds, f->gain.scope ? f->gain.scope : "program");
+        const char *model = f->gain.model ? f->gain.model : "";
+        put_sanitized(o->out, model, strlen(model));
         fputc('\n', o->out);
     }
     for (size_t i = 0; i < f->related_count; i++) {

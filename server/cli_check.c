@@ -7,11 +7,15 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include "../analysis/edits.h"
 #include "../rules/engine.h"
+#include "check_file.h"
 #include "check_output.h"
 #include "cli.h"
 #include "file_walk.h"
+#include "profile_store.h"
 #include "source_file.h"
 #include "unified_diff.h"
 
@@ -22,7 +26,13 @@ typedef struct {
     bool fix, unsafe_fixes, diff, show_source, quiet;
     const char *config_path;
     bool no_config;
+    const char *profile_path; /* --profile */
+    bool no_profile;
     Config cfg;
+    char *project_root;       /* profile paths are relative to it */
+    ProfileSet *profiles;     /* merged when not NULL */
+    size_t files_merged;
+    char *merge_note;         /* "merging profile ..." for stderr, once a file merges */
 } CheckOptions;
 
 static void check_usage(FILE *out) {
@@ -43,6 +53,9 @@ static void check_usage(FILE *out) {
           "  --config FILE            read settings from FILE instead of the nearest advise.toml\n"
           "  --no-config              ignore advise.toml files\n"
           "  --max-file-size BYTES    skip larger files (default 10 MiB)\n"
+          "  --profile FILE|DIR       merge a profile, or every profile in a folder (each file takes the\n"
+          "                           newest that mentions it); default: [profile] dir when it holds any\n"
+          "  --no-profile             merge no profile\n"
           "  --no-source              do not print the source line under each finding\n"
           "  --quiet                  no summary line\n"
           "\n"
@@ -51,7 +64,7 @@ static void check_usage(FILE *out) {
 }
 
 enum { OPT_FORMAT = 256, OPT_SELECT, OPT_IGNORE, OPT_SEVERITY, OPT_FAIL_ON, OPT_FIX, OPT_UNSAFE, OPT_DIFF,
-       OPT_CONFIG, OPT_NO_CONFIG, OPT_MAX_SIZE, OPT_NO_SOURCE, OPT_QUIET, OPT_HELP };
+       OPT_CONFIG, OPT_NO_CONFIG, OPT_MAX_SIZE, OPT_NO_SOURCE, OPT_QUIET, OPT_HELP, OPT_PROFILE, OPT_NO_PROFILE };
 
 static const struct option long_options[] = {
     {"format", required_argument, 0, OPT_FORMAT},     {"select", required_argument, 0, OPT_SELECT},
@@ -61,6 +74,7 @@ static const struct option long_options[] = {
     {"config", required_argument, 0, OPT_CONFIG},     {"no-config", no_argument, 0, OPT_NO_CONFIG},
     {"max-file-size", required_argument, 0, OPT_MAX_SIZE}, {"no-source", no_argument, 0, OPT_NO_SOURCE},
     {"quiet", no_argument, 0, OPT_QUIET},             {"help", no_argument, 0, OPT_HELP},
+    {"profile", required_argument, 0, OPT_PROFILE},   {"no-profile", no_argument, 0, OPT_NO_PROFILE},
     {0, 0, 0, 0}};
 
 /* Command-line settings are collected apart and laid over the config file. */
@@ -105,10 +119,12 @@ static int load_settings(CheckOptions *o, const CommandLineSettings *cl, char **
             char *slash = strrchr(abs, '/');
             if (slash) *(slash == abs ? slash + 1 : slash) = '\0';
             *root = abs;
+            o->project_root = strdup(abs);
         }
         free(path);
     }
     if (!*root) *root = realpath(".", NULL);
+    if (!o->project_root) o->project_root = profile_store_root(); /* advise.toml, else .git, else here */
     if (cl->select_given) {
         string_list_free(&o->cfg.select);
         for (size_t i = 0; i < cl->select.count; i++) string_list_add(&o->cfg.select, cl->select.items[i]);
@@ -135,22 +151,63 @@ static int load_settings(CheckOptions *o, const CommandLineSettings *cl, char **
     return EXIT_CLEAN;
 }
 
-/* Analyses text; on success the caller owns *doc and the findings. */
-static bool analyse(const char *path, const char *text, size_t len, const Config *cfg, Document **doc,
-                    FindingList *findings, EngineReport *report, char **error) {
-    *doc = document_new(path, language_for_path(path), text, len);
-    if (!*doc) {
-        *error = format_string("out of memory");
-        return false;
+/* "2026-11-30 15:19 UTC on NVIDIA H200" */
+static void describe_profile(const ProfileView *v, char *buf, size_t size) {
+    const Profile *p = profile_view_profile(v);
+    const ProfDevice *d = profile_view_device(v);
+    snprintf(buf, size, "%.10s %.5s UTC%s%s", p->created, strlen(p->created) >= 16 ? p->created + 11 : "",
+             d ? " on " : "", d ? d->name : "");
+}
+
+/* --profile, or [profile] dir when it holds profiles; prepares the line
+ * that says on stderr what is merged (printed when a file first merges). */
+static int load_profiles(CheckOptions *o) {
+    if (o->no_profile) return EXIT_CLEAN;
+    char *error = NULL, *dir = NULL;
+    if (o->profile_path) {
+        o->profiles = profile_set_load(o->profile_path, &error);
+        if (!o->profiles) {
+            fprintf(stderr, "advise check: --profile: %s\n", error ? error : "out of memory");
+            free(error);
+            return EXIT_TROUBLE;
+        }
+    } else {
+        dir = o->project_root ? profile_store_dir(o->project_root, o->cfg.profile_dir) : NULL;
+        struct stat st;
+        if (dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) o->profiles = profile_set_load(dir, &error);
+        free(error); /* an empty or unusable folder: check without a profile */
+        if (!o->profiles) {
+            free(dir);
+            return EXIT_CLEAN;
+        }
     }
-    finding_list_init(findings);
-    if (!engine_check(*doc, NULL, cfg, findings, report, error)) {
-        finding_list_free(findings);
-        document_free(*doc);
-        *doc = NULL;
-        return false;
+    const char *const *notes;
+    size_t note_count = profile_set_notes(o->profiles, &notes);
+    for (size_t i = 0; i < note_count && !o->quiet; i++) fprintf(stderr, "advise: skipped profile %s\n", notes[i]);
+    if (o->quiet) {
+        free(dir);
+        return EXIT_CLEAN;
     }
-    return true;
+    char when[160];
+    const ProfileView *newest = profile_set_at(o->profiles, 0);
+    describe_profile(newest, when, sizeof when);
+    size_t count = profile_set_count(o->profiles);
+    if (count == 1)
+        o->merge_note = format_string("advise: merging profile %s (recorded %s)\n",
+                                      profile_store_display(profile_view_path(newest)), when);
+    else
+        o->merge_note = format_string("advise: merging %zu profiles from %s, each file with the newest that mentions "
+                                      "it (newest recorded %s)\n",
+                                      count, profile_store_display(o->profile_path ? o->profile_path : dir), when);
+    free(dir);
+    return EXIT_CLEAN;
+}
+
+/* Analyses text (with the profile merged when profiles is not NULL); on
+ * success the caller frees *file. */
+static bool analyse(const CheckOptions *o, const char *path, const char *text, size_t len,
+                    const ProfileSource *profiles, CheckedFile *file, char **error) {
+    return check_file_text(path, text, len, &o->cfg, profiles, o->project_root, file, error);
 }
 
 static void count_findings(CheckSummary *s, const FindingList *findings, const Config *cfg, bool *failing) {
@@ -168,25 +225,24 @@ static void count_findings(CheckSummary *s, const FindingList *findings, const C
 
 /* Applies fixes again and again until none is left. Returns the new text
  * (or NULL when nothing changed) and counts the fixes. */
-static char *fix_text(const char *path, const char *text, size_t len, const Config *cfg, bool unsafe,
+static char *fix_text(const CheckOptions *o, const char *path, const char *text, size_t len, bool unsafe,
                       size_t *new_len, size_t *fixed) {
     char *current = NULL;
     const char *cur = text;
     size_t cur_len = len;
     *fixed = 0;
     for (int pass = 0; pass < MAX_FIX_PASSES; pass++) {
-        Document *doc;
-        FindingList findings;
-        EngineReport report;
+        CheckedFile checked;
         char *error = NULL;
-        if (!analyse(path, cur, cur_len, cfg, &doc, &findings, &report, &error)) {
+        if (!analyse(o, path, cur, cur_len, NULL, &checked, &error)) {
             free(error);
             break;
         }
         size_t applied = 0, out_len = 0;
-        char *next = report.syntax_error ? NULL : fixes_apply(cur, cur_len, &findings, unsafe, &out_len, &applied);
-        finding_list_free(&findings);
-        document_free(doc);
+        char *next = checked.report.syntax_error
+                         ? NULL
+                         : fixes_apply(cur, cur_len, &checked.findings, unsafe, &out_len, &applied);
+        checked_file_free(&checked);
         if (!next) break;
         if (applied == 0 || (out_len == cur_len && memcmp(next, cur, cur_len) == 0)) {
             free(next);
@@ -202,7 +258,7 @@ static char *fix_text(const char *path, const char *text, size_t len, const Conf
     return current;
 }
 
-static bool check_one(const CheckOptions *o, const char *path, CheckOutput *out, CheckSummary *s, bool *failing) {
+static bool check_one(CheckOptions *o, const char *path, CheckOutput *out, CheckSummary *s, bool *failing) {
     SourceFile file;
     char *error = NULL;
     if (!source_file_read(path, o->cfg.max_file_bytes, &file, &error)) {
@@ -216,7 +272,7 @@ static bool check_one(const CheckOptions *o, const char *path, CheckOutput *out,
     char *fixed_text = NULL;
     if (o->fix || o->diff) {
         size_t new_len = 0, fixed = 0;
-        fixed_text = fix_text(path, file.text, file.length, &o->cfg, o->unsafe_fixes, &new_len, &fixed);
+        fixed_text = fix_text(o, path, file.text, file.length, o->unsafe_fixes, &new_len, &fixed);
         if (fixed_text) {
             if (o->diff) {
                 char *a = format_string("a/%s", path), *b = format_string("b/%s", path);
@@ -238,27 +294,28 @@ static bool check_one(const CheckOptions *o, const char *path, CheckOutput *out,
             }
         }
     }
-    Document *doc;
-    FindingList findings;
-    EngineReport report;
-    if (analyse(path, text, len, &o->cfg, &doc, &findings, &report, &error)) {
+    CheckedFile checked;
+    ProfileSource profiles = {o->profiles, NULL};
+    if (analyse(o, path, text, len, &profiles, &checked, &error)) {
+        const Document *doc = checked.doc;
+        const EngineReport *report = &checked.report;
         s->files_checked++;
-        s->suppressed += report.suppressed;
-        if (report.syntax_error) {
+        s->suppressed += report->suppressed + checked.merge.suppressed;
+        if (checked.merge.mentioned && o->files_merged++ == 0 && o->merge_note) fputs(o->merge_note, stderr);
+        if (report->syntax_error) {
             size_t line, col;
-            display_position(doc, report.error_offset, &line, &col);
+            display_position(doc, report->error_offset, &line, &col);
             char *msg = format_string("%s at line %zu, column %zu%s%s: findings cover only the parts that parsed%s",
                                       doc->language == LANGUAGE_CUDA ? "compile error" : "syntax error", line, col,
-                                      report.error_message[0] ? ": " : "", report.error_message,
+                                      report->error_message[0] ? ": " : "", report->error_message,
                                       o->fix || o->diff ? "; no fixes applied" : "");
             check_output_error(out, path, msg);
             free(msg);
             ok = false;
         }
-        if (!o->diff) check_output_file(out, path, doc, &findings);
-        count_findings(s, &findings, &o->cfg, failing);
-        finding_list_free(&findings);
-        document_free(doc);
+        if (!o->diff) check_output_file(out, path, doc, &checked.findings);
+        count_findings(s, &checked.findings, &o->cfg, failing);
+        checked_file_free(&checked);
     } else {
         check_output_error(out, path, error);
         free(error);
@@ -313,6 +370,8 @@ int cli_check(int argc, char **argv) {
             break;
         }
         case OPT_NO_SOURCE: o.show_source = false; break;
+        case OPT_PROFILE: o.profile_path = optarg; break;
+        case OPT_NO_PROFILE: o.no_profile = true; break;
         case OPT_QUIET: o.quiet = true; break;
         case OPT_HELP:
         case 'h':
@@ -328,12 +387,18 @@ int cli_check(int argc, char **argv) {
         free_cl(&cl);
         return usage_error("%s", "--fix and --diff exclude each other (--diff writes nothing)");
     }
+    if (o.profile_path && o.no_profile) {
+        free_cl(&cl);
+        return usage_error("%s", "--profile and --no-profile exclude each other");
+    }
     char *root = NULL;
     int status = load_settings(&o, &cl, &root);
     free_cl(&cl);
+    if (status == EXIT_CLEAN) status = load_profiles(&o);
     if (status != EXIT_CLEAN) {
         config_free(&o.cfg);
         free(root);
+        free(o.project_root);
         return status;
     }
 
@@ -364,9 +429,14 @@ int cli_check(int argc, char **argv) {
     if (o.diff && !o.quiet && o.format == FORMAT_TEXT)
         fprintf(stderr, "Would fix %zu finding%s in %zu file%s.\n", summary.fixed, summary.fixed == 1 ? "" : "s",
                 summary.files_fixed, summary.files_fixed == 1 ? "" : "s");
+    if (o.profiles && o.profile_path && o.files_merged == 0 && !o.quiet)
+        fprintf(stderr, "advise: the profile mentions none of the checked files; nothing was merged\n");
     check_output_free(out);
     file_list_free(&files);
     config_free(&o.cfg);
+    profile_set_free(o.profiles);
+    free(o.merge_note);
+    free(o.project_root);
     free(root);
     if (trouble) return EXIT_TROUBLE;
     return failing ? EXIT_FINDINGS : EXIT_CLEAN;

@@ -7,9 +7,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "config.h"
-#include "finding.h"
-#include "profile_view.h"
+#include "../rules/config.h"
+#include "../analysis/finding.h"
+#include "../profiler/profile_set.h"
+#include "../profiler/profile_view.h"
 
 typedef struct {
     char *path;          /* relative to the project root */
@@ -36,6 +37,10 @@ typedef struct {
  * only when memory runs out or no path could be read (with *error set). */
 bool ranked_findings_collect(const char *const *paths, size_t path_count, const char *root, const Config *cfg,
                              const ProfileView *profile, RankedFindings *out, char **error);
+/* The same with a set of profiles (a folder): each file is merged with the
+ * newest profile of the set that mentions it (profile_set.h). */
+bool ranked_findings_collect_set(const char *const *paths, size_t path_count, const char *root, const Config *cfg,
+                                 const ProfileSet *profiles, RankedFindings *out, char **error);
 void ranked_findings_free(RankedFindings *r);
 
 #endif

@@ -500,3 +500,18 @@ Test(string_list, add_csv) {
     string_list_free(&list);
     cr_expect(list.count == 0 && list.items == NULL);
 }
+
+Test(config_file, profile_cold) {
+    Config cfg;
+    config_init(&cfg);
+    cr_expect_eq(cfg.profile_cold, PROFILE_COLD_HINT, "hint by default");
+    load_ok(&cfg, "[profile]\ncold = \"hide\"\n");
+    cr_expect_eq(cfg.profile_cold, PROFILE_COLD_HIDE);
+    load_ok(&cfg, "[profile]\ncold = 'keep'\n");
+    cr_expect_eq(cfg.profile_cold, PROFILE_COLD_KEEP);
+    load_ok(&cfg, "[profile]\ncold = \"hint\"\n");
+    cr_expect_eq(cfg.profile_cold, PROFILE_COLD_HINT);
+    config_free(&cfg);
+    load_fails("[profile]\ncold = \"drop\"\n", 2, "cold must be hint, hide or keep");
+    load_fails("[profile]\ncold = true\n", 2, "must be a string");
+}

@@ -1,6 +1,8 @@
 /* The bundled samples say at their top what advise should report
  * ("PY004 host-tensor-moved-to-device   line 93 ..."); this suite checks that
- * `advise check` reports exactly those findings, no more and no fewer. */
+ * `advise check` reports exactly those findings, no more and no fewer
+ * (static analysis alone, --no-profile), and that with their H200 profiles
+ * (samples/profiles/) the same findings carry measured evidence. */
 #include <criterion/criterion.h>
 #include <ctype.h>
 #include <dirent.h>
@@ -55,7 +57,7 @@ static int check_folder(const char *folder, const char *ext) {
         Expected want[64];
         size_t n = fixed ? 0 : read_expectations(text, want, 64);
         if (!fixed) cr_expect(n >= 3, "%s: its header lists %zu expected findings", e->d_name, n);
-        RunResult r = run_advise("check", "--no-config", "--no-source", "--fail-on", "never", path);
+        RunResult r = run_advise("check", "--no-config", "--no-profile", "--no-source", "--fail-on", "never", path);
         cr_expect_eq(r.status, 0, "%s: %s", e->d_name, r.err);
         size_t got = 0;
         for (const char *p = r.out; (p = strstr(p, path)) != NULL; p++) {
@@ -84,4 +86,35 @@ Test(samples, each_python_sample_reports_what_its_docstring_says) {
 
 Test(samples, each_cuda_sample_reports_what_its_header_says, .timeout = 300) {
     cr_expect(check_folder("cuda", ".cu") >= 8, "expected four CUDA samples, each beside a correct version");
+}
+
+/* the text block of the finding that starts with head, up to the next finding */
+static char *block_of(const char *out, const char *head) {
+    const char *p = strstr(out, head);
+    if (!p) return strdup("");
+    const char *end = strstr(p + 1, "\nsamples/");
+    return strndup(p, end ? (size_t)(end - p) : strlen(p));
+}
+
+Test(samples, merged_with_their_h200_profiles, .timeout = 300) {
+    /* the repository's advise.toml points [profile] dir at samples/profiles */
+    RunResult r = run_advise_at(ADVISE_SOURCE_DIR, "check", "--no-source", "--fail-on", "never",
+                                "samples/cuda/pipeline.cu", "samples/python/train_classifier.py");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "advise: merging 11 profiles from samples/profiles"), "%s", r.err);
+    char *copy = block_of(r.out, "samples/cuda/pipeline.cu:105:15: CU006");
+    cr_expect(strstr(copy, "= measured: this copy moved 16.8 MB in 16 copies from pageable memory at 48.5 GB/s"),
+              "%s", copy);
+    free(copy);
+    copy = block_of(r.out, "samples/cuda/pipeline.cu:109:15: CU006");
+    cr_expect(strstr(copy, "= measured: this copy moved 16.8 MB in 16 copies into pageable memory"), "%s", copy);
+    free(copy);
+    char *item = block_of(r.out, "samples/python/train_classifier.py:111:29: PY001");
+    cr_expect(strstr(item, "= measured: this `loss.item()` ran 100 times and waited 6.93 \xC2\xB5s each on average"),
+              "%s", item);
+    cr_expect_null(strstr(item, "= est. gain"), "no gain is claimed for a sync's wait:\n%s", item);
+    free(item);
+    cr_expect(strstr(r.out, "Found 12 findings in 2 files"), "the same findings as without the profile:\n%s", r.out);
+    cr_expect_null(strstr(r.out, "older than this file"), "the profiles match the samples:\n%s", r.out);
+    run_result_free(&r);
 }

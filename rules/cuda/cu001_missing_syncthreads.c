@@ -1211,5 +1211,6 @@ const Rule rule_cu001_missing_syncthreads = {
     .summary = "a __shared__ element written by one thread is read by another with no __syncthreads() between",
     .documentation = documentation,
     .check = check,
+    .measure = MEASURE_NONE,
     .whole_file = true,
 };

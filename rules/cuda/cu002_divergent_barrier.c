@@ -414,4 +414,5 @@ const Rule rule_cu002_divergent_barrier = {
     .summary = "__syncthreads() under a condition that depends on the thread index",
     .documentation = documentation,
     .check = check,
+    .measure = MEASURE_NONE,
 };

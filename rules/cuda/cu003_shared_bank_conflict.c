@@ -447,5 +447,6 @@ const Rule rule_cu003_shared_bank_conflict = {
     .summary = "2-D __shared__ array read down a column by the threads of a warp: bank conflicts",
     .documentation = documentation,
     .check = check,
+    .measure = MEASURE_KERNEL,
     .whole_file = true,
 };

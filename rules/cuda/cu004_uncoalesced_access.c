@@ -921,4 +921,5 @@ const Rule rule_cu004_uncoalesced_access = {
     .summary = "global-memory access where neighbouring threadIdx.x values land far apart",
     .documentation = documentation,
     .check = check,
+    .measure = MEASURE_KERNEL,
 };

@@ -636,5 +636,6 @@ const Rule rule_cu005_misaligned_vector_access = {
     .summary = "12-byte structs read per thread, or vector casts at an offset that is not a multiple of 4",
     .documentation = documentation,
     .check = check,
+    .measure = MEASURE_KERNEL,
     .whole_file = true,
 };

@@ -673,5 +673,6 @@ const Rule rule_cu006_pageable_async_copy = {
     .summary = "cudaMemcpyAsync with pageable host memory (malloc, new, std::vector) runs synchronously",
     .documentation = documentation,
     .check = check,
+    .measure = MEASURE_COPY,
     .whole_file = true,
 };

@@ -790,5 +790,6 @@ const Rule rule_cu007_unsynchronized_host_read = {
     .summary = "Host reads a buffer that an asynchronous device-to-host copy fills, before synchronizing",
     .documentation = documentation,
     .check = check,
+    .measure = MEASURE_NONE,
     .whole_file = true,
 };

@@ -596,5 +596,6 @@ const Rule rule_cu008_sync_or_alloc_in_loop = {
     .summary = "Device synchronization after every launch, or cudaMalloc/cudaFree, inside a loop",
     .documentation = documentation,
     .check = check,
+    .measure = MEASURE_SYNC,
     .whole_file = true,
 };

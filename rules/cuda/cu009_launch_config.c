@@ -694,5 +694,6 @@ const Rule rule_cu009_launch_config = {
     .summary = "Block size not a multiple of 32, or a constant grid smaller than the GPU's SM count",
     .documentation = documentation,
     .check = check,
+    .measure = MEASURE_GPU_TIME,
     .whole_file = true,
 };

@@ -995,5 +995,6 @@ const Rule rule_cu010_unfused_elementwise_kernels = {
     .summary = "Back-to-back elementwise kernels over the same buffers that one fused kernel could do",
     .documentation = documentation,
     .check = check,
+    .measure = MEASURE_LAUNCHES,
     .whole_file = true,
 };

@@ -550,5 +550,6 @@ const Rule rule_cu011_unchecked_cuda_error = {
     .summary = "CUDA runtime result discarded, or a kernel launch with no error check after it",
     .documentation = documentation,
     .check = check,
+    .measure = MEASURE_NONE,
     .whole_file = true,
 };

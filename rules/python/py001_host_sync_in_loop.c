@@ -316,4 +316,5 @@ const Rule rule_py001_host_sync_in_loop = {
     .summary = "`.item()`, `.cpu()`, `float(t)` or `print(t)` on a tensor every iteration of a GPU loop",
     .documentation = documentation,
     .check = check,
+    .measure = MEASURE_SYNC,
 };

@@ -446,4 +446,5 @@ const Rule rule_py002_unsynchronized_timing = {
     .summary = "GPU work timed with a host clock without torch.cuda.synchronize() before the second read",
     .documentation = documentation,
     .check = check,
+    .measure = MEASURE_NONE,
 };

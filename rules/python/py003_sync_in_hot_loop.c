@@ -105,4 +105,5 @@ const Rule rule_py003_sync_in_hot_loop = {
     .summary = "torch.cuda.synchronize() every iteration, or empty_cache() in a loop",
     .documentation = documentation,
     .check = check,
+    .measure = MEASURE_SYNC,
 };

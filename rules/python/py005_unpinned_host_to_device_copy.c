@@ -800,5 +800,6 @@ const Rule rule_py005_unpinned_host_to_device_copy = {
     .summary = "DataLoader batches copied to the GPU from unpinned memory, or without non_blocking=True",
     .documentation = documentation,
     .check = check,
+    .measure = MEASURE_COPY,
     .whole_file = true, /* loaders and the loops over them sit in different functions */
 };

@@ -1211,4 +1211,5 @@ const Rule rule_py006_unfused_attention = {
     .summary = "softmax(q @ k^T) @ v written out instead of F.scaled_dot_product_attention",
     .documentation = documentation,
     .check = check,
+    .measure = MEASURE_GPU_TIME,
 };

@@ -783,5 +783,6 @@ const Rule rule_py007_unfused_elementwise = {
     .summary = "SiLU, GELU or a chain of elementwise ops written out instead of a fused kernel",
     .documentation = documentation,
     .check = check,
+    .measure = MEASURE_LAUNCHES,
     .whole_file = true, /* functions passed to torch.compile anywhere in the file */
 };

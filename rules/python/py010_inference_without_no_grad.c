@@ -654,5 +654,6 @@ const Rule rule_py010_inference_without_no_grad = {
     .summary = "evaluation or inference loop that runs the model without torch.no_grad()",
     .documentation = documentation,
     .check = check,
+    .measure = MEASURE_NONE,
     .whole_file = true, /* callers and wrappers anywhere in the file decide */
 };

@@ -1,0 +1,58 @@
+#include "kernel_name.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ANONYMOUS "(anonymous namespace)"
+
+/* The '(' that opens the parameter list: the first at template depth 0 that
+ * is not "(anonymous namespace)"; NULL when there is none. */
+static const char *parameters_start(const char *s) {
+    int angle = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p == '<') angle++;
+        else if (*p == '>' && angle > 0) angle--;
+        else if (*p == '(' && angle == 0) {
+            if (strncmp(p, ANONYMOUS, strlen(ANONYMOUS)) == 0) {
+                p += strlen(ANONYMOUS) - 1;
+                continue;
+            }
+            /* "operator()" and "operator<" style names are rare in kernels: take what precedes */
+            return p;
+        }
+    }
+    return NULL;
+}
+
+char *kernel_base_name(const char *demangled) {
+    const char *end = parameters_start(demangled);
+    if (!end) end = demangled + strlen(demangled);
+    /* drop trailing template arguments: "foo<4, bar<int>>" -> "foo" */
+    while (end > demangled && end[-1] == ' ') end--;
+    if (end > demangled && end[-1] == '>') {
+        int depth = 0;
+        const char *p = end;
+        while (p > demangled) {
+            p--;
+            if (*p == '>') depth++;
+            else if (*p == '<' && --depth == 0) break;
+        }
+        if (depth == 0) end = p;
+    }
+    /* the last component: after the last "::" or space at template depth 0 */
+    const char *start = demangled;
+    int depth = 0;
+    for (const char *p = demangled; p < end; p++) {
+        if (*p == '<' || *p == '(') depth++;
+        else if ((*p == '>' || *p == ')') && depth > 0) depth--;
+        else if (depth == 0 && *p == ' ') start = p + 1;
+        else if (depth == 0 && *p == ':' && p + 1 < end && p[1] == ':') start = p + 2;
+    }
+    if (start > end) start = end;
+    size_t n = (size_t)(end - start);
+    char *out = malloc(n + 1);
+    if (!out) return NULL;
+    memcpy(out, start, n);
+    out[n] = '\0';
+    return out;
+}

@@ -1,0 +1,13 @@
+/* The base name of a kernel from its demangled name, so that a CUDA
+ * function's name in the source finds its measured launches:
+ *   "transpose_naive(float*, float const*, int, int)"         -> "transpose_naive"
+ *   "void at::native::(anonymous namespace)::foo<4>(int)"     -> "foo"
+ *   "std::enable_if<!(false), void>::type ns::gemv<float>(T)" -> "gemv"
+ *   "sm80_xmma_gemm_f32f32_tn_n"                              -> itself */
+#ifndef ADVISE_KERNEL_NAME_H
+#define ADVISE_KERNEL_NAME_H
+
+/* Heap string ("" when nothing is left); NULL only when memory runs out. */
+char *kernel_base_name(const char *demangled);
+
+#endif

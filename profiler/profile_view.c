@@ -1,0 +1,292 @@
+/* The ProfileView: one profile with its lookups built once (operations by
+ * file and line, per-line costs, kernels by their base name) and the run's
+ * totals. Loading a folder's newest profile goes through profile_set.c. */
+#include "profile_view.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel_name.h"
+#include "profile_set.h"
+#include "sha256.h"
+
+typedef struct {
+    uint32_t line;
+    size_t op;
+} LineOp;
+
+typedef struct {
+    LineOp *ops; /* sorted by line, then profile order */
+    size_t op_count;
+    ProfileLineCost *lines; /* sorted by line */
+    size_t line_count;
+} FileIndex;
+
+struct ProfileView {
+    Profile *p;
+    char *path;
+    FileIndex *files; /* one per profile file */
+    char **kernel_base; /* base name of each kernel */
+    uint64_t run_ns, gpu_ns, kernel_ns, busy_ns;
+    char **notes;
+    size_t note_count;
+};
+
+static int compare_line_op(const void *a, const void *b) {
+    const LineOp *x = a, *y = b;
+    if (x->line != y->line) return x->line < y->line ? -1 : 1;
+    return x->op < y->op ? -1 : x->op > y->op;
+}
+
+static void add_to_line(ProfileLineCost *c, const Profile *p, const ProfOp *op) {
+    switch (op->kind) {
+    case PROF_OP_LAUNCH:
+        c->launches += op->stats.count;
+        c->kernel_ns += op->stats.total_ns;
+        break;
+    case PROF_OP_MEMCPY:
+    case PROF_OP_MEMSET:
+        c->copies += op->stats.count;
+        c->copy_ns += op->stats.total_ns;
+        c->copy_bytes += op->bytes;
+        break;
+    case PROF_OP_SYNC:
+        c->syncs += op->stats.count;
+        c->sync_ns += op->stats.total_ns;
+        break;
+    case PROF_OP_ALLOC:
+        c->allocs += op->stats.count;
+        c->alloc_ns += op->stats.total_ns;
+        break;
+    default: break;
+    }
+    (void)p;
+}
+
+/* Builds each file's sorted operations and per-line costs. */
+static bool index_files(ProfileView *v) {
+    const Profile *p = v->p;
+    v->files = calloc(p->file_count ? p->file_count : 1, sizeof *v->files);
+    if (!v->files) return false;
+    for (size_t i = 0; i < p->op_count; i++) {
+        int s = p->ops[i].site;
+        if (s < 0 || (size_t)s >= p->site_count || p->sites[s].file < 0) continue;
+        v->files[p->sites[s].file].op_count++;
+    }
+    for (size_t f = 0; f < p->file_count; f++) {
+        if (!v->files[f].op_count) continue;
+        v->files[f].ops = malloc(v->files[f].op_count * sizeof(LineOp));
+        if (!v->files[f].ops) return false;
+        v->files[f].op_count = 0;
+    }
+    for (size_t i = 0; i < p->op_count; i++) {
+        int s = p->ops[i].site;
+        if (s < 0 || (size_t)s >= p->site_count || p->sites[s].file < 0) continue;
+        FileIndex *fi = &v->files[p->sites[s].file];
+        fi->ops[fi->op_count++] = (LineOp){p->sites[s].line, i};
+    }
+    for (size_t f = 0; f < p->file_count; f++) {
+        FileIndex *fi = &v->files[f];
+        if (!fi->op_count) continue;
+        qsort(fi->ops, fi->op_count, sizeof *fi->ops, compare_line_op);
+        size_t distinct = 0;
+        for (size_t k = 0; k < fi->op_count; k++)
+            if (k == 0 || fi->ops[k].line != fi->ops[k - 1].line) distinct++;
+        fi->lines = calloc(distinct, sizeof *fi->lines);
+        if (!fi->lines) return false;
+        for (size_t k = 0; k < fi->op_count; k++) {
+            if (k == 0 || fi->ops[k].line != fi->ops[k - 1].line) fi->lines[fi->line_count++].line = fi->ops[k].line;
+            add_to_line(&fi->lines[fi->line_count - 1], p, &p->ops[fi->ops[k].op]);
+        }
+    }
+    return true;
+}
+
+static void compute_totals(ProfileView *v) {
+    const Profile *p = v->p;
+    for (size_t i = 0; i < p->process_count; i++)
+        if (p->processes[i].wall_ns > v->run_ns) v->run_ns = p->processes[i].wall_ns;
+    uint64_t span = 0;
+    for (size_t i = 0; i < p->timeline_count; i++) {
+        if (p->timelines[i].span_ns > span) span = p->timelines[i].span_ns;
+        v->busy_ns += p->timelines[i].busy_ns;
+    }
+    if (!v->run_ns) v->run_ns = span;
+    for (size_t i = 0; i < p->kernel_count; i++) v->kernel_ns += p->kernels[i].stats.total_ns;
+    v->gpu_ns = v->kernel_ns;
+    for (size_t i = 0; i < p->op_count; i++)
+        if (p->ops[i].kind == PROF_OP_MEMCPY || p->ops[i].kind == PROF_OP_MEMSET) v->gpu_ns += p->ops[i].stats.total_ns;
+}
+
+ProfileView *profile_view_new(Profile *p, const char *source_path) {
+    if (!p) return NULL;
+    ProfileView *v = calloc(1, sizeof *v);
+    if (!v) {
+        profile_free(p);
+        return NULL;
+    }
+    v->p = p;
+    v->path = strdup(source_path ? source_path : "");
+    v->kernel_base = calloc(p->kernel_count ? p->kernel_count : 1, sizeof *v->kernel_base);
+    bool ok = v->path && v->kernel_base && index_files(v);
+    for (size_t i = 0; ok && i < p->kernel_count; i++) ok = (v->kernel_base[i] = kernel_base_name(p->kernels[i].name)) != NULL;
+    if (!ok) {
+        profile_view_free(v);
+        return NULL;
+    }
+    compute_totals(v);
+    return v;
+}
+
+void profile_view_free(ProfileView *v) {
+    if (!v) return;
+    if (v->files)
+        for (size_t f = 0; f < v->p->file_count; f++) {
+            free(v->files[f].ops);
+            free(v->files[f].lines);
+        }
+    free(v->files);
+    if (v->kernel_base)
+        for (size_t i = 0; i < v->p->kernel_count; i++) free(v->kernel_base[i]);
+    free(v->kernel_base);
+    for (size_t i = 0; i < v->note_count; i++) free(v->notes[i]);
+    free(v->notes);
+    profile_free(v->p);
+    free(v->path);
+    free(v);
+}
+
+ProfileView *profile_view_load(const char *path, char **error) {
+    ProfileSet *set = profile_set_load(path, error);
+    if (!set) return NULL;
+    ProfileView *v = profile_set_take_newest(set);
+    profile_set_free(set);
+    if (!v) *error = format_profile_error("%s: no profile there", path);
+    return v;
+}
+
+bool profile_view_add_note(ProfileView *v, const char *note) {
+    char **grown = realloc(v->notes, (v->note_count + 1) * sizeof *grown);
+    if (!grown) return false;
+    v->notes = grown;
+    if (!(v->notes[v->note_count] = strdup(note))) return false;
+    v->note_count++;
+    return true;
+}
+
+size_t profile_view_notes(const ProfileView *v, const char *const **notes) {
+    *notes = (const char *const *)v->notes;
+    return v->note_count;
+}
+
+const Profile *profile_view_profile(const ProfileView *v) { return v->p; }
+const char *profile_view_path(const ProfileView *v) { return v->path; }
+uint64_t profile_view_run_ns(const ProfileView *v) { return v->run_ns; }
+uint64_t profile_view_gpu_ns(const ProfileView *v) { return v->gpu_ns; }
+uint64_t profile_view_kernel_ns(const ProfileView *v) { return v->kernel_ns; }
+uint64_t profile_view_busy_ns(const ProfileView *v) { return v->busy_ns; }
+
+const ProfDevice *profile_view_device(const ProfileView *v) {
+    return v->p->device_count ? &v->p->devices[0] : NULL;
+}
+
+int profile_view_file(const ProfileView *v, const char *path) {
+    if (!path) return -1;
+    for (size_t i = 0; i < v->p->file_count; i++)
+        if (strcmp(v->p->files[i].path, path) == 0) return (int)i;
+    return -1;
+}
+
+int profile_view_file_matching(const ProfileView *v, const char *relative, const char *absolute) {
+    int f = profile_view_file(v, relative);
+    if (f >= 0 || !absolute) return f;
+    size_t a = strlen(absolute), best = 0;
+    for (size_t i = 0; i < v->p->file_count; i++) {
+        const char *path = v->p->files[i].path;
+        size_t k = strlen(path);
+        if (a > k && absolute[a - k - 1] == '/' && strcmp(absolute + a - k, path) == 0 && k > best) {
+            best = k;
+            f = (int)i;
+        }
+    }
+    return f;
+}
+
+ProfileFreshness profile_view_freshness(const ProfileView *v, int file, const char *text, size_t length) {
+    if (file < 0 || (size_t)file >= v->p->file_count || !v->p->files[file].sha256) return PROFILE_NO_HASH;
+    Sha256 s;
+    uint8_t digest[SHA256_DIGEST_BYTES];
+    char hex[SHA256_HEX_CHARS + 1];
+    sha256_init(&s);
+    sha256_update(&s, text, length);
+    sha256_final(&s, digest);
+    sha256_hex(digest, hex);
+    return strcmp(hex, v->p->files[file].sha256) == 0 ? PROFILE_FRESH : PROFILE_STALE;
+}
+
+/* first index in ops whose line is >= line */
+static size_t lower_bound(const LineOp *ops, size_t n, uint32_t line) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ops[mid].line < line) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+size_t profile_view_ops_in(const ProfileView *v, int file, uint32_t first, uint32_t last, const ProfOp **out,
+                           size_t max) {
+    if (file < 0 || (size_t)file >= v->p->file_count || first > last) return 0;
+    const FileIndex *fi = &v->files[file];
+    size_t n = 0;
+    for (size_t k = lower_bound(fi->ops, fi->op_count, first); k < fi->op_count && fi->ops[k].line <= last; k++) {
+        if (n < max) out[n] = &v->p->ops[fi->ops[k].op];
+        n++;
+    }
+    return n;
+}
+
+size_t profile_view_lines(const ProfileView *v, int file, const ProfileLineCost **out) {
+    *out = NULL;
+    if (file < 0 || (size_t)file >= v->p->file_count) return 0;
+    *out = v->files[file].lines;
+    return v->files[file].line_count;
+}
+
+bool profile_view_kernel(const ProfileView *v, const char *function, ProfStats *sum, const ProfKernel **example) {
+    ProfStats total = {0};
+    const ProfKernel *first = NULL;
+    uint64_t best_count = 0;
+    for (size_t i = 0; function && i < v->p->kernel_count; i++) {
+        if (strcmp(v->kernel_base[i], function) != 0) continue;
+        const ProfStats *s = &v->p->kernels[i].stats;
+        if (!first || s->count > best_count) { /* the median of the most-launched configuration */
+            first = &v->p->kernels[i];
+            best_count = s->count;
+            total.median_ns = s->median_ns;
+        }
+        if (total.count == 0 || s->min_ns < total.min_ns) total.min_ns = s->min_ns;
+        if (s->max_ns > total.max_ns) total.max_ns = s->max_ns;
+        total.count += s->count;
+        total.total_ns += s->total_ns;
+    }
+    if (sum) *sum = total;
+    if (example) *example = first;
+    return first != NULL;
+}
+
+size_t profile_view_kernel_sites(const ProfileView *v, int kernel, int *sites, size_t max) {
+    size_t n = 0;
+    for (size_t i = 0; i < v->p->op_count; i++) {
+        const ProfOp *op = &v->p->ops[i];
+        if (op->kind != PROF_OP_LAUNCH || op->kernel != kernel || op->site < 0) continue;
+        bool seen = false;
+        for (size_t k = 0; k < n && k < max; k++) seen |= sites[k] == op->site;
+        if (seen) continue;
+        if (n < max) sites[n] = op->site;
+        n++;
+    }
+    return n;
+}

@@ -1,0 +1,69 @@
+/* Internals of merging a profile into findings (rules/measure.c): the
+ * models that turn what a finding's lines cost into evidence and an
+ * estimated gain (rules/measure_models.c, each documented there and in the
+ * README's "Profile-aware advice"), and numbers in words. */
+#ifndef ADVISE_MEASURE_H
+#define ADVISE_MEASURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../analysis/finding.h"
+#include "../profiler/profile_view.h"
+#include "rule.h"
+
+/* Where a finding sits, as the models need it. */
+typedef struct {
+    const ProfileView *view;
+    int file;                 /* the document's file in the profile */
+    uint32_t first, last;     /* the finding's lines, 1-based, inclusive */
+    const char *code;         /* its code text, shortened ("loss.item()") */
+    const char *kernel;       /* the enclosing __global__ function's name, or NULL */
+    const uint32_t *extra;    /* further lines measured with them (related places), or NULL */
+    size_t extra_count;
+} MeasureSite;
+
+#define MEASURE_MAX_RELATED 8
+
+#define MEASURE_MAX_EVIDENCE 4
+
+/* What a model made of the profile for one finding. */
+typedef struct {
+    bool measured;            /* the profile has figures for it */
+    uint64_t cost_ns;         /* what it cost (severity share, ranking) */
+    char *evidence[MEASURE_MAX_EVIDENCE];
+    size_t evidence_count;
+    bool has_gain;
+    double gain_seconds;
+    const char *scope;        /* "program" or "kernel" */
+    char *model;              /* the gain's model in words */
+} Measurement;
+
+/* Runs the model of kind; false only when memory runs out. */
+bool measure_apply(Measure kind, const MeasureSite *site, Measurement *m);
+void measurement_free(Measurement *m);
+
+/* The default host<->device bandwidth of pinned copies when the profile has
+ * none of its own to go by: PCIe 5.0 x16 as an H100/H200 reaches it (a 4 MB
+ * device-to-host copy into pinned memory took 78 us on the H200: 51 GB/s). */
+#define MEASURE_PINNED_DEFAULT_BYTES_PER_S 50e9
+/* What each copy costs beyond its bytes, whatever the memory (a 4-byte
+ * device-to-host copy into pinned memory took 1.7 us on the H200): the
+ * pinned estimate of N copies adds N times this. */
+#define MEASURE_COPY_LATENCY_NS 1500
+/* Pinned copies of the profile count as a bandwidth sample from this many
+ * bytes per copy on (smaller ones measure latency, not bandwidth). */
+#define MEASURE_PINNED_SAMPLE_MIN_BYTES (256u * 1024u)
+
+/* Numbers in words: "6.9 us" style durations ("µs"), "16.0 MB", "11%". */
+void measure_duration(uint64_t ns, char *buf, size_t size);
+void measure_seconds(double seconds, char *buf, size_t size);
+void measure_bytes(uint64_t bytes, char *buf, size_t size);
+void measure_share(uint64_t part, uint64_t whole, char *buf, size_t size);
+
+/* The cost used to rank a finding without a gain: GPU time and host waits
+ * measured at lines [first, last] of file. */
+uint64_t measure_lines_cost(const ProfileView *v, int file, uint32_t first, uint32_t last);
+
+#endif

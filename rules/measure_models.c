@@ -1,0 +1,312 @@
+/* The measurement models: what a finding's lines cost in a profile, as
+ * evidence in plain words and, where a model is defensible, an estimated
+ * gain. Each model is documented above its function and in the README
+ * ("Profile-aware advice"). Gains are never added across rules. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "measure.h"
+
+#define MAX_OPS 256
+
+static bool evidence(Measurement *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool evidence(Measurement *m, const char *fmt, ...) {
+    if (m->evidence_count >= MEASURE_MAX_EVIDENCE) return true;
+    va_list ap;
+    va_start(ap, fmt);
+    char buf[512];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char *copy = strdup(buf);
+    if (!copy) return false;
+    m->evidence[m->evidence_count++] = copy;
+    return true;
+}
+
+static bool gain(Measurement *m, double seconds, const char *scope, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static bool gain(Measurement *m, double seconds, const char *scope, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char buf[512];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    free(m->model);
+    m->model = strdup(buf);
+    if (!m->model) return false;
+    m->has_gain = true;
+    m->gain_seconds = seconds;
+    m->scope = scope;
+    return true;
+}
+
+void measurement_free(Measurement *m) {
+    for (size_t i = 0; i < m->evidence_count; i++) free(m->evidence[i]);
+    free(m->model);
+    memset(m, 0, sizeof *m);
+}
+
+/* The operations at the site's lines and its extra lines, each once. */
+static size_t ops_at(const MeasureSite *s, const ProfOp **ops) {
+    size_t n = profile_view_ops_in(s->view, s->file, s->first, s->last, ops, MAX_OPS);
+    if (n > MAX_OPS) n = MAX_OPS;
+    for (size_t i = 0; i < s->extra_count; i++) {
+        uint32_t line = s->extra[i];
+        bool done = line >= s->first && line <= s->last;
+        for (size_t k = 0; k < i; k++) done |= s->extra[k] == line;
+        if (done) continue;
+        size_t got = profile_view_ops_in(s->view, s->file, line, line, ops + n, MAX_OPS - n);
+        n += got < MAX_OPS - n ? got : MAX_OPS - n;
+    }
+    return n;
+}
+
+/* "this line" or "these lines" */
+static const char *here(const MeasureSite *s) {
+    return s->first == s->last && !s->extra_count ? "this line" : "these lines";
+}
+
+uint64_t measure_lines_cost(const ProfileView *v, int file, uint32_t first, uint32_t last) {
+    const ProfileLineCost *lines;
+    size_t n = profile_view_lines(v, file, &lines);
+    uint64_t cost = 0;
+    for (size_t i = 0; i < n; i++)
+        if (lines[i].line >= first && lines[i].line <= last)
+            cost += lines[i].kernel_ns + lines[i].copy_ns + lines[i].sync_ns;
+    return cost;
+}
+
+/* MEASURE_SYNC: the host's waits at the lines, as evidence only.
+ * No gain estimate: during the wait the GPU is doing work it must do anyway;
+ * removing the sync gains only the GPU idle time it causes afterwards (the
+ * host refilling an empty queue), which the profile does not yet separate per
+ * sync. The model this replaced (wait x (1 - busy share)) promised 218 ms
+ * for ResNet-50's per-step loss.item(); following the advice on the H200
+ * measured no speedup (bench/workloads/compare.sh, 2026-11-30). */
+static bool measure_sync_ops(const MeasureSite *s, Measurement *m, const ProfOp **ops, size_t n) {
+    uint64_t count = 0, total = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ops[i]->kind == PROF_OP_SYNC) {
+            count += ops[i]->stats.count;
+            total += ops[i]->stats.total_ns;
+        }
+    if (!count) return true;
+    uint64_t run = profile_view_run_ns(s->view);
+    char each[32], sum[32], share[16];
+    measure_duration(total / count, each, sizeof each);
+    measure_duration(total, sum, sizeof sum);
+    measure_share(total, run, share, sizeof share);
+    m->measured = true;
+    m->cost_ns = total;
+    return evidence(m, "this `%s` ran %llu time%s and waited %s %s(%s, %s of the run)", s->code,
+                    (unsigned long long)count, count == 1 ? "" : "s", each, count == 1 ? "" : "each on average ",
+                    sum, share);
+}
+
+/* The bandwidth of the profile's own pinned copies in one direction (bytes
+ * per second), from copies of at least MEASURE_PINNED_SAMPLE_MIN_BYTES on
+ * average; 0 when it has none. */
+static double pinned_bandwidth(const ProfileView *v, ProfCopyKind dir) {
+    const Profile *p = profile_view_profile(v);
+    uint64_t bytes = 0, ns = 0;
+    for (size_t i = 0; i < p->op_count; i++) {
+        const ProfOp *op = &p->ops[i];
+        if (op->kind != PROF_OP_MEMCPY || op->copy != dir || !op->stats.count) continue;
+        ProfMemKind host = dir == PROF_COPY_HTOD ? op->src : op->dst;
+        if (host != PROF_MEM_PINNED || op->bytes / op->stats.count < MEASURE_PINNED_SAMPLE_MIN_BYTES) continue;
+        bytes += op->bytes;
+        ns += op->stats.total_ns;
+    }
+    return ns ? (double)bytes / ((double)ns / 1e9) : 0;
+}
+
+/* MEASURE_COPY: the copies at the lines, per direction, with their
+ * bandwidth. For a copy from or into pageable memory, the time pinned memory
+ * would take: bytes / pinned bandwidth, the bandwidth of the profile's own
+ * pinned copies of the same direction when it has some, else
+ * MEASURE_PINNED_DEFAULT_BYTES_PER_S, plus MEASURE_COPY_LATENCY_NS per copy.
+ * Gain (program): measured time - estimated pinned time, summed over the
+ * pageable copies (nothing when pinned would be no faster). */
+static bool measure_copy_ops(const MeasureSite *s, Measurement *m, const ProfOp **ops, size_t n) {
+    static const ProfCopyKind dirs[] = {PROF_COPY_HTOD, PROF_COPY_DTOH, PROF_COPY_DTOD, PROF_COPY_HTOH,
+                                        PROF_COPY_PTOP, PROF_COPY_UNKNOWN};
+    double total_gain = 0;
+    char model[256] = "";
+    for (size_t d = 0; d < sizeof dirs / sizeof *dirs; d++) {
+        uint64_t bytes = 0, ns = 0, count = 0;
+        bool pageable = false, pinned = false;
+        for (size_t i = 0; i < n; i++) {
+            const ProfOp *op = ops[i];
+            if (op->kind != PROF_OP_MEMCPY || op->copy != dirs[d]) continue;
+            bytes += op->bytes;
+            ns += op->stats.total_ns;
+            count += op->stats.count;
+            ProfMemKind host = dirs[d] == PROF_COPY_DTOH ? op->dst : op->src;
+            pageable |= host == PROF_MEM_PAGEABLE;
+            pinned |= host == PROF_MEM_PINNED;
+        }
+        if (!count) continue;
+        m->measured = true;
+        m->cost_ns += ns;
+        double seconds = (double)ns / 1e9;
+        double bw = seconds > 0 ? (double)bytes / seconds : 0;
+        char amount[32], time[32], copies[48] = "";
+        measure_bytes(bytes, amount, sizeof amount);
+        measure_duration(ns, time, sizeof time);
+        if (count > 1) snprintf(copies, sizeof copies, " in %llu copies", (unsigned long long)count);
+        const char *from = dirs[d] == PROF_COPY_HTOD ? (pageable ? "from pageable memory" : pinned ? "from pinned memory" : "to the GPU")
+                           : dirs[d] == PROF_COPY_DTOH ? (pageable ? "into pageable memory" : pinned ? "into pinned memory" : "from the GPU")
+                                                       : "between buffers";
+        if (!pageable || (dirs[d] != PROF_COPY_HTOD && dirs[d] != PROF_COPY_DTOH)) {
+            if (!evidence(m, "this copy moved %s%s %s at %.1f GB/s (%s)", amount, copies, from, bw / 1e9, time))
+                return false;
+            continue;
+        }
+        double pinned_bw = pinned_bandwidth(s->view, dirs[d]);
+        bool measured_bw = pinned_bw > 0;
+        if (!measured_bw) pinned_bw = MEASURE_PINNED_DEFAULT_BYTES_PER_S;
+        double estimate = (double)bytes / pinned_bw + (double)count * MEASURE_COPY_LATENCY_NS / 1e9;
+        char est[32];
+        measure_seconds(estimate, est, sizeof est);
+        if (!evidence(m, "this copy moved %s%s %s at %.1f GB/s (%s); pinned memory would take about %s (%.0f GB/s, %s)",
+                      amount, copies, from, bw / 1e9, time, est, pinned_bw / 1e9,
+                      measured_bw ? "as this run's pinned copies" : "the device's usual pinned bandwidth"))
+            return false;
+        if (seconds > estimate) {
+            total_gain += seconds - estimate;
+            snprintf(model, sizeof model,
+                     "measured copy time less the pinned estimate: bytes / pinned bandwidth (%.0f GB/s%s) "
+                     "+ 1.5 \xC2\xB5s per copy",
+                     pinned_bw / 1e9, measured_bw ? ", this run's pinned copies" : ", PCIe 5 default");
+        } else if (!evidence(m, "pinned memory would copy no faster here: what it gains is overlap of the copy "
+                                "with other work, which the profile does not measure"))
+            return false;
+    }
+    if (total_gain > 0) return gain(m, total_gain, "program", "%s", model);
+    return true;
+}
+
+/* MEASURE_LAUNCHES: the kernels launched at the lines.
+ * Gain (program), when N >= 2 different kernels run there: fusing N
+ * memory-bound elementwise kernels into one reads and writes the data once
+ * instead of N times, so it saves (N - 1) / N of their GPU time. */
+static bool measure_launch_ops(const MeasureSite *s, Measurement *m, const ProfOp **ops, size_t n) {
+    uint64_t launches = 0, ns = 0;
+    size_t kernels = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i]->kind != PROF_OP_LAUNCH) continue;
+        /* distinct kernels by their full name: launch shapes of one kernel count once */
+        const Profile *p = profile_view_profile(s->view);
+        bool seen = false;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = ops[k]->kind == PROF_OP_LAUNCH &&
+                   strcmp(p->kernels[ops[k]->kernel].name, p->kernels[ops[i]->kernel].name) == 0;
+        kernels += !seen;
+        launches += ops[i]->stats.count;
+        ns += ops[i]->stats.total_ns;
+    }
+    if (!launches) return true;
+    m->measured = true;
+    m->cost_ns = ns;
+    char time[32], each[32], share[16];
+    measure_duration(ns, time, sizeof time);
+    measure_duration(ns / launches, each, sizeof each);
+    measure_share(ns, profile_view_gpu_ns(s->view), share, sizeof share);
+    if (!evidence(m, "%s launched %zu kernel%s %llu times: %s of GPU time (%s each on average, %s of all GPU time)",
+                  here(s), kernels, kernels == 1 ? "" : "s", (unsigned long long)launches, time, each, share))
+        return false;
+    if (kernels < 2) return true;
+    double g = (double)ns / 1e9 * (double)(kernels - 1) / (double)kernels;
+    return gain(m, g, "program",
+                "fusing the %zu kernels into one reads and writes memory once instead of %zu times: "
+                "(N - 1) / N of their GPU time (%s)",
+                kernels, kernels, time);
+}
+
+/* MEASURE_KERNEL: the GPU time of the __global__ function the finding sits
+ * in, all its launch configurations together. Evidence only: a gain for
+ * coalescing, bank conflicts or occupancy needs hardware counters (sectors
+ * per request, conflicts) that a profile does not hold yet. */
+static bool measure_kernel(const MeasureSite *s, Measurement *m) {
+    ProfStats sum;
+    const ProfKernel *example;
+    if (!s->kernel || !profile_view_kernel(s->view, s->kernel, &sum, &example) || !sum.count) return true;
+    m->measured = true;
+    m->cost_ns = sum.total_ns;
+    char median[32], total[32], share[16];
+    measure_duration(sum.median_ns, median, sizeof median);
+    measure_duration(sum.total_ns, total, sizeof total);
+    measure_share(sum.total_ns, profile_view_gpu_ns(s->view), share, sizeof share);
+    return evidence(m, "%s ran %llu time%s, %s median, %s in all (%s of GPU time)", s->kernel,
+                    (unsigned long long)sum.count, sum.count == 1 ? "" : "s", median, total, share);
+}
+
+/* MEASURE_ALLOC: allocations at the lines (host time in the API call).
+ * Gain (program), for N >= 2 allocations: allocating once, before the loop,
+ * saves all but one: time x (N - 1) / N. */
+static bool measure_alloc_ops(const MeasureSite *s, Measurement *m, const ProfOp **ops, size_t n) {
+    uint64_t count = 0, total = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ops[i]->kind == PROF_OP_ALLOC) {
+            count += ops[i]->stats.count;
+            total += ops[i]->stats.total_ns;
+        }
+    if (!count) return true;
+    m->measured = true;
+    m->cost_ns = total;
+    char time[32], each[32], share[16];
+    measure_duration(total, time, sizeof time);
+    measure_duration(total / count, each, sizeof each);
+    measure_share(total, profile_view_run_ns(s->view), share, sizeof share);
+    if (!evidence(m, "%s allocated %llu time%s: %s of host time (%s each on average, %s of the run)", here(s),
+                  (unsigned long long)count, count == 1 ? "" : "s", time, each, share))
+        return false;
+    if (count < 2) return true;
+    return gain(m, (double)total / 1e9 * (double)(count - 1) / (double)count, "program",
+                "allocating once instead of %llu times saves all but one allocation's host time: time x (N - 1) / N",
+                (unsigned long long)count);
+}
+
+/* MEASURE_GPU_TIME: the GPU work made at the lines. Evidence only. */
+static bool measure_gpu_time(const MeasureSite *s, Measurement *m, const ProfOp **ops, size_t n) {
+    uint64_t ns = 0, launches = 0, copies = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i]->kind == PROF_OP_LAUNCH) launches += ops[i]->stats.count;
+        else if (ops[i]->kind == PROF_OP_MEMCPY || ops[i]->kind == PROF_OP_MEMSET) copies += ops[i]->stats.count;
+        else continue;
+        ns += ops[i]->stats.total_ns;
+    }
+    if (!launches && !copies) return true;
+    m->measured = true;
+    m->cost_ns = ns;
+    char time[32], share[16];
+    measure_duration(ns, time, sizeof time);
+    measure_share(ns, profile_view_gpu_ns(s->view), share, sizeof share);
+    return evidence(m, "%s ran %s of GPU work (%llu kernel launch%s, %llu cop%s; %s of all GPU time)", here(s), time,
+                    (unsigned long long)launches, launches == 1 ? "" : "es", (unsigned long long)copies,
+                    copies == 1 ? "y" : "ies", share);
+}
+
+bool measure_apply(Measure kind, const MeasureSite *s, Measurement *m) {
+    memset(m, 0, sizeof *m);
+    const ProfOp *ops[MAX_OPS];
+    size_t n = kind == MEASURE_KERNEL || kind == MEASURE_NONE ? 0 : ops_at(s, ops);
+    switch (kind) {
+    /* a cudaMalloc or cudaFree in a loop synchronizes too: SYNC and ALLOC
+     * findings take whichever of the two their lines show */
+    case MEASURE_SYNC:
+        if (!measure_sync_ops(s, m, ops, n)) return false;
+        return m->measured || measure_alloc_ops(s, m, ops, n);
+    case MEASURE_ALLOC:
+        if (!measure_alloc_ops(s, m, ops, n)) return false;
+        return m->measured || measure_sync_ops(s, m, ops, n);
+    case MEASURE_COPY: return measure_copy_ops(s, m, ops, n);
+    case MEASURE_LAUNCHES: return measure_launch_ops(s, m, ops, n);
+    case MEASURE_KERNEL: return measure_kernel(s, m);
+    case MEASURE_GPU_TIME: return measure_gpu_time(s, m, ops, n);
+    case MEASURE_NONE: break;
+    }
+    return true;
+}

@@ -1,0 +1,391 @@
+/* Merging a profile into findings (rules/measure.c, measure_models.c): each
+ * model's evidence and gain on synthetic profiles with exact figures,
+ * severity raised by cost share, demoted or hidden in cold code, kept when
+ * the user set it, and marked stale when the file changed. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "../rules/engine.h"
+#include "../rules/engine_internal.h"
+#include "../rules/measure.h"
+#include "cli_harness.h"
+#include "profile_builder.h"
+
+#define LOOP "tests/fixtures/merge/train_loop.py"
+
+/* train_loop.py: PY005 at 6 (DataLoader) and 8 (x.to(device)), PY007 at 10,
+ * PY001 at 14 (loss.item()), PY010 at 19, PY003 at 28 (in finetune()). */
+static Profile *loop_profile(void) {
+    Profile *p = pb_new(1000000000, 250000000); /* 1 s, GPU busy 25% */
+    pb_copy(p, LOOP, 8, PROF_COPY_HTOD, PROF_MEM_PAGEABLE, 4000000, 1, 2000000);
+    pb_launch(p, LOOP, 10, "void at::native::vectorized_elementwise_kernel<4, mul>(int, T)", 100, 14000000);
+    pb_launch(p, LOOP, 10, "void at::native::vectorized_elementwise_kernel<4, sigmoid>(int, T)", 100, 6000000);
+    pb_sync(p, LOOP, 14, 500, 110000000);
+    return p;
+}
+
+typedef struct {
+    Document *doc;
+    FindingList findings;
+    Config cfg;
+    char *text;
+} Checked;
+
+static void check_with(Checked *c, const char *rel, Profile *p, void (*configure)(Config *)) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", ADVISE_SOURCE_DIR, rel);
+    c->text = harness_slurp(path);
+    c->doc = document_new(path, language_for_path(path), c->text, strlen(c->text));
+    config_init(&c->cfg);
+    if (configure) configure(&c->cfg);
+    finding_list_init(&c->findings);
+    EngineReport report;
+    char *error = NULL;
+    cr_assert(engine_check(c->doc, NULL, &c->cfg, &c->findings, &report, &error), "%s", error);
+    ProfileView *v = p ? profile_view_new(p, "synthetic.json") : NULL;
+    if (v) cr_assert(engine_merge_profile(c->doc, rel, v, &c->cfg, &c->findings));
+    profile_view_free(v);
+}
+
+static void checked_free(Checked *c) {
+    finding_list_free(&c->findings);
+    document_free(c->doc);
+    config_free(&c->cfg);
+    free(c->text);
+}
+
+static Finding *at(Checked *c, const char *code, size_t line) {
+    for (size_t i = 0; i < c->findings.count; i++) {
+        Finding *f = &c->findings.items[i];
+        if (strcmp(f->code, code) == 0 && document_line_of(c->doc, f->range.start) + 1 == line) return f;
+    }
+    return NULL;
+}
+
+static bool has_evidence(const Finding *f, const char *text) {
+    for (size_t i = 0; f && i < f->evidence_count; i++)
+        if (strstr(f->evidence[i], text)) return true;
+    return false;
+}
+
+static void show(const Finding *f) {
+    for (size_t i = 0; f && i < f->evidence_count; i++) cr_log_info("%s: %s", f->code, f->evidence[i]);
+    if (f && f->gain.present) cr_log_info("gain %g s: %s", f->gain.seconds, f->gain.model);
+}
+
+Test(measure, sync_evidence_gain_and_severity) {
+    Checked c;
+    check_with(&c, LOOP, loop_profile(), NULL);
+    Finding *f = at(&c, "PY001", 14);
+    cr_assert(f);
+    show(f);
+    cr_expect(has_evidence(f, "this `loss.item()` ran 500 times and waited 220 \xC2\xB5s each on average "
+                              "(110 ms, 11% of the run)"));
+    cr_expect(!f->gain.present, "a sync's wait is GPU work that remains: no gain is claimed for it");
+    cr_expect_eq(f->severity, SEVERITY_ERROR, "11%% of the run raises it to an error");
+    checked_free(&c);
+}
+
+Test(measure, copy_against_the_default_pinned_bandwidth) {
+    Checked c;
+    check_with(&c, LOOP, loop_profile(), NULL);
+    Finding *f = at(&c, "PY005", 8);
+    cr_assert(f);
+    show(f);
+    cr_expect(has_evidence(f, "this copy moved 4.00 MB from pageable memory at 2.0 GB/s (2.00 ms); pinned memory "
+                              "would take about 81.5 \xC2\xB5s (50 GB/s, the device's usual pinned bandwidth)"));
+    cr_expect(fabs(f->gain.seconds - (0.002 - 81.5e-6)) < 1e-9, "%g", f->gain.seconds);
+    cr_expect_eq(f->severity, SEVERITY_WARNING, "0.2%% of the run: as it was");
+    Finding *loader = at(&c, "PY005", 6);
+    cr_assert(loader);
+    cr_expect_eq(loader->evidence_count, 0, "nothing measured at the DataLoader line");
+    cr_expect_eq(loader->severity, SEVERITY_WARNING, "train() ran, so it is not cold");
+    checked_free(&c);
+}
+
+Test(measure, copy_against_the_runs_own_pinned_copies) {
+    Profile *p = loop_profile();
+    pb_copy(p, LOOP, 20, PROF_COPY_HTOD, PROF_MEM_PINNED, 8000000, 1, 200000);   /* 40 GB/s */
+    pb_copy(p, LOOP, 20, PROF_COPY_DTOH, PROF_MEM_PINNED, 8000000, 1, 100000);   /* the other way: not used */
+    pb_copy(p, LOOP, 19, PROF_COPY_HTOD, PROF_MEM_PINNED, 4000, 10, 10000);      /* too small to say */
+    Checked c;
+    check_with(&c, LOOP, p, NULL);
+    Finding *f = at(&c, "PY005", 8);
+    show(f);
+    cr_expect(has_evidence(f, "pinned memory would take about 102 \xC2\xB5s (40 GB/s, as this run's pinned copies)"));
+    cr_expect(fabs(f->gain.seconds - (0.002 - 101.5e-6)) < 1e-9, "%g", f->gain.seconds);
+    checked_free(&c);
+}
+
+Test(measure, launches_fused_gain_and_warning) {
+    Checked c;
+    check_with(&c, LOOP, loop_profile(), NULL);
+    Finding *f = at(&c, "PY007", 10);
+    cr_assert(f);
+    show(f);
+    cr_expect(has_evidence(f, "this line launched 2 kernels 200 times: 20.0 ms of GPU time (100 \xC2\xB5s each on "
+                              "average, 91% of all GPU time)"));
+    cr_expect(fabs(f->gain.seconds - 0.010) < 1e-9, "(N - 1) / N of 20 ms: %g", f->gain.seconds);
+    cr_expect_eq(f->severity, SEVERITY_WARNING, "2%% of the run raises info to warning");
+    checked_free(&c);
+}
+
+static void cold_hide(Config *cfg) { cfg->profile_cold = PROFILE_COLD_HIDE; }
+static void cold_keep(Config *cfg) { cfg->profile_cold = PROFILE_COLD_KEEP; }
+static void pin_py001(Config *cfg) { config_set_severity(cfg, "PY001", "info"); }
+
+Test(measure, cold_code_demoted_hidden_or_kept) {
+    Checked c;
+    check_with(&c, LOOP, loop_profile(), NULL);
+    Finding *f = at(&c, "PY003", 28);
+    cr_assert(f);
+    cr_expect_eq(f->severity, SEVERITY_HINT);
+    cr_expect(has_evidence(f, "the profile measured no GPU work in `finetune`: cold code"));
+    Finding *none = at(&c, "PY010", 19);
+    cr_assert(none);
+    cr_expect_eq(none->severity, SEVERITY_WARNING, "rules without a measure are left alone");
+    checked_free(&c);
+
+    check_with(&c, LOOP, loop_profile(), cold_hide);
+    cr_expect_null(at(&c, "PY003", 28), "[profile] cold = \"hide\" drops it");
+    cr_expect(at(&c, "PY001", 14));
+    checked_free(&c);
+
+    check_with(&c, LOOP, loop_profile(), cold_keep);
+    f = at(&c, "PY003", 28);
+    cr_assert(f);
+    cr_expect_eq(f->severity, SEVERITY_WARNING);
+    cr_expect_eq(f->evidence_count, 0);
+    checked_free(&c);
+}
+
+Test(measure, user_severity_is_kept) {
+    Checked c;
+    check_with(&c, LOOP, loop_profile(), pin_py001);
+    Finding *f = at(&c, "PY001", 14);
+    cr_assert(f);
+    cr_expect_eq(f->severity, SEVERITY_INFO, "[severity] PY001 = \"info\" wins over the measured 11%%");
+    cr_expect(f->evidence_count > 0, "the figures are still shown");
+    checked_free(&c);
+}
+
+Test(measure, stale_profile_marks_figures_and_raises_nothing) {
+    Profile *p = loop_profile();
+    pb_hash(p, LOOP, "# an older version of the file\n");
+    Checked c;
+    check_with(&c, LOOP, p, NULL);
+    Finding *f = at(&c, "PY001", 14);
+    cr_assert(f);
+    show(f);
+    cr_expect(has_evidence(f, "ran 500 times"));
+    cr_expect_str_eq(f->evidence[f->evidence_count - 1],
+                     "(profile is older than this file: figures from 2026-11-30 15:19 UTC)");
+    cr_expect_eq(f->severity, SEVERITY_WARNING, "not raised from stale figures");
+    f = at(&c, "PY003", 28);
+    cr_assert(f);
+    cr_expect_eq(f->severity, SEVERITY_WARNING, "nothing is judged cold when lines may have moved");
+    checked_free(&c);
+
+    p = loop_profile();
+    char *text = harness_slurp(ADVISE_SOURCE_DIR "/" LOOP);
+    pb_hash(p, LOOP, text);
+    free(text);
+    check_with(&c, LOOP, p, NULL);
+    f = at(&c, "PY001", 14);
+    cr_expect_eq(f->severity, SEVERITY_ERROR, "fresh: raised");
+    cr_expect_not(has_evidence(f, "older than this file"));
+    checked_free(&c);
+}
+
+Test(measure, a_file_the_profile_does_not_mention_is_left_alone) {
+    Checked c;
+    Profile *p = pb_new(1000, 0);
+    pb_sync(p, "other.py", 14, 1, 900);
+    check_with(&c, LOOP, p, NULL);
+    for (size_t i = 0; i < c.findings.count; i++) {
+        cr_expect_eq(c.findings.items[i].evidence_count, 0);
+        cr_expect_not(c.findings.items[i].gain.present);
+    }
+    cr_expect_eq(at(&c, "PY003", 28)->severity, SEVERITY_WARNING);
+    checked_free(&c);
+}
+
+/* transpose.cu: CU004 in transpose_naive (line 83), CU003 in transpose_tiled
+ * (90) and transpose_warp (105). Only transpose_naive ran in this profile. */
+Test(measure, kernel_time_and_kernels_that_never_ran, .timeout = 120) {
+    const char *rel = "samples/cuda/transpose.cu";
+    Profile *p = pb_new(400000000, 7000000);
+    pb_launch(p, rel, 174, "transpose_naive(float*, float const*, int, int)", 20, 980000);
+    pb_launch(p, rel, 174, "void transpose_naive<1>(float*, float const*, int, int)", 1, 20000);
+    pb_launch(p, rel, 167, "copy_shared(float*, float const*, int, int)", 20, 1000000);
+    Checked c;
+    check_with(&c, rel, p, NULL);
+    Finding *f = at(&c, "CU004", 83);
+    cr_assert(f);
+    show(f);
+    cr_expect(has_evidence(f, "transpose_naive ran 21 times, 49.0 \xC2\xB5s median, 1.00 ms in all (50% of GPU time)"));
+    cr_expect_not(f->gain.present, "no defensible model without sector counts");
+    cr_expect_eq(f->severity, SEVERITY_WARNING);
+    f = at(&c, "CU003", 90);
+    cr_assert(f);
+    cr_expect_eq(f->severity, SEVERITY_HINT);
+    cr_expect(has_evidence(f, "the profile shows `transpose_tiled` never ran: cold code"));
+    checked_free(&c);
+}
+
+/* The models on their own, through measure_apply. */
+Test(measure, alloc_sync_fallback_and_gpu_time_models) {
+    Profile *p = pb_new(100000000, 0);
+    pb_alloc(p, "a.cu", 5, 16, 1600000);
+    pb_launch(p, "a.cu", 7, "k(int)", 4, 400000);
+    pb_copy(p, "a.cu", 7, PROF_COPY_DTOD, PROF_MEM_DEVICE, 100, 2, 2000);
+    ProfileView *v = profile_view_new(p, "");
+    MeasureSite site = {v, 0, 5, 5, "cudaMalloc(&d, n)", NULL, NULL, 0};
+    Measurement m;
+    cr_assert(measure_apply(MEASURE_ALLOC, &site, &m));
+    cr_expect(m.measured);
+    cr_expect_str_eq(m.evidence[0], "this line allocated 16 times: 1.60 ms of host time (100 \xC2\xB5s each on "
+                                    "average, 1.6% of the run)");
+    cr_expect(fabs(m.gain_seconds - 0.0015) < 1e-12, "all but one: %g", m.gain_seconds);
+    measurement_free(&m);
+
+    cr_assert(measure_apply(MEASURE_SYNC, &site, &m));
+    cr_expect(m.measured && m.evidence_count == 1 && strstr(m.evidence[0], "allocated 16 times"),
+              "a sync finding on an allocation line takes the allocation model");
+    measurement_free(&m);
+
+    site.first = site.last = 7;
+    cr_assert(measure_apply(MEASURE_GPU_TIME, &site, &m));
+    cr_expect_str_eq(m.evidence[0], "this line ran 402 \xC2\xB5s of GPU work (4 kernel launches, 2 copies; 100% of all "
+                                    "GPU time)");
+    cr_expect_not(m.has_gain);
+    measurement_free(&m);
+
+    cr_assert(measure_apply(MEASURE_LAUNCHES, &site, &m));
+    cr_expect(m.measured && !m.has_gain, "one kernel: nothing to fuse");
+    measurement_free(&m);
+
+    site.first = site.last = 6;
+    cr_assert(measure_apply(MEASURE_SYNC, &site, &m));
+    cr_expect_not(m.measured);
+    measurement_free(&m);
+    site.kernel = "nope";
+    cr_assert(measure_apply(MEASURE_KERNEL, &site, &m));
+    cr_expect_not(m.measured);
+    measurement_free(&m);
+    profile_view_free(v);
+}
+
+Test(measure, numbers_in_words) {
+    char buf[32];
+    measure_duration(6930, buf, sizeof buf);
+    cr_expect_str_eq(buf, "6.93 \xC2\xB5s");
+    measure_duration(900000000, buf, sizeof buf);
+    cr_expect_str_eq(buf, "900 ms");
+    measure_duration(1800000000, buf, sizeof buf);
+    cr_expect_str_eq(buf, "1.80 s");
+    measure_duration(512, buf, sizeof buf);
+    cr_expect_str_eq(buf, "512 ns");
+    measure_bytes(16777216, buf, sizeof buf);
+    cr_expect_str_eq(buf, "16.8 MB");
+    measure_bytes(64, buf, sizeof buf);
+    cr_expect_str_eq(buf, "64 bytes");
+    measure_share(11, 100, buf, sizeof buf);
+    cr_expect_str_eq(buf, "11%");
+    measure_share(5, 1000, buf, sizeof buf);
+    cr_expect_str_eq(buf, "0.5%");
+    measure_share(1, 100000, buf, sizeof buf);
+    cr_expect_str_eq(buf, "<0.1%");
+}
+
+/* A profile rule of the test's own: one finding on each line the profile
+ * says waited, with what its context holds. */
+static int profile_rule_runs;
+static void check_waits(RuleContext *ctx) {
+    profile_rule_runs++;
+    cr_expect_str_eq(ctx->relative_path, LOOP);
+    cr_expect(ctx->profile && ctx->profile_file >= 0 && ctx->py);
+    const ProfileLineCost *lines;
+    size_t n = profile_view_lines(ctx->profile, ctx->profile_file, &lines);
+    for (size_t i = 0; i < n; i++)
+        if (lines[i].syncs) {
+            size_t start = ctx->doc->line_starts[lines[i].line - 1];
+            Finding *f = rule_report(ctx, start, start + 1, "waited %llu times", (unsigned long long)lines[i].syncs);
+            if (f) finding_add_evidence(f, "measured by the rule");
+        }
+}
+
+static const Rule wait_rule = {.code = "PX900", .name = "test-waits", .severity = SEVERITY_INFO,
+                               .languages = LANGUAGE_PYTHON, .summary = "test", .documentation = "",
+                               .check_profile = check_waits};
+
+static size_t count_code(const FindingList *list, const char *code) {
+    size_t n = 0;
+    for (size_t i = 0; i < list->count; i++) n += strcmp(list->items[i].code, code) == 0;
+    return n;
+}
+
+static MergeReport merge_with_rule(const char *text, Profile *p, Config *cfg, FindingList *out) {
+    Document *doc = document_new("t.py", LANGUAGE_PYTHON, text, strlen(text));
+    ProfileView *v = profile_view_new(p, "");
+    const Rule *rules[] = {&wait_rule};
+    MergeReport report;
+    finding_list_init(out);
+    cr_assert(engine_merge_profile_with(doc, NULL, NULL, LOOP, v, cfg, rules, 1, out, &report));
+    for (size_t i = 0; i < out->count; i++) cr_expect_eq(out->items[i].range.start < doc->length, true);
+    profile_view_free(v);
+    document_free(doc);
+    return report;
+}
+
+Test(measure, profile_rules_run_filtered_like_the_others) {
+    const char *text = "import torch\nx = 1\ny = 2  # advise: ignore[PX900]\nz = 3\n";
+    Config cfg;
+    config_init(&cfg);
+    Profile *p = pb_new(1000, 0);
+    pb_sync(p, LOOP, 2, 3, 300);
+    pb_sync(p, LOOP, 3, 1, 100);
+    pb_sync(p, LOOP, 4, 2, 200);
+    FindingList out;
+    profile_rule_runs = 0;
+    MergeReport report = merge_with_rule(text, p, &cfg, &out);
+    cr_expect_eq(profile_rule_runs, 1);
+    cr_expect_eq(count_code(&out, "PX900"), 2, "line 3 is suppressed by its comment");
+    cr_expect_eq(report.suppressed, 1);
+    cr_expect_str_eq(out.items[0].message, "waited 3 times");
+    cr_expect_str_eq(out.items[1].message, "waited 2 times");
+    finding_list_free(&out);
+
+    /* a profile that does not mention the file: the rule does not run */
+    p = pb_new(1000, 0);
+    pb_sync(p, "elsewhere.py", 2, 1, 100);
+    profile_rule_runs = 0;
+    report = merge_with_rule(text, p, &cfg, &out);
+    cr_expect_eq(profile_rule_runs, 0);
+    cr_expect_not(report.mentioned);
+    finding_list_free(&out);
+
+    /* ignored by the config */
+    string_list_add(&cfg.ignore, "PX900");
+    p = pb_new(1000, 0);
+    pb_sync(p, LOOP, 2, 3, 300);
+    profile_rule_runs = 0;
+    merge_with_rule(text, p, &cfg, &out);
+    cr_expect_eq(profile_rule_runs, 0);
+    cr_expect_eq(out.count, 0);
+    finding_list_free(&out);
+    config_free(&cfg);
+
+    /* a stale file: the rule's findings say so too */
+    config_init(&cfg);
+    p = pb_new(1000, 0);
+    pb_sync(p, LOOP, 2, 3, 300);
+    pb_hash(p, LOOP, "older text\n");
+    report = merge_with_rule(text, p, &cfg, &out);
+    cr_expect(report.stale);
+    cr_assert_eq(out.count, 1);
+    cr_expect_eq(out.items[0].evidence_count, 2);
+    cr_expect(strstr(out.items[0].evidence[1], "older than this file"));
+    finding_list_free(&out);
+    config_free(&cfg);
+}

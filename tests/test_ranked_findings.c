@@ -1,0 +1,75 @@
+/* Findings across files ranked by what they cost (server/ranked_findings.c):
+ * the samples with their H200 profiles, one profile, and no profile. */
+#include <criterion/criterion.h>
+
+#include "../server/ranked_findings.h"
+
+#define SAMPLES ADVISE_SOURCE_DIR "/samples"
+
+Test(ranked_findings, samples_with_their_profiles, .timeout = 300) {
+    char *error = NULL;
+    ProfileSet *set = profile_set_load(SAMPLES "/profiles", &error);
+    cr_assert(set, "%s", error);
+    Config cfg;
+    config_init(&cfg);
+    const char *paths[] = {SAMPLES};
+    RankedFindings r;
+    cr_assert(ranked_findings_collect_set(paths, 1, ADVISE_SOURCE_DIR, &cfg, set, &r, &error), "%s", error);
+    cr_expect_eq(r.files_checked, 11);
+    cr_expect_eq(r.count, 42);
+    for (size_t i = 1; i < r.count; i++)
+        cr_expect(r.items[i - 1].cost_seconds >= r.items[i].cost_seconds, "sorted by cost at %zu", i);
+    const RankedFinding *top = &r.items[0];
+    cr_expect_str_eq(top->path, "samples/python/benchmark_matmul.py");
+    cr_expect_eq(top->line, 103);
+    cr_expect_str_eq(top->finding.code, "PY003");
+    cr_expect(top->finding.gain.present && top->cost_seconds == top->finding.gain.seconds);
+    cr_expect_not(top->stale);
+    bool found = false;
+    for (size_t i = 0; i < r.count; i++)
+        if (strcmp(r.items[i].path, "samples/cuda/transpose.cu") == 0 && r.items[i].line == 83) {
+            found = true;
+            cr_expect_eq(r.items[i].column, 9);
+            cr_expect_eq(r.items[i].end_line, 83);
+            cr_expect(r.items[i].finding.evidence_count > 0);
+        }
+    cr_expect(found, "CU004 in transpose.cu");
+    ranked_findings_free(&r);
+    profile_set_free(set);
+    config_free(&cfg);
+}
+
+Test(ranked_findings, one_profile_and_none) {
+    char *error = NULL;
+    ProfileView *v = profile_view_load(ADVISE_SOURCE_DIR "/tests/fixtures/profiles/h200/train_classifier.json", &error);
+    cr_assert(v, "%s", error);
+    Config cfg;
+    config_init(&cfg);
+    const char *paths[] = {SAMPLES "/python/train_classifier.py"};
+    RankedFindings r;
+    cr_assert(ranked_findings_collect(paths, 1, ADVISE_SOURCE_DIR, &cfg, v, &r, &error), "%s", error);
+    cr_assert_eq(r.count, 8);
+    cr_expect_str_eq(r.items[0].finding.code, "PY001", "the .item() wait costs the most");
+    cr_expect_eq(r.items[0].line, 111);
+    /* then the two batch copies: 105 has no gain (pinned would be no faster) and
+     * ranks by what its line measured (copy and wait, 0.52 ms), 104 by its gain */
+    cr_expect_str_eq(r.items[1].finding.code, "PY005");
+    cr_expect_eq(r.items[1].line, 105);
+    cr_expect_str_eq(r.items[2].finding.code, "PY005");
+    cr_expect_eq(r.items[2].line, 104);
+    ranked_findings_free(&r);
+
+    cr_assert(ranked_findings_collect(paths, 1, ADVISE_SOURCE_DIR, &cfg, NULL, &r, &error), "%s", error);
+    cr_assert_eq(r.count, 8);
+    for (size_t i = 0; i < r.count; i++) cr_expect_eq(r.items[i].cost_seconds, 0);
+    cr_expect_eq(r.items[0].finding.severity, SEVERITY_WARNING, "then by severity");
+    cr_expect_eq(r.items[r.count - 1].finding.severity, SEVERITY_INFO);
+    ranked_findings_free(&r);
+
+    const char *missing[] = {"/nonexistent/advise-file.py"};
+    cr_expect_not(ranked_findings_collect(missing, 1, ADVISE_SOURCE_DIR, &cfg, v, &r, &error));
+    cr_expect(error && strstr(error, "no file could be read"), "%s", error);
+    free(error);
+    profile_view_free(v);
+    config_free(&cfg);
+}
