@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../profiler/profile_set.h"
 #include "../profiler/profile_view.h"
 #include "../rules/config.h"
 #include "cli.h"
@@ -28,9 +29,9 @@ static void report_usage(FILE *out) {
           "and idle time and lists the top kernels.\n"
           "\n"
           "options:\n"
-          "  --profile FILE|DIR   the profile, or a folder whose newest profile is taken\n"
-          "                       (default: [profile] dir of advise.toml, else .advise/profiles/ under the\n"
-          "                       project root, when it holds one)\n"
+          "  --profile FILE|DIR   a profile, or a folder of them (each file takes the newest that mentions\n"
+          "                       it); default: [profile] dir of advise.toml, else .advise/profiles/ under\n"
+          "                       the project root, when it holds any\n"
           "  --no-profile         report without a profile (findings not ranked by cost)\n"
           "  --format text|html   text (default) or one self-contained HTML page (needs -o)\n"
           "  -o, --output FILE    write to FILE (atomically, replacing it) instead of stdout; - is stdout\n"
@@ -106,32 +107,70 @@ static int load_config(const ReportOptions *o, Config *cfg, char **root) {
     return EXIT_CLEAN;
 }
 
-/* --profile, else the profile folder when it holds a usable profile. */
-static int load_profile(const ReportOptions *o, const Config *cfg, const char *root, ProfileView **view) {
-    *view = NULL;
+/* --profile (a file, or a folder of them), else the profile folder when it
+ * holds a usable profile; the files skipped are said on stderr. */
+static int load_profiles(const ReportOptions *o, const Config *cfg, const char *root, ProfileSet **set) {
+    *set = NULL;
     if (o->no_profile) return EXIT_CLEAN;
     char *error = NULL;
     if (o->profile_path) {
-        *view = profile_view_load(o->profile_path, &error);
-        if (!*view) {
+        *set = profile_set_load(o->profile_path, &error);
+        if (!*set) {
             int status = fail("--profile: %s", error ? error : "out of memory");
             free(error);
             return status;
         }
-        return EXIT_CLEAN;
+    } else {
+        char *dir = profile_store_dir(root, cfg->profile_dir);
+        if (!dir) return fail("out of memory");
+        struct stat st;
+        if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+            *set = profile_set_load(dir, &error);
+            if (!*set)
+                fprintf(stderr, "advise report: no usable profile in %s (%s); reporting without one\n",
+                        profile_store_display(dir), error ? error : "out of memory");
+            free(error);
+        }
+        free(dir);
     }
-    char *dir = profile_store_dir(root, cfg->profile_dir);
-    if (!dir) return fail("out of memory");
-    struct stat st;
-    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
-        *view = profile_view_load(dir, &error);
-        if (!*view)
-            fprintf(stderr, "advise report: no usable profile in %s (%s); reporting without one\n",
-                    profile_store_display(dir), error ? error : "out of memory");
-        free(error);
-    }
-    free(dir);
+    const char *const *notes;
+    size_t count = *set ? profile_set_notes(*set, &notes) : 0;
+    for (size_t i = 0; i < count; i++) fprintf(stderr, "advise: skipped profile %s\n", notes[i]);
     return EXIT_CLEAN;
+}
+
+/* The profiles that measured a finding's file, newest first; with no
+ * finding measured, the newest profile alone. */
+static size_t profiles_used(const ProfileSet *set, const RankedFindings *findings, ReportProfile **out) {
+    *out = NULL;
+    size_t n = set ? profile_set_count(set) : 0;
+    if (n == 0) return 0;
+    bool *used = calloc(n, sizeof *used);
+    ReportProfile *list = calloc(n, sizeof *list);
+    if (!used || !list) {
+        free(used);
+        free(list);
+        return 0;
+    }
+    for (size_t i = 0; i < findings->count; i++) {
+        int file;
+        const ProfileView *v = profile_set_for_file(set, findings->items[i].path, NULL, &file);
+        for (size_t k = 0; v && k < n; k++)
+            if (profile_set_at(set, k) == v) used[k] = true;
+    }
+    size_t count = 0;
+    for (size_t k = 0; k < n; k++)
+        if (used[k]) count++;
+    if (count == 0) used[0] = true;
+    count = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (!used[k]) continue;
+        const ProfileView *v = profile_set_at(set, k);
+        list[count++] = (ReportProfile){profile_view_profile(v), profile_store_display(profile_view_path(v))};
+    }
+    free(used);
+    *out = list;
+    return count;
 }
 
 /* Writes the report to path through a temporary file beside it, renamed
@@ -210,8 +249,8 @@ int cli_report(int argc, char **argv) {
     Config cfg;
     char *root = NULL;
     int status = load_config(&o, &cfg, &root);
-    ProfileView *view = NULL;
-    if (status == EXIT_CLEAN) status = load_profile(&o, &cfg, root, &view);
+    ProfileSet *set = NULL;
+    if (status == EXIT_CLEAN) status = load_profiles(&o, &cfg, root, &set);
     if (status != EXIT_CLEAN) {
         config_free(&cfg);
         free(root);
@@ -223,13 +262,13 @@ int cli_report(int argc, char **argv) {
     size_t path_count = optind < argc ? (size_t)(argc - optind) : 1;
     RankedFindings findings = {0};
     char *error = NULL;
-    if (!ranked_findings_collect(paths, path_count, root, &cfg, view, &findings, &error)) {
+    if (!ranked_findings_collect_set(paths, path_count, root, &cfg, set, &findings, &error)) {
         status = fail("%s", error ? error : "out of memory");
         free(error);
     } else {
-        ReportProfile used = {view ? profile_view_profile(view) : NULL,
-                              view ? profile_store_display(profile_view_path(view)) : NULL};
-        ReportInput in = {.profiles = &used, .profile_count = view ? 1 : 0, .findings = &findings};
+        ReportProfile *used = NULL;
+        size_t used_count = profiles_used(set, &findings, &used);
+        ReportInput in = {.profiles = used, .profile_count = used_count, .findings = &findings};
         if (o.output && strcmp(o.output, "-") != 0) {
             status = write_atomically(o.output, &in, o.html);
             if (status == EXIT_CLEAN)
@@ -239,9 +278,10 @@ int cli_report(int argc, char **argv) {
             bool ok = o.html ? report_html_write(stdout, &in) : report_text_write(stdout, &in);
             if (!ok || fflush(stdout) != 0) status = fail("could not write the report to stdout");
         }
+        free(used);
         ranked_findings_free(&findings);
     }
-    if (view) profile_view_free(view);
+    if (set) profile_set_free(set);
     config_free(&cfg);
     free(root);
     return status;

@@ -488,3 +488,148 @@ Test(report, several_profiles_each_shown) {
     profile_free(a);
     profile_free(b);
 }
+
+/* ---- the command ------------------------------------------------------------------------ */
+
+#define H200_PROFILES "tests/fixtures/profiles/h200/"
+
+Test(report_cli, text_on_the_training_sample, .timeout = 120) {
+    RunResult r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--profile",
+                                H200_PROFILES "train_classifier.json", "samples/python/train_classifier.py");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "profile  " H200_PROFILES "train_classifier.json (\"train_classifier\", recorded "
+                            "2026-11-30T15:19:59Z)\nGPU      NVIDIA H200 (132 SMs, compute capability 9.0, "),
+              "%s", r.out);
+    cr_expect(strstr(r.out, "\n#1 "), "%s", r.out);
+    cr_expect(strstr(r.out, "samples/python/train_classifier.py:111:29  PY001 host-sync-in-loop\n"), "%s", r.out);
+    cr_expect(strstr(r.out, "     gain: about "), "%s", r.out);
+    cr_expect(strstr(r.out, " in 1 file checked ("), "%s", r.out);
+    /* ranked: the first finding costs the most */
+    const char *first = strstr(r.out, "\n#1 "), *second = strstr(r.out, "\n#2 ");
+    cr_expect(first && second && first < second);
+    run_result_free(&r);
+}
+
+Test(report_cli, html_written_atomically_to_a_file, .timeout = 120) {
+    char *dir = temp_dir(), *page = path_in(dir, "report.html");
+    RunResult r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--profile",
+                                H200_PROFILES "transpose.json", "--format", "html", "-o", page,
+                                "samples/cuda/transpose.cu");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(r.out, "", "the page goes to the file only");
+    cr_expect(strstr(r.err, "advise report: wrote "), "%s", r.err);
+    char *html = harness_slurp(page);
+    cr_expect(strncmp(html, "<!DOCTYPE html>", 15) == 0);
+    const char *why = check_balanced(html);
+    cr_expect_null(why, "%s", why);
+    cr_expect(strstr(html, "samples/cuda/transpose.cu:156</code></td><td><code>samples/cuda/transpose.cu:172"),
+              "the 20.9 ms gap between the copy back and the next memset");
+    cr_expect(strstr(html, "transpose_naive(float*, float const*, int, int)"));
+    cr_expect(strstr(html, "<span class=\"sev sev-"), "findings are there");
+    free(html);
+    /* nothing but the page is left in the folder (no temporary file) */
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "ls -A %s", dir);
+    RunResult ls = harness_run_shell(cmd);
+    cr_expect_str_eq(ls.out, "report.html\n");
+    run_result_free(&ls);
+    run_result_free(&r);
+
+    /* -o - writes the page to stdout */
+    r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--no-profile", "--format", "html", "-o", "-",
+                      "samples/cuda/transpose.cu");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strncmp(r.out, "<!DOCTYPE html>", 15) == 0, "%s", r.out);
+    cr_expect(strstr(r.out, "No profile: findings are not ranked by measured cost."));
+    run_result_free(&r);
+}
+
+Test(report_cli, the_profile_folder_by_default) {
+    char *dir = temp_dir();
+    mkdir(path_in(dir, ".git"), 0755);
+    write_text(path_in(dir, "train.py"), "import torch\n"
+                                         "from torch.utils.data import DataLoader\n"
+                                         "\n"
+                                         "\n"
+                                         "def train(model, data, opt, device):\n"
+                                         "    loader = DataLoader(data, batch_size=64)\n"
+                                         "    for x, y in loader:\n"
+                                         "        x = x.to(device)\n"
+                                         "        h = model(x)\n"
+                                         "        h = h * torch.sigmoid(h)\n"
+                                         "        loss = h.sum()\n"
+                                         "        loss.backward()\n"
+                                         "        opt.step()\n"
+                                         "        print(loss.item())\n");
+    mkdir(path_in(dir, ".advise"), 0755);
+    mkdir(path_in(dir, ".advise/profiles"), 0755);
+    Profile *p = small_profile("gemm(float*)", "train.py");
+    char *error = NULL;
+    cr_assert(profile_write_file(p, PROFILE_FINAL, path_in(dir, ".advise/profiles/small.json"), &error), "%s",
+              error ? error : "");
+    profile_free(p);
+    RunResult r = run_advise_at(dir, "report");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "profile  .advise/profiles/small.json (\"small\""), "%s", r.out);
+    /* the profile's launches at line 10 (x * sigmoid(x)) give that finding a measured cost: first */
+    cr_expect(strstr(r.out, "#1  ") && strstr(strstr(r.out, "#1  "), "train.py:10:13  PY007 unfused-elementwise\n"),
+              "%s", r.out);
+    run_result_free(&r);
+
+    r = run_advise_at(dir, "report", "--no-profile");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "profile  none: findings are not ranked by measured cost"), "%s", r.out);
+    run_result_free(&r);
+}
+
+Test(report_cli, usage_and_io_errors_exit_2) {
+    RunResult r = run_advise("report", "--format", "html");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "advise report: --format html needs -o FILE"), "%s", r.err);
+    run_result_free(&r);
+
+    r = run_advise("report", "--format", "pdf");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "--format wants text or html, not 'pdf'"), "%s", r.err);
+    run_result_free(&r);
+
+    r = run_advise("report", "--profile", "x.json", "--no-profile");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "--profile and --no-profile exclude each other"), "%s", r.err);
+    run_result_free(&r);
+
+    r = run_advise("report", "--bogus");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "unknown or incomplete option '--bogus'"), "%s", r.err);
+    run_result_free(&r);
+
+    r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--profile", "/nonexistent/run.json",
+                      "samples/python/train_classifier.py");
+    cr_expect_eq(r.status, 2);
+    cr_expect_str_eq(r.out, "");
+    cr_expect(strstr(r.err, "advise report: --profile: "), "%s", r.err);
+    cr_expect(strstr(r.err, "/nonexistent/run.json"), "%s", r.err);
+    run_result_free(&r);
+
+    r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--profile",
+                      "tests/fixtures/profiles/invalid/version-2.json", "samples/python/train_classifier.py");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "version: 2: this profile was written by a newer advise"), "%s", r.err);
+    run_result_free(&r);
+
+    char *dir = temp_dir();
+    r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--no-profile", "--format", "html", "-o",
+                      path_in(dir, "missing/report.html"), "samples/python/train_classifier.py");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "advise report: cannot write "), "%s", r.err);
+    run_result_free(&r);
+
+    r = run_advise_at(dir, "report", "--no-profile", "does-not-exist.py");
+    cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
+    run_result_free(&r);
+
+    r = run_advise("report", "--help");
+    cr_expect_eq(r.status, 0);
+    cr_expect(strstr(r.out, "usage: advise report"));
+    run_result_free(&r);
+}
