@@ -93,7 +93,8 @@ static void print_figures(FILE *out, DiffSide side, DiffFigures b, DiffFigures a
     if (side != DIFF_AFTER_ONLY) report_format_ns(before, sizeof before, b.total_ns);
     if (side != DIFF_BEFORE_ONLY) report_format_ns(after, sizeof after, a.total_ns);
     report_format_signed_ns(saved, sizeof saved, diff_saved_ns(b, a));
-    fprintf(out, "  %10s  %10s  %10s", before, after, saved);
+    fprintf(out, "  %*s  %*s  %*s", report_pad(before, 10), before, report_pad(after, 10), after,
+            report_pad(saved, 10), saved);
     print_speedup(out, side, b, a);
 }
 

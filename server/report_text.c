@@ -7,20 +7,11 @@
 #include <string.h>
 
 #include "../profiler/profile_diff.h"
+#include "../rules/measure.h"
 
-/* value in a unit with three significant digits: "1.37", "93.6", "812" */
-static void three_digits(char *buf, size_t size, double v, const char *unit) {
-    if (v < 9.995) snprintf(buf, size, "%.2f %s", v, unit);
-    else if (v < 99.95) snprintf(buf, size, "%.1f %s", v, unit);
-    else snprintf(buf, size, "%.0f %s", v, unit);
-}
-
-void report_format_ns(char *buf, size_t size, uint64_t ns) {
-    if (ns < 1000) snprintf(buf, size, "%llu ns", (unsigned long long)ns);
-    else if (ns < 999500) three_digits(buf, size, (double)ns / 1e3, "us");
-    else if (ns < 999500000) three_digits(buf, size, (double)ns / 1e6, "ms");
-    else three_digits(buf, size, (double)ns / 1e9, "s");
-}
+/* The wording of measured figures is rules/measure_format.c's, so that the
+ * report's own figures read like the findings' evidence beside them. */
+void report_format_ns(char *buf, size_t size, uint64_t ns) { measure_duration(ns, buf, size); }
 
 void report_format_signed_ns(char *buf, size_t size, int64_t ns) {
     if (ns >= 0) {
@@ -37,23 +28,16 @@ void report_format_signed_ns(char *buf, size_t size, int64_t ns) {
 
 void report_format_seconds(char *buf, size_t size, double seconds) {
     if (!isfinite(seconds) || seconds < 0) seconds = 0;
-    double ns = seconds * 1e9;
-    report_format_ns(buf, size, ns >= 1.8e19 ? UINT64_MAX : (uint64_t)(ns + 0.5));
+    measure_seconds(seconds, buf, size);
 }
 
-void report_format_bytes(char *buf, size_t size, uint64_t bytes) {
-    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    if (bytes < 1024) {
-        snprintf(buf, size, "%llu B", (unsigned long long)bytes);
-        return;
-    }
-    double v = (double)bytes / 1024;
-    size_t u = 0;
-    while (v >= 1023.5 && u + 1 < sizeof units / sizeof *units) {
-        v /= 1024;
-        u++;
-    }
-    three_digits(buf, size, v, units[u]);
+void report_format_bytes(char *buf, size_t size, uint64_t bytes) { measure_bytes(bytes, buf, size); }
+
+int report_pad(const char *s, int width) {
+    int extra = 0;
+    for (; *s; s++)
+        if (((unsigned char)*s & 0xC0) == 0x80) extra++; /* continuation bytes take no column */
+    return width + extra;
 }
 
 uint64_t report_run_ns(const Profile *p) {
@@ -194,8 +178,9 @@ static void write_header(FILE *out, const ReportInput *in) {
         report_format_ns(run, sizeof run, report_run_ns(p));
         double share = profile_totals_busy_share(&t);
         if (share >= 0) snprintf(busy, sizeof busy, "%.1f%%", share * 100);
-        fprintf(out, "  %-*.*s  %-20s  %-*.*s  %10s  %8s  %s\n", name_w, name_w, p->name, p->created, gpu_w, gpu_w,
-                gpus && gpus[i] ? gpus[i] : "?", run, busy, in->profiles[i].path ? in->profiles[i].path : "");
+        fprintf(out, "  %-*.*s  %-20s  %-*.*s  %*s  %8s  %s\n", name_w, name_w, p->name, p->created, gpu_w, gpu_w,
+                gpus && gpus[i] ? gpus[i] : "?", report_pad(run, 10), run, busy,
+                in->profiles[i].path ? in->profiles[i].path : "");
         if (p->dropped_kernels || p->dropped_ops || p->dropped_sites)
             fprintf(out, "  %-*s  note: the profile reached its caps (%llu kernels, %llu operations, %llu sites left "
                          "out)\n",
@@ -210,7 +195,7 @@ static void write_finding(FILE *out, size_t rank, const RankedFinding *r) {
     const Finding *f = &r->finding;
     char cost[32] = "-";
     if (r->cost_seconds > 0) report_format_seconds(cost, sizeof cost, r->cost_seconds);
-    fprintf(out, "\n#%-3zu %9s  %-7s  %s:%u:%u  %s %s\n", rank, cost, severity_name(f->severity), r->path, r->line,
+    fprintf(out, "\n#%-3zu %*s  %-7s  %s:%u:%u  %s %s\n", rank, report_pad(cost, 9), cost, severity_name(f->severity), r->path, r->line,
             r->column, f->code ? f->code : "", f->name ? f->name : "");
     fprintf(out, "     %s\n", f->message ? f->message : "");
     for (size_t i = 0; i < f->evidence_count; i++) fprintf(out, "     - %s\n", f->evidence[i]);

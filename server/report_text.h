@@ -28,14 +28,18 @@ typedef struct {
     const RankedFindings *findings;  /* ranked by cost, most costly first */
 } ReportInput;
 
-/* A duration for people: "812 ns", "93.6 us", "1.37 ms", "2.41 s". */
+/* A duration for people: "812 ns", "93.6 µs", "1.37 ms", "2.41 s" (the
+ * wording of the findings' evidence, rules/measure.h). */
 void report_format_ns(char *buf, size_t size, uint64_t ns);
 /* As report_format_ns for a signed figure ("-1.37 ms"). */
 void report_format_signed_ns(char *buf, size_t size, int64_t ns);
 /* Seconds (a finding's cost or gain) as report_format_ns does. */
 void report_format_seconds(char *buf, size_t size, double seconds);
-/* Bytes: "512 B", "12.0 MiB". */
+/* Bytes: "512 bytes", "12.6 MB". */
 void report_format_bytes(char *buf, size_t size, uint64_t bytes);
+/* The printf width that gives s width columns: figures hold "µs", two bytes
+ * in one column. */
+int report_pad(const char *s, int width);
 
 /* The run's length as profile_view_run_ns has it: the longest process wall
  * time, else the longest device span. */

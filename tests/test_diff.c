@@ -151,7 +151,7 @@ Test(diff, sites_match_by_path_line_and_kind) {
     cr_expect_eq(old_sync->side, DIFF_BEFORE_ONLY);
     cr_expect_eq(old_sync->before.total_ns, 3000);
     cr_expect_eq(new_sync->side, DIFF_AFTER_ONLY);
-    cr_expect_eq(&d.sites[0], launch, "launch saved 8 us, the copy 4 us");
+    cr_expect_eq(&d.sites[0], launch, "launch saved 8 µs, the copy 4 µs");
     cr_expect_eq(&d.sites[1], copy);
     profile_diff_free(&d);
     profile_free(a);
@@ -319,12 +319,12 @@ Test(diff_cli, text_shows_totals_kernels_and_sites) {
     cr_expect(strstr(r.out, "BEFORE is the older profile (recorded 1 s earlier)."), "%s", r.out);
     cr_expect(strstr(r.out, "warning: recorded from different commands"), "%s", r.out);
     cr_expect_null(strstr(r.out, "different GPUs"), "both on the H200");
-    cr_expect(strstr(r.out, "GPU kernel time            1.56 ms      188 us     1.37 ms    8.32x          84 -> 42"),
+    cr_expect(strstr(r.out, "GPU kernel time            1.56 ms      188 \xC2\xB5s     1.37 ms    8.32x          84 -> 42"),
               "%s", r.out);
     cr_expect(strstr(r.out, "GPU busy                      9.5%       23.1%"), "%s", r.out);
-    cr_expect(strstr(r.out, "      333 us     94.1 us      239 us    3.54x          21 -> 21  transpose_tiled("), "%s",
+    cr_expect(strstr(r.out, "      333 \xC2\xB5s     94.1 \xC2\xB5s      239 \xC2\xB5s    3.54x          21 -> 21  transpose_tiled("), "%s",
               r.out);
-    cr_expect(strstr(r.out, " only in BEFORE:\n      999 us           -      999 us     gone           21 -> 0  "
+    cr_expect(strstr(r.out, " only in BEFORE:\n      999 \xC2\xB5s           -      999 \xC2\xB5s     gone           21 -> 0  "
                             "transpose_naive("),
               "%s", r.out);
     cr_expect(strstr(r.out, "samples/cuda/transpose.cu:147 alloc"), "%s", r.out);

@@ -189,23 +189,23 @@ Test(report_format, durations_and_bytes_read_well) {
     report_format_ns(b, sizeof b, 812);
     cr_expect_str_eq(b, "812 ns");
     report_format_ns(b, sizeof b, 93633);
-    cr_expect_str_eq(b, "93.6 us");
+    cr_expect_str_eq(b, "93.6 \xC2\xB5s");
     report_format_ns(b, sizeof b, 1561156);
     cr_expect_str_eq(b, "1.56 ms");
     report_format_ns(b, sizeof b, 999999);
-    cr_expect_str_eq(b, "1.00 ms");
+    cr_expect_str_eq(b, "1000 \xC2\xB5s");
     report_format_ns(b, sizeof b, 2410000000ull);
     cr_expect_str_eq(b, "2.41 s");
     report_format_signed_ns(b, sizeof b, -1370000);
     cr_expect_str_eq(b, "-1.37 ms");
     report_format_seconds(b, sizeof b, 0.000789);
-    cr_expect_str_eq(b, "789 us");
+    cr_expect_str_eq(b, "789 \xC2\xB5s");
     report_format_seconds(b, sizeof b, -1);
     cr_expect_str_eq(b, "0 ns");
     report_format_bytes(b, sizeof b, 512);
-    cr_expect_str_eq(b, "512 B");
+    cr_expect_str_eq(b, "512 bytes");
     report_format_bytes(b, sizeof b, 12582912);
-    cr_expect_str_eq(b, "12.0 MiB");
+    cr_expect_str_eq(b, "12.6 MB");
 }
 
 Test(report_format, top_kernels_sum_configurations_by_name) {
@@ -228,7 +228,7 @@ Test(report_text, header_and_ranked_findings_with_evidence) {
     RankedFindings r = {.files_checked = 2};
     RankedFinding *a = add_finding(&r, "train.py", 20, "PY001", "host-sync-in-loop", SEVERITY_WARNING,
                                    "`loss.item()` waits for the GPU on every iteration", 0.0123);
-    finding_add_evidence(&a->finding, "12 syncs waited 7.00 us (0.4%% of the run)");
+    finding_add_evidence(&a->finding, "12 syncs waited 7.00 \xC2\xB5s (0.4%% of the run)");
     a->finding.gain = (Gain){.present = true, .seconds = 0.0123, .scope = "program", .model = strdup("the waits go")};
     finding_add_fix(&a->finding, "Accumulate on the GPU", false);
     RankedFinding *b = add_finding(&r, "train.py", 30, "PY009", "fp32-matmul-without-tf32", SEVERITY_HINT,
@@ -239,11 +239,11 @@ Test(report_text, header_and_ranked_findings_with_evidence) {
     char *out = render(false, &in);
     cr_expect(strstr(out, "profile  .advise/profiles/small.json (\"small\", recorded 2026-11-30T15:19:33Z)\n"), "%s",
               out);
-    cr_expect(strstr(out, "GPU      NVIDIA H200 (132 SMs, compute capability 9.0, 140 GiB)\n"), "%s", out);
+    cr_expect(strstr(out, "GPU      NVIDIA H200 (132 SMs, compute capability 9.0, 150 GB)\n"), "%s", out);
     cr_expect(strstr(out, "run      2.00 ms; GPU busy "), "%s", out);
     cr_expect(strstr(out, "#1     12.3 ms  warning  train.py:20:5  PY001 host-sync-in-loop\n"
                           "     `loss.item()` waits for the GPU on every iteration\n"
-                          "     - 12 syncs waited 7.00 us (0.4% of the run)\n"
+                          "     - 12 syncs waited 7.00 \xC2\xB5s (0.4% of the run)\n"
                           "     gain: about 12.3 ms for the whole program; the waits go\n"
                           "     fix (unsafe): Accumulate on the GPU\n"),
               "%s", out);
@@ -349,8 +349,8 @@ Test(report_html, a_self_contained_page_with_timeline_kernels_and_findings) {
     cr_expect_eq(count_of(out, "fill=\"#d84315\"><title>idle "), gaps);
     cr_expect_eq(count_of(out, "<circle "), 8);
     cr_expect(strstr(out, "<td><code>train.py:20</code></td><td><code>train.py:10</code></td>"), "gap sites");
-    /* the largest gap (after the 11th launch, 60 us) is numbered last: numbers go by time */
-    cr_expect(strstr(out, "<tr><td class=\"num\">8</td><td class=\"num\">60.0 us</td>"), "%s", out);
+    /* the largest gap (after the 11th launch, 60 µs) is numbered last: numbers go by time */
+    cr_expect(strstr(out, "<tr><td class=\"num\">8</td><td class=\"num\">60.0 \xC2\xB5s</td>"), "%s", out);
     /* kernels: share of GPU time, count, median */
     cr_expect(strstr(out, "<td class=\"name mono\">gemm(float*)</td>"));
     cr_expect(strstr(out, "<td class=\"num\">12</td>"));
