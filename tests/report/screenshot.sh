@@ -84,7 +84,9 @@ while read -r name profile paths; do
         status=1
     else
         findings=$(grep -o 'class="sev sev-' "$dom" | wc -l)
-        echo "screenshot: $name: $size bytes, $pictures GPU picture(s), $findings finding(s): $shot"
+        where=""
+        [ "$keep" = 1 ] && where=": $shot"
+        echo "screenshot: $name: $size bytes, $pictures GPU picture(s), $findings finding(s)$where"
     fi
 done <<EOF
 train_classifier train_classifier.json samples/python/train_classifier.py
