@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,8 @@
 
 #include "../analysis/edits.h"
 #include "../rules/engine.h"
+#include "../rules/measure.h"
+#include "check_file.h"
 #include "file_walk.h"
 #include "jsonrpc.h"
 #include "lsp_server.h"
@@ -101,29 +104,46 @@ static json_t *fix_json(const Fix *fix, const Document *doc, PositionEncoding en
     return json_pack("{s:s,s:b,s:o}", "title", fix->title, "safe", fix->safe, "edits", edits);
 }
 
+static json_t *gain_json(const Finding *f) {
+    if (!f->gain.present) return json_null();
+    return json_pack("{s:f,s:s,s:s}", "seconds", f->gain.seconds, "scope", f->gain.scope ? f->gain.scope : "program",
+                     "model", f->gain.model ? f->gain.model : "");
+}
+
+char *lsp_diagnostic_message(const Finding *f, size_t static_count) {
+    char gain[48] = "";
+    if (f->gain.present) measure_seconds(f->gain.seconds, gain, sizeof gain);
+    bool measured = static_count != SIZE_MAX && static_count < f->evidence_count;
+    const char *line = measured ? f->evidence[static_count] : f->evidence_count ? f->evidence[0] : NULL;
+    return format_string("%s%s%s%s%s%s%s", f->message, !line ? "" : measured ? "\nmeasured: " : "\n",
+                         line ? line : "", f->gain.present ? "\nest. gain " : "", gain,
+                         f->gain.present ? " " : "",
+                         f->gain.present ? (f->gain.scope && strcmp(f->gain.scope, "kernel") == 0 ? "(kernel)"
+                                                                                                   : "(program)")
+                                         : "");
+}
+
 json_t *lsp_findings_to_diagnostics(const LspServer *s, const LspDocument *d, const FindingList *findings,
-                                    const Document *doc, int64_t version) {
+                                    const size_t *static_evidence, const Document *doc, int64_t version) {
     json_t *out = json_array();
     const char *dir = rule_docs_dir();
     for (size_t i = 0; i < findings->count; i++) {
         const Finding *f = &findings->items[i];
         json_t *fixes = json_array();
         for (size_t k = 0; k < f->fix_count; k++) json_array_append_new(fixes, fix_json(&f->fixes[k], doc, s->encoding));
-        char *message = NULL;
-        if (f->evidence_count) {
-            size_t n = strlen(f->message) + 1;
-            for (size_t k = 0; k < f->evidence_count; k++) n += strlen(f->evidence[k]) + 16;
-            message = malloc(n);
-            strcpy(message, f->message);
-            for (size_t k = 0; k < f->evidence_count; k++) {
-                strcat(message, "\nmeasured: ");
-                strcat(message, f->evidence[k]);
-            }
+        size_t static_count = static_evidence ? static_evidence[i] : SIZE_MAX;
+        json_t *evidence = json_array(), *measured = json_array();
+        for (size_t k = 0; k < f->evidence_count; k++) {
+            json_array_append_new(evidence, json_string(f->evidence[k]));
+            if (static_count != SIZE_MAX && k >= static_count)
+                json_array_append_new(measured, json_string(f->evidence[k]));
         }
-        json_t *diag = json_pack("{s:o,s:i,s:s,s:s,s:s,s:{s:I,s:s,s:s,s:o}}", "range",
+        char *message = lsp_diagnostic_message(f, static_count);
+        json_t *diag = json_pack("{s:o,s:i,s:s,s:s,s:s,s:{s:I,s:s,s:s,s:o,s:o,s:o,s:o}}", "range",
                                  lsp_range_json(doc, f->range, s->encoding), "severity", (int)f->severity, "code",
                                  f->code, "source", "advise", "message", message ? message : f->message, "data",
-                                 "version", (json_int_t)version, "code", f->code, "name", f->name, "fixes", fixes);
+                                 "version", (json_int_t)version, "code", f->code, "name", f->name, "fixes", fixes,
+                                 "evidence", evidence, "measured", measured, "gain", gain_json(f));
         free(message);
         if (dir[0]) {
             char href[1400];
@@ -331,6 +351,27 @@ void lsp_handle_code_action_resolve(LspServer *s, json_t *id, json_t *params) {
 
 /* ---- hover ------------------------------------------------------------------------- */
 
+/* A finding's evidence and estimated gain, as markdown ending in a blank
+ * line; NULL when it has none. */
+static char *finding_measured_markdown(const Finding *f, size_t static_count) {
+    if (!f->evidence_count && !f->gain.present) return NULL;
+    size_t n = 64 + (f->gain.model ? strlen(f->gain.model) : 0);
+    for (size_t k = 0; k < f->evidence_count; k++) n += strlen(f->evidence[k]) + 16;
+    char *out = malloc(n), *o = out;
+    if (!out) return NULL;
+    *o = '\0';
+    for (size_t k = 0; k < f->evidence_count; k++)
+        o += sprintf(o, "- %s%s\n", k >= static_count ? "measured: " : "", f->evidence[k]);
+    if (f->gain.present) {
+        char gain[48];
+        measure_seconds(f->gain.seconds, gain, sizeof gain);
+        o += sprintf(o, "- est. gain %s (%s): %s\n", gain, f->gain.scope ? f->gain.scope : "program",
+                     f->gain.model ? f->gain.model : "");
+    }
+    sprintf(o, "\n");
+    return out;
+}
+
 void lsp_handle_hover(LspServer *s, json_t *id, json_t *params) {
     const char *uri = json_string_value(json_object_get(json_object_get(params, "textDocument"), "uri"));
     json_t *position = json_object_get(params, "position");
@@ -352,13 +393,25 @@ void lsp_handle_hover(LspServer *s, json_t *id, json_t *params) {
     md[0] = '\0';
     ByteRange hit = {0, 0};
     bool any = false;
+    /* what the profile measured at this line, first: it is short */
+    char *figures = lsp_profile_hover(s, d, d->analysed_doc, offset);
+    if (figures) {
+        size_t n = strlen(figures);
+        if (n + 1 > cap) md = realloc(md, cap = n + 1);
+        memcpy(md, figures, n + 1);
+        len = n;
+        free(figures);
+    }
+    bool any_finding = false;
     for (size_t i = 0; i < d->findings.count; i++) {
         const Finding *f = &d->findings.items[i];
         if (offset < f->range.start || offset > f->range.end) continue;
         const Rule *rule = rule_find(f->code);
-        char *part = format_string("%s**%s %s** (%s): %s\n\n%s%s", any ? "\n\n---\n\n" : "", f->code, f->name,
-                                   severity_name(f->severity), f->message, rule ? rule->documentation : "",
-                                   "");
+        char *measured = finding_measured_markdown(f, d->static_evidence ? d->static_evidence[i] : SIZE_MAX);
+        char *part = format_string("%s**%s %s** (%s): %s\n\n%s%s", len ? "\n\n---\n\n" : "", f->code, f->name,
+                                   severity_name(f->severity), f->message, measured ? measured : "",
+                                   rule ? rule->documentation : "");
+        free(measured);
         if (!part) continue;
         size_t n = strlen(part);
         if (len + n + 1 > cap) {
@@ -368,8 +421,13 @@ void lsp_handle_hover(LspServer *s, json_t *id, json_t *params) {
         memcpy(md + len, part, n + 1);
         len += n;
         free(part);
-        if (!any) hit = f->range;
-        any = true;
+        if (!any_finding) hit = f->range;
+        any_finding = true;
+    }
+    any = any_finding || len > 0;
+    if (!any_finding && any) { /* the figures alone: the line */
+        size_t line = document_line_of(d->analysed_doc, offset);
+        hit = (ByteRange){d->analysed_doc->line_starts[line], document_line_end(d->analysed_doc, line)};
     }
     json_t *result = any ? json_pack("{s:{s:s,s:s},s:o}", "contents", "kind", "markdown", "value", md, "range",
                                      lsp_range_json(d->analysed_doc, hit, s->encoding))
@@ -420,7 +478,11 @@ static void *scan_workspace(void *arg) {
     Config cfg; /* the settings open documents are analysed with, severity overrides included */
     pthread_mutex_lock(&s->lock);
     lsp_config_snapshot(s, &cfg);
+    lsp_profiles_wait_ready(s);
+    LspProfiles *profiles = lsp_profiles_ref(s); /* merged as into open documents */
     pthread_mutex_unlock(&s->lock);
+    if (profiles) cfg.profile_cold = profiles->cold;
+    ProfileSource source = {profiles ? profiles->set : NULL, NULL};
     FileList files;
     const char *paths[1] = {w->root};
     file_walk(paths, 1, &cfg, w->root, &files);
@@ -446,19 +508,17 @@ static void *scan_workspace(void *arg) {
             free(uri);
             continue;
         }
-        Document *doc = document_new(files.files[i], language_for_path(files.files[i]), src.text, src.length);
-        FindingList findings;
-        finding_list_init(&findings);
-        if (doc && engine_check(doc, NULL, &cfg, &findings, NULL, &error)) {
+        CheckedFile checked; /* as `advise check` checks it, the profile merged */
+        if (check_file_text(files.files[i], src.text, src.length, &cfg, &source, profiles ? profiles->root : NULL,
+                            &checked, &error)) {
             LspDocument fake = {.uri = uri};
-            json_t *diags = lsp_findings_to_diagnostics(s, &fake, &findings, doc, 0);
-            total_findings += findings.count;
+            json_t *diags = lsp_findings_to_diagnostics(s, &fake, &checked.findings, NULL, checked.doc, 0);
+            total_findings += checked.findings.count;
             jsonrpc_send_notification("textDocument/publishDiagnostics",
                                       json_pack("{s:s,s:o}", "uri", uri, "diagnostics", diags));
+            checked_file_free(&checked);
         }
         free(error);
-        finding_list_free(&findings);
-        document_free(doc);
         source_file_free(&src);
         free(uri);
     }
@@ -469,6 +529,9 @@ static void *scan_workspace(void *arg) {
     lsp_log(3, "advise: workspace checked: %s", done);
     file_list_free(&files);
     config_free(&cfg);
+    pthread_mutex_lock(&s->lock);
+    lsp_profiles_unref(profiles);
+    pthread_mutex_unlock(&s->lock);
     json_decref(w->token);
     json_decref(w->reply_id);
     pthread_mutex_lock(&s->lock);
@@ -476,6 +539,7 @@ static void *scan_workspace(void *arg) {
     pthread_mutex_unlock(&s->lock);
     free(w->root);
     free(w);
+    lsp_thread_end();
     return NULL;
 }
 
@@ -575,6 +639,11 @@ void lsp_handle_execute_command(LspServer *s, json_t *id, json_t *params) {
             lsp_send_request(s, "workspace/applyEdit", json_pack("{s:s,s:o}", "label", "advise: safe fixes", "edit", edit),
                              on_apply_edit, NULL, NULL);
         jsonrpc_send_result(id, json_pack("{s:I}", "applied", (json_int_t)applied));
+        return;
+    }
+    if (strcmp(command, "advise.showProfile") == 0) {
+        /* the command of the profile code lenses: the figures are in the lens and the hover */
+        jsonrpc_send_result(id, json_null());
         return;
     }
     if (strcmp(command, "advise.checkWorkspace") == 0) {

@@ -164,6 +164,7 @@ static json_t *get_path(json_t *obj, const char *path) {
  * be (a pull that comes before the analysis waits for it). */
 static void settings_changed(LspServer *s) {
     pthread_mutex_lock(&s->lock);
+    lsp_profiles_configure(s); /* profileDir may have changed: analyses wait for the folder */
     for (LspDocument *d = s->documents; d; d = d->next)
         if (!d->closed && d->language != LANGUAGE_UNKNOWN) lsp_schedule(s, d, 0);
     pthread_mutex_unlock(&s->lock);
@@ -212,6 +213,7 @@ static void handle_initialize(LspServer *s, json_t *id, json_t *params) {
     s->client_configuration = json_is_true(get_path(caps, "workspace.configuration"));
     s->work_done_progress = json_is_true(get_path(caps, "window.workDoneProgress"));
     s->refresh_support = json_is_true(get_path(caps, "workspace.diagnostics.refreshSupport"));
+    s->codelens_refresh = json_is_true(get_path(caps, "workspace.codeLens.refreshSupport"));
     s->related_information = json_is_true(get_path(caps, "textDocument.publishDiagnostics.relatedInformation")) ||
                              s->pull_diagnostics;
     json_t *props = get_path(caps, "textDocument.codeAction.resolveSupport.properties");
@@ -224,14 +226,18 @@ static void handle_initialize(LspServer *s, json_t *id, json_t *params) {
     if (root_uri) s->root_path = lsp_uri_to_path(root_uri);
     else if (string_at(params, "rootPath")) s->root_path = strdup(string_at(params, "rootPath"));
     json_t *options = json_object_get(params, "initializationOptions");
+    pthread_mutex_lock(&s->lock);
     if (json_is_object(options)) lsp_apply_settings(s, options);
+    lsp_profiles_configure(s); /* read on the watcher thread; the first analyses wait for it */
+    pthread_mutex_unlock(&s->lock);
 
     json_t *code_action = json_pack("{s:[s,s,s],s:b}", "codeActionKinds", "quickfix", "source.fixAll.advise",
                                     "source.fixAll", "resolveProvider", s->resolve_edits);
     json_t *capabilities = json_pack(
-        "{s:s,s:{s:b,s:i,s:{s:b}},s:o,s:b,s:{s:[s,s]}}", "positionEncoding", chosen, "textDocumentSync", "openClose",
-        1, "change", 2, "save", "includeText", 0, "codeActionProvider", code_action, "hoverProvider", 1,
-        "executeCommandProvider", "commands", "advise.applySafeFixes", "advise.checkWorkspace");
+        "{s:s,s:{s:b,s:i,s:{s:b}},s:o,s:b,s:{s:b},s:{s:[s,s,s]}}", "positionEncoding", chosen, "textDocumentSync",
+        "openClose", 1, "change", 2, "save", "includeText", 0, "codeActionProvider", code_action, "hoverProvider", 1,
+        "codeLensProvider", "resolveProvider", 0, "executeCommandProvider", "commands", "advise.applySafeFixes",
+        "advise.checkWorkspace", "advise.showProfile");
     if (s->pull_diagnostics)
         json_object_set_new(capabilities, "diagnosticProvider",
                             json_pack("{s:s,s:b,s:b}", "identifier", "advise", "interFileDependencies", 0,
@@ -396,6 +402,7 @@ static void handle_pull_diagnostics(LspServer *s, json_t *id, json_t *params) {
 static void handle_cancel(LspServer *s, json_t *params) {
     json_t *id = json_object_get(params, "id");
     if (!id) return;
+    if (lsp_findings_cancel(s, id)) return; /* its thread answers -32800 */
     pthread_mutex_lock(&s->lock);
     for (LspDocument *d = s->documents; d; d = d->next) {
         size_t i;
@@ -442,6 +449,8 @@ static const struct {
     {"codeAction/resolve", lsp_handle_code_action_resolve},
     {"textDocument/hover", lsp_handle_hover},
     {"workspace/executeCommand", lsp_handle_execute_command},
+    {"textDocument/codeLens", lsp_handle_code_lens},
+    {"advise/findings", lsp_handle_findings},
 };
 
 static const struct {
@@ -453,6 +462,7 @@ static const struct {
     {"textDocument/didClose", handle_did_close},
     {"$/cancelRequest", handle_cancel},
     {"workspace/didChangeConfiguration", handle_did_change_configuration},
+    {"window/workDoneProgress/cancel", lsp_handle_progress_cancel},
 };
 
 static bool valid_id(json_t *id) { return json_is_integer(id) || json_is_string(id); }
@@ -574,6 +584,7 @@ int lsp_server_run(int in_fd, int out_fd) {
     }
     lsp_workers_stop(s); /* sets stopping: workspace scans end after their current file */
     lsp_scans_join(s);
+    lsp_profiles_stop(s); /* the watcher and advise/findings threads */
     jsonrpc_reader_free(reader);
     pthread_mutex_lock(&s->lock);
     while (s->documents) {

@@ -43,6 +43,7 @@ struct LspDocument {
     int64_t analysed_version;   /* -1: none yet */
     json_t *diagnostics;        /* array of LSP Diagnostic */
     FindingList findings;       /* in byte offsets of analysed_text */
+    size_t *static_evidence;    /* per finding: how many of its evidence lines the rule gave (the rest are measured) */
     Document *analysed_doc;     /* the text the findings refer to */
     unsigned long result_serial;
     /* pull requests waiting for the current version */
@@ -84,6 +85,17 @@ struct LspServer {
     double full_pass_delay;      /* seconds of quiet before the full pass after a quick one */
     bool quick_pass;             /* re-analyse only the edited top-level statement first */
     bool refresh_support;        /* workspace.diagnostics.refreshSupport */
+    bool codelens_refresh;       /* workspace.codeLens.refreshSupport */
+
+    /* profiles (lsp_profile.c): the loaded folder, replaced whole by the
+     * watcher thread; readers take a reference under the lock */
+    struct LspProfiles *profiles;    /* NULL until the first load */
+    bool profiles_ready;             /* false while the configured folder is read: analyses wait */
+    unsigned profile_generation;     /* bumped when the settings that choose the folder may have changed */
+    pthread_cond_t profile_wake;
+    pthread_t profile_thread;
+    bool profile_thread_started;
+    struct FindingsJob *findings_jobs; /* advise/findings threads, joined at exit */
 
     LspDocument *documents;
     unsigned long next_serial;
@@ -115,6 +127,11 @@ char *lsp_path_to_uri(const char *path);
 /* Copies the settings an analysis needs (lock held). */
 void lsp_config_snapshot(const LspServer *s, Config *out);
 bool lsp_workers_start(LspServer *s, int count);
+/* Called last by every thread that may have run libclang: LLVM gives such a
+ * thread an alternate signal stack from the heap, which AddressSanitizer
+ * would try to unmap as its own when the thread ends (and abort); under
+ * ASan the thread switches it off first. Nothing otherwise. */
+void lsp_thread_end(void);
 void lsp_workers_stop(LspServer *s);
 /* Frees everything a document holds (lock held or document detached). */
 void lsp_document_free(LspDocument *d);
@@ -129,10 +146,20 @@ void lsp_handle_hover(LspServer *s, json_t *id, json_t *params);
 void lsp_handle_execute_command(LspServer *s, json_t *id, json_t *params);
 /* Waits for the workspace scans (they stop early once s->stopping is set). */
 void lsp_scans_join(LspServer *s);
+/* static_evidence (may be NULL: unknown): per finding, how many of its
+ * evidence lines came from the rule rather than the profile. */
 json_t *lsp_findings_to_diagnostics(const LspServer *s, const LspDocument *d, const FindingList *findings,
-                                    const Document *doc, int64_t version);
+                                    const size_t *static_evidence, const Document *doc, int64_t version);
+/* The LSP Diagnostic message of a finding: its message, its first line of
+ * measured evidence ("measured: ...", else the rule's first evidence line)
+ * and the estimated gain; all evidence goes in `data`. static_count: how
+ * many evidence lines the rule gave, or SIZE_MAX when unknown. */
+char *lsp_diagnostic_message(const Finding *f, size_t static_count);
 /* Applies LSP settings (initializationOptions, didChangeConfiguration or a
  * workspace/configuration answer); reports problems with window/logMessage. */
 void lsp_apply_settings(LspServer *s, json_t *settings);
+
+/* profiles (lsp_profile.c, lsp_profile_features.c) */
+#include "lsp_profile.h"
 
 #endif

@@ -2,6 +2,7 @@
  * reparse it incrementally from a private copy of its text, run the engine,
  * and publish the diagnostics, unless the document moved on meanwhile
  * (results for an old version are never published). */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -25,6 +26,7 @@ void lsp_document_free(LspDocument *d) {
     document_free(d->parsed_doc);
     json_decref(d->diagnostics);
     finding_list_free(&d->findings);
+    free(d->static_evidence);
     document_free(d->analysed_doc);
     json_decref(d->waiting_pulls);
     free(d);
@@ -52,6 +54,10 @@ void lsp_answer_pulls(LspServer *s, LspDocument *d) {
  * seconds to the next due time, or -1) */
 static LspDocument *next_due(LspServer *s, double *wait) {
     double now = lsp_now(), soonest = -1;
+    if (!s->profiles_ready) { /* the profile folder is being read: the watcher wakes us */
+        *wait = -1;
+        return NULL;
+    }
     LspDocument *pick = NULL;
     double pick_due = 0;
     for (LspDocument *d = s->documents; d; d = d->next) {
@@ -185,14 +191,56 @@ static bool shift_range(ByteRange *r, size_t ua, size_t ub_old, long long delta)
     return false; /* touches the re-analysed statement */
 }
 
+/* How many evidence lines each finding had before the profile was merged
+ * (the rule's own; the merge only appends), keyed by its message, which a
+ * finding keeps through the merge and the sort. */
+typedef struct {
+    const char *message;
+    size_t count;
+} StaticCount;
+
+typedef struct {
+    StaticCount *items;
+    size_t count, capacity;
+} StaticCounts;
+
+static void note_static(StaticCounts *c, const char *message, size_t count) {
+    if (!message) return;
+    if (c->count == c->capacity) {
+        size_t grown = c->capacity ? c->capacity * 2 : 16;
+        StaticCount *items = realloc(c->items, grown * sizeof *items);
+        if (!items) return;
+        c->items = items;
+        c->capacity = grown;
+    }
+    c->items[c->count++] = (StaticCount){message, count};
+}
+
+static void note_static_list(StaticCounts *c, const FindingList *list) {
+    for (size_t i = 0; i < list->count; i++) note_static(c, list->items[i].message, list->items[i].evidence_count);
+}
+
+/* per finding of list, its static evidence count (0 for findings the merge
+ * made: all their evidence is measured); NULL when memory runs out */
+static size_t *align_static(const StaticCounts *c, const FindingList *list) {
+    size_t *out = calloc(list->count ? list->count : 1, sizeof *out);
+    for (size_t i = 0; out && i < list->count; i++)
+        for (size_t k = 0; k < c->count; k++)
+            if (c->items[k].message == list->items[i].message) {
+                out[i] = c->items[k].count;
+                break;
+            }
+    return out;
+}
+
 /* Keeps the old findings outside the re-analysed statement [ua, ub_old) of
  * the old text, moved to the new text's offsets; fixes and related places
  * that reach into the statement are dropped (the full pass brings them back).
  * Findings of whole-file rules (which the quick pass does not run) are kept
  * inside the statement too, unless they touch the edited span [ea, eb_old):
  * they stay visible until the full pass confirms or removes them. */
-static void keep_outside(const FindingList *old, size_t ua, size_t ub_old, size_t ea, size_t eb_old,
-                         long long delta, FindingList *out) {
+static void keep_outside(const FindingList *old, const size_t *old_static, size_t ua, size_t ub_old, size_t ea,
+                         size_t eb_old, long long delta, FindingList *out, StaticCounts *counts) {
     for (size_t i = 0; i < old->count; i++) {
         const Finding *f = &old->items[i];
         ByteRange r = f->range;
@@ -207,7 +255,12 @@ static void keep_outside(const FindingList *old, size_t ua, size_t ub_old, size_
         g->severity = f->severity;
         g->range = r;
         g->message = strdup(f->message);
+        note_static(counts, g->message, old_static ? old_static[i] : f->evidence_count);
         for (size_t k = 0; k < f->evidence_count; k++) finding_add_evidence(g, "%s", f->evidence[k]);
+        if (f->gain.present) {
+            g->gain = f->gain;
+            g->gain.model = f->gain.model ? strdup(f->gain.model) : NULL;
+        }
         for (size_t k = 0; k < f->related_count; k++) {
             ByteRange rr = f->related[k].range;
             if (shift_range(&rr, span_a, span_b, delta)) finding_add_related(g, rr, f->related[k].message);
@@ -229,6 +282,31 @@ static void keep_outside(const FindingList *old, size_t ua, size_t ub_old, size_
                 fix_add_edit(copy, moved[e].start, moved[e].end, fix->edits[e].new_text);
         }
     }
+}
+
+/* Removes the findings of profile rules (the quick pass makes them anew). */
+static bool drop_profile_rule_findings(FindingList *list) {
+    for (size_t i = 0; i < list->count;) {
+        const Rule *rule = rule_find(list->items[i].code);
+        if (rule && rule->check_profile) finding_list_remove(list, i);
+        else i++;
+    }
+    return true;
+}
+
+/* Moves every finding of from to the end of to; false when memory runs out. */
+static bool move_findings(FindingList *from, FindingList *to) {
+    size_t i = 0;
+    for (; i < from->count; i++) {
+        Finding *g = finding_list_push(to);
+        if (!g) break;
+        *g = from->items[i];
+    }
+    bool ok = i == from->count;
+    /* what was not moved stays with from and is freed with it */
+    if (!ok) memmove(from->items, from->items + i, (from->count - i) * sizeof *from->items);
+    from->count -= i;
+    return ok;
 }
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
@@ -273,6 +351,7 @@ static void analyse(LspServer *s, LspDocument *d) {
     Config config; /* the settings as they are now */
     lsp_config_snapshot(s, &config);
     bool quick_allowed = s->quick_pass;
+    LspProfiles *profiles = lsp_profiles_ref(s); /* the folder as read now; the watcher may replace it */
     pthread_mutex_unlock(&s->lock);
 
     bool ok = true;
@@ -298,29 +377,47 @@ static void analyse(LspServer *s, LspDocument *d) {
     free(edits);
     FindingList findings;
     finding_list_init(&findings);
+    StaticCounts counts = {0};
     if (ok && quick) {
-        keep_outside(&d->findings, ua, (size_t)((long long)ub - delta), a, (size_t)((long long)b - delta), delta,
-                     &findings);
-        ok = engine_check_region(d->parsed_doc, py, &config, (ByteRange){ua, ub}, &findings, NULL, &error);
+        keep_outside(&d->findings, d->static_evidence, ua, (size_t)((long long)ub - delta), a,
+                     (size_t)((long long)b - delta), delta, &findings, &counts);
+        /* the statement's findings are measured afresh; the profile rules run over the whole new text */
+        FindingList region;
+        finding_list_init(&region);
+        ok = engine_check_region(d->parsed_doc, py, &config, (ByteRange){ua, ub}, &region, NULL, &error);
+        note_static_list(&counts, &region);
+        if (ok && !lsp_profiles_merge(profiles, d->path, d->parsed_doc, py, NULL, &config, &region)) ok = false;
+        ok = ok && drop_profile_rule_findings(&findings) && move_findings(&region, &findings);
+        finding_list_free(&region);
         finding_list_sort(&findings);
     } else if (ok && is_cuda) {
         ok = engine_check_cuda(d->parsed_doc, d->parsed_cuda, &config, &findings, NULL, &error);
+        note_static_list(&counts, &findings);
+        ok = ok && lsp_profiles_merge(profiles, d->path, d->parsed_doc, NULL, d->parsed_cuda, &config, &findings);
     } else if (ok) {
         ok = engine_check(d->parsed_doc, py, &config, &findings, NULL, &error);
+        note_static_list(&counts, &findings);
+        ok = ok && lsp_profiles_merge(profiles, d->path, d->parsed_doc, py, NULL, &config, &findings);
     }
     Document *analysed = ok ? document_new(d->parsed_doc->path, d->parsed_doc->language, d->parsed_doc->text,
                                            d->parsed_doc->length)
                             : NULL;
-    json_t *diagnostics = ok && analysed ? lsp_findings_to_diagnostics(s, d, &findings, analysed, version) : NULL;
+    size_t *static_evidence = ok ? align_static(&counts, &findings) : NULL;
+    free(counts.items);
+    json_t *diagnostics = ok && analysed && static_evidence
+                              ? lsp_findings_to_diagnostics(s, d, &findings, static_evidence, analysed, version)
+                              : NULL;
     config_free(&config);
 
     pthread_mutex_lock(&s->lock);
+    lsp_profiles_unref(profiles);
     d->busy = false;
     d->results_match_parse = false;
     if (!ok || !analysed || !diagnostics) {
         lsp_log(1, "advise: cannot analyse %s: %s", d->uri, error ? error : "out of memory");
         free(error);
         finding_list_free(&findings);
+        free(static_evidence);
         document_free(analysed);
         json_decref(diagnostics);
         /* the parse state may be out of step with the edits: start over next time */
@@ -334,6 +431,7 @@ static void analyse(LspServer *s, LspDocument *d) {
     if (d->closed) {
         unlink_document(s, d);
         finding_list_free(&findings);
+        free(static_evidence);
         document_free(analysed);
         json_decref(diagnostics);
         lsp_document_free(d);
@@ -342,6 +440,7 @@ static void analyse(LspServer *s, LspDocument *d) {
     if (version != d->version) {
         /* an edit came in meanwhile: drop these results, the newer version is queued */
         finding_list_free(&findings);
+        free(static_evidence);
         document_free(analysed);
         json_decref(diagnostics);
         return;
@@ -349,6 +448,8 @@ static void analyse(LspServer *s, LspDocument *d) {
     bool changed = !d->diagnostics || !json_equal(d->diagnostics, diagnostics) || d->analysed_version != version;
     finding_list_free(&d->findings);
     d->findings = findings;
+    free(d->static_evidence);
+    d->static_evidence = static_evidence;
     document_free(d->analysed_doc);
     d->analysed_doc = analysed;
     json_decref(d->diagnostics);
@@ -374,6 +475,13 @@ static void analyse(LspServer *s, LspDocument *d) {
     }
 }
 
+void lsp_thread_end(void) {
+#if defined(__SANITIZE_ADDRESS__)
+    stack_t off = {.ss_flags = SS_DISABLE};
+    sigaltstack(&off, NULL);
+#endif
+}
+
 static void *worker_main(void *arg) {
     LspServer *s = arg;
     pthread_mutex_lock(&s->lock);
@@ -396,6 +504,7 @@ static void *worker_main(void *arg) {
         }
     }
     pthread_mutex_unlock(&s->lock);
+    lsp_thread_end();
     return NULL;
 }
 

@@ -130,6 +130,10 @@ bool ranked_findings_collect_set(const char *const *paths, size_t path_count, co
     return collect(paths, path_count, root, cfg, &source, out, error);
 }
 
+void ranked_findings_sort(RankedFindings *r) {
+    if (r->count) qsort(r->items, r->count, sizeof *r->items, by_cost);
+}
+
 void ranked_findings_free(RankedFindings *r) {
     for (size_t i = 0; i < r->count; i++) {
         free(r->items[i].path);

@@ -41,6 +41,9 @@ bool ranked_findings_collect(const char *const *paths, size_t path_count, const 
  * newest profile of the set that mentions it (profile_set.h). */
 bool ranked_findings_collect_set(const char *const *paths, size_t path_count, const char *root, const Config *cfg,
                                  const ProfileSet *profiles, RankedFindings *out, char **error);
+/* Sorts r as the collect functions do (for callers that collect file by
+ * file, such as the editor's cancellable advise/findings). */
+void ranked_findings_sort(RankedFindings *r);
 void ranked_findings_free(RankedFindings *r);
 
 #endif

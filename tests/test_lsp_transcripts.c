@@ -44,7 +44,14 @@
  *   <- exit N            the server exits with status N; only
  *                        window/logMessage may come before the end of output
  *                        (`<-~ exit N`: any message may).
+ *   <- within MS {pattern}  (also `<-~ within MS`, and `<-& within MS`,
+ *                        which bounds the whole group) as without, but the
+ *                        message must come within MS milliseconds (times
+ *                        timeout / 30 s: 3x in sanitizer builds).
  *   -- sleep MS          pause (only where a delay is the point).
+ *   -- copy SRC DST      copies a file (written beside DST, then renamed into
+ *                        place; DST's folder made when missing).
+ *   -- remove PATH       deletes a file.
  *
  * A pattern matches a message when it is a subset of it:
  *   - objects: every key of the pattern is in the message with a matching
@@ -740,10 +747,55 @@ static Expectation parse_expectation(Session *s, const char *arg) {
     return e;
 }
 
+/* `-- copy SRC DST`: DST written beside itself and renamed into place (as a
+ * profiler finishing a profile would), its folder made when missing */
+static void do_copy(Session *s, const char *arg) {
+    char *expanded = expand(s, arg);
+    char *space = strchr(expanded, ' ');
+    if (!space) fail(s, "-- copy wants SRC DST");
+    *space = '\0';
+    const char *src = expanded, *dst = space + 1;
+    size_t n = 0;
+    char *data = read_all(src, &n);
+    if (!data) fail(s, "-- copy: cannot read %s", src);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", dst);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        mkdir(dir, 0755);
+    }
+    char part[4200];
+    snprintf(part, sizeof part, "%s.part", dst);
+    FILE *f = fopen(part, "wb");
+    if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0 || rename(part, dst) != 0)
+        fail(s, "-- copy: cannot write %s", dst);
+    free(data);
+    free(expanded);
+}
+
+static void do_remove(Session *s, const char *arg) {
+    char *path = expand(s, arg);
+    if (unlink(path) != 0) fail(s, "-- remove: %s: %s", path, strerror(errno));
+    free(path);
+}
+
 static void matched(Session *s, Expectation *e, json_t *msg) {
     json_decref(s->last);
     s->last = msg;
     if (e->name[0]) json_object_set(s->saved, e->name, msg);
+}
+
+/* `within MS ` before a pattern: a deadline of its own, scaled as the
+ * timeout is for slower builds; lowers *limit (seconds) */
+static const char *parse_within(Session *s, const char *arg, double *limit) {
+    if (strncmp(arg, "within ", 7) != 0) return arg;
+    char *rest;
+    long ms = strtol(arg + 7, &rest, 10);
+    if (ms <= 0 || *rest != ' ') fail(s, "`within` wants milliseconds and a pattern");
+    double own = (double)ms / 1000.0 * s->timeout / 30.0;
+    if (own < *limit) *limit = own;
+    return rest + 1;
 }
 
 static void do_expect(Session *s, const char *arg, bool skip_unmatched) {
@@ -756,15 +808,18 @@ static void do_expect(Session *s, const char *arg, bool skip_unmatched) {
         expect_silence(s, atol(arg + 8));
         return;
     }
+    double limit = s->timeout;
+    arg = parse_within(s, arg, &limit);
     Expectation e = parse_expectation(s, arg);
     bool pattern_is_log = is_log_message(e.pattern);
-    double deadline = now_s() + s->timeout;
+    double deadline = now_s() + limit;
     Buf why = {0};
     for (;;) {
         json_t *msg = next_message(s, deadline);
         if (!msg) {
             char *want = json_dumps(e.pattern, JSON_COMPACT);
-            fail(s, "%s while waiting for %.2000s%s%.1000s", s->eof ? "the server's output ended" : "timed out", want,
+            fail(s, "%s (%.1f s) while waiting for %.2000s%s%.1000s", s->eof ? "the server's output ended" : "timed out",
+                 limit, want,
                  why.len ? "; the last message passed over: " : "", why.len ? why.data : "");
         }
         why.len = 0;
@@ -772,8 +827,9 @@ static void do_expect(Session *s, const char *arg, bool skip_unmatched) {
             matched(s, &e, msg);
             break;
         }
+        bool log = is_log_message(msg); /* before the message is freed */
         json_decref(msg);
-        if (skip_unmatched || (!pattern_is_log && is_log_message(msg))) continue;
+        if (skip_unmatched || (!pattern_is_log && log)) continue;
         fail(s, "the next message does not match: %s", why.data);
     }
     free(why.data);
@@ -786,12 +842,13 @@ static void do_expect_group(Session *s, const char *const *args, size_t count) {
     Expectation group[32];
     bool done[32] = {false};
     if (count > 32) fail(s, "more than 32 lines in a <-& group");
-    for (size_t i = 0; i < count; i++) group[i] = parse_expectation(s, args[i]);
-    double deadline = now_s() + s->timeout;
+    double limit = s->timeout;
+    for (size_t i = 0; i < count; i++) group[i] = parse_expectation(s, parse_within(s, args[i], &limit));
+    double deadline = now_s() + limit;
     for (size_t left = count; left > 0;) {
         json_t *msg = next_message(s, deadline);
-        if (!msg) fail(s, "%s while waiting for %zu more message(s) of a <-& group",
-                       s->eof ? "the server's output ended" : "timed out", left);
+        if (!msg) fail(s, "%s (%.1f s) while waiting for %zu more message(s) of a <-& group",
+                       s->eof ? "the server's output ended" : "timed out", limit, left);
         size_t hit = count;
         for (size_t i = 0; i < count && hit == count; i++) {
             Buf why = {0};
@@ -878,6 +935,8 @@ static void play(const char *name) {
         } else if (strncmp(t, "<-~ ", 4) == 0) do_expect(&s, t + 4, true);
         else if (strncmp(t, "<- ", 3) == 0) do_expect(&s, t + 3, false);
         else if (strncmp(t, "-- sleep ", 9) == 0) sleep_ms(atol(t + 9));
+        else if (strncmp(t, "-- copy ", 8) == 0) do_copy(&s, t + 8);
+        else if (strncmp(t, "-- remove ", 10) == 0) do_remove(&s, t + 10);
         else fail(&s, "unknown directive: %.40s", t);
     }
     if (s.held.len) fail(&s, "bytes held with ->+ were never sent");

@@ -21,12 +21,21 @@
 //     with non-ASCII text (a surrogate pair in utf-16) before each finding:
 //     textDocument/diagnostic with resultId and "unchanged" reports, a quick
 //     fix applied in utf-16 columns, hover, nothing pushed, shutdown + exit.
+//  3. profile: pull diagnostics again, in a workspace laid out as the
+//     repository (samples/python/benchmark_matmul.py) with no profile yet:
+//     the sample's H200 profile is copied into .advise/profiles/ mid-session
+//     (written beside, then renamed, as a profiler does); the server must
+//     send workspace/diagnostic/refresh and workspace/codeLens/refresh within
+//     a second (ADVISE_E2E_TIMEOUT_MS / 10 when that is longer, for sanitizer
+//     builds), and the next pull carries the measured evidence and the gain;
+//     code lenses, a hover with figures and advise/findings with progress.
 //
 // Prints one line per check, then a PASS/FAIL line and "N passed, M failed";
 // exits 0 only when every check passed. Every wait has a timeout.
 
 import { spawn, spawnSync } from 'node:child_process';
-import { accessSync, constants, mkdtempSync, readFileSync, writeFileSync, rmSync, copyFileSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, mkdirSync, readFileSync, renameSync, writeFileSync, rmSync, copyFileSync }
+    from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname, basename } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -127,7 +136,6 @@ function startServer(name) {
     });
     connection.onNotification(P.LogMessageNotification.type, (p) => logMessages.push({ server: name, ...p }));
     connection.onNotification(P.ShowMessageNotification.type, (p) => logMessages.push({ server: name, ...p }));
-    connection.onNotification('$/progress', () => {});
     // the settings: none, as for a user who set nothing; s.holdConfiguration()
     // keeps the answer back until s.releaseConfiguration()
     let held = null;
@@ -140,7 +148,18 @@ function startServer(name) {
         return params.items.map(() => ({}));
     });
     s.refreshes = 0; // VS Code pulls its open documents again on a refresh
-    connection.onRequest(P.DiagnosticRefreshRequest.type, () => { s.refreshes++; return null; });
+    s.refreshWaiters = [];
+    s.refreshed = (what) => withTimeout(new Promise((r) => s.refreshWaiters.push({ what, r })), WAIT_MS, what);
+    const wake = (what) => {
+        const still = [];
+        for (const w of s.refreshWaiters) (w.what === what ? w.r(performance.now()) : still.push(w));
+        s.refreshWaiters = still;
+    };
+    connection.onRequest(P.DiagnosticRefreshRequest.type, () => { s.refreshes++; wake('diagnostic refresh'); return null; });
+    s.lensRefreshes = 0;
+    connection.onRequest(P.CodeLensRefreshRequest.type, () => { s.lensRefreshes++; wake('codeLens refresh'); return null; });
+    s.progress = [];
+    connection.onNotification('$/progress', (p) => s.progress.push(p));
     connection.onRequest(P.WorkDoneProgressCreateRequest.type, () => null);
     connection.onRequest(P.RegistrationRequest.type, () => null);
     connection.onRequest(P.UnregistrationRequest.type, () => null);
@@ -155,15 +174,15 @@ function startServer(name) {
         const p = new Promise((resolve) => { w = { test, resolve }; s.waiters.push(w); });
         return withTimeout(p, WAIT_MS, what).finally(() => { s.waiters = s.waiters.filter((x) => x !== w); });
     };
-    s.initialize = async (caps) => {
+    s.initialize = async (caps, root = workspace) => {
         if (s.spawnError) throw s.spawnError;
         const init = await s.request(P.InitializeRequest.type, {
             processId: process.pid,
             clientInfo: { name: 'Visual Studio Code', version: '1.90.0' },
             locale: 'en',
-            rootPath: workspace,
-            rootUri: workspaceUri,
-            workspaceFolders: [{ uri: workspaceUri, name: basename(workspace) }],
+            rootPath: root,
+            rootUri: pathToFileURL(root).href,
+            workspaceFolders: [{ uri: pathToFileURL(root).href, name: basename(root) }],
             capabilities: caps,
             initializationOptions: {},
             trace: 'off',
@@ -243,6 +262,9 @@ const capabilities = {
 };
 const pullCapabilities = structuredClone(capabilities);
 pullCapabilities.textDocument.diagnostic = { dynamicRegistration: true, relatedDocumentSupport: false };
+const profileCapabilities = structuredClone(pullCapabilities);
+profileCapabilities.workspace.codeLens = { refreshSupport: true };
+profileCapabilities.textDocument.codeLens = { dynamicRegistration: true };
 
 // ---- a document as VS Code keeps it, and edits applied to it --------------------------
 
@@ -545,6 +567,86 @@ async function pullSession() {
     await s.shutdown();
 }
 
+// ---- session 3: a profile arrives mid-session -------------------------------------------
+
+async function profileSession() {
+    const sample = join(repo, 'samples', 'python', 'benchmark_matmul.py');
+    const profile = join(repo, 'samples', 'profiles', 'benchmark_matmul.json');
+    const root = join(workspace, 'project');
+    const file = join(root, 'samples', 'python', 'benchmark_matmul.py');
+    mkdirSync(dirname(file), { recursive: true });
+    copyFileSync(sample, file);
+    const u = pathToFileURL(file).href;
+    const s = startServer('profile');
+    const init = await s.initialize(profileCapabilities, root);
+    const dp = init.capabilities.diagnosticProvider;
+    check(init.capabilities.codeLensProvider && init.capabilities.executeCommandProvider?.commands?.includes('advise.showProfile'),
+          'profile: initialize offers code lenses and advise.showProfile', show(init.capabilities.codeLensProvider));
+    const text = readFileSync(file, 'utf8');
+    const doc = new EditorDocument(s, u, text);
+    await doc.open();
+    const pull = (what) => s.request(P.DocumentDiagnosticRequest.type, { textDocument: { uri: u }, identifier: dp?.identifier }, what);
+    const before = await pull('profile: pull before any profile');
+    const sync0 = before?.items?.find((d) => d.code === 'PY003');
+    require_(sync0, 'profile: PY003 without a profile', show(before));
+    check(!sync0.message.includes('measured:') && sync0.data?.gain === null && sync0.data?.evidence?.length === 0,
+          'profile: without a profile, no evidence and no gain', show(sync0));
+    const lenses0 = await s.request(P.CodeLensRequest.type, { textDocument: { uri: u } }, 'profile: codeLens before');
+    check(Array.isArray(lenses0) && lenses0.length === 0, 'profile: no code lenses without a profile', show(lenses0));
+
+    // the profile arrives in the default folder, as `advise profile` leaves it
+    const folder = join(root, '.advise', 'profiles');
+    mkdirSync(folder, { recursive: true });
+    const refreshed = s.refreshed('diagnostic refresh'), lensRefreshed = s.refreshed('codeLens refresh');
+    const t0 = performance.now();
+    copyFileSync(profile, join(folder, 'benchmark_matmul.json.part'));
+    renameSync(join(folder, 'benchmark_matmul.json.part'), join(folder, 'benchmark_matmul-20261130-152000.json'));
+    const limit = Math.max(1000, WAIT_MS / 10);
+    const tDiag = await refreshed, tLens = await lensRefreshed;
+    check(tDiag - t0 < limit, `profile: workspace/diagnostic/refresh within ${limit} ms of the new profile`,
+          `${Math.round(tDiag - t0)} ms`);
+    check(tLens - t0 < limit, `profile: workspace/codeLens/refresh within ${limit} ms of the new profile`,
+          `${Math.round(tLens - t0)} ms`);
+    const after = await pull('profile: pull after the refresh');
+    const sync1 = after?.items?.find((d) => d.code === 'PY003');
+    require_(sync1, 'profile: PY003 after the profile', show(after));
+    check(sync1.message.includes('\nmeasured: this `torch.cuda.synchronize()` ran 15 times') &&
+          sync1.message.includes('\nest. gain 52.6 ms (program)'),
+          'profile: the PY003 message carries the first measured line and the gain', sync1.message);
+    check(sync1.data?.gain?.scope === 'program' && sync1.data.gain.seconds > 0.05 && sync1.data.evidence.length >= 1,
+          'profile: data holds the evidence and the gain', show(sync1.data));
+    const gelu = after.items.find((d) => d.code === 'PY007');
+    check(gelu && gelu.severity === P.DiagnosticSeverity.Warning, 'profile: PY007 raised from hint to warning by its GPU time',
+          show(gelu?.severity));
+
+    const lenses = await s.request(P.CodeLensRequest.type, { textDocument: { uri: u } }, 'profile: codeLens');
+    const waits = (lenses || []).find((l) => l.range.start.line === sync1.range.start.line);
+    check(waits && waits.command?.title === '2.9% of the run waiting \u00b7 5.64 ms avg \u00b7 15 syncs',
+          'profile: a code lens over the synchronize line', show(lenses));
+    check((lenses || []).some((l) => /^71% GPU \u00b7 2\.36 ms avg \u00b7 330 calls$/.test(l.command?.title)),
+          'profile: a code lens over the hot matmul line', show(lenses?.map((l) => l.command?.title)));
+    if (waits) {
+        const ran = await s.request(P.ExecuteCommandRequest.type, waits.command, 'profile: the lens command');
+        check(ran === null, 'profile: the lens command runs (a no-op)', show(ran));
+    }
+    const hover = await s.request(P.HoverRequest.type, { textDocument: { uri: u }, position: sync1.range.start }, 'profile: hover');
+    const value = hover?.contents?.value || '';
+    check(value.includes('**Measured at this line**') && value.includes('15 waits') && value.includes('est. gain 52.6 ms'),
+          'profile: the hover shows the figures and the estimate', value.slice(0, 800));
+
+    const token = 'findings-1';
+    const ranked = await s.request(new P.RequestType('advise/findings'), { workDoneToken: token }, 'profile: advise/findings');
+    require_(Array.isArray(ranked) && ranked.length > 0, 'profile: advise/findings returns a list', show(ranked));
+    check(ranked[0].code === 'PY003' && ranked[0].uri === u && ranked[0].gain?.scope === 'program',
+          'profile: advise/findings ranks the costly PY003 first', show(ranked[0]));
+    check(ranked.every((f, i) => i === 0 || f.cost_seconds <= ranked[i - 1].cost_seconds),
+          'profile: advise/findings is sorted by cost', show(ranked.map((f) => f.cost_seconds)));
+    const kinds = s.progress.filter((p) => p.token === token).map((p) => p.value.kind);
+    check(kinds[0] === 'begin' && kinds[kinds.length - 1] === 'end', 'profile: advise/findings reports progress', show(kinds));
+    await s.notify(P.DidCloseTextDocumentNotification.type, { textDocument: { uri: u } });
+    await s.shutdown();
+}
+
 // ---- run -------------------------------------------------------------------------------
 
 const watchdog = setTimeout(() => {
@@ -573,7 +675,7 @@ function finish(extraFailures) {
 
 async function main() {
     let extra = 0;
-    for (const session of [pushSession, pullSession]) {
+    for (const session of [pushSession, pullSession, profileSession]) {
         try {
             await session();
         } catch (e) {
