@@ -19,6 +19,8 @@ static void usage(FILE *out) {
           "  import TRACE.json    turn a torch.profiler trace into an advise profile\n"
           "  server [--stdio]     run the language server (LSP over stdio)\n"
           "  profile -- CMD...    run CMD with the CUDA profiler and write a profile\n"
+          "  report [PATHS...]    the findings ranked by measured cost, as text or one HTML page\n"
+          "  diff BEFORE AFTER    compare two profiles: totals, kernels and call sites by time saved\n"
           "  version              print the version\n"
           "\n"
           "`advise <command> --help` describes a command's options.\n",
@@ -39,6 +41,8 @@ int cli_main(int argc, char **argv) {
     if (strcmp(cmd, "import") == 0) return cli_import(argc - 1, argv + 1);
     if (strcmp(cmd, "server") == 0) return cli_server(argc - 1, argv + 1);
     if (strcmp(cmd, "profile") == 0) return cli_profile(argc - 1, argv + 1);
+    if (strcmp(cmd, "diff") == 0) return cli_diff(argc - 1, argv + 1);
+    if (strcmp(cmd, "report") == 0) return cli_report(argc - 1, argv + 1);
     if (strcmp(cmd, "debug-ast") == 0) return cli_debug_ast(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
         printf("advise %s\n", ADVISE_VERSION);

@@ -17,5 +17,7 @@ int cli_import(int argc, char **argv);
 int cli_server(int argc, char **argv);
 int cli_debug_ast(int argc, char **argv);
 int cli_profile(int argc, char **argv);
+int cli_diff(int argc, char **argv);
+int cli_report(int argc, char **argv);
 
 #endif

@@ -5,7 +5,9 @@
 #     package-lock.json and installed here with `npm ci`;
 #   - neovim_client.lua: Debian's neovim, headless, with its built-in client.
 # It also runs tests/profile_schema_check.mjs, which needs the same pinned npm
-# install (ajv): the profile JSON Schema against the C writer's fixtures.
+# install (ajv): the profile JSON Schema against the C writer's fixtures; and
+# tests/report/screenshot.sh, which renders `advise report --format html` in
+# headless Chromium when one is installed (skipped otherwise).
 # Installs what is missing (nodejs + npm and neovim with apt-get, as root or
 # with sudo; the npm packages with `npm ci`), runs both clients against the
 # server binary and the schema check, and exits non-zero if any fails.
@@ -56,8 +58,18 @@ script=$(printf '%s' "$here/neovim_client.lua" | sed 's/[ \\|"]/\\&/g')   # esca
 ADVISE_BINARY=$binary timeout 120 nvim --headless -u NONE -i NONE -n \
     -c "luafile $script" </dev/null || status=1
 
+# ---- the HTML report in headless Chromium (skipped when there is none) -----------
+echo "== report: advise report --format html rendered by headless Chromium"
+shot_status=0
+timeout 300 sh "$repo/tests/report/screenshot.sh" "$binary" </dev/null || shot_status=$?
+if [ "$shot_status" -eq 77 ]; then
+    echo "e2e: the report screenshot check was skipped (no Chromium; apt-get install chromium)" >&2
+elif [ "$shot_status" -ne 0 ]; then
+    status=1
+fi
+
 if [ "$status" -ne 0 ]; then
     echo "e2e: FAILED" >&2
     exit 1
 fi
-echo "== end-to-end: both clients and the profile schema check passed"
+echo "== end-to-end: both clients, the profile schema check and the report rendering passed"

@@ -1,0 +1,288 @@
+/* `advise report [PATHS...]`: the findings of a project ranked by what they
+ * cost in a profile, with their evidence, as text (stdout) or as one
+ * self-contained HTML page (-o FILE, written atomically). The findings come
+ * from ranked_findings_collect, the same list the editor sidebar shows. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../profiler/profile_set.h"
+#include "../profiler/profile_view.h"
+#include "../rules/config.h"
+#include "cli.h"
+#include "profile_store.h"
+#include "ranked_findings.h"
+#include "report_html.h"
+#include "report_text.h"
+
+static void report_usage(FILE *out) {
+    fputs("usage: advise report [options] [PATHS...]\n"
+          "\n"
+          "The findings in PATHS (files and folders, default .) ranked by what they cost in a profile,\n"
+          "with the measured evidence and estimated gains; the HTML page also pictures the GPU's busy\n"
+          "and idle time and lists the top kernels.\n"
+          "\n"
+          "options:\n"
+          "  --profile FILE|DIR   a profile, or a folder of them (each file takes the newest that mentions\n"
+          "                       it); default: [profile] dir of advise.toml, else .advise/profiles/ under\n"
+          "                       the project root, when it holds any\n"
+          "  --no-profile         report without a profile (findings not ranked by cost)\n"
+          "  --format text|html   text (default) or one self-contained HTML page (needs -o)\n"
+          "  -o, --output FILE    write to FILE (atomically, replacing it) instead of stdout; - is stdout\n"
+          "  --config FILE        read settings from FILE instead of the nearest advise.toml\n"
+          "  --no-config          ignore advise.toml files\n"
+          "\n"
+          "exit status: 0 report written, 2 usage or I/O error, or a profile that cannot be read\n",
+          out);
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("advise report: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("\n(see `advise report --help`)\n", stderr);
+    va_end(ap);
+    return EXIT_TROUBLE;
+}
+
+static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("advise report: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return EXIT_TROUBLE;
+}
+
+typedef struct {
+    bool html;
+    const char *output;       /* NULL or "-": stdout */
+    const char *profile_path; /* --profile */
+    bool no_profile;
+    const char *config_path;
+    bool no_config;
+} ReportOptions;
+
+/* The settings and the project root (the folder of advise.toml, else the
+ * git work tree, else here). */
+static int load_config(const ReportOptions *o, Config *cfg, char **root) {
+    config_init(cfg);
+    char *path = NULL;
+    if (o->config_path) path = strdup(o->config_path);
+    else if (!o->no_config) path = config_find(".");
+    if (path) {
+        char *error = NULL;
+        if (!config_load_file(cfg, path, &error)) {
+            fprintf(stderr, "advise: %s\n", error ? error : "out of memory");
+            free(error);
+            free(path);
+            return EXIT_TROUBLE;
+        }
+        char *abs = realpath(path, NULL);
+        if (abs) {
+            char *slash = strrchr(abs, '/');
+            if (slash) *(slash == abs ? slash + 1 : slash) = '\0';
+            *root = abs;
+        }
+        free(path);
+    }
+    if (!*root) *root = profile_store_root();
+    if (!*root) return fail("cannot tell the project root: %s", strerror(errno));
+    char *error = NULL;
+    if (!config_validate(cfg, &error)) {
+        fprintf(stderr, "advise report: %s\n", error ? error : "out of memory");
+        free(error);
+        return EXIT_TROUBLE;
+    }
+    return EXIT_CLEAN;
+}
+
+/* --profile (a file, or a folder of them), else the profile folder when it
+ * holds a usable profile; the files skipped are said on stderr. */
+static int load_profiles(const ReportOptions *o, const Config *cfg, const char *root, ProfileSet **set) {
+    *set = NULL;
+    if (o->no_profile) return EXIT_CLEAN;
+    char *error = NULL;
+    if (o->profile_path) {
+        *set = profile_set_load(o->profile_path, &error);
+        if (!*set) {
+            int status = fail("--profile: %s", error ? error : "out of memory");
+            free(error);
+            return status;
+        }
+    } else {
+        char *dir = profile_store_dir(root, cfg->profile_dir);
+        if (!dir) return fail("out of memory");
+        struct stat st;
+        if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+            *set = profile_set_load(dir, &error);
+            if (!*set)
+                fprintf(stderr, "advise report: no usable profile in %s (%s); reporting without one\n",
+                        profile_store_display(dir), error ? error : "out of memory");
+            free(error);
+        }
+        free(dir);
+    }
+    const char *const *notes;
+    size_t count = *set ? profile_set_notes(*set, &notes) : 0;
+    for (size_t i = 0; i < count; i++) fprintf(stderr, "advise: skipped profile %s\n", notes[i]);
+    return EXIT_CLEAN;
+}
+
+/* The profiles that measured a finding's file, newest first; with no
+ * finding measured, the newest profile alone. */
+static size_t profiles_used(const ProfileSet *set, const RankedFindings *findings, ReportProfile **out) {
+    *out = NULL;
+    size_t n = set ? profile_set_count(set) : 0;
+    if (n == 0) return 0;
+    bool *used = calloc(n, sizeof *used);
+    ReportProfile *list = calloc(n, sizeof *list);
+    if (!used || !list) {
+        free(used);
+        free(list);
+        return 0;
+    }
+    for (size_t i = 0; i < findings->count; i++) {
+        int file;
+        const ProfileView *v = profile_set_for_file(set, findings->items[i].path, NULL, &file);
+        for (size_t k = 0; v && k < n; k++)
+            if (profile_set_at(set, k) == v) used[k] = true;
+    }
+    size_t count = 0;
+    for (size_t k = 0; k < n; k++)
+        if (used[k]) count++;
+    if (count == 0) used[0] = true;
+    count = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (!used[k]) continue;
+        const ProfileView *v = profile_set_at(set, k);
+        list[count++] = (ReportProfile){profile_view_profile(v), profile_store_display(profile_view_path(v))};
+    }
+    free(used);
+    *out = list;
+    return count;
+}
+
+/* Writes the report to path through a temporary file beside it, renamed
+ * over path once complete. */
+static int write_atomically(const char *path, const ReportInput *in, bool html) {
+    size_t n = strlen(path) + 16;
+    char *temp = malloc(n);
+    if (!temp) return fail("out of memory");
+    snprintf(temp, n, "%s.tmp-XXXXXX", path);
+    int fd = mkstemp(temp);
+    if (fd < 0) {
+        int status = fail("cannot write %s: %s", path, strerror(errno));
+        free(temp);
+        return status;
+    }
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        unlink(temp);
+        free(temp);
+        return fail("cannot write %s: %s", path, strerror(errno));
+    }
+    bool ok = html ? report_html_write(f, in) : report_text_write(f, in);
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0 && fchmod(fileno(f), 0644) == 0;
+    int saved = errno;
+    if (fclose(f) != 0) ok = false;
+    if (ok && rename(temp, path) != 0) {
+        saved = errno;
+        ok = false;
+    }
+    if (!ok) {
+        unlink(temp);
+        free(temp);
+        return fail("cannot write %s: %s", path, saved ? strerror(saved) : "write error");
+    }
+    free(temp);
+    return EXIT_CLEAN;
+}
+
+enum { OPT_FORMAT = 256, OPT_PROFILE, OPT_NO_PROFILE, OPT_CONFIG, OPT_NO_CONFIG, OPT_HELP };
+
+static const struct option long_options[] = {
+    {"format", required_argument, 0, OPT_FORMAT},   {"output", required_argument, 0, 'o'},
+    {"profile", required_argument, 0, OPT_PROFILE}, {"no-profile", no_argument, 0, OPT_NO_PROFILE},
+    {"config", required_argument, 0, OPT_CONFIG},   {"no-config", no_argument, 0, OPT_NO_CONFIG},
+    {"help", no_argument, 0, OPT_HELP},             {0, 0, 0, 0},
+};
+
+int cli_report(int argc, char **argv) {
+    ReportOptions o = {0};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "ho:", long_options, NULL)) != -1) {
+        switch (c) {
+        case OPT_FORMAT:
+            if (strcmp(optarg, "text") == 0) o.html = false;
+            else if (strcmp(optarg, "html") == 0) o.html = true;
+            else return usage_error("--format wants text or html, not '%s'", optarg);
+            break;
+        case 'o': o.output = optarg; break;
+        case OPT_PROFILE: o.profile_path = optarg; break;
+        case OPT_NO_PROFILE: o.no_profile = true; break;
+        case OPT_CONFIG: o.config_path = optarg; break;
+        case OPT_NO_CONFIG: o.no_config = true; break;
+        case OPT_HELP:
+        case 'h': report_usage(stdout); return EXIT_CLEAN;
+        default: return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (o.profile_path && o.no_profile) return usage_error("--profile and --no-profile exclude each other");
+    if (o.html && !o.output)
+        return usage_error("--format html needs -o FILE (a page is not for the terminal; -o - writes it to stdout)");
+    if (o.output && !*o.output) return usage_error("-o wants a file name");
+
+    Config cfg;
+    char *root = NULL;
+    int status = load_config(&o, &cfg, &root);
+    ProfileSet *set = NULL;
+    if (status == EXIT_CLEAN) status = load_profiles(&o, &cfg, root, &set);
+    if (status != EXIT_CLEAN) {
+        config_free(&cfg);
+        free(root);
+        return status;
+    }
+
+    const char *default_path = ".";
+    const char *const *paths = optind < argc ? (const char *const *)argv + optind : &default_path;
+    size_t path_count = optind < argc ? (size_t)(argc - optind) : 1;
+    RankedFindings findings = {0};
+    char *error = NULL;
+    if (!ranked_findings_collect_set(paths, path_count, root, &cfg, set, &findings, &error)) {
+        status = fail("%s", error ? error : "out of memory");
+        free(error);
+    } else {
+        ReportProfile *used = NULL;
+        size_t used_count = profiles_used(set, &findings, &used);
+        ReportInput in = {.profiles = used, .profile_count = used_count, .findings = &findings};
+        if (o.output && strcmp(o.output, "-") != 0) {
+            status = write_atomically(o.output, &in, o.html);
+            if (status == EXIT_CLEAN)
+                fprintf(stderr, "advise report: wrote %s (%zu finding%s)\n", o.output, findings.count,
+                        findings.count == 1 ? "" : "s");
+        } else {
+            bool ok = o.html ? report_html_write(stdout, &in) : report_text_write(stdout, &in);
+            if (!ok || fflush(stdout) != 0) status = fail("could not write the report to stdout");
+        }
+        free(used);
+        ranked_findings_free(&findings);
+    }
+    if (set) profile_set_free(set);
+    config_free(&cfg);
+    free(root);
+    return status;
+}

@@ -1,0 +1,635 @@
+/* `advise report`: the text and HTML renderers on hand-made findings and
+ * profiles (escaping, an empty profile, no findings, the timeline picture),
+ * the HTML's tags balanced, and the figures' wording. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aggregate.h"
+#include "cli_harness.h"
+#include "profile_json.h"
+#include "../server/report_html.h"
+#include "../server/report_text.h"
+
+/* ---- helpers ------------------------------------------------------------------------ */
+
+typedef struct {
+    char *text;
+    size_t size;
+} Captured;
+
+static char *render(bool html, const ReportInput *in) {
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    cr_assert_not_null(f);
+    cr_assert(html ? report_html_write(f, in) : report_text_write(f, in));
+    fclose(f);
+    return buf;
+}
+
+static size_t count_of(const char *haystack, const char *needle) {
+    size_t n = 0;
+    for (const char *p = strstr(haystack, needle); p; p = strstr(p + strlen(needle), needle)) n++;
+    return n;
+}
+
+static RankedFinding *add_finding(RankedFindings *r, const char *path, unsigned line, const char *code,
+                                  const char *name, Severity severity, const char *message, double cost) {
+    r->items = realloc(r->items, (r->count + 1) * sizeof *r->items);
+    RankedFinding *f = &r->items[r->count++];
+    memset(f, 0, sizeof *f);
+    f->path = strdup(path);
+    f->line = line;
+    f->column = 5;
+    f->end_line = line;
+    f->end_column = 9;
+    f->finding.code = code;
+    f->finding.name = name;
+    f->finding.severity = severity;
+    f->finding.message = strdup(message);
+    f->cost_seconds = cost;
+    return f;
+}
+
+static void free_findings(RankedFindings *r) {
+    for (size_t i = 0; i < r->count; i++) {
+        free(r->items[i].path);
+        finding_free(&r->items[i].finding);
+    }
+    free(r->items);
+    memset(r, 0, sizeof *r);
+}
+
+static void label(Profile *p, const char *name) {
+    p->name = strdup(name);
+    p->source = strdup("cupti");
+    p->created = strdup("2026-11-30T15:19:33Z");
+    p->tool = strdup("advise test");
+}
+
+/* A profile with one device, kernels, a copy, a sync and idle gaps between
+ * work launched from train.py. */
+static Profile *small_profile(const char *kernel_name, const char *path) {
+    Aggregator *agg = agg_new();
+    ProfDevice dev = {.id = 0, .name = "NVIDIA H200", .sm_count = 132, .cc_major = 9, .memory_bytes = 150109880320ull};
+    agg_device(agg, &dev);
+    int a = agg_site(agg, path, 10, "step"), b = agg_site(agg, path, 20, "step");
+    uint64_t t = 0;
+    for (int i = 0; i < 12; i++) {
+        AggKernel k = {.name = kernel_name, .grid = {64, 1, 1}, .block = {256, 1, 1}, .start_ns = t,
+                       .end_ns = t + 1000 + (uint64_t)i * 10, .site = i % 2 ? b : a};
+        agg_kernel(agg, &k);
+        t += 1000 + (uint64_t)i * 10 + 5000 * (uint64_t)(i + 1); /* growing idle gaps */
+    }
+    AggKernel other = {.name = "small_kernel", .grid = {1, 1, 1}, .block = {32, 1, 1}, .start_ns = t,
+                       .end_ns = t + 300, .site = a};
+    agg_kernel(agg, &other);
+    agg_sync(agg, PROF_SYNC_STREAM, 7000, b);
+    ProfProcess proc = {.pid = 77, .rank = -1, .local_rank = -1, .world_size = -1, .wall_ns = 2000000};
+    Profile *p = agg_to_profile(agg, &proc);
+    agg_free(agg);
+    label(p, "small");
+    return p;
+}
+
+/* ---- the HTML is well-formed enough ----------------------------------------------------
+ * Every tag opened is closed, in order; void elements and self-closed SVG
+ * elements stand alone; <style> content is skipped; attribute values are
+ * quoted; no '<' appears in text. Returns NULL or what is wrong. */
+static const char *const void_elements[] = {"meta", "br", "wbr", "img", "input", "link", "hr", "col", NULL};
+
+static bool is_void(const char *name, size_t n) {
+    for (size_t i = 0; void_elements[i]; i++)
+        if (strlen(void_elements[i]) == n && strncmp(void_elements[i], name, n) == 0) return true;
+    return false;
+}
+
+static char problem[512];
+
+static const char *check_balanced(const char *html) {
+    char stack[64][32];
+    size_t depth = 0;
+    const char *p = html;
+    if (strncmp(p, "<!DOCTYPE html>", 15) != 0) return "no doctype";
+    p += 15;
+    while ((p = strchr(p, '<'))) {
+        if (p[1] == '/') {
+            const char *name = p + 2;
+            size_t n = strcspn(name, ">");
+            if (depth == 0) return "a closing tag with nothing open";
+            depth--;
+            if (strlen(stack[depth]) != n || strncmp(stack[depth], name, n) != 0) {
+                snprintf(problem, sizeof problem, "</%.*s> closes <%.31s> at offset %zu", (int)(n > 40 ? 40 : n), name, stack[depth],
+                         (size_t)(p - html));
+                return problem;
+            }
+            p = name + n + 1;
+            continue;
+        }
+        const char *name = p + 1;
+        size_t n = strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789");
+        if (n == 0) {
+            snprintf(problem, sizeof problem, "a bare '<' in text at offset %zu: %.40s", (size_t)(p - html), p);
+            return problem;
+        }
+        /* walk the attributes: quoted values may hold '>' */
+        const char *q = name + n;
+        bool self_closed = false;
+        while (*q && *q != '>') {
+            if (*q == '"') {
+                const char *end = strchr(q + 1, '"');
+                if (!end) return "an unterminated attribute value";
+                q = end + 1;
+                continue;
+            }
+            if (*q == '\'') return "single-quoted attribute (we emit double quotes)";
+            if (*q == '/' && q[1] == '>') self_closed = true;
+            if (*q == '=' && q[1] != '"') {
+                snprintf(problem, sizeof problem, "an unquoted attribute at offset %zu", (size_t)(q - html));
+                return problem;
+            }
+            q++;
+        }
+        if (!*q) return "an unterminated tag";
+        if (!self_closed && !is_void(name, n)) {
+            if (depth == 64 || n >= 32) return "too deep";
+            memcpy(stack[depth], name, n);
+            stack[depth][n] = '\0';
+            depth++;
+        }
+        p = q + 1;
+        if (n == 5 && strncmp(name, "style", 5) == 0) {
+            p = strstr(p, "</style>");
+            if (!p) return "unterminated style";
+        }
+    }
+    if (depth) {
+        snprintf(problem, sizeof problem, "<%s> left open", stack[depth - 1]);
+        return problem;
+    }
+    return NULL;
+}
+
+Test(report_html, the_checker_catches_what_it_should) {
+    cr_expect_null(check_balanced("<!DOCTYPE html>\n<html><body><p>a<br>b</p><svg><rect x=\"1\"/></svg></body></html>"));
+    cr_expect_not_null(check_balanced("<!DOCTYPE html>\n<html><body><p>a</body></html>"));
+    cr_expect_not_null(check_balanced("<!DOCTYPE html>\n<html><p>a <b> c</p></html>"));
+    cr_expect_not_null(check_balanced("<!DOCTYPE html>\n<html><p>1 < 2</p></html>"));
+    cr_expect_not_null(check_balanced("<!DOCTYPE html>\n<html><p class=x>a</p></html>"));
+}
+
+/* ---- figures --------------------------------------------------------------------------- */
+
+Test(report_format, durations_and_bytes_read_well) {
+    char b[32];
+    report_format_ns(b, sizeof b, 0);
+    cr_expect_str_eq(b, "0 ns");
+    report_format_ns(b, sizeof b, 812);
+    cr_expect_str_eq(b, "812 ns");
+    report_format_ns(b, sizeof b, 93633);
+    cr_expect_str_eq(b, "93.6 \xC2\xB5s");
+    report_format_ns(b, sizeof b, 1561156);
+    cr_expect_str_eq(b, "1.56 ms");
+    report_format_ns(b, sizeof b, 999999);
+    cr_expect_str_eq(b, "1000 \xC2\xB5s");
+    report_format_ns(b, sizeof b, 2410000000ull);
+    cr_expect_str_eq(b, "2.41 s");
+    report_format_signed_ns(b, sizeof b, -1370000);
+    cr_expect_str_eq(b, "-1.37 ms");
+    report_format_seconds(b, sizeof b, 0.000789);
+    cr_expect_str_eq(b, "789 \xC2\xB5s");
+    report_format_seconds(b, sizeof b, -1);
+    cr_expect_str_eq(b, "0 ns");
+    report_format_bytes(b, sizeof b, 512);
+    cr_expect_str_eq(b, "512 bytes");
+    report_format_bytes(b, sizeof b, 12582912);
+    cr_expect_str_eq(b, "12.6 MB");
+}
+
+Test(report_format, top_kernels_sum_configurations_by_name) {
+    Profile *p = small_profile("gemm(float*)", "train.py");
+    size_t n = 0;
+    ReportKernel *k = report_top_kernels(p, &n);
+    cr_assert_eq(n, 2);
+    cr_expect_str_eq(k[0].name, "gemm(float*)");
+    cr_expect_eq(k[0].count, 12);
+    cr_expect_str_eq(k[1].name, "small_kernel");
+    cr_expect_eq(k[1].total_ns, 300);
+    free(k);
+    profile_free(p);
+}
+
+/* ---- text ------------------------------------------------------------------------------- */
+
+Test(report_text, header_and_ranked_findings_with_evidence) {
+    Profile *p = small_profile("gemm(float*)", "train.py");
+    RankedFindings r = {.files_checked = 2};
+    RankedFinding *a = add_finding(&r, "train.py", 20, "PY001", "host-sync-in-loop", SEVERITY_WARNING,
+                                   "`loss.item()` waits for the GPU on every iteration", 0.0123);
+    finding_add_evidence(&a->finding, "12 syncs waited 7.00 \xC2\xB5s (0.4%% of the run)");
+    a->finding.gain = (Gain){.present = true, .seconds = 0.0123, .scope = "program", .model = strdup("the waits go")};
+    finding_add_fix(&a->finding, "Accumulate on the GPU", false);
+    RankedFinding *b = add_finding(&r, "train.py", 30, "PY009", "fp32-matmul-without-tf32", SEVERITY_HINT,
+                                   "float32 matmuls", 0);
+    b->stale = true;
+    ReportProfile rp = {p, ".advise/profiles/small.json"};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
+    char *out = render(false, &in);
+    cr_expect(strstr(out, "profile  .advise/profiles/small.json (\"small\", recorded 2026-11-30T15:19:33Z)\n"), "%s",
+              out);
+    cr_expect(strstr(out, "GPU      NVIDIA H200 (132 SMs, compute capability 9.0, 150 GB)\n"), "%s", out);
+    cr_expect(strstr(out, "run      2.00 ms; GPU busy "), "%s", out);
+    cr_expect(strstr(out, "#1     12.3 ms  warning  train.py:20:5  PY001 host-sync-in-loop\n"
+                          "     `loss.item()` waits for the GPU on every iteration\n"
+                          "     - 12 syncs waited 7.00 \xC2\xB5s (0.4% of the run)\n"
+                          "     gain: about 12.3 ms for the whole program; the waits go\n"
+                          "     fix (unsafe): Accumulate on the GPU\n"),
+              "%s", out);
+    cr_expect(strstr(out, "#2           -  hint     train.py:30:5  PY009 fp32-matmul-without-tf32\n"), "%s", out);
+    cr_expect(strstr(out, "     stale: the file changed since it was profiled"), "%s", out);
+    cr_expect(strstr(out, "2 findings in 2 files checked (0 error, 1 warning, 0 info, 1 hint); 1 with a measured "
+                          "cost.\n"),
+              "%s", out);
+    free(out);
+    free_findings(&r);
+    profile_free(p);
+}
+
+Test(report_text, without_a_profile_and_without_findings) {
+    RankedFindings r = {.files_checked = 1};
+    ReportInput in = {.findings = &r};
+    char *out = render(false, &in);
+    cr_expect(strstr(out, "profile  none: findings are not ranked by measured cost"), "%s", out);
+    cr_expect(strstr(out, "No findings in 1 file.\n"), "%s", out);
+    free(out);
+}
+
+Test(report_text, an_empty_profile) {
+    Profile *p = profile_new();
+    label(p, "empty");
+    RankedFindings r = {0};
+    ReportProfile rp = {p, "empty.json"};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
+    char *out = render(false, &in);
+    cr_expect(strstr(out, "GPU      no GPU recorded\n"), "%s", out);
+    cr_expect(strstr(out, "run      0 ns\n"), "%s", out);
+    cr_expect(strstr(out, "No findings in 0 files.\n"), "%s", out);
+    free(out);
+    profile_free(p);
+}
+
+/* ---- HTML ----------------------------------------------------------------------------- */
+
+static const char *const NASTY = "<script>alert('x')</script> & \"quoted\"";
+
+Test(report_html, every_string_is_escaped) {
+    Profile *p = small_profile("void k<float, 4>(float const*, int) & \"co\" <script>", "src/<b>&\"x\".py");
+    free(p->name);
+    p->name = strdup(NASTY);
+    RankedFindings r = {.files_checked = 1};
+    RankedFinding *f = add_finding(&r, "src/<b>&\"x\".py", 10, "PY001", "host-sync-in-loop", SEVERITY_ERROR, NASTY, 1e-3);
+    finding_add_evidence(&f->finding, "%s", NASTY);
+    f->finding.gain = (Gain){.present = true, .seconds = 1e-3, .scope = "kernel", .model = strdup(NASTY)};
+    finding_add_fix(&f->finding, NASTY, true);
+    ReportProfile rp = {p, "<dir>/p&q.json"};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
+    char *out = render(true, &in);
+    cr_expect_null(strstr(out, "<script"), "nothing is injected");
+    cr_expect_null(strstr(out, "src/<b>"));
+    cr_expect_null(strstr(out, "<dir>"));
+    cr_expect_null(strstr(out, "k<float"));
+    cr_expect(strstr(out, "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;quoted&quot;"));
+    cr_expect(strstr(out, "void k&lt;float, 4&gt;(float const*, int) &amp; &quot;co&quot; &lt;script&gt;"), "kernel");
+    cr_expect(strstr(out, "src/&lt;b&gt;&amp;&quot;x&quot;.py"), "the finding's path and the gap sites");
+    cr_expect(strstr(out, "&lt;dir&gt;/p&amp;q.json"));
+    cr_expect_geq(count_of(out, "&lt;script&gt;alert"), 5, "title, message, evidence, gain model, fix");
+    const char *why = check_balanced(out);
+    cr_expect_null(why, "%s", why);
+    free(out);
+    free_findings(&r);
+    profile_free(p);
+}
+
+Test(report_html, escape_handles_control_characters_and_null) {
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&buf, &size);
+    report_html_escape(f, "a\x01" "b\tc\x7f");
+    report_html_escape(f, NULL);
+    fclose(f);
+    cr_expect_str_eq(buf, "a&#xFFFD;b\tc&#xFFFD;");
+    free(buf);
+}
+
+Test(report_html, a_self_contained_page_with_timeline_kernels_and_findings) {
+    Profile *p = small_profile("gemm(float*)", "train.py");
+    RankedFindings r = {.files_checked = 1};
+    add_finding(&r, "train.py", 20, "PY001", "host-sync-in-loop", SEVERITY_WARNING, "waits", 0.002);
+    ReportProfile rp = {p, "small.json"};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
+    char *out = render(true, &in);
+    const char *why = check_balanced(out);
+    cr_expect_null(why, "%s", why);
+    /* self-contained: no scripts, nothing fetched */
+    cr_expect_null(strstr(out, "<script"));
+    cr_expect_null(strstr(out, "src="));
+    for (const char *h = strstr(out, "href="); h; h = strstr(h + 1, "href="))
+        cr_expect_eq(h[6], '#', "links only within the page: %.40s", h);
+    cr_expect(strstr(out, "<a href=\"#findings\">Findings (1)</a>"));
+    cr_expect_null(strstr(out, "@import"));
+    cr_expect_null(strstr(out, "url(http"));
+    cr_expect(strstr(out, "<style>"));
+    /* one SVG per timeline; every gap drawn, the largest 8 numbered */
+    cr_assert_eq(p->timeline_count, 1);
+    cr_expect_eq(count_of(out, "<svg "), 1);
+    size_t gaps = p->gap_count;
+    cr_assert_geq(gaps, 8, "the profile has %zu gaps", gaps);
+    cr_expect_eq(count_of(out, "fill=\"#d84315\"><title>idle "), gaps);
+    cr_expect_eq(count_of(out, "<circle "), 8);
+    cr_expect(strstr(out, "<td><code>train.py:20</code></td><td><code>train.py:10</code></td>"), "gap sites");
+    /* the largest gap (after the 11th launch, 60 µs) is numbered last: numbers go by time */
+    cr_expect(strstr(out, "<tr><td class=\"num\">8</td><td class=\"num\">60.0 \xC2\xB5s</td>"), "%s", out);
+    /* kernels: share of GPU time, count, median */
+    cr_expect(strstr(out, "<td class=\"name mono\">gemm(float*)</td>"));
+    cr_expect(strstr(out, "<td class=\"num\">12</td>"));
+    cr_expect(strstr(out, "<td class=\"name mono\">small_kernel</td>"));
+    /* the finding */
+    cr_expect(strstr(out, "<span class=\"sev sev-warning\">warning</span>"));
+    cr_expect(strstr(out, "<td class=\"num\">2.00 ms</td>"));
+    cr_expect(strstr(out, "train.py<span class=\"nowrap\">:20:5</span>"));
+    free(out);
+    free_findings(&r);
+    profile_free(p);
+}
+
+Test(report_html, an_empty_profile_and_no_findings) {
+    Profile *p = profile_new();
+    label(p, "empty");
+    RankedFindings r = {0};
+    ReportProfile rp = {p, "empty.json"};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
+    char *out = render(true, &in);
+    const char *why = check_balanced(out);
+    cr_expect_null(why, "%s", why);
+    cr_expect(strstr(out, "The profile holds no GPU timeline."));
+    cr_expect(strstr(out, "No kernel ran."));
+    cr_expect(strstr(out, "No findings in 0 files."));
+    cr_expect_null(strstr(out, "<svg"));
+    free(out);
+    profile_free(p);
+}
+
+Test(report_html, without_a_profile) {
+    RankedFindings r = {.files_checked = 3};
+    add_finding(&r, "a.py", 1, "PY009", "fp32-matmul-without-tf32", SEVERITY_HINT, "float32", 0);
+    ReportInput in = {.findings = &r};
+    char *out = render(true, &in);
+    const char *why = check_balanced(out);
+    cr_expect_null(why, "%s", why);
+    cr_expect(strstr(out, "No profile: findings are not ranked by measured cost."));
+    cr_expect_null(strstr(out, "id=\"gpu-time\""));
+    cr_expect(strstr(out, "<h2>Findings</h2>"));
+    cr_expect(strstr(out, "<td class=\"num\">-</td>"), "no cost");
+    free(out);
+    free_findings(&r);
+}
+
+Test(report_html, the_h200_profiles_render_well_formed) {
+    const char *names[] = {"transpose.json", "pipeline.json", "llama_generate.json", "resnet50_step.json",
+                           "torch_sites.json", "transpose_nodebug.json"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, ADVISE_SOURCE_DIR "/tests/fixtures/profiles/h200/%s", names[i]);
+        char *error = NULL;
+        Profile *p = profile_read_file(path, PROFILE_FINAL, &error);
+        cr_assert_not_null(p, "%s", error);
+        RankedFindings r = {0};
+        ReportProfile rp = {p, names[i]};
+        ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
+        char *out = render(true, &in);
+        const char *why = check_balanced(out);
+        cr_expect_null(why, "%s: %s", names[i], why);
+        cr_expect_eq(count_of(out, "<svg "), p->timeline_count, "%s", names[i]);
+        free(out);
+        profile_free(p);
+    }
+}
+
+Test(report_html, gap_sites_of_the_h200_transpose) {
+    char *error = NULL;
+    Profile *p = profile_read_file(ADVISE_SOURCE_DIR "/tests/fixtures/profiles/h200/transpose.json", PROFILE_FINAL,
+                                   &error);
+    cr_assert_not_null(p, "%s", error);
+    RankedFindings r = {0};
+    ReportProfile rp = {p, NULL};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
+    char *out = render(true, &in);
+    /* the 20.9 ms gap after the copy back at :156, before the memset at :172 */
+    cr_expect(strstr(out, "<td class=\"num\">20.9 ms</td><td class=\"num\">3.14 ms</td><td><code>samples/cuda/"
+                          "transpose.cu:156</code></td><td><code>samples/cuda/transpose.cu:172</code></td>"),
+              "%s", out);
+    cr_expect(strstr(out, "busy 9.5% &#183; 6.69 ms"));
+    cr_expect(strstr(out, "16 idle gaps recorded on this GPU"));
+    free(out);
+    profile_free(p);
+}
+
+Test(report_html, a_very_long_kernel_name_is_cut_and_whole_in_its_tooltip) {
+    char name[400];
+    memset(name, 'a', 300);
+    strcpy(name + 300, "<float>(x)");
+    Profile *p = small_profile(name, "train.py");
+    RankedFindings r = {0};
+    ReportProfile rp = {p, NULL};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
+    char *out = render(true, &in);
+    char expected[640];
+    snprintf(expected, sizeof expected, "<td class=\"name mono\" title=\"%.300s&lt;float&gt;(x)\">%.240s&#8230;</td>",
+             name, name);
+    cr_expect(strstr(out, expected), "%s", out);
+    const char *why = check_balanced(out);
+    cr_expect_null(why, "%s", why);
+    free(out);
+    profile_free(p);
+}
+
+Test(report, several_profiles_each_shown) {
+    Profile *a = small_profile("gemm(float*)", "train.py"), *b = small_profile("conv(float*)", "eval.py");
+    free(b->name);
+    b->name = strdup("eval");
+    ReportProfile rp[] = {{a, "profiles/small.json"}, {b, "profiles/eval.json"}};
+    RankedFindings r = {.files_checked = 2};
+    add_finding(&r, "eval.py", 20, "PY001", "host-sync-in-loop", SEVERITY_WARNING, "waits", 0.002);
+    ReportInput in = {.profiles = rp, .profile_count = 2, .findings = &r};
+
+    char *text = render(false, &in);
+    cr_expect(strstr(text, "2 profiles; each file takes its figures from the newest that mentions it:\n"
+                           "  run    recorded              GPU          run length  GPU busy  profile\n"
+                           "  small  2026-11-30T15:19:33Z  NVIDIA H200     2.00 ms      3.2%  profiles/small.json\n"
+                           "  eval   2026-11-30T15:19:33Z  NVIDIA H200     2.00 ms      3.2%  profiles/eval.json\n"),
+              "%s", text);
+    free(text);
+
+    char *html = render(true, &in);
+    const char *why = check_balanced(html);
+    cr_expect_null(why, "%s", why);
+    cr_expect(strstr(html, "in 2 profiles; each file takes its figures from the newest profile that mentions it."));
+    cr_expect(strstr(html, "<td>eval</td><td class=\"nowrap\"><code>profiles/eval.json</code></td>"), "%s", html);
+    cr_expect_eq(count_of(html, "<svg "), 2);
+    cr_expect(strstr(html, "id=\"advise-rest-0\"") && strstr(html, "id=\"advise-rest-1\""), "pattern ids differ");
+    cr_expect(strstr(html, "<h3>small &#183; GPU 0: NVIDIA H200"));
+    cr_expect(strstr(html, "<h3>eval &#183; GPU 0: NVIDIA H200"));
+    cr_expect(strstr(html, "<h3>eval</h3>\n<table class=\"fixed\">"), "a kernel table per profile");
+    cr_expect(strstr(html, "conv(float*)"));
+    free(html);
+    free_findings(&r);
+    profile_free(a);
+    profile_free(b);
+}
+
+/* ---- the command ------------------------------------------------------------------------ */
+
+#define H200_PROFILES "tests/fixtures/profiles/h200/"
+
+Test(report_cli, text_on_the_training_sample, .timeout = 120) {
+    RunResult r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--profile",
+                                H200_PROFILES "train_classifier.json", "samples/python/train_classifier.py");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "profile  " H200_PROFILES "train_classifier.json (\"train_classifier\", recorded "
+                            "2026-11-30T15:19:59Z)\nGPU      NVIDIA H200 (132 SMs, compute capability 9.0, "),
+              "%s", r.out);
+    cr_expect(strstr(r.out, "\n#1 "), "%s", r.out);
+    cr_expect(strstr(r.out, "samples/python/train_classifier.py:111:29  PY001 host-sync-in-loop\n"), "%s", r.out);
+    cr_expect(strstr(r.out, "     gain: about "), "%s", r.out);
+    cr_expect(strstr(r.out, " in 1 file checked ("), "%s", r.out);
+    /* ranked: the first finding costs the most */
+    const char *first = strstr(r.out, "\n#1 "), *second = strstr(r.out, "\n#2 ");
+    cr_expect(first && second && first < second);
+    run_result_free(&r);
+}
+
+Test(report_cli, html_written_atomically_to_a_file, .timeout = 120) {
+    char *dir = temp_dir(), *page = path_in(dir, "report.html");
+    RunResult r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--profile",
+                                H200_PROFILES "transpose.json", "--format", "html", "-o", page,
+                                "samples/cuda/transpose.cu");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect_str_eq(r.out, "", "the page goes to the file only");
+    cr_expect(strstr(r.err, "advise report: wrote "), "%s", r.err);
+    char *html = harness_slurp(page);
+    cr_expect(strncmp(html, "<!DOCTYPE html>", 15) == 0);
+    const char *why = check_balanced(html);
+    cr_expect_null(why, "%s", why);
+    cr_expect(strstr(html, "samples/cuda/transpose.cu:156</code></td><td><code>samples/cuda/transpose.cu:172"),
+              "the 20.9 ms gap between the copy back and the next memset");
+    cr_expect(strstr(html, "transpose_naive(float*, float const*, int, int)"));
+    cr_expect(strstr(html, "<span class=\"sev sev-"), "findings are there");
+    free(html);
+    /* nothing but the page is left in the folder (no temporary file) */
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "ls -A %s", dir);
+    RunResult ls = harness_run_shell(cmd);
+    cr_expect_str_eq(ls.out, "report.html\n");
+    run_result_free(&ls);
+    run_result_free(&r);
+
+    /* -o - writes the page to stdout */
+    r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--no-profile", "--format", "html", "-o", "-",
+                      "samples/cuda/transpose.cu");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strncmp(r.out, "<!DOCTYPE html>", 15) == 0, "%s", r.out);
+    cr_expect(strstr(r.out, "No profile: findings are not ranked by measured cost."));
+    run_result_free(&r);
+}
+
+Test(report_cli, the_profile_folder_by_default) {
+    char *dir = temp_dir();
+    mkdir(path_in(dir, ".git"), 0755);
+    write_text(path_in(dir, "train.py"), "import torch\n"
+                                         "from torch.utils.data import DataLoader\n"
+                                         "\n"
+                                         "\n"
+                                         "def train(model, data, opt, device):\n"
+                                         "    loader = DataLoader(data, batch_size=64)\n"
+                                         "    for x, y in loader:\n"
+                                         "        x = x.to(device)\n"
+                                         "        h = model(x)\n"
+                                         "        h = h * torch.sigmoid(h)\n"
+                                         "        loss = h.sum()\n"
+                                         "        loss.backward()\n"
+                                         "        opt.step()\n"
+                                         "        print(loss.item())\n");
+    mkdir(path_in(dir, ".advise"), 0755);
+    mkdir(path_in(dir, ".advise/profiles"), 0755);
+    Profile *p = small_profile("gemm(float*)", "train.py");
+    char *error = NULL;
+    cr_assert(profile_write_file(p, PROFILE_FINAL, path_in(dir, ".advise/profiles/small.json"), &error), "%s",
+              error ? error : "");
+    profile_free(p);
+    RunResult r = run_advise_at(dir, "report");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "profile  .advise/profiles/small.json (\"small\""), "%s", r.out);
+    /* the profile's launches at line 10 (x * sigmoid(x)) give that finding a measured cost: first */
+    cr_expect(strstr(r.out, "#1  ") && strstr(strstr(r.out, "#1  "), "train.py:10:13  PY007 unfused-elementwise\n"),
+              "%s", r.out);
+    run_result_free(&r);
+
+    r = run_advise_at(dir, "report", "--no-profile");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "profile  none: findings are not ranked by measured cost"), "%s", r.out);
+    run_result_free(&r);
+}
+
+Test(report_cli, usage_and_io_errors_exit_2) {
+    RunResult r = run_advise("report", "--format", "html");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "advise report: --format html needs -o FILE"), "%s", r.err);
+    run_result_free(&r);
+
+    r = run_advise("report", "--format", "pdf");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "--format wants text or html, not 'pdf'"), "%s", r.err);
+    run_result_free(&r);
+
+    r = run_advise("report", "--profile", "x.json", "--no-profile");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "--profile and --no-profile exclude each other"), "%s", r.err);
+    run_result_free(&r);
+
+    r = run_advise("report", "--bogus");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "unknown or incomplete option '--bogus'"), "%s", r.err);
+    run_result_free(&r);
+
+    r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--profile", "/nonexistent/run.json",
+                      "samples/python/train_classifier.py");
+    cr_expect_eq(r.status, 2);
+    cr_expect_str_eq(r.out, "");
+    cr_expect(strstr(r.err, "advise report: --profile: "), "%s", r.err);
+    cr_expect(strstr(r.err, "/nonexistent/run.json"), "%s", r.err);
+    run_result_free(&r);
+
+    r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--profile",
+                      "tests/fixtures/profiles/invalid/version-2.json", "samples/python/train_classifier.py");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "version: 2: this profile was written by a newer advise"), "%s", r.err);
+    run_result_free(&r);
+
+    char *dir = temp_dir();
+    r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--no-profile", "--format", "html", "-o",
+                      path_in(dir, "missing/report.html"), "samples/python/train_classifier.py");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "advise report: cannot write "), "%s", r.err);
+    run_result_free(&r);
+
+    r = run_advise_at(dir, "report", "--no-profile", "does-not-exist.py");
+    cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
+    run_result_free(&r);
+
+    r = run_advise("report", "--help");
+    cr_expect_eq(r.status, 0);
+    cr_expect(strstr(r.out, "usage: advise report"));
+    run_result_free(&r);
+}
