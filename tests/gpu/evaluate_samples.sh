@@ -1,0 +1,35 @@
+#!/bin/bash
+# Runs on a GPU machine: each sample as written and as advise fixed it
+# (scripts/prepare-evaluation.sh made both), builds the CUDA ones, checks the
+# fixed version prints the same result (tests/gpu/evaluate_table.py says the
+# tolerance), profiles both with advise-profile and prints the table of
+# samples/RESULTS.md.
+#
+#   bash tests/gpu/evaluate_samples.sh BUNDLE_DIR EVAL_DIR OUT
+set -u
+bundle=$(cd "$1" && pwd)
+eval_dir=$(cd "$2" && pwd)
+out=$3
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+for version in original advised; do
+    mkdir -p "$out/$version"
+    for src in "$eval_dir/$version"/*.cu "$eval_dir/$version"/*.py; do
+        name=$(basename "$src")
+        stem=${name%.*}
+        cmd=(python3 "$src")
+        if [[ $name == *.cu ]]; then
+            nvcc -arch=sm_90 -g -lineinfo -o "$out/$version/$stem" "$src" 2>"$out/$version/$stem.build.log" ||
+                { echo "$version/$name: build failed"; continue; }
+            cmd=("$out/$version/$stem")
+        fi
+        [[ $stem == train_classifier ]] && cmd+=(--steps 50 --epochs 2)
+        start=$(date +%s.%N)
+        timeout 120 "$bundle/advise-profile" -o "$out/$version/$stem.json" -- "${cmd[@]}" \
+            >"$out/$version/$stem.out" 2>"$out/$version/$stem.err"
+        status=$?
+        end=$(date +%s.%N)
+        echo "$status $(echo "$end - $start" | bc)" >"$out/$version/$stem.status"
+    done
+done
+python3 tests/gpu/evaluate_table.py "$eval_dir" "$out"

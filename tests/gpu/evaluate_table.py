@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""The evaluation table of advise's advice on the samples (samples/RESULTS.md).
+
+    python3 tests/gpu/evaluate_table.py EVAL_DIR RUN_DIR
+
+EVAL_DIR is scripts/prepare-evaluation.sh's output (each sample as written,
+as fixed, the findings with their estimated gains from the recorded
+profile); RUN_DIR holds tests/gpu/evaluate_samples.sh's runs and profiles.
+
+Per sample: the rules whose fixes were applied; the estimated gain (the
+largest single program-scope gain advise gave; gains of different rules are
+never added); GPU time (kernels + copies + memsets) and the command's wall
+time as written and as fixed, and the speedups; whether the fixed version
+printed the same result: every number of its last output line within 1e-3
+relative of the original's (1e-2 for the training sample, whose data order
+is random).
+"""
+import json
+import math
+import os
+import re
+import sys
+
+
+def gpu_seconds(profile):
+    return sum(op["stats"]["total_ns"] for op in profile["ops"] if op["kind"] in ("launch", "memcpy", "memset")) / 1e9
+
+
+def numbers(line):
+    return [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", line)]
+
+
+def same_result(a, b, tol):
+    na, nb = numbers(a), numbers(b)
+    if len(na) != len(nb):
+        return False
+    return all(abs(x - y) <= tol * max(abs(x), abs(y), 1e-12) for x, y in zip(na, nb))
+
+
+def last_line(path):
+    try:
+        with open(path) as f:
+            lines = [l for l in f.read().splitlines() if l.strip()]
+        return lines[-1] if lines else ""
+    except OSError:
+        return ""
+
+
+def main(eval_dir, run_dir):
+    rows, speedups, errors = [], [], []
+    for name in sorted(os.listdir(os.path.join(eval_dir, "original"))):
+        stem = os.path.splitext(name)[0]
+        try:
+            findings = json.load(open(os.path.join(eval_dir, "advised", name + ".findings.json")))["findings"]
+            after_fix = json.load(open(os.path.join(eval_dir, "advised", name + ".fix.json")))["findings"]
+        except (OSError, ValueError, KeyError):
+            findings, after_fix = [], []
+        remaining = {(f["code"], f["range"]["start"]["line"]) for f in after_fix}
+        applied = sorted({f["code"] for f in findings if f.get("fixes") and (f["code"], f["range"]["start"]["line"]) not in remaining})
+        gains = [f["gain"]["seconds"] for f in findings if f.get("gain") and f["gain"].get("scope") == "program"]
+        est = max(gains) if gains else 0.0
+        runs = {}
+        for version in ("original", "advised"):
+            status_path = os.path.join(run_dir, version, stem + ".status")
+            try:
+                status, wall = open(status_path).read().split()
+                profile = json.load(open(os.path.join(run_dir, version, stem + ".json")))
+                runs[version] = (int(status), float(wall), gpu_seconds(profile),
+                                 last_line(os.path.join(run_dir, version, stem + ".out")))
+            except (OSError, ValueError):
+                runs[version] = None
+        if not runs["original"] or not runs["advised"]:
+            rows.append(f"| {name} | {', '.join(applied) or '-'} | - | run failed | | | | |")
+            continue
+        (s0, w0, g0, out0), (s1, w1, g1, out1) = runs["original"], runs["advised"]
+        tol = 1e-2 if stem == "train_classifier" else 1e-3
+        same = s0 == 0 and s1 == 0 and same_result(out0, out1, tol)
+        gpu_speedup = g0 / g1 if g1 > 0 else float("nan")
+        saved = g0 - g1
+        speedups.append(gpu_speedup)
+        if est > 0 and saved > 0:
+            errors.append(abs(est - saved) / saved)
+        rows.append(f"| {name} | {', '.join(applied) or '-'} | {est * 1e3:.3f} ms | {g0 * 1e3:.3f} -> {g1 * 1e3:.3f} ms "
+                    f"| {gpu_speedup:.2f}x | {w0:.2f} -> {w1:.2f} s | {w0 / w1:.2f}x | {'yes' if same else 'NO'} |")
+    print("| sample | rules applied | est. gain (largest) | GPU time | GPU speedup | wall | wall speedup | same result |")
+    print("|---|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+    valid = [s for s in speedups if s > 0 and not math.isnan(s)]
+    geo = math.exp(sum(math.log(s) for s in valid) / len(valid)) if valid else float("nan")
+    print(f"\ngeometric-mean GPU-time speedup: {geo:.2f}x over {len(valid)} samples; "
+          f"mean |estimated - measured| / measured over {len(errors)} samples with both: "
+          f"{(sum(errors) / len(errors) * 100) if errors else float('nan'):.0f}%")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        print(__doc__)
+        sys.exit(2)
+    main(sys.argv[1], sys.argv[2])
