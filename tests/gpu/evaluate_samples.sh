@@ -24,12 +24,12 @@ for version in original advised; do
             cmd=("$out/$version/$stem")
         fi
         [[ $stem == train_classifier ]] && cmd+=(--steps 50 --epochs 2)
-        start=$(date +%s.%N)
+        start=$(date +%s%N)
         timeout 120 "$bundle/advise-profile" -o "$out/$version/$stem.json" -- "${cmd[@]}" \
             >"$out/$version/$stem.out" 2>"$out/$version/$stem.err"
         status=$?
-        end=$(date +%s.%N)
-        echo "$status $(echo "$end - $start" | bc)" >"$out/$version/$stem.status"
+        end=$(date +%s%N)
+        echo "$status $(( (end - start) / 1000000 ))" >"$out/$version/$stem.status"  # exit status, wall ms
     done
 done
 python3 tests/gpu/evaluate_table.py "$eval_dir" "$out"

@@ -65,7 +65,7 @@ def main(eval_dir, run_dir):
             try:
                 status, wall = open(status_path).read().split()
                 profile = json.load(open(os.path.join(run_dir, version, stem + ".json")))
-                runs[version] = (int(status), float(wall), gpu_seconds(profile),
+                runs[version] = (int(status), float(wall) / 1e3, gpu_seconds(profile),
                                  last_line(os.path.join(run_dir, version, stem + ".out")))
             except (OSError, ValueError):
                 runs[version] = None
