@@ -8,8 +8,8 @@ as fixed, the findings with their estimated gains from the recorded
 profile); RUN_DIR holds tests/gpu/evaluate_samples.sh's runs and profiles.
 
 Per sample: the rules whose fixes were applied; the estimated gain (the
-largest single program-scope gain advise gave; gains of different rules are
-never added); GPU time (kernels + copies + memsets) and the command's wall
+largest single program-scope gain advise gave to a finding whose fix was
+applied; gains of different findings are never added); GPU time (kernels + copies + memsets) and the command's wall
 time as written and as fixed, and the speedups; whether the fixed version
 printed the same result: every number of its last output line within 1e-3
 relative of the original's (1e-2 for the training sample, whose data order
@@ -57,7 +57,11 @@ def main(eval_dir, run_dir):
             findings, after_fix = [], []
         remaining = {(f["code"], f["range"]["start"]["line"]) for f in after_fix}
         applied = sorted({f["code"] for f in findings if f.get("fixes") and (f["code"], f["range"]["start"]["line"]) not in remaining})
-        gains = [f["gain"]["seconds"] for f in findings if f.get("gain") and f["gain"].get("scope") == "program"]
+        # the estimate for what was applied: the largest program-scope gain among
+        # the findings whose fixes were applied (gains of different findings
+        # may count the same time, so they are never added)
+        gains = [f["gain"]["seconds"] for f in findings
+                 if f.get("gain") and f["gain"].get("scope") == "program" and f["code"] in applied]
         est = max(gains) if gains else 0.0
         runs = {}
         for version in ("original", "advised"):
