@@ -1,0 +1,153 @@
+/* PY011 data-parallel-instead-of-ddp: a model wrapped in torch.nn.DataParallel
+ * (single-process, multi-thread replication) where DistributedDataParallel
+ * (one process per GPU) is what PyTorch recommends. */
+#include <string.h>
+
+#include "rule.h"
+#include "../../analysis/python_index.h"
+
+static const char documentation[] =
+    "## What it does\n"
+    "Flags the construction of `torch.nn.DataParallel`: `torch.nn.DataParallel(model)`,\n"
+    "`nn.DataParallel(model)` with `import torch.nn as nn`, and `DataParallel(model)` after\n"
+    "`from torch.nn import DataParallel` or `from torch.nn.parallel import DataParallel` (any\n"
+    "alias). Names are resolved through the imports.\n"
+    "\n"
+    "Not flagged: `DistributedDataParallel`; a `DataParallel` of another package or one the\n"
+    "file defines or assigns itself (at module level or in an enclosing function); mentions\n"
+    "that construct nothing (`isinstance(model, nn.DataParallel)`, `model.module`, strings\n"
+    "and comments); and `DataParallel(model, device_ids=[0])` with a one-element literal\n"
+    "device list, which replicates nothing.\n"
+    "\n"
+    "## Why is this slow?\n"
+    "`DataParallel` runs one Python process that drives every GPU from threads. On each\n"
+    "forward pass it copies the module's parameters and buffers from GPU 0 to every other\n"
+    "GPU, scatters the batch from GPU 0, runs the replicas in threads that contend for the\n"
+    "GIL, and gathers all outputs back onto GPU 0, where the loss and the gradient reduction\n"
+    "happen too. GPU 0 does more work and holds more memory than the others, the other GPUs\n"
+    "wait for it, and the replication is repeated every step. PyTorch's documentation\n"
+    "recommends `DistributedDataParallel` instead, even on a single machine: one process per\n"
+    "GPU, parameters broadcast once, and gradients all-reduced in buckets with NCCL while\n"
+    "the backward pass is still running. It is usually markedly faster, and scales to\n"
+    "several machines as well.\n"
+    "\n"
+    "## Example\n"
+    "```python\n"
+    "model = Net().cuda()\n"
+    "if torch.cuda.device_count() > 1:\n"
+    "    model = torch.nn.DataParallel(model)\n"
+    "for x, y in loader:\n"
+    "    loss = criterion(model(x.cuda()), y.cuda())\n"
+    "    ...\n"
+    "```\n"
+    "\n"
+    "## Use instead\n"
+    "One process per GPU, started by `torchrun --nproc_per_node=NUM_GPUS train.py`:\n"
+    "```python\n"
+    "import os\n"
+    "import torch.distributed as dist\n"
+    "from torch.nn.parallel import DistributedDataParallel as DDP\n"
+    "from torch.utils.data.distributed import DistributedSampler\n"
+    "\n"
+    "dist.init_process_group(\"nccl\")\n"
+    "local_rank = int(os.environ[\"LOCAL_RANK\"])\n"
+    "torch.cuda.set_device(local_rank)\n"
+    "model = DDP(Net().cuda(local_rank), device_ids=[local_rank])\n"
+    "sampler = DistributedSampler(dataset)  # each process reads its own shard\n"
+    "loader = DataLoader(dataset, batch_size=per_gpu_batch, sampler=sampler)\n"
+    "for epoch in range(epochs):\n"
+    "    sampler.set_epoch(epoch)\n"
+    "    for x, y in loader:\n"
+    "        loss = criterion(model(x.cuda()), y.cuda())\n"
+    "        ...\n"
+    "dist.destroy_process_group()\n"
+    "```\n"
+    "The batch size given to the loader is now per GPU, logging and checkpointing should\n"
+    "happen on rank 0 only, and the checkpoint is `model.module.state_dict()` as before.\n"
+    "\n"
+    "## Fix safety\n"
+    "No automatic fix: moving to DistributedDataParallel needs a launcher (`torchrun`), a\n"
+    "process group, a distributed sampler and per-rank logging, which a source edit at this\n"
+    "line cannot provide.\n";
+
+static const char *const data_parallel_names[] = {
+    "torch.nn.DataParallel",
+    "torch.nn.parallel.DataParallel",
+    "torch.nn.parallel.data_parallel.DataParallel",
+    NULL,
+};
+
+/* leftmost identifier of a dotted callee: `nn` in nn.DataParallel */
+static TSNode root_identifier(TSNode expr) {
+    for (int depth = 0; depth < 32 && py_is(expr, "attribute"); depth++)
+        expr = ts_node_child_by_field_name(expr, "object", 6);
+    TSNode null = {0};
+    return py_is(expr, "identifier") ? expr : null;
+}
+
+/* a class or function called `name` directly in block `body` */
+static bool block_defines(const PySource *src, TSNode body, TSNode name) {
+    uint32_t n = ts_node_named_child_count(body);
+    for (uint32_t i = 0; i < n; i++) {
+        TSNode c = ts_node_named_child(body, i);
+        if (py_is(c, "decorated_definition")) c = ts_node_child_by_field_name(c, "definition", 10);
+        if (!py_is(c, "class_definition") && !py_is(c, "function_definition")) continue;
+        TSNode def_name = ts_node_child_by_field_name(c, "name", 4);
+        if (!ts_node_is_null(def_name) && py_same_text(src, def_name, name)) return true;
+    }
+    return false;
+}
+
+/* The name the callee starts with is not (only) the import: the file defines
+ * a class or function of that name, at module level or in an enclosing
+ * function, or assigns it, or takes it as a parameter. */
+static bool is_shadowed(const PySource *src, TSNode call, TSNode callee) {
+    TSNode id = root_identifier(callee);
+    if (ts_node_is_null(id)) return true; /* not a dotted name: not ours to judge */
+    const char *name = py_text_ptr(src, id);
+    size_t length = py_text_len(id);
+    if (!ts_node_is_null(py_index_top_level(src, name, length))) return true;
+    if (py_binding_before(src, call, name, length, ts_node_start_byte(call), NULL) != BINDING_NONE) return true;
+    for (TSNode fn = py_enclosing_function(src, call); !ts_node_is_null(fn);
+         fn = py_enclosing_function(src, fn)) {
+        TSNode body = ts_node_child_by_field_name(fn, "body", 4);
+        if (!ts_node_is_null(body) && block_defines(src, body, id)) return true;
+    }
+    return false;
+}
+
+/* device_ids=[0] / (0,): one device, nothing is replicated */
+static bool single_device(const PySource *src, TSNode call) {
+    TSNode ids = py_call_keyword(src, call, "device_ids");
+    if (ts_node_is_null(ids)) ids = py_call_positional(call, 1);
+    if (ts_node_is_null(ids) || !(py_is(ids, "list") || py_is(ids, "tuple"))) return false;
+    if (ts_node_named_child_count(ids) != 1) return false;
+    TSNode only = ts_node_named_child(ids, 0);
+    return !py_is(only, "list_splat") && !py_is(only, "comment");
+}
+
+static bool visit(TSNode n, void *data) {
+    RuleContext *ctx = data;
+    if (!py_is(n, "call") || !py_callee_is_any(ctx->py, n, data_parallel_names)) return true;
+    TSNode callee = ts_node_child_by_field_name(n, "function", 8);
+    if (is_shadowed(ctx->py, n, callee)) return true;
+    if (single_device(ctx->py, n)) return true;
+    rule_report_node(ctx, callee,
+                     "DataParallel replicates the model from GPU 0 and scatters and gathers every batch through "
+                     "it on each step, from threads of one process; DistributedDataParallel (one process per GPU, "
+                     "started by torchrun) avoids both");
+    return true;
+}
+
+static void check(RuleContext *ctx) { rule_walk(ctx, visit, ctx); }
+
+const Rule rule_py011_data_parallel_instead_of_ddp = {
+    .code = "PY011",
+    .name = "data-parallel-instead-of-ddp",
+    .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_PYTHON,
+    .summary = "torch.nn.DataParallel where DistributedDataParallel is faster",
+    .documentation = documentation,
+    .check = check,
+    .measure = MEASURE_GPU_TIME,
+};
