@@ -658,3 +658,42 @@ static bool runs_on_device(const PySource *src, TSNode node, int depth) {
 }
 
 bool py_runs_on_device(const PySource *src, TSNode node) { return runs_on_device(src, node, 0); }
+
+/* leftmost identifier of a dotted callee: `nn` in nn.DataParallel */
+static TSNode callee_root_identifier(TSNode expr) {
+    for (int depth = 0; depth < 32 && py_is(expr, "attribute"); depth++)
+        expr = ts_node_child_by_field_name(expr, "object", 6);
+    TSNode null = {0};
+    return py_is(expr, "identifier") ? expr : null;
+}
+
+/* a class or function called `name` directly in block `body` */
+static bool block_defines_name(const PySource *src, TSNode body, TSNode name) {
+    uint32_t n = ts_node_named_child_count(body);
+    for (uint32_t i = 0; i < n; i++) {
+        TSNode c = ts_node_named_child(body, i);
+        if (py_is(c, "decorated_definition")) c = ts_node_child_by_field_name(c, "definition", 10);
+        if (!py_is(c, "class_definition") && !py_is(c, "function_definition")) continue;
+        TSNode def_name = ts_node_child_by_field_name(c, "name", 4);
+        if (!ts_node_is_null(def_name) && py_same_text(src, def_name, name)) return true;
+    }
+    return false;
+}
+
+/* The name the callee starts with is not (only) the import: the file defines
+ * a class or function of that name, at module level or in an enclosing
+ * function, or assigns it, or takes it as a parameter. */
+bool py_callee_shadowed(const PySource *src, TSNode call, TSNode callee) {
+    TSNode id = callee_root_identifier(callee);
+    if (ts_node_is_null(id)) return true; /* not a dotted name: not ours to judge */
+    const char *name = py_text_ptr(src, id);
+    size_t length = py_text_len(id);
+    if (!ts_node_is_null(py_index_top_level(src, name, length))) return true;
+    if (py_binding_before(src, call, name, length, ts_node_start_byte(call), NULL) != BINDING_NONE) return true;
+    for (TSNode fn = py_enclosing_function(src, call); !ts_node_is_null(fn);
+         fn = py_enclosing_function(src, fn)) {
+        TSNode body = ts_node_child_by_field_name(fn, "body", 4);
+        if (!ts_node_is_null(body) && block_defines_name(src, body, id)) return true;
+    }
+    return false;
+}

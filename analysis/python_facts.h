@@ -66,4 +66,12 @@ bool py_grad_disabled_at(const PySource *src, TSNode node);
  * does (up to three calls up), or node is at module level. */
 bool py_runs_on_device(const PySource *src, TSNode node);
 
+/* The name a callee starts with is not (only) what the imports say: the file
+ * defines a class or function of that name, at module level or in a function
+ * enclosing the call, assigns it, or takes it as a parameter where the call
+ * is. True too when the callee is not a dotted name (not ours to judge).
+ * Rules that match torch classes by their import path use this to leave a
+ * user's own `DataParallel` or a shadowed `DDP` alone. */
+bool py_callee_shadowed(const PySource *src, TSNode call, TSNode callee);
+
 #endif

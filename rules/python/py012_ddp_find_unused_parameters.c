@@ -55,25 +55,6 @@ static const char *const ddp_names[] = {
     NULL,
 };
 
-/* leftmost identifier of a dotted callee: `nn` in nn.parallel.DistributedDataParallel */
-static TSNode root_identifier(TSNode expr) {
-    for (int depth = 0; depth < 32 && py_is(expr, "attribute"); depth++)
-        expr = ts_node_child_by_field_name(expr, "object", 6);
-    TSNode null = {0};
-    return py_is(expr, "identifier") ? expr : null;
-}
-
-/* the file defines a class or function of the callee's first name at module
- * level, or assigns it or takes it as a parameter where the call is */
-static bool is_shadowed(const PySource *src, TSNode call, TSNode callee) {
-    TSNode id = root_identifier(callee);
-    if (ts_node_is_null(id)) return true;
-    const char *name = py_text_ptr(src, id);
-    size_t length = py_text_len(id);
-    if (!ts_node_is_null(py_index_top_level(src, name, length))) return true;
-    return py_binding_before(src, call, name, length, ts_node_start_byte(call), NULL) != BINDING_NONE;
-}
-
 /* the keyword_argument node `find_unused_parameters=...` of the call */
 static TSNode keyword_node(const PySource *src, TSNode call) {
     TSNode null = {0};
@@ -158,7 +139,7 @@ static bool visit(TSNode n, void *data) {
     TSNode value = ts_node_child_by_field_name(kw, "value", 5);
     if (ts_node_is_null(value) || !py_text_eq(src, value, "True")) return true;
     TSNode callee = ts_node_child_by_field_name(n, "function", 8);
-    if (is_shadowed(src, n, callee)) return true;
+    if (py_callee_shadowed(src, n, callee)) return true;
     Finding *f = rule_report_node(ctx, kw,
                                   "find_unused_parameters=True makes DDP traverse the autograd graph and "
                                   "synchronize the unused parameters every iteration; only needed when some "
