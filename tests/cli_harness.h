@@ -30,8 +30,9 @@ static inline char *harness_slurp(const char *path) {
     return buf;
 }
 
-/* argv: NULL-terminated, without the program; cwd may be NULL */
-static inline RunResult run_advise_in(const char *cwd, const char *const *args) {
+/* Runs exec_child(arg) in a child with stdin from /dev/null and captures
+ * its stdout and stderr; exec_child must exec or _exit. */
+static inline RunResult harness_capture(void (*exec_child)(const void *), const void *arg) {
     char out_path[] = "/tmp/advise-test-out-XXXXXX", err_path[] = "/tmp/advise-test-err-XXXXXX";
     int out_fd = mkstemp(out_path), err_fd = mkstemp(err_path);
     pid_t pid = fork();
@@ -40,13 +41,7 @@ static inline RunResult run_advise_in(const char *cwd, const char *const *args) 
         dup2(err_fd, 2);
         int null_fd = open("/dev/null", O_RDONLY);
         dup2(null_fd, 0);
-        if (cwd && chdir(cwd) != 0) _exit(127);
-        const char *argv[64];
-        size_t n = 0;
-        argv[n++] = ADVISE_BINARY;
-        for (size_t i = 0; args[i] && n < 63; i++) argv[n++] = args[i];
-        argv[n] = NULL;
-        execv(ADVISE_BINARY, (char *const *)argv);
+        exec_child(arg);
         _exit(127);
     }
     int status = 0;
@@ -59,27 +54,35 @@ static inline RunResult run_advise_in(const char *cwd, const char *const *args) 
     return r;
 }
 
+typedef struct {
+    const char *cwd;
+    const char *const *args;
+} AdviseInvocation;
+
+static inline void harness_exec_advise(const void *arg) {
+    const AdviseInvocation *inv = arg;
+    if (inv->cwd && chdir(inv->cwd) != 0) _exit(127);
+    const char *argv[64];
+    size_t n = 0;
+    argv[n++] = ADVISE_BINARY;
+    for (size_t i = 0; inv->args[i] && n < 63; i++) argv[n++] = inv->args[i];
+    argv[n] = NULL;
+    execv(ADVISE_BINARY, (char *const *)argv);
+}
+
+/* argv: NULL-terminated, without the program; cwd may be NULL */
+static inline RunResult run_advise_in(const char *cwd, const char *const *args) {
+    AdviseInvocation inv = {cwd, args};
+    return harness_capture(harness_exec_advise, &inv);
+}
+
+static inline void harness_exec_shell(const void *command) {
+    execl("/bin/sh", "sh", "-c", (const char *)command, (char *)NULL);
+}
+
 /* Runs a shell command line (stdin from /dev/null) and captures its output. */
 static inline RunResult harness_run_shell(const char *command) {
-    char out_path[] = "/tmp/advise-test-out-XXXXXX", err_path[] = "/tmp/advise-test-err-XXXXXX";
-    int out_fd = mkstemp(out_path), err_fd = mkstemp(err_path);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(out_fd, 1);
-        dup2(err_fd, 2);
-        int null_fd = open("/dev/null", O_RDONLY);
-        dup2(null_fd, 0);
-        execl("/bin/sh", "sh", "-c", command, (char *)NULL);
-        _exit(127);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    close(out_fd);
-    close(err_fd);
-    RunResult r = {WIFEXITED(status) ? WEXITSTATUS(status) : -1, harness_slurp(out_path), harness_slurp(err_path)};
-    unlink(out_path);
-    unlink(err_path);
-    return r;
+    return harness_capture(harness_exec_shell, command);
 }
 
 #define run_advise(...) run_advise_in(NULL, (const char *const[]){__VA_ARGS__, NULL})
