@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -539,4 +540,21 @@ void profile_hash_files(Profile *p, const char *root) {
         f->sha256 = hash_file(full);
         free(full);
     }
+}
+
+bool profile_set_labels(Profile *p, const char *name, const char *source, const char *tool) {
+    char stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    free(p->name);
+    free(p->source);
+    free(p->created);
+    free(p->tool);
+    p->name = strdup(name);
+    p->source = strdup(source);
+    p->created = strdup(stamp);
+    p->tool = strdup(tool);
+    return p->name && p->source && p->created && p->tool;
 }

@@ -247,6 +247,10 @@ bool profile_path_ok(const char *path);
  * the processes of one run wrote. False when out of memory. */
 bool profile_append(Profile *dst, const Profile *src);
 
+/* Sets the labels every profile file carries (name, source, tool; created
+ * is now, UTC), replacing what p held. False when out of memory. */
+bool profile_set_labels(Profile *p, const char *name, const char *source, const char *tool);
+
 /* After merging: drops the kernels and operations that cost least until the
  * profile is within PROFILE_MAX_KERNELS and PROFILE_MAX_OPS, counting them
  * in dropped_*. False when out of memory. */

@@ -516,25 +516,11 @@ static const char *base_name(const char *path) {
     return slash ? slash + 1 : path;
 }
 
-static bool set_string(char **slot, const char *value) {
-    char *copy = strdup(value);
-    if (!copy) return false;
-    free(*slot);
-    *slot = copy;
-    return true;
-}
-
 static bool describe(Profile *p, const char *trace_path) {
     const char *file = base_name(trace_path);
     size_t stem = strcspn(file, ".");
     char *name = stem ? strndup(file, stem) : strdup("trace");
-    char created[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    bool ok = name && set_string(&p->name, name) && set_string(&p->source, "torch-profiler") &&
-              set_string(&p->created, created) && set_string(&p->tool, "advise " ADVISE_VERSION);
+    bool ok = name && profile_set_labels(p, name, "torch-profiler", "advise " ADVISE_VERSION);
     free(name);
     if (!ok) return false;
     char **command = calloc(2, sizeof *command);

@@ -335,22 +335,13 @@ static void describe(const Profile *p, const char *path) {
 }
 
 static bool set_metadata(Profile *p, const ProfileRun *run) {
-    char stamp[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    free(p->name);
-    free(p->source);
-    free(p->created);
-    free(p->tool);
+    char *name = run->name ? strdup(run->name) : default_name(run->command);
+    bool labelled = name && profile_set_labels(p, name, "cupti", "advise " ADVISE_VERSION);
+    free(name);
+    if (!labelled) return false;
     for (size_t i = 0; i < p->command_count; i++) free(p->command[i]);
     free(p->command);
     p->command_count = 0;
-    p->name = run->name ? strdup(run->name) : default_name(run->command);
-    p->source = strdup("cupti");
-    p->created = strdup(stamp);
-    p->tool = strdup("advise " ADVISE_VERSION);
     size_t n = 0;
     while (run->command[n] && n < PROFILE_MAX_COMMAND_ARGS) n++;
     p->command = calloc(n ? n : 1, sizeof *p->command);

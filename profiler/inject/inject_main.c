@@ -179,20 +179,7 @@ static int env_int(const char *a, const char *b) {
 
 /* The fields every profile file carries; the parent replaces them. */
 static bool label(Profile *p) {
-    char stamp[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    free(p->name);
-    free(p->source);
-    free(p->created);
-    free(p->tool);
-    p->name = strdup("part");
-    p->source = strdup("cupti");
-    p->created = strdup(stamp);
-    p->tool = strdup("advise-inject");
-    return p->name && p->source && p->created && p->tool;
+    return profile_set_labels(p, "part", "cupti", "advise-inject");
 }
 
 static void write_part(void) {
