@@ -390,3 +390,30 @@ const char *pf_limit_name(PfLimit limit) {
     }
     return "nothing fits";
 }
+
+void pf_each_user_launch(RuleContext *ctx, double min_share, PfLaunchVisit visit) {
+    const Profile *p = profile_view_profile(ctx->profile);
+    uint64_t gpu = profile_view_gpu_ns(ctx->profile);
+    if (gpu == 0) return;
+    PfLines lines;
+    if (!pf_lines_of_file(ctx->profile, ctx->profile_file, &lines)) {
+        ctx->out_of_memory = true;
+        return;
+    }
+    for (size_t l = 0; l < lines.count && !ctx->out_of_memory; l++) {
+        const PfLine *line = &lines.lines[l];
+        for (size_t o = 0; o < line->op_count && !ctx->out_of_memory; o++) {
+            const ProfOp *op = line->ops[o];
+            if (op->kind != PROF_OP_LAUNCH || op->kernel < 0 || (size_t)op->kernel >= p->kernel_count) continue;
+            bool seen = false; /* one visit per kernel configuration and line */
+            for (size_t e = 0; e < o && !seen; e++)
+                seen = line->ops[e]->kind == PROF_OP_LAUNCH && line->ops[e]->kernel == op->kernel;
+            if (seen) continue;
+            const ProfKernel *k = &p->kernels[op->kernel];
+            double share = (double)k->stats.total_ns / (double)gpu;
+            if (share < min_share || !pf_kernel_is_users(ctx, k)) continue;
+            visit(ctx, line->line, op, k, share);
+        }
+    }
+    pf_lines_free(&lines);
+}

@@ -93,6 +93,14 @@ const CuNode *pf_cuda_kernel_definition(const CudaSource *src, const char *base_
  * memory runs out (ctx remembers). */
 bool pf_kernel_is_users(RuleContext *ctx, const ProfKernel *k);
 
+/* Calls visit once per (line, kernel configuration) of this file's launches
+ * of the user's own kernels that take at least min_share of GPU time
+ * (share: the kernel's fraction of it). Stops when memory runs out (the
+ * context remembers). */
+typedef void (*PfLaunchVisit)(RuleContext *ctx, uint32_t line, const ProfOp *op, const ProfKernel *k,
+                              double share);
+void pf_each_user_launch(RuleContext *ctx, double min_share, PfLaunchVisit visit);
+
 /* ---- devices and occupancy ---------------------------------------------- */
 
 /* The device a kernel ran on, else the profile's first device, else NULL. */

@@ -121,37 +121,17 @@ static void report(RuleContext *ctx, uint32_t line, const ProfKernel *k, const P
     if (!ok) ctx->out_of_memory = true;
 }
 
+static void visit_launch(RuleContext *ctx, uint32_t line, const ProfOp *op, const ProfKernel *k, double share) {
+    (void)op;
+    const ProfDevice *dev = pf_kernel_device(ctx->profile, k);
+    Occupancy occ;
+    if (!pf_kernel_occupancy(dev, k, &occ)) return;
+    if (occ.blocks_per_sm == 0 || occ.occupancy >= LOW) return;
+    report(ctx, line, k, dev, &occ, share);
+}
+
 static void check_profile(RuleContext *ctx) {
-    const Profile *p = profile_view_profile(ctx->profile);
-    uint64_t gpu = profile_view_gpu_ns(ctx->profile);
-    if (gpu == 0) return;
-    PfLines lines;
-    if (!pf_lines_of_file(ctx->profile, ctx->profile_file, &lines)) {
-        ctx->out_of_memory = true;
-        return;
-    }
-    for (size_t l = 0; l < lines.count && !ctx->out_of_memory; l++) {
-        const PfLine *line = &lines.lines[l];
-        for (size_t o = 0; o < line->op_count && !ctx->out_of_memory; o++) {
-            const ProfOp *op = line->ops[o];
-            if (op->kind != PROF_OP_LAUNCH || op->kernel < 0 || (size_t)op->kernel >= p->kernel_count) continue;
-            /* one finding per kernel configuration and line */
-            bool seen = false;
-            for (size_t e = 0; e < o && !seen; e++)
-                seen = line->ops[e]->kind == PROF_OP_LAUNCH && line->ops[e]->kernel == op->kernel;
-            if (seen) continue;
-            const ProfKernel *k = &p->kernels[op->kernel];
-            double share = (double)k->stats.total_ns / gpu;
-            if (share < MIN_SHARE) continue;
-            if (!pf_kernel_is_users(ctx, k)) continue;
-            const ProfDevice *dev = pf_kernel_device(ctx->profile, k);
-            Occupancy occ;
-            if (!pf_kernel_occupancy(dev, k, &occ)) continue;
-            if (occ.blocks_per_sm == 0 || occ.occupancy >= LOW) continue;
-            report(ctx, line->line, k, dev, &occ, share);
-        }
-    }
-    pf_lines_free(&lines);
+    pf_each_user_launch(ctx, MIN_SHARE, visit_launch);
 }
 
 const Rule rule_pr006_low_occupancy = {

@@ -117,27 +117,7 @@ static void check_config(RuleContext *ctx, uint32_t line, const ProfOp *op, cons
 }
 
 static void check_profile(RuleContext *ctx) {
-    const Profile *p = profile_view_profile(ctx->profile);
-    uint64_t gpu = profile_view_gpu_ns(ctx->profile);
-    if (gpu == 0) return;
-    PfLines lines;
-    if (!pf_lines_of_file(ctx->profile, ctx->profile_file, &lines)) {
-        ctx->out_of_memory = true;
-        return;
-    }
-    for (size_t l = 0; l < lines.count && !ctx->out_of_memory; l++) {
-        const PfLine *line = &lines.lines[l];
-        for (size_t o = 0; o < line->op_count && !ctx->out_of_memory; o++) {
-            const ProfOp *op = line->ops[o];
-            if (op->kind != PROF_OP_LAUNCH || op->kernel < 0 || (size_t)op->kernel >= p->kernel_count) continue;
-            const ProfKernel *k = &p->kernels[op->kernel];
-            double share = (double)k->stats.total_ns / gpu;
-            if (share < MIN_SHARE) continue;
-            if (!pf_kernel_is_users(ctx, k)) continue;
-            check_config(ctx, line->line, op, k, share);
-        }
-    }
-    pf_lines_free(&lines);
+    pf_each_user_launch(ctx, MIN_SHARE, check_config);
 }
 
 const Rule rule_pr007_small_grid = {
