@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm_kernels.h"
+
 /* Samples kept per entry for the median: exact up to this many calls, a
  * uniform reservoir sample beyond (Vitter's algorithm R). */
 #define RESERVOIR 31
@@ -184,7 +186,15 @@ typedef struct {
 typedef struct {
     uint64_t start, end;
     int site;
+    bool comm;          /* an NCCL kernel (comm_kernels.h); else compute */
 } Interval;
+
+/* The union of one class of intervals (compute or communication), swept the
+ * same way as the device's busy time: a watermark end and the time counted. */
+typedef struct {
+    bool started;
+    uint64_t end, total;
+} Union;
 
 typedef struct {
     uint64_t start, duration;
@@ -195,6 +205,7 @@ typedef struct {
     uint32_t device;
     bool started;
     uint64_t first, busy_end, busy;
+    Union compute, comm;
     int last_site;
     Interval *pending;
     size_t pending_count;
@@ -514,8 +525,28 @@ static int cmp_interval(const void *a, const void *b) {
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* Adds [start, end) to a union swept in start order: only the part beyond
+ * the watermark counts. */
+static void union_add(Union *u, uint64_t start, uint64_t end) {
+    if (!u->started) {
+        u->started = true;
+        u->end = start;
+    }
+    uint64_t from = start > u->end ? start : u->end;
+    if (end > from) {
+        u->total += end - from;
+        u->end = end;
+    }
+}
+
 /* Sweeps the pending intervals in start order. An interval that lies (partly)
- * before what earlier sweeps counted adds only its part beyond busy_end. */
+ * before what earlier sweeps counted adds only its part beyond busy_end.
+ * The compute and communication unions follow the same rule with their own
+ * watermarks, so they carry the same approximation: a late interval that
+ * falls in a hole already passed is not counted, and since each union has
+ * its own watermark the three can disagree slightly (compute or comm above
+ * busy); build() clamps them so that compute_ns, comm_ns <= busy_ns. Within
+ * one batch (PENDING_INTERVALS records, the usual case) all three are exact. */
 static void timeline_sweep(DeviceTimeline *t) {
     if (!t->pending_count) return;
     qsort(t->pending, t->pending_count, sizeof *t->pending, cmp_interval);
@@ -531,6 +562,7 @@ static void timeline_sweep(DeviceTimeline *t) {
             keep_gap(t, &g);
         }
         if (iv->start < t->first) t->first = iv->start;
+        union_add(iv->comm ? &t->comm : &t->compute, iv->start, iv->end);
         uint64_t from = iv->start > t->busy_end ? iv->start : t->busy_end;
         if (iv->end > from) {
             t->busy += iv->end - from;
@@ -541,7 +573,7 @@ static void timeline_sweep(DeviceTimeline *t) {
     t->pending_count = 0;
 }
 
-static void timeline_add(Aggregator *agg, uint32_t device, uint64_t start, uint64_t end, int site) {
+static void timeline_add(Aggregator *agg, uint32_t device, uint64_t start, uint64_t end, int site, bool comm) {
     if (end < start) return;
     DeviceTimeline *t = timeline_for(agg, device);
     if (!t) return;
@@ -550,7 +582,7 @@ static void timeline_add(Aggregator *agg, uint32_t device, uint64_t start, uint6
         if (!t->pending) return;
     }
     if (t->pending_count == PENDING_INTERVALS) timeline_sweep(t);
-    t->pending[t->pending_count++] = (Interval){start, end, site};
+    t->pending[t->pending_count++] = (Interval){start, end, site, comm};
 }
 
 /* ---- public record functions */
@@ -568,7 +600,7 @@ void agg_kernel(Aggregator *agg, const AggKernel *k) {
         ProfOp probe = {.kind = PROF_OP_LAUNCH, .site = site, .kernel = kernel};
         record_op(agg, &probe, 0, d);
     }
-    timeline_add(agg, k->device, k->start_ns, k->end_ns, site);
+    timeline_add(agg, k->device, k->start_ns, k->end_ns, site, comm_kernel_name(k->name));
     pthread_mutex_unlock(&agg->lock);
 }
 
@@ -578,7 +610,7 @@ void agg_memcpy(Aggregator *agg, const AggCopy *c) {
     ProfOp probe = {.kind = PROF_OP_MEMCPY, .site = site, .kernel = -1, .copy = c->copy,
                     .src = c->src, .dst = c->dst};
     record_op(agg, &probe, c->bytes, span(c->start_ns, c->end_ns));
-    timeline_add(agg, c->device, c->start_ns, c->end_ns, site);
+    timeline_add(agg, c->device, c->start_ns, c->end_ns, site, false);
     pthread_mutex_unlock(&agg->lock);
 }
 
@@ -587,7 +619,7 @@ void agg_memset(Aggregator *agg, const AggMemset *m) {
     int site = checked_site(agg, m->site);
     ProfOp probe = {.kind = PROF_OP_MEMSET, .site = site, .kernel = -1, .dst = m->dst};
     record_op(agg, &probe, m->bytes, span(m->start_ns, m->end_ns));
-    timeline_add(agg, m->device, m->start_ns, m->end_ns, site);
+    timeline_add(agg, m->device, m->start_ns, m->end_ns, site, false);
     pthread_mutex_unlock(&agg->lock);
 }
 
@@ -764,8 +796,14 @@ static bool build(Aggregator *agg, Profile *p, const ProfProcess *proc) {
         if (dev < 0) continue;
         uint64_t span_ns = t->busy_end > t->first ? t->busy_end - t->first : 0;
         if (t->busy > span_ns) span_ns = t->busy;
+        /* busy = compute union comm, so busy - compute is the communication that
+         * no compute overlapped; clamped for the approximation of late batches */
+        uint64_t compute = t->compute.total < t->busy ? t->compute.total : t->busy;
+        uint64_t comm = t->comm.total < t->busy ? t->comm.total : t->busy;
+        uint64_t exposed = t->busy - compute < comm ? t->busy - compute : comm;
         p->timelines[p->timeline_count++] = (ProfTimeline){
-            .process = 0, .device = dev, .span_ns = span_ns, .busy_ns = t->busy, .idle_ns = span_ns - t->busy};
+            .process = 0, .device = dev, .span_ns = span_ns, .busy_ns = t->busy, .idle_ns = span_ns - t->busy,
+            .compute_ns = compute, .comm_ns = comm, .exposed_comm_ns = exposed};
         for (size_t g = 0; g < t->gap_count; g++)
             p->gaps[p->gap_count++] = (ProfGap){.process = 0, .device = dev, .start_ns = t->gaps[g].start,
                                                 .duration_ns = t->gaps[g].duration,

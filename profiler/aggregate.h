@@ -11,7 +11,9 @@
  * arrive from any thread. Records need not arrive in time order: the busy
  * and idle figures are computed from batches sorted by start time, and an
  * interval that arrives after a later batch has been swept only adds the part
- * of it that lies beyond what was already counted busy (see aggregate.c). */
+ * of it that lies beyond what was already counted busy (see aggregate.c).
+ * The same sweep keeps the union of compute (non-NCCL kernels, copies,
+ * memsets) and of communication (NCCL kernels, comm_kernels.h) per device. */
 #ifndef ADVISE_AGGREGATE_H
 #define ADVISE_AGGREGATE_H
 

@@ -149,13 +149,19 @@ typedef struct {
     ProfStats stats;
 } ProfOverhead;
 
-/* GPU busy/idle over one device's active span (first to last activity). */
+/* GPU busy/idle over one device's active span (first to last activity), and
+ * how much of the busy time was communication (NCCL kernels, see
+ * comm_kernels.h) and how much of that no compute overlapped. The last three
+ * are 0 in profiles written before they existed. */
 typedef struct {
     int process;
     int device;
     uint64_t span_ns;
     uint64_t busy_ns;       /* union of kernel, copy and memset intervals */
     uint64_t idle_ns;       /* span - busy */
+    uint64_t compute_ns;    /* union of non-NCCL kernels, copies and memsets; <= busy */
+    uint64_t comm_ns;       /* union of NCCL kernels; <= busy */
+    uint64_t exposed_comm_ns; /* busy - compute: communication no compute overlapped; <= comm */
 } ProfTimeline;
 
 /* One of the largest idle gaps: the GPU had nothing to do for duration_ns

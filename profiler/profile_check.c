@@ -366,6 +366,9 @@ static bool timelines_ok(Check *c) {
         if (t->idle_ns != t->span_ns - t->busy_ns)
             return prof_fail(c->error, "%s.idle_ns: must be span_ns - busy_ns (%llu)", at,
                              (unsigned long long)(t->span_ns - t->busy_ns));
+        if (t->compute_ns > t->busy_ns) return prof_fail(c->error, "%s.compute_ns: more than busy_ns", at);
+        if (t->comm_ns > t->busy_ns) return prof_fail(c->error, "%s.comm_ns: more than busy_ns", at);
+        if (t->exposed_comm_ns > t->comm_ns) return prof_fail(c->error, "%s.exposed_comm_ns: more than comm_ns", at);
     }
     return true;
 }

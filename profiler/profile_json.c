@@ -210,6 +210,9 @@ static json_t *timeline_json(const Profile *p, size_t i) {
     put(&o, "span_ns", integer(t->span_ns));
     put(&o, "busy_ns", integer(t->busy_ns));
     put(&o, "idle_ns", integer(t->idle_ns));
+    put(&o, "compute_ns", integer(t->compute_ns));
+    put(&o, "comm_ns", integer(t->comm_ns));
+    put(&o, "exposed_comm_ns", integer(t->exposed_comm_ns));
     return obj_done(&o);
 }
 

@@ -65,6 +65,16 @@ static bool get_u64(Reader *r, json_t *object, const char *at, const char *key, 
     return uint_value(r, member(r, object, at, key), at, key, 0, MAX_JSON_INTEGER, out);
 }
 
+/* a count added to the format later: absent (older files) reads as 0 */
+static bool get_optional_u64(Reader *r, json_t *object, const char *at, const char *key, uint64_t *out) {
+    json_t *v = json_object_get(object, key);
+    if (!v) {
+        *out = 0;
+        return true;
+    }
+    return uint_value(r, v, at, key, 0, MAX_JSON_INTEGER, out);
+}
+
 static bool get_u32(Reader *r, json_t *object, const char *at, const char *key, uint32_t *out) {
     uint64_t value = 0;
     if (!uint_value(r, member(r, object, at, key), at, key, 0, UINT32_MAX, &value)) return false;
@@ -453,7 +463,10 @@ static bool read_timelines(Reader *r, json_t *root, Profile *p) {
         ProfTimeline *t = &p->timelines[i];
         if (!entry_object(r, e, at) || !get_index(r, e, at, "process", false, &t->process) ||
             !get_index(r, e, at, "device", false, &t->device) || !get_u64(r, e, at, "span_ns", &t->span_ns) ||
-            !get_u64(r, e, at, "busy_ns", &t->busy_ns) || !get_u64(r, e, at, "idle_ns", &t->idle_ns))
+            !get_u64(r, e, at, "busy_ns", &t->busy_ns) || !get_u64(r, e, at, "idle_ns", &t->idle_ns) ||
+            !get_optional_u64(r, e, at, "compute_ns", &t->compute_ns) ||
+            !get_optional_u64(r, e, at, "comm_ns", &t->comm_ns) ||
+            !get_optional_u64(r, e, at, "exposed_comm_ns", &t->exposed_comm_ns))
             return false;
     }
     return true;

@@ -21,6 +21,7 @@ static void usage(FILE *out) {
           "  profile -- CMD...    run CMD with the CUDA profiler and write a profile\n"
           "  report [PATHS...]    the findings ranked by measured cost, as text or one HTML page\n"
           "  diff BEFORE AFTER    compare two profiles: totals, kernels and call sites by time saved\n"
+          "  ranks PROFILE        per rank: compute, NCCL communication and its overlap, stragglers\n"
           "  version              print the version\n"
           "\n"
           "`advise <command> --help` describes a command's options.\n",
@@ -42,6 +43,7 @@ int cli_main(int argc, char **argv) {
     if (strcmp(cmd, "server") == 0) return cli_server(argc - 1, argv + 1);
     if (strcmp(cmd, "profile") == 0) return cli_profile(argc - 1, argv + 1);
     if (strcmp(cmd, "diff") == 0) return cli_diff(argc - 1, argv + 1);
+    if (strcmp(cmd, "ranks") == 0) return cli_ranks(argc - 1, argv + 1);
     if (strcmp(cmd, "report") == 0) return cli_report(argc - 1, argv + 1);
     if (strcmp(cmd, "debug-ast") == 0) return cli_debug_ast(argc - 1, argv + 1);
     if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

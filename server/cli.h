@@ -19,5 +19,6 @@ int cli_debug_ast(int argc, char **argv);
 int cli_profile(int argc, char **argv);
 int cli_diff(int argc, char **argv);
 int cli_report(int argc, char **argv);
+int cli_ranks(int argc, char **argv);
 
 #endif

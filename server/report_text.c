@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "../profiler/profile_diff.h"
+#include "../profiler/rank_table.h"
 #include "../rules/measure.h"
+#include "rank_text.h"
 
 /* The wording of measured figures is rules/measure_format.c's, so that the
  * report's own figures read like the findings' evidence beside them. */
@@ -143,6 +145,12 @@ static void write_profile(FILE *out, const ReportProfile *rp) {
         fprintf(out, "note     the profile reached its caps: %llu kernels, %llu operations, %llu sites left out\n",
                 (unsigned long long)p->dropped_kernels, (unsigned long long)p->dropped_ops,
                 (unsigned long long)p->dropped_sites);
+    RankTable ranks;
+    if (rank_table_ranked_processes(p) > 1 && rank_table_build(p, &ranks)) {
+        fputs("ranks    per process (as `advise ranks` shows it):\n", out);
+        rank_text_write(out, &ranks);
+        rank_table_free(&ranks);
+    }
 }
 
 static void write_header(FILE *out, const ReportInput *in) {

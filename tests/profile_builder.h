@@ -24,7 +24,7 @@ static inline Profile *pb_new(uint64_t run_ns, uint64_t busy_ns) {
     p->devices[0] = (ProfDevice){.process = 0, .name = strdup("NVIDIA H200"), .sm_count = 132, .cc_major = 9};
     p->timelines = calloc(1, sizeof *p->timelines);
     p->timeline_count = 1;
-    p->timelines[0] = (ProfTimeline){0, 0, run_ns, busy_ns, run_ns - busy_ns};
+    p->timelines[0] = (ProfTimeline){0, 0, run_ns, busy_ns, run_ns - busy_ns, busy_ns, 0, 0};
     return p;
 }
 

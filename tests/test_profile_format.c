@@ -155,8 +155,8 @@ static Profile *sample_final(void) {
     PUSH(p->apis, p->api_count, ((ProfApi){0, strdup("cudaLaunchKernel"), stats(10, 100, 5, 9, 30)}));
     PUSH(p->apis, p->api_count, ((ProfApi){1, strdup("cudaMemcpyAsync"), stats(2, 4100, 2000, 2050, 2100)}));
     PUSH(p->overheads, p->overhead_count, ((ProfOverhead){0, strdup("lazy_module_loading"), stats(1, 47000000, 47000000, 47000000, 47000000)}));
-    PUSH(p->timelines, p->timeline_count, ((ProfTimeline){0, 0, 1000000, 600000, 400000}));
-    PUSH(p->timelines, p->timeline_count, ((ProfTimeline){1, 1, 2000, 2000, 0}));
+    PUSH(p->timelines, p->timeline_count, ((ProfTimeline){0, 0, 1000000, 600000, 400000, 500000, 200000, 100000}));
+    PUSH(p->timelines, p->timeline_count, ((ProfTimeline){1, 1, 2000, 2000, 0, 2000, 0, 0}));
     PUSH(p->gaps, p->gap_count, ((ProfGap){0, 0, 1000, 50000, 1, 2}));
     PUSH(p->gaps, p->gap_count, ((ProfGap){1, 1, 0, 10, -1, 3}));
     return p;
@@ -187,7 +187,7 @@ static Profile *sample_import(void) {
                                         .stats = stats(100, 100000, 900, 1000, 1500)}));
     PUSH(p->ops, p->op_count, ((ProfOp){.kind = PROF_OP_SYNC, .process = 0, .site = 1, .kernel = -1,
                                         .sync = PROF_SYNC_CONTEXT, .stats = stats(1, 5, 5, 5, 5)}));
-    PUSH(p->timelines, p->timeline_count, ((ProfTimeline){0, 0, 150000, 100000, 50000}));
+    PUSH(p->timelines, p->timeline_count, ((ProfTimeline){0, 0, 150000, 100000, 50000, 100000, 0, 0}));
     return p;
 }
 
@@ -649,6 +649,8 @@ Test(profile_json, fields_read_back) {
     cr_expect(p->ops[0].stats.median_ns == 500 && p->ops[0].stats.total_ns == 5000);
     cr_expect(p->gaps[1].before_site == -1 && p->gaps[1].after_site == 3);
     cr_expect(p->timelines[0].idle_ns == 400000);
+    cr_expect(p->timelines[0].compute_ns == 500000 && p->timelines[0].comm_ns == 200000 &&
+              p->timelines[0].exposed_comm_ns == 100000);
     profile_free(p);
     profile_free(sample);
     free(text);
@@ -775,6 +777,12 @@ Test(profile_json, writer_refuses_broken_profiles) {
                      "timelines[0].idle_ns: must be span_ns - busy_ns (400000)");
     BREAK_AND_EXPECT(p->timelines[0].busy_ns = 2000000, p->timelines[0].busy_ns = 600000, PROFILE_FINAL,
                      "timelines[0].busy_ns: more than span_ns");
+    BREAK_AND_EXPECT(p->timelines[0].compute_ns = 600001, p->timelines[0].compute_ns = 500000, PROFILE_FINAL,
+                     "timelines[0].compute_ns: more than busy_ns");
+    BREAK_AND_EXPECT(p->timelines[0].comm_ns = 600001, p->timelines[0].comm_ns = 200000, PROFILE_FINAL,
+                     "timelines[0].comm_ns: more than busy_ns");
+    BREAK_AND_EXPECT(p->timelines[0].exposed_comm_ns = 200001, p->timelines[0].exposed_comm_ns = 100000,
+                     PROFILE_FINAL, "timelines[0].exposed_comm_ns: more than comm_ns");
     BREAK_AND_EXPECT(p->timelines[1].device = -1, p->timelines[1].device = 1, PROFILE_FINAL,
                      "timelines[1].device: missing");
     BREAK_AND_EXPECT(p->gaps[0].device = 1, p->gaps[0].device = 0, PROFILE_FINAL,
@@ -1001,6 +1009,11 @@ Test(profile_json, reader_names_the_place_of_each_problem) {
         {"overheads/0/kind", NULL, "overheads[0].kind: missing"},
         {"timelines/0/idle_ns", "5", "timelines[0].idle_ns: must be span_ns - busy_ns (400000)"},
         {"timelines/1/busy_ns", "2001", "timelines[1].busy_ns: more than span_ns"},
+        {"timelines/0/compute_ns", "600001", "timelines[0].compute_ns: more than busy_ns"},
+        {"timelines/0/comm_ns", "-1", "timelines[0].comm_ns: must be a non-negative integer"},
+        {"timelines/0/comm_ns", "700000", "timelines[0].comm_ns: more than busy_ns"},
+        {"timelines/0/exposed_comm_ns", "300000", "timelines[0].exposed_comm_ns: more than comm_ns"},
+        {"timelines/0/exposed_comm_ns", "1.0", "timelines[0].exposed_comm_ns: must be a non-negative integer"},
         {"timelines/1/device", "null", "timelines[1].device: must be an index (a non-negative integer)"},
         {"timelines/1/device", "0", "timelines[1].device: device 0 belongs to process 0, not to process 1"},
         {"gaps/0/before_site", "-1", "gaps[0].before_site: must be an index (a non-negative integer) or null"},
