@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define ANONYMOUS "(anonymous namespace)"
 
@@ -55,4 +56,20 @@ char *kernel_base_name(const char *demangled) {
     memcpy(out, start, n);
     out[n] = '\0';
     return out;
+}
+
+static bool contains_ci(const char *s, const char *word) {
+    size_t n = strlen(word);
+    for (; *s; s++)
+        if (strncasecmp(s, word, n) == 0) return true;
+    return false;
+}
+
+bool kernel_is_fp32_simt_gemm(const char *name) {
+    if (!name) return false;
+    if (contains_ci(name, "tf32") || contains_ci(name, "tensor") || contains_ci(name, "bf16") ||
+        contains_ci(name, "f16") || contains_ci(name, "hgemm") || contains_ci(name, "wgmma"))
+        return false;
+    if (contains_ci(name, "sgemm")) return true;
+    return contains_ci(name, "gemm") && contains_ci(name, "f32f32_f32f32") && contains_ci(name, "ffma");
 }

@@ -7,7 +7,14 @@
 #ifndef ADVISE_KERNEL_NAME_H
 #define ADVISE_KERNEL_NAME_H
 
+#include <stdbool.h>
+
 /* Heap string ("" when nothing is left); NULL only when memory runs out. */
 char *kernel_base_name(const char *demangled);
+
+/* A float32 matrix product on CUDA cores (FFMA), not tensor cores: cuBLAS
+ * and CUTLASS name them `..._sgemm_...` or `xmma_gemm_f32f32_f32f32_..._ffma_`;
+ * their TF32 versions say `tf32` or `tensor`. */
+bool kernel_is_fp32_simt_gemm(const char *name);
 
 #endif

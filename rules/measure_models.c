@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "measure.h"
+#include "kernel_name.h"
 
 #define MAX_OPS 256
 
@@ -289,10 +290,56 @@ static bool measure_gpu_time(const MeasureSite *s, Measurement *m, const ProfOp 
                     copies == 1 ? "y" : "ies", share);
 }
 
+/* The speedup of a compute-bound float32 matrix product moved from CUDA
+ * cores (FFMA) to TF32 tensor cores: the ratio of the two dense peak rates
+ * on the vendor's datasheets, by compute capability (A100: 156 / 19.5;
+ * H100/H200: 494.7 / 66.9; B200: 1100 / 80). 0 where it is unknown or
+ * where TF32 runs no faster than FP32 (consumer Ampere and Ada). */
+static double tf32_over_fp32(const ProfDevice *d) {
+    if (!d) return 0;
+    if (d->cc_major == 8 && d->cc_minor == 0) return 8.0;
+    if (d->cc_major == 9 && d->cc_minor == 0) return 7.4;
+    if (d->cc_major == 10 && d->cc_minor == 0) return 13.75;
+    return 0;
+}
+
+/* MEASURE_FP32_GEMM: the program's float32 matrix products that ran on CUDA
+ * cores (the finding is about the whole program: TF32 is switched on once).
+ * Gain (program): their GPU time x (1 - 1 / R), R the TF32-over-FP32 peak
+ * ratio of the profiled GPU (tf32_over_fp32). On the H200, benchmark_matmul's
+ * FFMA GEMMs took 930 ms; with TF32 the same products took 118 ms (7.9x;
+ * samples/RESULTS.md), where this model says 7.4x. */
+static bool measure_fp32_gemm(const MeasureSite *s, Measurement *m) {
+    const Profile *p = profile_view_profile(s->view);
+    uint64_t count = 0, total = 0;
+    for (size_t i = 0; i < p->kernel_count; i++)
+        if (kernel_is_fp32_simt_gemm(p->kernels[i].name)) {
+            count += p->kernels[i].stats.count;
+            total += p->kernels[i].stats.total_ns;
+        }
+    if (!count) return true;
+    m->measured = true;
+    m->cost_ns = total;
+    char time[32], share[16];
+    measure_duration(total, time, sizeof time);
+    measure_share(total, profile_view_gpu_ns(s->view), share, sizeof share);
+    if (!evidence(m, "float32 matrix products ran on CUDA cores, not tensor cores: %llu FFMA GEMM kernel%s, %s "
+                     "(%s of GPU time)",
+                  (unsigned long long)count, count == 1 ? "" : "s", time, share))
+        return false;
+    const ProfDevice *d = profile_view_device(s->view);
+    double ratio = tf32_over_fp32(d);
+    if (ratio <= 1) return true;
+    return gain(m, (double)total / 1e9 * (1 - 1 / ratio), "program",
+                "their GPU time x (1 - 1/%.1f): TF32 tensor cores against FP32 CUDA cores, dense peak rates of "
+                "compute capability %u.%u, for compute-bound products",
+                ratio, d->cc_major, d->cc_minor);
+}
+
 bool measure_apply(Measure kind, const MeasureSite *s, Measurement *m) {
     memset(m, 0, sizeof *m);
     const ProfOp *ops[MAX_OPS];
-    size_t n = kind == MEASURE_KERNEL || kind == MEASURE_NONE ? 0 : ops_at(s, ops);
+    size_t n = kind == MEASURE_KERNEL || kind == MEASURE_NONE || kind == MEASURE_FP32_GEMM ? 0 : ops_at(s, ops);
     switch (kind) {
     /* a cudaMalloc or cudaFree in a loop synchronizes too: SYNC and ALLOC
      * findings take whichever of the two their lines show */
@@ -306,6 +353,7 @@ bool measure_apply(Measure kind, const MeasureSite *s, Measurement *m) {
     case MEASURE_LAUNCHES: return measure_launch_ops(s, m, ops, n);
     case MEASURE_KERNEL: return measure_kernel(s, m);
     case MEASURE_GPU_TIME: return measure_gpu_time(s, m, ops, n);
+    case MEASURE_FP32_GEMM: return measure_fp32_gemm(s, m);
     case MEASURE_NONE: break;
     }
     return true;

@@ -26,7 +26,9 @@ typedef struct ProfileView ProfileView;
  *   MEASURE_LAUNCHES  many small launches at the lines (unfused work)
  *   MEASURE_KERNEL    the GPU time of the kernel the finding sits in (CUDA)
  *   MEASURE_ALLOC     allocations at the lines (allocation in a loop)
- *   MEASURE_GPU_TIME  any GPU time made at the lines (no gain estimate) */
+ *   MEASURE_GPU_TIME  any GPU time made at the lines (no gain estimate)
+ *   MEASURE_FP32_GEMM the whole program's float32 matmuls on CUDA cores
+ *                     (the finding is about the program, not its lines) */
 typedef enum {
     MEASURE_NONE,
     MEASURE_SYNC,
@@ -35,6 +37,7 @@ typedef enum {
     MEASURE_KERNEL,
     MEASURE_ALLOC,
     MEASURE_GPU_TIME,
+    MEASURE_FP32_GEMM,
 } Measure;
 
 typedef struct Rule {

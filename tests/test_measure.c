@@ -10,6 +10,8 @@
 #include "../rules/measure.h"
 #include "cli_harness.h"
 #include "profile_builder.h"
+#include "kernel_name.h"
+#include "profile_json.h"
 
 #define LOOP "tests/fixtures/merge/train_loop.py"
 
@@ -388,4 +390,52 @@ Test(measure, profile_rules_run_filtered_like_the_others) {
     cr_expect(strstr(out.items[0].evidence[1], "older than this file"));
     finding_list_free(&out);
     config_free(&cfg);
+}
+
+/* PY009 measures the whole program's float32 matrix products on CUDA cores
+ * (FFMA GEMM kernels); the gain is their time x (1 - 1/R), R the TF32 over
+ * FP32 peak ratio of the profiled GPU's compute capability. */
+Test(measure, fp32_gemm_on_cuda_cores_and_the_tf32_gain) {
+    cr_expect(kernel_is_fp32_simt_gemm("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4"));
+    cr_expect(kernel_is_fp32_simt_gemm("volta_sgemm_128x64_nn"));
+    cr_expect(kernel_is_fp32_simt_gemm("ampere_sgemm_64x32_sliced1x4_tn"));
+    cr_expect_not(kernel_is_fp32_simt_gemm("sm80_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize32x32x64_stage3_tensor16x8x8"));
+    cr_expect_not(kernel_is_fp32_simt_gemm("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1"));
+    cr_expect_not(kernel_is_fp32_simt_gemm("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_32x6_nt_align4>"));
+    cr_expect_not(kernel_is_fp32_simt_gemm("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_tn"));
+    cr_expect_not(kernel_is_fp32_simt_gemm("void at::native::vectorized_elementwise_kernel<4, mul>(int, T)"));
+
+    const char *src = "samples/python/benchmark_matmul.py";
+    char *error = NULL;
+    Profile *p = profile_read_file(ADVISE_SOURCE_DIR "/samples/profiles/benchmark_matmul.json", PROFILE_FINAL, &error);
+    cr_assert(p, "%s", error);
+    uint64_t ffma = 0;
+    for (size_t i = 0; i < p->kernel_count; i++)
+        if (kernel_is_fp32_simt_gemm(p->kernels[i].name)) ffma += p->kernels[i].stats.total_ns;
+    cr_assert_gt(ffma, 900000000, "the recorded run spent 0.95 s in FFMA GEMMs");
+    Checked c;
+    check_with(&c, src, p, NULL);
+    Finding *f = NULL;
+    for (size_t i = 0; i < c.findings.count; i++)
+        if (strcmp(c.findings.items[i].code, "PY009") == 0) f = &c.findings.items[i];
+    cr_assert(f);
+    show(f);
+    cr_expect(has_evidence(f, "float32 matrix products ran on CUDA cores, not tensor cores: 495 FFMA GEMM kernels"));
+    cr_assert(f->gain.present);
+    cr_expect(fabs(f->gain.seconds - (double)ffma / 1e9 * (1 - 1 / 7.4)) < 1e-9, "%g", f->gain.seconds);
+    cr_expect_str_eq(f->gain.scope, "program");
+    checked_free(&c);
+
+    /* consumer Ampere (8.6): TF32 runs no faster than FP32 there: no gain */
+    p = profile_read_file(ADVISE_SOURCE_DIR "/samples/profiles/benchmark_matmul.json", PROFILE_FINAL, &error);
+    cr_assert(p, "%s", error);
+    for (size_t i = 0; i < p->device_count; i++) p->devices[i].cc_major = 8, p->devices[i].cc_minor = 6;
+    check_with(&c, src, p, NULL);
+    f = NULL;
+    for (size_t i = 0; i < c.findings.count; i++)
+        if (strcmp(c.findings.items[i].code, "PY009") == 0) f = &c.findings.items[i];
+    cr_assert(f);
+    cr_expect(f->evidence_count > 0 && !f->gain.present);
+    checked_free(&c);
+    free(error);
 }

@@ -498,6 +498,6 @@ const Rule rule_py009_fp32_matmul_without_tf32 = {
     .summary = "float32 matmuls without TF32, autocast or a half-precision cast",
     .documentation = documentation,
     .check = check,
-    .measure = MEASURE_NONE,
+    .measure = MEASURE_FP32_GEMM,
     .whole_file = true, /* one finding per program */
 };
