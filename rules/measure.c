@@ -217,6 +217,32 @@ static bool merge_finding(const Merge *m, Finding *f, bool *drop, MergeReport *r
     return ok;
 }
 
+/* A static finding of a rule that measures `kind` covering line (1-based). */
+static bool static_finding_measures(const Merge *m, const FindingList *out, size_t static_count, Measure kind,
+                                    uint32_t line) {
+    for (size_t i = 0; i < static_count; i++) {
+        const Finding *f = &out->items[i];
+        const Rule *rule = rule_find(f->code);
+        if (!rule || rule->check_profile || rule->measure != kind) continue;
+        if (line_of(m->doc, f->range.start) <= line && line <= line_of(m->doc, f->range.end)) return true;
+    }
+    return false;
+}
+
+/* Drops the profile rules' findings that repeat what a static finding on
+ * the same line already shows with its measured figures (Rule.subsumed_by). */
+static void drop_subsumed(const Merge *m, FindingList *out, size_t first_new) {
+    for (size_t i = first_new; i < out->count;) {
+        const Rule *rule = rule_find(out->items[i].code);
+        uint32_t line = line_of(m->doc, out->items[i].range.start);
+        if (rule && rule->subsumed_by != MEASURE_NONE &&
+            static_finding_measures(m, out, first_new, rule->subsumed_by, line))
+            finding_list_remove(out, i);
+        else
+            i++;
+    }
+}
+
 static bool run_profile_rules(const Merge *m, const char *relative_path, const Rule *const *rules, size_t count,
                               FindingList *out, MergeReport *report) {
     size_t first_new = out->count;
@@ -230,6 +256,7 @@ static bool run_profile_rules(const Merge *m, const char *relative_path, const R
         rule->check_profile(&ctx);
         oom |= ctx.out_of_memory;
     }
+    drop_subsumed(m, out, first_new);
     if (m->stale)
         for (size_t i = first_new; i < out->count; i++)
             oom |= !finding_add_evidence(&out->items[i], "%s", m->stale_note);

@@ -60,6 +60,11 @@ typedef struct Rule {
     /* Profile rules (rules/profile/): findings only a profile can give. Set
      * instead of check; runs when a profile is merged, with ctx->profile. */
     void (*check_profile)(RuleContext *ctx);
+    /* Profile rules: a finding of this rule is dropped where a static
+     * finding whose rule measures this way sits on the same line: that
+     * finding already carries the same figures (PR004 beside PY001, PR008
+     * beside CU006). MEASURE_NONE: never dropped. */
+    Measure subsumed_by;
 } Rule;
 
 struct RuleContext {

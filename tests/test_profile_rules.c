@@ -1186,15 +1186,23 @@ Test(cli, profile_rules_reach_advise_check) {
     cr_expect_eq(r.status, 0, "%s", r.err);
     cr_expect(strstr(r.out, "samples/cuda/pipeline.cu:105:9: PR003 [gpu-idle-gap] the GPU sat idle 1.22 ms"), "%s",
               r.out);
+    /* CU006 on the same lines already carries the copies' figures: PR008 steps aside there */
+    cr_expect(strstr(r.out, "samples/cuda/pipeline.cu:105:15: CU006"), "%s", r.out);
+    cr_expect_null(strstr(r.out, "PR008"), "%s", r.out);
+    run_result_free(&r);
+
+    /* with CU006 ignored, PR008 reports the same pageable copies */
+    r = run_advise_at(ADVISE_SOURCE_DIR, "check", "--no-config", "--no-source", "--fail-on", "never", "--ignore",
+                      "CU006", "--profile", "tests/fixtures/profiles/h200/pipeline.json", "samples/cuda/pipeline.cu");
     cr_expect(strstr(r.out, "samples/cuda/pipeline.cu:105:9: PR008 [pageable-copy] 16 host-to-device copies"), "%s",
               r.out);
     cr_expect(strstr(r.out, "samples/cuda/pipeline.cu:109:9: PR008 [pageable-copy] 16 device-to-host copies"), "%s",
               r.out);
     run_result_free(&r);
 
-    /* selected off like any rule */
+    /* selected off like any rule (CU006 off too, or PR008 would step aside anyway) */
     r = run_advise_at(ADVISE_SOURCE_DIR, "check", "--no-config", "--no-source", "--fail-on", "never", "--ignore",
-                      "pageable-copy", "--profile", "tests/fixtures/profiles/h200/pipeline.json",
+                      "CU006,pageable-copy", "--profile", "tests/fixtures/profiles/h200/pipeline.json",
                       "samples/cuda/pipeline.cu");
     cr_expect_null(strstr(r.out, "PR008"), "%s", r.out);
     cr_expect(strstr(r.out, "PR003"), "%s", r.out);

@@ -157,4 +157,5 @@ const Rule rule_pr004_sync_stall = {
     .check = NULL,
     .measure = MEASURE_NONE,
     .check_profile = check_profile,
+    .subsumed_by = MEASURE_SYNC,
 };

@@ -211,4 +211,5 @@ const Rule rule_pr008_pageable_copy = {
     .check = NULL,
     .measure = MEASURE_NONE,
     .check_profile = check_profile,
+    .subsumed_by = MEASURE_COPY,
 };
