@@ -28,7 +28,10 @@ typedef struct ProfileView ProfileView;
  *   MEASURE_ALLOC     allocations at the lines (allocation in a loop)
  *   MEASURE_GPU_TIME  any GPU time made at the lines (no gain estimate)
  *   MEASURE_FP32_GEMM the whole program's float32 matmuls on CUDA cores
- *                     (the finding is about the program, not its lines) */
+ *                     (the finding is about the program, not its lines)
+ *   MEASURE_OPTIMIZER the program's multi-tensor optimizer kernels (the
+ *                     finding is at the optimizer's construction, the
+ *                     kernels run at step()) */
 typedef enum {
     MEASURE_NONE,
     MEASURE_SYNC,
@@ -38,6 +41,7 @@ typedef enum {
     MEASURE_ALLOC,
     MEASURE_GPU_TIME,
     MEASURE_FP32_GEMM,
+    MEASURE_OPTIMIZER,
 } Measure;
 
 typedef struct Rule {

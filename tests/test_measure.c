@@ -439,3 +439,47 @@ Test(measure, fp32_gemm_on_cuda_cores_and_the_tf32_gain) {
     checked_free(&c);
     free(error);
 }
+
+static Finding *first_of(Checked *c, const char *code) {
+    for (size_t i = 0; i < c->findings.count; i++)
+        if (strcmp(c->findings.items[i].code, code) == 0) return &c->findings.items[i];
+    return NULL;
+}
+
+static uint64_t multi_tensor_ns(const Profile *p) {
+    uint64_t ns = 0;
+    for (size_t i = 0; i < p->kernel_count; i++)
+        if (strstr(p->kernels[i].name, "multi_tensor_apply_kernel")) ns += p->kernels[i].stats.total_ns;
+    return ns;
+}
+
+/* PY008 measures the program's foreach optimizer kernels; the gain follows
+ * the memory passes of a fused step: 7 of 24 for Adam, 5 of 8 for SGD. */
+Test(measure, foreach_optimizer_kernels_and_the_fused_gain) {
+    char *error = NULL;
+    Profile *p = profile_read_file(ADVISE_SOURCE_DIR "/samples/profiles/train_classifier.json", PROFILE_FINAL, &error);
+    cr_assert(p, "%s", error);
+    uint64_t ns = multi_tensor_ns(p);
+    cr_assert_gt(ns, 8000000, "8.04 ms of foreach Adam kernels in the recorded run");
+    Checked c;
+    check_with(&c, "samples/python/train_classifier.py", p, NULL);
+    Finding *f = first_of(&c, "PY008");
+    cr_assert(f);
+    show(f);
+    cr_expect(has_evidence(f, "multi-tensor (foreach) kernels, the optimizer's step among them, ran 800 times in 8 kinds"));
+    cr_assert(f->gain.present);
+    cr_expect(fabs(f->gain.seconds - (double)ns / 1e9 * (1 - 7.0 / 24.0)) < 1e-12, "%g", f->gain.seconds);
+    cr_expect(strstr(f->gain.model, "7/24"));
+    checked_free(&c);
+
+    p = profile_read_file(ADVISE_SOURCE_DIR "/tests/fixtures/profiles/h200/resnet50_step.json", PROFILE_FINAL, &error);
+    cr_assert(p, "%s", error);
+    ns = multi_tensor_ns(p);
+    check_with(&c, "bench/workloads/resnet50_step.py", p, NULL);
+    f = first_of(&c, "PY008");
+    cr_assert(f);
+    cr_assert(f->gain.present);
+    cr_expect(fabs(f->gain.seconds - (double)ns / 1e9 * (1 - 5.0 / 8.0)) < 1e-12, "SGD: %g", f->gain.seconds);
+    checked_free(&c);
+    free(error);
+}

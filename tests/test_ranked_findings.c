@@ -59,14 +59,17 @@ Test(ranked_findings, one_profile_and_none) {
     RankedFindings r;
     cr_assert(ranked_findings_collect(paths, 1, ADVISE_SOURCE_DIR, &cfg, v, &r, &error), "%s", error);
     cr_assert_eq(r.count, 8);
-    cr_expect_str_eq(r.items[0].finding.code, "PY001", "the .item() wait costs the most");
-    cr_expect_eq(r.items[0].line, 111);
+    /* the unfused Adam first: 8.04 ms of foreach kernels, 5.70 ms of it the gain */
+    cr_expect_str_eq(r.items[0].finding.code, "PY008");
+    cr_expect_eq(r.items[0].line, 96);
+    cr_expect_str_eq(r.items[1].finding.code, "PY001", "then the .item() wait");
+    cr_expect_eq(r.items[1].line, 111);
     /* then the two batch copies: 105 has no gain (pinned would be no faster) and
      * ranks by what its line measured (copy and wait, 0.52 ms), 104 by its gain */
-    cr_expect_str_eq(r.items[1].finding.code, "PY005");
-    cr_expect_eq(r.items[1].line, 105);
     cr_expect_str_eq(r.items[2].finding.code, "PY005");
-    cr_expect_eq(r.items[2].line, 104);
+    cr_expect_eq(r.items[2].line, 105);
+    cr_expect_str_eq(r.items[3].finding.code, "PY005");
+    cr_expect_eq(r.items[3].line, 104);
     ranked_findings_free(&r);
 
     cr_assert(ranked_findings_collect(paths, 1, ADVISE_SOURCE_DIR, &cfg, NULL, &r, &error), "%s", error);

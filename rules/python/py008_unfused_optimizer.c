@@ -122,5 +122,5 @@ const Rule rule_py008_unfused_optimizer = {
     .summary = "Adam/AdamW/SGD on CUDA without fused=True",
     .documentation = documentation,
     .check = check,
-    .measure = MEASURE_NONE,
+    .measure = MEASURE_OPTIMIZER,
 };
