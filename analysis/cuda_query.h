@@ -65,4 +65,15 @@ size_t cu_line_indent(const CudaSource *src, size_t offset, char *buf, size_t si
 /* Only whitespace before the node on its line. */
 bool cu_starts_line(const CudaSource *src, const CuNode *n);
 
+/* The offset just after the ')' closing a statement's header (`if (...)`,
+ * `for (...)`, `while (...)`, `switch (...)`), 0 when not found; semi1 and
+ * semi2 (may be NULL) get the offsets of a for header's two ';'. */
+size_t cu_header_end(const CudaSource *src, const CuNode *stmt, size_t *semi1, size_t *semi2);
+
+/* When `parent` runs `child` only under a condition (if, switch, while,
+ * for, do, ?:, && and ||), the condition; NULL otherwise or when the shape
+ * is not understood. *polarity is false where child runs when the condition
+ * is false (an else branch, the right of ||). */
+const CuNode *cu_guard_of(const CudaSource *src, const CuNode *parent, const CuNode *child, bool *polarity);
+
 #endif

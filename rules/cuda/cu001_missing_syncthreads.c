@@ -239,85 +239,6 @@ static bool expr_tainted(Fn *f, const CuNode *n) {
     return false;
 }
 
-/* ---- control structure (shared with CU002's reasoning) ------------------------ */
-
-static size_t header_end(const CudaSource *src, const CuNode *stmt, size_t *semi1, size_t *semi2) {
-    const char *text = src->doc->text;
-    size_t i = stmt->start, end = stmt->end;
-    if (semi1) *semi1 = 0;
-    if (semi2) *semi2 = 0;
-    while (i < end && text[i] != '(') i++;
-    if (i >= end) return 0;
-    int depth = 0, semis = 0;
-    for (; i < end; i++) {
-        char c = text[i];
-        if (c == '(' || c == '[' || c == '{') depth++;
-        else if (c == ')' || c == ']' || c == '}') {
-            if (--depth == 0) return c == ')' ? i + 1 : 0;
-        } else if (c == ';' && depth == 1) {
-            if (semis == 0 && semi1) *semi1 = i;
-            if (semis == 1 && semi2) *semi2 = i;
-            semis++;
-        } else if (c == '\'' || c == '"') {
-            for (i++; i < end && text[i] != c; i++)
-                if (text[i] == '\\') i++;
-        }
-    }
-    return 0;
-}
-
-/* the condition under which parent runs child; NULL when unconditional or not understood */
-static const CuNode *guard_of(const CudaSource *src, const CuNode *parent, const CuNode *child, bool *polarity) {
-    *polarity = true;
-    switch (parent->kind) {
-    case CXCursor_IfStmt:
-    case CXCursor_SwitchStmt:
-    case CXCursor_WhileStmt: {
-        size_t h = header_end(src, parent, NULL, NULL);
-        if (!h || child->start < h) return NULL;
-        const CuNode *cond = NULL;
-        uint32_t branch = 0;
-        for (uint32_t i = 0; i < parent->child_count; i++) {
-            const CuNode *c = parent->children[i];
-            if (c->start < h) cond = c;
-            else {
-                if (c == child) *polarity = branch == 0;
-                branch++;
-            }
-        }
-        if (parent->kind != CXCursor_IfStmt) *polarity = true;
-        return cond;
-    }
-    case CXCursor_ForStmt: {
-        size_t s1, s2, h = header_end(src, parent, &s1, &s2);
-        if (!h || !s1 || !s2 || child->start < h) return NULL;
-        for (uint32_t i = 0; i < parent->child_count; i++) {
-            const CuNode *c = parent->children[i];
-            if (c->start > s1 && c->end <= s2) return c;
-        }
-        return NULL;
-    }
-    case CXCursor_DoStmt:
-        if (parent->child_count == 2 && child == parent->children[0]) return parent->children[1];
-        return NULL;
-    case CXCursor_ConditionalOperator:
-        if (parent->child_count == 3 && child != parent->children[0]) {
-            *polarity = child == parent->children[1];
-            return parent->children[0];
-        }
-        return NULL;
-    case CXCursor_BinaryOperator:
-        if ((parent->op == CXBinaryOperator_LAnd || parent->op == CXBinaryOperator_LOr) && parent->child_count == 2 &&
-            child == parent->children[1]) {
-            *polarity = parent->op == CXBinaryOperator_LAnd;
-            return parent->children[0];
-        }
-        return NULL;
-    default:
-        return NULL;
-    }
-}
-
 typedef struct {
     const CuNode *cond;
     const CuNode *construct;
@@ -330,7 +251,7 @@ static int divergent_guards(Fn *f, const CuNode *n, const CuNode *stop, Guard *o
     const CuNode *child = n;
     for (const CuNode *p = n->parent; p && p != stop && !cu_is_function(p); child = p, p = p->parent) {
         bool polarity;
-        const CuNode *cond = guard_of(f->src, p, child, &polarity);
+        const CuNode *cond = cu_guard_of(f->src, p, child, &polarity);
         if (cond && expr_tainted(f, cond)) {
             if (count < max) out[count] = (Guard){cond, p, polarity};
             count++;
@@ -915,7 +836,7 @@ static bool owned_under_equality(Fn *f, const Access *w, const Access *r) {
     const CuNode *child = r->node;
     for (const CuNode *p = r->node->parent; p && !cu_is_function(p) && !owned; child = p, p = p->parent) {
         bool polarity;
-        const CuNode *cond = guard_of(f->src, p, child, &polarity);
+        const CuNode *cond = cu_guard_of(f->src, p, child, &polarity);
         if (!cond || !polarity) continue;
         const CuNode *parts[8];
         int count = 0;
@@ -951,7 +872,7 @@ static bool exclusive(const CudaSource *src, const CuNode *a, const CuNode *b) {
     if (!lca) return true;
     if (lca->kind == CXCursor_CompoundStmt && lca->parent && lca->parent->kind == CXCursor_SwitchStmt) return true;
     if (lca->kind == CXCursor_IfStmt) {
-        size_t h = header_end(src, lca, NULL, NULL);
+        size_t h = cu_header_end(src, lca, NULL, NULL);
         if (!h) return true;
         return a->start >= h && b->start >= h;
     }
@@ -988,7 +909,7 @@ static bool implied_by(Fn *f, const Guard *g, const CuNode *r) {
     const CuNode *child = r;
     for (const CuNode *p = r->parent; p && !cu_is_function(p); child = p, p = p->parent) {
         bool polarity;
-        const CuNode *cond = guard_of(f->src, p, child, &polarity);
+        const CuNode *cond = cu_guard_of(f->src, p, child, &polarity);
         if (!cond || polarity != g->polarity) continue;
         const CuNode *parts[8];
         int count = 0;

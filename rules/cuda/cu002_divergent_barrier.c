@@ -126,88 +126,6 @@ static bool thread_dependent(const CuNode *fn, const CuNode *expr) {
     return expr_tainted(&t, expr);
 }
 
-/* ---- control structure ------------------------------------------------- */
-
-/* The offset just after the ')' closing a statement's header
- * (`if (...)`, `for (...)`, `while (...)`, `switch (...)`), 0 when not found. */
-static size_t header_end(const CudaSource *src, const CuNode *stmt, size_t *semi1, size_t *semi2) {
-    const char *text = src->doc->text;
-    size_t i = stmt->start, end = stmt->end;
-    if (semi1) *semi1 = 0;
-    if (semi2) *semi2 = 0;
-    while (i < end && text[i] != '(') i++;
-    if (i >= end) return 0;
-    int depth = 0, semis = 0;
-    for (; i < end; i++) {
-        char c = text[i];
-        if (c == '(' || c == '[' || c == '{') depth++;
-        else if (c == ')' || c == ']' || c == '}') {
-            if (--depth == 0) return c == ')' ? i + 1 : 0;
-        } else if (c == ';' && depth == 1) {
-            if (semis == 0 && semi1) *semi1 = i;
-            if (semis == 1 && semi2) *semi2 = i;
-            semis++;
-        } else if (c == '\'' || c == '"') {
-            for (i++; i < end && text[i] != c; i++)
-                if (text[i] == '\\') i++;
-        }
-    }
-    return 0;
-}
-
-/* When `parent` runs `child` only under a condition, the condition; NULL
- * otherwise (or when the shape is not understood). *polarity is false for
- * an else branch. */
-static const CuNode *guard_of(const CudaSource *src, const CuNode *parent, const CuNode *child, bool *polarity) {
-    *polarity = true;
-    switch (parent->kind) {
-    case CXCursor_IfStmt:
-    case CXCursor_SwitchStmt:
-    case CXCursor_WhileStmt: {
-        size_t h = header_end(src, parent, NULL, NULL);
-        if (!h || child->start < h) return NULL;
-        const CuNode *cond = NULL;
-        uint32_t branch = 0;
-        for (uint32_t i = 0; i < parent->child_count; i++) {
-            const CuNode *c = parent->children[i];
-            if (c->start < h) cond = c;
-            else {
-                if (c == child) *polarity = branch == 0;
-                branch++;
-            }
-        }
-        return cond;
-    }
-    case CXCursor_ForStmt: {
-        size_t s1, s2, h = header_end(src, parent, &s1, &s2);
-        if (!h || !s1 || !s2 || child->start < h) return NULL;
-        for (uint32_t i = 0; i < parent->child_count; i++) {
-            const CuNode *c = parent->children[i];
-            if (c->start > s1 && c->end <= s2) return c;
-        }
-        return NULL; /* for (;;) */
-    }
-    case CXCursor_DoStmt:
-        if (parent->child_count == 2 && child == parent->children[0]) return parent->children[1];
-        return NULL;
-    case CXCursor_ConditionalOperator:
-        if (parent->child_count == 3 && child != parent->children[0]) {
-            *polarity = child == parent->children[1];
-            return parent->children[0];
-        }
-        return NULL;
-    case CXCursor_BinaryOperator:
-        if ((parent->op == CXBinaryOperator_LAnd || parent->op == CXBinaryOperator_LOr) && parent->child_count == 2 &&
-            child == parent->children[1]) {
-            *polarity = parent->op == CXBinaryOperator_LAnd;
-            return parent->children[0];
-        }
-        return NULL;
-    default:
-        return NULL;
-    }
-}
-
 static bool contains(const CuNode *outer, const CuNode *inner) {
     for (const CuNode *p = inner; p; p = p->parent)
         if (p == outer) return true;
@@ -221,7 +139,7 @@ static const CuNode *divergent_guard(const CudaSource *src, const CuNode *fn, co
     const CuNode *child = n;
     for (const CuNode *p = n->parent; p && p != stop && !cu_is_function(p); child = p, p = p->parent) {
         bool polarity;
-        const CuNode *cond = guard_of(src, p, child, &polarity);
+        const CuNode *cond = cu_guard_of(src, p, child, &polarity);
         if (cond && thread_dependent(fn, cond)) {
             if (construct) *construct = p;
             if (in_else) *in_else = !polarity;
