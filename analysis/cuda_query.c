@@ -340,3 +340,47 @@ const CuNode *cu_guard_of(const CudaSource *src, const CuNode *parent, const CuN
         return NULL;
     }
 }
+
+CuNode *cu_initializer(const CuNode *decl) {
+    CuNode *init = NULL;
+    for (uint32_t i = 0; i < decl->child_count; i++) {
+        enum CXCursorKind k = decl->children[i]->kind;
+        if (k != CXCursor_TypeRef && k != CXCursor_TemplateRef && k != CXCursor_NamespaceRef && clang_isExpression(k))
+            init = decl->children[i];
+    }
+    return init;
+}
+
+bool cu_refers_to(const CuNode *n, const CuNode *decl) {
+    n = cu_strip((CuNode *)n);
+    return n && decl && (n->kind == CXCursor_DeclRefExpr || n->kind == CXCursor_MemberRefExpr) && n->ref == decl;
+}
+
+bool cu_is_any_builtin(const CuNode *n) {
+    return cu_is_builtin_member(n, "threadIdx", 0) || cu_is_builtin_member(n, "blockIdx", 0) ||
+           cu_is_builtin_member(n, "blockDim", 0) || cu_is_builtin_member(n, "gridDim", 0);
+}
+
+bool cu_is_global_index_x(CuNode *e) {
+    e = cu_strip(e);
+    if (!e || e->kind != CXCursor_BinaryOperator || e->op != CXBinaryOperator_Add || e->child_count != 2) return false;
+    for (int k = 0; k < 2; k++) {
+        CuNode *t = cu_strip(e->children[k]), *m = cu_strip(e->children[1 - k]);
+        if (!cu_is_builtin_member(t, "threadIdx", 'x') || !m || m->kind != CXCursor_BinaryOperator ||
+            m->op != CXBinaryOperator_Mul || m->child_count != 2)
+            continue;
+        CuNode *a = cu_strip(m->children[0]), *b = cu_strip(m->children[1]);
+        if ((cu_is_builtin_member(a, "blockIdx", 'x') && cu_is_builtin_member(b, "blockDim", 'x')) ||
+            (cu_is_builtin_member(a, "blockDim", 'x') && cu_is_builtin_member(b, "blockIdx", 'x')))
+            return true;
+    }
+    return false;
+}
+
+bool cu_is_grid_stride_x(CuNode *e) {
+    e = cu_strip(e);
+    if (!e || e->kind != CXCursor_BinaryOperator || e->op != CXBinaryOperator_Mul || e->child_count != 2) return false;
+    CuNode *a = cu_strip(e->children[0]), *b = cu_strip(e->children[1]);
+    return (cu_is_builtin_member(a, "blockDim", 'x') && cu_is_builtin_member(b, "gridDim", 'x')) ||
+           (cu_is_builtin_member(a, "gridDim", 'x') && cu_is_builtin_member(b, "blockDim", 'x'));
+}

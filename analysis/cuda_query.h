@@ -76,4 +76,16 @@ size_t cu_header_end(const CudaSource *src, const CuNode *stmt, size_t *semi1, s
  * is false (an else branch, the right of ||). */
 const CuNode *cu_guard_of(const CudaSource *src, const CuNode *parent, const CuNode *child, bool *polarity);
 
+/* A variable's initializer: its last child that is an expression (not a
+ * type reference or attribute); NULL when it has none. */
+CuNode *cu_initializer(const CuNode *decl);
+/* n (casts and parentheses stripped) names decl. */
+bool cu_refers_to(const CuNode *n, const CuNode *decl);
+/* threadIdx, blockIdx, blockDim or gridDim, any axis. */
+bool cu_is_any_builtin(const CuNode *n);
+/* blockIdx.x * blockDim.x + threadIdx.x, in any order, casts allowed. */
+bool cu_is_global_index_x(CuNode *e);
+/* blockDim.x * gridDim.x, in either order (a grid-stride step). */
+bool cu_is_grid_stride_x(CuNode *e);
+
 #endif

@@ -145,17 +145,6 @@ static bool is_local_var(const Fn *f, const CuNode *decl) {
     return decl && decl->kind == CXCursor_VarDecl && !(decl->attrs & CU_ATTR_SHARED) && cu_function_of(decl) == f->fn;
 }
 
-static const CuNode *initializer(const CuNode *decl) {
-    const CuNode *init = NULL;
-    for (uint32_t i = 0; i < decl->child_count; i++) {
-        enum CXCursorKind k = decl->children[i]->kind;
-        if (k != CXCursor_TypeRef && k != CXCursor_TemplateRef && k != CXCursor_NamespaceRef &&
-            clang_isExpression(k))
-            init = decl->children[i];
-    }
-    return init;
-}
-
 static bool is_inc_dec(int op) {
     return op == CXUnaryOperator_PostInc || op == CXUnaryOperator_PostDec || op == CXUnaryOperator_PreInc ||
            op == CXUnaryOperator_PreDec;
@@ -183,7 +172,7 @@ static bool modified_in(const CuNode *n, const CuNode *decl) {
  * replaced by the initializer */
 static const CuNode *substitute(Fn *f, const CuNode *ref) {
     if (!ref || ref->kind != CXCursor_DeclRefExpr || !is_local_var(f, ref->ref)) return NULL;
-    const CuNode *init = initializer(ref->ref);
+    const CuNode *init = cu_initializer(ref->ref);
     if (!init) return NULL;
     VarInfo *v = var_info(f, ref->ref);
     if (!v) return NULL;
@@ -215,7 +204,7 @@ static bool variable_tainted(Fn *f, const CuNode *decl) {
     if (f->depth >= 16) return false;
     f->stack[f->depth++] = decl;
     bool yes = false;
-    const CuNode *init = initializer(decl);
+    const CuNode *init = cu_initializer(decl);
     if (init) yes = expr_tainted(f, init);
     if (!yes) yes = assigned_from_thread(f, decl, f->fn);
     f->depth--;

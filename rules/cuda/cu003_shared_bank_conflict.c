@@ -77,16 +77,6 @@ static bool is_inc_dec(int op) {
            op == CXUnaryOperator_PreDec;
 }
 
-static const CuNode *initializer(const CuNode *decl) {
-    const CuNode *init = NULL;
-    for (uint32_t i = 0; i < decl->child_count; i++) {
-        enum CXCursorKind k = decl->children[i]->kind;
-        if (k != CXCursor_TypeRef && k != CXCursor_TemplateRef && k != CXCursor_NamespaceRef && clang_isExpression(k))
-            init = decl->children[i];
-    }
-    return init;
-}
-
 typedef struct {
     const CudaSource *src;
     const CuNode *decl;
@@ -128,7 +118,7 @@ static Lin lane_linear(const CudaSource *src, const CuNode *n, int depth) {
         const CuNode *decl = n->ref;
         CuNode *fn = cu_function_of(n);
         if (!decl || decl->kind != CXCursor_VarDecl || !fn || cu_function_of(decl) != fn) return no;
-        const CuNode *init = initializer(decl);
+        const CuNode *init = cu_initializer(decl);
         if (!init) return no;
         StepCheck check = {src, decl, true};
         cu_walk(fn, visit_steps, &check);

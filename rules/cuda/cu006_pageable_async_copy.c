@@ -78,7 +78,6 @@ static ByteRange report_range(const CuNode *n) {
     return (ByteRange){r->start, r->end};
 }
 
-
 /* the parent, skipping implicit casts, parentheses and explicit casts */
 static CuNode *logical_parent(const CuNode *n, const CuNode **child) {
     const CuNode *c = n;
@@ -92,11 +91,6 @@ static CuNode *logical_parent(const CuNode *n, const CuNode **child) {
     }
     if (child) *child = c;
     return p;
-}
-
-static bool refers_to(const CuNode *n, const CuNode *decl) {
-    n = cu_strip((CuNode *)n);
-    return n && decl && (n->kind == CXCursor_DeclRefExpr || n->kind == CXCursor_MemberRefExpr) && n->ref == decl;
 }
 
 static bool mentions(const CuNode *n, const CuNode *decl) {
@@ -270,15 +264,15 @@ static bool visit_defs(CuNode *n, void *data) {
         return false;
     }
     if (n->kind == CXCursor_BinaryOperator && n->op == CXBinaryOperator_Assign && n->child_count == 2 &&
-        refers_to(n->children[0], s->decl)) {
+        cu_refers_to(n->children[0], s->decl)) {
         add_def(s, n, n->children[1]);
         return true;
     }
-    if (n->kind == CXCursor_CompoundAssignOperator && n->child_count == 2 && refers_to(n->children[0], s->decl)) {
+    if (n->kind == CXCursor_CompoundAssignOperator && n->child_count == 2 && cu_refers_to(n->children[0], s->decl)) {
         s->modified = true;
         return true;
     }
-    if (n->kind == CXCursor_UnaryOperator && n->child_count == 1 && refers_to(n->children[0], s->decl)) {
+    if (n->kind == CXCursor_UnaryOperator && n->child_count == 1 && cu_refers_to(n->children[0], s->decl)) {
         if (n->op >= CXUnaryOperator_PostInc && n->op <= CXUnaryOperator_PreDec) {
             s->modified = true;
         } else if (n->op == CXUnaryOperator_AddrOf) {
@@ -426,7 +420,7 @@ static bool visit_releases(CuNode *n, void *data) {
         const char *callee = cu_callee(n);
         uint32_t count;
         CuNode **args = cu_call_args(n, &count);
-        if (strcmp(callee, "free") == 0 && count == 1 && refers_to(args[0], r->decl)) {
+        if (strcmp(callee, "free") == 0 && count == 1 && cu_refers_to(args[0], r->decl)) {
             if (r->free_count == 16) r->bad = true;
             else r->frees[r->free_count++] = n;
             return false;
@@ -436,7 +430,7 @@ static bool visit_releases(CuNode *n, void *data) {
                 if (mentions(args[i], r->decl)) r->bad = true;
         return true;
     }
-    if (n->kind == CXCursor_CXXDeleteExpr && n->child_count >= 1 && refers_to(n->children[n->child_count - 1], r->decl)) {
+    if (n->kind == CXCursor_CXXDeleteExpr && n->child_count >= 1 && cu_refers_to(n->children[n->child_count - 1], r->decl)) {
         if (r->delete_count == 16) r->bad = true;
         else r->deletes[r->delete_count++] = n;
         return false;

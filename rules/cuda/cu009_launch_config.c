@@ -122,23 +122,12 @@ static bool visit_mod(CuNode *n, void *data) {
     return true;
 }
 
-
 static bool variable_modified(const CudaSource *src, const CuNode *var) {
     ModSearch s = {var, false};
     /* a local can only change inside its function; a global anywhere */
     CuNode *fn = cu_function_of(var);
     cu_walk(fn ? fn : src->root, visit_mod, &s);
     return s.modified;
-}
-
-/* the initialiser of a variable: its last child that is not a type */
-static CuNode *initialiser(const CuNode *var) {
-    for (uint32_t i = var->child_count; i-- > 0;) {
-        CuNode *c = var->children[i];
-        if (c->kind != CXCursor_TypeRef && c->kind != CXCursor_TemplateRef && c->kind != CXCursor_NamespaceRef)
-            return c;
-    }
-    return NULL;
 }
 
 static bool type_is_dim3(const CuNode *n) {
@@ -176,7 +165,7 @@ static bool dims_of(const CudaSource *src, CuNode *node, Dims *d, int depth) {
         return true;
     }
     if (n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl && type_is_dim3(n)) {
-        CuNode *var = n->ref, *init = initialiser(var);
+        CuNode *var = n->ref, *init = cu_initializer(var);
         if (!cu_function_of(var) && !clang_isConstQualifiedType(clang_getCursorType(var->cursor))) return false;
         if (!init || variable_modified(src, var)) return false;
         if (!dims_of(src, init, d, depth + 1)) return false;
@@ -201,7 +190,7 @@ static bool scalar_value(const CudaSource *src, CuNode *node, long long *v, CuNo
         return true;
     }
     if (n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl) {
-        CuNode *decl = n->ref, *init = initialiser(decl);
+        CuNode *decl = n->ref, *init = cu_initializer(decl);
         /* a global that is not const may change elsewhere */
         bool local = cu_function_of(decl) != NULL;
         if (!local && !clang_isConstQualifiedType(clang_getCursorType(decl->cursor))) return cu_int_value(n, v);
@@ -217,43 +206,6 @@ static bool scalar_value(const CudaSource *src, CuNode *node, long long *v, CuNo
 
 /* ---- the kernel: may its block size change? ----------------------------- */
 
-
-static bool is_any_builtin(const CuNode *n) {
-    return cu_is_builtin_member(n, "threadIdx", 0) || cu_is_builtin_member(n, "blockIdx", 0) || cu_is_builtin_member(n, "blockDim", 0) ||
-           cu_is_builtin_member(n, "gridDim", 0);
-}
-
-/* blockIdx.x * blockDim.x + threadIdx.x, in any order, casts allowed */
-static bool is_global_index(CuNode *e) {
-    e = cu_strip(e);
-    if (!e || e->kind != CXCursor_BinaryOperator || e->op != CXBinaryOperator_Add || e->child_count != 2) return false;
-    for (int k = 0; k < 2; k++) {
-        CuNode *t = cu_strip(e->children[k]), *m = cu_strip(e->children[1 - k]);
-        if (!cu_is_builtin_member(t, "threadIdx", 'x') || !m || m->kind != CXCursor_BinaryOperator ||
-            m->op != CXBinaryOperator_Mul || m->child_count != 2)
-            continue;
-        CuNode *a = cu_strip(m->children[0]), *b = cu_strip(m->children[1]);
-        if ((cu_is_builtin_member(a, "blockIdx", 'x') && cu_is_builtin_member(b, "blockDim", 'x')) ||
-            (cu_is_builtin_member(a, "blockDim", 'x') && cu_is_builtin_member(b, "blockIdx", 'x')))
-            return true;
-    }
-    return false;
-}
-
-/* blockDim.x * gridDim.x in either order */
-static bool is_grid_stride(CuNode *e) {
-    e = cu_strip(e);
-    if (!e || e->kind != CXCursor_BinaryOperator || e->op != CXBinaryOperator_Mul || e->child_count != 2) return false;
-    CuNode *a = cu_strip(e->children[0]), *b = cu_strip(e->children[1]);
-    return (cu_is_builtin_member(a, "blockDim", 'x') && cu_is_builtin_member(b, "gridDim", 'x')) ||
-           (cu_is_builtin_member(a, "gridDim", 'x') && cu_is_builtin_member(b, "blockDim", 'x'));
-}
-
-static bool refers_to(const CuNode *e, const CuNode *decl) {
-    CuNode *s = cu_strip((CuNode *)e);
-    return s && s->kind == CXCursor_DeclRefExpr && s->ref == decl;
-}
-
 /* cond is `i < E` / `E > i` (want_less) or `i >= E` / `E <= i`, with E free of thread indices */
 static bool is_bound(const CudaSource *src, CuNode *cond, const CuNode *index, bool want_less, CuNode **bound) {
     cond = cu_strip(cond);
@@ -261,8 +213,8 @@ static bool is_bound(const CudaSource *src, CuNode *cond, const CuNode *index, b
     int lhs_op = want_less ? CXBinaryOperator_LT : CXBinaryOperator_GE;
     int rhs_op = want_less ? CXBinaryOperator_GT : CXBinaryOperator_LE;
     CuNode *e = NULL;
-    if (cond->op == lhs_op && refers_to(cond->children[0], index)) e = cond->children[1];
-    else if (cond->op == rhs_op && refers_to(cond->children[1], index)) e = cond->children[0];
+    if (cond->op == lhs_op && cu_refers_to(cond->children[0], index)) e = cond->children[1];
+    else if (cond->op == rhs_op && cu_refers_to(cond->children[1], index)) e = cond->children[0];
     if (!e || cu_depends_on_thread_or_block(src, e)) return false;
     if (bound) *bound = e;
     return true;
@@ -288,7 +240,7 @@ static bool is_return_only(const CuNode *s) {
 static bool touches_memory(const CuNode *n) {
     if (n->kind == CXCursor_ArraySubscriptExpr || n->kind == CXCursor_CallExpr ||
         (n->kind == CXCursor_UnaryOperator && n->op == CXUnaryOperator_Deref) ||
-        (n->kind == CXCursor_MemberRefExpr && !is_any_builtin(n)))
+        (n->kind == CXCursor_MemberRefExpr && !cu_is_any_builtin(n)))
         return true;
     for (uint32_t i = 0; i < n->child_count; i++)
         if (touches_memory(n->children[i])) return true;
@@ -326,9 +278,9 @@ static bool analyse_guard(const CudaSource *src, const CuNode *kernel, Guard *g)
     for (; k < body->child_count && body->children[k]->kind == CXCursor_DeclStmt; k++) {
         CuNode *stmt = body->children[k];
         if (touches_memory(stmt)) return false;
-        CuNode *v = single_var(stmt), *init = v ? initialiser(v) : NULL;
-        if (init && is_global_index(init) && !g->index) g->index = v;
-        else if (init && is_grid_stride(init) && !g->stride) g->stride = v;
+        CuNode *v = single_var(stmt), *init = v ? cu_initializer(v) : NULL;
+        if (init && cu_is_global_index_x(init) && !g->index) g->index = v;
+        else if (init && cu_is_grid_stride_x(init) && !g->stride) g->stride = v;
     }
     if (k >= body->child_count) return false;
     CuNode *s = body->children[k];
@@ -347,12 +299,12 @@ static bool analyse_guard(const CudaSource *src, const CuNode *kernel, Guard *g)
         /* for (int i = index; i < E; i += stride) */
         CuNode *init = s->children[0], *cond = s->children[1], *inc = s->children[2];
         CuNode *v = single_var(init);
-        if (!v || !is_global_index(initialiser(v))) return false;
+        if (!v || !cu_is_global_index_x(cu_initializer(v))) return false;
         if (!is_bound(src, cond, v, true, &g->bound)) return false;
         if (!inc || inc->kind != CXCursor_CompoundAssignOperator || inc->op != CXBinaryOperator_AddAssign ||
-            inc->child_count != 2 || !refers_to(inc->children[0], v))
+            inc->child_count != 2 || !cu_refers_to(inc->children[0], v))
             return false;
-        if (!is_grid_stride(inc->children[1]) && !(g->stride && refers_to(inc->children[1], g->stride))) return false;
+        if (!cu_is_grid_stride_x(inc->children[1]) && !(g->stride && cu_refers_to(inc->children[1], g->stride))) return false;
         if (g->index) return false; /* a second index would be unused or odd */
         g->index = v;
         g->kind = GUARD_STRIDE;
@@ -376,7 +328,7 @@ static bool visit_block_use(CuNode *n, void *data) {
     if (u->bad) return false;
     for (int i = 0; i < 4; i++)
         if (u->allowed[i] == n) return false;
-    if ((n->kind == CXCursor_VarDecl && (n->attrs & CU_ATTR_SHARED)) || is_any_builtin(n)) {
+    if ((n->kind == CXCursor_VarDecl && (n->attrs & CU_ATTR_SHARED)) || cu_is_any_builtin(n)) {
         u->bad = true;
         return false;
     }
@@ -396,8 +348,8 @@ static bool visit_block_use(CuNode *n, void *data) {
     /* the index variable is written only where the guard expects it */
     if ((n->kind == CXCursor_BinaryOperator && n->op == CXBinaryOperator_Assign) ||
         n->kind == CXCursor_CompoundAssignOperator) {
-        if (u->g && n->child_count == 2 && (refers_to(n->children[0], u->g->index) ||
-                                            (u->g->stride && refers_to(n->children[0], u->g->stride))))
+        if (u->g && n->child_count == 2 && (cu_refers_to(n->children[0], u->g->index) ||
+                                            (u->g->stride && cu_refers_to(n->children[0], u->g->stride))))
             u->bad = true;
     }
     return !u->bad;
@@ -410,8 +362,8 @@ static bool kernel_block_independent(const CudaSource *src, const CuNode *fn, co
     if (!body) return false;
     BlockUse u = {.src = src, .g = g, .depth = depth};
     if (g) {
-        u.allowed[0] = initialiser(g->index);
-        if (g->stride) u.allowed[1] = initialiser(g->stride);
+        u.allowed[0] = cu_initializer(g->index);
+        if (g->stride) u.allowed[1] = cu_initializer(g->stride);
         if (g->kind == GUARD_STRIDE) {
             CuNode *loop = g->index->parent->parent; /* VarDecl -> DeclStmt -> ForStmt */
             u.allowed[2] = loop->children[2];
@@ -446,27 +398,27 @@ static bool is_ceiling_division(CuNode *e, const CuNode *var) {
         uint32_t argc;
         CuNode **args = cu_call_args(e, &argc);
         return (strstr(lower, "ceil") || strstr(lower, "divup") || strstr(lower, "div_up") || strstr(lower, "cdiv")) &&
-               argc == 2 && refers_to(args[1], var);
+               argc == 2 && cu_refers_to(args[1], var);
     }
     if (e->kind != CXCursor_BinaryOperator || e->child_count != 2) return false;
     CuNode *l = cu_strip(e->children[0]), *r = cu_strip(e->children[1]);
     long long one;
-    if (e->op == CXBinaryOperator_Div && refers_to(r, var)) {
+    if (e->op == CXBinaryOperator_Div && cu_refers_to(r, var)) {
         /* (X + B - 1) / B  or  (X + (B - 1)) / B */
         if (!l || l->kind != CXCursor_BinaryOperator || l->child_count != 2) return false;
         CuNode *a = cu_strip(l->children[0]), *b = cu_strip(l->children[1]);
         if (l->op == CXBinaryOperator_Sub && cu_int_value(b, &one) && one == 1 && a &&
             a->kind == CXCursor_BinaryOperator && a->op == CXBinaryOperator_Add && a->child_count == 2)
-            return refers_to(a->children[1], var) || refers_to(a->children[0], var);
+            return cu_refers_to(a->children[1], var) || cu_refers_to(a->children[0], var);
         if (l->op == CXBinaryOperator_Add && b && b->kind == CXCursor_BinaryOperator &&
-            b->op == CXBinaryOperator_Sub && b->child_count == 2 && refers_to(b->children[0], var) &&
+            b->op == CXBinaryOperator_Sub && b->child_count == 2 && cu_refers_to(b->children[0], var) &&
             cu_int_value(cu_strip(b->children[1]), &one) && one == 1)
             return true;
         return false;
     }
     if (e->op == CXBinaryOperator_Add && cu_int_value(r, &one) && one == 1 && l &&
         l->kind == CXCursor_BinaryOperator && l->op == CXBinaryOperator_Div && l->child_count == 2 &&
-        refers_to(l->children[1], var)) {
+        cu_refers_to(l->children[1], var)) {
         /* (X - 1) / B + 1 */
         CuNode *x = cu_strip(l->children[0]);
         return x && x->kind == CXCursor_BinaryOperator && x->op == CXBinaryOperator_Sub && x->child_count == 2 &&

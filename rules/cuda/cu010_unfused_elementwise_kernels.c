@@ -128,50 +128,6 @@ static bool is_zero(const CuNode *n) {
 
 /* ---- elementwise kernels ------------------------------------------------ */
 
-
-static bool is_any_builtin(const CuNode *n) {
-    return cu_is_builtin_member(n, "threadIdx", 0) || cu_is_builtin_member(n, "blockIdx", 0) || cu_is_builtin_member(n, "blockDim", 0) ||
-           cu_is_builtin_member(n, "gridDim", 0);
-}
-
-static bool is_global_index(CuNode *e) {
-    e = cu_strip(e);
-    if (!e || e->kind != CXCursor_BinaryOperator || e->op != CXBinaryOperator_Add || e->child_count != 2) return false;
-    for (int k = 0; k < 2; k++) {
-        CuNode *t = cu_strip(e->children[k]), *m = cu_strip(e->children[1 - k]);
-        if (!cu_is_builtin_member(t, "threadIdx", 'x') || !m || m->kind != CXCursor_BinaryOperator ||
-            m->op != CXBinaryOperator_Mul || m->child_count != 2)
-            continue;
-        CuNode *a = cu_strip(m->children[0]), *b = cu_strip(m->children[1]);
-        if ((cu_is_builtin_member(a, "blockIdx", 'x') && cu_is_builtin_member(b, "blockDim", 'x')) ||
-            (cu_is_builtin_member(a, "blockDim", 'x') && cu_is_builtin_member(b, "blockIdx", 'x')))
-            return true;
-    }
-    return false;
-}
-
-static bool is_grid_stride(CuNode *e) {
-    e = cu_strip(e);
-    if (!e || e->kind != CXCursor_BinaryOperator || e->op != CXBinaryOperator_Mul || e->child_count != 2) return false;
-    CuNode *a = cu_strip(e->children[0]), *b = cu_strip(e->children[1]);
-    return (cu_is_builtin_member(a, "blockDim", 'x') && cu_is_builtin_member(b, "gridDim", 'x')) ||
-           (cu_is_builtin_member(a, "gridDim", 'x') && cu_is_builtin_member(b, "blockDim", 'x'));
-}
-
-static bool refers_to(const CuNode *e, const CuNode *decl) {
-    CuNode *s = cu_strip((CuNode *)e);
-    return s && s->kind == CXCursor_DeclRefExpr && s->ref == decl;
-}
-
-static CuNode *initialiser(const CuNode *var) {
-    for (uint32_t i = var->child_count; i-- > 0;) {
-        CuNode *c = var->children[i];
-        if (c->kind != CXCursor_TypeRef && c->kind != CXCursor_TemplateRef && c->kind != CXCursor_NamespaceRef)
-            return c;
-    }
-    return NULL;
-}
-
 static CuNode *single_var(const CuNode *stmt) {
     if (!stmt || stmt->kind != CXCursor_DeclStmt || stmt->child_count != 1) return NULL;
     CuNode *v = stmt->children[0];
@@ -237,7 +193,7 @@ static int element_access(const Elementwise *k, CuNode *n) {
     n = cu_strip(n);
     if (!n || n->kind != CXCursor_ArraySubscriptExpr || n->child_count != 2) return -1;
     CuNode *base = cu_strip(n->children[0]);
-    if (!base || base->kind != CXCursor_DeclRefExpr || !refers_to(n->children[1], k->index)) return -1;
+    if (!base || base->kind != CXCursor_DeclRefExpr || !cu_refers_to(n->children[1], k->index)) return -1;
     int p = param_index(k, base->ref);
     return p >= 0 && k->pointer[p] ? p : -1;
 }
@@ -253,7 +209,7 @@ static bool children_ok(Elementwise *k, CuNode *n, int depth) {
 /* n reads and writes only element i of pointer parameters */
 static bool element_ok(Elementwise *k, CuNode *n, int depth) {
     if (depth > 64) return false;
-    if (is_any_builtin(n)) return false;
+    if (cu_is_any_builtin(n)) return false;
     switch (n->kind) {
     case CXCursor_IntegerLiteral:
     case CXCursor_FloatingLiteral:
@@ -355,7 +311,7 @@ typedef struct {
 
 static bool visit_plain(CuNode *n, void *data) {
     PlainSearch *s = data;
-    if (is_any_builtin(n) || (n->kind == CXCursor_VarDecl && (n->attrs & CU_ATTR_SHARED))) s->bad = true;
+    if (cu_is_any_builtin(n) || (n->kind == CXCursor_VarDecl && (n->attrs & CU_ATTR_SHARED))) s->bad = true;
     if (n->kind == CXCursor_CallExpr) {
         if (calls_block_level(cu_callee(n))) s->bad = true;
         else if (n->ref && n->ref->kind == CXCursor_FunctionDecl && !function_is_plain(n->ref, s->depth + 1))
@@ -384,8 +340,8 @@ static bool bound_ok(const CudaSource *src, CuNode *cond, const CuNode *index, b
     int lhs_op = less ? CXBinaryOperator_LT : CXBinaryOperator_GE;
     int rhs_op = less ? CXBinaryOperator_GT : CXBinaryOperator_LE;
     CuNode *e = NULL;
-    if (cond->op == lhs_op && refers_to(cond->children[0], index)) e = cond->children[1];
-    else if (cond->op == rhs_op && refers_to(cond->children[1], index)) e = cond->children[0];
+    if (cond->op == lhs_op && cu_refers_to(cond->children[0], index)) e = cond->children[1];
+    else if (cond->op == rhs_op && cu_refers_to(cond->children[1], index)) e = cond->children[0];
     if (!e || cu_depends_on_thread_or_block(src, e)) return false;
     *bound = cu_strip(e);
     return true;
@@ -438,9 +394,9 @@ static bool analyse_kernel(const CudaSource *src, CuNode *decl, Elementwise *k) 
     CuNode *body = body_of(def);
     uint32_t j = 0;
     for (; j < body->child_count && body->children[j]->kind == CXCursor_DeclStmt; j++) {
-        CuNode *v = single_var(body->children[j]), *init = v ? initialiser(v) : NULL;
-        if (init && is_global_index(init) && !k->index) k->index = v;
-        else if (init && is_grid_stride(init) && !k->stride) k->stride = v;
+        CuNode *v = single_var(body->children[j]), *init = v ? cu_initializer(v) : NULL;
+        if (init && cu_is_global_index_x(init) && !k->index) k->index = v;
+        else if (init && cu_is_grid_stride_x(init) && !k->stride) k->stride = v;
         else return false; /* values computed before the guard: keep it simple */
     }
     if (j >= body->child_count) return false;
@@ -458,12 +414,12 @@ static bool analyse_kernel(const CudaSource *src, CuNode *decl, Elementwise *k) 
         }
     } else if (s->kind == CXCursor_ForStmt && s->child_count == 4 && j + 1 == body->child_count && !k->index) {
         CuNode *v = single_var(s->children[0]), *inc = s->children[2];
-        if (!v || !is_global_index(initialiser(v))) return false;
+        if (!v || !cu_is_global_index_x(cu_initializer(v))) return false;
         if (!bound_ok(src, s->children[1], v, true, &k->bound)) return false;
         if (inc->kind != CXCursor_CompoundAssignOperator || inc->op != CXBinaryOperator_AddAssign ||
-            inc->child_count != 2 || !refers_to(inc->children[0], v))
+            inc->child_count != 2 || !cu_refers_to(inc->children[0], v))
             return false;
-        if (!is_grid_stride(inc->children[1]) && !(k->stride && refers_to(inc->children[1], k->stride)))
+        if (!cu_is_grid_stride_x(inc->children[1]) && !(k->stride && cu_refers_to(inc->children[1], k->stride)))
             return false;
         k->index = v;
         k->shape = SHAPE_STRIDE;
