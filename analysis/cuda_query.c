@@ -384,3 +384,17 @@ bool cu_is_grid_stride_x(CuNode *e) {
     return (cu_is_builtin_member(a, "blockDim", 'x') && cu_is_builtin_member(b, "gridDim", 'x')) ||
            (cu_is_builtin_member(a, "gridDim", 'x') && cu_is_builtin_member(b, "blockDim", 'x'));
 }
+
+CuNode *cu_logical_parent(const CuNode *n, const CuNode **child) {
+    const CuNode *c = n;
+    CuNode *p = n->parent;
+    while (p && (p->kind == CXCursor_UnexposedExpr || p->kind == CXCursor_ParenExpr ||
+                 p->kind == CXCursor_CStyleCastExpr || p->kind == CXCursor_CXXStaticCastExpr ||
+                 p->kind == CXCursor_CXXReinterpretCastExpr || p->kind == CXCursor_CXXConstCastExpr ||
+                 p->kind == CXCursor_CXXFunctionalCastExpr)) {
+        c = p;
+        p = p->parent;
+    }
+    if (child) *child = c;
+    return p;
+}

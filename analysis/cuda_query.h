@@ -88,4 +88,8 @@ bool cu_is_global_index_x(CuNode *e);
 /* blockDim.x * gridDim.x, in either order (a grid-stride step). */
 bool cu_is_grid_stride_x(CuNode *e);
 
+/* n's parent, skipping implicit casts, parentheses and explicit casts;
+ * *child (may be NULL) gets the node under it on the way up. */
+CuNode *cu_logical_parent(const CuNode *n, const CuNode **child);
+
 #endif

@@ -78,21 +78,6 @@ static ByteRange report_range(const CuNode *n) {
     return (ByteRange){r->start, r->end};
 }
 
-/* the parent, skipping implicit casts, parentheses and explicit casts */
-static CuNode *logical_parent(const CuNode *n, const CuNode **child) {
-    const CuNode *c = n;
-    CuNode *p = n->parent;
-    while (p && (p->kind == CXCursor_UnexposedExpr || p->kind == CXCursor_ParenExpr ||
-                 p->kind == CXCursor_CStyleCastExpr || p->kind == CXCursor_CXXStaticCastExpr ||
-                 p->kind == CXCursor_CXXReinterpretCastExpr || p->kind == CXCursor_CXXConstCastExpr ||
-                 p->kind == CXCursor_CXXFunctionalCastExpr)) {
-        c = p;
-        p = p->parent;
-    }
-    if (child) *child = c;
-    return p;
-}
-
 static bool mentions(const CuNode *n, const CuNode *decl) {
     if (!n) return false;
     if ((n->kind == CXCursor_DeclRefExpr || n->kind == CXCursor_MemberRefExpr) && n->ref == decl) return true;
@@ -278,7 +263,7 @@ static bool visit_defs(CuNode *n, void *data) {
         } else if (n->op == CXUnaryOperator_AddrOf) {
             /* &p handed to an allocator (or to anything else: unknown) */
             const CuNode *child;
-            CuNode *p = logical_parent(n, &child);
+            CuNode *p = cu_logical_parent(n, &child);
             if (p && p->kind == CXCursor_CallExpr && cu_name_in(cu_callee(p), pinned_allocators)) {
                 s->unknown = true; /* pinned */
                 s->defs++;
@@ -438,7 +423,7 @@ static bool visit_releases(CuNode *n, void *data) {
     if ((n->kind == CXCursor_DeclRefExpr) && n->ref == r->decl) {
         /* escapes: returned, stored in another variable or field */
         const CuNode *child;
-        CuNode *p = logical_parent(n, &child);
+        CuNode *p = cu_logical_parent(n, &child);
         if (p && p->kind == CXCursor_ReturnStmt) r->bad = true;
         if (p && p->kind == CXCursor_VarDecl && p != r->decl) r->bad = true;
         if (p && p->kind == CXCursor_BinaryOperator && p->op == CXBinaryOperator_Assign && p->child_count == 2 &&

@@ -74,7 +74,6 @@ static ByteRange report_range(const CuNode *n) {
     return (ByteRange){r->start, r->end};
 }
 
-
 static CuNode *body_of(const CuNode *fn) {
     if (!fn || fn->child_count == 0) return NULL;
     CuNode *last = fn->children[fn->child_count - 1];
@@ -87,30 +86,15 @@ static bool is_ancestor(const CuNode *a, const CuNode *n) {
     return false;
 }
 
-/* the parent, skipping implicit casts, parentheses and explicit casts */
-static CuNode *logical_parent(const CuNode *n, const CuNode **child) {
-    const CuNode *c = n;
-    CuNode *p = n->parent;
-    while (p && (p->kind == CXCursor_UnexposedExpr || p->kind == CXCursor_ParenExpr ||
-                 p->kind == CXCursor_CStyleCastExpr || p->kind == CXCursor_CXXStaticCastExpr ||
-                 p->kind == CXCursor_CXXReinterpretCastExpr || p->kind == CXCursor_CXXConstCastExpr ||
-                 p->kind == CXCursor_CXXFunctionalCastExpr)) {
-        c = p;
-        p = p->parent;
-    }
-    if (child) *child = c;
-    return p;
-}
-
 static bool is_assign_target(const CuNode *n) {
     const CuNode *child;
-    CuNode *p = logical_parent(n, &child);
+    CuNode *p = cu_logical_parent(n, &child);
     return p && p->kind == CXCursor_BinaryOperator && p->op == CXBinaryOperator_Assign && p->child_count == 2 &&
            p->children[0] == child;
 }
 
 static bool is_address_taken(const CuNode *n) {
-    CuNode *p = logical_parent(n, NULL);
+    CuNode *p = cu_logical_parent(n, NULL);
     return p && p->kind == CXCursor_UnaryOperator && p->op == CXUnaryOperator_AddrOf;
 }
 
