@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,6 +27,16 @@ static void usage(FILE *out) {
           "\n"
           "`advise <command> --help` describes a command's options.\n",
           out);
+}
+
+int cli_usage_error(const char *command, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "advise %s: ", command);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(see `advise %s --help`)\n", command);
+    va_end(ap);
+    return EXIT_TROUBLE;
 }
 
 int cli_main(int argc, char **argv) {

@@ -10,6 +10,9 @@ enum {
 };
 
 int cli_main(int argc, char **argv);
+/* Prints "advise COMMAND: <message>" and where to find help on stderr;
+ * returns EXIT_TROUBLE. */
+int cli_usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int cli_check(int argc, char **argv);
 int cli_rules(int argc, char **argv);
 int cli_rule(int argc, char **argv);

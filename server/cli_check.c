@@ -85,13 +85,6 @@ typedef struct {
     bool select_given;
 } CommandLineSettings;
 
-static int usage_error(const char *fmt, const char *arg) {
-    fputs("advise check: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs("\n(see `advise check --help`)\n", stderr);
-    return EXIT_TROUBLE;
-}
-
 static bool apply_fail_on(Config *cfg, const char *text) {
     if (strcasecmp(text, "never") == 0) {
         cfg->fail_never = true;
@@ -139,14 +132,14 @@ static int load_settings(CheckOptions *o, const CommandLineSettings *cl, char **
     for (size_t i = 0; i < cl->severity.count; i++) {
         char *item = cl->severity.items[i];
         char *eq = strchr(item, '=');
-        if (!eq) return usage_error("--severity wants RULE=LEVEL, not '%s'", item);
+        if (!eq) return cli_usage_error("check", "--severity wants RULE=LEVEL, not '%s'", item);
         *eq = '\0';
         bool ok = config_set_severity(&o->cfg, item, eq + 1);
         *eq = '=';
-        if (!ok) return usage_error("--severity: unknown rule or level in '%s'", item);
+        if (!ok) return cli_usage_error("check", "--severity: unknown rule or level in '%s'", item);
     }
     if (cl->fail_on && !apply_fail_on(&o->cfg, cl->fail_on))
-        return usage_error("--fail-on wants error, warning, info, hint or never, not '%s'", cl->fail_on);
+        return cli_usage_error("check", "--fail-on wants error, warning, info, hint or never, not '%s'", cl->fail_on);
     if (cl->max_size > 0) o->cfg.max_file_bytes = (size_t)cl->max_size;
     return EXIT_CLEAN;
 }
@@ -345,7 +338,7 @@ int cli_check(int argc, char **argv) {
             else if (strcmp(optarg, "json") == 0) o.format = FORMAT_JSON;
             else {
                 free_cl(&cl);
-                return usage_error("--format wants text or json, not '%s'", optarg);
+                return cli_usage_error("check", "--format wants text or json, not '%s'", optarg);
             }
             break;
         case OPT_SELECT:
@@ -365,7 +358,7 @@ int cli_check(int argc, char **argv) {
             cl.max_size = strtoll(optarg, &end, 10);
             if (*end || cl.max_size <= 0) {
                 free_cl(&cl);
-                return usage_error("--max-file-size wants a positive number of bytes, not '%s'", optarg);
+                return cli_usage_error("check", "--max-file-size wants a positive number of bytes, not '%s'", optarg);
             }
             break;
         }
@@ -380,16 +373,16 @@ int cli_check(int argc, char **argv) {
             return EXIT_CLEAN;
         default:
             free_cl(&cl);
-            return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+            return cli_usage_error("check", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
     if (o.fix && o.diff) {
         free_cl(&cl);
-        return usage_error("%s", "--fix and --diff exclude each other (--diff writes nothing)");
+        return cli_usage_error("check", "%s", "--fix and --diff exclude each other (--diff writes nothing)");
     }
     if (o.profile_path && o.no_profile) {
         free_cl(&cl);
-        return usage_error("%s", "--profile and --no-profile exclude each other");
+        return cli_usage_error("check", "%s", "--profile and --no-profile exclude each other");
     }
     char *root = NULL;
     int status = load_settings(&o, &cl, &root);

@@ -29,17 +29,6 @@ static void diff_usage(FILE *out) {
           out);
 }
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("advise diff: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs("\n(see `advise diff --help`)\n", stderr);
-    va_end(ap);
-    return EXIT_TROUBLE;
-}
-
 /* ---- text ------------------------------------------------------------------------ */
 
 static void print_command(FILE *out, const Profile *p) {
@@ -320,22 +309,22 @@ int cli_diff(int argc, char **argv) {
         case OPT_FORMAT:
             if (strcmp(optarg, "text") == 0) json = false;
             else if (strcmp(optarg, "json") == 0) json = true;
-            else return usage_error("--format wants text or json, not '%s'", optarg);
+            else return cli_usage_error("diff", "--format wants text or json, not '%s'", optarg);
             break;
         case OPT_LIMIT: {
             char *end;
             long long n = strtoll(optarg, &end, 10);
-            if (!*optarg || *end || n < 0) return usage_error("--limit wants a number (0: all), not '%s'", optarg);
+            if (!*optarg || *end || n < 0) return cli_usage_error("diff", "--limit wants a number (0: all), not '%s'", optarg);
             limit = (size_t)n;
             break;
         }
         case OPT_HELP:
         case 'h': diff_usage(stdout); return EXIT_CLEAN;
-        default: return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+        default: return cli_usage_error("diff", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
     if (argc - optind != 2)
-        return usage_error("wants two profiles, BEFORE and AFTER (%d given)", argc - optind);
+        return cli_usage_error("diff", "wants two profiles, BEFORE and AFTER (%d given)", argc - optind);
     const char *path_b = argv[optind], *path_a = argv[optind + 1];
     char *error = NULL;
     Profile *b = profile_read_file(path_b, PROFILE_FINAL, &error);

@@ -28,17 +28,6 @@ static void ranks_usage(FILE *out) {
           out);
 }
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("advise ranks: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs("\n(see `advise ranks --help`)\n", stderr);
-    va_end(ap);
-    return EXIT_TROUBLE;
-}
-
 static json_t *json_u64(uint64_t v) {
     return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
 }
@@ -103,14 +92,14 @@ int cli_ranks(int argc, char **argv) {
         case OPT_FORMAT:
             if (strcmp(optarg, "text") == 0) json = false;
             else if (strcmp(optarg, "json") == 0) json = true;
-            else return usage_error("--format wants text or json, not '%s'", optarg);
+            else return cli_usage_error("ranks", "--format wants text or json, not '%s'", optarg);
             break;
         case OPT_HELP:
         case 'h': ranks_usage(stdout); return EXIT_CLEAN;
-        default: return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+        default: return cli_usage_error("ranks", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
-    if (argc - optind != 1) return usage_error("wants one profile (%d given)", argc - optind);
+    if (argc - optind != 1) return cli_usage_error("ranks", "wants one profile (%d given)", argc - optind);
     const char *path = argv[optind];
     char *error = NULL;
     Profile *p = profile_read_file(path, PROFILE_FINAL, &error);

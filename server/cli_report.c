@@ -42,17 +42,6 @@ static void report_usage(FILE *out) {
           out);
 }
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("advise report: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputs("\n(see `advise report --help`)\n", stderr);
-    va_end(ap);
-    return EXIT_TROUBLE;
-}
-
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int fail(const char *fmt, ...) {
     va_list ap;
@@ -229,7 +218,7 @@ int cli_report(int argc, char **argv) {
         case OPT_FORMAT:
             if (strcmp(optarg, "text") == 0) o.html = false;
             else if (strcmp(optarg, "html") == 0) o.html = true;
-            else return usage_error("--format wants text or html, not '%s'", optarg);
+            else return cli_usage_error("report", "--format wants text or html, not '%s'", optarg);
             break;
         case 'o': o.output = optarg; break;
         case OPT_PROFILE: o.profile_path = optarg; break;
@@ -238,13 +227,13 @@ int cli_report(int argc, char **argv) {
         case OPT_NO_CONFIG: o.no_config = true; break;
         case OPT_HELP:
         case 'h': report_usage(stdout); return EXIT_CLEAN;
-        default: return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+        default: return cli_usage_error("report", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
-    if (o.profile_path && o.no_profile) return usage_error("--profile and --no-profile exclude each other");
+    if (o.profile_path && o.no_profile) return cli_usage_error("report", "--profile and --no-profile exclude each other");
     if (o.html && !o.output)
-        return usage_error("--format html needs -o FILE (a page is not for the terminal; -o - writes it to stdout)");
-    if (o.output && !*o.output) return usage_error("-o wants a file name");
+        return cli_usage_error("report", "--format html needs -o FILE (a page is not for the terminal; -o - writes it to stdout)");
+    if (o.output && !*o.output) return cli_usage_error("report", "-o wants a file name");
 
     Config cfg;
     char *root = NULL;
