@@ -558,3 +558,15 @@ bool profile_set_labels(Profile *p, const char *name, const char *source, const 
     p->tool = strdup(tool);
     return p->name && p->source && p->created && p->tool;
 }
+
+char *prof_format(const char *fmt, ...) {
+    va_list ap, again;
+    va_start(ap, fmt);
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s) vsnprintf(s, (size_t)n + 1, fmt, again);
+    va_end(again);
+    va_end(ap);
+    return s;
+}

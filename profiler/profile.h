@@ -253,6 +253,10 @@ bool profile_path_ok(const char *path);
  * the processes of one run wrote. False when out of memory. */
 bool profile_append(Profile *dst, const Profile *src);
 
+/* printf into a fresh heap string (messages for a person); NULL when out
+ * of memory. */
+char *prof_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Sets the labels every profile file carries (name, source, tool; created
  * is now, UTC), replacing what p held. False when out of memory. */
 bool profile_set_labels(Profile *p, const char *name, const char *source, const char *tool);

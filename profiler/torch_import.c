@@ -67,18 +67,6 @@ typedef struct {
     bool has_host_pid;
 } Collected;
 
-static char *format_error(const char *fmt, ...) {
-    va_list ap, again;
-    va_start(ap, fmt);
-    va_copy(again, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (s) vsnprintf(s, (size_t)n + 1, fmt, again);
-    va_end(again);
-    va_end(ap);
-    return s;
-}
-
 /* Grows *items (of size each) to hold one more; false when out of memory */
 static bool reserve(void **items, size_t *cap, size_t count, size_t size) {
     if (count < *cap) return true;
@@ -556,25 +544,25 @@ Profile *torch_import_report(const char *text, size_t length, const char *projec
                              const char *trace_path, TorchImportReport *report, char **error) {
     *error = NULL;
     if (length > TORCH_IMPORT_MAX_BYTES) {
-        *error = format_error("%s: %zu bytes is more than advise import reads (2 GiB)", trace_path, length);
+        *error = prof_format("%s: %zu bytes is more than advise import reads (2 GiB)", trace_path, length);
         return NULL;
     }
     if (length >= 2 && (unsigned char)text[0] == 0x1f && (unsigned char)text[1] == 0x8b) {
-        *error = format_error("%s is gzip-compressed; decompress it first (gunzip -k)", trace_path);
+        *error = prof_format("%s is gzip-compressed; decompress it first (gunzip -k)", trace_path);
         return NULL;
     }
     json_error_t jerr;
     /* every number as a double: an integer too big for int64 is no reason to refuse a trace */
     json_t *root = json_loadb(text, length, JSON_DECODE_INT_AS_REAL, &jerr);
     if (!root) {
-        *error = format_error("%s: line %d, column %d: %s (not a valid JSON trace)", trace_path, jerr.line,
+        *error = prof_format("%s: line %d, column %d: %s (not a valid JSON trace)", trace_path, jerr.line,
                               jerr.column, jerr.text);
         return NULL;
     }
     /* Chrome's trace format: an object holding traceEvents, or a bare array of events */
     json_t *events = json_is_array(root) ? root : json_object_get(root, "traceEvents");
     if (!json_is_array(events)) {
-        *error = format_error("%s: no traceEvents array; is this a torch.profiler trace "
+        *error = prof_format("%s: no traceEvents array; is this a torch.profiler trace "
                               "(prof.export_chrome_trace or tensorboard_trace_handler)?", trace_path);
         json_decref(root);
         return NULL;
@@ -607,7 +595,7 @@ Profile *torch_import_report(const char *text, size_t length, const char *projec
     } else {
         if (p) profile_free(p);
         p = NULL;
-        if (!*error) *error = format_error("%s: out of memory", trace_path);
+        if (!*error) *error = prof_format("%s: out of memory", trace_path);
     }
     free(im.c.gpu);
     free(im.c.calls);

@@ -37,22 +37,10 @@ struct TorchUserCode {
     size_t file_count, file_cap;
 };
 
-static char *format_error(const char *fmt, ...) {
-    va_list ap, again;
-    va_start(ap, fmt);
-    va_copy(again, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (s) vsnprintf(s, (size_t)n + 1, fmt, again);
-    va_end(again);
-    va_end(ap);
-    return s;
-}
-
 TorchUserCode *torch_user_code_new(const char *project_root, char **error) {
     char *root = realpath(project_root, NULL);
     if (!root) {
-        *error = format_error("project root '%s': %s", project_root, strerror(errno));
+        *error = prof_format("project root '%s': %s", project_root, strerror(errno));
         return NULL;
     }
     TorchUserCode *uc = calloc(1, sizeof *uc);
@@ -63,7 +51,7 @@ TorchUserCode *torch_user_code_new(const char *project_root, char **error) {
     if (!uc || !uc->slots) {
         free(root);
         if (uc) free(uc);
-        *error = format_error("out of memory");
+        *error = prof_format("out of memory");
         return NULL;
     }
     /* "/" as root: paths under it start right after the slash */
