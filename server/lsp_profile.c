@@ -51,50 +51,20 @@ void lsp_profiles_unref(LspProfiles *p) {
 
 /* ---- where the profiles are ------------------------------------------------- */
 
-static bool has_entry(const char *dir, const char *name) {
-    char path[PATH_MAX];
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, name) >= sizeof path)
-        return false;
-    struct stat st;
-    return lstat(path, &st) == 0;
-}
-
-/* The nearest folder at or above start holding name, or NULL. */
-static char *find_upwards(const char *start, const char *name) {
-    char *dir = strdup(start);
-    while (dir) {
-        if (has_entry(dir, name)) return dir;
-        char *slash = strrchr(dir, '/');
-        if (!slash) break;
-        if (slash == dir) {
-            if (dir[1] == '\0') break;
-            dir[1] = '\0';
-        } else {
-            *slash = '\0';
-        }
-    }
-    free(dir);
-    return NULL;
-}
-
 /* The project root for a workspace folder (or the working directory): the
  * nearest folder at or above it holding advise.toml, else .git, else the
  * folder itself; *toml: the advise.toml found, or NULL. */
 static char *project_root(const char *workspace, char **toml) {
     *toml = NULL;
-    char *start = realpath(workspace ? workspace : ".", NULL);
-    if (!start) start = strdup(workspace ? workspace : "/");
-    if (!start) return NULL;
-    char *root = find_upwards(start, "advise.toml");
-    if (root) {
-        size_t n = strlen(root) + 16;
-        *toml = malloc(n);
-        if (*toml) snprintf(*toml, n, "%s/advise.toml", strcmp(root, "/") == 0 ? "" : root);
-    } else {
-        root = find_upwards(start, ".git");
-    }
-    if (!root) return start;
-    free(start);
+    char *root = profile_store_root_of(workspace ? workspace : ".");
+    if (!root) root = strdup(workspace ? workspace : "/"); /* a folder that is gone: as given */
+    if (!root) return NULL;
+    size_t n = strlen(root) + 16;
+    char *path = malloc(n);
+    if (path) snprintf(path, n, "%s/advise.toml", strcmp(root, "/") == 0 ? "" : root);
+    struct stat st;
+    if (path && stat(path, &st) == 0 && S_ISREG(st.st_mode)) *toml = path;
+    else free(path);
     return root;
 }
 

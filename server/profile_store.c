@@ -34,7 +34,11 @@ static char *find_upwards(const char *start, const char *name) {
 }
 
 char *profile_store_root(void) {
-    char *cwd = realpath(".", NULL);
+    return profile_store_root_of(".");
+}
+
+char *profile_store_root_of(const char *start) {
+    char *cwd = realpath(start ? start : ".", NULL);
     if (!cwd) return NULL;
     char *root = find_upwards(cwd, "advise.toml");
     if (!root) root = find_upwards(cwd, ".git");

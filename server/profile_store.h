@@ -13,6 +13,8 @@
  * holding advise.toml, else the nearest holding .git, else the current
  * directory. Absolute, heap; NULL only when out of memory or cwd is gone. */
 char *profile_store_root(void);
+/* The same for a folder other than the current one (an editor's workspace). */
+char *profile_store_root_of(const char *start);
 
 /* The profile folder: configured (absolute, or relative to root) or the
  * default under root. Heap. */
