@@ -88,6 +88,8 @@ void profile_free(Profile *p) {
     free(p->overheads);
     free(p->timelines);
     free(p->gaps);
+    for (size_t i = 0; i < p->line_metric_count; i++) free(p->line_metrics[i].kernel);
+    free(p->line_metrics);
     ProfileBox *box = box_of(p);
     hash_index_free(&box->file_index.index);
     hash_index_free(&box->site_index.index);
@@ -405,6 +407,7 @@ bool profile_append(Profile *dst, const Profile *src) {
     size_t nproc = src->process_count, ndev = src->device_count, nfiles = src->file_count;
     size_t nsites = src->site_count, nkern = src->kernel_count, nops = src->op_count;
     size_t napis = src->api_count, nover = src->overhead_count, ntl = src->timeline_count, ngaps = src->gap_count;
+    size_t nlines = src->line_metric_count;
     size_t pbase = dst->process_count, dbase = dst->device_count, kbase = dst->kernel_count;
 
     if (!copy_header(dst, src)) return false;
@@ -431,6 +434,11 @@ bool profile_append(Profile *dst, const Profile *src) {
     int *file_map = malloc((nfiles ? nfiles : 1) * sizeof *file_map);
     int *site_map = malloc((nsites ? nsites : 1) * sizeof *site_map);
     bool merged = file_map && site_map && merge_files_and_sites(dst, src, file_map, site_map);
+    for (size_t i = 0; merged && i < nlines; i++) {
+        ProfLineMetrics m = src->line_metrics[i];
+        m.file = remap(m.file, nfiles, file_map, 0);
+        merged = profile_add_line_metrics(dst, &m) >= 0;
+    }
     free(file_map);
     if (!merged) {
         free(site_map);
@@ -490,6 +498,29 @@ bool profile_append(Profile *dst, const Profile *src) {
     }
     free(site_map);
     return ok;
+}
+
+int profile_add_line_metrics(Profile *p, const ProfLineMetrics *m) {
+    /* few entries per profile (lines of a handful of kernels): a linear search is enough */
+    for (size_t i = 0; i < p->line_metric_count; i++) {
+        ProfLineMetrics *e = &p->line_metrics[i];
+        if (e->file != m->file || e->line != m->line || !same_string(e->kernel, m->kernel)) continue;
+        e->launches = add_saturating(e->launches, m->launches);
+        e->instructions = add_saturating(e->instructions, m->instructions);
+        e->global_sectors = add_saturating(e->global_sectors, m->global_sectors);
+        e->global_sectors_ideal = add_saturating(e->global_sectors_ideal, m->global_sectors_ideal);
+        e->shared_wavefronts = add_saturating(e->shared_wavefronts, m->shared_wavefronts);
+        e->shared_wavefronts_ideal = add_saturating(e->shared_wavefronts_ideal, m->shared_wavefronts_ideal);
+        e->local_sectors = add_saturating(e->local_sectors, m->local_sectors);
+        return (int)i;
+    }
+    if (!RESERVE(p->line_metrics, p->line_metric_count, 1, NULL)) return -1;
+    bool ok = true;
+    ProfLineMetrics copy = *m;
+    copy.kernel = copy_string(m->kernel, &ok);
+    if (!ok) return -1;
+    p->line_metrics[p->line_metric_count] = copy;
+    return (int)p->line_metric_count++;
 }
 
 /* ---- hashing the source files ----------------------------------------------------------- */

@@ -176,6 +176,23 @@ typedef struct {
     int after_site;
 } ProfGap;
 
+/* Per-instruction SASS metrics of one kernel, summed over the instructions
+ * of one CUDA source line (`advise profile --source-metrics`; the kernel must
+ * be built with -lineinfo). CUPTI measures one launch of one kernel per run,
+ * so each entry covers `launches` launches (one per process that ran it).
+ * "ideal" counts are what the same accesses would need if perfectly
+ * coalesced (sectors) or free of bank conflicts (wavefronts). */
+typedef struct {
+    char *kernel;              /* demangled name of the kernel measured */
+    int file;                  /* into files */
+    uint32_t line;             /* 1-based */
+    uint64_t launches;
+    uint64_t instructions;     /* warp-level SASS instructions executed */
+    uint64_t global_sectors, global_sectors_ideal;     /* 32-byte sectors of global loads and stores */
+    uint64_t shared_wavefronts, shared_wavefronts_ideal;
+    uint64_t local_sectors;    /* local memory: spills and local arrays */
+} ProfLineMetrics;
+
 typedef struct {
     char *name;             /* what the user called the run */
     char *source;           /* "cupti" or "torch-profiler" */
@@ -196,6 +213,7 @@ typedef struct {
     ProfOverhead *overheads; size_t overhead_count;
     ProfTimeline *timelines; size_t timeline_count;
     ProfGap *gaps;          size_t gap_count;
+    ProfLineMetrics *line_metrics; size_t line_metric_count;   /* optional in files; see FORMAT.md */
 } Profile;
 
 /* Caps on what one profile may hold: the writer never exceeds them and the
@@ -211,6 +229,7 @@ typedef struct {
 #define PROFILE_MAX_APIS         4096u
 #define PROFILE_MAX_OVERHEADS    1024u
 #define PROFILE_MAX_GAPS         4096u
+#define PROFILE_MAX_LINE_METRICS 100000u
 #define PROFILE_MAX_COMMAND_ARGS 4096u
 #define PROFILE_MAX_FRAMES       16u   /* per unresolved native site */
 
@@ -227,6 +246,9 @@ int profile_add_site(Profile *p, int file, uint32_t line, const char *function);
  * set; imported traces); never merged with a line-level site. */
 int profile_add_function_site(Profile *p, int file, uint32_t line, const char *function);
 int profile_add_process(Profile *p, const ProfProcess *proc);
+/* Adds m's counts to the entry for (m->kernel, m->file, m->line), creating it
+ * when new. Returns its index, or -1 when out of memory. */
+int profile_add_line_metrics(Profile *p, const ProfLineMetrics *m);
 /* An unresolved native site (parts only); dedups by its frame list. */
 int profile_add_native_site(Profile *p, const ProfFrame *frames, size_t count);
 
