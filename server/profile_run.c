@@ -18,6 +18,7 @@
 #include "profile.h"
 #include "profile_json.h"
 #include "profile_store.h"
+#include "profile_run_internal.h"
 
 #ifndef ADVISE_VERSION
 #define ADVISE_VERSION "0.1.0"
@@ -27,7 +28,8 @@
 
 void profile_run_usage(FILE *out, const char *program) {
     fprintf(out,
-            "usage: %s [-o FILE] [--name NAME] [--profile-dir DIR] -- COMMAND [ARGS...]\n"
+            "usage: %s [-o FILE] [--name NAME] [--profile-dir DIR] [--source-metrics[=N]]\n"
+            "          [--source-metrics-kernel TEXT] -- COMMAND [ARGS...]\n"
             "\n"
             "Runs COMMAND (and the processes it starts) with advise's CUDA profiler and\n"
             "writes one profile: kernels, copies, syncs and allocations with the source\n"
@@ -36,7 +38,17 @@ void profile_run_usage(FILE *out, const char *program) {
             "  -o FILE            write the profile to FILE\n"
             "  --name NAME        name of the run (default: from the command)\n"
             "  --profile-dir DIR  folder for profiles (default: [profile] dir in\n"
-            "                     advise.toml, else .advise/profiles under the project)\n",
+            "                     advise.toml, else .advise/profiles under the project)\n"
+            "  --source-metrics[=N]\n"
+            "                     then measure memory traffic per CUDA source line of the\n"
+            "                     hottest kernels built with -lineinfo (global sectors\n"
+            "                     against the coalesced ideal, shared-memory bank\n"
+            "                     conflicts, local-memory spills). CUPTI measures one\n"
+            "                     kernel per run, so the command runs again once per\n"
+            "                     kernel: at most N more runs (default 3), hottest first\n"
+            "  --source-metrics-kernel TEXT\n"
+            "                     measure only kernels whose name contains TEXT (implies\n"
+            "                     --source-metrics)\n",
             program);
 }
 
@@ -66,6 +78,28 @@ int profile_run_parse(int argc, char **argv, ProfileRun *run, const char **profi
             *target = argv[++i];
             continue;
         }
+        if (strcmp(a, "--source-metrics") == 0) {
+            run->source_metrics_runs = SOURCE_METRICS_DEFAULT_RUNS;
+            continue;
+        }
+        if (strncmp(a, "--source-metrics=", 17) == 0) {
+            char *end;
+            long n = strtol(a + 17, &end, 10);
+            if (!a[17] || *end || n < 1 || n > 100) {
+                fprintf(stderr, "advise: --source-metrics=N needs a number of runs from 1 to 100\n");
+                return 2;
+            }
+            run->source_metrics_runs = (int)n;
+            continue;
+        }
+        if (strcmp(a, "--source-metrics-kernel") == 0) {
+            if (i + 1 >= argc || !argv[i + 1][0]) {
+                fprintf(stderr, "advise: %s needs a value\n", a);
+                return 2;
+            }
+            run->source_metrics_kernel = argv[++i];
+            continue;
+        }
         if (a[0] == '-') {
             fprintf(stderr, "advise: unknown option '%s' (put the command after --)\n", a);
             return 2;
@@ -78,6 +112,7 @@ int profile_run_parse(int argc, char **argv, ProfileRun *run, const char **profi
         return 2;
     }
     run->command = argv + i;
+    if (run->source_metrics_kernel && run->source_metrics_runs == 0) run->source_metrics_runs = SOURCE_METRICS_DEFAULT_RUNS;
     return 0;
 }
 
@@ -116,7 +151,8 @@ static void forward_signal(int sig) {
     if (child_pid > 0) kill(child_pid, sig);
 }
 
-static int run_child(char **command, const char *inject, const char *parts, const char *root) {
+int run_child(char **command, const char *inject, const char *parts, const char *root,
+              const char *metrics_kernel) {
     struct sigaction ignore = {.sa_handler = SIG_IGN}, forward = {.sa_handler = forward_signal};
     struct sigaction old_int, old_quit, old_term, old_hup;
     sigemptyset(&ignore.sa_mask);
@@ -132,6 +168,8 @@ static int run_child(char **command, const char *inject, const char *parts, cons
             setenv("CUDA_INJECTION64_PATH", inject, 1);
             setenv("ADVISE_PROFILE_PARTS_DIR", parts, 1);
             setenv("ADVISE_PROJECT_ROOT", root, 1);
+            if (metrics_kernel) setenv("ADVISE_SOURCE_METRICS_KERNEL", metrics_kernel, 1);
+            else unsetenv("ADVISE_SOURCE_METRICS_KERNEL");
         }
         execvp(command[0], command);
         int e = errno;
@@ -164,7 +202,7 @@ static int cmp_str(const void *a, const void *b) {
 }
 
 /* Reads and merges every part; prints each process's error once. */
-static Profile *merge_parts(const char *parts_dir) {
+Profile *merge_parts(const char *parts_dir) {
     DIR *d = opendir(parts_dir);
     if (!d) return NULL;
     char **names = NULL;
@@ -278,14 +316,17 @@ static void resolve_native_sites(Profile *p, const char *root) {
     free(map);
 }
 
+static void demangle_name(char **name) {
+    char *d = native_demangle(*name);
+    if (!d) return;
+    if (strlen(d) >= PROFILE_MAX_STRING) d[PROFILE_MAX_STRING - 1] = '\0';
+    free(*name);
+    *name = d;
+}
+
 static void demangle_kernels(Profile *p) {
-    for (size_t i = 0; i < p->kernel_count; i++) {
-        char *d = native_demangle(p->kernels[i].name);
-        if (!d) continue;
-        if (strlen(d) >= PROFILE_MAX_STRING) d[PROFILE_MAX_STRING - 1] = '\0';
-        free(p->kernels[i].name);
-        p->kernels[i].name = d;
-    }
+    for (size_t i = 0; i < p->kernel_count; i++) demangle_name(&p->kernels[i].name);
+    for (size_t i = 0; i < p->line_metric_count; i++) demangle_name(&p->line_metrics[i].kernel);
 }
 
 /* "python train.py" -> "train"; "pytest -q tests" -> "pytest"; "./bin/app" -> "app" */
@@ -389,11 +430,14 @@ int profile_run(const ProfileRun *run) {
             inject = NULL;
         }
     }
-    int status = run_child(run->command, inject, parts, run->root);
+    struct timespec started, ended;
+    clock_gettime(CLOCK_MONOTONIC, &started);
+    int status = run_child(run->command, inject, parts, run->root, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &ended);
     if (!inject) return status;
-    free(inject);
 
     Profile *p = merge_parts(parts);
+    if (!p) free(inject);
     if (!p) {
         if (status != 127 && status != 126)
             fprintf(stderr,
@@ -408,9 +452,15 @@ int profile_run(const ProfileRun *run) {
         if (!explained)
             fprintf(stderr, "advise: the command initialised CUDA but ran no GPU work; no profile written\n");
         profile_free(p);
+        free(inject);
         return status;
     }
     resolve_native_sites(p, run->root);
+    if (run->source_metrics_runs > 0) {
+        double seconds = (double)(ended.tv_sec - started.tv_sec) + (double)(ended.tv_nsec - started.tv_nsec) / 1e9;
+        source_metrics_collect(p, run, inject, seconds);
+    }
+    free(inject);
     if (!profile_trim_to_caps(p)) fprintf(stderr, "advise: out of memory while bounding the profile\n");
     demangle_kernels(p);
     profile_hash_files(p, run->root);

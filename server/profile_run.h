@@ -13,9 +13,13 @@ typedef struct {
     const char *profile_dir; /* absolute; used when output is NULL */
     const char *name;        /* --name, or NULL: derived from the command */
     const char *root;        /* project root, absolute */
+    /* --source-metrics[=N]: at most N more runs, one kernel each (0: none) */
+    int source_metrics_runs;
+    const char *source_metrics_kernel; /* --source-metrics-kernel TEXT: only kernels whose name holds TEXT */
 } ProfileRun;
 
-/* Parses `[-o FILE] [--name NAME] [--profile-dir DIR] -- CMD ARGS...` (the
+/* Parses `[-o FILE] [--name NAME] [--profile-dir DIR] [--source-metrics[=N]]
+ * [--source-metrics-kernel TEXT] -- CMD ARGS...` (the
  * `--` may be left out when CMD does not start with '-'). Returns 0 on
  * success, -1 after printing usage for --help, 2 after printing an error. */
 int profile_run_parse(int argc, char **argv, ProfileRun *run, const char **profile_dir_option);

@@ -13,6 +13,7 @@
 
 #include "inject.h"
 #include "profile_json.h"
+#include "source_metrics.h"
 
 #define BUFFER_SIZE (8u << 20)
 #define CORRELATION_SLOTS (1u << 16)
@@ -27,6 +28,7 @@ static pid_t owner_pid;              /* forked children must not write */
 static uint64_t start_ns;
 static char *parts_dir;
 static char *start_error;            /* why recording could not start */
+static bool metrics_mode;            /* a --source-metrics run: line metrics of one kernel only */
 
 /* ---- paths */
 bool inject_path_is_user(const char *path) {
@@ -201,6 +203,11 @@ static void write_part(void) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/part-%ld.json", parts_dir, (long)getpid());
     Profile *p = inject_agg ? agg_to_profile(inject_agg, &proc) : NULL;
+    if (p && metrics_mode) {
+        source_metrics_finish(p);
+        const char *msg = source_metrics_message();
+        if (msg && p->process_count == 1 && !p->processes[0].error) p->processes[0].error = strdup(msg);
+    }
     char *err = NULL;
     if (!p || !label(p) || !profile_write_file(p, PROFILE_PART, path, &err)) {
         /* Leave at least the reason, so that `advise profile` can say it. */
@@ -278,6 +285,11 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
         return 1;
     }
 
+    if (source_metrics_target()) {
+        metrics_mode = true;
+        source_metrics_start(&subscriber, &start_error);
+        return 1;
+    }
     CUptiResult r = cuptiSubscribe(&subscriber, on_api, NULL);
     if (r != CUPTI_SUCCESS) {
         fail("cuptiSubscribe", r);
