@@ -291,6 +291,11 @@ static void collect(CUcontext ctx) {
     free(data);
 }
 
+static bool debug_wanted(void) {
+    const char *d = getenv("ADVISE_SOURCE_METRICS_DEBUG");
+    return d && strcmp(d, "1") == 0;
+}
+
 /* ---- the callbacks */
 static CUresult (*ctx_synchronize)(void);
 
@@ -314,9 +319,14 @@ static void on_launch(const CUpti_CallbackData *cb) {
     }
     if (state != ENABLED || cb->correlationId != enabled_correlation) return;
     state = DONE;
-    /* the counters are complete once the launch has run */
-    if (!ctx_synchronize || ctx_synchronize() != CUDA_SUCCESS)
-        note("source metrics: waiting for %s failed; its counters may be incomplete", target);
+    /* The counters are complete once the launch has run. Inside the launch
+     * callback the driver refused the wait on the H200 (CUDA 13.0), and
+     * cuptiSassMetricsFlushData still returned the launch's counts
+     * (tests/gpu/source_metrics_smoke.sh compares them with Nsight
+     * Compute's), so a refusal is only reported in debug output. */
+    CUresult waited = ctx_synchronize ? ctx_synchronize() : CUDA_ERROR_NOT_FOUND;
+    if (waited != CUDA_SUCCESS && debug_wanted())
+        fprintf(stderr, "advise-debug: cuCtxSynchronize in the launch callback returned %d\n", (int)waited);
     collect(enabled_ctx);
     CUpti_SassMetricsDisable_Params dis = {.structSize = CUpti_SassMetricsDisable_Params_STRUCT_SIZE,
                                            .ctx = enabled_ctx};
@@ -365,8 +375,7 @@ bool source_metrics_start(CUpti_SubscriberHandle *subscriber, char **error) {
 /* ADVISE_SOURCE_METRICS_DEBUG=1: print the lines measured on stderr (to
  * check CUPTI's counters on a new GPU or driver without reading profiles). */
 static void debug_print(const Profile *q) {
-    const char *d = getenv("ADVISE_SOURCE_METRICS_DEBUG");
-    if (!d || strcmp(d, "1") != 0 || !q) return;
+    if (!debug_wanted() || !q) return;
     for (size_t i = 0; i < q->line_metric_count; i++) {
         const ProfLineMetrics *m = &q->line_metrics[i];
         fprintf(stderr,

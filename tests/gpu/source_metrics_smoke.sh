@@ -15,3 +15,9 @@ for s in transpose reduction elementwise_chain transpose_fixed; do
     echo "== $s: exit $?"
     grep -h "advise" "$out/logs/${s}_sm.log" | grep -v "^advise: profile written" | head -n 30
 done
+# The same counters from Nsight Compute, per kernel, for the first launch of
+# each kernel: the sums of advise's per-line figures should equal these.
+if command -v ncu >/dev/null; then
+    ncu --launch-count 6 --metrics smsp__sass_sectors_mem_global.sum,smsp__sass_sectors_mem_global_ideal.sum,smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared.sum,smsp__sass_l1tex_pipe_lsu_wavefronts_mem_shared_ideal.sum \
+        "$out/bin/transpose" 2>&1 | grep -E "^\s+[a-z_]+\(|smsp__" | head -n 40
+fi
