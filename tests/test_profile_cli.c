@@ -200,3 +200,112 @@ Test(profile_cli, a_cupti_failure_is_one_clear_line_and_no_profile) {
     cr_expect_null(strstr(r.err, "profile written"), "%s", r.err);
     run_result_free(&r);
 }
+
+/* --source-metrics: a part as the injection library writes it in its
+ * source-metrics mode: no activity, the line metrics of one kernel. */
+static void write_metrics_part(const char *dir, long pid, const char *kernel) {
+    cr_assert_lt(strlen(dir), 600);
+    Aggregator *agg = agg_new();
+    ProfProcess proc = {.pid = pid, .rank = -1, .local_rank = -1, .world_size = -1, .wall_ns = 10000};
+    Profile *p = agg_to_profile(agg, &proc);
+    p->name = strdup("part");
+    p->source = strdup("cupti");
+    p->created = strdup("2026-11-30T00:00:00Z");
+    p->tool = strdup("advise test");
+    ProfLineMetrics m = {.kernel = (char *)kernel, .file = profile_add_file(p, "kernel.cu"), .line = 7,
+                         .launches = 1, .instructions = 4096, .global_sectors = 18874368,
+                         .global_sectors_ideal = 4194304};
+    cr_assert_geq(profile_add_line_metrics(p, &m), 0);
+    char path[800], *err = NULL;
+    snprintf(path, sizeof path, "%s/part-%ld.json", dir, pid);
+    cr_assert(profile_write_file(p, PROFILE_PART, path, &err), "%s", err ? err : "");
+    profile_free(p);
+    agg_free(agg);
+}
+
+Test(profile_cli, source_metrics_rerun_the_command_per_kernel_and_keep_the_lines) {
+    char staged[600];
+    snprintf(staged, sizeof staged, "%s/staged", project);
+    mkdir(staged, 0755);
+    char path[700];
+    snprintf(path, sizeof path, "%s/kernel.cu", project);
+    FILE *f = fopen(path, "w");
+    fputs("// a kernel\n", f);
+    fclose(f);
+    /* the profiled run: transpose launched from kernel.cu (native code) */
+    Aggregator *agg = agg_new();
+    ProfDevice dev = {.id = 0, .name = "NVIDIA H200", .sm_count = 132, .cc_major = 9};
+    agg_device(agg, &dev);
+    int site = agg_site(agg, "kernel.cu", 20, "main");
+    AggKernel k = {.name = "_Z9transposePfPKfii", .grid = {64, 64, 1}, .block = {32, 8, 1}, .registers = 16,
+                   .start_ns = 1000, .end_ns = 3000, .site = site};
+    agg_kernel(agg, &k);
+    ProfProcess proc = {.pid = 11, .rank = -1, .local_rank = -1, .world_size = -1, .wall_ns = 10000};
+    Profile *p = agg_to_profile(agg, &proc);
+    p->name = strdup("part");
+    p->source = strdup("cupti");
+    p->created = strdup("2026-11-30T00:00:00Z");
+    p->tool = strdup("advise test");
+    char *err = NULL;
+    snprintf(path, sizeof path, "%s/part-11.json", staged);
+    cr_assert(profile_write_file(p, PROFILE_PART, path, &err), "%s", err ? err : "");
+    profile_free(p);
+    agg_free(agg);
+    mkdir(strcat(strcpy(path, staged), "/m"), 0755);
+    write_metrics_part(path, 12, "_Z9transposePfPKfii");
+
+    /* the command copies the part that matches its mode, and counts its runs */
+    char env[1400], args[2400];
+    snprintf(env, sizeof env, "LD_LIBRARY_PATH=%s ADVISE_INJECT_LIB=%s/libcuda.so.1", fake_driver, fake_driver);
+    snprintf(args, sizeof args,
+             "--source-metrics=5 -o out.json -- sh -c 'echo \"${ADVISE_SOURCE_METRICS_KERNEL:-plain}\" >> runs.txt; "
+             "if [ -n \"$ADVISE_SOURCE_METRICS_KERNEL\" ]; then cp %s/m/part-12.json \"$ADVISE_PROFILE_PARTS_DIR\"/; "
+             "else cp %s/part-11.json \"$ADVISE_PROFILE_PARTS_DIR\"/; fi'",
+             staged, staged);
+    RunResult r = run_profile(env, args);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "CUPTI measures one kernel per run, so the command runs 1 more time"), "%s", r.err);
+    cr_expect(strstr(r.err, "source metrics 1/1: transpose(float*, float const*, int, int) (100.0% of GPU time)"),
+              "%s", r.err);
+    cr_expect(strstr(r.err, "source metrics 1/1: 1 source line measured"), "%s", r.err);
+
+    char runs_path[700];
+    snprintf(runs_path, sizeof runs_path, "%s/runs.txt", project);
+    FILE *runs = fopen(runs_path, "r");
+    cr_assert_not_null(runs);
+    char runs_text[256] = "";
+    size_t n = fread(runs_text, 1, sizeof runs_text - 1, runs);
+    runs_text[n] = '\0';
+    fclose(runs);
+    cr_expect_str_eq(runs_text, "plain\n_Z9transposePfPKfii\n", "one plain run, then one per kernel (mangled)");
+
+    snprintf(path, sizeof path, "%s/out.json", project);
+    Profile *out = profile_read_file(path, PROFILE_FINAL, &err);
+    cr_assert_not_null(out, "%s", err ? err : "");
+    cr_assert_eq(out->line_metric_count, 1);
+    const ProfLineMetrics *m = &out->line_metrics[0];
+    cr_expect_str_eq(m->kernel, "transpose(float*, float const*, int, int)", "demangled like the kernels");
+    cr_expect_str_eq(out->files[m->file].path, "kernel.cu");
+    cr_expect_not_null(out->files[m->file].sha256, "the measured file's content hash is recorded");
+    cr_expect_eq(m->line, 7);
+    cr_expect_eq(m->global_sectors, 18874368);
+    cr_expect_eq(m->global_sectors_ideal, 4194304);
+    cr_expect_eq(out->process_count, 1, "the re-runs add lines, not processes");
+    profile_free(out);
+    free(err);
+    run_result_free(&r);
+}
+
+Test(profile_cli, source_metrics_option_errors) {
+    RunResult r = run_profile("", "--source-metrics=0 -- true");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "--source-metrics=N needs a number of runs from 1 to 100"), "%s", r.err);
+    run_result_free(&r);
+    r = run_profile("", "--source-metrics=x -- true");
+    cr_expect_eq(r.status, 2);
+    run_result_free(&r);
+    r = run_profile("", "--source-metrics-kernel");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "--source-metrics-kernel needs a value"), "%s", r.err);
+    run_result_free(&r);
+}
