@@ -390,6 +390,51 @@ static bool gaps_ok(Check *c) {
     return true;
 }
 
+static bool line_metric_ok(Check *c, size_t i) {
+    const Profile *p = c->p;
+    const ProfLineMetrics *m = &p->line_metrics[i];
+    char at[48];
+    snprintf(at, sizeof at, "line_metrics[%zu]", i);
+    if (!string_ok(c, at, "kernel", m->kernel, false) ||
+        !index_ok(c, at, "file", m->file, p->file_count, "files", false))
+        return false;
+    if (m->line < 1) return prof_fail(c->error, "%s.line: must be 1 or more", at);
+    if (m->launches < 1) return prof_fail(c->error, "%s.launches: must be 1 or more", at);
+    return integer_ok(c, at, "launches", m->launches) && integer_ok(c, at, "instructions", m->instructions) &&
+           integer_ok(c, at, "global_sectors", m->global_sectors) &&
+           integer_ok(c, at, "global_sectors_ideal", m->global_sectors_ideal) &&
+           integer_ok(c, at, "shared_wavefronts", m->shared_wavefronts) &&
+           integer_ok(c, at, "shared_wavefronts_ideal", m->shared_wavefronts_ideal) &&
+           integer_ok(c, at, "local_sectors", m->local_sectors);
+}
+
+/* each (kernel, file, line) once: the model adds a line's counts up (profile_add_line_metrics) */
+static bool line_metrics_ok(Check *c) {
+    const Profile *p = c->p;
+    HashIndex seen = {0};
+    bool ok = true;
+    for (size_t i = 0; ok && i < p->line_metric_count; i++) {
+        if (!line_metric_ok(c, i)) {
+            ok = false;
+            break;
+        }
+        const ProfLineMetrics *m = &p->line_metrics[i];
+        uint64_t hash = hash_u64(hash_u64(hash_string(hash_start(), m->kernel), (uint64_t)m->file), m->line);
+        size_t cursor = 0;
+        for (int j; ok && (j = hash_index_next(&seen, hash, &cursor)) >= 0;) {
+            const ProfLineMetrics *o = &p->line_metrics[j];
+            if (o->file == m->file && o->line == m->line && strcmp(o->kernel, m->kernel) == 0)
+                ok = prof_fail(c->error,
+                               "line_metrics[%zu]: the same kernel, file and line as line_metrics[%d]; each appears "
+                               "once",
+                               i, j);
+        }
+        if (ok && !hash_index_add(&seen, hash, (int)i)) ok = prof_fail(c->error, "out of memory");
+    }
+    hash_index_free(&seen);
+    return ok;
+}
+
 bool profile_check(const Profile *p, ProfileKind kind, char **error) {
     if (!p) return prof_fail(error, "no profile");
     if (kind != PROFILE_FINAL && kind != PROFILE_PART) return prof_fail(error, "unknown profile kind %d", (int)kind);
@@ -403,7 +448,8 @@ bool profile_check(const Profile *p, ProfileKind kind, char **error) {
         !cap_ok(&c, "ops", p->op_count, PROFILE_MAX_OPS) || !cap_ok(&c, "apis", p->api_count, PROFILE_MAX_APIS) ||
         !cap_ok(&c, "overheads", p->overhead_count, PROFILE_MAX_OVERHEADS) ||
         !cap_ok(&c, "timelines", p->timeline_count, PROFILE_MAX_DEVICES) ||
-        !cap_ok(&c, "gaps", p->gap_count, PROFILE_MAX_GAPS))
+        !cap_ok(&c, "gaps", p->gap_count, PROFILE_MAX_GAPS) ||
+        !cap_ok(&c, "line_metrics", p->line_metric_count, PROFILE_MAX_LINE_METRICS))
         return false;
     if (!processes_ok(&c) || !devices_ok(&c) || !files_ok(&c) || !sites_ok(&c) || !kernels_ok(&c) || !ops_ok(&c))
         return false;
@@ -414,5 +460,5 @@ bool profile_check(const Profile *p, ProfileKind kind, char **error) {
         if (!named_stats_ok(&c, "overheads", i, p->overheads[i].process, "kind", p->overheads[i].kind,
                             &p->overheads[i].stats))
             return false;
-    return timelines_ok(&c) && gaps_ok(&c);
+    return timelines_ok(&c) && gaps_ok(&c) && line_metrics_ok(&c);
 }

@@ -228,6 +228,22 @@ static json_t *gap_json(const Profile *p, size_t i) {
     return obj_done(&o);
 }
 
+static json_t *line_metric_json(const Profile *p, size_t i) {
+    const ProfLineMetrics *m = &p->line_metrics[i];
+    Obj o = obj_new();
+    put(&o, "kernel", json_string(m->kernel));
+    put(&o, "file", json_integer(m->file));
+    put(&o, "line", integer(m->line));
+    put(&o, "launches", integer(m->launches));
+    put(&o, "instructions", integer(m->instructions));
+    put(&o, "global_sectors", integer(m->global_sectors));
+    put(&o, "global_sectors_ideal", integer(m->global_sectors_ideal));
+    put(&o, "shared_wavefronts", integer(m->shared_wavefronts));
+    put(&o, "shared_wavefronts_ideal", integer(m->shared_wavefronts_ideal));
+    put(&o, "local_sectors", integer(m->local_sectors));
+    return obj_done(&o);
+}
+
 /* ---- the text ------------------------------------------------------------------------ */
 
 typedef struct {
@@ -336,7 +352,8 @@ char *profile_to_json(const Profile *p, ProfileKind kind, char **error) {
     append_array(&t, "apis", p, p->api_count, api_json, false);
     append_array(&t, "overheads", p, p->overhead_count, overhead_json, false);
     append_array(&t, "timelines", p, p->timeline_count, timeline_json, false);
-    append_array(&t, "gaps", p, p->gap_count, gap_json, true);
+    append_array(&t, "gaps", p, p->gap_count, gap_json, false);
+    append_array(&t, "line_metrics", p, p->line_metric_count, line_metric_json, true);
     append_str(&t, "}\n");
     append(&t, "", 1);
     if (!t.ok) {

@@ -492,6 +492,34 @@ static bool read_gaps(Reader *r, json_t *root, Profile *p) {
     return true;
 }
 
+/* Added after the first files were written (the version stays 1): absent
+ * reads as none, but when present it is checked like every other array. */
+static bool read_line_metrics(Reader *r, json_t *root, Profile *p) {
+    const char *key = "line_metrics";
+    json_t *a;
+    if (!json_object_get(root, key)) return true;
+    if (!get_array(r, root, "", key, PROFILE_MAX_LINE_METRICS, &a) ||
+        !ALLOCATE(r, p->line_metrics, p->line_metric_count, json_array_size(a)))
+        return false;
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        json_t *e = json_array_get(a, i);
+        char at[48];
+        snprintf(at, sizeof at, "%s[%zu]", key, i);
+        ProfLineMetrics *m = &p->line_metrics[i];
+        if (!entry_object(r, e, at) || !get_string(r, e, at, "kernel", false, &m->kernel) ||
+            !get_index(r, e, at, "file", false, &m->file) || !get_u32(r, e, at, "line", &m->line) ||
+            !get_u64(r, e, at, "launches", &m->launches) ||
+            !get_u64(r, e, at, "instructions", &m->instructions) ||
+            !get_u64(r, e, at, "global_sectors", &m->global_sectors) ||
+            !get_u64(r, e, at, "global_sectors_ideal", &m->global_sectors_ideal) ||
+            !get_u64(r, e, at, "shared_wavefronts", &m->shared_wavefronts) ||
+            !get_u64(r, e, at, "shared_wavefronts_ideal", &m->shared_wavefronts_ideal) ||
+            !get_u64(r, e, at, "local_sectors", &m->local_sectors))
+            return false;
+    }
+    return true;
+}
+
 /* ---- the top level --------------------------------------------------------------------- */
 
 static bool read_identity(Reader *r, json_t *root) {
@@ -568,7 +596,7 @@ Profile *profile_from_json(const char *text, size_t length, ProfileKind kind, ch
          read_devices(&r, root, p) && read_files(&r, root, p) && read_sites(&r, root, p) &&
          read_kernels(&r, root, p) && read_ops(&r, root, p) && read_apis(&r, root, p) &&
          read_overheads(&r, root, p) && read_timelines(&r, root, p) && read_gaps(&r, root, p) &&
-         profile_check(p, kind, error);
+         read_line_metrics(&r, root, p) && profile_check(p, kind, error);
     json_decref(root);
     if (!ok) {
         prof_fail(error, "out of memory"); /* unless a message is set already */

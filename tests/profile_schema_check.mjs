@@ -94,6 +94,19 @@ variant("created with fractional seconds", (p) => { p.created = "2026-11-30T15:0
 variant("created on day 32", (p) => { p.created = "2026-11-32T15:01:02Z"; }, false);
 variant("source torch-profiler", (p) => { p.source = "torch-profiler"; }, true);
 variant("kind part", (p) => { p.kind = "part"; }, false);
+variant("no line_metrics (older profiles)", (p) => { delete p.line_metrics; }, true);
+variant("line_metrics null", (p) => { p.line_metrics = null; }, false);
+variant("a line metrics entry on line 0", (p) => { p.line_metrics[0].line = 0; }, false);
+variant("a line metrics entry with 0 launches", (p) => { p.line_metrics[0].launches = 0; }, false);
+variant("a line metrics entry without local_sectors", (p) => { delete p.line_metrics[1].local_sectors; }, false);
+variant("a line metrics entry with negative sectors", (p) => { p.line_metrics[0].global_sectors = -1; }, false);
+variant("a line metrics entry with a string file", (p) => { p.line_metrics[0].file = "0"; }, false);
+variant("a line metrics entry with a null kernel", (p) => { p.line_metrics[0].kernel = null; }, false);
+variant("an unknown key in a line metrics entry", (p) => { p.line_metrics[0].stall_cycles = 5; }, true);
+variant("100000 line metrics entries (the cap)",
+    (p) => { while (p.line_metrics.length < 100000) p.line_metrics.push({ ...p.line_metrics[0], line: p.line_metrics.length + 100 }); }, true);
+variant("100001 line metrics entries",
+    (p) => { while (p.line_metrics.length < 100001) p.line_metrics.push(p.line_metrics[0]); }, false);
 
 const paths = {
     "train.py": true, "src/pkg/model.py": true, ".hidden/x.py": true, "a/.../b.py": true, "..a/b": true,

@@ -159,6 +159,16 @@ static Profile *sample_final(void) {
     PUSH(p->timelines, p->timeline_count, ((ProfTimeline){1, 1, 2000, 2000, 0, 2000, 0, 0}));
     PUSH(p->gaps, p->gap_count, ((ProfGap){0, 0, 1000, 50000, 1, 2}));
     PUSH(p->gaps, p->gap_count, ((ProfGap){1, 1, 0, 10, -1, 3}));
+    /* a Triton-style kernel whose lines are in a Python file: the store line
+     * uncoalesced and bank-conflicted, the next one spilling */
+    ProfLineMetrics store = {.kernel = "void gemm<float, 128>(float const*, float*, int)", .file = 1, .line = 52,
+                             .launches = 2, .instructions = 1048576, .global_sectors = 18874368,
+                             .global_sectors_ideal = 4194304, .shared_wavefronts = 1048576,
+                             .shared_wavefronts_ideal = 32768, .local_sectors = 0};
+    cr_assert(profile_add_line_metrics(p, &store) == 0);
+    ProfLineMetrics spill = {.kernel = "void gemm<float, 128>(float const*, float*, int)", .file = 1, .line = 53,
+                             .launches = 2, .instructions = 4096, .local_sectors = 8192};
+    cr_assert(profile_add_line_metrics(p, &spill) == 1);
     return p;
 }
 
@@ -206,6 +216,9 @@ static Profile *sample_part(void) {
          ((ProfKernel){0, 0, strdup("k"), {1, 1, 1}, {1, 1, 1}, 0, 0, 0, 0, stats(1, 1, 1, 1, 1)}));
     PUSH(p->ops, p->op_count, ((ProfOp){.kind = PROF_OP_LAUNCH, .process = 0, .site = 0, .kernel = 0,
                                         .stats = stats(1, 1, 1, 1, 1)}));
+    ProfLineMetrics line = {.kernel = "k", .file = 0, .line = 3, .launches = 1, .instructions = 64,
+                            .global_sectors = 8, .global_sectors_ideal = 8};
+    cr_assert(profile_add_line_metrics(p, &line) == 0);
     return p;
 }
 
@@ -480,6 +493,9 @@ Test(profile_model, append_reindexes_and_deduplicates) {
     b->ops[1].site = 2;
     b->dropped_kernels = 5;
     b->dropped_ops = UINT64_MAX;
+    ProfLineMetrics line = {.kernel = "ampere_sgemm_128x64_tn", .file = 1, .line = 7, .launches = 1,
+                            .global_sectors = 64, .global_sectors_ideal = 64};
+    cr_assert(profile_add_line_metrics(b, &line) == 0);
 
     Profile *merged = profile_new();
     cr_assert(profile_append(merged, a));
@@ -515,6 +531,11 @@ Test(profile_model, append_reindexes_and_deduplicates) {
     cr_expect(merged->timelines[2].process == 2 && merged->timelines[2].device == 2);
     cr_expect_eq(merged->gaps[1].before_site, -1);
     cr_expect_eq(merged->gaps[1].after_site, 3);
+    cr_expect_eq(merged->line_metric_count, 3, "a's two lines, and b's train.py line");
+    cr_expect(merged->line_metrics[1].file == 1 && merged->line_metrics[1].line == 53);
+    cr_expect(merged->line_metrics[2].file == 0 && merged->line_metrics[2].line == 7,
+              "b's file 1 (train.py) is the merge's file 0");
+    cr_expect_str_eq(merged->line_metrics[2].kernel, "ampere_sgemm_128x64_tn");
 
     /* the merge is a valid profile, and merging a alone gives a's bytes */
     char *text = to_json(merged, PROFILE_FINAL);
@@ -560,6 +581,9 @@ Test(profile_model, append_to_itself) {
     cr_expect(p->ops[7].kernel == 3 && p->ops[7].process == 2);
     cr_expect_str_eq(p->kernels[3].name, p->kernels[0].name);
     cr_expect_eq(p->dropped_ops, 6);
+    cr_expect_eq(p->line_metric_count, 2, "the same kernel, file and line: their counts added");
+    cr_expect(p->line_metrics[0].launches == 4 && p->line_metrics[0].global_sectors == 2 * 18874368u &&
+              p->line_metrics[0].global_sectors_ideal == 2 * 4194304u && p->line_metrics[1].local_sectors == 16384);
     free(to_json(p, PROFILE_FINAL));
     profile_free(p);
 }
@@ -651,6 +675,13 @@ Test(profile_json, fields_read_back) {
     cr_expect(p->timelines[0].idle_ns == 400000);
     cr_expect(p->timelines[0].compute_ns == 500000 && p->timelines[0].comm_ns == 200000 &&
               p->timelines[0].exposed_comm_ns == 100000);
+    cr_assert_eq(p->line_metric_count, 2);
+    const ProfLineMetrics *m = &p->line_metrics[0];
+    cr_expect_str_eq(m->kernel, "void gemm<float, 128>(float const*, float*, int)");
+    cr_expect(m->file == 1 && m->line == 52 && m->launches == 2 && m->instructions == 1048576);
+    cr_expect(m->global_sectors == 18874368 && m->global_sectors_ideal == 4194304);
+    cr_expect(m->shared_wavefronts == 1048576 && m->shared_wavefronts_ideal == 32768 && m->local_sectors == 0);
+    cr_expect(p->line_metrics[1].line == 53 && p->line_metrics[1].local_sectors == 8192);
     profile_free(p);
     profile_free(sample);
     free(text);
@@ -683,7 +714,8 @@ Test(profile_json, layout) {
         "\"apis\":[],\n"
         "\"overheads\":[],\n"
         "\"timelines\":[],\n"
-        "\"gaps\":[]\n"
+        "\"gaps\":[],\n"
+        "\"line_metrics\":[]\n"
         "}\n";
     cr_expect_str_eq(text, expected);
     free(text);
@@ -797,6 +829,28 @@ Test(profile_json, writer_refuses_broken_profiles) {
     size_t gaps = p->gap_count;
     BREAK_AND_EXPECT(p->gap_count = PROFILE_MAX_GAPS + 1, p->gap_count = gaps, PROFILE_FINAL,
                      "gaps: 4097 entries, more than the 4096 allowed");
+    ProfLineMetrics *lm = &p->line_metrics[1];
+    BREAK_AND_EXPECT(lm->line = 0, lm->line = 53, PROFILE_FINAL, "line_metrics[1].line: must be 1 or more");
+    BREAK_AND_EXPECT(lm->launches = 0, lm->launches = 2, PROFILE_FINAL, "line_metrics[1].launches: must be 1 or more");
+    BREAK_AND_EXPECT(lm->file = 2, lm->file = 1, PROFILE_FINAL,
+                     "line_metrics[1].file: 2 is not an index into files, which has 2 entries");
+    BREAK_AND_EXPECT(lm->file = -1, lm->file = 1, PROFILE_FINAL, "line_metrics[1].file: missing");
+    BREAK_AND_EXPECT(lm->local_sectors = (uint64_t)INT64_MAX + 1, lm->local_sectors = 8192, PROFILE_FINAL,
+                     "line_metrics[1].local_sectors: 9223372036854775808 is more than 2^63-1");
+    char *lm_kernel = lm->kernel;
+    BREAK_AND_EXPECT(lm->kernel = NULL, lm->kernel = lm_kernel, PROFILE_FINAL, "line_metrics[1].kernel: missing");
+    BREAK_AND_EXPECT(lm->kernel = "bad \xff", lm->kernel = lm_kernel, PROFILE_FINAL,
+                     "line_metrics[1].kernel: not valid UTF-8");
+    BREAK_AND_EXPECT(lm->line = 52, lm->line = 53, PROFILE_FINAL,
+                     "line_metrics[1]: the same kernel, file and line as line_metrics[0]; each appears once");
+    size_t line_metrics = p->line_metric_count;
+    BREAK_AND_EXPECT(p->line_metric_count = PROFILE_MAX_LINE_METRICS + 1, p->line_metric_count = line_metrics,
+                     PROFILE_FINAL, "line_metrics: 100001 entries, more than the 100000 allowed");
+    lm->line = 52;
+    lm->file = 0; /* the same kernel and line in another file: another entry */
+    free(to_json(p, PROFILE_FINAL));
+    lm->file = 1;
+    lm->line = 53;
 
     char *long_name = malloc(PROFILE_MAX_STRING + 2);
     memset(long_name, 'k', PROFILE_MAX_STRING + 1);
@@ -1020,6 +1074,23 @@ Test(profile_json, reader_names_the_place_of_each_problem) {
         {"gaps/0/after_site", "4", "gaps[0].after_site: 4 is not an index into sites"},
         {"gaps/1/duration_ns", "9223372036854775807.0", "gaps[1].duration_ns: must be a non-negative integer"},
         {"gaps", NULL, "gaps: missing"},
+        {"line_metrics", "{}", "line_metrics: must be an array"},
+        {"line_metrics", "null", "line_metrics: must be an array"},
+        {"line_metrics/0", "[]", "line_metrics[0]: must be an object"},
+        {"line_metrics/0/kernel", "null", "line_metrics[0].kernel: must be a string"},
+        {"line_metrics/0/kernel", NULL, "line_metrics[0].kernel: missing"},
+        {"line_metrics/0/file", "2", "line_metrics[0].file: 2 is not an index into files, which has 2 entries"},
+        {"line_metrics/0/file", "null", "line_metrics[0].file: must be an index (a non-negative integer)"},
+        {"line_metrics/0/line", "0", "line_metrics[0].line: must be 1 or more"},
+        {"line_metrics/0/line", "4294967296", "line_metrics[0].line: 4294967296 is more than 4294967295"},
+        {"line_metrics/0/launches", "0", "line_metrics[0].launches: must be 1 or more"},
+        {"line_metrics/0/instructions", "1.5", "line_metrics[0].instructions: must be a non-negative integer"},
+        {"line_metrics/0/global_sectors", "-1", "line_metrics[0].global_sectors: must be a non-negative integer"},
+        {"line_metrics/0/global_sectors_ideal", NULL, "line_metrics[0].global_sectors_ideal: missing"},
+        {"line_metrics/1/shared_wavefronts", "\"8\"", "line_metrics[1].shared_wavefronts: must be a non-negative"},
+        {"line_metrics/1/shared_wavefronts_ideal", "true", "line_metrics[1].shared_wavefronts_ideal: must be"},
+        {"line_metrics/1/local_sectors", NULL, "line_metrics[1].local_sectors: missing"},
+        {"line_metrics/1/line", "52", "line_metrics[1]: the same kernel, file and line as line_metrics[0]"},
     };
     expect_mutations_refused(sample_final, PROFILE_FINAL, final, sizeof final / sizeof *final);
 
@@ -1034,6 +1105,7 @@ Test(profile_json, reader_names_the_place_of_each_problem) {
         {"sites/1/frames", "[{\"module\":\"/bin/app\",\"address\":1}]",
          "sites[1].frames: only an unresolved site (file null) has frames"},
         {"kind", "\"final\"", "kind: a \"final\" profile, where a \"part\" profile"},
+        {"line_metrics/0/file", "1", "line_metrics[0].file: 1 is not an index into files, which has 1 entries"},
     };
     expect_mutations_refused(sample_part, PROFILE_PART, part, sizeof part / sizeof *part);
 }
@@ -1072,6 +1144,14 @@ Test(profile_json, reader_enforces_caps) {
     free(long_name);
     json_decref(root);
 
+    root = sample_tree(sample_final, PROFILE_FINAL);
+    json_t *lines = json_object_get(root, "line_metrics");
+    while (json_array_size(lines) <= PROFILE_MAX_LINE_METRICS) json_array_append(lines, json_array_get(lines, 0));
+    text = dump(root);
+    refused(text, strlen(text), PROFILE_FINAL, "line_metrics: 100001 entries, more than the 100000 allowed");
+    free(text);
+    json_decref(root);
+
     root = sample_tree(sample_part, PROFILE_PART);
     json_t *frames = json_object_get(json_array_get(json_object_get(root, "sites"), 0), "frames");
     while (json_array_size(frames) <= PROFILE_MAX_FRAMES) json_array_append(frames, json_array_get(frames, 0));
@@ -1093,6 +1173,35 @@ Test(profile_json, unknown_keys_are_ignored) {
     Profile *p = from_json(text, PROFILE_FINAL);
     cr_expect_eq(p->ops[0].bytes, 0, "bytes is no field of a launch");
     cr_expect_eq(p->ops[3].kernel, -1);
+    profile_free(p);
+    free(text);
+    json_decref(root);
+}
+
+/* line_metrics came after the first files: a file without it reads as
+ * having none (and is written back with an empty array) */
+Test(profile_json, line_metrics_are_optional) {
+    json_t *root = sample_tree(sample_final, PROFILE_FINAL);
+    set_at(root, "line_metrics", NULL);
+    char *text = dump(root);
+    cr_assert_null(strstr(text, "line_metrics"));
+    Profile *p = from_json(text, PROFILE_FINAL);
+    cr_expect_eq(p->line_metric_count, 0);
+    cr_expect_null(p->line_metrics);
+    char *again = to_json(p, PROFILE_FINAL);
+    cr_expect(strstr(again, "\"gaps\":[\n") && strstr(again, "],\n\"line_metrics\":[]\n}\n"),
+              "written after gaps, empty:\n%s", again);
+    free(again);
+    profile_free(p);
+    free(text);
+    json_decref(root);
+
+    /* an empty array is the same as none */
+    root = sample_tree(sample_minimal, PROFILE_FINAL);
+    text = dump(root);
+    cr_expect(strstr(text, "\"line_metrics\":[]") != NULL);
+    p = from_json(text, PROFILE_FINAL);
+    cr_expect_eq(p->line_metric_count, 0);
     profile_free(p);
     free(text);
     json_decref(root);
@@ -1491,6 +1600,10 @@ static const BrokenFixture BROKEN[] = {
      {"ops/1/stats", "{\"count\":0,\"total_ns\":5,\"min_ns\":0,\"median_ns\":0,\"max_ns\":0}", "ops[1].stats: count is 0"}},
     {"stats-missing-median.json", sample_import, {"kernels/0/stats/median_ns", NULL, "kernels[0].stats.median_ns: missing"}},
     {"timeline-without-device.json", sample_import, {"timelines/0/device", "null", "timelines[0].device: must be"}},
+    {"line-metrics-line-zero.json", sample_final, {"line_metrics/0/line", "0", "line_metrics[0].line: must be 1"}},
+    {"line-metrics-without-ideal.json", sample_final,
+     {"line_metrics/1/global_sectors_ideal", NULL, "line_metrics[1].global_sectors_ideal: missing"}},
+    {"line-metrics-not-an-array.json", sample_minimal, {"line_metrics", "{}", "line_metrics: must be an array"}},
 };
 
 Test(profile_fixtures, invalid_profiles_are_refused) {
