@@ -38,7 +38,7 @@ typedef struct {
 static void check_usage(FILE *out) {
     fputs("usage: advise check [options] [PATHS...]\n"
           "\n"
-          "Analyses Python files, and folders recursively (skipping what .gitignore ignores).\n"
+          "Analyses Python and CUDA files, and folders recursively (skipping what .gitignore ignores).\n"
           "\n"
           "options:\n"
           "  --format text|json       output format (default text; json is described in the README)\n"

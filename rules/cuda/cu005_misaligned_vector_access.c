@@ -23,14 +23,15 @@ static const char documentation[] =
     "\n"
     "## Why is this slow?\n"
     "A 12-byte element has 4-byte alignment, so the compiler loads it with three 4-byte instructions\n"
-    "(`ld.global.f32` x3) instead of one 16-byte `ld.global.v4.f32`: three times the load/store\n"
-    "instructions and memory transactions per element. With 16-byte alignment one vector instruction\n"
-    "moves the whole element.\n"
+    "(`ld.global.f32` x3) whose addresses stride by 12 bytes across the warp: three times the load/store\n"
+    "instructions and three times the ideal L1 sectors per element (CUPTI's per-line metrics show it\n"
+    "with `advise profile --source-metrics`). L1 and L2 absorb much of the repeated traffic, so the\n"
+    "cost is in instructions and L1 bandwidth more than in DRAM bytes; the finding is therefore info.\n"
     "\n"
     "A vector access must be aligned to its size. `reinterpret_cast<float4 *>(x + 2)` on a 16-byte\n"
     "aligned `x` (every `cudaMalloc` pointer is 256-byte aligned) is 8 bytes off: the load faults\n"
     "with `cudaErrorMisalignedAddress` (\"misaligned address\") and the kernel is aborted. It is a bug\n"
-    "before it is a performance problem.\n"
+    "before it is a performance problem (warning).\n"
     "\n"
     "Not flagged: structs already aligned (`__align__(16)`, `alignas(16)`), 16-byte structs\n"
     "(`float4`), 12-byte structs accessed by one thread or outside kernels, `__shared__` and local\n"
@@ -61,22 +62,21 @@ static const char documentation[] =
     "\n"
     "## Use instead\n"
     "```cuda\n"
-    "struct __align__(16) Particle { float x, y, z; };  // one 16-byte load per element\n"
-    "// or a structure of arrays: float *x, *y, *z (fully coalesced 4-byte accesses)\n"
-    "// or float4 instead of float3, ignoring w\n"
+    "// a structure of arrays: consecutive threads read consecutive floats, no byte wasted\n"
+    "struct Particles { float *x, *y, *z; };\n"
     "```\n"
-    "For an offset that is not a multiple of 4 floats, handle the first elements with scalar\n"
-    "accesses until the pointer is 16-byte aligned, then use vector accesses for the rest.\n"
+    "Padding the struct (`struct __align__(16) Particle`, or float4 ignoring w) gives one 16-byte\n"
+    "load per element but moves a third more bytes in every kernel and copy that touches the\n"
+    "array. On an H200 it made the `elementwise_chain` sample slower (its `radius` kernel 5 -> 6 us,\n"
+    "the particles' upload 1.27 -> 1.67 ms): pad only where the kernel is bound by instructions,\n"
+    "not memory, and measure. For an offset that is not a multiple of 4 floats, handle the first\n"
+    "elements with scalar accesses until the pointer is 16-byte aligned, then use vector accesses.\n"
     "\n"
     "## Fix safety\n"
-    "For a 12-byte struct defined in the file, the fix adds `__align__(16)` to the definition. It is\n"
-    "marked unsafe: `sizeof` becomes 16, so every array of the struct grows by a third and its\n"
-    "layout changes. Code that sizes copies with `sizeof(T)` (`cudaMemcpy(d, h, n * sizeof(T), ...)`)\n"
-    "stays consistent, but binary files, network or MPI messages, graphics buffers and other\n"
-    "libraries that expect the 12-byte layout do not. The fix is not offered when the file reads or\n"
-    "writes binary data (`fread`, `fwrite`, `read`, `write`, `mmap`, OpenGL buffers, MPI) or checks\n"
-    "the struct's size with `static_assert`, nor for structs defined in another file or in a template.\n"
-    "For `float3`/`int3`/`uint3` (CUDA's types) and for misaligned vector casts the rule only advises.\n";
+    "No automatic fix. A structure of arrays rewrites every use of the array, and padding changes\n"
+    "`sizeof` and the layout every copy, file and message relies on, and was measured to slow down\n"
+    "memory-bound code. Earlier versions of advise offered `__align__(16)` as an unsafe fix; the H200\n"
+    "evaluation (samples/RESULTS.md) showed it made the sample slower, so it was withdrawn.\n";
 
 /* ---- 12-byte structs ---- */
 
@@ -123,10 +123,6 @@ static bool is_twelve_byte_record(CXType t) {
     return fc.ok && fc.fields == 3;
 }
 
-static bool is_cuda_vector3(const char *name) {
-    return strcmp(name, "float3") == 0 || strcmp(name, "int3") == 0 || strcmp(name, "uint3") == 0;
-}
-
 typedef struct {
     RuleContext *ctx;
     const CudaSource *src;
@@ -135,144 +131,6 @@ typedef struct {
     const CuNode **seen;
     size_t seen_count, seen_cap;
 } Scan;
-
-static bool find_node(CuNode *n, void *data) {
-    void **args = data;
-    if (args[1]) return false;
-    const CXCursor *want = args[0];
-    if ((n->kind == CXCursor_StructDecl || n->kind == CXCursor_ClassDecl) && clang_equalCursors(n->cursor, *want)) {
-        args[1] = n;
-        return false;
-    }
-    return true;
-}
-
-/* the definition of a record type, when it is in the main file's snapshot */
-static CuNode *record_node(const CudaSource *src, CXType t) {
-    CXCursor decl = clang_getTypeDeclaration(clang_getCanonicalType(t));
-    if (clang_Cursor_isNull(decl)) return NULL;
-    CXCursor def = clang_getCursorDefinition(decl);
-    if (!clang_Cursor_isNull(def)) decl = def;
-    void *args[2] = {&decl, NULL};
-    cu_walk(src->root, find_node, args);
-    return args[1];
-}
-
-static bool contains_word(const char *text, size_t len, const char *word) {
-    size_t w = strlen(word);
-    for (size_t i = 0; i + w <= len; i++) {
-        if (memcmp(text + i, word, w) != 0) continue;
-        bool before = i == 0 || !(text[i - 1] == '_' || (text[i - 1] >= 'a' && text[i - 1] <= 'z') ||
-                                  (text[i - 1] >= 'A' && text[i - 1] <= 'Z') ||
-                                  (text[i - 1] >= '0' && text[i - 1] <= '9'));
-        char c = i + w < len ? text[i + w] : ' ';
-        bool after = !(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'));
-        if (before && after) return true;
-    }
-    return false;
-}
-
-typedef struct {
-    const CudaSource *src;
-    const char *name;
-    CXType type;
-    const char *why; /* set when the file may rely on the struct's 12-byte size */
-    char buf[192];
-} Reliance;
-
-static bool is_type(CXType a, CXType b) {
-    return clang_equalTypes(clang_getUnqualifiedType(clang_getCanonicalType(a)),
-                            clang_getUnqualifiedType(clang_getCanonicalType(b)));
-}
-
-static bool has_literal(const CuNode *n, long long a, long long b, int depth) {
-    if (depth > 32) return false;
-    long long v;
-    if (n->kind == CXCursor_IntegerLiteral && cu_int_value(n, &v) && (v == a || v == b)) return true;
-    for (uint32_t i = 0; i < n->child_count; i++)
-        if (has_literal(n->children[i], a, b, depth + 1)) return true;
-    return false;
-}
-
-static bool find_reliance(CuNode *n, void *data) {
-    Reliance *r = data;
-    if (r->why) return false;
-    if (n->kind == CXCursor_StaticAssert) {
-        const char *text = cu_text(r->src, n);
-        size_t len = cu_text_len(n);
-        if (contains_word(text, len, "sizeof") && contains_word(text, len, r->name))
-            r->why = "a static_assert checks its size";
-        return false;
-    }
-    if (n->kind == CXCursor_CallExpr) {
-        static const char *const io[] = {"fread", "fwrite", "read", "write", "pread", "pwrite", "mmap",
-                                         "glBufferData", "glBufferSubData", "glVertexAttribPointer",
-                                         "cudaGraphicsGLRegisterBuffer", NULL};
-        static const char *const sizes[] = {"cudaMalloc", "cudaMallocManaged", "cudaMallocHost", "cudaHostAlloc",
-                                            "cudaMallocAsync", "cudaMemcpy", "cudaMemcpyAsync", "cudaMemcpyToSymbol",
-                                            "cudaMemcpyFromSymbol", "cudaMemset", "cudaMemsetAsync", "malloc",
-                                            "calloc", "realloc", "memcpy", "memmove", "memset", NULL};
-        const char *callee = cu_callee(n);
-        for (int i = 0; io[i]; i++)
-            if (strcmp(callee, io[i]) == 0) {
-                snprintf(r->buf, sizeof r->buf, "the file does binary I/O (%s) that may depend on the 12-byte layout",
-                         io[i]);
-                r->why = r->buf;
-                return false;
-            }
-        if (strncmp(callee, "MPI_", 4) == 0) {
-            r->why = "the file sends data with MPI, whose datatypes may describe the 12-byte layout";
-            return false;
-        }
-        for (int i = 0; sizes[i]; i++)
-            if (strcmp(callee, sizes[i]) == 0) {
-                uint32_t count;
-                CuNode **args = cu_call_args(n, &count);
-                for (uint32_t k = 0; k < count; k++)
-                    if (has_literal(args[k], 3, 12, 0)) {
-                        snprintf(r->buf, sizeof r->buf,
-                                 "a %s size is computed with the literal 3 or 12 rather than sizeof(%s)", callee,
-                                 r->name);
-                        r->why = r->buf;
-                        return false;
-                    }
-            }
-    }
-    if (n->kind == CXCursor_CStyleCastExpr || n->kind == CXCursor_CXXReinterpretCastExpr ||
-        n->kind == CXCursor_CXXStaticCastExpr) {
-        /* arrays of the struct viewed as plain floats (or the other way round) */
-        CXType to = clang_getCanonicalType(clang_getCursorType(n->cursor));
-        const CuNode *op = n->child_count ? cu_strip(n->children[n->child_count - 1]) : NULL;
-        if (op && to.kind == CXType_Pointer) {
-            CXType from = clang_getCanonicalType(clang_getCursorType(op->cursor));
-            if (from.kind == CXType_Pointer) {
-                CXType tp = clang_getCanonicalType(clang_getPointeeType(to));
-                CXType fp = clang_getCanonicalType(clang_getPointeeType(from));
-                bool to_t = is_type(tp, r->type), from_t = is_type(fp, r->type);
-                if (to_t != from_t && tp.kind != CXType_Void && fp.kind != CXType_Void) {
-                    snprintf(r->buf, sizeof r->buf, "the file casts between `%s *` and other pointer types",
-                             r->name);
-                    r->why = r->buf;
-                    return false;
-                }
-            }
-        }
-    }
-    return true;
-}
-
-/* why the struct may not be padded, or NULL */
-static const char *size_relied_on(const CudaSource *src, const char *name, CXType type, char *buf, size_t size) {
-    Reliance r;
-    memset(&r, 0, sizeof r);
-    r.src = src;
-    r.name = name;
-    r.type = type;
-    cu_walk(src->root, find_reliance, &r);
-    if (!r.why) return NULL;
-    snprintf(buf, size, "%s", r.why);
-    return buf;
-}
 
 static bool already_seen(Scan *s, const CuNode *base) {
     for (size_t i = 0; i < s->seen_count; i++)
@@ -350,60 +208,20 @@ static void check_struct_access(Scan *s, const CuNode *access) {
     snprintf(pointer, sizeof pointer, "%.*s", (int)(cu_text_len(base) < 60 ? cu_text_len(base) : 60),
              cu_text(s->src, base));
 
-    if (is_cuda_vector3(type_name)) {
-        char wide[16];
-        snprintf(wide, sizeof wide, "%.*s4", (int)strlen(type_name) - 1, type_name);
-        rule_report_cu(s->ctx, access,
-                       "`%s` is an array of %s (12 bytes, 4-byte aligned) accessed per thread: each element "
-                       "takes three 4-byte loads or stores instead of one 16-byte vector access. Store %s "
-                       "(ignore w) or a structure of arrays (three separate arrays) instead",
-                       pointer, type_name, wide);
-        return;
-    }
-
-    CuNode *def = record_node(s->src, t);
-    const char *why = NULL;
-    char why_buf[192];
-    const char *name = def && def->name && *def->name ? def->name : type_name;
-    if (strchr(type_name, '<'))
-        why = "it is an instance of a class template";
-    else if (!def)
-        why = "it is not defined in this file";
-    else
-        why = size_relied_on(s->src, name, t, why_buf, sizeof why_buf);
-    size_t kw = 0;
-    if (def && !why) {
-        const char *text = cu_text(s->src, def);
-        size_t len = cu_text_len(def);
-        if (len > 6 && strncmp(text, "struct", 6) == 0 && (text[6] == ' ' || text[6] == '\t' || text[6] == '\n'))
-            kw = 6;
-        else if (len > 5 && strncmp(text, "class", 5) == 0 && (text[5] == ' ' || text[5] == '\t' || text[5] == '\n'))
-            kw = 5;
-        else
-            why = "its definition does not start with `struct` or `class` here (a macro?)";
-    }
-    if (why) {
-        rule_report_cu(s->ctx, access,
-                       "`%s` is an array of `%s`, a 12-byte struct of three 4-byte members, accessed per thread: "
-                       "with a 12-byte stride each element takes three 4-byte loads or stores instead of one "
-                       "16-byte vector access. Use a 16-byte layout (`__align__(16)` on the struct, or float4) or a "
-                       "structure of arrays; not fixed automatically: %s",
-                       pointer, name, why);
-        return;
-    }
+    /* Advice only, at info: padding to 16 bytes (the obvious fix) trades a
+     * third more bytes for one vector load, and on the H200 it made the
+     * elementwise_chain sample slower (radius 5 -> 6 us, its upload 1.27 ->
+     * 1.67 ms); a structure of arrays removes the waste without extra bytes,
+     * but it is a rewrite of every use, so no fix is offered. */
     Finding *f = rule_report_cu(s->ctx, access,
-                       "`%s` is an array of `%s`, a 12-byte struct of three 4-byte members, accessed per thread: "
-                       "with a 12-byte stride each element takes three 4-byte loads or stores instead of one "
-                       "16-byte vector access. `__align__(16)` on `%s` pads it to 16 bytes and lets the compiler "
-                       "use one 16-byte access per element (sizeof(%s) becomes 16: check host code that relies on "
-                       "the 12-byte layout), or use a structure of arrays",
-                       pointer, name, name, name);
-    if (!f) return;
-    char title[160];
-    snprintf(title, sizeof title, "Align `%s` to 16 bytes (__align__(16))", name);
-    Fix *fix = finding_add_fix(f, title, false);
-    if (!fix || !fix_add_edit(fix, def->start + kw, def->start + kw, " __align__(16)"))
-        s->ctx->out_of_memory = true;
+                       "`%s` is an array of `%s`, a 12-byte struct of three 4-byte members, read or written per "
+                       "thread: a warp's access is split into three 4-byte accesses with a 12-byte stride (three "
+                       "times the ideal L1 sectors). A structure of arrays (separate x, y and z arrays) makes each "
+                       "access coalesced without moving more bytes. Padding to 16 bytes (`__align__(16)`, float4) "
+                       "gives one vector access per element but moves a third more bytes, which slows memory-bound "
+                       "kernels and copies: measure before padding",
+                       pointer, type_name);
+    if (f) f->severity = SEVERITY_INFO;
 }
 
 /* ---- misaligned vector casts ---- */

@@ -12,8 +12,8 @@
    What `advise check` should report in this file:
 
      CU005 misaligned-vector-access     line 78   Particle q = p[i]: a 12-byte struct read per
-                                                  thread (three 4-byte loads) -> __align__(16) on
-                                                  Particle
+                                                  thread (three 4-byte loads) -> a structure of
+                                                  arrays (info; padding measured slower)
      CU005 misaligned-vector-access     line 112  reinterpret_cast<const float4 *>(feat + 1): offset
                                                   1 is never 16-byte aligned, so the float4 path
                                                   never runs -> start the features at feat + 4

@@ -5,8 +5,8 @@
    Computes the same features of the same 2^20 particles and prints the same
    last line as elementwise_chain.cu. What changed:
 
-     - Particle is declared __align__(16): 16 bytes, read with one vector load
-       per thread instead of three scalar loads (elementwise_chain.cu's CU005);
+     - Particle is declared __align__(16): one vector load per thread instead
+       of three scalar loads, but a third more bytes (measured slower alone);
      - the bias feature takes a 16-byte slot, so the particle features start at
        feat + 4 and pool4() always reads them as aligned float4s (CU005);
      - radius, scale, add_bias and relu are one kernel, features(): one pass
