@@ -320,10 +320,10 @@ static void on_launch(const CUpti_CallbackData *cb) {
     if (state != ENABLED || cb->correlationId != enabled_correlation) return;
     state = DONE;
     /* The counters are complete once the launch has run. Inside the launch
-     * callback the driver refused the wait on the H200 (CUDA 13.0), and
-     * cuptiSassMetricsFlushData still returned the launch's counts
-     * (tests/gpu/source_metrics_smoke.sh compares them with Nsight
-     * Compute's), so a refusal is only reported in debug output. */
+     * callback. Should the driver refuse the wait, the counts are still
+     * read (cuptiSassMetricsFlushData returned a launch's full counts, equal
+     * to Nsight Compute's, on the H200 when no wait had been made), and the
+     * refusal is reported in debug output only. */
     CUresult waited = ctx_synchronize ? ctx_synchronize() : CUDA_ERROR_NOT_FOUND;
     if (waited != CUDA_SUCCESS && debug_wanted())
         fprintf(stderr, "advise-debug: cuCtxSynchronize in the launch callback returned %d\n", (int)waited);
@@ -353,7 +353,9 @@ const char *source_metrics_target(void) {
 
 bool source_metrics_start(CUpti_SubscriberHandle *subscriber, char **error) {
     target = source_metrics_target();
-    ctx_synchronize = (CUresult(*)(void))dlsym(RTLD_DEFAULT, "cuCtxSynchronize");
+    /* the runtime loads libcuda with RTLD_LOCAL: look in it, not in the global scope */
+    void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    ctx_synchronize = (CUresult(*)(void))dlsym(driver ? driver : RTLD_DEFAULT, "cuCtxSynchronize");
     CUptiResult r = cuptiSubscribe(subscriber, on_callback, NULL);
     if (r == CUPTI_SUCCESS) r = cuptiEnableCallback(1, *subscriber, CUPTI_CB_DOMAIN_RESOURCE,
                                                     CUPTI_CBID_RESOURCE_MODULE_LOADED);
