@@ -5,7 +5,8 @@
 
 EVAL_DIR is scripts/prepare-evaluation.sh's output (each sample as written,
 as fixed, the findings with their estimated gains from the recorded
-profile); RUN_DIR holds tests/gpu/evaluate_samples.sh's runs and profiles.
+profile); RUN_DIR holds tests/gpu/evaluate_samples.sh's runs and profiles: one run
+per version (STEM.json) or several (STEM.rN.json), whose medians are taken.
 
 Per sample: the rules whose fixes were applied; the estimated gain (the
 largest single program-scope gain advise gave to a finding whose fix was
@@ -22,8 +23,38 @@ import re
 import sys
 
 
-def gpu_seconds(profile):
-    return sum(op["stats"]["total_ns"] for op in profile["ops"] if op["kind"] in ("launch", "memcpy", "memset")) / 1e9
+def gpu_seconds(profile, kinds=("launch", "memcpy", "memset")):
+    return sum(op["stats"]["total_ns"] for op in profile["ops"] if op["kind"] in kinds) / 1e9
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def runs_of(run_dir, version, stem):
+    """(exit statuses, wall s, GPU s, kernel s, last output lines) of every run of one version."""
+    folder = os.path.join(run_dir, version)
+    tags = sorted(f[len(stem) + 1:-len(".status")] for f in os.listdir(folder)
+                  if f.startswith(stem + ".") and f.endswith(".status"))
+    runs = []
+    for tag in tags:
+        base = os.path.join(folder, f"{stem}.{tag}" if tag else stem)
+        try:
+            status, wall = open(base + ".status").read().split()
+            profile = json.load(open(base + ".json"))
+        except (OSError, ValueError):
+            continue
+        runs.append((int(status), float(wall) / 1e3, gpu_seconds(profile), gpu_seconds(profile, ("launch",)),
+                     last_line(base + ".out")))
+    if not runs and os.path.exists(os.path.join(folder, stem + ".status")):
+        base = os.path.join(folder, stem)
+        status, wall = open(base + ".status").read().split()
+        profile = json.load(open(base + ".json"))
+        runs.append((int(status), float(wall) / 1e3, gpu_seconds(profile), gpu_seconds(profile, ("launch",)),
+                     last_line(base + ".out")))
+    return runs
 
 
 def numbers(line):
@@ -63,31 +94,27 @@ def main(eval_dir, run_dir):
         gains = [f["gain"]["seconds"] for f in findings
                  if f.get("gain") and f["gain"].get("scope") == "program" and f["code"] in applied]
         est = max(gains) if gains else 0.0
-        runs = {}
-        for version in ("original", "advised"):
-            status_path = os.path.join(run_dir, version, stem + ".status")
-            try:
-                status, wall = open(status_path).read().split()
-                profile = json.load(open(os.path.join(run_dir, version, stem + ".json")))
-                runs[version] = (int(status), float(wall) / 1e3, gpu_seconds(profile),
-                                 last_line(os.path.join(run_dir, version, stem + ".out")))
-            except (OSError, ValueError):
-                runs[version] = None
+        runs = {v: runs_of(run_dir, v, stem) for v in ("original", "advised")}
         if not runs["original"] or not runs["advised"]:
-            rows.append(f"| {name} | {', '.join(applied) or '-'} | - | run failed | | | | |")
+            rows.append(f"| {name} | {', '.join(applied) or '-'} | - | run failed | | | | | |")
             continue
-        (s0, w0, g0, out0), (s1, w1, g1, out1) = runs["original"], runs["advised"]
+        reps = min(len(runs["original"]), len(runs["advised"]))
+        g0, g1 = (median([r[2] for r in runs[v]]) for v in ("original", "advised"))
+        k0, k1 = (median([r[3] for r in runs[v]]) for v in ("original", "advised"))
+        w0, w1 = (median([r[1] for r in runs[v]]) for v in ("original", "advised"))
         tol = 1e-2 if stem == "train_classifier" else 1e-3
-        same = s0 == 0 and s1 == 0 and same_result(out0, out1, tol)
+        same = all(a[0] == 0 and b[0] == 0 and same_result(a[4], b[4], tol)
+                   for a, b in zip(runs["original"], runs["advised"]))
         gpu_speedup = g0 / g1 if g1 > 0 else float("nan")
         saved = g0 - g1
         speedups.append(gpu_speedup)
         if est > 0 and saved > 0:
             errors.append(abs(est - saved) / saved)
         rows.append(f"| {name} | {', '.join(applied) or '-'} | {est * 1e3:.3f} ms | {g0 * 1e3:.3f} -> {g1 * 1e3:.3f} ms "
-                    f"| {gpu_speedup:.2f}x | {w0:.2f} -> {w1:.2f} s | {w0 / w1:.2f}x | {'yes' if same else 'NO'} |")
-    print("| sample | rules applied | est. gain (largest) | GPU time | GPU speedup | wall | wall speedup | same result |")
-    print("|---|---|---|---|---|---|---|---|")
+                    f"| {gpu_speedup:.2f}x | {k0 * 1e3:.3f} -> {k1 * 1e3:.3f} ms | {w0:.2f} -> {w1:.2f} s "
+                    f"| {w0 / w1:.2f}x | {'yes' if same else 'NO'} ({reps} run{'s' if reps > 1 else ''}) |")
+    print("| sample | rules applied | est. gain (largest) | GPU time (median) | GPU speedup | kernel time | wall | wall speedup | same result |")
+    print("|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     valid = [s for s in speedups if s > 0 and not math.isnan(s)]
     geo = math.exp(sum(math.log(s) for s in valid) / len(valid)) if valid else float("nan")
