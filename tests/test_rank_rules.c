@@ -1,8 +1,10 @@
 /* Multi-GPU findings at the host line: PR013 (exposed communication) and
  * PR014 (rank imbalance) on two-rank profiles built with the aggregator
  * and merged as `advise profile` merges its parts, each with look-alikes
- * that must not fire; and the NCCL lines they share (rules/comm_facts.c).
- * The source is tests/fixtures/merge/ddp_train.py. */
+ * that must not fire; the NCCL lines they share (rules/comm_facts.c); and
+ * the communication figures that static findings get from such profiles
+ * (MEASURE_COMM for PY012 and PY013, the per-rank waits of PY001). The
+ * source is tests/fixtures/merge/ddp_train.py. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -151,6 +153,12 @@ static void checked_free(Checked *c) {
     finding_list_free(&c->findings);
     document_free(c->doc);
     free(c->text);
+}
+
+static size_t count_of(const Checked *c, const char *code) {
+    size_t n = 0;
+    for (size_t i = 0; i < c->findings.count; i++) n += strcmp(c->findings.items[i].code, code) == 0;
+    return n;
 }
 
 static const Finding *at(const Checked *c, const char *code, uint32_t line) {
@@ -436,6 +444,87 @@ Test(pr014, look_alikes) {
     checked_free(&c);
 }
 
+/* ---- static findings with the profile's communication figures ----------------------------- */
+
+Test(measure_comm, py013_at_the_backward_line_and_pr013_steps_aside) {
+    Checked c = check(VIEW(EXPOSED_RANK0, EXPOSED_RANK1), NULL, NULL);
+    const Finding *f = at(&c, "PY013", LINE_BACKWARD);
+    cr_assert_not_null(f, "%s", shown(&c));
+    cr_expect(has_evidence(f, "NCCL kernels launched at this line: rank 0: 20 launches, 40.0 ms; rank 1: 20 "
+                              "launches, 44.0 ms"),
+              "%s", shown(&c));
+    cr_expect(has_evidence(f, "communication no compute overlapped (per GPU, whole run): rank 0: 20.0 ms (10% of its "
+                              "GPU span); rank 1: 24.0 ms (12% of its GPU span)"),
+              "%s", shown(&c));
+    cr_assert(f->gain.present);
+    cr_expect(fabs(f->gain.seconds - 0.020) < 1e-9, "%g", f->gain.seconds);
+    cr_expect_eq(count_of(&c, "PR013"), 0, "PY013 carries the same figures on that line: %s", shown(&c));
+    /* DDP's constructor: the figures of the backward line, no gain */
+    f = at(&c, "PY012", LINE_DDP);
+    cr_assert_not_null(f, "%s", shown(&c));
+    cr_expect(has_evidence(f, "the run's NCCL kernels came mostly from line 15 (100% of their time): rank 0: 20 "
+                              "launches, 40.0 ms; rank 1: 20 launches, 44.0 ms"),
+              "%s", shown(&c));
+    cr_expect(has_evidence(f, "rank 1: 24.0 ms (12% of its GPU span)"), "%s", shown(&c));
+    cr_expect_not(f->gain.present, "what find_unused_parameters costs where it is written is not communication");
+    checked_free(&c);
+
+    /* with PY013 ignored, PR013 reports the line itself */
+    c = check(VIEW(EXPOSED_RANK0, EXPOSED_RANK1), NULL, "PY013");
+    cr_expect_not_null(at(&c, "PR013", LINE_BACKWARD), "%s", shown(&c));
+    checked_free(&c);
+}
+
+Test(measure_comm, a_profile_without_nccl_measures_nothing) {
+    Checked c = check(VIEW({.rank = -1, .steps = 20, .compute_ns = 8 * MS}), "PY012,PY013", NULL);
+    const Finding *f = at(&c, "PY013", LINE_BACKWARD);
+    cr_assert_not_null(f, "%s", shown(&c));
+    cr_expect_not(has_evidence(f, "NCCL"), "%s", shown(&c));
+    cr_expect_not(f->gain.present);
+    f = at(&c, "PY012", LINE_DDP);
+    cr_assert_not_null(f, "%s", shown(&c));
+    cr_expect_not(has_evidence(f, "NCCL"), "%s", shown(&c));
+    checked_free(&c);
+}
+
+Test(measure_sync, per_rank_waits_in_a_multi_rank_profile) {
+    Checked c = check(VIEW({.rank = 0, .steps = 20, .compute_ns = 8 * MS, .allreduce_ns = 2 * MS, .sync_ns = 500 * US,
+                            .wall_ns = 250 * MS},
+                           {.rank = 1, .steps = 20, .compute_ns = 8 * MS, .allreduce_ns = 2 * MS, .sync_ns = 1500 * US,
+                            .wall_ns = 250 * MS}),
+                      "PY001", NULL);
+    const Finding *f = at(&c, "PY001", LINE_ITEM);
+    cr_assert_not_null(f, "%s", shown(&c));
+    cr_expect(has_evidence(f, "this `loss.item()` ran 40 times and waited 1.00 ms each on average (40.0 ms"),
+              "%s", shown(&c));
+    cr_expect(has_evidence(f, "per rank: rank 0 waited 20 times, 500 \xC2\xB5s each on average (10.0 ms); rank 1 "
+                              "waited 20 times, 1.50 ms each on average (30.0 ms)"),
+              "%s", shown(&c));
+    cr_expect(has_evidence(f, "with 2 ranks in NCCL collectives, a wait on every step holds each rank's host until "
+                              "its own GPU is done, and every rank then waits for the slowest in the next collective"),
+              "%s", shown(&c));
+    cr_expect_not(f->gain.present, "sync findings claim no gain");
+    checked_free(&c);
+
+    /* ranks without collectives: the figures per rank, no claim about collectives */
+    c = check(VIEW({.rank = 0, .steps = 20, .compute_ns = 8 * MS, .sync_ns = 500 * US},
+                   {.rank = 1, .steps = 20, .compute_ns = 8 * MS, .sync_ns = 500 * US}),
+              "PY001", NULL);
+    f = at(&c, "PY001", LINE_ITEM);
+    cr_assert_not_null(f, "%s", shown(&c));
+    cr_expect(has_evidence(f, "per rank: rank 0 waited 20 times"), "%s", shown(&c));
+    cr_expect_not(has_evidence(f, "collective"), "%s", shown(&c));
+    checked_free(&c);
+
+    /* one process: as before */
+    c = check(VIEW({.rank = -1, .steps = 20, .compute_ns = 8 * MS, .sync_ns = 500 * US}), "PY001", NULL);
+    f = at(&c, "PY001", LINE_ITEM);
+    cr_assert_not_null(f, "%s", shown(&c));
+    cr_expect_eq(f->evidence_count, 1, "%s", shown(&c));
+    cr_expect_not(has_evidence(f, "per rank"), "%s", shown(&c));
+    checked_free(&c);
+}
+
 /* ---- descriptors --------------------------------------------------------------------------- */
 
 Test(descriptors, the_multi_gpu_rules) {
@@ -447,6 +536,11 @@ Test(descriptors, the_multi_gpu_rules) {
         cr_expect(strstr(r->documentation, "## The numbers"), "%s: the model behind the numbers", r->code);
         cr_expect(strstr(r->summary, "(profile)"), "%s", r->code);
     }
+    /* PR013 steps aside where PY013 carries the same figures */
+    cr_expect_eq(rule_find("PR013")->subsumed_by, MEASURE_COMM);
+    cr_expect_eq(rule_find("PY013")->measure, MEASURE_COMM);
+    cr_expect_eq(rule_find("PY012")->measure, MEASURE_COMM);
+    cr_expect(rule_find("PY013")->whole_file, "the DDP model is assigned elsewhere in the file");
 }
 
 /* ---- the command line ------------------------------------------------------------------- */
@@ -456,12 +550,31 @@ Test(cli, rules_list_and_document_the_multi_gpu_rules) {
     cr_expect_eq(r.status, 0);
     cr_expect(strstr(r.out, "PR013  exposed-communication"), "%s", r.out);
     cr_expect(strstr(r.out, "PR014  rank-imbalance"), "%s", r.out);
+    cr_expect(strstr(r.out, "PY013  ddp-accumulation-without-no-sync"), "%s", r.out);
     run_result_free(&r);
-    static const char *const codes[] = {"PR013", "rank-imbalance"};
-    for (size_t i = 0; i < 2; i++) {
+    static const char *const codes[] = {"PR013", "rank-imbalance", "PY013"};
+    for (size_t i = 0; i < 3; i++) {
         r = run_advise("rule", codes[i]);
         cr_expect_eq(r.status, 0, "%s", codes[i]);
         cr_expect(strstr(r.out, "## Use instead"), "%s: %s", codes[i], r.out);
         run_result_free(&r);
     }
+}
+
+Test(cli, advise_check_with_a_two_rank_profile_file) {
+    char *dir = temp_dir();
+    Profile *p = merged((const Rank[]){{.rank = 0, .steps = 20, .compute_ns = 8 * MS, .allreduce_ns = 4 * MS,
+                                        .overlap_ns = 1 * MS, .wall_ns = 250 * MS},
+                                       {.rank = 1, .steps = 20, .compute_ns = 10 * MS, .allreduce_ns = 2 * MS,
+                                        .overlap_ns = 1 * MS, .wall_ns = 250 * MS}},
+                        2);
+    char *path = path_in(dir, "ddp.json"), *error = NULL;
+    cr_assert(profile_write_file(p, PROFILE_FINAL, path, &error), "%s", error ? error : "");
+    profile_free(p);
+    RunResult r = run_advise_at(ADVISE_SOURCE_DIR, "check", "--no-config", "--no-source", "--fail-on", "never",
+                                "--profile", path, SRC);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, SRC ":15:9: PR014 [rank-imbalance] the other ranks waited for rank 1"), "%s", r.out);
+    cr_expect(strstr(r.out, SRC ":15:9: PY013 [ddp-accumulation-without-no-sync]"), "%s", r.out);
+    run_result_free(&r);
 }

@@ -71,7 +71,8 @@ static const char documentation[] =
     "kernels launched there. Gain (whole program) = the exposed communication of the least\n"
     "exposed rank: an upper bound, reached if all of it overlapped compute. The other ranks'\n"
     "exposed time can also hold waiting for a slower rank (PR014), which overlap does not\n"
-    "remove. Severity is info, warning when every rank is at 10% or more.\n";
+    "remove. Severity is info, warning when every rank is at 10% or more. A finding on a line\n"
+    "where a static finding (PY013) already carries these figures is dropped.\n";
 
 #define MIN_SHARE 0.05               /* of every communicating rank's GPU span */
 #define MIN_EXPOSED_NS 1000000u      /* 1 ms on the least exposed rank */
@@ -261,4 +262,5 @@ const Rule rule_pr013_exposed_communication = {
     .check = NULL,
     .measure = MEASURE_NONE,
     .check_profile = check_profile,
+    .subsumed_by = MEASURE_COMM,
 };

@@ -422,5 +422,5 @@ const Rule rule_py013_ddp_accumulation_without_no_sync = {
     .documentation = documentation,
     .check = check,
     .whole_file = true, /* the DDP model is assigned elsewhere in the file */
-    .measure = MEASURE_NONE,
+    .measure = MEASURE_COMM,
 };
