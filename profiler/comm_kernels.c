@@ -30,3 +30,19 @@ bool comm_kernel_name(const char *demangled) {
         if (contains(s, n, operations[i], false)) return true;
     return false;
 }
+
+const char *comm_kernel_collective(const char *demangled) {
+    if (!comm_kernel_name(demangled)) return NULL;
+    const char *s = demangled;
+    const char *paren = strchr(s, '(');
+    size_t n = paren ? (size_t)(paren - s) : strlen(s);
+    /* longer names first: "AllReduce" and "ReduceScatter" contain "Reduce" */
+    static const struct {
+        const char *name, *words;
+    } collectives[] = {{"AllReduce", "all-reduce"}, {"ReduceScatter", "reduce-scatter"}, {"AllGather", "all-gather"},
+                       {"Broadcast", "broadcast"},  {"SendRecv", "send/receive"},      {"Reduce", "reduce"},
+                       {"Send", "send/receive"},    {"Recv", "send/receive"}};
+    for (size_t i = 0; i < sizeof collectives / sizeof *collectives; i++)
+        if (contains(s, n, collectives[i].name, false)) return collectives[i].words;
+    return NULL;
+}

@@ -17,4 +17,10 @@
  * parameter is not communication. NULL is not. */
 bool comm_kernel_name(const char *demangled);
 
+/* The collective an NCCL kernel runs, in words: "all-reduce", "all-gather",
+ * "reduce-scatter", "broadcast", "reduce" or "send/receive"; NULL for a
+ * kernel that is not communication or whose name does not say (NCCL 2.19's
+ * "ncclDevKernel_Generic"). */
+const char *comm_kernel_collective(const char *demangled);
+
 #endif

@@ -44,6 +44,20 @@ typedef struct {
 bool measure_apply(Measure kind, const MeasureSite *site, Measurement *m);
 void measurement_free(Measurement *m);
 
+/* For the models: adds a line of evidence (beyond MEASURE_MAX_EVIDENCE it
+ * is left out), sets the gain. False when memory runs out. */
+bool measure_evidence(Measurement *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+bool measure_gain(Measurement *m, double seconds, const char *scope, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Multi-rank profiles (rules/measure_ranks.c). MEASURE_COMM's model, over
+ * the operations at the finding's lines. */
+bool measure_comm(const MeasureSite *s, Measurement *m, const ProfOp *const *ops, size_t n);
+/* For a sync finding in a profile of two ranks or more: the waits at the
+ * lines per rank (ops as for measure_comm), and what they mean for the
+ * collectives when the ranks communicate. */
+bool measure_sync_per_rank(const MeasureSite *s, Measurement *m, const ProfOp *const *ops, size_t n);
+
 /* The default host<->device bandwidth of pinned copies when the profile has
  * none of its own to go by: PCIe 5.0 x16 as an H100/H200 reaches it (a 4 MB
  * device-to-host copy into pinned memory took 78 us on the H200: 51 GB/s). */

@@ -12,8 +12,7 @@
 
 #define MAX_OPS 256
 
-static bool evidence(Measurement *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static bool evidence(Measurement *m, const char *fmt, ...) {
+bool measure_evidence(Measurement *m, const char *fmt, ...) {
     if (m->evidence_count >= MEASURE_MAX_EVIDENCE) return true;
     va_list ap;
     va_start(ap, fmt);
@@ -26,9 +25,7 @@ static bool evidence(Measurement *m, const char *fmt, ...) {
     return true;
 }
 
-static bool gain(Measurement *m, double seconds, const char *scope, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static bool gain(Measurement *m, double seconds, const char *scope, const char *fmt, ...) {
+bool measure_gain(Measurement *m, double seconds, const char *scope, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     char buf[512];
@@ -85,7 +82,8 @@ uint64_t measure_lines_cost(const ProfileView *v, int file, uint32_t first, uint
  * host refilling an empty queue), which the profile does not yet separate per
  * sync. The model this replaced (wait x (1 - busy share)) promised 218 ms
  * for ResNet-50's per-step loss.item(); following the advice on the H200
- * measured no speedup (bench/workloads/compare.sh, 2026-11-30). */
+ * measured no speedup (bench/workloads/compare.sh, 2026-11-30).
+ * With two ranks or more, the waits per rank too (measure_sync_per_rank). */
 static bool measure_sync_ops(const MeasureSite *s, Measurement *m, const ProfOp **ops, size_t n) {
     uint64_t count = 0, total = 0;
     for (size_t i = 0; i < n; i++)
@@ -101,9 +99,11 @@ static bool measure_sync_ops(const MeasureSite *s, Measurement *m, const ProfOp 
     measure_share(total, run, share, sizeof share);
     m->measured = true;
     m->cost_ns = total;
-    return evidence(m, "this `%s` ran %llu time%s and waited %s %s(%s, %s of the run)", s->code,
-                    (unsigned long long)count, count == 1 ? "" : "s", each, count == 1 ? "" : "each on average ",
-                    sum, share);
+    if (!measure_evidence(m, "this `%s` ran %llu time%s and waited %s %s(%s, %s of the run)", s->code,
+                          (unsigned long long)count, count == 1 ? "" : "s", each, count == 1 ? "" : "each on average ",
+                          sum, share))
+        return false;
+    return measure_sync_per_rank(s, m, ops, n);
 }
 
 /* The bandwidth of the profile's own pinned copies in one direction (bytes
@@ -161,7 +161,7 @@ static bool measure_copy_ops(const MeasureSite *s, Measurement *m, const ProfOp 
                            : dirs[d] == PROF_COPY_DTOH ? (pageable ? "into pageable memory" : pinned ? "into pinned memory" : "from the GPU")
                                                        : "between buffers";
         if (!pageable || (dirs[d] != PROF_COPY_HTOD && dirs[d] != PROF_COPY_DTOH)) {
-            if (!evidence(m, "this copy moved %s%s %s at %.1f GB/s (%s)", amount, copies, from, bw / 1e9, time))
+            if (!measure_evidence(m, "this copy moved %s%s %s at %.1f GB/s (%s)", amount, copies, from, bw / 1e9, time))
                 return false;
             continue;
         }
@@ -171,7 +171,7 @@ static bool measure_copy_ops(const MeasureSite *s, Measurement *m, const ProfOp 
         double estimate = (double)bytes / pinned_bw + (double)count * MEASURE_COPY_LATENCY_NS / 1e9;
         char est[32];
         measure_seconds(estimate, est, sizeof est);
-        if (!evidence(m, "this copy moved %s%s %s at %.1f GB/s (%s); pinned memory would take about %s (%.0f GB/s, %s)",
+        if (!measure_evidence(m, "this copy moved %s%s %s at %.1f GB/s (%s); pinned memory would take about %s (%.0f GB/s, %s)",
                       amount, copies, from, bw / 1e9, time, est, pinned_bw / 1e9,
                       measured_bw ? "as this run's pinned copies" : "the device's usual pinned bandwidth"))
             return false;
@@ -181,11 +181,11 @@ static bool measure_copy_ops(const MeasureSite *s, Measurement *m, const ProfOp 
                      "measured copy time less the pinned estimate: bytes / pinned bandwidth (%.0f GB/s%s) "
                      "+ 1.5 \xC2\xB5s per copy",
                      pinned_bw / 1e9, measured_bw ? ", this run's pinned copies" : ", PCIe 5 default");
-        } else if (!evidence(m, "pinned memory would copy no faster here: what it gains is overlap of the copy "
+        } else if (!measure_evidence(m, "pinned memory would copy no faster here: what it gains is overlap of the copy "
                                 "with other work, which the profile does not measure"))
             return false;
     }
-    if (total_gain > 0) return gain(m, total_gain, "program", "%s", model);
+    if (total_gain > 0) return measure_gain(m, total_gain, "program", "%s", model);
     return true;
 }
 
@@ -215,12 +215,12 @@ static bool measure_launch_ops(const MeasureSite *s, Measurement *m, const ProfO
     measure_duration(ns, time, sizeof time);
     measure_duration(ns / launches, each, sizeof each);
     measure_share(ns, profile_view_gpu_ns(s->view), share, sizeof share);
-    if (!evidence(m, "%s launched %zu kernel%s %llu times: %s of GPU time (%s each on average, %s of all GPU time)",
+    if (!measure_evidence(m, "%s launched %zu kernel%s %llu times: %s of GPU time (%s each on average, %s of all GPU time)",
                   here(s), kernels, kernels == 1 ? "" : "s", (unsigned long long)launches, time, each, share))
         return false;
     if (kernels < 2) return true;
     double g = (double)ns / 1e9 * (double)(kernels - 1) / (double)kernels;
-    return gain(m, g, "program",
+    return measure_gain(m, g, "program",
                 "fusing the %zu kernels into one reads and writes memory once instead of %zu times: "
                 "(N - 1) / N of their GPU time (%s)",
                 kernels, kernels, time);
@@ -240,7 +240,7 @@ static bool measure_kernel(const MeasureSite *s, Measurement *m) {
     measure_duration(sum.median_ns, median, sizeof median);
     measure_duration(sum.total_ns, total, sizeof total);
     measure_share(sum.total_ns, profile_view_gpu_ns(s->view), share, sizeof share);
-    return evidence(m, "%s ran %llu time%s, %s median, %s in all (%s of GPU time)", s->kernel,
+    return measure_evidence(m, "%s ran %llu time%s, %s median, %s in all (%s of GPU time)", s->kernel,
                     (unsigned long long)sum.count, sum.count == 1 ? "" : "s", median, total, share);
 }
 
@@ -261,11 +261,11 @@ static bool measure_alloc_ops(const MeasureSite *s, Measurement *m, const ProfOp
     measure_duration(total, time, sizeof time);
     measure_duration(total / count, each, sizeof each);
     measure_share(total, profile_view_run_ns(s->view), share, sizeof share);
-    if (!evidence(m, "%s allocated %llu time%s: %s of host time (%s each on average, %s of the run)", here(s),
+    if (!measure_evidence(m, "%s allocated %llu time%s: %s of host time (%s each on average, %s of the run)", here(s),
                   (unsigned long long)count, count == 1 ? "" : "s", time, each, share))
         return false;
     if (count < 2) return true;
-    return gain(m, (double)total / 1e9 * (double)(count - 1) / (double)count, "program",
+    return measure_gain(m, (double)total / 1e9 * (double)(count - 1) / (double)count, "program",
                 "allocating once instead of %llu times saves all but one allocation's host time: time x (N - 1) / N",
                 (unsigned long long)count);
 }
@@ -285,7 +285,7 @@ static bool measure_gpu_time(const MeasureSite *s, Measurement *m, const ProfOp 
     char time[32], share[16];
     measure_duration(ns, time, sizeof time);
     measure_share(ns, profile_view_gpu_ns(s->view), share, sizeof share);
-    return evidence(m, "%s ran %s of GPU work (%llu kernel launch%s, %llu cop%s; %s of all GPU time)", here(s), time,
+    return measure_evidence(m, "%s ran %s of GPU work (%llu kernel launch%s, %llu cop%s; %s of all GPU time)", here(s), time,
                     (unsigned long long)launches, launches == 1 ? "" : "es", (unsigned long long)copies,
                     copies == 1 ? "y" : "ies", share);
 }
@@ -323,14 +323,14 @@ static bool measure_fp32_gemm(const MeasureSite *s, Measurement *m) {
     char time[32], share[16];
     measure_duration(total, time, sizeof time);
     measure_share(total, profile_view_gpu_ns(s->view), share, sizeof share);
-    if (!evidence(m, "float32 matrix products ran on CUDA cores, not tensor cores: %llu FFMA GEMM kernel%s, %s "
+    if (!measure_evidence(m, "float32 matrix products ran on CUDA cores, not tensor cores: %llu FFMA GEMM kernel%s, %s "
                      "(%s of GPU time)",
                   (unsigned long long)count, count == 1 ? "" : "s", time, share))
         return false;
     const ProfDevice *d = profile_view_device(s->view);
     double ratio = tf32_over_fp32(d);
     if (ratio <= 1) return true;
-    return gain(m, (double)total / 1e9 * (1 - 1 / ratio), "program",
+    return measure_gain(m, (double)total / 1e9 * (1 - 1 / ratio), "program",
                 "their GPU time x (1 - 1/%.1f): TF32 tensor cores against FP32 CUDA cores, dense peak rates of "
                 "compute capability %u.%u, for compute-bound products",
                 ratio, d->cc_major, d->cc_minor);
@@ -362,13 +362,13 @@ static bool measure_optimizer(const MeasureSite *s, Measurement *m) {
     char time[32], share[16];
     measure_duration(total, time, sizeof time);
     measure_share(total, profile_view_gpu_ns(s->view), share, sizeof share);
-    if (!evidence(m, "multi-tensor (foreach) kernels, the optimizer's step among them, ran %llu times in %zu kind%s: "
+    if (!measure_evidence(m, "multi-tensor (foreach) kernels, the optimizer's step among them, ran %llu times in %zu kind%s: "
                      "%s (%s of GPU time)",
                   (unsigned long long)count, kinds, kinds == 1 ? "" : "s", time, share))
         return false;
     bool sgd = s->code && strstr(s->code, "SGD");
     double fused_share = sgd ? 5.0 / 8.0 : 7.0 / 24.0;
-    return gain(m, (double)total / 1e9 * (1 - fused_share), "program",
+    return measure_gain(m, (double)total / 1e9 * (1 - fused_share), "program",
                 "their GPU time x (1 - %s): a fused %s step reads and writes each parameter's arrays once, %s "
                 "tensor-sized passes against about %s for the foreach kernels",
                 sgd ? "5/8" : "7/24", sgd ? "SGD" : "Adam", sgd ? "5" : "7", sgd ? "8" : "24");
@@ -396,6 +396,7 @@ bool measure_apply(Measure kind, const MeasureSite *s, Measurement *m) {
     case MEASURE_GPU_TIME: return measure_gpu_time(s, m, ops, n);
     case MEASURE_FP32_GEMM: return measure_fp32_gemm(s, m);
     case MEASURE_OPTIMIZER: return measure_optimizer(s, m);
+    case MEASURE_COMM: return measure_comm(s, m, ops, n);
     case MEASURE_NONE: break;
     }
     return true;

@@ -31,7 +31,10 @@ typedef struct ProfileView ProfileView;
  *                     (the finding is about the program, not its lines)
  *   MEASURE_OPTIMIZER the program's multi-tensor optimizer kernels (the
  *                     finding is at the optimizer's construction, the
- *                     kernels run at step()) */
+ *                     kernels run at step())
+ *   MEASURE_COMM      NCCL communication per rank: the NCCL kernels launched
+ *                     at the lines (else at the program's main NCCL line) and
+ *                     each rank's communication that no compute overlapped */
 typedef enum {
     MEASURE_NONE,
     MEASURE_SYNC,
@@ -42,6 +45,7 @@ typedef enum {
     MEASURE_GPU_TIME,
     MEASURE_FP32_GEMM,
     MEASURE_OPTIMIZER,
+    MEASURE_COMM,
 } Measure;
 
 typedef struct Rule {

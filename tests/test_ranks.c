@@ -42,6 +42,24 @@ Test(comm_kernels, other_kernels_are_compute) {
     cr_expect_not(comm_kernel_name("pack_AllReduce_buffer(ncclComm*, float*)")); /* nccl only in a parameter */
 }
 
+Test(comm_kernels, the_collective_in_words) {
+    cr_expect_str_eq(comm_kernel_collective(ALLREDUCE), "all-reduce");
+    cr_expect_str_eq(comm_kernel_collective("ncclKernel_ReduceScatter_RING_LL_Sum_bf16(ncclDevComm*)"),
+                     "reduce-scatter");
+    cr_expect_str_eq(comm_kernel_collective("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
+                     "all-gather");
+    cr_expect_str_eq(comm_kernel_collective("void ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclDevComm*)"),
+                     "broadcast");
+    cr_expect_str_eq(comm_kernel_collective("ncclDevKernel_Reduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
+                     "reduce");
+    cr_expect_str_eq(comm_kernel_collective("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*)"),
+                     "send/receive");
+    /* the name says nothing, or it is no NCCL kernel: no words */
+    cr_expect_null(comm_kernel_collective("ncclDevKernel_Generic"));
+    cr_expect_null(comm_kernel_collective("void at::native::reduce_kernel<512, 1>(ReduceOp)"));
+    cr_expect_null(comm_kernel_collective(NULL));
+}
+
 /* ---- profiles built by the aggregator ------------------------------------------------- */
 
 static void kernel_at(Aggregator *agg, const char *name, uint64_t start, uint64_t end) {

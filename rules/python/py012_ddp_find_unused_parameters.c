@@ -162,5 +162,5 @@ const Rule rule_py012_ddp_find_unused_parameters = {
     .summary = "DistributedDataParallel with find_unused_parameters=True",
     .documentation = documentation,
     .check = check,
-    .measure = MEASURE_NONE,
+    .measure = MEASURE_COMM, /* its cost shows in backward(), where the all-reduce runs */
 };
