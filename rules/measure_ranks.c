@@ -115,8 +115,8 @@ bool measure_comm(const MeasureSite *s, Measurement *m, const ProfOp *const *ops
                 }
                 char who[32], d[24];
                 measure_duration(r->exposed_comm_ns, d, sizeof d);
-                measure_share(r->exposed_comm_ns, comm_row_span(r), share, sizeof share);
-                append(exposed, sizeof exposed, "%s%s: %s (%s of its GPU span)", listed++ ? "; " : "",
+                measure_share(r->exposed_comm_ns, r->busy_ns, share, sizeof share);
+                append(exposed, sizeof exposed, "%s%s: %s (%s of its GPU busy time)", listed++ ? "; " : "",
                        comm_row_name(r, who, sizeof who), d, share);
             }
             if (more) append(exposed, sizeof exposed, "; and %zu more", more);
