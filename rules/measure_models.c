@@ -12,18 +12,31 @@
 
 #define MAX_OPS 256
 
-static bool evidence(Measurement *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static bool evidence(Measurement *m, const char *fmt, ...) {
+static bool evidence_v(Measurement *m, const char *fmt, va_list ap) {
     if (m->evidence_count >= MEASURE_MAX_EVIDENCE) return true;
-    va_list ap;
-    va_start(ap, fmt);
     char buf[512];
     vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
     char *copy = strdup(buf);
     if (!copy) return false;
     m->evidence[m->evidence_count++] = copy;
     return true;
+}
+
+static bool evidence(Measurement *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool evidence(Measurement *m, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    bool ok = evidence_v(m, fmt, ap);
+    va_end(ap);
+    return ok;
+}
+
+bool measure_evidence(Measurement *m, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    bool ok = evidence_v(m, fmt, ap);
+    va_end(ap);
+    return ok;
 }
 
 static bool gain(Measurement *m, double seconds, const char *scope, const char *fmt, ...)
@@ -228,8 +241,9 @@ static bool measure_launch_ops(const MeasureSite *s, Measurement *m, const ProfO
 
 /* MEASURE_KERNEL: the GPU time of the __global__ function the finding sits
  * in, all its launch configurations together. Evidence only: a gain for
- * coalescing, bank conflicts or occupancy needs hardware counters (sectors
- * per request, conflicts) that a profile does not hold yet. */
+ * coalescing, bank conflicts or occupancy would need to know how much of the
+ * kernel's time the accesses cost, which even the per-line sector counts
+ * (MEASURE_GLOBAL_ACCESS, MEASURE_SHARED_ACCESS: measure_lines.c) do not say. */
 static bool measure_kernel(const MeasureSite *s, Measurement *m) {
     ProfStats sum;
     const ProfKernel *example;
@@ -374,11 +388,15 @@ static bool measure_optimizer(const MeasureSite *s, Measurement *m) {
                 sgd ? "5/8" : "7/24", sgd ? "SGD" : "Adam", sgd ? "5" : "7", sgd ? "8" : "24");
 }
 
+bool measure_reads_related(Measure kind) {
+    return kind == MEASURE_LAUNCHES || kind == MEASURE_GLOBAL_ACCESS || kind == MEASURE_SHARED_ACCESS;
+}
+
 bool measure_apply(Measure kind, const MeasureSite *s, Measurement *m) {
     memset(m, 0, sizeof *m);
     const ProfOp *ops[MAX_OPS];
     size_t n = kind == MEASURE_KERNEL || kind == MEASURE_NONE || kind == MEASURE_FP32_GEMM ||
-                       kind == MEASURE_OPTIMIZER
+                       kind == MEASURE_OPTIMIZER || kind == MEASURE_GLOBAL_ACCESS || kind == MEASURE_SHARED_ACCESS
                    ? 0
                    : ops_at(s, ops);
     switch (kind) {
@@ -396,6 +414,9 @@ bool measure_apply(Measure kind, const MeasureSite *s, Measurement *m) {
     case MEASURE_GPU_TIME: return measure_gpu_time(s, m, ops, n);
     case MEASURE_FP32_GEMM: return measure_fp32_gemm(s, m);
     case MEASURE_OPTIMIZER: return measure_optimizer(s, m);
+    case MEASURE_GLOBAL_ACCESS:
+    case MEASURE_SHARED_ACCESS:
+        return measure_kernel(s, m) && measure_line_access(kind, s, m);
     case MEASURE_NONE: break;
     }
     return true;

@@ -76,7 +76,15 @@ static const char documentation[] =
     "libraries that expect the 12-byte layout do not. The fix is not offered when the file reads or\n"
     "writes binary data (`fread`, `fwrite`, `read`, `write`, `mmap`, OpenGL buffers, MPI) or checks\n"
     "the struct's size with `static_assert`, nor for structs defined in another file or in a template.\n"
-    "For `float3`/`int3`/`uint3` (CUDA's types) and for misaligned vector casts the rule only advises.\n";
+    "For `float3`/`int3`/`uint3` (CUDA's types) and for misaligned vector casts the rule only advises.\n"
+    "\n"
+    "## With a profile\n"
+    "With per-line metrics (`advise profile --source-metrics`, kernels built with `-lineinfo`) the\n"
+    "finding shows the global-memory sectors its line moved against the ideal (three 4-byte\n"
+    "accesses at a 12-byte stride move 3x). At 1.25x or less the line's accesses were as good as\n"
+    "they get in the measured launch and the finding becomes a hint (a measured misaligned vector\n"
+    "access did not fault there: other offsets may still); from 2x (and 10% of the kernel's\n"
+    "sectors) its severity rises with the kernel's share of the run, to an error only from 4x.\n";
 
 /* ---- 12-byte structs ---- */
 
@@ -636,6 +644,6 @@ const Rule rule_cu005_misaligned_vector_access = {
     .summary = "12-byte structs read per thread, or vector casts at an offset that is not a multiple of 4",
     .documentation = documentation,
     .check = check,
-    .measure = MEASURE_KERNEL,
+    .measure = MEASURE_GLOBAL_ACCESS,
     .whole_file = true,
 };
