@@ -6,6 +6,7 @@
 
 #include "../profiler/kernel_name.h"
 #include "profile_facts.h"
+#include "rule.h"
 
 void lm_counts(const ProfLineMetrics *e, LmKind kind, uint64_t *actual, uint64_t *ideal) {
     switch (kind) {
@@ -121,6 +122,8 @@ void lm_sum(const Profile *p, int file, uint32_t first, uint32_t last, const uin
     }
 }
 
+uint64_t lm_sector_bytes(uint64_t sectors) { return sectors > UINT64_MAX / 32 ? UINT64_MAX : sectors * 32; }
+
 double lm_ratio(uint64_t actual, uint64_t ideal) { return ideal ? (double)actual / (double)ideal : 0; }
 
 const char *lm_launches_words(const LmSum *s, char *buf, size_t size) {
@@ -134,4 +137,74 @@ const char *lm_launches_words(const LmSum *s, char *buf, size_t size) {
     else
         snprintf(buf, size, "in %llu launches of %s", (unsigned long long)s->launches, name);
     return buf;
+}
+
+/* ---- lines with waste, for the profile rules ---------------------------------------------- */
+
+static int by_line(const void *a, const void *b) {
+    const ProfLineMetrics *x = *(const ProfLineMetrics *const *)a, *y = *(const ProfLineMetrics *const *)b;
+    if (x->line != y->line) return x->line < y->line ? -1 : 1;
+    int c = strcmp(x->kernel, y->kernel);
+    return c ? c : (x < y ? -1 : x > y);
+}
+
+/* fills w for entry e when it qualifies (see lm_each_waste) */
+static bool qualifies(const ProfileView *v, const ProfLineMetrics *e, LmKind kind, uint64_t kernel_time,
+                      LmWaste *w) {
+    const Profile *p = profile_view_profile(v);
+    memset(w, 0, sizeof *w);
+    lm_counts(e, kind, &w->actual, &w->ideal);
+    if (kind == LM_LOCAL) {
+        if (w->actual < LM_MIN_IDEAL) return false;
+        w->kernel_total = add(lm_kernel_total(p, e->kernel, LM_GLOBAL), lm_kernel_total(p, e->kernel, LM_LOCAL));
+    } else {
+        if (w->ideal < LM_MIN_IDEAL || lm_ratio(w->actual, w->ideal) < LM_WASTE_RATIO) return false;
+        w->kernel_total = lm_kernel_total(p, e->kernel, kind);
+    }
+    w->line_share = w->kernel_total ? (double)w->actual / (double)w->kernel_total : 0;
+    if (w->line_share < LM_MIN_LINE_SHARE) return false;
+    w->kernel_ns = lm_kernel_ns(v, e->kernel);
+    w->kernel_share = kernel_time ? (double)w->kernel_ns / (double)kernel_time : 0;
+    if (w->kernel_share < LM_MIN_KERNEL_SHARE) return false;
+    w->line = e->line;
+    w->entry = e;
+    return true;
+}
+
+static uint64_t waste_of(const LmWaste *w) { return w->actual > w->ideal ? w->actual - w->ideal : 0; }
+
+void lm_each_waste(RuleContext *ctx, LmKind kind, void (*visit)(RuleContext *ctx, const LmWaste *w)) {
+    const Profile *p = profile_view_profile(ctx->profile);
+    uint64_t kernel_time = profile_view_kernel_ns(ctx->profile);
+    if (!p->line_metric_count || !kernel_time) return;
+    if (profile_view_freshness(ctx->profile, ctx->profile_file, ctx->doc->text, ctx->doc->length) == PROFILE_STALE)
+        return; /* lines may have moved */
+    size_t n = 0;
+    for (size_t i = 0; i < p->line_metric_count; i++) n += p->line_metrics[i].file == ctx->profile_file;
+    if (!n) return;
+    const ProfLineMetrics **entries = malloc(n * sizeof *entries);
+    if (!entries) {
+        ctx->out_of_memory = true;
+        return;
+    }
+    n = 0;
+    for (size_t i = 0; i < p->line_metric_count; i++)
+        if (p->line_metrics[i].file == ctx->profile_file) entries[n++] = &p->line_metrics[i];
+    qsort(entries, n, sizeof *entries, by_line);
+    for (size_t i = 0; i < n && !ctx->out_of_memory;) {
+        size_t end = i;
+        while (end < n && entries[end]->line == entries[i]->line) end++;
+        LmWaste best = {0}, w;
+        size_t qualifying = 0;
+        for (size_t k = i; k < end; k++)
+            if (qualifies(ctx->profile, entries[k], kind, kernel_time, &w)) {
+                if (!qualifying++ || waste_of(&w) > waste_of(&best)) best = w;
+            }
+        if (qualifying) {
+            best.other_kernels = qualifying - 1;
+            visit(ctx, &best);
+        }
+        i = end;
+    }
+    free(entries);
 }

@@ -61,6 +61,35 @@ uint64_t lm_kernel_total(const Profile *p, const char *kernel, LmKind kind);
  * demangled name, else of the same base name; 0 when the profile has none. */
 uint64_t lm_kernel_ns(const ProfileView *v, const char *kernel);
 
+/* A line of the rule's file whose metrics show waste of one kind, for the
+ * profile rules PR010-PR012. */
+typedef struct {
+    uint32_t line;
+    const ProfLineMetrics *entry;  /* the qualifying entry (kernel) with the most waste */
+    uint64_t actual, ideal;        /* its counts of the kind (ideal 0 for LM_LOCAL) */
+    uint64_t kernel_total;         /* its kernel's counts of the kind over all lines;
+                                      LM_LOCAL: global and local sectors */
+    double line_share;             /* actual / kernel_total */
+    uint64_t kernel_ns;            /* its kernel's GPU time */
+    double kernel_share;           /* of all kernel time */
+    size_t other_kernels;          /* further kernels that qualify at the line */
+} LmWaste;
+
+/* Calls visit, in line order, for each line of ctx's file where an entry
+ * of some kernel qualifies:
+ *   LM_GLOBAL, LM_SHARED: at least LM_MIN_IDEAL ideal sectors (wavefronts)
+ *     and LM_WASTE_RATIO (2x) the ideal;
+ *   LM_LOCAL: at least LM_MIN_IDEAL local sectors;
+ * the line making LM_MIN_LINE_SHARE (10%) of its kernel's counts (LM_LOCAL:
+ * of its global and local sectors), the kernel LM_MIN_KERNEL_SHARE (1%) of
+ * all kernel time. Nothing when the file changed since it was profiled.
+ * Stops when memory runs out (ctx remembers). */
+typedef struct RuleContext RuleContext;
+void lm_each_waste(RuleContext *ctx, LmKind kind, void (*visit)(RuleContext *ctx, const LmWaste *w));
+
+/* Bytes in so many 32-byte sectors (saturating). */
+uint64_t lm_sector_bytes(uint64_t sectors);
+
 /* actual / ideal; 0 when ideal is 0 */
 double lm_ratio(uint64_t actual, uint64_t ideal);
 /* "in one launch of transpose_naive", "in 2 launches of transpose_naive",
