@@ -139,6 +139,38 @@ const char *lm_launches_words(const LmSum *s, char *buf, size_t size) {
     return buf;
 }
 
+/* "COUNT WHAT[, RATIOx the ideal IDEAL]", the parts of lm_entry_words,
+ * appended at buf + *n after ": " (the first, *first set) or "; " */
+static void append_part(char *buf, size_t size, size_t *n, bool *first, const char *what, uint64_t actual,
+                        uint64_t ideal, bool has_ideal) {
+    if (*n >= size || (actual == 0 && ideal == 0)) return;
+    const char *sep = *first ? ": " : "; ";
+    *first = false;
+    char a[32], i[32];
+    pf_count(actual, a, sizeof a);
+    int k = has_ideal && ideal ? snprintf(buf + *n, size - *n, "%s%s %s, %.1fx the ideal %s", sep, a, what,
+                                          lm_ratio(actual, ideal), pf_count(ideal, i, sizeof i))
+                               : snprintf(buf + *n, size - *n, "%s%s %s", sep, a, what);
+    if (k > 0) *n += (size_t)k;
+}
+
+const char *lm_entry_words(const ProfLineMetrics *e, char *buf, size_t size) {
+    if (size == 0) return buf;
+    char name[96];
+    pf_kernel_display_name(e->kernel, name, sizeof name);
+    for (char *c = name; *c; c++)
+        if (*c == '`') *c = '\''; /* inside a Markdown code span */
+    int k = e->launches == 1 ? snprintf(buf, size, "`%s`, one launch", name)
+                             : snprintf(buf, size, "`%s`, %llu launches", name, (unsigned long long)e->launches);
+    size_t n = k > 0 ? (size_t)k : 0;
+    bool first = true;
+    append_part(buf, size, &n, &first, "global sectors", e->global_sectors, e->global_sectors_ideal, true);
+    append_part(buf, size, &n, &first, "shared wavefronts", e->shared_wavefronts, e->shared_wavefronts_ideal, true);
+    append_part(buf, size, &n, &first, "local sectors", e->local_sectors, 0, false);
+    append_part(buf, size, &n, &first, "instructions", e->instructions, 0, false);
+    return buf;
+}
+
 /* ---- lines with waste, for the profile rules ---------------------------------------------- */
 
 static int by_line(const void *a, const void *b) {

@@ -90,6 +90,11 @@ void lm_each_waste(RuleContext *ctx, LmKind kind, void (*visit)(RuleContext *ctx
 /* Bytes in so many 32-byte sectors (saturating). */
 uint64_t lm_sector_bytes(uint64_t sectors);
 
+/* One entry in words, for the editor's hover: "`transpose_naive`, one
+ * launch: 18,874,368 global sectors, 4.5x the ideal 4,194,304; 8,192 local
+ * sectors; 1,048,576 instructions" (the kinds it has counts of). */
+const char *lm_entry_words(const ProfLineMetrics *e, char *buf, size_t size);
+
 /* actual / ideal; 0 when ideal is 0 */
 double lm_ratio(uint64_t actual, uint64_t ideal);
 /* "in one launch of transpose_naive", "in 2 launches of transpose_naive",
