@@ -1270,6 +1270,41 @@ Test(pr012, too_few_local_sectors_and_python_files) {
     profile_view_free(v);
 }
 
+/* a profile at the caps: 100,000 entries of as many kernels on four lines,
+ * 20,000 kernels; one of them takes the time. Each kernel's totals are
+ * looked up, not scanned for: this runs in well under a second. */
+Test(pr010, a_hostile_profile_at_the_caps, .timeout = 60) {
+    Profile *p = pb_new(5 * MS, 3 * MS);
+    int file = profile_add_file(p, "k.cu");
+    p->kernels = calloc(PROFILE_MAX_KERNELS, sizeof *p->kernels);
+    p->line_metrics = calloc(PROFILE_MAX_LINE_METRICS, sizeof *p->line_metrics);
+    cr_assert(p->kernels && p->line_metrics);
+    for (size_t i = 0; i < PROFILE_MAX_LINE_METRICS; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "k%zu(float*)", i);
+        if (i < PROFILE_MAX_KERNELS)
+            p->kernels[p->kernel_count++] = (ProfKernel){.process = 0, .device = 0, .name = strdup(name),
+                                                         .grid = {1, 1, 1}, .block = {32, 1, 1},
+                                                         .stats = pb_stats(1, i == 7 ? 500 * MS : 1000)};
+        p->line_metrics[p->line_metric_count++] =
+            (ProfLineMetrics){.kernel = strdup(name), .file = file, .line = 2 + (uint32_t)(i % 4), .launches = 1,
+                              .global_sectors = 8 * 4096, .global_sectors_ideal = 4096, .local_sectors = 4096};
+    }
+    ProfileView *v = profile_view_new(p, "");
+    Source s = source_text("k.cu", "__global__ void k(float *x)\n{\n    x[threadIdx.x * 32] = 0;\n    x[1] = 1;\n"
+                                   "    x[2] = 2;\n}\n");
+    FindingList l = run_rule("PR010", v, &s);
+    cr_assert_eq(l.count, 1, "k7 alone takes a share of the time, on line %u", 2 + 7 % 4);
+    cr_expect_eq(finding_line(&s, &l.items[0]), 5);
+    cr_expect(strstr(l.items[0].message, "in one launch of k7"), "%s", l.items[0].message);
+    finding_list_free(&l);
+    l = run_rule("PR012", v, &s);
+    cr_expect_eq(l.count, 1);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
 /* ======================================================================== */
 /* The rules' descriptors                                                    */
 /* ======================================================================== */
