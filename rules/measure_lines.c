@@ -84,13 +84,10 @@ bool measure_line_access(Measure kind, const MeasureSite *s, Measurement *m) {
     if (lk == LM_GLOBAL)
         return measure_evidence(m, "%s move%s %.1fx the ideal global sectors (%s vs %s %s), %s of %s global sectors%s",
                                 where, plural ? "" : "s", ratio, actual, ideal, launches, share, whose,
-                                m->cleared ? ": coalesced in the measured launch, so this finding is shown as a hint"
-                                           : "");
+                                m->cleared ? ": coalesced in the measured launch, a false alarm there" : "");
     return measure_evidence(m, "shared-memory accesses on %s take %.1fx the ideal wavefronts%s: %s vs %s %s, %s of %s "
                                "shared wavefronts%s",
                             where, ratio, ratio > LM_FINE_RATIO ? " (bank conflicts)" : "", actual, ideal, launches,
                             share, whose,
-                            m->cleared ? "; no bank conflicts in the measured launch, so this finding is shown as a "
-                                         "hint"
-                                       : "");
+                            m->cleared ? "; no bank conflicts in the measured launch, a false alarm there" : "");
 }
