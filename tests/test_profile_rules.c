@@ -1206,6 +1206,30 @@ Test(pr011, the_column_read_of_a_tile, .timeout = 120) {
     source_free(&s);
 }
 
+/* reduction.cu's block_sum as an H200 runs it: a grid-stride read (70),
+ * consecutive shared accesses in the tree (72, 79), one store per block
+ * (83): nothing to report, though it takes all the kernel time */
+Test(pr011, a_tree_reduction_is_conflict_free, .timeout = 120) {
+    const char *rel = "samples/cuda/reduction.cu", *k = "block_sum(float const*, float*, int)";
+    Profile *p = pb_new(5 * MS, 3 * MS);
+    pb_launch(p, rel, 105, k, 20, 2 * MS);
+    pb_line_metrics(p, rel, 70, k, (PbLineCounts){8388608, 8388608, 0, 0, 0});
+    pb_line_metrics(p, rel, 72, k, (PbLineCounts){0, 0, 512, 512, 0});
+    pb_line_metrics(p, rel, 79, k, (PbLineCounts){0, 0, 9216, 9216, 0});
+    pb_line_metrics(p, rel, 83, k, (PbLineCounts){64, 64, 64, 64, 0});
+    ProfileView *v = profile_view_new(p, "");
+    Source s = source_file(rel);
+    for (int i = 0; i < 3; i++) {
+        FindingList l = run_rule(i == 0 ? "PR010" : i == 1 ? "PR011" : "PR012", v, &s);
+        char *all = describe(&l, &s);
+        cr_expect_eq(l.count, 0, "%s", all);
+        free(all);
+        finding_list_free(&l);
+    }
+    source_free(&s);
+    profile_view_free(v);
+}
+
 /* kernels.json: spill's window[] stores move 28% of its sectors in local
  * memory; its dynamically indexed load 0.4%; cold_spill's stores as much
  * as spill's, but the kernel is 0.5% of the kernel time; stencil moves no
