@@ -6,7 +6,9 @@
  * cost; then:
  * - measured: the evidence and the estimated gain are attached, and the
  *   severity rises with the cost's share of the run (>= 10%: error, >= 1%:
- *   warning; never lowered);
+ *   warning; never lowered), within what per-line metrics allow: they
+ *   may cap the rise, or show the finding's concern did not happen in the
+ *   measured launch and make it a hint (measure_lines.c);
  * - nothing measured, and the code is shown cold (the enclosing host
  *   function has no measured work at any of its lines, or the enclosing
  *   kernel never ran): a hint, hidden, or kept, per `[profile] cold`;
@@ -156,6 +158,16 @@ static Severity severity_for_share(uint64_t cost, uint64_t run, Severity current
     return s < current ? s : current;
 }
 
+/* Per-line metrics judge their finding: cleared (the concern did not show
+ * in the measured launch) makes it a hint; otherwise the cost share raises
+ * it, never past the ceiling the metrics allow. */
+static Severity severity_measured(const Measurement *meas, uint64_t run, Severity current) {
+    if (meas->cleared) return SEVERITY_HINT;
+    Severity s = severity_for_share(meas->cost_ns, run, current);
+    if (meas->judged && s < meas->ceiling) s = meas->ceiling < current ? meas->ceiling : current;
+    return s;
+}
+
 static bool attach(const Merge *m, Finding *f, Measurement *meas, const Rule *rule) {
     for (size_t i = 0; i < meas->evidence_count; i++)
         if (!finding_add_evidence(f, "%s", meas->evidence[i])) return false;
@@ -166,7 +178,7 @@ static bool attach(const Merge *m, Finding *f, Measurement *meas, const Rule *ru
         meas->model = NULL;
     }
     if (!m->stale && !severity_pinned(m->cfg, rule))
-        f->severity = severity_for_share(meas->cost_ns, profile_view_run_ns(m->view), f->severity);
+        f->severity = severity_measured(meas, profile_view_run_ns(m->view), f->severity);
     return true;
 }
 
@@ -181,13 +193,13 @@ static bool merge_finding(const Merge *m, Finding *f, bool *drop, MergeReport *r
     code_text(m->doc, f, code, sizeof code);
     MeasureSite site = {m->view, m->file, line_of(m->doc, f->range.start),
                         line_of(m->doc, f->range.end > f->range.start ? f->range.end - 1 : f->range.start), code,
-                        e.kernel, NULL, 0};
+                        e.kernel, NULL, 0, m->stale};
     if (e.at_definition && e.has_function) { /* a finding about a whole function measures all of it */
         site.first = e.first;
         site.last = e.last;
     }
     uint32_t related[MEASURE_MAX_RELATED];
-    if (rule->measure == MEASURE_LAUNCHES) { /* the launches it would fuse with, too */
+    if (measure_reads_related(rule->measure)) { /* the launches it would fuse with, the accesses that conflict */
         for (size_t i = 0; i < f->related_count && site.extra_count < MEASURE_MAX_RELATED; i++)
             related[site.extra_count++] = line_of(m->doc, f->related[i].range.start);
         site.extra = related;
@@ -217,7 +229,8 @@ static bool merge_finding(const Merge *m, Finding *f, bool *drop, MergeReport *r
     return ok;
 }
 
-/* A static finding of a rule that measures `kind` covering line (1-based). */
+/* A static finding of a rule that measures `kind` covering line (1-based),
+ * at its own lines or, when its model reads them, at a related one. */
 static bool static_finding_measures(const Merge *m, const FindingList *out, size_t static_count, Measure kind,
                                     uint32_t line) {
     for (size_t i = 0; i < static_count; i++) {
@@ -225,6 +238,8 @@ static bool static_finding_measures(const Merge *m, const FindingList *out, size
         const Rule *rule = rule_find(f->code);
         if (!rule || rule->check_profile || rule->measure != kind) continue;
         if (line_of(m->doc, f->range.start) <= line && line <= line_of(m->doc, f->range.end)) return true;
+        for (size_t r = 0; measure_reads_related(kind) && r < f->related_count; r++)
+            if (line_of(m->doc, f->related[r].range.start) == line) return true;
     }
     return false;
 }

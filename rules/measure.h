@@ -22,7 +22,13 @@ typedef struct {
     const char *kernel;       /* the enclosing __global__ function's name, or NULL */
     const uint32_t *extra;    /* further lines measured with them (related places), or NULL */
     size_t extra_count;
+    bool stale;               /* the file changed since it was profiled: no per-line metrics */
 } MeasureSite;
+
+/* The models of these measures read the finding's related lines too
+ * (MeasureSite.extra): the launches it would fuse with, the accesses that
+ * conflict. */
+bool measure_reads_related(Measure kind);
 
 #define MEASURE_MAX_RELATED 8
 
@@ -38,10 +44,20 @@ typedef struct {
     double gain_seconds;
     const char *scope;        /* "program" or "kernel" */
     char *model;              /* the gain's model in words */
+    /* Models that judge the finding from per-line metrics
+     * (MEASURE_GLOBAL_ACCESS, MEASURE_SHARED_ACCESS): */
+    bool judged;              /* the metrics decide: severity rises by the
+                                 cost share, but never past `ceiling` */
+    Severity ceiling;         /* the most severe the metrics allow */
+    bool cleared;             /* the metrics show the concern did not happen in
+                                 the measured launches: make it a hint */
 } Measurement;
 
 /* Runs the model of kind; false only when memory runs out. */
 bool measure_apply(Measure kind, const MeasureSite *site, Measurement *m);
+/* The per-line metrics part of MEASURE_GLOBAL_ACCESS and
+ * MEASURE_SHARED_ACCESS (rules/measure_lines.c), after the kernel's time. */
+bool measure_line_access(Measure kind, const MeasureSite *site, Measurement *m);
 void measurement_free(Measurement *m);
 
 /* For the models: adds a line of evidence (beyond MEASURE_MAX_EVIDENCE it

@@ -228,8 +228,9 @@ static bool measure_launch_ops(const MeasureSite *s, Measurement *m, const ProfO
 
 /* MEASURE_KERNEL: the GPU time of the __global__ function the finding sits
  * in, all its launch configurations together. Evidence only: a gain for
- * coalescing, bank conflicts or occupancy needs hardware counters (sectors
- * per request, conflicts) that a profile does not hold yet. */
+ * coalescing, bank conflicts or occupancy would need to know how much of the
+ * kernel's time the accesses cost, which even the per-line sector counts
+ * (MEASURE_GLOBAL_ACCESS, MEASURE_SHARED_ACCESS: measure_lines.c) do not say. */
 static bool measure_kernel(const MeasureSite *s, Measurement *m) {
     ProfStats sum;
     const ProfKernel *example;
@@ -374,11 +375,15 @@ static bool measure_optimizer(const MeasureSite *s, Measurement *m) {
                 sgd ? "5/8" : "7/24", sgd ? "SGD" : "Adam", sgd ? "5" : "7", sgd ? "8" : "24");
 }
 
+bool measure_reads_related(Measure kind) {
+    return kind == MEASURE_LAUNCHES || kind == MEASURE_GLOBAL_ACCESS || kind == MEASURE_SHARED_ACCESS;
+}
+
 bool measure_apply(Measure kind, const MeasureSite *s, Measurement *m) {
     memset(m, 0, sizeof *m);
     const ProfOp *ops[MAX_OPS];
     size_t n = kind == MEASURE_KERNEL || kind == MEASURE_NONE || kind == MEASURE_FP32_GEMM ||
-                       kind == MEASURE_OPTIMIZER
+                       kind == MEASURE_OPTIMIZER || kind == MEASURE_GLOBAL_ACCESS || kind == MEASURE_SHARED_ACCESS
                    ? 0
                    : ops_at(s, ops);
     switch (kind) {
@@ -397,6 +402,9 @@ bool measure_apply(Measure kind, const MeasureSite *s, Measurement *m) {
     case MEASURE_FP32_GEMM: return measure_fp32_gemm(s, m);
     case MEASURE_OPTIMIZER: return measure_optimizer(s, m);
     case MEASURE_COMM: return measure_comm(s, m, ops, n);
+    case MEASURE_GLOBAL_ACCESS:
+    case MEASURE_SHARED_ACCESS:
+        return measure_kernel(s, m) && measure_line_access(kind, s, m);
     case MEASURE_NONE: break;
     }
     return true;

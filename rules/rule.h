@@ -25,6 +25,12 @@ typedef struct ProfileView ProfileView;
  *   MEASURE_COPY      copies at the lines: bytes, bandwidth, pinned estimate
  *   MEASURE_LAUNCHES  many small launches at the lines (unfused work)
  *   MEASURE_KERNEL    the GPU time of the kernel the finding sits in (CUDA)
+ *   MEASURE_GLOBAL_ACCESS  MEASURE_KERNEL, and the global-memory sectors
+ *                     against the ideal that the profile's per-line
+ *                     metrics measured at the finding's lines and related
+ *                     lines (rules/measure_lines.c)
+ *   MEASURE_SHARED_ACCESS  the same with shared-memory wavefronts (bank
+ *                     conflicts)
  *   MEASURE_ALLOC     allocations at the lines (allocation in a loop)
  *   MEASURE_GPU_TIME  any GPU time made at the lines (no gain estimate)
  *   MEASURE_FP32_GEMM the whole program's float32 matmuls on CUDA cores
@@ -46,6 +52,8 @@ typedef enum {
     MEASURE_FP32_GEMM,
     MEASURE_OPTIMIZER,
     MEASURE_COMM,
+    MEASURE_GLOBAL_ACCESS,
+    MEASURE_SHARED_ACCESS,
 } Measure;
 
 typedef struct Rule {
@@ -71,7 +79,9 @@ typedef struct Rule {
     /* Profile rules: a finding of this rule is dropped where a static
      * finding whose rule measures this way sits on the same line: that
      * finding already carries the same figures (PR004 beside PY001, PR008
-     * beside CU006). MEASURE_NONE: never dropped. */
+     * beside CU006, PR010 beside CU004; for the measures whose models read
+     * related lines too, measure_reads_related, on those lines as well).
+     * MEASURE_NONE: never dropped. */
     Measure subsumed_by;
 } Rule;
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../rules/line_metrics.h"
 #include "../rules/measure.h"
 #include "file_walk.h"
 #include "jsonrpc.h"
@@ -338,6 +339,28 @@ static void describe(const ProfileView *v, char *buf, size_t size) {
              strlen(c) >= 16 ? c + 11 : "", dev ? " on " : "", dev && dev->name ? dev->name : "");
 }
 
+/* what the per-line metrics (advise profile --source-metrics) measured at line, one kernel an item */
+static void line_metrics_hover(char **md, size_t *len, size_t *cap, const ProfileView *v, int file, uint32_t line) {
+    const Profile *p = profile_view_profile(v);
+    size_t shown = 0;
+    for (size_t i = 0; i < p->line_metric_count; i++) {
+        const ProfLineMetrics *e = &p->line_metrics[i];
+        if (e->file != file || e->line != line) continue;
+        if (shown++ == 8) {
+            appendf(md, len, cap, "- and more kernels\n");
+            break;
+        }
+        if (shown == 1) {
+            char about[256];
+            describe(v, about, sizeof about);
+            appendf(md, len, cap, "%s**Memory accesses at this line** (per-line metrics, profile %s)\n\n", *len ? "\n" : "",
+                    about);
+        }
+        char words[512];
+        appendf(md, len, cap, "- %s\n", lm_entry_words(e, words, sizeof words));
+    }
+}
+
 char *lsp_profile_hover(LspServer *s, const LspDocument *d, const Document *doc, size_t offset) {
     LspProfiles *p = s->profiles;
     if (!p || !p->set) return NULL;
@@ -356,6 +379,7 @@ char *lsp_profile_hover(LspServer *s, const LspDocument *d, const Document *doc,
             for (size_t i = 0; i < n && i < 32; i++) op_line(&md, &len, &cap, v, ops[i]);
             if (n > 32) appendf(&md, &len, &cap, "- and %zu more\n", n - 32);
         }
+        line_metrics_hover(&md, &len, &cap, v, file, (uint32_t)line + 1);
     }
     /* a __global__ function declared on this line: what its launches cost */
     size_t kernel_count;

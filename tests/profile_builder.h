@@ -75,6 +75,20 @@ static inline void pb_alloc(Profile *p, const char *file, uint32_t line, uint64_
     op->bytes = count * 1024;
 }
 
+/* Per-line SASS metrics of one launch of kernel at file:line (added to an
+ * entry already there). */
+typedef struct {
+    uint64_t global, global_ideal, shared, shared_ideal, local;
+} PbLineCounts;
+
+static inline void pb_line_metrics(Profile *p, const char *file, uint32_t line, const char *kernel, PbLineCounts c) {
+    ProfLineMetrics m = {.kernel = (char *)kernel, .file = profile_add_file(p, file), .line = line, .launches = 1,
+                         .instructions = 1000, .global_sectors = c.global, .global_sectors_ideal = c.global_ideal,
+                         .shared_wavefronts = c.shared, .shared_wavefronts_ideal = c.shared_ideal,
+                         .local_sectors = c.local};
+    profile_add_line_metrics(p, &m);
+}
+
 /* Records text as the content of file when profiled. */
 static inline void pb_hash(Profile *p, const char *file, const char *text) {
     int f = profile_add_file(p, file);

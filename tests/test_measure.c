@@ -242,7 +242,7 @@ Test(measure, alloc_sync_fallback_and_gpu_time_models) {
     pb_launch(p, "a.cu", 7, "k(int)", 4, 400000);
     pb_copy(p, "a.cu", 7, PROF_COPY_DTOD, PROF_MEM_DEVICE, 100, 2, 2000);
     ProfileView *v = profile_view_new(p, "");
-    MeasureSite site = {v, 0, 5, 5, "cudaMalloc(&d, n)", NULL, NULL, 0};
+    MeasureSite site = {v, 0, 5, 5, "cudaMalloc(&d, n)", NULL, NULL, 0, false};
     Measurement m;
     cr_assert(measure_apply(MEASURE_ALLOC, &site, &m));
     cr_expect(m.measured);
@@ -482,4 +482,252 @@ Test(measure, foreach_optimizer_kernels_and_the_fused_gain) {
     cr_expect(fabs(f->gain.seconds - (double)ns / 1e9 * (1 - 5.0 / 8.0)) < 1e-12, "SGD: %g", f->gain.seconds);
     checked_free(&c);
     free(error);
+}
+
+/* ---- per-line SASS metrics: CU003, CU004, CU005 (rules/measure_lines.c) ---------------------- */
+
+/* One parse of a CUDA sample for many merges (libclang is the slow part). */
+typedef struct {
+    const char *rel;
+    char *text;
+    Document *doc;
+    CudaSource *cuda;
+} Parsed;
+
+static Parsed parse_cuda(const char *rel) {
+    Parsed ps = {.rel = rel};
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", ADVISE_SOURCE_DIR, rel);
+    ps.text = harness_slurp(path);
+    ps.doc = document_new(path, LANGUAGE_CUDA, ps.text, strlen(ps.text));
+    CudaFlagOptions options = {0};
+    char *error = NULL;
+    ps.cuda = cuda_source_new(ps.doc, &options, &error);
+    cr_assert_not_null(ps.cuda, "%s: %s", rel, error ? error : "?");
+    return ps;
+}
+
+static void parsed_free(Parsed *ps) {
+    cuda_source_free(ps->cuda);
+    document_free(ps->doc);
+    free(ps->text);
+}
+
+/* the static findings of the sample with profile p (taken) merged; configure may be NULL */
+static FindingList merged(const Parsed *ps, Profile *p, void (*configure)(Config *)) {
+    Config cfg;
+    config_init(&cfg);
+    if (configure) configure(&cfg);
+    FindingList out;
+    finding_list_init(&out);
+    EngineReport report;
+    char *error = NULL;
+    cr_assert(engine_check_cuda(ps->doc, ps->cuda, &cfg, &out, &report, &error), "%s", error);
+    ProfileView *v = profile_view_new(p, "synthetic.json");
+    cr_assert(engine_merge_profile_parsed(ps->doc, NULL, ps->cuda, ps->rel, v, &cfg, &out, NULL));
+    profile_view_free(v);
+    config_free(&cfg);
+    return out;
+}
+
+static Finding *finding_at(const Parsed *ps, FindingList *l, const char *code, size_t line) {
+    for (size_t i = 0; i < l->count; i++) {
+        Finding *f = &l->items[i];
+        if (strcmp(f->code, code) == 0 && document_line_of(ps->doc, f->range.start) + 1 == line) return f;
+    }
+    return NULL;
+}
+
+#define TRANSPOSE "samples/cuda/transpose.cu"
+#define NAIVE "transpose_naive(float*, float const*, int, int)"
+#define TILED "transpose_tiled(float*, float const*, int, int)"
+#define M4096 4194304ull /* sectors of 4096 x 4096 floats read or written coalesced */
+
+/* transpose.cu: CU004 at 83 in transpose_naive (the store; 82 is its load),
+ * CU003 at 90 in transpose_tiled (the array; its conflicting read is line
+ * 99), CU003 at 105 in transpose_warp (112). Each kernel ran 1 ms of a 5 ms
+ * run: 20%, enough for an error by cost alone. */
+static Profile *transpose_run(void) {
+    Profile *p = pb_new(5000000, 3000000);
+    pb_launch(p, TRANSPOSE, 174, NAIVE, 20, 1000000);
+    pb_launch(p, TRANSPOSE, 188, TILED, 20, 1000000);
+    return p;
+}
+
+/* transpose_run with transpose_naive's store line moving `store` sectors
+ * against M4096 ideal and its load line `load` against M4096 */
+static Profile *naive_lines(uint64_t store, uint64_t load) {
+    Profile *p = transpose_run();
+    pb_line_metrics(p, TRANSPOSE, 83, NAIVE, (PbLineCounts){.global = store, .global_ideal = M4096});
+    pb_line_metrics(p, TRANSPOSE, 82, NAIVE, (PbLineCounts){.global = load, .global_ideal = M4096});
+    return p;
+}
+
+static void pin_cu004(Config *cfg) { config_set_severity(cfg, "CU004", "info"); }
+
+Test(measure_lines, global_sectors_judge_the_uncoalesced_store, .timeout = 240) {
+    Parsed ps = parse_cuda(TRANSPOSE);
+    /* without line metrics the kernel's 20% makes it an error */
+    FindingList l = merged(&ps, transpose_run(), NULL);
+    Finding *f = finding_at(&ps, &l, "CU004", 83);
+    cr_assert(f);
+    cr_expect_eq(f->severity, SEVERITY_ERROR);
+    cr_expect_not(has_evidence(f, "ideal global sectors"));
+    finding_list_free(&l);
+
+    /* the H200's naive 4096 x 4096 transpose: 4.5x, an error */
+    l = merged(&ps, naive_lines(18874368, M4096), NULL);
+    f = finding_at(&ps, &l, "CU004", 83);
+    cr_assert(f);
+    show(f);
+    cr_expect(has_evidence(f, "transpose_naive ran 20 times"), "the kernel's time stays");
+    cr_expect(has_evidence(f, "this line moves 4.5x the ideal global sectors (18,874,368 vs 4,194,304 in one launch "
+                              "of transpose_naive), 82% of the kernel's global sectors"));
+    cr_expect_eq(f->severity, SEVERITY_ERROR);
+    cr_expect_not(f->gain.present, "sector counts give no time");
+    finding_list_free(&l);
+
+    /* 3x: at most a warning, though the kernel takes 20% */
+    l = merged(&ps, naive_lines(3 * M4096, M4096), NULL);
+    f = finding_at(&ps, &l, "CU004", 83);
+    cr_assert(f);
+    cr_expect(has_evidence(f, "this line moves 3.0x the ideal global sectors"));
+    cr_expect_eq(f->severity, SEVERITY_WARNING);
+    finding_list_free(&l);
+
+    /* 1.6x: figures shown, nothing raised */
+    l = merged(&ps, naive_lines(M4096 * 8 / 5, M4096), NULL);
+    f = finding_at(&ps, &l, "CU004", 83);
+    cr_assert(f);
+    cr_expect(has_evidence(f, "this line moves 1.6x the ideal global sectors"));
+    cr_expect_eq(f->severity, SEVERITY_WARNING);
+    finding_list_free(&l);
+
+    /* 4.5x on a line that makes 4% of the kernel's sectors: not raised */
+    l = merged(&ps, naive_lines(18874368, 100 * M4096), NULL);
+    f = finding_at(&ps, &l, "CU004", 83);
+    cr_assert(f);
+    cr_expect(has_evidence(f, "4.5x the ideal global sectors") && has_evidence(f, "4.3% of the kernel's global"));
+    cr_expect_eq(f->severity, SEVERITY_WARNING);
+    finding_list_free(&l);
+    parsed_free(&ps);
+}
+
+Test(measure_lines, a_coalesced_line_makes_the_finding_a_hint, .timeout = 240) {
+    Parsed ps = parse_cuda(TRANSPOSE);
+    FindingList l = merged(&ps, naive_lines(M4096, M4096), NULL);
+    Finding *f = finding_at(&ps, &l, "CU004", 83);
+    cr_assert(f);
+    show(f);
+    cr_expect_eq(f->severity, SEVERITY_HINT);
+    cr_expect(has_evidence(f, "this line moves 1.0x the ideal global sectors (4,194,304 vs 4,194,304 in one launch "
+                              "of transpose_naive), 50% of the kernel's global sectors: coalesced in the measured "
+                              "launch, a false alarm there"));
+    finding_list_free(&l);
+
+    /* 1.25x (an access 4 bytes off its sectors) is as good as it gets */
+    l = merged(&ps, naive_lines(M4096 * 5 / 4, M4096), NULL);
+    cr_expect_eq(finding_at(&ps, &l, "CU004", 83)->severity, SEVERITY_HINT);
+    finding_list_free(&l);
+
+    /* a severity the user set stays */
+    l = merged(&ps, naive_lines(M4096, M4096), pin_cu004);
+    f = finding_at(&ps, &l, "CU004", 83);
+    cr_expect_eq(f->severity, SEVERITY_INFO);
+    cr_expect(has_evidence(f, "coalesced in the measured launch"));
+    finding_list_free(&l);
+    parsed_free(&ps);
+}
+
+Test(measure_lines, no_line_figures_from_elsewhere_too_few_or_stale, .timeout = 240) {
+    Parsed ps = parse_cuda(TRANSPOSE);
+    /* the same line number in another file */
+    Profile *p = transpose_run();
+    pb_line_metrics(p, "samples/cuda/transpose_fixed.cu", 83, NAIVE, (PbLineCounts){.global = M4096, .global_ideal = M4096});
+    FindingList l = merged(&ps, p, NULL);
+    Finding *f = finding_at(&ps, &l, "CU004", 83);
+    cr_assert(f);
+    cr_expect_not(has_evidence(f, "ideal global sectors"));
+    cr_expect_eq(f->severity, SEVERITY_ERROR, "judged by the kernel's time alone");
+    finding_list_free(&l);
+
+    /* fewer than 64 ideal sectors: a ratio of nothing */
+    p = transpose_run();
+    pb_line_metrics(p, TRANSPOSE, 83, NAIVE, (PbLineCounts){.global = 60, .global_ideal = 60});
+    l = merged(&ps, p, NULL);
+    f = finding_at(&ps, &l, "CU004", 83);
+    cr_expect_not(has_evidence(f, "ideal global sectors"));
+    cr_expect_eq(f->severity, SEVERITY_ERROR);
+    finding_list_free(&l);
+
+    /* the file changed since it was profiled: lines may have moved */
+    p = naive_lines(M4096, M4096);
+    pb_hash(p, TRANSPOSE, "// an older transpose.cu\n");
+    l = merged(&ps, p, NULL);
+    f = finding_at(&ps, &l, "CU004", 83);
+    cr_assert(f);
+    show(f);
+    cr_expect_not(has_evidence(f, "ideal global sectors"));
+    cr_expect(has_evidence(f, "older than this file"));
+    cr_expect_eq(f->severity, SEVERITY_WARNING, "neither raised nor made a hint");
+    finding_list_free(&l);
+    parsed_free(&ps);
+}
+
+Test(measure_lines, shared_wavefronts_at_the_conflicting_accesses, .timeout = 240) {
+    Parsed ps = parse_cuda(TRANSPOSE);
+    /* CU003 marks the array (90); its conflicting read is line 99 */
+    Profile *p = transpose_run();
+    pb_line_metrics(p, TRANSPOSE, 99, TILED,
+                    (PbLineCounts){.global = M4096, .global_ideal = M4096, .shared = 1048576, .shared_ideal = 32768});
+    pb_line_metrics(p, TRANSPOSE, 94, TILED, (PbLineCounts){.global = M4096, .global_ideal = M4096, .shared = 32768,
+                                                            .shared_ideal = 32768});
+    FindingList l = merged(&ps, p, NULL);
+    Finding *f = finding_at(&ps, &l, "CU003", 90);
+    cr_assert(f);
+    show(f);
+    cr_expect(has_evidence(f, "shared-memory accesses on line 99 take 32.0x the ideal wavefronts (bank conflicts): "
+                              "1,048,576 vs 32,768 in one launch of transpose_tiled, 97% of the kernel's shared "
+                              "wavefronts"));
+    cr_expect_not(has_evidence(f, "global sectors"), "a bank conflict is about shared memory");
+    cr_expect_eq(f->severity, SEVERITY_ERROR);
+    Finding *warp = finding_at(&ps, &l, "CU003", 105);
+    cr_assert(warp);
+    cr_expect_not(has_evidence(warp, "wavefronts"), "transpose_warp's lines were not measured");
+    finding_list_free(&l);
+
+    /* padded in the build that ran: no conflicts, a hint */
+    p = transpose_run();
+    pb_line_metrics(p, TRANSPOSE, 99, TILED, (PbLineCounts){.shared = 32768, .shared_ideal = 32768});
+    l = merged(&ps, p, NULL);
+    f = finding_at(&ps, &l, "CU003", 90);
+    cr_assert(f);
+    cr_expect_eq(f->severity, SEVERITY_HINT);
+    cr_expect(has_evidence(f, "take 1.0x the ideal wavefronts: 32,768 vs 32,768 in one launch of transpose_tiled, "
+                              "100% of the kernel's shared wavefronts; no bank conflicts in the measured launch, a false "
+                              "alarm there"));
+    finding_list_free(&l);
+    parsed_free(&ps);
+}
+
+/* elementwise_chain.cu: CU005 at 78, an array of 12-byte Particle read per
+ * thread (three 4-byte loads at a 12-byte stride: 3x the ideal sectors) */
+Test(measure_lines, twelve_byte_structs_move_three_times_the_sectors, .timeout = 240) {
+    const char *rel = "samples/cuda/elementwise_chain.cu";
+    Parsed ps = parse_cuda(rel);
+    Profile *p = pb_new(5000000, 1000000);
+    pb_launch(p, rel, 138, "radius(Particle const*, float*, int)", 1, 1000000);
+    pb_line_metrics(p, rel, 78, "radius(Particle const*, float*, int)",
+                    (PbLineCounts){.global = 3 * 393216, .global_ideal = 393216});
+    pb_line_metrics(p, rel, 79, "radius(Particle const*, float*, int)",
+                    (PbLineCounts){.global = 131072, .global_ideal = 131072});
+    FindingList l = merged(&ps, p, NULL);
+    Finding *f = finding_at(&ps, &l, "CU005", 78);
+    cr_assert(f);
+    show(f);
+    cr_expect(has_evidence(f, "this line moves 3.0x the ideal global sectors (1,179,648 vs 393,216 in one launch of "
+                              "radius), 90% of the kernel's global sectors"));
+    cr_expect_eq(f->severity, SEVERITY_WARNING, "20%% of the run, but 3x: at most a warning");
+    finding_list_free(&l);
+    parsed_free(&ps);
 }

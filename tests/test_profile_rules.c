@@ -1,4 +1,4 @@
-/* The profile rules (rules/profile/, PR001-PR009) and their shared helpers
+/* The profile rules (rules/profile/, PR001-PR012) and their shared helpers
  * (rules/profile_facts.h): the occupancy calculator and name helpers against
  * known values; each rule on synthetic profiles built with the aggregator or
  * read from tests/fixtures/profile/ (JSON), with a positive case and correct
@@ -19,6 +19,7 @@
 #include "../rules/profile_facts.h"
 #include "../rules/rule.h"
 #include "cli_harness.h"
+#include "profile_builder.h"
 
 #define MS 1000000ull
 #define US 1000ull
@@ -1024,19 +1025,327 @@ Test(pr009, not_in_cuda_files_nor_without_softmax) {
 }
 
 /* ======================================================================== */
+/* PR010-PR012: per-line SASS metrics (advise profile --source-metrics)       */
+/* ======================================================================== */
+
+#define TRANSPOSE "samples/cuda/transpose.cu"
+#define NAIVE "transpose_naive(float*, float const*, int, int)"
+#define TILED "transpose_tiled(float*, float const*, int, int)"
+#define M4096 4194304ull /* sectors of a 4096 x 4096 float matrix read or written coalesced */
+
+/* transpose.cu's naive and tiled kernels, 1 ms each of a 5 ms run, with the
+ * figures an H200 measured for a 4096 x 4096 transpose: the naive store
+ * (83) moves 4.5x the ideal sectors, its load (82) 1x; the tiled kernel's
+ * shared read of a column (99) takes 32x the ideal wavefronts, its write
+ * of a row (94) 1x. */
+static Profile *transpose_lines(void) {
+    Profile *p = pb_new(5 * MS, 3 * MS);
+    pb_launch(p, TRANSPOSE, 174, NAIVE, 20, 1 * MS);
+    pb_launch(p, TRANSPOSE, 188, TILED, 20, 1 * MS);
+    pb_line_metrics(p, TRANSPOSE, 82, NAIVE, (PbLineCounts){M4096, M4096, 0, 0, 0});
+    pb_line_metrics(p, TRANSPOSE, 83, NAIVE, (PbLineCounts){18874368, M4096, 0, 0, 0});
+    pb_line_metrics(p, TRANSPOSE, 94, TILED, (PbLineCounts){M4096, M4096, 32768, 32768, 0});
+    pb_line_metrics(p, TRANSPOSE, 99, TILED, (PbLineCounts){M4096, M4096, 1048576, 32768, 0});
+    return p;
+}
+
+/* the findings of rule code on transpose.cu with p (taken) */
+static FindingList on_transpose(const char *code, Profile *p, const Source *s) {
+    ProfileView *v = profile_view_new(p, "");
+    cr_assert_not_null(v);
+    FindingList l = run_rule(code, v, s);
+    expect_line_ranges(&l, s);
+    profile_view_free(v);
+    return l;
+}
+
+static ProfLineMetrics *entry_at(Profile *p, uint32_t line) {
+    for (size_t i = 0; i < p->line_metric_count; i++)
+        if (p->line_metrics[i].line == line) return &p->line_metrics[i];
+    cr_assert_fail("no line metrics at %u", line);
+    return NULL;
+}
+
+Test(pr010, the_naive_transpose_store, .timeout = 120) {
+    Source s = source_file(TRANSPOSE);
+    FindingList l = on_transpose("PR010", transpose_lines(), &s);
+    char *all = describe(&l, &s);
+    cr_assert_eq(l.count, 1, "only the store:%s", all);
+    const Finding *f = &l.items[0];
+    cr_expect_eq(finding_line(&s, f), 83);
+    cr_expect_str_eq(f->message, "global accesses on this line move 4.5x the sectors coalesced accesses would "
+                                 "(18,874,368 vs 4,194,304 in one launch of transpose_naive, 82% of its global "
+                                 "sectors); make consecutive threads touch consecutive addresses, or stage the data "
+                                 "through shared memory");
+    cr_expect_eq(f->severity, SEVERITY_WARNING, "4.5x in a kernel with half the kernel time");
+    cr_expect(has_evidence(f, "604 MB moved in 32-byte sectors where coalesced accesses would move 134 MB"));
+    cr_expect(has_evidence(f, "the kernel: 1.00 ms of GPU time, 50% of all kernel time"));
+    cr_expect_not(f->gain.present, "sectors give no time");
+    free(all);
+    finding_list_free(&l);
+    source_free(&s);
+}
+
+Test(pr010, look_alikes, .timeout = 120) {
+    Source s = source_file(TRANSPOSE);
+    /* 1.9x: under the threshold */
+    Profile *p = transpose_lines();
+    entry_at(p, 83)->global_sectors = M4096 * 19 / 10;
+    FindingList l = on_transpose("PR010", p, &s);
+    cr_expect_eq(l.count, 0, "1.9x");
+    finding_list_free(&l);
+
+    /* 4.5x on a line making 1% of the kernel's sectors */
+    p = transpose_lines();
+    entry_at(p, 82)->global_sectors = entry_at(p, 82)->global_sectors_ideal = 400 * M4096;
+    l = on_transpose("PR010", p, &s);
+    cr_expect_eq(l.count, 0, "a small share");
+    finding_list_free(&l);
+
+    /* a kernel of 0.2% of the kernel time */
+    p = transpose_lines();
+    pb_launch(p, TRANSPOSE, 167, "copy_shared(float*, float const*, int, int)", 20, 500 * MS);
+    l = on_transpose("PR010", p, &s);
+    cr_expect_eq(l.count, 0, "a kernel that hardly runs");
+    finding_list_free(&l);
+
+    /* a kernel the profile has no time for */
+    p = transpose_lines();
+    free(entry_at(p, 83)->kernel);
+    entry_at(p, 83)->kernel = strdup("ghost(float*)");
+    l = on_transpose("PR010", p, &s);
+    cr_expect_eq(l.count, 0, "no time, no share");
+    finding_list_free(&l);
+
+    /* fewer than 64 ideal sectors */
+    p = transpose_lines();
+    entry_at(p, 83)->global_sectors = 270;
+    entry_at(p, 83)->global_sectors_ideal = 60;
+    entry_at(p, 82)->global_sectors = entry_at(p, 82)->global_sectors_ideal = 60;
+    l = on_transpose("PR010", p, &s);
+    cr_expect_eq(l.count, 0, "60 ideal sectors");
+    finding_list_free(&l);
+
+    /* the same lines of another file */
+    p = pb_new(5 * MS, 3 * MS);
+    pb_launch(p, TRANSPOSE, 174, NAIVE, 20, 1 * MS);
+    pb_line_metrics(p, "samples/cuda/transpose_fixed.cu", 83, NAIVE, (PbLineCounts){18874368, M4096, 0, 0, 0});
+    l = on_transpose("PR010", p, &s);
+    cr_expect_eq(l.count, 0, "another file");
+    finding_list_free(&l);
+
+    /* the file changed since it was profiled */
+    p = transpose_lines();
+    pb_hash(p, TRANSPOSE, "// an older transpose.cu\n");
+    l = on_transpose("PR010", p, &s);
+    cr_expect_eq(l.count, 0, "stale: lines may have moved");
+    finding_list_free(&l);
+    source_free(&s);
+}
+
+Test(pr010, two_kernels_on_one_line, .timeout = 120) {
+    Source s = source_file(TRANSPOSE);
+    Profile *p = transpose_lines();
+    const char *copy = "void transpose_naive<2>(float*, float const*, int, int)";
+    pb_launch(p, TRANSPOSE, 174, copy, 20, 1 * MS);
+    pb_line_metrics(p, TRANSPOSE, 83, copy, (PbLineCounts){3 * M4096, M4096, 0, 0, 0});
+    FindingList l = on_transpose("PR010", p, &s);
+    cr_assert_eq(l.count, 1, "one finding for the line");
+    cr_expect(strstr(l.items[0].message, "4.5x") && strstr(l.items[0].message, "of transpose_naive,"),
+              "the kernel that wastes most: %s", l.items[0].message);
+    cr_expect(has_evidence(&l.items[0], "1 other kernel running this line moves 2x the ideal or more too"));
+    finding_list_free(&l);
+
+    /* 3x: info, though the kernel takes a third of the kernel time */
+    p = transpose_lines();
+    entry_at(p, 83)->global_sectors = 3 * M4096;
+    l = on_transpose("PR010", p, &s);
+    cr_assert_eq(l.count, 1);
+    cr_expect_eq(l.items[0].severity, SEVERITY_INFO);
+    finding_list_free(&l);
+    source_free(&s);
+}
+
+Test(pr011, the_column_read_of_a_tile, .timeout = 120) {
+    Source s = source_file(TRANSPOSE);
+    FindingList l = on_transpose("PR011", transpose_lines(), &s);
+    char *all = describe(&l, &s);
+    cr_assert_eq(l.count, 1, "only the column read:%s", all);
+    const Finding *f = &l.items[0];
+    cr_expect_eq(finding_line(&s, f), 99);
+    cr_expect_str_eq(f->message, "shared-memory accesses on this line take 32.0x the wavefronts of conflict-free "
+                                 "accesses (1,048,576 vs 32,768 in one launch of transpose_tiled, 97% of its shared "
+                                 "wavefronts): bank conflicts; pad the array (`[32][33]` for a 32 x 32 tile) or "
+                                 "swizzle the index");
+    cr_expect_eq(f->severity, SEVERITY_WARNING);
+    cr_expect(has_evidence(f, "the kernel: 1.00 ms of GPU time, 50% of all kernel time"));
+    free(all);
+    finding_list_free(&l);
+
+    /* padded (the build that ran had [32][33]): no conflicts */
+    Profile *p = transpose_lines();
+    entry_at(p, 99)->shared_wavefronts = 32768;
+    l = on_transpose("PR011", p, &s);
+    cr_expect_eq(l.count, 0);
+    finding_list_free(&l);
+
+    /* 1.5x: a few two-way conflicts */
+    p = transpose_lines();
+    entry_at(p, 99)->shared_wavefronts = 49152;
+    l = on_transpose("PR011", p, &s);
+    cr_expect_eq(l.count, 0);
+    finding_list_free(&l);
+
+    /* uncoalesced global accesses are PR010's, not PR011's */
+    p = transpose_lines();
+    entry_at(p, 99)->shared_wavefronts = 32768;
+    entry_at(p, 99)->global_sectors = 8 * M4096;
+    l = on_transpose("PR011", p, &s);
+    cr_expect_eq(l.count, 0);
+    finding_list_free(&l);
+    source_free(&s);
+}
+
+/* reduction.cu's block_sum as an H200 runs it: a grid-stride read (70),
+ * consecutive shared accesses in the tree (72, 79), one store per block
+ * (83): nothing to report, though it takes all the kernel time */
+Test(pr011, a_tree_reduction_is_conflict_free, .timeout = 120) {
+    const char *rel = "samples/cuda/reduction.cu", *k = "block_sum(float const*, float*, int)";
+    Profile *p = pb_new(5 * MS, 3 * MS);
+    pb_launch(p, rel, 105, k, 20, 2 * MS);
+    pb_line_metrics(p, rel, 70, k, (PbLineCounts){8388608, 8388608, 0, 0, 0});
+    pb_line_metrics(p, rel, 72, k, (PbLineCounts){0, 0, 512, 512, 0});
+    pb_line_metrics(p, rel, 79, k, (PbLineCounts){0, 0, 9216, 9216, 0});
+    pb_line_metrics(p, rel, 83, k, (PbLineCounts){64, 64, 64, 64, 0});
+    ProfileView *v = profile_view_new(p, "");
+    Source s = source_file(rel);
+    for (int i = 0; i < 3; i++) {
+        FindingList l = run_rule(i == 0 ? "PR010" : i == 1 ? "PR011" : "PR012", v, &s);
+        char *all = describe(&l, &s);
+        cr_expect_eq(l.count, 0, "%s", all);
+        free(all);
+        finding_list_free(&l);
+    }
+    source_free(&s);
+    profile_view_free(v);
+}
+
+/* kernels.json: spill's window[] stores move 28% of its sectors in local
+ * memory; its dynamically indexed load 0.4%; cold_spill's stores as much
+ * as spill's, but the kernel is 0.5% of the kernel time; stencil moves no
+ * local memory */
+Test(pr012, the_local_array_s_stores, .timeout = 120) {
+    Fixture x = fixture("tests/fixtures/profile/kernels.cu", "tests/fixtures/profile/kernels.json");
+    FindingList l = run_rule("PR012", x.v, &x.s);
+    char *all = describe(&l, &x.s);
+    cr_assert_eq(l.count, 1, "%s", all);
+    const Finding *f = &l.items[0];
+    cr_expect_eq(finding_line(&x.s, f), marker_line(&x.s, "// @spill-store"));
+    cr_expect_str_eq(f->message, "this line moves 8,388,608 local-memory sectors (268 MB) in one launch of spill, 28% "
+                                 "of the kernel's global and local sectors: register spills or a local array; reduce "
+                                 "register pressure (`__launch_bounds__`, fewer live values) or index local arrays "
+                                 "with compile-time constants only");
+    cr_expect_eq(f->severity, SEVERITY_WARNING, "spill takes 21%% of the kernel time");
+    expect_line_ranges(&l, &x.s);
+    free(all);
+    finding_list_free(&l);
+
+    /* PR005 names the kernel at its definition and launch: other lines, both stay */
+    l = run_rule("PR005", x.v, &x.s);
+    cr_expect_eq(l.count, 2);
+    cr_expect_null(at_line(&l, &x.s, marker_line(&x.s, "// @spill-store")));
+    finding_list_free(&l);
+
+    /* nothing here for PR010 (1.25x and 1.1x) or PR011 (no shared memory) */
+    l = run_rule("PR010", x.v, &x.s);
+    cr_expect_eq(l.count, 0, "%s", l.count ? l.items[0].message : "");
+    finding_list_free(&l);
+    l = run_rule("PR011", x.v, &x.s);
+    cr_expect_eq(l.count, 0);
+    finding_list_free(&l);
+    fixture_free(&x);
+}
+
+Test(pr012, too_few_local_sectors_and_python_files) {
+    Profile *p = pb_new(5 * MS, 3 * MS);
+    pb_launch(p, "k.cu", 9, "k(float*)", 10, 1 * MS);
+    pb_line_metrics(p, "k.cu", 3, "k(float*)", (PbLineCounts){0, 0, 0, 0, 63});
+    ProfileView *v = profile_view_new(p, "");
+    Source s = source_text("k.cu", "__global__ void k(float *x)\n{\n    float t[8]; x[threadIdx.x] = t[x[0]];\n}\n"
+                                   "int main() { k<<<1, 1>>>(0); }\n");
+    FindingList l = run_rule("PR012", v, &s);
+    cr_expect_eq(l.count, 0, "63 sectors");
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+
+    /* a Triton kernel's lines in a Python file: not these rules' (their advice is CUDA's) */
+    p = pb_new(5 * MS, 3 * MS);
+    pb_launch(p, "model.py", 9, "triton_kernel", 10, 1 * MS);
+    pb_line_metrics(p, "model.py", 2, "triton_kernel", (PbLineCounts){8 * M4096, M4096, 0, 0, M4096});
+    v = profile_view_new(p, "");
+    s = source_text("model.py", "import torch\nx = torch.ones(4)\n");
+    for (int i = 0; i < 3; i++) {
+        l = run_rule(i == 0 ? "PR010" : i == 1 ? "PR011" : "PR012", v, &s);
+        cr_expect_eq(l.count, 0);
+        finding_list_free(&l);
+    }
+    source_free(&s);
+    profile_view_free(v);
+}
+
+/* a profile at the caps: 100,000 entries of as many kernels on four lines,
+ * 20,000 kernels; one of them takes the time. Each kernel's totals are
+ * looked up, not scanned for: this runs in well under a second. */
+Test(pr010, a_hostile_profile_at_the_caps, .timeout = 60) {
+    Profile *p = pb_new(5 * MS, 3 * MS);
+    int file = profile_add_file(p, "k.cu");
+    p->kernels = calloc(PROFILE_MAX_KERNELS, sizeof *p->kernels);
+    p->line_metrics = calloc(PROFILE_MAX_LINE_METRICS, sizeof *p->line_metrics);
+    cr_assert(p->kernels && p->line_metrics);
+    for (size_t i = 0; i < PROFILE_MAX_LINE_METRICS; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "k%zu(float*)", i);
+        if (i < PROFILE_MAX_KERNELS)
+            p->kernels[p->kernel_count++] = (ProfKernel){.process = 0, .device = 0, .name = strdup(name),
+                                                         .grid = {1, 1, 1}, .block = {32, 1, 1},
+                                                         .stats = pb_stats(1, i == 7 ? 500 * MS : 1000)};
+        p->line_metrics[p->line_metric_count++] =
+            (ProfLineMetrics){.kernel = strdup(name), .file = file, .line = 2 + (uint32_t)(i % 4), .launches = 1,
+                              .global_sectors = 8 * 4096, .global_sectors_ideal = 4096, .local_sectors = 4096};
+    }
+    ProfileView *v = profile_view_new(p, "");
+    Source s = source_text("k.cu", "__global__ void k(float *x)\n{\n    x[threadIdx.x * 32] = 0;\n    x[1] = 1;\n"
+                                   "    x[2] = 2;\n}\n");
+    FindingList l = run_rule("PR010", v, &s);
+    cr_assert_eq(l.count, 1, "k7 alone takes a share of the time, on line %u", 2 + 7 % 4);
+    cr_expect_eq(finding_line(&s, &l.items[0]), 5);
+    cr_expect(strstr(l.items[0].message, "in one launch of k7"), "%s", l.items[0].message);
+    finding_list_free(&l);
+    l = run_rule("PR012", v, &s);
+    cr_expect_eq(l.count, 1);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+/* ======================================================================== */
 /* The rules' descriptors                                                    */
 /* ======================================================================== */
 
 Test(descriptors, every_profile_rule_is_complete) {
-    static const char *const codes[] = {"PR001", "PR002", "PR003", "PR004", "PR005",
-                                        "PR006", "PR007", "PR008", "PR009"};
+    static const char *const codes[] = {"PR001", "PR002", "PR003", "PR004", "PR005", "PR006",
+                                        "PR007", "PR008", "PR009", "PR010", "PR011", "PR012"};
     for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
         const Rule *r = rule_find(codes[i]);
         cr_assert_not_null(r, "%s is not registered", codes[i]);
         cr_expect_null(r->check, "%s: a profile rule has no static check", codes[i]);
         cr_expect_not_null(r->check_profile, "%s", codes[i]);
         cr_expect_eq(r->measure, MEASURE_NONE, "%s", codes[i]);
-        cr_expect(r->languages & LANGUAGE_PYTHON, "%s", codes[i]);
+        /* the per-line rules give CUDA's advice: Triton's lines in Python files are left alone */
+        bool per_line = strcmp(codes[i], "PR010") >= 0;
+        cr_expect(r->languages & (per_line ? LANGUAGE_CUDA : LANGUAGE_PYTHON), "%s", codes[i]);
+        if (per_line) cr_expect_not(r->languages & LANGUAGE_PYTHON, "%s", codes[i]);
         cr_expect(strstr(r->documentation, "## The numbers"), "%s: the model behind the numbers", codes[i]);
         cr_expect(strstr(r->summary, "(profile)"), "%s", codes[i]);
     }
@@ -1213,4 +1522,37 @@ Test(cli, profile_rules_reach_advise_check) {
     cr_expect_eq(r.status, 0, "%s", r.err);
     cr_expect_null(strstr(r.out, ": PR0"), "the corrected pipeline gets no profile finding:\n%s", r.out);
     run_result_free(&r);
+}
+
+/* PR010 and PR011 step aside where CU004 and CU003 (at the array, with the
+ * access as a related line) already carry the line's figures */
+Test(cli, per_line_rules_step_aside_for_the_static_findings, .timeout = 120) {
+    char path[] = "/tmp/advise-line-metrics-XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    cr_assert(fd >= 0);
+    close(fd);
+    Profile *p = transpose_lines();
+    char *error = NULL;
+    cr_assert(profile_write_file(p, PROFILE_FINAL, path, &error), "%s", error);
+    profile_free(p);
+
+    RunResult r = run_advise_at(ADVISE_SOURCE_DIR, "check", "--no-config", "--fail-on", "never", "--profile", path,
+                                TRANSPOSE);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "samples/cuda/transpose.cu:83:9: CU004"), "%s", r.out);
+    cr_expect(strstr(r.out, "this line moves 4.5x the ideal global sectors"), "%s", r.out);
+    cr_expect(strstr(r.out, "samples/cuda/transpose.cu:90:5: CU003"), "%s", r.out);
+    cr_expect(strstr(r.out, "shared-memory accesses on line 99 take 32.0x the ideal wavefronts"), "%s", r.out);
+    cr_expect_null(strstr(r.out, "PR010"), "%s", r.out);
+    cr_expect_null(strstr(r.out, "PR011"), "%s", r.out);
+    run_result_free(&r);
+
+    r = run_advise_at(ADVISE_SOURCE_DIR, "check", "--no-config", "--no-source", "--fail-on", "never", "--ignore",
+                      "CU003,CU004", "--profile", path, TRANSPOSE);
+    cr_expect(strstr(r.out, "samples/cuda/transpose.cu:83:9: PR010 [uncoalesced-global-access] global accesses on "
+                            "this line move 4.5x"), "%s", r.out);
+    cr_expect(strstr(r.out, "samples/cuda/transpose.cu:99:9: PR011 [shared-bank-conflicts] shared-memory accesses on "
+                            "this line take 32.0x"), "%s", r.out);
+    run_result_free(&r);
+    unlink(path);
 }

@@ -510,6 +510,24 @@ Test(report_cli, text_on_the_training_sample, .timeout = 120) {
     run_result_free(&r);
 }
 
+/* per-line metrics reach the report as a finding's evidence (PR012 here), text and HTML */
+Test(report_cli, per_line_metrics_in_the_evidence, .timeout = 120) {
+    RunResult r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--profile",
+                                "tests/fixtures/profile/kernels.json", "tests/fixtures/profile/kernels.cu");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "tests/fixtures/profile/kernels.cu:18:9  PR012 local-memory-traffic\n     this line moves "
+                            "8,388,608 local-memory sectors (268 MB) in one launch of spill"),
+              "%s", r.out);
+    cr_expect(strstr(r.out, "     - the kernel: 200 ms of GPU time, 21% of all kernel time\n"), "%s", r.out);
+    run_result_free(&r);
+    r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--profile", "tests/fixtures/profile/kernels.json",
+                      "--format", "html", "-o", "-", "tests/fixtures/profile/kernels.cu");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "8,388,608 local-memory sectors (268 MB)"), "the finding's message");
+    cr_expect(strstr(r.out, "<li>the kernel: 200 ms of GPU time, 21% of all kernel time</li>"), "its evidence");
+    run_result_free(&r);
+}
+
 Test(report_cli, html_written_atomically_to_a_file, .timeout = 120) {
     char *dir = temp_dir(), *page = path_in(dir, "report.html");
     RunResult r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--profile",

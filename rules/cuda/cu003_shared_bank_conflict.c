@@ -63,7 +63,15 @@ static const char documentation[] =
     "element read or written, or `&element` passed to an atomic), nothing takes its address, converts\n"
     "it to a pointer, or relies on its size (`sizeof`, `memcpy`), and the function's static shared\n"
     "memory stays within 48 KiB after padding. Padding costs one column of shared memory per array,\n"
-    "which can lower occupancy for very large tiles.\n";
+    "which can lower occupancy for very large tiles.\n"
+    "\n"
+    "## With a profile\n"
+    "With per-line metrics (`advise profile --source-metrics`, kernels built with `-lineinfo`) the\n"
+    "finding shows the shared-memory wavefronts its conflicting accesses took against the ideal\n"
+    "(`32.0x the ideal wavefronts` for a 32-way conflict). At 1.25x or less the accesses were free of\n"
+    "conflicts in the measured launch and the finding becomes a hint; from 2x (and 10% of the\n"
+    "kernel's wavefronts) its severity rises with the kernel's share of the run, to an error only\n"
+    "from 4x.\n";
 
 enum { STATIC_SHARED_LIMIT = 48 * 1024, MAX_RANK = 8, MAX_RELATED = 8 };
 
@@ -437,6 +445,6 @@ const Rule rule_cu003_shared_bank_conflict = {
     .summary = "2-D __shared__ array read down a column by the threads of a warp: bank conflicts",
     .documentation = documentation,
     .check = check,
-    .measure = MEASURE_KERNEL,
+    .measure = MEASURE_SHARED_ACCESS,
     .whole_file = true,
 };

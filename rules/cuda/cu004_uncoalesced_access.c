@@ -80,7 +80,14 @@ static const char documentation[] =
     "\n"
     "## Fix safety\n"
     "No automatic fix: making the access coalesced changes how work is split among threads (and\n"
-    "often needs shared memory or a different layout).\n";
+    "often needs shared memory or a different layout).\n"
+    "\n"
+    "## With a profile\n"
+    "With per-line metrics (`advise profile --source-metrics`, kernels built with `-lineinfo`) the\n"
+    "finding shows the global-memory sectors its line moved against what coalesced accesses would\n"
+    "move (`4.5x the ideal global sectors`). At 1.25x or less the accesses were coalesced in the\n"
+    "measured launch and the finding becomes a hint; from 2x (and 10% of the kernel's sectors) its\n"
+    "severity rises with the kernel's share of the run, to an error only from 4x.\n";
 
 /* the coefficient of threadIdx.x in an integer expression */
 typedef enum { LIN_ZERO, LIN_CONST, LIN_RUNTIME, LIN_UNKNOWN } LinKind;
@@ -921,5 +928,5 @@ const Rule rule_cu004_uncoalesced_access = {
     .summary = "global-memory access where neighbouring threadIdx.x values land far apart",
     .documentation = documentation,
     .check = check,
-    .measure = MEASURE_KERNEL,
+    .measure = MEASURE_GLOBAL_ACCESS,
 };

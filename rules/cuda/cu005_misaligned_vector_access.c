@@ -76,7 +76,14 @@ static const char documentation[] =
     "No automatic fix. A structure of arrays rewrites every use of the array, and padding changes\n"
     "`sizeof` and the layout every copy, file and message relies on, and was measured to slow down\n"
     "memory-bound code. Earlier versions of advise offered `__align__(16)` as an unsafe fix; the H200\n"
-    "evaluation (samples/RESULTS.md) showed it made the sample slower, so it was withdrawn.\n";
+    "evaluation (samples/RESULTS.md) showed it made the sample slower, so it was withdrawn.\n\n"
+    "## With a profile\n"
+    "With per-line metrics (`advise profile --source-metrics`, kernels built with `-lineinfo`) the\n"
+    "finding shows the global-memory sectors its line moved against the ideal (three 4-byte\n"
+    "accesses at a 12-byte stride move 3x). At 1.25x or less the line's accesses were as good as\n"
+    "they get in the measured launch and the finding becomes a hint (a measured misaligned vector\n"
+    "access did not fault there: other offsets may still); from 2x (and 10% of the kernel's\n"
+    "sectors) its severity rises with the kernel's share of the run, to an error only from 4x.\n";
 
 /* ---- 12-byte structs ---- */
 
@@ -454,6 +461,6 @@ const Rule rule_cu005_misaligned_vector_access = {
     .summary = "12-byte structs read per thread, or vector casts at an offset that is not a multiple of 4",
     .documentation = documentation,
     .check = check,
-    .measure = MEASURE_KERNEL,
+    .measure = MEASURE_GLOBAL_ACCESS,
     .whole_file = true,
 };

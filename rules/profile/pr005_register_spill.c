@@ -52,8 +52,9 @@ static const char documentation[] =
     "slots and stack arrays together; the profile cannot tell them apart). The share is the GPU\n"
     "time of the kernel's configurations that use local memory over all kernel time. No gain is\n"
     "estimated: what spills cost depends on how often the spilled values are touched, which only\n"
-    "a device-level metric (`smsp__sass_sectors_mem_local`) measures. Severity is info, warning\n"
-    "from 10% of the kernel time.\n";
+    "a device-level metric (`smsp__sass_sectors_mem_local`) measures: with a profile made by\n"
+    "`advise profile --source-metrics`, PR012 reports the lines where that traffic is. Severity\n"
+    "is info, warning from 10% of the kernel time.\n";
 
 #define MIN_SHARE 0.01
 #define WARNING_SHARE 0.10

@@ -1,0 +1,99 @@
+/* PR010 uncoalesced-global-access: a line of a kernel whose global loads and
+ * stores moved at least twice the sectors that coalesced accesses would, as
+ * the per-line SASS metrics of `advise profile --source-metrics` measured
+ * them. Needs a profile. */
+#include <stdio.h>
+
+#include "line_metrics.h"
+#include "profile_facts.h"
+
+static const char documentation[] =
+    "## What it does\n"
+    "Needs a profile with per-line metrics (`advise profile --source-metrics`, kernels built with\n"
+    "`-lineinfo`). Reports a line of a CUDA file whose global-memory loads and stores, in the\n"
+    "measured launch of a kernel, moved at least twice the 32-byte sectors that perfectly\n"
+    "coalesced accesses of the same bytes would move (`smsp__sass_sectors_mem_global` against\n"
+    "`smsp__sass_sectors_mem_global_ideal`), when the line makes at least 10% of its kernel's\n"
+    "global sectors and the kernel at least 1% of the GPU's kernel time:\n"
+    "\n"
+    "`global accesses on this line move 4.5x the sectors coalesced accesses would (18,874,368 vs\n"
+    "4,194,304 in one launch of transpose_naive, 82% of its global sectors)`\n"
+    "\n"
+    "Not reported: a line where CU004 (uncoalesced access) or CU005 (misaligned vector access)\n"
+    "already reports the access: that finding carries the same figures. Nor lines of files changed\n"
+    "since they were profiled (lines may have moved), lines with fewer than 64 ideal sectors, and\n"
+    "Python files (Triton kernels: the advice below is CUDA's).\n"
+    "\n"
+    "## Why is this slow?\n"
+    "A warp's load or store is served in 32-byte sectors. When the 32 threads touch consecutive\n"
+    "addresses, 32 floats take 4 sectors; when they touch addresses a row apart, each thread\n"
+    "needs a sector of its own and 28 of every 32 bytes moved are not used by that instruction.\n"
+    "The memory system moves (and the L1 cache looks up) several times the bytes the code needs.\n"
+    "\n"
+    "## Example\n"
+    "```cuda\n"
+    "__global__ void transpose_naive(float *out, const float *in, int rows, int cols) {\n"
+    "    int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 32 + threadIdx.y;\n"
+    "    out[x * rows + y] = in[y * cols + x];   // the store: threads 'rows' floats apart\n"
+    "}\n"
+    "```\n"
+    "\n"
+    "## Use instead\n"
+    "Make consecutive threads (threadIdx.x) touch consecutive addresses: swap the roles of the\n"
+    "indexes, or store arrays of structures as structures of arrays. When the access pattern is\n"
+    "the algorithm's (a transpose, a stencil's columns), stage a tile through shared memory: read\n"
+    "it coalesced, then write it coalesced from the other dimension (pad the tile, `[32][33]`,\n"
+    "against bank conflicts). Data-dependent gathers and scatters can sometimes be sorted first.\n"
+    "\n"
+    "## Fix safety\n"
+    "No automatic fix: the index arithmetic or the data layout changes.\n"
+    "\n"
+    "## The numbers\n"
+    "Sector counts of the measured launch (one per process that ran the kernel), summed over the\n"
+    "line's instructions. Sectors are requests to the L1 cache: when the next instructions use the\n"
+    "rest of a sector (the fields of a struct read one by one), L1 serves the repeats and DRAM\n"
+    "traffic is lower than the ratio; the waste is then L1 bandwidth and instructions. No gain is\n"
+    "estimated: how much time the extra sectors cost depends on what bounds the kernel. Severity\n"
+    "is info, warning from 4x in a kernel with 10% of the kernel time or more.\n";
+
+#define WARNING_RATIO 4.0
+#define WARNING_SHARE 0.10
+
+static void visit(RuleContext *ctx, const LmWaste *w) {
+    LmSum one = {.kernel = w->entry->kernel, .launches = w->entry->launches, .kernels = 1};
+    char launches[160], actual[32], ideal[32], share[16], used[32], moved[32], t[24], ks[16];
+    double ratio = lm_ratio(w->actual, w->ideal);
+    Finding *f = pf_report_line(ctx, w->line,
+                                "global accesses on this line move %.1fx the sectors coalesced accesses would (%s vs "
+                                "%s %s, %s of its global sectors); make consecutive threads touch consecutive "
+                                "addresses, or stage the data through shared memory",
+                                ratio, pf_count(w->actual, actual, sizeof actual), pf_count(w->ideal, ideal, sizeof ideal),
+                                lm_launches_words(&one, launches, sizeof launches),
+                                pf_percent(w->line_share, share, sizeof share));
+    if (!f) return;
+    if (ratio >= WARNING_RATIO && w->kernel_share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
+    bool ok = finding_add_evidence(f, "%s moved in 32-byte sectors where coalesced accesses would move %s",
+                                   pf_bytes(lm_sector_bytes(w->actual), moved, sizeof moved),
+                                   pf_bytes(lm_sector_bytes(w->ideal), used, sizeof used));
+    ok = ok && finding_add_evidence(f, "the kernel: %s of GPU time, %s of all kernel time",
+                                    pf_duration(w->kernel_ns, t, sizeof t), pf_percent(w->kernel_share, ks, sizeof ks));
+    if (ok && w->other_kernels)
+        ok = finding_add_evidence(f, "%zu other kernel%s running this line move%s 2x the ideal or more too",
+                                  w->other_kernels, w->other_kernels == 1 ? "" : "s", w->other_kernels == 1 ? "s" : "");
+    if (!ok) ctx->out_of_memory = true;
+}
+
+static void check_profile(RuleContext *ctx) { lm_each_waste(ctx, LM_GLOBAL, visit); }
+
+const Rule rule_pr010_uncoalesced_global_access = {
+    .code = "PR010",
+    .name = "uncoalesced-global-access",
+    .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_CUDA,
+    .summary = "A kernel's line moved 2x or more the global-memory sectors that coalesced accesses would (profile)",
+    .documentation = documentation,
+    .check = NULL,
+    .measure = MEASURE_NONE,
+    .check_profile = check_profile,
+    .subsumed_by = MEASURE_GLOBAL_ACCESS,
+};
