@@ -608,6 +608,10 @@ Test(recorded_ddp, as_written_every_multi_gpu_finding_is_on_its_line) {
     cr_assert_not_null(f, "%s", shown(&c));
     cr_expect(has_evidence(f, "per rank: rank 0 waited 118 times"), "%s", shown(&c));
     cr_expect(has_evidence(f, "every rank then waits for the slowest in the next collective"), "%s", shown(&c));
+    /* kernel time summed over both GPUs is set against both GPUs' time */
+    f = at(&c, "PR001", 68);
+    cr_assert_not_null(f, "%s", shown(&c));
+    cr_expect(has_evidence(f, "the run took 12.2 s on 2 GPUs: these kernels are 3.7% of their time"), "%s", shown(&c));
     checked_free(&c);
 
     c = check_file("bench/ddp/ddp_train.py", recorded("ddp_train"), "PR013", NULL);

@@ -115,8 +115,16 @@ static void check_line(RuleContext *ctx, const PfLine *line, uint64_t kernel_tot
                                    pf_duration(kernel_total, all, sizeof all));
     if (run > 0) {
         char rs[16];
-        ok = ok && finding_add_evidence(f, "the run took %s: these kernels are %s of it", pf_duration(run, runs, sizeof runs),
-                                        pf_percent((double)ns / run, rs, sizeof rs));
+        /* kernel time is summed over every GPU of the run, so it is set
+         * against the run's time on each of them (several ranks) */
+        size_t gpus = profile_view_profile(ctx->profile)->timeline_count;
+        if (gpus > 1)
+            ok = ok && finding_add_evidence(f, "the run took %s on %zu GPUs: these kernels are %s of their time",
+                                            pf_duration(run, runs, sizeof runs), gpus,
+                                            pf_percent((double)ns / ((double)run * (double)gpus), rs, sizeof rs));
+        else
+            ok = ok && finding_add_evidence(f, "the run took %s: these kernels are %s of it",
+                                            pf_duration(run, runs, sizeof runs), pf_percent((double)ns / run, rs, sizeof rs));
     }
     for (size_t i = 0; i < n && i < 3 && ok; i++) {
         const ProfKernel *k = sums[i].example;
