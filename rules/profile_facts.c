@@ -60,6 +60,45 @@ bool pf_line_range(const Document *doc, uint32_t line, size_t *start, size_t *en
     return true;
 }
 
+typedef struct {
+    size_t start, end;  /* the line's code */
+    bool found;
+} LoopSearch;
+
+static bool find_cuda_loop(CuNode *n, void *data) {
+    LoopSearch *s = data;
+    if (s->found) return false;
+    if (!n->parent) return true; /* the translation unit: its extent is not the file's */
+    if (n->end <= s->start || n->start >= s->end) return false; /* children lie inside */
+    if ((n->kind == CXCursor_ForStmt || n->kind == CXCursor_WhileStmt || n->kind == CXCursor_DoStmt) &&
+        n->start <= s->start && s->end <= n->end)
+        s->found = true;
+    return !s->found;
+}
+
+bool pf_line_in_loop(const RuleContext *ctx, uint32_t line) {
+    size_t start, end;
+    if (!pf_line_range(ctx->doc, line, &start, &end)) return true;
+    if (ctx->py && ctx->py->tree) {
+        TSNode n = ts_node_descendant_for_byte_range(ts_tree_root_node(ctx->py->tree), (uint32_t)start,
+                                                     (uint32_t)start);
+        for (; !ts_node_is_null(n); n = ts_node_parent(n)) {
+            const char *type = ts_node_type(n);
+            if (strcmp(type, "for_statement") == 0 || strcmp(type, "while_statement") == 0 ||
+                strcmp(type, "list_comprehension") == 0 || strcmp(type, "generator_expression") == 0 ||
+                strcmp(type, "dictionary_comprehension") == 0 || strcmp(type, "set_comprehension") == 0)
+                return true;
+        }
+        return false;
+    }
+    if (ctx->cuda && ctx->cuda->root) {
+        LoopSearch s = {start, end, false};
+        cu_walk(ctx->cuda->root, find_cuda_loop, &s);
+        return s.found;
+    }
+    return true;
+}
+
 Finding *pf_report_line(RuleContext *ctx, uint32_t line, const char *fmt, ...) {
     size_t start, end;
     if (!pf_line_range(ctx->doc, line, &start, &end)) return NULL;

@@ -42,6 +42,11 @@ void pf_lines_free(PfLines *lines);
  * the end of its content. False when the line does not exist or is blank
  * (the file changed since it was profiled). */
 bool pf_line_range(const Document *doc, uint32_t line, size_t *start, size_t *end);
+
+/* Is the code that starts on line (1-based) inside a loop of its file (for,
+ * while, do; in Python also comprehensions)? True when the document has no
+ * parse tree to tell (the cautious answer for rules that demote one-off code). */
+bool pf_line_in_loop(const RuleContext *ctx, uint32_t line);
 /* rule_report over that range; NULL when the line is not there or memory ran out. */
 Finding *pf_report_line(RuleContext *ctx, uint32_t line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Sets f->gain (scope "program" or "kernel", model copied). False when memory runs out. */

@@ -645,6 +645,58 @@ Test(pr003, one_gap_is_a_hint) {
     profile_view_free(v);
 }
 
+/* Gaps before a line in no loop that came a few times in a process are
+ * start-up (several GPUs, ranks, or set-up calls): a hint with no gain. The
+ * same gaps before a line in a loop, or many of them, stay findings. */
+Test(pr003, a_few_gaps_before_a_line_in_no_loop_are_start_up) {
+    Source s = source_text("gap.cu", gap_cu);
+    Kernel k = {"block_sum(float const*, float*, int)", 528, 256, 16, 1024, 0};
+    for (int gaps = 3; gaps <= 6; gaps += 3) {
+        Builder b = builder();
+        int up = site(&b, "gap.cu", 3, "main"), fin = site(&b, "gap.cu", 8, "main");
+        for (int i = 0; i < gaps; i++) {
+            launches(&b, up, &k, 10, 20 * US, 5 * US);
+            idle(&b, 30 * MS);
+            launches(&b, fin, &k, 1, 20 * US, 5 * US);
+        }
+        ProfileView *v = view_of(&b, 400 * MS);
+        FindingList l = run_rule("PR003", v, &s);
+        char *all = describe(&l, &s);
+        cr_assert_eq(l.count, 1, "%s", all);
+        const Finding *f = &l.items[0];
+        cr_expect_eq(finding_line(&s, f), 8);
+        if (gaps == 3) {
+            cr_expect_eq(f->severity, SEVERITY_HINT, "%s", all);
+            cr_expect_not(f->gain.present, "start-up: no estimate");
+            cr_expect(has_evidence(f, "this line is in no loop and its gaps came at most 3 times in one process"),
+                      "%s", all);
+        } else {
+            cr_expect_neq(f->severity, SEVERITY_HINT, "6 gaps in one process are not start-up: %s", all);
+            cr_expect(f->gain.present, "%s", all);
+        }
+        free(all);
+        finding_list_free(&l);
+        profile_view_free(v);
+    }
+    /* the same three gaps before line 3, inside the loop, stay a finding with a gain */
+    Builder b = builder();
+    int up = site(&b, "gap.cu", 3, "main"), down = site(&b, "gap.cu", 5, "main");
+    for (int i = 0; i < 3; i++) {
+        launches(&b, down, &k, 1, 20 * US, 5 * US);
+        idle(&b, 30 * MS);
+        launches(&b, up, &k, 1, 20 * US, 5 * US);
+    }
+    ProfileView *v = view_of(&b, 400 * MS);
+    FindingList l = run_rule("PR003", v, &s);
+    cr_assert_eq(l.count, 1);
+    cr_expect_eq(finding_line(&s, &l.items[0]), 3);
+    cr_expect_neq(l.items[0].severity, SEVERITY_HINT);
+    cr_expect(l.items[0].gain.present);
+    finding_list_free(&l);
+    profile_view_free(v);
+    source_free(&s);
+}
+
 Test(pr003, look_alikes) {
     Source s = source_text("gap.cu", gap_cu);
     Kernel k = {"block_sum(float const*, float*, int)", 528, 256, 16, 1024, 0};

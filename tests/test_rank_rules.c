@@ -608,6 +608,11 @@ Test(recorded_ddp, as_written_every_multi_gpu_finding_is_on_its_line) {
     cr_assert_not_null(f, "%s", shown(&c));
     cr_expect(has_evidence(f, "per rank: rank 0 waited 118 times"), "%s", shown(&c));
     cr_expect(has_evidence(f, "every rank then waits for the slowest in the next collective"), "%s", shown(&c));
+    /* the process group's and NCCL's set-up before DDP(...) is start-up */
+    f = at(&c, "PR003", 52);
+    cr_assert_not_null(f, "%s", shown(&c));
+    cr_expect_eq(f->severity, SEVERITY_HINT, "%s", shown(&c));
+    cr_expect_not(f->gain.present, "no estimate for start-up gaps");
     /* kernel time summed over both GPUs is set against both GPUs' time */
     f = at(&c, "PR001", 68);
     cr_assert_not_null(f, "%s", shown(&c));
