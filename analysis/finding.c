@@ -50,6 +50,19 @@ char *format_string(const char *fmt, ...) {
 
 void finding_list_init(FindingList *list) { memset(list, 0, sizeof *list); }
 
+void finding_drop_fixes(Finding *f) {
+    for (size_t i = 0; i < f->fix_count; i++) {
+        Fix *fix = &f->fixes[i];
+        free(fix->title);
+        for (size_t k = 0; k < fix->edit_count; k++) free(fix->edits[k].new_text);
+        free(fix->edits);
+    }
+    free(f->fixes);
+    f->fixes = NULL;
+    f->fix_count = 0;
+    f->fixes_withheld = true;
+}
+
 void finding_free(Finding *f) {
     free(f->message);
     for (size_t i = 0; i < f->evidence_count; i++) free(f->evidence[i]);

@@ -57,6 +57,7 @@ typedef struct {
     Gain gain;
     Fix *fixes;
     size_t fix_count;
+    bool fixes_withheld; /* a measurement showed the fixes would not help; they were dropped */
     RelatedLocation *related;
     size_t related_count;
 } Finding;
@@ -75,6 +76,9 @@ void finding_list_remove(FindingList *list, size_t i);
 /* Sorts by start offset, then code. */
 void finding_list_sort(FindingList *list);
 void finding_free(Finding *f);
+/* Removes every fix of f and marks them withheld (a measurement showed
+ * they would not help). */
+void finding_drop_fixes(Finding *f);
 
 /* Builders; all copy their strings. Return false when memory runs out. */
 bool finding_add_evidence(Finding *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -177,6 +177,7 @@ static bool attach(const Merge *m, Finding *f, Measurement *meas, const Rule *ru
         f->gain = (Gain){true, meas->gain_seconds, meas->scope, meas->model};
         meas->model = NULL;
     }
+    if (!m->stale && meas->withhold_fixes) finding_drop_fixes(f);
     if (!m->stale && !severity_pinned(m->cfg, rule))
         f->severity = severity_measured(meas, profile_view_run_ns(m->view), f->severity);
     return true;

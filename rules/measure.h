@@ -51,6 +51,7 @@ typedef struct {
     Severity ceiling;         /* the most severe the metrics allow */
     bool cleared;             /* the metrics show the concern did not happen in
                                  the measured launches: make it a hint */
+    bool withhold_fixes;      /* the profile shows the fix would slow this code down */
 } Measurement;
 
 /* Runs the model of kind; false only when memory runs out. */

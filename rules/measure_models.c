@@ -291,6 +291,54 @@ static bool measure_gpu_time(const MeasureSite *s, Measurement *m, const ProfOp 
                     copies == 1 ? "y" : "ies", share);
 }
 
+static bool name_has(const char *name, const char *part) { return name && strstr(name, part) != NULL; }
+
+/* A float32 matrix-vector kernel (cuBLAS's gemv family). */
+static bool fp32_gemv(const char *name) {
+    if (!name_has(name, "gemv")) return false;
+    return (name_has(name, "<float") || name_has(name, "<int, int, float")) && !name_has(name, "half") &&
+           !name_has(name, "bfloat16") && !name_has(name, "__nv_bf") && !name_has(name, "f16");
+}
+
+static bool matrix_product(const char *name) {
+    return name_has(name, "gemm") || name_has(name, "gemv") || name_has(name, "nvjet") || name_has(name, "xmma");
+}
+
+/* Attention written out (PY006) whose products ran as float32
+ * matrix-vector kernels: one query row at a time, as in token-by-token
+ * decoding with a KV cache. There is no score matrix to keep, and
+ * F.scaled_dot_product_attention has no float32 flash kernel: on the H200
+ * it made the generate_text sample's decode attention 2.3x slower (6.4 ms
+ * of kernels at those lines became 14.5 ms, mostly the memory-efficient
+ * fmha kernel). The finding becomes a hint and its fix is withheld. */
+static bool measure_attention(const MeasureSite *s, Measurement *m, const ProfOp **ops, size_t n) {
+    const Profile *p = profile_view_profile(s->view);
+    uint64_t products_ns = 0, gemv_ns = 0, gemv_launches = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i]->kind != PROF_OP_LAUNCH || ops[i]->kernel < 0 || (size_t)ops[i]->kernel >= p->kernel_count) continue;
+        const char *name = p->kernels[ops[i]->kernel].name;
+        if (!matrix_product(name)) continue;
+        products_ns += ops[i]->stats.total_ns;
+        if (fp32_gemv(name)) {
+            gemv_ns += ops[i]->stats.total_ns;
+            gemv_launches += ops[i]->stats.count;
+        }
+    }
+    if (!gemv_launches || gemv_ns * 10 < products_ns * 9) return true; /* 90% of the products */
+    char t[32], all[32];
+    measure_duration(gemv_ns, t, sizeof t);
+    measure_duration(products_ns, all, sizeof all);
+    m->cleared = true;
+    m->withhold_fixes = true;
+    return measure_evidence(m,
+                            "the matrix products here ran as float32 matrix-vector kernels (gemv: %llu launches, %s "
+                            "of their %s): one query row at a time, as in token-by-token decoding, with no score "
+                            "matrix to keep; F.scaled_dot_product_attention has no float32 flash kernel and made such "
+                            "attention 2.3x slower on an H200, so its fix is withheld (bf16 attention or a static KV "
+                            "cache with CUDA graphs is the way to speed this up)",
+                            (unsigned long long)gemv_launches, t, all);
+}
+
 /* The speedup of a compute-bound float32 matrix product moved from CUDA
  * cores (FFMA) to TF32 tensor cores: the ratio of the two dense peak rates
  * on the vendor's datasheets, by compute capability (A100: 156 / 19.5;
@@ -376,7 +424,8 @@ static bool measure_optimizer(const MeasureSite *s, Measurement *m) {
 }
 
 bool measure_reads_related(Measure kind) {
-    return kind == MEASURE_LAUNCHES || kind == MEASURE_GLOBAL_ACCESS || kind == MEASURE_SHARED_ACCESS;
+    return kind == MEASURE_LAUNCHES || kind == MEASURE_GLOBAL_ACCESS || kind == MEASURE_SHARED_ACCESS ||
+           kind == MEASURE_ATTENTION;
 }
 
 bool measure_apply(Measure kind, const MeasureSite *s, Measurement *m) {
@@ -402,6 +451,7 @@ bool measure_apply(Measure kind, const MeasureSite *s, Measurement *m) {
     case MEASURE_FP32_GEMM: return measure_fp32_gemm(s, m);
     case MEASURE_OPTIMIZER: return measure_optimizer(s, m);
     case MEASURE_COMM: return measure_comm(s, m, ops, n);
+    case MEASURE_ATTENTION: return measure_gpu_time(s, m, ops, n) && measure_attention(s, m, ops, n);
     case MEASURE_GLOBAL_ACCESS:
     case MEASURE_SHARED_ACCESS:
         return measure_kernel(s, m) && measure_line_access(kind, s, m);

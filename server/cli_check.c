@@ -216,21 +216,59 @@ static void count_findings(CheckSummary *s, const FindingList *findings, const C
     }
 }
 
+/* Fixes the profile withheld (measured to slow the code down), known by
+ * their rule and the text they cover: later passes run without the profile,
+ * whose line numbers no longer fit the edited text. */
+typedef struct {
+    const char *code;
+    char *text;
+} Withheld;
+
+static void remember_withheld(Withheld **list, size_t *count, const FindingList *findings, const char *text) {
+    for (size_t i = 0; i < findings->count; i++) {
+        const Finding *f = &findings->items[i];
+        if (!f->fixes_withheld) continue;
+        Withheld *grown = realloc(*list, (*count + 1) * sizeof **list);
+        if (!grown) return;
+        *list = grown;
+        char *covered = strndup(text + f->range.start, f->range.end - f->range.start);
+        if (!covered) return;
+        (*list)[(*count)++] = (Withheld){f->code, covered};
+    }
+}
+
+static void drop_withheld(FindingList *findings, const Withheld *list, size_t count, const char *text) {
+    for (size_t i = 0; i < findings->count; i++) {
+        Finding *f = &findings->items[i];
+        size_t len = f->range.end - f->range.start;
+        for (size_t k = 0; f->fix_count && k < count; k++)
+            if (strcmp(list[k].code, f->code) == 0 && strlen(list[k].text) == len &&
+                memcmp(list[k].text, text + f->range.start, len) == 0)
+                finding_drop_fixes(f);
+    }
+}
+
 /* Applies fixes again and again until none is left. Returns the new text
- * (or NULL when nothing changed) and counts the fixes. */
+ * (or NULL when nothing changed) and counts the fixes. The first pass merges
+ * the profile, so that a fix it withholds stays withheld. */
 static char *fix_text(const CheckOptions *o, const char *path, const char *text, size_t len, bool unsafe,
                       size_t *new_len, size_t *fixed) {
     char *current = NULL;
     const char *cur = text;
     size_t cur_len = len;
     *fixed = 0;
+    Withheld *withheld = NULL;
+    size_t withheld_count = 0;
+    ProfileSource profiles = {o->profiles, NULL};
     for (int pass = 0; pass < MAX_FIX_PASSES; pass++) {
         CheckedFile checked;
         char *error = NULL;
-        if (!analyse(o, path, cur, cur_len, NULL, &checked, &error)) {
+        if (!analyse(o, path, cur, cur_len, pass == 0 ? &profiles : NULL, &checked, &error)) {
             free(error);
             break;
         }
+        if (pass == 0) remember_withheld(&withheld, &withheld_count, &checked.findings, cur);
+        else drop_withheld(&checked.findings, withheld, withheld_count, cur);
         size_t applied = 0, out_len = 0;
         char *next = checked.report.syntax_error
                          ? NULL
@@ -247,6 +285,8 @@ static char *fix_text(const CheckOptions *o, const char *path, const char *text,
         cur = current;
         cur_len = out_len;
     }
+    for (size_t k = 0; k < withheld_count; k++) free(withheld[k].text);
+    free(withheld);
     *new_len = cur_len;
     return current;
 }

@@ -731,3 +731,53 @@ Test(measure_lines, twelve_byte_structs_move_three_times_the_sectors, .timeout =
     finding_list_free(&l);
     parsed_free(&ps);
 }
+
+/* PY006's fix (F.scaled_dot_product_attention) is withheld where the
+ * attention's products ran as float32 matrix-vector kernels (one query row
+ * at a time: decoding), which SDPA made 2.3x slower on an H200. */
+#define GEN "samples/python/generate_text.py"
+static Profile *attention_profile(const char *product) {
+    Profile *p = pb_new(1000000000, 100000000);
+    pb_launch(p, GEN, 77, product, 800, 1600000);
+    pb_launch(p, GEN, 76, "void (anonymous namespace)::softmax_warp_forward<float, float, float, 8, false, false>", 800,
+              500000);
+    return p;
+}
+
+Test(measure, decode_attention_keeps_its_unfused_kernels, .timeout = 120) {
+    static const char *const fp32_gemv = "void gemvNSP_kernel<float, float, float, float, 1, 32, 4, 1024, false>";
+    Checked c;
+    check_with(&c, GEN, attention_profile(fp32_gemv), NULL);
+    Finding *f = at(&c, "PY006", 77);
+    cr_assert_not_null(f);
+    show(f);
+    cr_expect(has_evidence(f, "the matrix products here ran as float32 matrix-vector kernels (gemv: 800 launches"));
+    cr_expect_eq(f->fix_count, 0, "the fix that measured slower is withheld");
+    cr_expect_eq(f->severity, SEVERITY_HINT);
+    checked_free(&c);
+
+    /* prefill or training: matrix-matrix products, the fix stays */
+    check_with(&c, GEN, attention_profile("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize64x64x32"), NULL);
+    f = at(&c, "PY006", 77);
+    cr_assert_not_null(f);
+    cr_expect_gt(f->fix_count, 0);
+    cr_expect_neq(f->severity, SEVERITY_HINT);
+    cr_expect_not(has_evidence(f, "matrix-vector"));
+    checked_free(&c);
+
+    /* bf16 decoding: SDPA has flash kernels there; the fix stays */
+    check_with(&c, GEN, attention_profile("void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, float>"), NULL);
+    f = at(&c, "PY006", 77);
+    cr_assert_not_null(f);
+    cr_expect_gt(f->fix_count, 0);
+    checked_free(&c);
+
+    /* a stale profile judges nothing */
+    Profile *p = attention_profile(fp32_gemv);
+    pb_hash(p, GEN, "an older version of the file");
+    check_with(&c, GEN, p, NULL);
+    f = at(&c, "PY006", 77);
+    cr_assert_not_null(f);
+    cr_expect_gt(f->fix_count, 0);
+    checked_free(&c);
+}
