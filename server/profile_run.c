@@ -456,7 +456,10 @@ int profile_run(const ProfileRun *run) {
         return status;
     }
     resolve_native_sites(p, run->root);
-    if (run->source_metrics_runs > 0) {
+    if (run->source_metrics_runs > 0 && status >= 128) {
+        /* interrupted (^C) or killed: the user does not want it run again */
+        fprintf(stderr, "advise: source metrics: the command was stopped (status %d); it is not run again\n", status);
+    } else if (run->source_metrics_runs > 0) {
         double seconds = (double)(ended.tv_sec - started.tv_sec) + (double)(ended.tv_nsec - started.tv_nsec) / 1e9;
         source_metrics_collect(p, run, inject, seconds);
     }

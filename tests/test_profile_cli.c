@@ -309,3 +309,28 @@ Test(profile_cli, source_metrics_option_errors) {
     cr_expect(strstr(r.err, "--source-metrics-kernel needs a value"), "%s", r.err);
     run_result_free(&r);
 }
+
+Test(profile_cli, source_metrics_do_not_rerun_a_stopped_command) {
+    char staged[600];
+    snprintf(staged, sizeof staged, "%s/staged", project);
+    mkdir(staged, 0755);
+    write_part(staged, 21, false);
+    char env[1400], args[1400];
+    snprintf(env, sizeof env, "LD_LIBRARY_PATH=%s ADVISE_INJECT_LIB=%s/libcuda.so.1", fake_driver, fake_driver);
+    /* the command copies its part, counts its runs and dies of SIGINT, as after ^C */
+    snprintf(args, sizeof args,
+             "--source-metrics -o out.json -- sh -c 'echo run >> runs.txt; cp %s/part-21.json "
+             "\"$ADVISE_PROFILE_PARTS_DIR\"/; kill -INT $$'",
+             staged);
+    RunResult r = run_profile(env, args);
+    cr_expect_eq(r.status, 130, "%s", r.err);
+    cr_expect(strstr(r.err, "source metrics: the command was stopped (status 130); it is not run again"), "%s", r.err);
+    char path[700];
+    snprintf(path, sizeof path, "%s/runs.txt", project);
+    char *runs = harness_slurp(path);
+    cr_expect_str_eq(runs, "run\n", "one run only");
+    free(runs);
+    snprintf(path, sizeof path, "%s/out.json", project);
+    cr_expect_eq(access(path, R_OK), 0, "what was measured is still written");
+    run_result_free(&r);
+}
