@@ -224,26 +224,56 @@ static bool join_sites(const Entry *b, size_t nb, const Entry *a, size_t na, Pro
 
 /* ---- what the two runs were ---------------------------------------------------- */
 
+/* The devices that did work: those with a timeline or a kernel. Every
+ * process lists every GPU it can see (each rank of a two-GPU run sees both),
+ * so the list itself overstates what ran; when no device is marked (an
+ * imported trace without timelines), all count. */
+static bool *devices_used(const Profile *p) {
+    bool *used = calloc(p->device_count, sizeof *used);
+    if (!used) return NULL;
+    bool any = false;
+    for (size_t i = 0; i < p->timeline_count; i++) {
+        int d = p->timelines[i].device;
+        if (d >= 0 && (size_t)d < p->device_count) used[d] = any = true;
+    }
+    for (size_t i = 0; i < p->kernel_count; i++) {
+        int d = p->kernels[i].device;
+        if (d >= 0 && (size_t)d < p->device_count) used[d] = any = true;
+    }
+    if (!any)
+        for (size_t i = 0; i < p->device_count; i++) used[i] = true;
+    return used;
+}
+
 char *profile_gpu_description(const Profile *p) {
     if (p->device_count == 0) return strdup("no GPU recorded");
+    bool *used = devices_used(p);
+    if (!used) return NULL;
     /* distinct names in order of first appearance, each with its count */
     size_t size = 1;
     for (size_t i = 0; i < p->device_count; i++) size += strlen(p->devices[i].name ? p->devices[i].name : "") + 32;
     char *out = malloc(size);
-    if (!out) return NULL;
-    size_t used = 0;
+    if (!out) {
+        free(used);
+        return NULL;
+    }
+    size_t used_chars = 0;
     out[0] = '\0';
     for (size_t i = 0; i < p->device_count; i++) {
+        if (!used[i]) continue;
         const char *name = p->devices[i].name ? p->devices[i].name : "";
         bool seen = false;
-        for (size_t k = 0; k < i && !seen; k++) seen = strcmp(p->devices[k].name ? p->devices[k].name : "", name) == 0;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = used[k] && strcmp(p->devices[k].name ? p->devices[k].name : "", name) == 0;
         if (seen) continue;
         size_t n = 0;
-        for (size_t k = i; k < p->device_count; k++) n += strcmp(p->devices[k].name ? p->devices[k].name : "", name) == 0;
-        int w = n > 1 ? snprintf(out + used, size - used, "%s%zu x %s", used ? ", " : "", n, name)
-                      : snprintf(out + used, size - used, "%s%s", used ? ", " : "", name);
-        if (w > 0) used += (size_t)w;
+        for (size_t k = i; k < p->device_count; k++)
+            n += used[k] && strcmp(p->devices[k].name ? p->devices[k].name : "", name) == 0;
+        int w = n > 1 ? snprintf(out + used_chars, size - used_chars, "%s%zu x %s", used_chars ? ", " : "", n, name)
+                      : snprintf(out + used_chars, size - used_chars, "%s%s", used_chars ? ", " : "", name);
+        if (w > 0) used_chars += (size_t)w;
     }
+    free(used);
     return out;
 }
 

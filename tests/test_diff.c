@@ -438,3 +438,35 @@ Test(diff_cli, errors_exit_2_with_the_readers_message) {
     cr_expect(strstr(r.out, "usage: advise diff"), "%s", r.out);
     run_result_free(&r);
 }
+
+/* Every process lists every GPU it can see; the description names the GPUs
+ * that did work. */
+Test(diff, gpu_description_counts_the_devices_that_worked) {
+    char path[1024], *err = NULL;
+    snprintf(path, sizeof path, "%s/tests/fixtures/profiles/h200/ddp_train.json", ADVISE_SOURCE_DIR);
+    Profile *p = profile_read_file(path, PROFILE_FINAL, &err);
+    cr_assert_not_null(p, "%s", err ? err : "");
+    cr_expect_eq(p->device_count, 6, "three processes, each seeing both GPUs");
+    char *d = profile_gpu_description(p);
+    cr_expect_str_eq(d, "2 x NVIDIA H200", "two ranks, one GPU each");
+    free(d);
+    profile_free(p);
+
+    /* one process that sees two GPUs and ran on one */
+    Aggregator *agg = agg_new();
+    ProfDevice a = {.id = 0, .name = "NVIDIA H200", .sm_count = 132, .cc_major = 9};
+    ProfDevice b = {.id = 1, .name = "NVIDIA H200", .sm_count = 132, .cc_major = 9};
+    agg_device(agg, &a);
+    agg_device(agg, &b);
+    AggKernel k = {.name = "k", .grid = {1, 1, 1}, .block = {32, 1, 1}, .device = 0, .start_ns = 10, .end_ns = 20,
+                   .site = -1};
+    agg_kernel(agg, &k);
+    ProfProcess proc = {.pid = 1, .rank = -1, .local_rank = -1, .world_size = -1};
+    p = agg_to_profile(agg, &proc);
+    d = profile_gpu_description(p);
+    cr_expect_str_eq(d, "NVIDIA H200");
+    free(d);
+    profile_free(p);
+    agg_free(agg);
+    free(err);
+}
