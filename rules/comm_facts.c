@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../profiler/comm_kernels.h"
+#include "../profiler/profile_view.h"
 
 /* NCCL launches of one process at one line */
 typedef struct {
@@ -150,4 +151,21 @@ size_t comm_rows(const RankTable *t) {
     size_t n = 0;
     for (size_t i = 0; i < t->row_count; i++) n += comm_row_communicates(&t->rows[i]);
     return n;
+}
+
+void comm_judge_main_line(RuleContext *ctx, CommJudge judge) {
+    const Profile *p = profile_view_profile(ctx->profile);
+    CommLines lines;
+    if (!comm_lines_build(p, &lines)) {
+        ctx->out_of_memory = true;
+        return;
+    }
+    const CommLine *top = comm_lines_main(&lines);
+    if (top && top->file == ctx->profile_file) {
+        RankTable t;
+        if (rank_table_build(p, &t)) judge(ctx, &t, &lines, top);
+        else ctx->out_of_memory = true;
+        rank_table_free(&t);
+    }
+    comm_lines_free(&lines);
 }

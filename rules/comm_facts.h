@@ -16,6 +16,7 @@
 
 #include "../profiler/profile.h"
 #include "../profiler/rank_table.h"
+#include "rule.h"
 
 typedef struct {
     int file;                 /* into the profile's files */
@@ -57,5 +58,11 @@ uint64_t comm_row_span(const RankRow *r);
 const RankRow *comm_least_exposed(const RankTable *t);
 /* Communicating rows of t. */
 size_t comm_rows(const RankTable *t);
+
+/* For the profile rules placed at the run's main NCCL line (PR013, PR014):
+ * builds the lines and the rank table and calls judge when that line is in
+ * the context's file; sets ctx->out_of_memory when memory runs out. */
+typedef void (*CommJudge)(RuleContext *ctx, const RankTable *t, const CommLines *lines, const CommLine *top);
+void comm_judge_main_line(RuleContext *ctx, CommJudge judge);
 
 #endif

@@ -237,22 +237,7 @@ static void judge(RuleContext *ctx, const RankTable *t, const CommLines *lines, 
         ctx->out_of_memory = true;
 }
 
-static void check_profile(RuleContext *ctx) {
-    const Profile *p = profile_view_profile(ctx->profile);
-    CommLines lines;
-    if (!comm_lines_build(p, &lines)) {
-        ctx->out_of_memory = true;
-        return;
-    }
-    const CommLine *top = comm_lines_main(&lines);
-    if (top && top->file == ctx->profile_file) {
-        RankTable t;
-        if (rank_table_build(p, &t)) judge(ctx, &t, &lines, top);
-        else ctx->out_of_memory = true;
-        rank_table_free(&t);
-    }
-    comm_lines_free(&lines);
-}
+static void check_profile(RuleContext *ctx) { comm_judge_main_line(ctx, judge); }
 
 const Rule rule_pr013_exposed_communication = {
     .code = "PR013",

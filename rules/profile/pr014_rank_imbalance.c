@@ -216,7 +216,8 @@ static void report(RuleContext *ctx, const RankTable *t, const Figures *x, const
     if (!ok) ctx->out_of_memory = true;
 }
 
-static void judge(RuleContext *ctx, const RankTable *t, const CommLine *top) {
+static void judge(RuleContext *ctx, const RankTable *t, const CommLines *lines, const CommLine *top) {
+    (void)lines;
     Figures x;
     if (t->ranked < 2 || !t->has_straggler || !figures_of(t, &x)) return;
     bool waits = t->mean_wait_per_call_ns >= MIN_WAIT_PER_CALL_NS && x.max_wait_share >= MIN_WAIT_SHARE;
@@ -226,21 +227,8 @@ static void judge(RuleContext *ctx, const RankTable *t, const CommLine *top) {
 }
 
 static void check_profile(RuleContext *ctx) {
-    const Profile *p = profile_view_profile(ctx->profile);
-    if (rank_table_ranked_processes(p) < 2) return;
-    CommLines lines;
-    if (!comm_lines_build(p, &lines)) {
-        ctx->out_of_memory = true;
-        return;
-    }
-    const CommLine *top = comm_lines_main(&lines);
-    if (top && top->file == ctx->profile_file) {
-        RankTable t;
-        if (rank_table_build(p, &t)) judge(ctx, &t, top);
-        else ctx->out_of_memory = true;
-        rank_table_free(&t);
-    }
-    comm_lines_free(&lines);
+    if (rank_table_ranked_processes(profile_view_profile(ctx->profile)) < 2) return;
+    comm_judge_main_line(ctx, judge);
 }
 
 const Rule rule_pr014_rank_imbalance = {
