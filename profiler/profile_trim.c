@@ -89,5 +89,24 @@ bool profile_trim_to_caps(Profile *p) {
         p->op_count = n;
         free(kept);
     }
+    if (p->line_metric_count > PROFILE_MAX_LINE_METRICS) {
+        /* the lines that moved least memory go first */
+        uint64_t *totals = malloc(p->line_metric_count * sizeof *totals);
+        if (!totals) return false;
+        for (size_t i = 0; i < p->line_metric_count; i++) {
+            const ProfLineMetrics *m = &p->line_metrics[i];
+            totals[i] = m->global_sectors + m->shared_wavefronts + m->local_sectors;
+        }
+        bool *kept = choose(totals, p->line_metric_count, PROFILE_MAX_LINE_METRICS);
+        free(totals);
+        if (!kept) return false;
+        size_t n = 0;
+        for (size_t i = 0; i < p->line_metric_count; i++) {
+            if (kept[i]) p->line_metrics[n++] = p->line_metrics[i];
+            else free(p->line_metrics[i].kernel);
+        }
+        p->line_metric_count = n;
+        free(kept);
+    }
     return true;
 }

@@ -309,3 +309,32 @@ Test(aggregate, merged_profiles_are_trimmed_to_the_caps) {
     free(err);
     profile_free(all);
 }
+
+/* Line metrics beyond the cap: the lines that moved least memory go, and
+ * the profile stays writable. */
+Test(aggregate, line_metrics_are_trimmed_to_the_cap) {
+    Profile *p = profile_new();
+    int file = profile_add_file(p, "k.cu");
+    size_t n = PROFILE_MAX_LINE_METRICS + 50;
+    p->line_metrics = calloc(n, sizeof *p->line_metrics);
+    cr_assert_not_null(p->line_metrics);
+    for (size_t i = 0; i < n; i++) {
+        p->line_metrics[i] = (ProfLineMetrics){.kernel = strdup("k(int)"), .file = file, .line = (uint32_t)i + 1,
+                                               .launches = 1, .global_sectors = i + 1, .global_sectors_ideal = 1};
+        cr_assert_not_null(p->line_metrics[i].kernel);
+    }
+    p->line_metric_count = n;
+    cr_assert(profile_trim_to_caps(p));
+    cr_expect_eq(p->line_metric_count, PROFILE_MAX_LINE_METRICS);
+    cr_expect_eq(p->line_metrics[0].line, 51, "the 50 lines with the fewest sectors went first");
+    p->name = strdup("t");
+    p->source = strdup("cupti");
+    p->created = strdup("2026-11-30T00:00:00Z");
+    p->tool = strdup("advise test");
+    char *err = NULL;
+    char *json = profile_to_json(p, PROFILE_FINAL, &err);
+    cr_expect_not_null(json, "the trimmed profile is writable: %s", err ? err : "");
+    free(json);
+    free(err);
+    profile_free(p);
+}
