@@ -291,19 +291,6 @@ static bool measure_gpu_time(const MeasureSite *s, Measurement *m, const ProfOp 
                     copies == 1 ? "y" : "ies", share);
 }
 
-static bool name_has(const char *name, const char *part) { return name && strstr(name, part) != NULL; }
-
-/* A float32 matrix-vector kernel (cuBLAS's gemv family). */
-static bool fp32_gemv(const char *name) {
-    if (!name_has(name, "gemv")) return false;
-    return (name_has(name, "<float") || name_has(name, "<int, int, float")) && !name_has(name, "half") &&
-           !name_has(name, "bfloat16") && !name_has(name, "__nv_bf") && !name_has(name, "f16");
-}
-
-static bool matrix_product(const char *name) {
-    return name_has(name, "gemm") || name_has(name, "gemv") || name_has(name, "nvjet") || name_has(name, "xmma");
-}
-
 /* Attention written out (PY006) whose products ran as float32
  * matrix-vector kernels: one query row at a time, as in token-by-token
  * decoding with a KV cache. There is no score matrix to keep, and
@@ -317,9 +304,9 @@ static bool measure_attention(const MeasureSite *s, Measurement *m, const ProfOp
     for (size_t i = 0; i < n; i++) {
         if (ops[i]->kind != PROF_OP_LAUNCH || ops[i]->kernel < 0 || (size_t)ops[i]->kernel >= p->kernel_count) continue;
         const char *name = p->kernels[ops[i]->kernel].name;
-        if (!matrix_product(name)) continue;
+        if (!kernel_is_matrix_product(name)) continue;
         products_ns += ops[i]->stats.total_ns;
-        if (fp32_gemv(name)) {
+        if (kernel_is_fp32_gemv(name)) {
             gemv_ns += ops[i]->stats.total_ns;
             gemv_launches += ops[i]->stats.count;
         }
