@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../analysis/python_query.h"
 #include "../profiler/kernel_name.h"
 #include "measure.h"
 
@@ -82,14 +83,7 @@ bool pf_line_in_loop(const RuleContext *ctx, uint32_t line) {
     if (ctx->py && ctx->py->tree) {
         TSNode n = ts_node_descendant_for_byte_range(ts_tree_root_node(ctx->py->tree), (uint32_t)start,
                                                      (uint32_t)start);
-        for (; !ts_node_is_null(n); n = ts_node_parent(n)) {
-            const char *type = ts_node_type(n);
-            if (strcmp(type, "for_statement") == 0 || strcmp(type, "while_statement") == 0 ||
-                strcmp(type, "list_comprehension") == 0 || strcmp(type, "generator_expression") == 0 ||
-                strcmp(type, "dictionary_comprehension") == 0 || strcmp(type, "set_comprehension") == 0)
-                return true;
-        }
-        return false;
+        return !ts_node_is_null(py_enclosing_loop(n));
     }
     if (ctx->cuda && ctx->cuda->root) {
         LoopSearch s = {start, end, false};

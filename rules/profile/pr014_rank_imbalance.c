@@ -80,7 +80,7 @@ static const char documentation[] =
  * whose start-up (process group, NCCL set-up, data loading) would hide the
  * wait: on the H200 two-rank run of bench/ddp/ddp_train_advised.py rank 0
  * waited 274 ms for rank 1, 48% of its busy time but 4.3% of its 6.35 s. */
-static uint64_t wall_of(const RankRow *r) { return r->busy_ns ? r->busy_ns : comm_row_span(r); }
+static uint64_t busy_of(const RankRow *r) { return r->busy_ns ? r->busy_ns : comm_row_span(r); }
 
 typedef struct {
     const RankRow *straggler;    /* the one the others wait for */
@@ -109,7 +109,7 @@ static bool figures_of(const RankTable *t, Figures *x) {
             continue;
         }
         others += (double)r->compute_ns;
-        double share = wall_of(r) ? (double)r->wait_ns / (double)wall_of(r) : 0;
+        double share = busy_of(r) ? (double)r->wait_ns / (double)busy_of(r) : 0;
         if (!x->most_waiting || share > x->max_wait_share) {
             x->most_waiting = r;
             x->max_wait_share = share;
@@ -145,7 +145,7 @@ static bool add_rows(Finding *f, const RankTable *t, const Figures *x) {
                                          "(%s per call, %s of its GPU busy time)",
                                       who, compute, nccl, calls, pf_duration(r->wait_ns, wait, sizeof wait), straggler,
                                       pf_duration(r->nccl_launches ? r->wait_ns / r->nccl_launches : 0, per, sizeof per),
-                                      pf_share(r->wait_ns, wall_of(r), share, sizeof share));
+                                      pf_share(r->wait_ns, busy_of(r), share, sizeof share));
         if (!ok) return false;
     }
     return true;
