@@ -43,8 +43,9 @@ void pf_lines_free(PfLines *lines);
  * (the file changed since it was profiled). */
 bool pf_line_range(const Document *doc, uint32_t line, size_t *start, size_t *end);
 
-/* Is the code that starts on line (1-based) inside a loop of its file (for,
- * while, do; in Python also comprehensions)? True when the document has no
+/* Is the code that starts on line (1-based) inside a loop (for, while, do;
+ * in Python a loop or comprehension of its own function, py_enclosing_loop)?
+ * True when the document has no
  * parse tree to tell (the cautious answer for rules that demote one-off code). */
 bool pf_line_in_loop(const RuleContext *ctx, uint32_t line);
 /* rule_report over that range; NULL when the line is not there or memory ran out. */
