@@ -351,6 +351,14 @@ CuNode *cu_initializer(const CuNode *decl) {
     return init;
 }
 
+bool cu_mentions(const CuNode *n, const CuNode *decl) {
+    if (!n) return false;
+    if ((n->kind == CXCursor_DeclRefExpr || n->kind == CXCursor_MemberRefExpr) && n->ref == decl) return true;
+    for (uint32_t i = 0; i < n->child_count; i++)
+        if (cu_mentions(n->children[i], decl)) return true;
+    return false;
+}
+
 bool cu_refers_to(const CuNode *n, const CuNode *decl) {
     n = cu_strip((CuNode *)n);
     return n && decl && (n->kind == CXCursor_DeclRefExpr || n->kind == CXCursor_MemberRefExpr) && n->ref == decl;

@@ -79,6 +79,8 @@ const CuNode *cu_guard_of(const CudaSource *src, const CuNode *parent, const CuN
 /* A variable's initializer: its last child that is an expression (not a
  * type reference or attribute); NULL when it has none. */
 CuNode *cu_initializer(const CuNode *decl);
+/* decl is named anywhere in the expression or statement n. */
+bool cu_mentions(const CuNode *n, const CuNode *decl);
 /* n (casts and parentheses stripped) names decl. */
 bool cu_refers_to(const CuNode *n, const CuNode *decl);
 /* threadIdx, blockIdx, blockDim or gridDim, any axis. */

@@ -83,6 +83,15 @@ bool measure_sync_per_rank(const MeasureSite *s, Measurement *m, const ProfOp *c
  * device-to-host copy into pinned memory took 1.7 us on the H200): the
  * pinned estimate of N copies adds N times this. */
 #define MEASURE_COPY_LATENCY_NS 1500
+/* Pinning host memory in place and unpinning it (cudaHostRegister, then
+ * cudaHostUnregister), on the host of an H200 (bench/pinning/pin_cost.cu,
+ * 2026-11-30; register + unregister: 4 MiB 0.45 + 0.17 ms, 16 MiB 1.2 +
+ * 0.44 ms, 64 MiB 2.9 + 1.3 ms, 256 MiB 10.5 + 4.7 ms): about this much per
+ * buffer plus its bytes at this rate, within 25% from 1 MiB to 256 MiB.
+ * (cudaMallocHost is far dearer: 27 ms for 64 MiB.) */
+#define MEASURE_PIN_FIXED_NS 300000
+#define MEASURE_PIN_BYTES_PER_S 17e9
+
 /* Pinned copies of the profile count as a bandwidth sample from this many
  * bytes per copy on (smaller ones measure latency, not bandwidth). */
 #define MEASURE_PINNED_SAMPLE_MIN_BYTES (256u * 1024u)

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analysis/cuda_query.h"
+#include "../../analysis/cuda_host_buffer.h"
+#include "../pin_in_place_fix.h"
 #include "rule.h"
 
 static const char documentation[] =
@@ -66,7 +67,10 @@ static const char documentation[] =
     "lambda, the fix rewrites the allocation to `cudaMallocHost(&p, bytes)` (`n * sizeof(T)` for\n"
     "`new`) and every release to `cudaFreeHost(p)`. It is **unsafe**: pinned allocation is much\n"
     "slower than `malloc`, takes physical memory away from the system, and code that released the\n"
-    "buffer some other way would now be wrong. Memory from `calloc` (zero-filled), vectors and\n"
+    "buffer some other way would now be wrong. A `std::vector` declared at the top level of the\n"
+    "function, whose storage nothing resizes, moves or hands out, is pinned in place instead\n"
+    "(`cudaHostRegister` after its declaration, `cudaHostUnregister` before each return; PR008's\n"
+    "documentation has the conditions), an unsafe fix too. Memory from `calloc` (zero-filled) and\n"
     "allocations elsewhere get advice only.\n";
 
 /* --- small helpers ------------------------------------------------------ */
@@ -78,34 +82,9 @@ static ByteRange report_range(const CuNode *n) {
     return (ByteRange){r->start, r->end};
 }
 
-static bool mentions(const CuNode *n, const CuNode *decl) {
-    if (!n) return false;
-    if ((n->kind == CXCursor_DeclRefExpr || n->kind == CXCursor_MemberRefExpr) && n->ref == decl) return true;
-    for (uint32_t i = 0; i < n->child_count; i++)
-        if (mentions(n->children[i], decl)) return true;
-    return false;
-}
-
 static CXType canonical_type(const CuNode *n) {
     CXType t = clang_getCanonicalType(clang_getCursorType(n->cursor));
     return clang_getCanonicalType(clang_getNonReferenceType(t));
-}
-
-/* std::vector<T> with the default allocator */
-static bool is_std_vector(const CuNode *n) {
-    if (!n) return false;
-    CXType t = canonical_type(n);
-    CXString s = clang_getTypeSpelling(t);
-    const char *u = clang_getCString(s);
-    if (strncmp(u, "const ", 6) == 0) u += 6;
-    bool yes = strncmp(u, "std::vector<", 12) == 0 || strncmp(u, "std::__1::vector<", 17) == 0;
-    clang_disposeString(s);
-    if (!yes || clang_Type_getNumTemplateArguments(t) != 2) return false;
-    CXString a = clang_getTypeSpelling(clang_getCanonicalType(clang_Type_getTemplateArgumentAsType(t, 1)));
-    const char *v = clang_getCString(a);
-    yes = strncmp(v, "std::allocator<", 15) == 0 || strncmp(v, "std::__1::allocator<", 20) == 0;
-    clang_disposeString(a);
-    return yes;
 }
 
 static bool is_pointer_type(const CuNode *n) {
@@ -116,16 +95,6 @@ static bool is_pointer_type(const CuNode *n) {
 static CuNode *object_decl(CuNode *obj) {
     obj = cu_strip(obj);
     if (obj && (obj->kind == CXCursor_DeclRefExpr || obj->kind == CXCursor_MemberRefExpr)) return obj->ref;
-    return NULL;
-}
-
-/* the object of a member call `v.data()` / operator call `v[0]`, or NULL */
-static CuNode *call_object(const CuNode *call, const char **method) {
-    if (!call || call->kind != CXCursor_CallExpr || call->child_count == 0) return NULL;
-    *method = cu_callee(call);
-    CuNode *first = cu_strip(call->children[0]);
-    if (first && first->kind == CXCursor_MemberRefExpr && first->child_count >= 1) return first->children[0];
-    if (strncmp(*method, "operator", 8) == 0 && call->child_count >= 2) return call->children[0];
     return NULL;
 }
 
@@ -160,45 +129,6 @@ typedef struct {
 static const char *const pinned_allocators[] = {"cudaMallocHost", "cudaHostAlloc", "cudaMallocManaged", NULL};
 static const char *const other_pageable[] = {"realloc", "aligned_alloc", "valloc", "memalign", "_aligned_malloc",
                                              "reallocf", NULL};
-
-static bool contains_call(const CuNode *n, const char *name, int depth) {
-    if (!n || depth > 200) return false;
-    if (cu_is_call(n, name)) return true;
-    for (uint32_t i = 0; i < n->child_count; i++)
-        if (contains_call(n->children[i], name, depth + 1)) return true;
-    return false;
-}
-
-typedef struct {
-    const CuNode *decl;
-    bool found;
-} RegisterSearch;
-
-static bool visit_register(CuNode *n, void *data) {
-    RegisterSearch *s = data;
-    if (s->found) return false;
-    if (n->kind != CXCursor_CallExpr) return true;
-    uint32_t count;
-    CuNode **args = cu_call_args(n, &count);
-    if (cu_is_call(n, "cudaHostRegister")) {
-        if (count >= 1 && mentions(args[0], s->decl)) s->found = true;
-        return !s->found;
-    }
-    /* a helper of this file that receives the pointer and registers it */
-    CuNode *callee = n->ref;
-    if (callee && cu_is_function(callee) && callee->child_count > 0 &&
-        callee->children[callee->child_count - 1]->kind == CXCursor_CompoundStmt &&
-        contains_call(callee->children[callee->child_count - 1], "cudaHostRegister", 0))
-        for (uint32_t i = 0; i < count; i++)
-            if (mentions(args[i], s->decl)) s->found = true;
-    return !s->found;
-}
-
-static bool registered(Check *c, const CuNode *decl) {
-    RegisterSearch s = {decl, false};
-    cu_walk(c->root, visit_register, &s);
-    return s.found;
-}
 
 static void origin_of(Check *c, CuNode *expr, int depth, Origin *out);
 
@@ -294,7 +224,7 @@ static void origin_of_variable(Check *c, CuNode *decl, int depth, Origin *out) {
     DefSearch s = {.check = c, .decl = decl, .depth = depth};
     cu_walk(scope, visit_defs, &s);
     if (s.unknown || !s.pageable) return;
-    if (registered(c, decl)) return;
+    if (cu_is_host_registered(c->root, decl)) return;
     *out = s.result;
     if (out->decl == decl) {
         out->defs = s.defs;
@@ -331,10 +261,10 @@ static void origin_of(Check *c, CuNode *expr, int depth, Origin *out) {
         else if (cu_name_in(callee, other_pageable)) out->kind = ORIGIN_PAGEABLE;
         else if (strcmp(callee, "data") == 0) {
             const char *method;
-            CuNode *obj = call_object(e, &method);
-            if (obj && is_std_vector(obj)) {
+            CuNode *obj = cu_member_call_object(e, &method);
+            if (obj && cu_is_std_vector(obj)) {
                 CuNode *d = object_decl(obj);
-                if (d && registered(c, d)) return;
+                if (d && cu_is_host_registered(c->root, d)) return;
                 out->kind = ORIGIN_VECTOR;
                 out->alloc = d ? d : e;
             }
@@ -357,12 +287,12 @@ static void origin_of(Check *c, CuNode *expr, int depth, Origin *out) {
                 origin_of(c, x->children[0], depth + 1, out);
             } else if (x && x->kind == CXCursor_CallExpr) {
                 const char *method;
-                CuNode *obj = call_object(x, &method);
+                CuNode *obj = cu_member_call_object(x, &method);
                 if (obj && (strcmp(method, "operator[]") == 0 || strcmp(method, "front") == 0 ||
                             strcmp(method, "at") == 0) &&
-                    is_std_vector(obj)) {
+                    cu_is_std_vector(obj)) {
                     CuNode *d = object_decl(obj);
-                    if (d && registered(c, d)) return;
+                    if (d && cu_is_host_registered(c->root, d)) return;
                     out->kind = ORIGIN_VECTOR;
                     out->alloc = d ? d : x;
                 }
@@ -397,7 +327,7 @@ typedef struct {
 static bool visit_releases(CuNode *n, void *data) {
     Releases *r = data;
     if (r->bad) return false;
-    if (n->kind == CXCursor_LambdaExpr && mentions(n, r->decl)) {
+    if (n->kind == CXCursor_LambdaExpr && cu_mentions(n, r->decl)) {
         r->bad = true; /* captured */
         return false;
     }
@@ -412,7 +342,7 @@ static bool visit_releases(CuNode *n, void *data) {
         }
         if (cu_name_in(callee, other_pageable) || strcmp(callee, "calloc") == 0)
             for (uint32_t i = 0; i < count; i++)
-                if (mentions(args[i], r->decl)) r->bad = true;
+                if (cu_mentions(args[i], r->decl)) r->bad = true;
         return true;
     }
     if (n->kind == CXCursor_CXXDeleteExpr && n->child_count >= 1 && cu_refers_to(n->children[n->child_count - 1], r->decl)) {
@@ -561,33 +491,9 @@ static void offer_fix(Check *c, Finding *f, const Origin *o, const CuNode *copy)
 
 /* --- the check ---------------------------------------------------------- */
 
-enum { KIND_UNKNOWN, KIND_H2D, KIND_D2H, KIND_OTHER };
-
-typedef struct {
-    const char *name;
-    int dst, src, kind; /* argument positions; -1: none */
-    int default_kind;   /* when the kind argument is left out */
-} CopyApi;
-
-static const CopyApi copy_apis[] = {
-    {"cudaMemcpyAsync", 0, 1, 3, KIND_UNKNOWN},
-    {"cudaMemcpy2DAsync", 0, 2, 6, KIND_UNKNOWN},
-    {"cudaMemcpyToSymbolAsync", -1, 1, 4, KIND_H2D},
-    {"cudaMemcpyFromSymbolAsync", 0, -1, 4, KIND_D2H},
-};
-
-static int copy_kind(const CuNode *call, const CopyApi *api) {
-    uint32_t count;
-    cu_call_args(call, &count);
-    if ((uint32_t)api->kind >= count) return api->default_kind;
-    CuNode *k = cu_call_arg(call, api->kind);
-    if (!k || k->kind != CXCursor_DeclRefExpr || !k->ref_name) return KIND_UNKNOWN;
-    if (strcmp(k->ref_name, "cudaMemcpyHostToDevice") == 0) return KIND_H2D;
-    if (strcmp(k->ref_name, "cudaMemcpyDeviceToHost") == 0) return KIND_D2H;
-    if (strcmp(k->ref_name, "cudaMemcpyDeviceToDevice") == 0 || strcmp(k->ref_name, "cudaMemcpyHostToHost") == 0)
-        return KIND_OTHER;
-    return KIND_UNKNOWN; /* cudaMemcpyDefault, a variable */
-}
+/* the asynchronous copies: the synchronous ones block anyway */
+static const char *const async_copies[] = {"cudaMemcpyAsync", "cudaMemcpy2DAsync", "cudaMemcpyToSymbolAsync",
+                                           "cudaMemcpyFromSymbolAsync", NULL};
 
 static const char *origin_words(OriginKind k) {
     switch (k) {
@@ -603,17 +509,12 @@ static const char *origin_words(OriginKind k) {
 static bool visit(CuNode *n, void *data) {
     Check *c = data;
     if (n->kind != CXCursor_CallExpr) return true;
-    const CopyApi *api = NULL;
-    for (size_t i = 0; i < sizeof copy_apis / sizeof *copy_apis; i++)
-        if (strcmp(cu_callee(n), copy_apis[i].name) == 0) api = &copy_apis[i];
-    if (!api) return true;
+    if (!cu_name_in(cu_callee(n), async_copies)) return true;
     CuNode *fn = cu_function_of(n);
     if (!fn || cu_is_device_code(fn)) return true;
-    int kind = copy_kind(n, api);
-    int pos = kind == KIND_H2D ? api->src : kind == KIND_D2H ? api->dst : -1;
-    if (pos < 0) return true;
-    CuNode *host = cu_call_arg(n, pos);
-    if (!host) return true;
+    CuNode *host;
+    CuCopyDirection dir = cu_copy_host_argument(n, &host);
+    if (dir == CU_COPY_OTHER) return true;
     Origin o;
     origin_of(c, host, 0, &o);
     if (o.kind == ORIGIN_UNKNOWN || o.kind == ORIGIN_NULL || o.kind == ORIGIN_PINNED || !o.alloc) return true;
@@ -629,12 +530,14 @@ static bool visit(CuNode *n, void *data) {
         "%s %s pageable host memory (%s): the driver stages it through a pinned buffer, so the copy is "
         "synchronous with the host and cannot overlap other work; allocate the buffer with cudaMallocHost or pin it "
         "with cudaHostRegister",
-        cu_callee(n), kind == KIND_D2H ? "writes into" : "reads from", what);
+        cu_callee(n), dir == CU_COPY_TO_HOST ? "writes into" : "reads from", what);
     if (!f) return true;
     char *msg = format_string("%s: pageable memory", o.kind == ORIGIN_VECTOR ? "std::vector storage" : "allocated here");
     if (!msg || !finding_add_related(f, report_range(o.alloc), msg)) c->ctx->out_of_memory = true;
     free(msg);
     offer_fix(c, f, &o, n);
+    if (o.kind == ORIGIN_VECTOR && o.alloc->kind == CXCursor_VarDecl && !pin_in_place_fix(c->ctx, f, o.alloc))
+        c->ctx->out_of_memory = true;
     return true;
 }
 

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../analysis/cuda_host_buffer.h"
 #include "measure.h"
+#include "pin_in_place_fix.h"
 #include "profile_facts.h"
 
 static const char documentation[] =
@@ -24,9 +26,9 @@ static const char documentation[] =
     "\n"
     "Not reported: copies from or into pinned memory, device-to-device copies, small transfers\n"
     "(under 1 MiB at the line: their cost is latency, which pinning does not remove), and a line\n"
-    "that copies once (uploading the input, downloading the result): pinning a buffer costs more\n"
-    "than one copy saves (on the H200 host `cudaHostAlloc` of 16 MiB took 6.4 ms; a pageable\n"
-    "16 MiB upload took 1.8 ms, pinned it would take about 0.35 ms).\n"
+    "that copies once (uploading the input, downloading the result): pinning a buffer costs about as\n"
+    "much as one copy saves (on the H200 host, 16 MiB: `cudaHostRegister` 1.2 ms and\n"
+    "`cudaHostUnregister` 0.44 ms, `cudaMallocHost` 9 ms; the pageable upload 2.4 ms, pinned 0.33 ms).\n"
     "\n"
     "## Why is this slow?\n"
     "The GPU's copy engines read and write only page-locked (pinned) host memory. For pageable\n"
@@ -53,7 +55,18 @@ static const char documentation[] =
     "`cudaMemcpyAsync` on a stream. Pinned memory is a limited resource: do not pin per copy.\n"
     "\n"
     "## Fix safety\n"
-    "No automatic fix: where the buffer is allocated is elsewhere in the program.\n"
+    "In CUDA C++, when every copy at the line reads or writes one `std::vector` and the copies gain\n"
+    "more than pinning their bytes costs the host (below), an unsafe fix pins the vector in place:\n"
+    "`cudaHostRegister(v.data(), v.size() * sizeof(v[0]), cudaHostRegisterPortable)` right after its\n"
+    "declaration and `cudaHostUnregister` before every return of its function (and at the end of a\n"
+    "body that falls off its end). A failed registration changes nothing but speed: its error is\n"
+    "cleared and the copies stay pageable. It is offered only when the vector is declared at the top\n"
+    "level of a host function, is not static, and every use reads through it (`data()`, `size()`,\n"
+    "`[]`, `at`, `front`, `back`, iterators, a range-for, passing it by const reference or by value):\n"
+    "nothing may resize, move or swap it, since memory freed while registered stays pinned and\n"
+    "mapped. The function must have no `try`, `throw`, `goto` or `longjmp`. Unsafe because pinned\n"
+    "memory is taken from the system while the vector lives. Other buffers, and Python, get\n"
+    "advice only: where they are allocated is elsewhere in the program.\n"
     "\n"
     "## The numbers\n"
     "Measured per line and direction: copies, bytes and GPU time of the copies; achieved\n"
@@ -69,7 +82,13 @@ static const char documentation[] =
     "50 GB/s (PCIe Gen5 x16, as an H100/H200 host reaches it: 4 MB into pinned memory in 78 µs).\n"
     "Gain (whole program) = GPU time − pinned time, when positive. It leaves out the host's\n"
     "staging and the overlap that asynchronous copies allow, so it is a lower bound of what\n"
-    "pinning buys. Severity is info, warning when the gain reaches 1% of the run.\n";
+    "pinning buys. Severity is info, warning when the gain reaches 1% of the run.\n"
+    "\n"
+    "Pinning in place costs the host about 0.3 ms + bytes / 17 GB/s, once (`cudaHostRegister` and\n"
+    "`cudaHostUnregister` on the H200 host, measured by bench/pinning/pin_cost.cu: within 25% from\n"
+    "1 MiB to 256 MiB), counted over the bytes the copies moved: a lower bound when the vector is\n"
+    "larger, an upper one when the copies move the same bytes again. The fix is offered when the\n"
+    "gain is larger than that cost; otherwise the evidence says so.\n";
 
 #define MIN_COPIES 2
 #define MIN_BYTES (1u << 20)
@@ -128,6 +147,60 @@ static void describe(ProfCopyKind dir, const Copies *c, char *buf, size_t size) 
              pf_bandwidth(seconds > 0 ? c->bytes / seconds : 0, bw, sizeof bw));
 }
 
+/* --- pinning in place (CUDA) ---------------------------------------------- */
+
+typedef struct {
+    const Document *doc;
+    size_t line_start, line_end; /* the line's bytes */
+    CuNode *vector;              /* the one std::vector every copy on the line uses */
+    bool mixed;                  /* a copy whose host side is something else */
+    size_t copies;
+} LineCopies;
+
+static bool visit_line_copies(CuNode *n, void *data) {
+    LineCopies *l = data;
+    if (n->end < l->line_start || n->start >= l->line_end) return n->start < l->line_end;
+    if (n->kind != CXCursor_CallExpr || n->start < l->line_start) return true;
+    CuNode *host;
+    if (cu_copy_host_argument(n, &host) == CU_COPY_OTHER) return true;
+    CuNode *v = cu_vector_of_pointer(host);
+    l->copies++;
+    if (!v || (l->vector && l->vector != v)) l->mixed = true;
+    else l->vector = v;
+    return true;
+}
+
+/* The std::vector the line's copies read or write, when they all use one. */
+static CuNode *copied_vector(const RuleContext *ctx, uint32_t line) {
+    const Document *doc = ctx->doc;
+    if (!ctx->cuda || !ctx->cuda->root || line == 0 || line > doc->line_count) return NULL;
+    LineCopies l = {doc, doc->line_starts[line - 1], document_line_end(doc, line - 1), NULL, false, 0};
+    cu_walk(ctx->cuda->root, visit_line_copies, &l);
+    return l.copies && !l.mixed ? l.vector : NULL;
+}
+
+/* What pinning the copied bytes in place costs the host, against what the
+ * copies would gain; the fix when the gain is larger. False when memory
+ * runs out. */
+static bool offer_pinning(RuleContext *ctx, Finding *f, uint32_t line, uint64_t bytes, double gain_seconds) {
+    CuNode *vector = copied_vector(ctx, line);
+    if (!vector) return true;
+    double cost = MEASURE_PIN_FIXED_NS / 1e9 + (double)bytes / MEASURE_PIN_BYTES_PER_S;
+    char c[32], b[32];
+    measure_seconds(cost, c, sizeof c);
+    measure_bytes(bytes, b, sizeof b);
+    if (gain_seconds <= cost)
+        return finding_add_evidence(f, "pinning `%s` in place would cost the host at least %s once "
+                                       "(cudaHostRegister and cudaHostUnregister of the %s these copies moved), "
+                                       "more than the copies gain: pin it only if the program copies it more "
+                                       "than this run did",
+                                    vector->name, c, b);
+    return finding_add_evidence(f, "pinning `%s` in place costs the host about %s once (cudaHostRegister and "
+                                   "cudaHostUnregister of the %s these copies moved), less than they gain",
+                                vector->name, c, b) &&
+           pin_in_place_fix(ctx, f, vector);
+}
+
 static void report(RuleContext *ctx, uint32_t line, const Copies *c, const bool *reported, const uint64_t *host,
                    uint64_t run) {
     static const ProfCopyKind dirs[] = {PROF_COPY_HTOD, PROF_COPY_DTOH};
@@ -164,6 +237,9 @@ static void report(RuleContext *ctx, uint32_t line, const Copies *c, const bool 
     if (ok && m.has_gain) {
         ok = pf_set_gain(f, m.gain_seconds, m.scope, m.model);
         if (m.gain_seconds * 1e9 * 100 >= run) f->severity = SEVERITY_WARNING;
+        uint64_t bytes = 0;
+        for (size_t d = 0; d < 2; d++) bytes += reported[d] ? c[d].bytes : 0;
+        if (ok) ok = offer_pinning(ctx, f, line, bytes, m.gain_seconds);
     }
     measurement_free(&m);
     if (!ok) ctx->out_of_memory = true;

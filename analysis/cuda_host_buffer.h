@@ -1,0 +1,44 @@
+/* Questions about host buffers in CUDA host code: which std::vector a copy's
+ * host pointer points into, whether a buffer is pinned with cudaHostRegister,
+ * which argument of a cudaMemcpy* call is the host side, and whether a
+ * vector's storage stays put for the rest of its function (so that pinning
+ * it in place is safe). Shared by CU006, PR008 and their pin fix. */
+#ifndef ADVISE_CUDA_HOST_BUFFER_H
+#define ADVISE_CUDA_HOST_BUFFER_H
+
+#include "cuda_query.h"
+
+/* std::vector<T> with the default allocator (after references and typedefs) */
+bool cu_is_std_vector(const CuNode *n);
+
+/* The object of a member call `v.data()` or an operator call `v[0]`, with
+ * the method's name in *method; NULL for other calls. */
+CuNode *cu_member_call_object(const CuNode *call, const char **method);
+
+/* The declaration of the std::vector whose storage a host pointer
+ * expression points into: `v.data()`, `v.data() + k`, `&v[i]`, `&v.front()`,
+ * `&v.at(i)`; NULL for anything else. */
+CuNode *cu_vector_of_pointer(CuNode *expr);
+
+/* decl is passed to cudaHostRegister somewhere under root, directly or
+ * through a helper of this file that registers its argument. */
+bool cu_is_host_registered(CuNode *root, const CuNode *decl);
+
+typedef enum { CU_COPY_OTHER, CU_COPY_TO_DEVICE, CU_COPY_TO_HOST } CuCopyDirection;
+
+/* For a call of cudaMemcpy, cudaMemcpyAsync, cudaMemcpy2D, cudaMemcpy2DAsync,
+ * cudaMemcpyToSymbol(Async) or cudaMemcpyFromSymbol(Async) whose direction
+ * is written as an enumerator: the direction and the host-side argument
+ * (stripped). CU_COPY_OTHER and NULL otherwise (device to device, a
+ * variable or cudaMemcpyDefault for the kind, another function). */
+CuCopyDirection cu_copy_host_argument(const CuNode *call, CuNode **host);
+
+/* A local std::vector whose storage stays where it is from its declaration
+ * to the end of its function, so that it can be pinned in place: declared at
+ * the top level of a host function's body (not static, not in a lambda);
+ * every later use reads through it (data, size, [], at, front, back,
+ * begin/end, a range-for, passing it by const reference or by value); the
+ * function has no try, throw or goto. *why gets the reason when it is not. */
+bool cu_vector_storage_fixed(const CudaSource *src, const CuNode *vector_decl, const char **why);
+
+#endif

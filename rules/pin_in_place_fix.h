@@ -1,0 +1,16 @@
+/* The fix that pins a std::vector's storage in place: cudaHostRegister right
+ * after its declaration, cudaHostUnregister before every return of its
+ * function and at the end of the body. Offered by PR008 (measured pageable
+ * copies that pinning would speed up) and CU006 (asynchronous copies that
+ * pageable memory makes synchronous). */
+#ifndef ADVISE_PIN_IN_PLACE_FIX_H
+#define ADVISE_PIN_IN_PLACE_FIX_H
+
+#include "rule.h"
+
+/* Adds the fix to f when vector_decl's storage provably stays put
+ * (cu_vector_storage_fixed) and the edits can be placed; nothing otherwise.
+ * False only when memory runs out. */
+bool pin_in_place_fix(RuleContext *ctx, Finding *f, const CuNode *vector_decl);
+
+#endif
