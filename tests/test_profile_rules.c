@@ -1055,7 +1055,10 @@ static const char pin_cu[] = "#include <cuda_runtime.h>\n"                      
                              "    std::vector<float> k(n);\n"                                               /* 19 */
                              "    for (int b = 0; b < batches; ++b)\n"                                      /* 20 */
                              "        cudaMemcpy(k.data(), d, n * sizeof(float), cudaMemcpyDeviceToHost);\n" /* 21 */
-                             "    return 0;\n"                                                              /* 22 */
+                             "    std::vector<float> q(batches * n);\n"                                    /* 22 */
+                             "    for (int b = 0; b < batches; ++b)\n"                                      /* 23 */
+                             "        cudaMemcpy(q.data() + b * n, d, n * sizeof(float), cudaMemcpyDeviceToHost);\n" /* 24 */
+                             "    return 0;\n"                                                              /* 25 */
                              "}\n";
 
 static const char pin_cu_fixed[] =
@@ -1079,19 +1082,21 @@ static const char pin_cu_fixed[] =
 Test(pr008, pins_a_vector_in_place_where_it_pays) {
     Builder b = builder();
     int fast = site(&b, "pin.cu", 8, "upload"), grown = site(&b, "pin.cu", 14, "upload");
-    int raw = site(&b, "pin.cu", 17, "upload"), cheap = site(&b, "pin.cu", 21, "upload");
+    int raw = site(&b, "pin.cu", 17, "upload"), same = site(&b, "pin.cu", 21, "upload");
+    int slices = site(&b, "pin.cu", 24, "upload");
     /* 8 x 4 MiB at 4.2 GB/s: 8 ms, pinned about 0.68 ms; pinning 33.6 MB costs about 2.27 ms */
     copies(&b, fast, PROF_COPY_HTOD, PROF_MEM_PAGEABLE, 8, 4u << 20, 1 * MS, 10 * US);
     copies(&b, grown, PROF_COPY_HTOD, PROF_MEM_PAGEABLE, 8, 4u << 20, 1 * MS, 10 * US);
     copies(&b, raw, PROF_COPY_HTOD, PROF_MEM_PAGEABLE, 8, 4u << 20, 1 * MS, 10 * US);
-    /* 8 x 4 MiB at 28 GB/s: gains 0.52 ms, less than pinning costs */
-    copies(&b, cheap, PROF_COPY_DTOH, PROF_MEM_PAGEABLE, 8, 4u << 20, 150 * US, 10 * US);
+    /* 8 x 4 MiB at 14 GB/s: gains 1.72 ms; pinning 4.19 MB costs 0.55 ms, pinning 33.6 MB 2.27 ms */
+    copies(&b, same, PROF_COPY_DTOH, PROF_MEM_PAGEABLE, 8, 4u << 20, 300 * US, 10 * US);
+    copies(&b, slices, PROF_COPY_DTOH, PROF_MEM_PAGEABLE, 8, 4u << 20, 300 * US, 10 * US);
     ProfileView *v = view_of(&b, 100 * MS);
     Source s = source_text("pin.cu", pin_cu);
     cr_assert(!s.cuda->has_errors, "%s", s.cuda->first_error_message ? s.cuda->first_error_message : "");
     FindingList l = run_rule("PR008", v, &s);
     char *all = describe(&l, &s);
-    cr_assert_eq(l.count, 4, "%s", all);
+    cr_assert_eq(l.count, 5, "%s", all);
     const Finding *f = at_line(&l, &s, 8);
     cr_assert_not_null(f, "%s", all);
     cr_expect(has_evidence(f, "pinning `h` in place costs the host about 2.27 ms once (cudaHostRegister and "
@@ -1116,11 +1121,20 @@ Test(pr008, pins_a_vector_in_place_where_it_pays) {
     f = at_line(&l, &s, 17);
     cr_assert_not_null(f, "%s", all);
     cr_expect_eq(f->fix_count, 0, "not a vector: %s", all);
+    /* every copy from k.data(): the same 4 MiB again, cheap to pin */
     f = at_line(&l, &s, 21);
     cr_assert_not_null(f, "%s", all);
+    cr_expect_eq(f->fix_count, 1, "%s", all);
+    cr_expect(has_evidence(f, "pinning `k` in place costs the host about 547 µs once (cudaHostRegister and "
+                              "cudaHostUnregister of the 4.19 MB each copy moved)"),
+              "%s", all);
+    /* slices of q: all 33.6 MB would be pinned, for 1.72 ms of gain */
+    f = at_line(&l, &s, 24);
+    cr_assert_not_null(f, "%s", all);
     cr_expect_eq(f->fix_count, 0, "%s", all);
-    cr_expect(has_evidence(f, "more than the copies gain: pin it only if the program copies it more than this run "
-                              "did"),
+    cr_expect(has_evidence(f, "pinning `q` in place would cost the host at least 2.27 ms once (cudaHostRegister and "
+                              "cudaHostUnregister of the 33.6 MB these copies moved), more than the copies gain: "
+                              "pin it only if the program copies it more than this run did"),
               "%s", all);
     free(all);
     finding_list_free(&l);

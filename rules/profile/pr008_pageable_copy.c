@@ -86,8 +86,9 @@ static const char documentation[] =
     "\n"
     "Pinning in place costs the host about 0.3 ms + bytes / 17 GB/s, once (`cudaHostRegister` and\n"
     "`cudaHostUnregister` on the H200 host, measured by bench/pinning/pin_cost.cu: within 25% from\n"
-    "1 MiB to 256 MiB), counted over the bytes the copies moved: a lower bound when the vector is\n"
-    "larger, an upper one when the copies move the same bytes again. The fix is offered when the\n"
+    "1 MiB to 256 MiB), counted over the bytes the copies moved (one copy's bytes when every copy\n"
+    "starts at the vector's first element, `v.data()`): a lower bound when the vector is larger, an\n"
+    "upper one when copies at offsets cover the same bytes again. The fix is offered when the\n"
     "gain is larger than that cost; otherwise the evidence says so.\n";
 
 #define MIN_COPIES 2
@@ -154,8 +155,18 @@ typedef struct {
     size_t line_start, line_end; /* the line's bytes */
     CuNode *vector;              /* the one std::vector every copy on the line uses */
     bool mixed;                  /* a copy whose host side is something else */
+    bool offset;                 /* a copy at an offset into the vector (a slice) */
     size_t copies;
 } LineCopies;
+
+/* `v.data()` or `&v.front()`: a copy from the vector's first element */
+static bool at_vector_start(CuNode *host) {
+    CuNode *e = cu_strip(host);
+    const char *method;
+    if (e && e->kind == CXCursor_CallExpr) return cu_member_call_object(e, &method) && strcmp(method, "data") == 0;
+    CuNode *x = e && e->kind == CXCursor_UnaryOperator && e->child_count == 1 ? cu_strip(e->children[0]) : NULL;
+    return x && cu_member_call_object(x, &method) && strcmp(method, "front") == 0;
+}
 
 static bool visit_line_copies(CuNode *n, void *data) {
     LineCopies *l = data;
@@ -165,39 +176,47 @@ static bool visit_line_copies(CuNode *n, void *data) {
     if (cu_copy_host_argument(n, &host) == CU_COPY_OTHER) return true;
     CuNode *v = cu_vector_of_pointer(host);
     l->copies++;
+    l->offset |= !at_vector_start(host);
     if (!v || (l->vector && l->vector != v)) l->mixed = true;
     else l->vector = v;
     return true;
 }
 
-/* The std::vector the line's copies read or write, when they all use one. */
-static CuNode *copied_vector(const RuleContext *ctx, uint32_t line) {
+/* The std::vector the line's copies read or write, when they all use one;
+ * *from_start when each copy starts at its first element. */
+static CuNode *copied_vector(const RuleContext *ctx, uint32_t line, bool *from_start) {
     const Document *doc = ctx->doc;
     if (!ctx->cuda || !ctx->cuda->root || line == 0 || line > doc->line_count) return NULL;
-    LineCopies l = {doc, doc->line_starts[line - 1], document_line_end(doc, line - 1), NULL, false, 0};
+    LineCopies l = {doc, doc->line_starts[line - 1], document_line_end(doc, line - 1), NULL, false, false, 0};
     cu_walk(ctx->cuda->root, visit_line_copies, &l);
+    *from_start = !l.offset;
     return l.copies && !l.mixed ? l.vector : NULL;
 }
 
 /* What pinning the copied bytes in place costs the host, against what the
- * copies would gain; the fix when the gain is larger. False when memory
- * runs out. */
-static bool offer_pinning(RuleContext *ctx, Finding *f, uint32_t line, uint64_t bytes, double gain_seconds) {
-    CuNode *vector = copied_vector(ctx, line);
-    if (!vector) return true;
-    double cost = MEASURE_PIN_FIXED_NS / 1e9 + (double)bytes / MEASURE_PIN_BYTES_PER_S;
-    char c[32], b[32];
+ * copies would gain; the fix when the gain is larger. The bytes pinned are
+ * those the copies moved, or one copy's when every copy starts at the
+ * vector's first element (the same bytes again). False when memory runs
+ * out. */
+static bool offer_pinning(RuleContext *ctx, Finding *f, uint32_t line, uint64_t bytes, uint64_t copies,
+                          double gain_seconds) {
+    bool from_start;
+    CuNode *vector = copied_vector(ctx, line, &from_start);
+    if (!vector || !copies) return true;
+    uint64_t pinned = from_start ? bytes / copies : bytes;
+    double cost = MEASURE_PIN_FIXED_NS / 1e9 + (double)pinned / MEASURE_PIN_BYTES_PER_S;
+    char c[32], b[32], what[96];
     measure_seconds(cost, c, sizeof c);
-    measure_bytes(bytes, b, sizeof b);
+    measure_bytes(pinned, b, sizeof b);
+    snprintf(what, sizeof what, from_start && copies > 1 ? "the %s each copy moved" : "the %s these copies moved", b);
     if (gain_seconds <= cost)
         return finding_add_evidence(f, "pinning `%s` in place would cost the host at least %s once "
-                                       "(cudaHostRegister and cudaHostUnregister of the %s these copies moved), "
-                                       "more than the copies gain: pin it only if the program copies it more "
-                                       "than this run did",
-                                    vector->name, c, b);
+                                       "(cudaHostRegister and cudaHostUnregister of %s), more than the copies "
+                                       "gain: pin it only if the program copies it more than this run did",
+                                    vector->name, c, what);
     return finding_add_evidence(f, "pinning `%s` in place costs the host about %s once (cudaHostRegister and "
-                                   "cudaHostUnregister of the %s these copies moved), less than they gain",
-                                vector->name, c, b) &&
+                                   "cudaHostUnregister of %s), less than they gain",
+                                vector->name, c, what) &&
            pin_in_place_fix(ctx, f, vector);
 }
 
@@ -237,9 +256,12 @@ static void report(RuleContext *ctx, uint32_t line, const Copies *c, const bool 
     if (ok && m.has_gain) {
         ok = pf_set_gain(f, m.gain_seconds, m.scope, m.model);
         if (m.gain_seconds * 1e9 * 100 >= run) f->severity = SEVERITY_WARNING;
-        uint64_t bytes = 0;
-        for (size_t d = 0; d < 2; d++) bytes += reported[d] ? c[d].bytes : 0;
-        if (ok) ok = offer_pinning(ctx, f, line, bytes, m.gain_seconds);
+        uint64_t bytes = 0, count = 0;
+        for (size_t d = 0; d < 2; d++) {
+            bytes += reported[d] ? c[d].bytes : 0;
+            count += reported[d] ? c[d].count : 0;
+        }
+        if (ok) ok = offer_pinning(ctx, f, line, bytes, count, m.gain_seconds);
     }
     measurement_free(&m);
     if (!ok) ctx->out_of_memory = true;
