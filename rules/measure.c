@@ -237,7 +237,10 @@ static bool static_finding_measures(const Merge *m, const FindingList *out, size
     for (size_t i = 0; i < static_count; i++) {
         const Finding *f = &out->items[i];
         const Rule *rule = rule_find(f->code);
-        if (!rule || rule->check_profile || rule->measure != kind) continue;
+        /* a copy the fix removes is a copy too */
+        Measure measured = rule ? rule->measure : MEASURE_NONE;
+        if (measured == MEASURE_COPY_AVOIDED) measured = MEASURE_COPY;
+        if (!rule || rule->check_profile || measured != kind) continue;
         if (line_of(m->doc, f->range.start) <= line && line <= line_of(m->doc, f->range.end)) return true;
         for (size_t r = 0; measure_reads_related(kind) && r < f->related_count; r++)
             if (line_of(m->doc, f->related[r].range.start) == line) return true;

@@ -79,6 +79,9 @@ bool measure_sync_per_rank(const MeasureSite *s, Measurement *m, const ProfOp *c
  * none of its own to go by: PCIe 5.0 x16 as an H100/H200 reaches it (a 4 MB
  * device-to-host copy into pinned memory took 78 us on the H200: 51 GB/s). */
 #define MEASURE_PINNED_DEFAULT_BYTES_PER_S 50e9
+/* The GPU's memory bandwidth when the profile does not name it: an H200's
+ * HBM3e (4.8 TB/s). */
+#define MEASURE_DEVICE_DEFAULT_BYTES_PER_S 4.8e12
 /* What each copy costs beyond its bytes, whatever the memory (a 4-byte
  * device-to-host copy into pinned memory took 1.7 us on the H200): the
  * pinned estimate of N copies adds N times this. */

@@ -189,6 +189,45 @@ static bool measure_copy_ops(const MeasureSite *s, Measurement *m, const ProfOp 
     return true;
 }
 
+/* MEASURE_COPY_AVOIDED: the host-to-device copies at the lines, which the
+ * fix removes by making the data on the GPU (a factory with device=).
+ * Gain (program): their GPU time less the time a kernel takes to write the
+ * same bytes at the GPU's memory bandwidth (the profile's device, else
+ * MEASURE_DEVICE_DEFAULT_BYTES_PER_S). */
+static bool measure_copy_avoided_ops(const MeasureSite *s, Measurement *m, const ProfOp **ops, size_t n) {
+    uint64_t bytes = 0, ns = 0, count = 0;
+    bool pageable = false;
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i]->kind != PROF_OP_MEMCPY || ops[i]->copy != PROF_COPY_HTOD) continue;
+        bytes += ops[i]->bytes;
+        ns += ops[i]->stats.total_ns;
+        count += ops[i]->stats.count;
+        pageable |= ops[i]->src == PROF_MEM_PAGEABLE;
+    }
+    if (!count) return true;
+    m->measured = true;
+    m->cost_ns = ns;
+    const ProfDevice *d = profile_view_device(s->view);
+    double device_bw = d && d->bandwidth_bytes_per_s ? (double)d->bandwidth_bytes_per_s
+                                                     : MEASURE_DEVICE_DEFAULT_BYTES_PER_S;
+    double seconds = (double)ns / 1e9, fill = (double)bytes / device_bw;
+    char amount[32], time[32], copies[48] = "", f[32];
+    measure_bytes(bytes, amount, sizeof amount);
+    measure_duration(ns, time, sizeof time);
+    measure_seconds(fill, f, sizeof f);
+    if (count > 1) snprintf(copies, sizeof copies, " in %llu copies", (unsigned long long)count);
+    if (!measure_evidence(m, "this copy moved %s%s %s at %.1f GB/s (%s); made on the GPU, the data needs no copy, "
+                             "and writing it there takes about %s",
+                          amount, copies, pageable ? "from pageable memory" : "to the GPU",
+                          seconds > 0 ? (double)bytes / seconds / 1e9 : 0.0, time, f))
+        return false;
+    if (seconds <= fill) return true;
+    return measure_gain(m, seconds - fill, "program",
+                        "the copies' GPU time (%s) less writing their bytes on the GPU at its memory bandwidth "
+                        "(%.0f GB/s%s)",
+                        time, device_bw / 1e9, d && d->bandwidth_bytes_per_s ? "" : ", H200 default");
+}
+
 /* MEASURE_LAUNCHES: the kernels launched at the lines.
  * Gain (program), when N >= 2 different kernels run there: fusing N
  * memory-bound elementwise kernels into one reads and writes the data once
@@ -432,6 +471,7 @@ bool measure_apply(Measure kind, const MeasureSite *s, Measurement *m) {
         if (!measure_alloc_ops(s, m, ops, n)) return false;
         return m->measured || measure_sync_ops(s, m, ops, n);
     case MEASURE_COPY: return measure_copy_ops(s, m, ops, n);
+    case MEASURE_COPY_AVOIDED: return measure_copy_avoided_ops(s, m, ops, n);
     case MEASURE_LAUNCHES: return measure_launch_ops(s, m, ops, n);
     case MEASURE_KERNEL: return measure_kernel(s, m);
     case MEASURE_GPU_TIME: return measure_gpu_time(s, m, ops, n);

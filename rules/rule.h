@@ -23,6 +23,9 @@ typedef struct ProfileView ProfileView;
  * model is documented there and in the README):
  *   MEASURE_SYNC      host waits at the finding's lines (syncs, .item())
  *   MEASURE_COPY      copies at the lines: bytes, bandwidth, pinned estimate
+ *   MEASURE_COPY_AVOIDED  the copies at the lines, which the fix removes (the
+ *                     data is made on the GPU instead): their whole time,
+ *                     less writing the bytes on the GPU
  *   MEASURE_LAUNCHES  many small launches at the lines (unfused work)
  *   MEASURE_KERNEL    the GPU time of the kernel the finding sits in (CUDA)
  *   MEASURE_GLOBAL_ACCESS  MEASURE_KERNEL, and the global-memory sectors
@@ -45,6 +48,7 @@ typedef enum {
     MEASURE_NONE,
     MEASURE_SYNC,
     MEASURE_COPY,
+    MEASURE_COPY_AVOIDED,
     MEASURE_LAUNCHES,
     MEASURE_KERNEL,
     MEASURE_ALLOC,

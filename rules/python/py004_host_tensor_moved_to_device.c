@@ -297,5 +297,5 @@ const Rule rule_py004_host_tensor_moved_to_device = {
     .summary = "Tensor created on the host by a torch factory, then moved to the GPU",
     .documentation = documentation,
     .check = check,
-    .measure = MEASURE_COPY,
+    .measure = MEASURE_COPY_AVOIDED,
 };
