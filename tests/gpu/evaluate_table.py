@@ -1,30 +1,77 @@
 #!/usr/bin/env python3
-"""The evaluation table of advise's advice on the samples (samples/RESULTS.md).
+"""The evaluation tables of advise's advice on the samples (samples/RESULTS.md).
 
-    python3 tests/gpu/evaluate_table.py EVAL_DIR RUN_DIR
+    python3 tests/gpu/evaluate_table.py [--advise ADVISE] EVAL_DIR RUN_DIR
+    python3 tests/gpu/evaluate_table.py --rules-to-isolate FINDINGS_JSON FIX_JSON
 
-EVAL_DIR is scripts/prepare-evaluation.sh's output (each sample as written,
-as fixed, the findings with their estimated gains from the recorded
-profile); RUN_DIR holds tests/gpu/evaluate_samples.sh's runs and profiles: one run
-per version (STEM.json) or several (STEM.rN.json), whose medians are taken.
+EVAL_DIR is scripts/prepare-evaluation.sh's output: each sample as written
+(original/), with all fixes (advised/, beside the findings and estimated
+gains from the recorded profile), and with one rule's fixes alone
+(only-RULE/). RUN_DIR holds tests/gpu/evaluate_samples.sh's runs and
+profiles: VERSION/STEM.rN.json (or one run, STEM.json); medians are taken
+over the runs.
 
-Per sample: the rules whose fixes were applied; the estimated gain (the
-largest single program-scope gain advise gave to a finding whose fix was
-applied; gains of different findings are never added); GPU time (kernels + copies + memsets) and the command's wall
-time as written and as fixed, and the speedups; whether the fixed version
-printed the same result: every number of its last output line within 1e-3
-relative of the original's (1e-2 for the training sample, whose data order
-is random).
+The first table, all fixes together, per sample: the rules whose fixes were
+applied; the largest single program-scope gain among them, from the recorded
+profile (the old comparison, kept for continuity); GPU time (kernels +
+copies + memsets), kernel time and the command's wall time as written and as
+fixed; whether the fixed version printed the same result: every number of
+its last output line within 1e-3 relative of the original's (1e-2 for the
+training sample, whose data order is random), in every run.
+
+The second table, one fix at a time, per only-RULE variant: the rule's
+estimate, the sum of the program-scope gains of its findings that carry
+fixes, (a) from this run's own profiles of the original (median over the
+runs; needs --advise, the full advise binary, so it is computed here and not
+on the GPU machine) and (b) from the recorded profile; the saving measured
+in the quantity the rule's model counts (MODEL_QUANTITY); the error
+|estimate - saving| / saving. An estimate under twice the spread (max - min)
+of the original's runs in that quantity is marked "below noise" and left
+out of the mean error, and so is a variant that saved nothing.
+
+--rules-to-isolate prints the rules that get a variant of their own (for
+prepare-evaluation.sh): those whose fixes the all-fixes run applied and that
+have a program-scope gain on some finding.
 """
+import hashlib
 import json
 import math
 import os
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 
+# What each quantity sums: the ops' total_ns in the profile (GPU time for
+# launches, copies and memsets; the host's time in the call for allocations).
+QUANTITIES = {"gpu": ("launch", "memcpy", "memset"), "kernel": ("launch",), "copy": ("memcpy",), "alloc": ("alloc",)}
 
-def gpu_seconds(profile, kinds=("launch", "memcpy", "memset")):
-    return sum(op["stats"]["total_ns"] for op in profile["ops"] if op["kind"] in kinds) / 1e9
+# The quantity each rule's gain model counts (rules/measure_models.c, the
+# rules' "The numbers" in `advise rule CODE`); a variant's saving is measured
+# in it, so that time the fix does not touch (the other quantities) adds no
+# noise to the comparison.
+MODEL_QUANTITY = {
+    # MEASURE_LAUNCHES: (N - 1) / N of the GPU time of the kernels launched at the lines
+    "PY007": "kernel", "CU010": "kernel",
+    # MEASURE_OPTIMIZER: the multi-tensor (foreach) kernels' time x (1 - fused share)
+    "PY008": "kernel",
+    # MEASURE_FP32_GEMM: the FFMA GEMM kernels' time x (1 - 1 / TF32 ratio)
+    "PY009": "kernel",
+    # MEASURE_COPY: the pageable copies' time less the pinned estimate (PR008 takes the same model)
+    "PY004": "copy", "PY005": "copy", "CU006": "copy", "PR008": "copy",
+    # MEASURE_ALLOC (CU008's model where its lines allocate): the host's time in the allocation calls
+    "CU008": "alloc",
+    # no gain model yet, evidence about kernels only (a kernel's time, its
+    # sectors or wavefronts); PR007's gain is kernel-scope: a model for any of
+    # them would count kernel time
+    "PY006": "kernel", "CU003": "kernel", "CU004": "kernel", "CU005": "kernel", "PR001": "kernel",
+    "PR007": "kernel", "PR010": "kernel", "PR011": "kernel", "PR012": "kernel",
+}
+# Left out, as no sum of ops measures what their models count: PR002 and
+# PR003 estimate the GPU's idle time between its work (launch overhead,
+# host-side gaps), PR013, PR014, PY012 and PY013 exposed communication and
+# waits between ranks. A variant of one of them is shown with no saving.
 
 
 def median(xs):
@@ -33,28 +80,43 @@ def median(xs):
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
+def seconds_of(profile, kinds):
+    return sum(op["stats"]["total_ns"] for op in profile["ops"] if op["kind"] in kinds) / 1e9
+
+
+def last_line(path):
+    try:
+        with open(path) as f:
+            lines = [l for l in f.read().splitlines() if l.strip()]
+        return lines[-1] if lines else ""
+    except OSError:
+        return ""
+
+
+def read_run(base):
+    """One run: its exit status, wall seconds, seconds per quantity, last output line and profile path."""
+    try:
+        with open(base + ".status") as f:
+            status, wall = f.read().split()
+        with open(base + ".json") as f:
+            profile = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return {"status": int(status), "wall": float(wall) / 1e3, "last": last_line(base + ".out"),
+            "profile": base + ".json", **{q: seconds_of(profile, kinds) for q, kinds in QUANTITIES.items()}}
+
+
 def runs_of(run_dir, version, stem):
-    """(exit statuses, wall s, GPU s, kernel s, last output lines) of every run of one version."""
+    """Every run of one version of a sample, in the order of their tags (r1, r2, ...)."""
     folder = os.path.join(run_dir, version)
-    tags = sorted(f[len(stem) + 1:-len(".status")] for f in os.listdir(folder)
-                  if f.startswith(stem + ".") and f.endswith(".status"))
-    runs = []
-    for tag in tags:
-        base = os.path.join(folder, f"{stem}.{tag}" if tag else stem)
-        try:
-            status, wall = open(base + ".status").read().split()
-            profile = json.load(open(base + ".json"))
-        except (OSError, ValueError):
-            continue
-        runs.append((int(status), float(wall) / 1e3, gpu_seconds(profile), gpu_seconds(profile, ("launch",)),
-                     last_line(base + ".out")))
-    if not runs and os.path.exists(os.path.join(folder, stem + ".status")):
-        base = os.path.join(folder, stem)
-        status, wall = open(base + ".status").read().split()
-        profile = json.load(open(base + ".json"))
-        runs.append((int(status), float(wall) / 1e3, gpu_seconds(profile), gpu_seconds(profile, ("launch",)),
-                     last_line(base + ".out")))
-    return runs
+    if not os.path.isdir(folder):
+        return []
+    tags = sorted((f[len(stem) + 1:-len(".status")] for f in os.listdir(folder)
+                   if f.startswith(stem + ".") and f.endswith(".status")), key=lambda t: (len(t), t))
+    runs = [read_run(os.path.join(folder, f"{stem}.{tag}")) for tag in tags]
+    if not tags and os.path.exists(os.path.join(folder, stem + ".status")):
+        runs = [read_run(os.path.join(folder, stem))]
+    return [r for r in runs if r]
 
 
 def numbers(line):
@@ -68,68 +130,224 @@ def same_result(a, b, tol):
     return all(abs(x - y) <= tol * max(abs(x), abs(y), 1e-12) for x, y in zip(na, nb))
 
 
-def last_line(path):
+def same_results(stem, original, fixed):
+    """The fixed version exited 0 and printed the original's result, in every run (runs paired in order)."""
+    tol = 1e-2 if stem == "train_classifier" else 1e-3
+    return all(a["status"] == 0 and b["status"] == 0 and same_result(a["last"], b["last"], tol)
+               for a, b in zip(original, fixed))
+
+
+def load_findings(path):
     try:
         with open(path) as f:
-            lines = [l for l in f.read().splitlines() if l.strip()]
-        return lines[-1] if lines else ""
-    except OSError:
-        return ""
+            return json.load(f)["findings"]
+    except (OSError, ValueError, KeyError):
+        return []
 
 
-def main(eval_dir, run_dir):
+def line_of(finding):
+    return finding["range"]["start"]["line"]
+
+
+def program_gain(finding):
+    gain = finding.get("gain")
+    return gain["seconds"] if gain and gain.get("scope") == "program" else None
+
+
+def applied_rules(findings, after_fix):
+    """The rules with a fixable finding that is gone after fixing (by rule and line: a fix that
+    inserts lines moves the findings below it, so one left unfixed there can read as gone, and
+    prepare-evaluation.sh drops a variant that comes out the same as the original)."""
+    remaining = {(f["code"], line_of(f)) for f in after_fix}
+    return sorted({f["code"] for f in findings if f.get("fixes") and (f["code"], line_of(f)) not in remaining})
+
+
+def rules_to_isolate(findings, after_fix):
+    """The rules that get a variant of their own: applied, and with a program-scope gain to check."""
+    gained = {f["code"] for f in findings if program_gain(f) is not None}
+    return [r for r in applied_rules(findings, after_fix) if r in gained]
+
+
+def rule_estimate(findings, rule):
+    """The rule's program-scope gains, summed over its findings that carry fixes: distinct findings
+    of one rule sit at distinct sites, so their gains add up (gains of different rules may count the
+    same time and are never added)."""
+    return sum(program_gain(f) or 0.0 for f in findings if f["code"] == rule and f.get("fixes"))
+
+
+def sha256_of(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def fresh_findings(advise, source, profile_path):
+    """advise's findings on the original source with one of this run's profiles of it, or None.
+    A profile names its files relative to the directory advise-profile ran in (the repository root
+    on the GPU machine: .carry/eval/original/NAME); the source is copied to that relative path in a
+    scratch folder, where advise matches it to the profile's file (and finds its sha256 fresh)."""
+    with open(profile_path) as f:
+        files = json.load(f).get("files", [])
+    digest = sha256_of(source)
+    paths = [e["path"] for e in files if e.get("sha256") == digest] or \
+            [e["path"] for e in files if os.path.basename(e["path"]) == os.path.basename(source)]
+    if not paths:
+        return None
+    with tempfile.TemporaryDirectory() as scratch:
+        placed = os.path.join(scratch, paths[0])
+        os.makedirs(os.path.dirname(placed), exist_ok=True)
+        shutil.copyfile(source, placed)
+        r = subprocess.run([advise, "check", "--format", "json", "--no-config", "--profile",
+                            os.path.abspath(profile_path), paths[0]], cwd=scratch, capture_output=True, text=True)
+    if r.returncode > 1:
+        sys.exit(f"evaluate_table: {advise} check on {profile_path} failed: {r.stderr.strip()}")
+    return json.loads(r.stdout)["findings"]
+
+
+def ms(seconds):
+    return "-" if seconds is None else f"{seconds * 1e3:.3f} ms"
+
+
+def percent(x):
+    return "-" if x is None else f"{x * 100:.1f}%"
+
+
+def mean(xs):
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def geomean(xs):
+    xs = [x for x in xs if x > 0 and not math.isnan(x)]
+    return (math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")), len(xs)
+
+
+def runs_note(n):
+    return f"({n} run{'s' if n > 1 else ''})"
+
+
+def all_fixes_table(eval_dir, run_dir, names):
+    """The first table; returns the lines, the GPU and kernel speedups and the old-way errors."""
     rows, speedups, kernel_speedups, errors = [], [], [], []
-    for name in sorted(os.listdir(os.path.join(eval_dir, "original"))):
+    for name in names:
         stem = os.path.splitext(name)[0]
-        try:
-            findings = json.load(open(os.path.join(eval_dir, "advised", name + ".findings.json")))["findings"]
-            after_fix = json.load(open(os.path.join(eval_dir, "advised", name + ".fix.json")))["findings"]
-        except (OSError, ValueError, KeyError):
-            findings, after_fix = [], []
-        remaining = {(f["code"], f["range"]["start"]["line"]) for f in after_fix}
-        applied = sorted({f["code"] for f in findings if f.get("fixes") and (f["code"], f["range"]["start"]["line"]) not in remaining})
-        # the estimate for what was applied: the largest program-scope gain among
-        # the findings whose fixes were applied (gains of different findings
-        # may count the same time, so they are never added)
-        gains = [f["gain"]["seconds"] for f in findings
-                 if f.get("gain") and f["gain"].get("scope") == "program" and f["code"] in applied]
+        findings = load_findings(os.path.join(eval_dir, "advised", name + ".findings.json"))
+        after_fix = load_findings(os.path.join(eval_dir, "advised", name + ".fix.json"))
+        applied = applied_rules(findings, after_fix)
+        # the old estimate: the largest single program-scope gain of an applied rule
+        gains = [program_gain(f) for f in findings if f["code"] in applied and program_gain(f) is not None]
         est = max(gains) if gains else 0.0
         runs = {v: runs_of(run_dir, v, stem) for v in ("original", "advised")}
         if not runs["original"] or not runs["advised"]:
             rows.append(f"| {name} | {', '.join(applied) or '-'} | - | run failed | | | | | |")
             continue
-        reps = min(len(runs["original"]), len(runs["advised"]))
-        g0, g1 = (median([r[2] for r in runs[v]]) for v in ("original", "advised"))
-        k0, k1 = (median([r[3] for r in runs[v]]) for v in ("original", "advised"))
-        w0, w1 = (median([r[1] for r in runs[v]]) for v in ("original", "advised"))
-        tol = 1e-2 if stem == "train_classifier" else 1e-3
-        same = all(a[0] == 0 and b[0] == 0 and same_result(a[4], b[4], tol)
-                   for a, b in zip(runs["original"], runs["advised"]))
+        med = {v: {q: median([r[q] for r in runs[v]]) for q in ("gpu", "kernel", "wall")} for v in runs}
+        g0, g1 = med["original"]["gpu"], med["advised"]["gpu"]
+        k0, k1 = med["original"]["kernel"], med["advised"]["kernel"]
+        w0, w1 = med["original"]["wall"], med["advised"]["wall"]
         gpu_speedup = g0 / g1 if g1 > 0 else float("nan")
-        saved = g0 - g1
         speedups.append(gpu_speedup)
         if k1 > 0:
             kernel_speedups.append(k0 / k1)
-        if est > 0 and saved > 0:
-            errors.append(abs(est - saved) / saved)
+        if est > 0 and g0 - g1 > 0:
+            errors.append(abs(est - (g0 - g1)) / (g0 - g1))
+        same = same_results(stem, runs["original"], runs["advised"])
+        reps = min(len(runs["original"]), len(runs["advised"]))
         rows.append(f"| {name} | {', '.join(applied) or '-'} | {est * 1e3:.3f} ms | {g0 * 1e3:.3f} -> {g1 * 1e3:.3f} ms "
                     f"| {gpu_speedup:.2f}x | {k0 * 1e3:.3f} -> {k1 * 1e3:.3f} ms | {w0:.2f} -> {w1:.2f} s "
-                    f"| {w0 / w1:.2f}x | {'yes' if same else 'NO'} ({reps} run{'s' if reps > 1 else ''}) |")
-    print("| sample | rules applied | est. gain (largest) | GPU time (median) | GPU speedup | kernel time | wall | wall speedup | same result |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    print("\n".join(rows))
-    def geomean(xs):
-        xs = [x for x in xs if x > 0 and not math.isnan(x)]
-        return (math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")), len(xs)
+                    f"| {w0 / w1:.2f}x | {'yes' if same else 'NO'} {runs_note(reps)} |")
+    lines = ["| sample | rules applied | est. gain (largest) | GPU time (median) | GPU speedup | kernel time | wall "
+             "| wall speedup | same result |", "|---|---|---|---|---|---|---|---|---|"] + rows
+    return lines, speedups, kernel_speedups, errors
+
+
+def variant_row(eval_dir, run_dir, name, rule, advise, fresh_cache):
+    """One row of the second table: (line, error or None, why it is left out or None)."""
+    stem = os.path.splitext(name)[0]
+    original, variant = runs_of(run_dir, "original", stem), runs_of(run_dir, "only-" + rule, stem)
+    quantity = MODEL_QUANTITY.get(rule)
+    recorded = rule_estimate(load_findings(os.path.join(eval_dir, "advised", name + ".findings.json")), rule)
+    if not original or not variant:
+        return f"| {name} | {rule} | {quantity or '-'} | - | {ms(recorded)} | run failed | | | |", None, "run failed"
+    fresh = None
+    if advise:
+        source = os.path.join(eval_dir, "original", name)
+        per_run = []
+        for run in original:
+            if run["profile"] not in fresh_cache:
+                fresh_cache[run["profile"]] = fresh_findings(advise, source, run["profile"])
+            if fresh_cache[run["profile"]] is not None:
+                per_run.append(rule_estimate(fresh_cache[run["profile"]], rule))
+        fresh = median(per_run) if per_run else None
+    estimate = fresh if fresh is not None else recorded
+    same = "yes" if same_results(stem, original, variant) else "NO"
+    same += " " + runs_note(min(len(original), len(variant)))
+    if not quantity:
+        return (f"| {name} | {rule} | - | {ms(fresh)} | {ms(recorded)} | no quantity for its model | | | {same} |",
+                None, "no quantity")
+    saved = median([r[quantity] for r in original]) - median([r[quantity] for r in variant])
+    floor = 2 * (max(r[quantity] for r in original) - min(r[quantity] for r in original))
+    error = abs(estimate - saved) / saved if saved > 0 else None
+    left_out = "below noise" if estimate < floor else None if saved > 0 else "no saving"
+    shown = percent(error) + (f" ({left_out})" if left_out else "")
+    line = (f"| {name} | {rule} | {quantity} | {ms(fresh)} | {ms(recorded)} | {ms(saved)} | {ms(floor)} "
+            f"| {shown} | {same} |")
+    return line, None if left_out else error, left_out
+
+
+def one_fix_table(eval_dir, run_dir, names, advise):
+    """The second table; returns its lines and the errors that count."""
+    variants = sorted(d[len("only-"):] for d in os.listdir(eval_dir) if d.startswith("only-"))
+    rows, errors, left_out, fresh_cache = [], [], {}, {}
+    for name in names:
+        for rule in variants:
+            if not os.path.exists(os.path.join(eval_dir, "only-" + rule, name)):
+                continue
+            line, error, why = variant_row(eval_dir, run_dir, name, rule, advise, fresh_cache)
+            rows.append(line)
+            if error is not None:
+                errors.append(error)
+            elif why:
+                left_out[why] = left_out.get(why, 0) + 1
+    lines = ["| sample | rule | measured in | estimate (this run's profiles, median) | estimate (recorded profile) "
+             "| saved (median) | noise floor (2x spread) | error | same result |",
+             "|---|---|---|---|---|---|---|---|---|"] + rows
+    source = ("this run's own profiles of the originals" if advise else
+              "the recorded profiles (no --advise given: run this table here with --advise build/advise "
+              "for estimates from this run's profiles)")
+    lines.append(f"\none fix at a time: mean |estimated - measured| / measured {percent(mean(errors)) if errors else '-'} "
+                 f"over {len(errors)} variant{'s' if len(errors) != 1 else ''}, estimates from {source}")
+    lines.append("left out of the mean: " + (", ".join(f"{n} {why}" for why, n in sorted(left_out.items())) or "none") +
+                 "; below noise: the estimate is under twice the spread (max - min) of the original's runs in the "
+                 "quantity measured, so the saving cannot be told from noise (shown, not counted)")
+    return lines, errors
+
+
+def print_tables(eval_dir, run_dir, advise):
+    names = sorted(os.listdir(os.path.join(eval_dir, "original")))
+    lines, speedups, kernel_speedups, old_errors = all_fixes_table(eval_dir, run_dir, names)
+    print("\n".join(lines))
     geo, n = geomean(speedups)
     kgeo, kn = geomean(kernel_speedups)
-    print(f"\ngeometric-mean GPU-time speedup: {geo:.2f}x over {n} samples (kernel time alone: {kgeo:.2f}x over {kn}); "
-          f"mean |estimated - measured| / measured over {len(errors)} samples with both: "
-          f"{(sum(errors) / len(errors) * 100) if errors else float('nan'):.0f}%")
+    print(f"\ngeometric-mean GPU-time speedup: {geo:.2f}x over {n} samples (kernel time alone: {kgeo:.2f}x over {kn})")
+    print(f"all fixes together, the old comparison (largest single estimate, recorded profile, against the GPU "
+          f"time all fixes saved): mean error {percent(mean(old_errors)) if old_errors else '-'} "
+          f"over {len(old_errors)} samples with both\n")
+    lines, _ = one_fix_table(eval_dir, run_dir, names, advise)
+    print("\n".join(lines))
+
+
+def main(argv):
+    if argv[:1] == ["--rules-to-isolate"] and len(argv) == 3:
+        print(" ".join(rules_to_isolate(load_findings(argv[1]), load_findings(argv[2]))))
+        return 0
+    advise = None
+    if argv[:1] == ["--advise"] and len(argv) > 1:
+        advise, argv = os.path.abspath(argv[1]), argv[2:]
+    if len(argv) != 2:
+        print(__doc__)
+        return 2
+    print_tables(argv[0], argv[1], advise)
+    return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        print(__doc__)
-        sys.exit(2)
-    main(sys.argv[1], sys.argv[2])
+    sys.exit(main(sys.argv[1:]))
