@@ -13,8 +13,9 @@
 #                            the sample, so that its estimate can be set
 #                            against what that fix alone saves; NAME.fix.json
 #                            beside it. A variant that comes out identical to
-#                            the original (nothing applied alone) or to
-#                            advised (the only rule applied) is not kept.
+#                            the original (nothing applied alone) is not kept;
+#                            one identical to advised (the only rule applied)
+#                            is not run twice: NAME.same-as-advised marks it.
 # The fixes are applied with the recorded profiles merged, as
 # `advise check --fix` does in this repository (its advise.toml names
 # samples/profiles): a fix the profile shows would slow the code down is
@@ -94,7 +95,11 @@ for s in $samples; do
         if cmp -s "$dir/$name" "$dest/original/$name"; then
             echo "prepare-evaluation: $name: no only-$rule (no fix of $rule applies on its own)"
         elif cmp -s "$dir/$name" "$dest/advised/$name"; then
-            echo "prepare-evaluation: $name: no only-$rule (the same as advised: $rule is the only rule applied)"
+            echo "prepare-evaluation: $name: only-$rule is advised itself ($rule is the only rule applied)"
+            rm -f "$dir/$name" "$dir/$name.fix.json"
+            : >"$dir/$name.same-as-advised"
+            variants="$variants only-$rule/$name(=advised)"
+            continue
         else
             variants="$variants only-$rule/$name"
             continue

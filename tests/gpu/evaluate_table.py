@@ -33,6 +33,7 @@ out of the mean error, and so is a variant that saved nothing.
 prepare-evaluation.sh): those whose fixes the all-fixes run applied and that
 have a program-scope gain on some finding.
 """
+import difflib
 import hashlib
 import json
 import math
@@ -58,8 +59,12 @@ MODEL_QUANTITY = {
     "PY008": "kernel",
     # MEASURE_FP32_GEMM: the FFMA GEMM kernels' time x (1 - 1 / TF32 ratio)
     "PY009": "kernel",
-    # MEASURE_COPY: the pageable copies' time less the pinned estimate (PR008 takes the same model)
-    "PY004": "copy", "PY005": "copy", "CU006": "copy", "PR008": "copy",
+    # MEASURE_COPY: the pageable copies at the finding's lines, less the pinned estimate (PR008
+    # takes the same model); MEASURE_COPY_AVOIDED (PY004): the copies at the lines, less the
+    # kernel that makes the data on the GPU instead. Measured as the GPU work (copies, kernels,
+    # memsets) at those lines: the sample's other copies vary by 10-30% from run to run, and
+    # would drown the saving.
+    "PY004": "lines", "PY005": "lines", "CU006": "lines", "PR008": "lines",
     # MEASURE_ALLOC (CU008's model where its lines allocate): the host's time in the allocation calls
     "CU008": "alloc",
     # no gain model yet, evidence about kernels only (a kernel's time, its
@@ -104,6 +109,31 @@ def read_run(base):
         return None
     return {"status": int(status), "wall": float(wall) / 1e3, "last": last_line(base + ".out"),
             "profile": base + ".json", **{q: seconds_of(profile, kinds) for q, kinds in QUANTITIES.items()}}
+
+
+def lines_seconds(profile_path, name, lines):
+    """GPU time (kernels, copies, memsets) the run made at these lines of the file called name."""
+    with open(profile_path) as f:
+        profile = json.load(f)
+    files = {i for i, e in enumerate(profile.get("files", [])) if os.path.basename(e["path"]) == name}
+    sites = {i for i, site in enumerate(profile.get("sites", [])) if site["file"] in files and site["line"] in lines}
+    return sum(op["stats"]["total_ns"] for op in profile["ops"]
+               if op["kind"] in QUANTITIES["gpu"] and op.get("site") in sites) / 1e9
+
+
+def mapped_lines(original_source, variant_source, lines):
+    """Where the original's lines (1-based) are in the variant: a fix that inserts lines moves the
+    lines below it; a line the fix rewrote maps to its replacement's lines."""
+    with open(original_source) as f:
+        a = f.read().splitlines()
+    with open(variant_source) as f:
+        b = f.read().splitlines()
+    out = set()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        for line in lines:
+            if i1 < line <= i2:
+                out |= {line - i1 + j1} if tag == "equal" else set(range(j1 + 1, j2 + 1))
+    return out
 
 
 def runs_of(run_dir, version, stem):
@@ -262,9 +292,12 @@ def all_fixes_table(eval_dir, run_dir, names):
 def variant_row(eval_dir, run_dir, name, rule, advise, fresh_cache):
     """One row of the second table: (line, error or None, why it is left out or None)."""
     stem = os.path.splitext(name)[0]
-    original, variant = runs_of(run_dir, "original", stem), runs_of(run_dir, "only-" + rule, stem)
+    # the only rule applied: its variant is the advised version (prepare-evaluation.sh leaves a marker)
+    version = "advised" if os.path.exists(variant_marker(eval_dir, rule, name)) else "only-" + rule
+    original, variant = runs_of(run_dir, "original", stem), runs_of(run_dir, version, stem)
     quantity = MODEL_QUANTITY.get(rule)
-    recorded = rule_estimate(load_findings(os.path.join(eval_dir, "advised", name + ".findings.json")), rule)
+    recorded_findings = load_findings(os.path.join(eval_dir, "advised", name + ".findings.json"))
+    recorded = rule_estimate(recorded_findings, rule)
     if not original or not variant:
         return f"| {name} | {rule} | {quantity or '-'} | - | {ms(recorded)} | run failed | | | |", None, "run failed"
     fresh = None
@@ -283,8 +316,19 @@ def variant_row(eval_dir, run_dir, name, rule, advise, fresh_cache):
     if not quantity:
         return (f"| {name} | {rule} | - | {ms(fresh)} | {ms(recorded)} | no quantity for its model | | | {same} |",
                 None, "no quantity")
-    saved = median([r[quantity] for r in original]) - median([r[quantity] for r in variant])
-    floor = 2 * (max(r[quantity] for r in original) - min(r[quantity] for r in original))
+    if quantity == "lines":
+        lines = {line_of(f) for f in recorded_findings if f["code"] == rule and f.get("fixes")}
+        moved = mapped_lines(os.path.join(eval_dir, "original", name), os.path.join(eval_dir, version, name), lines)
+        for r in original:
+            r["lines"] = lines_seconds(r["profile"], name, lines)
+        for r in variant:
+            r["lines"] = lines_seconds(r["profile"], name, moved)
+        quantity = f"lines {','.join(str(l) for l in sorted(lines))}"
+        key = "lines"
+    else:
+        key = quantity
+    saved = median([r[key] for r in original]) - median([r[key] for r in variant])
+    floor = 2 * (max(r[key] for r in original) - min(r[key] for r in original))
     error = abs(estimate - saved) / saved if saved > 0 else None
     left_out = "below noise" if estimate < floor else None if saved > 0 else "no saving"
     shown = percent(error) + (f" ({left_out})" if left_out else "")
@@ -293,13 +337,19 @@ def variant_row(eval_dir, run_dir, name, rule, advise, fresh_cache):
     return line, None if left_out else error, left_out
 
 
+def variant_marker(eval_dir, rule, name):
+    """prepare-evaluation.sh's note that only-RULE of a sample is the advised version itself."""
+    return os.path.join(eval_dir, "only-" + rule, name + ".same-as-advised")
+
+
 def one_fix_table(eval_dir, run_dir, names, advise):
     """The second table; returns its lines and the errors that count."""
     variants = sorted(d[len("only-"):] for d in os.listdir(eval_dir) if d.startswith("only-"))
     rows, errors, left_out, fresh_cache = [], [], {}, {}
     for name in names:
         for rule in variants:
-            if not os.path.exists(os.path.join(eval_dir, "only-" + rule, name)):
+            if not (os.path.exists(os.path.join(eval_dir, "only-" + rule, name)) or
+                    os.path.exists(variant_marker(eval_dir, rule, name))):
                 continue
             line, error, why = variant_row(eval_dir, run_dir, name, rule, advise, fresh_cache)
             rows.append(line)

@@ -99,6 +99,19 @@ def recorded_gains(eval_dir):
             if f.get("fixes") and f.get("gain") and f["gain"]["scope"] == "program"]
 
 
+def fixed_lines(eval_dir, rule):
+    """The lines of the rule's findings that carry fixes, in the recorded findings."""
+    with open(os.path.join(eval_dir, "advised", NAME + ".findings.json")) as f:
+        return {x["range"]["start"]["line"] for x in json.load(f)["findings"] if x["code"] == rule and x.get("fixes")}
+
+
+def at_lines(profile, lines):
+    """Seconds of kernels, copies and memsets made at these lines of the sample."""
+    sites = {i for i, site in enumerate(profile["sites"]) if site["line"] in lines}
+    return sum(op["stats"]["total_ns"] for op in profile["ops"]
+               if op["kind"] in ("launch", "memcpy", "memset") and op.get("site") in sites) / 1e9
+
+
 def recorded_estimate(eval_dir, rule):
     return sum(gain for code, gain in recorded_gains(eval_dir) if code == rule)
 
@@ -186,14 +199,16 @@ def check_one_fix(out, v, eval_dir, with_fresh):
         expect("PY008: noise floor", cells[6], ms(2 * (max(k0) - min(k0))))
         expect("PY008: error", cells[7], f"{error * 100:.1f}%")
         expect("PY008: same result", cells[8], "yes (3 runs)")
-    # PY005: in copy time, under twice the copies' spread
+    # PY005: the GPU work at its fixed findings' lines, under twice that work's spread
     rec5 = recorded_estimate(eval_dir, "PY005")
-    saved5 = median3(c0) - median3([seconds(p, "memcpy") for p in v["only-PY005"]])
+    lines5 = fixed_lines(eval_dir, "PY005")
+    l0 = [at_lines(p, lines5) for p in v["original"]]
+    saved5 = median3(l0) - median3([at_lines(p, lines5) for p in v["only-PY005"]])
     cells = row(out, NAME, "PY005")
     if cells:
-        expect("PY005: quantity", cells[2], "copy")
+        expect("PY005: quantity", cells[2], "lines " + ",".join(str(l) for l in sorted(lines5)))
         expect("PY005: saved", cells[5], ms(saved5))
-        expect("PY005: noise floor", cells[6], ms(2 * (max(c0) - min(c0))))
+        expect("PY005: noise floor", cells[6], ms(2 * (max(l0) - min(l0))))
         expect("PY005: error", cells[7], f"{abs((1.0 * rec5) - saved5) / saved5 * 100:.1f}% (below noise)")
     # PY007: below noise, and a failed run is not the same result
     cells = row(out, NAME, "PY007")
@@ -215,12 +230,31 @@ def check_rule_estimate():
     expect("rule_estimate of two fixable program gains", rule_estimate(findings, "PY005"), 3.0)
 
 
+def check_mapped_lines():
+    """A fix that inserts lines moves the lines below it; a rewritten line maps to its replacement."""
+    from evaluate_table import mapped_lines
+    tmp = tempfile.mkdtemp()
+    try:
+        a, b = os.path.join(tmp, "a"), os.path.join(tmp, "b")
+        with open(a, "w") as f:
+            f.write("one\ntwo\ncopy(v)\nfour\nreturn\n")
+        with open(b, "w") as f:
+            f.write("one\npin(v)\npinned\ntwo\ncopy(v)\nfour\nunpin(v)\nreturn\n")
+        expect("mapped_lines after an insertion", mapped_lines(a, b, {3, 5}), {5, 8})
+        with open(b, "w") as f:
+            f.write("one\ntwo\ncopy(v, fast)\nfour\nreturn\n")
+        expect("mapped_lines of a rewritten line", mapped_lines(a, b, {3}), {3})
+    finally:
+        shutil.rmtree(tmp)
+
+
 def main(argv):
     if len(argv) != 1:
         print(__doc__)
         return 2
     advise = os.path.abspath(argv[0])
     check_rule_estimate()
+    check_mapped_lines()
     tmp = tempfile.mkdtemp()
     try:
         eval_dir, run_dir = os.path.join(tmp, "eval"), os.path.join(tmp, "run")
