@@ -1,5 +1,6 @@
 #include "kernel_name.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -85,4 +86,27 @@ bool kernel_is_fp32_simt_gemm(const char *name) {
         return false;
     if (contains_ci(name, "sgemm")) return true;
     return contains_ci(name, "gemm") && contains_ci(name, "f32f32_f32f32") && contains_ci(name, "ffma");
+}
+
+/* identifiers that end in _kernel but name the launcher, not the operator */
+static const char *const kernel_wrappers[] = {"elementwise", "vectorized_elementwise", "unrolled_elementwise",
+                                              "reduce", "index_elementwise", "launch_legacy", NULL};
+
+bool kernel_elementwise_op(const char *name, char *op, size_t size) {
+    if (!name || strncmp(name, "void at::native::", 17) != 0) return false;
+    for (const char *k = strstr(name, "_kernel"); k; k = strstr(k + 1, "_kernel")) {
+        const char *start = k;
+        while (start > name && (isalnum((unsigned char)start[-1]) || start[-1] == '_')) start--;
+        size_t len = (size_t)(k - start);
+        if (len == 0 || len >= size) continue;
+        bool wrapper = false;
+        for (size_t i = 0; kernel_wrappers[i] && !wrapper; i++)
+            wrapper = strlen(kernel_wrappers[i]) == len && strncmp(start, kernel_wrappers[i], len) == 0;
+        if (wrapper) continue;
+        memcpy(op, start, len);
+        op[len] = '\0';
+        /* a backward kernel is not a forward operator */
+        return strstr(op, "backward") == NULL && !isupper((unsigned char)op[0]);
+    }
+    return false;
 }

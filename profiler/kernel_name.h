@@ -8,6 +8,7 @@
 #define ADVISE_KERNEL_NAME_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 /* Heap string ("" when nothing is left); NULL only when memory runs out. */
 char *kernel_base_name(const char *demangled);
@@ -25,5 +26,14 @@ bool kernel_is_matrix_product(const char *name);
  * `gemvNSP_kernel<float, ...>`, `internal::gemvx::kernel<int, int, float, ...>`):
  * one row at a time, as attention runs when decoding token by token. */
 bool kernel_is_fp32_gemv(const char *name);
+
+/* The operator of a PyTorch elementwise kernel named after it, as its
+ * functor or lambda's function says (`at::native::sigmoid_kernel_cuda(...)`,
+ * `(anonymous namespace)::silu_kernel(...)` -> "sigmoid", "silu"), copied
+ * into op; false for generic functors (`BinaryFunctor<..., MulFunctor>`,
+ * `CUDAFunctor_add`), for backward kernels (`sigmoid_backward_kernel_cuda`)
+ * and for anything else. Autograd names an operator's backward kernel
+ * `<op>_backward`, so this finds a forward kernel's backward. */
+bool kernel_elementwise_op(const char *name, char *op, size_t size);
 
 #endif

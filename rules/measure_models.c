@@ -228,10 +228,50 @@ static bool measure_copy_avoided_ops(const MeasureSite *s, Measurement *m, const
                         time, device_bw / 1e9, d && d->bandwidth_bytes_per_s ? "" : ", H200 default");
 }
 
+/* The share of the line's runs that autograd differentiated, 0 to 1: for
+ * each elementwise operator the line's kernels name (kernel_elementwise_op),
+ * the launches of its backward kernel (`<op>_backward`) anywhere in the
+ * profile against its forward launches here, at most 1; the largest over
+ * the operators, with that operator in *which. 0 when no operator has a
+ * backward kernel to go by (inference, or only generic functors). */
+static double trained_share(const MeasureSite *s, const ProfOp **ops, size_t n, char *which, size_t size) {
+    const Profile *p = profile_view_profile(s->view);
+    double best = 0;
+    for (size_t i = 0; i < n; i++) {
+        char op[64], backward[80];
+        if (ops[i]->kind != PROF_OP_LAUNCH || !ops[i]->stats.count ||
+            !kernel_elementwise_op(p->kernels[ops[i]->kernel].name, op, sizeof op))
+            continue;
+        uint64_t forward = 0, backwards = 0;
+        for (size_t k = 0; k < n; k++) {
+            char other[64];
+            if (ops[k]->kind == PROF_OP_LAUNCH && kernel_elementwise_op(p->kernels[ops[k]->kernel].name, other, sizeof other) &&
+                strcmp(other, op) == 0)
+                forward += ops[k]->stats.count;
+        }
+        snprintf(backward, sizeof backward, "%s_backward", op);
+        for (size_t k = 0; k < p->op_count; k++)
+            if (p->ops[k].kind == PROF_OP_LAUNCH && strstr(p->kernels[p->ops[k].kernel].name, backward))
+                backwards += p->ops[k].stats.count;
+        double share = forward ? (double)backwards / (double)forward : 0;
+        if (share > 1) share = 1;
+        if (share > best) {
+            best = share;
+            snprintf(which, size, "%s", op);
+        }
+    }
+    return best;
+}
+
 /* MEASURE_LAUNCHES: the kernels launched at the lines.
  * Gain (program), when N >= 2 different kernels run there: fusing N
  * memory-bound elementwise kernels into one reads and writes the data once
- * instead of N times, so it saves (N - 1) / N of their GPU time. */
+ * instead of N times, so it saves (N - 1) / N of their GPU time. Where
+ * autograd differentiated the line (a share t of its runs, trained_share),
+ * the backward kernels of the unfused expression run on autograd's thread,
+ * charged to the line that called backward(), and fusing saves there too:
+ * a backward pass reads and writes about twice what the forward one does,
+ * so the gain is (N - 1) / N x time x (1 + 2t). */
 static bool measure_launch_ops(const MeasureSite *s, Measurement *m, const ProfOp **ops, size_t n) {
     uint64_t launches = 0, ns = 0;
     size_t kernels = 0;
@@ -259,6 +299,19 @@ static bool measure_launch_ops(const MeasureSite *s, Measurement *m, const ProfO
         return false;
     if (kernels < 2) return true;
     double g = (double)ns / 1e9 * (double)(kernels - 1) / (double)kernels;
+    char op[64] = "";
+    double trained = trained_share(s, ops, n, op, sizeof op);
+    if (trained > 0) {
+        if (!measure_evidence(m, "autograd differentiated %.0f%% of these runs (`%s_backward` kernels against `%s` "
+                                 "here): their backward kernels, charged to the line that called backward(), fuse too",
+                              trained * 100, op, op))
+            return false;
+        return measure_gain(m, g * (1 + 2 * trained), "program",
+                            "fusing the %zu kernels into one reads and writes memory once instead of %zu times: "
+                            "(N - 1) / N of their GPU time (%s), x (1 + 2 x %.2f) for the backward pass of the "
+                            "%.0f%% of runs that trained (about twice the forward's memory traffic)",
+                            kernels, kernels, time, trained, trained * 100);
+    }
     return measure_gain(m, g, "program",
                 "fusing the %zu kernels into one reads and writes memory once instead of %zu times: "
                 "(N - 1) / N of their GPU time (%s)",

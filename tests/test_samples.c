@@ -111,7 +111,7 @@ Test(samples, merged_with_their_h200_profiles, .timeout = 300) {
     cr_expect(strstr(copy, "= measured: this copy moved 16.8 MB in 16 copies into pageable memory"), "%s", copy);
     free(copy);
     char *item = block_of(r.out, "samples/python/train_classifier.py:111:29: PY001");
-    cr_expect(strstr(item, "= measured: this `loss.item()` ran 100 times and waited 6.93 \xC2\xB5s each on average"),
+    cr_expect(strstr(item, "= measured: this `loss.item()` ran 100 times and waited 6.30 \xC2\xB5s each on average"),
               "%s", item);
     cr_expect_null(strstr(item, "= est. gain"), "no gain is claimed for a sync's wait:\n%s", item);
     free(item);
