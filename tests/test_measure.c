@@ -132,6 +132,59 @@ Test(measure, launches_fused_gain_and_warning) {
     checked_free(&c);
 }
 
+/* PyTorch's names: the operator of a kernel and of its backward */
+#define SIGMOID_FWD "void at::native::vectorized_elementwise_kernel<4, at::native::sigmoid_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul> >(int, T)"
+#define SIGMOID_BWD "void at::native::vectorized_elementwise_kernel<4, at::native::sigmoid_backward_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda(float, float)#1}, std::array<char*, 3ul> >(int, T)"
+#define MUL_FWD "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 3ul> >(int, T)"
+
+Test(measure, elementwise_operators_and_their_backward) {
+    char op[64];
+    cr_expect(kernel_elementwise_op(SIGMOID_FWD, op, sizeof op));
+    cr_expect_str_eq(op, "sigmoid");
+    cr_expect(kernel_elementwise_op("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous "
+                                    "namespace)::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}>(int, T)",
+                                    op, sizeof op));
+    cr_expect_str_eq(op, "silu");
+    cr_expect_not(kernel_elementwise_op(SIGMOID_BWD, op, sizeof op), "a backward kernel is no forward operator");
+    cr_expect_not(kernel_elementwise_op(MUL_FWD, op, sizeof op), "a generic functor names no operator");
+    cr_expect_not(kernel_elementwise_op("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float> >(T)",
+                                        op, sizeof op));
+    cr_expect_not(kernel_elementwise_op("sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_kernel", op, sizeof op));
+    cr_expect_not(kernel_elementwise_op(SIGMOID_FWD, op, 4), "too small a buffer");
+}
+
+/* The fusion gain in training: autograd ran the backward of 75 of the
+ * line's 100 sigmoids (`sigmoid_backward` launched 75 times, on the line
+ * that called backward()), so the gain adds twice the forward's for them. */
+Test(measure, launches_fused_gain_counts_the_backward_pass) {
+    Profile *p = pb_new(1000000000, 250000000);
+    pb_launch(p, LOOP, 10, MUL_FWD, 100, 14000000);
+    pb_launch(p, LOOP, 10, SIGMOID_FWD, 100, 6000000);
+    pb_launch(p, LOOP, 12, SIGMOID_BWD, 75, 9000000);
+    Checked c;
+    check_with(&c, LOOP, p, NULL);
+    Finding *f = at(&c, "PY007", 10);
+    cr_assert(f);
+    show(f);
+    cr_expect(has_evidence(f, "autograd differentiated 75% of these runs (`sigmoid_backward` kernels against "
+                              "`sigmoid` here)"));
+    cr_assert(f->gain.present);
+    cr_expect(fabs(f->gain.seconds - 0.010 * (1 + 2 * 0.75)) < 1e-9, "%g", f->gain.seconds);
+    cr_expect(strstr(f->gain.model, "x (1 + 2 x 0.75) for the backward pass"), "%s", f->gain.model);
+    checked_free(&c);
+
+    /* more backward launches than forward ones here (the operator is used elsewhere too): at most all of them */
+    p = pb_new(1000000000, 250000000);
+    pb_launch(p, LOOP, 10, MUL_FWD, 100, 14000000);
+    pb_launch(p, LOOP, 10, SIGMOID_FWD, 100, 6000000);
+    pb_launch(p, LOOP, 12, SIGMOID_BWD, 300, 9000000);
+    check_with(&c, LOOP, p, NULL);
+    f = at(&c, "PY007", 10);
+    cr_assert(f && f->gain.present);
+    cr_expect(fabs(f->gain.seconds - 0.030) < 1e-9, "%g", f->gain.seconds);
+    checked_free(&c);
+}
+
 static void cold_hide(Config *cfg) { cfg->profile_cold = PROFILE_COLD_HIDE; }
 static void cold_keep(Config *cfg) { cfg->profile_cold = PROFILE_COLD_KEEP; }
 static void pin_py001(Config *cfg) { config_set_severity(cfg, "PY001", "info"); }
