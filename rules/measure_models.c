@@ -129,7 +129,9 @@ static double pinned_bandwidth(const ProfileView *v, ProfCopyKind dir) {
  * pinned copies of the same direction when it has some, else
  * MEASURE_PINNED_DEFAULT_BYTES_PER_S, plus MEASURE_COPY_LATENCY_NS per copy.
  * Gain (program): measured time - estimated pinned time, summed over the
- * pageable copies (nothing when pinned would be no faster). */
+ * pageable copies (nothing when pinned would be no faster, or when the
+ * copies average under MEASURE_STAGED_COPY_MAX_BYTES: those already ran at
+ * the pinned speed on the GPU). */
 static bool measure_copy_ops(const MeasureSite *s, Measurement *m, const ProfOp **ops, size_t n) {
     static const ProfCopyKind dirs[] = {PROF_COPY_HTOD, PROF_COPY_DTOH, PROF_COPY_DTOD, PROF_COPY_HTOH,
                                         PROF_COPY_PTOP, PROF_COPY_UNKNOWN};
@@ -162,6 +164,14 @@ static bool measure_copy_ops(const MeasureSite *s, Measurement *m, const ProfOp 
                                                        : "between buffers";
         if (!pageable || (dirs[d] != PROF_COPY_HTOD && dirs[d] != PROF_COPY_DTOH)) {
             if (!measure_evidence(m, "this copy moved %s%s %s at %.1f GB/s (%s)", amount, copies, from, bw / 1e9, time))
+                return false;
+            continue;
+        }
+        if (bytes / count < MEASURE_STAGED_COPY_MAX_BYTES) {
+            if (!measure_evidence(m, "this copy moved %s%s %s at %.1f GB/s (%s); copies under 1 MiB are staged "
+                                     "whole before they start, so pinned memory would copy them no faster on the "
+                                     "GPU: what it gains is the host's staging time and overlap",
+                                  amount, copies, from, bw / 1e9, time))
                 return false;
             continue;
         }
