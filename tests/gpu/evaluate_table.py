@@ -205,6 +205,14 @@ def rule_estimate(findings, rule):
     return sum(program_gain(f) or 0.0 for f in findings if f["code"] == rule and f.get("fixes"))
 
 
+def estimate_at(findings, rule, lines):
+    """The rule's program-scope gains on its findings at these lines (those whose fixes the variant
+    applied), whether or not this profile would have the fix offered: a fix can be withheld where the
+    gain is judged too small (PR008 against the cost of pinning), but the variant applied it, and
+    its gain is what advise estimates that fix saves."""
+    return sum(program_gain(f) or 0.0 for f in findings if f["code"] == rule and line_of(f) in lines)
+
+
 def sha256_of(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
@@ -298,6 +306,7 @@ def variant_row(eval_dir, run_dir, name, rule, advise, fresh_cache):
     quantity = MODEL_QUANTITY.get(rule)
     recorded_findings = load_findings(os.path.join(eval_dir, "advised", name + ".findings.json"))
     recorded = rule_estimate(recorded_findings, rule)
+    fixed_lines = {line_of(f) for f in recorded_findings if f["code"] == rule and f.get("fixes")}
     if not original or not variant:
         return f"| {name} | {rule} | {quantity or '-'} | - | {ms(recorded)} | run failed | | | |", None, "run failed"
     fresh = None
@@ -308,7 +317,7 @@ def variant_row(eval_dir, run_dir, name, rule, advise, fresh_cache):
             if run["profile"] not in fresh_cache:
                 fresh_cache[run["profile"]] = fresh_findings(advise, source, run["profile"])
             if fresh_cache[run["profile"]] is not None:
-                per_run.append(rule_estimate(fresh_cache[run["profile"]], rule))
+                per_run.append(estimate_at(fresh_cache[run["profile"]], rule, fixed_lines))
         fresh = median(per_run) if per_run else None
     estimate = fresh if fresh is not None else recorded
     same = "yes" if same_results(stem, original, variant) else "NO"
@@ -317,7 +326,7 @@ def variant_row(eval_dir, run_dir, name, rule, advise, fresh_cache):
         return (f"| {name} | {rule} | - | {ms(fresh)} | {ms(recorded)} | no quantity for its model | | | {same} |",
                 None, "no quantity")
     if quantity == "lines":
-        lines = {line_of(f) for f in recorded_findings if f["code"] == rule and f.get("fixes")}
+        lines = fixed_lines
         moved = mapped_lines(os.path.join(eval_dir, "original", name), os.path.join(eval_dir, version, name), lines)
         for r in original:
             r["lines"] = lines_seconds(r["profile"], name, lines)

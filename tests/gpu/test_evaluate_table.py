@@ -212,6 +212,12 @@ def check_rule_estimate():
     findings = [finding("PY005", 1.0), finding("PY005", 2.0), finding("PY005", 4.0, fixes=False),
                 finding("PY005", 8.0, scope="kernel"), finding("PY008", 16.0), {"code": "PY005", "fixes": [{}]}]
     expect("rule_estimate of two fixable program gains", rule_estimate(findings, "PY005"), 3.0)
+    from evaluate_table import estimate_at
+    at = lambda code, seconds, line, fixes=True: {**finding(code, seconds, fixes=fixes),
+                                                  "range": {"start": {"line": line}}}
+    fresh = [at("PR008", 2.0, 103, fixes=False), at("PR008", 5.0, 140), at("PY004", 7.0, 103)]
+    expect("estimate_at counts a fixed line's gain even where this profile withholds the fix",
+           estimate_at(fresh, "PR008", {103}), 2.0)
 
 
 def check_lines_seconds():
