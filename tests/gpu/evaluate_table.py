@@ -16,8 +16,9 @@ applied; the largest single program-scope gain among them, from the recorded
 profile (the old comparison, kept for continuity); GPU time (kernels +
 copies + memsets), kernel time and the command's wall time as written and as
 fixed; whether the fixed version printed the same result: every number of
-its last output line within 1e-3 relative of the original's (1e-2 for the
-training sample, whose data order is random), in every run.
+its result within 1e-3 relative of the original's (1e-2 for the training
+sample, whose data order is random), in every run. The result is the last
+output line, or what RESULT_PATTERNS names where that line is a timing.
 
 The second table, one fix at a time, per only-RULE variant: the rule's
 estimate, the sum of the program-scope gains of its findings that carry
@@ -89,17 +90,29 @@ def seconds_of(profile, kinds):
     return sum(op["stats"]["total_ns"] for op in profile["ops"] if op["kind"] in kinds) / 1e9
 
 
-def last_line(path):
+# Where a sample prints its result, when its last line is not it: the last
+# lines of these two are timings (throughput, tokens per second), which any
+# change makes differ; their results are the checksum and the token ids.
+RESULT_PATTERNS = {"benchmark_matmul": r"^checksum .*$", "generate_text": r"first ids \[[^\]]*\]"}
+
+
+def result_of(path):
+    """The sample's result in its output: the RESULT_PATTERNS match (the last one), else the last line."""
     try:
         with open(path) as f:
-            lines = [l for l in f.read().splitlines() if l.strip()]
-        return lines[-1] if lines else ""
+            text = f.read()
     except OSError:
         return ""
+    stem = os.path.basename(path).split(".")[0]
+    if stem in RESULT_PATTERNS:
+        found = re.findall(RESULT_PATTERNS[stem], text, re.MULTILINE)
+        return found[-1] if found else ""
+    lines = [l for l in text.splitlines() if l.strip()]
+    return lines[-1] if lines else ""
 
 
 def read_run(base):
-    """One run: its exit status, wall seconds, seconds per quantity, last output line and profile path."""
+    """One run: its exit status, wall seconds, seconds per quantity, its result (result_of) and profile path."""
     try:
         with open(base + ".status") as f:
             status, wall = f.read().split()
@@ -107,7 +120,7 @@ def read_run(base):
             profile = json.load(f)
     except (OSError, ValueError):
         return None
-    return {"status": int(status), "wall": float(wall) / 1e3, "last": last_line(base + ".out"),
+    return {"status": int(status), "wall": float(wall) / 1e3, "last": result_of(base + ".out"),
             "profile": base + ".json", **{q: seconds_of(profile, kinds) for q, kinds in QUANTITIES.items()}}
 
 

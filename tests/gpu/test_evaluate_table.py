@@ -232,6 +232,26 @@ def check_lines_seconds():
     expect("lines_seconds of another file's name", lines_seconds(path, "other.py", {104, 105}), 0)
 
 
+def check_result_of():
+    """A sample's result: its checksum or token ids where its last line is a timing, else the last line."""
+    from evaluate_table import result_of
+    tmp = tempfile.mkdtemp()
+    try:
+        outputs = {"benchmark_matmul.r1.out": ("n= 4096  matmul 0.018 ms\nchecksum 4.2413e+05\n"
+                                               "final: best mlp block throughput 48.8 TFLOP/s\n", "checksum 4.2413e+05"),
+                   "generate_text.r2.out": ("final: generated 200 tokens in 1.075 s (186.1 tok/s) on cuda, first ids "
+                                            "[76, 1872]\n", "first ids [76, 1872]"),
+                   "train_classifier.r1.out": ("epoch 1\nfinal: val acc 0.93\n\n", "final: val acc 0.93"),
+                   "benchmark_matmul.r2.out": ("crashed before its checksum\n", "")}
+        for name, (text, want) in outputs.items():
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write(text)
+            expect(f"result_of {name}", result_of(os.path.join(tmp, name)), want)
+        expect("result_of a missing file", result_of(os.path.join(tmp, "none.out")), "")
+    finally:
+        shutil.rmtree(tmp)
+
+
 def check_mapped_lines():
     """A fix that inserts lines moves the lines below it; a rewritten line maps to its replacement."""
     from evaluate_table import mapped_lines
@@ -257,6 +277,7 @@ def main(argv):
     advise = os.path.abspath(argv[0])
     check_rule_estimate()
     check_mapped_lines()
+    check_result_of()
     check_lines_seconds()
     tmp = tempfile.mkdtemp()
     try:
