@@ -167,7 +167,8 @@ static bool passed_read_only(const CuNode *call, const CuNode *arg) {
     if (pos < 0) return false;
     CXCursor fn = clang_getCursorReferenced(call->cursor);
     if (clang_Cursor_isNull(fn) || clang_Cursor_getNumArguments(fn) <= pos) return false;
-    CXType t = clang_getCursorType(clang_Cursor_getArgument(fn, (unsigned)pos));
+    /* canonical: a reference spelled through a typedef or alias is still one */
+    CXType t = clang_getCanonicalType(clang_getCursorType(clang_Cursor_getArgument(fn, (unsigned)pos)));
     if (t.kind == CXType_LValueReference) return clang_isConstQualifiedType(clang_getPointeeType(t));
     return t.kind != CXType_RValueReference && t.kind != CXType_Pointer && t.kind != CXType_Invalid;
 }
@@ -197,23 +198,27 @@ typedef struct {
     const char *why;
 } StorageSearch;
 
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
 static bool visit_storage(CuNode *n, void *data) {
     StorageSearch *s = data;
     if (s->why) return false;
-    switch (n->kind) {
-    case CXCursor_CXXTryStmt: s->why = "the function has a try block"; return false;
-    case CXCursor_CXXThrowExpr: s->why = "the function throws"; return false;
-    case CXCursor_GotoStmt:
-    case CXCursor_IndirectGotoStmt: s->why = "the function has a goto"; return false;
-    case CXCursor_DeclRefExpr:
-        if (n->ref == s->decl && !use_reads(n))
-            s->why = "the vector is used in a way that may reallocate or hand out its storage";
-        return true;
-    case CXCursor_CallExpr:
-        if (cu_is_call(n, "longjmp") || cu_is_call(n, "siglongjmp")) s->why = "the function calls longjmp";
-        return true;
-    default: return true;
-    }
+    if (n->kind == CXCursor_DeclRefExpr && n->ref == s->decl && !use_reads(n))
+        s->why = "the vector is used in a way that may reallocate or hand out its storage";
+    if (n->kind != CXCursor_CallExpr) return true;
+    const char *callee = cu_callee(n);
+    if (strcmp(callee, "longjmp") == 0 || strcmp(callee, "siglongjmp") == 0)
+        s->why = "the function calls longjmp, which skips destructors";
+    else if (strcmp(callee, "cudaHostRegister") == 0 || strcmp(callee, "cudaHostUnregister") == 0)
+        s->why = "the function pins or unpins host memory itself";
+    else if (ends_with(callee, "Async") && cu_mentions(n, s->decl))
+        /* a pageable asynchronous copy is synchronous in effect; pinned, it is not, and code that
+         * reads or writes the vector before a synchronization would race with it */
+        s->why = "an asynchronous call uses the vector";
+    return true;
 }
 
 bool cu_vector_storage_fixed(const CudaSource *src, const CuNode *decl, const char **why) {
@@ -221,6 +226,15 @@ bool cu_vector_storage_fixed(const CudaSource *src, const CuNode *decl, const ch
     *why = NULL;
     if (!decl || decl->kind != CXCursor_VarDecl || !cu_is_std_vector(decl)) {
         *why = "not a std::vector variable";
+        return false;
+    }
+    CXType type = clang_getCanonicalType(clang_getCursorType(decl->cursor));
+    if (type.kind == CXType_LValueReference || type.kind == CXType_RValueReference) {
+        *why = "a reference: the vector it names is owned elsewhere";
+        return false;
+    }
+    if (clang_isConstQualifiedType(type)) {
+        *why = "a const vector: its data() is not a pointer cudaHostRegister takes";
         return false;
     }
     enum CX_StorageClass storage = clang_Cursor_getStorageClass(decl->cursor);

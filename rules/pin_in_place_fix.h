@@ -1,8 +1,7 @@
-/* The fix that pins a std::vector's storage in place: cudaHostRegister right
- * after its declaration, cudaHostUnregister before every return of its
- * function and at the end of the body. Offered by PR008 (measured pageable
- * copies that pinning would speed up) and CU006 (asynchronous copies that
- * pageable memory makes synchronous). */
+/* The fix that pins a std::vector's storage in place: a local guard declared
+ * right after it registers the storage with cudaHostRegister and unregisters
+ * it in its destructor, just before the vector goes. Offered by PR008
+ * (measured pageable copies that pinning would speed up). */
 #ifndef ADVISE_PIN_IN_PLACE_FIX_H
 #define ADVISE_PIN_IN_PLACE_FIX_H
 

@@ -1061,23 +1061,20 @@ static const char pin_cu[] = "#include <cuda_runtime.h>\n"                      
                              "    return 0;\n"                                                              /* 25 */
                              "}\n";
 
-static const char pin_cu_fixed[] =
-    "#include <cuda_runtime.h>\n"
-    "#include <cstdlib>\n"
-    "#include <vector>\n"
-    "int upload(float *d, int n, int batches) {\n"
-    "    std::vector<float> h(n * batches);\n"
-    "    bool h_pinned = false;  // pinned in place (advise): copies to and from h run at full bus speed\n"
-    "    if (!h.empty()) {\n"
-    "        h_pinned = cudaHostRegister(h.data(), h.size() * sizeof(h[0]),\n"
-    "            cudaHostRegisterPortable) == cudaSuccess;\n"
-    "        if (!h_pinned) cudaGetLastError();  // not pinned: the copies stay pageable, only slower\n"
-    "    }\n"
-    "    for (float &x : h) x = 1.0f;\n"
-    "    for (int b = 0; b < batches; ++b) {\n"
-    "        cudaMemcpy(d, h.data() + b * n, n * sizeof(float), cudaMemcpyHostToDevice);\n"
-    "        if (h[b] < 0) { if (h_pinned) (void)cudaHostUnregister(h.data()); return 1; }\n"
-    "    }\n";
+/* the guard the fix declares after `h` */
+static const char pin_guard[] =
+    "\n"
+    "    // pinned in place (advise): copies to and from h run at full bus speed; unpinned before it goes\n"
+    "    struct h_pin_guard {\n"
+    "        void *p = nullptr;\n"
+    "        h_pin_guard(void *q, size_t bytes) {\n"
+    "            if (bytes && cudaHostRegister(q, bytes, cudaHostRegisterPortable) == cudaSuccess) p = q;\n"
+    "            else if (bytes) cudaGetLastError();  // not pinned: the copies stay pageable, only slower\n"
+    "        }\n"
+    "        ~h_pin_guard() { if (p) (void)cudaHostUnregister(p); }\n"
+    "        h_pin_guard(const h_pin_guard &) = delete;\n"
+    "        h_pin_guard &operator=(const h_pin_guard &) = delete;\n"
+    "    } h_pinned(h.data(), h.size() * sizeof(h[0]));";
 
 Test(pr008, pins_a_vector_in_place_where_it_pays) {
     Builder b = builder();
@@ -1108,11 +1105,12 @@ Test(pr008, pins_a_vector_in_place_where_it_pays) {
     size_t fixed_len;
     char *fixed = edits_apply(s.text, strlen(s.text), f->fixes[0].edits, f->fixes[0].edit_count, &fixed_len);
     cr_assert_not_null(fixed);
-    cr_expect(strncmp(fixed, pin_cu_fixed, strlen(pin_cu_fixed)) == 0, "%s", fixed);
-    /* the unpinning before the final return too */
-    cr_expect(strstr(fixed, "    free(raw);\n    std::vector<float> k(n);\n") != NULL, "%s", fixed);
-    cr_expect(strstr(fixed, "    if (h_pinned) (void)cudaHostUnregister(h.data());\n    return 0;\n}\n") != NULL,
-              "%s", fixed);
+    /* one insertion after the declaration; the returns are left alone (the guard's destructor unpins) */
+    const char *decl = "    std::vector<float> h(n * batches);";
+    size_t at = (size_t)(strstr(s.text, decl) - s.text) + strlen(decl);
+    char *want = format_string("%.*s%s%s", (int)at, s.text, pin_guard, s.text + at);
+    cr_expect_str_eq(fixed, want);
+    free(want);
     free(fixed);
     /* look-alikes: a vector that is resized, a malloc'ed pointer, and copies that gain too little */
     f = at_line(&l, &s, 14);
@@ -1136,6 +1134,75 @@ Test(pr008, pins_a_vector_in_place_where_it_pays) {
                               "cudaHostUnregister of the 33.6 MB these copies moved), more than the copies gain: "
                               "pin it only if the program copies it more than this run did"),
               "%s", all);
+    free(all);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+/* Where pinning in place is unsafe, PR008 keeps its advice and offers no fix. */
+static const char unsafe_pin_cu[] =
+    "#include <cuda_runtime.h>\n"                                                          /* 1 */
+    "#include <vector>\n"                                                                  /* 2 */
+    "using Buf = std::vector<float> &;\n"                                                  /* 3 */
+    "void grow(Buf b);\n"                                                                  /* 4 */
+    "std::vector<float> g;\n"                                                              /* 5 */
+    "void f(float *d, int n, cudaStream_t s) {\n"                                          /* 6 */
+    "    const std::vector<float> c(n, 1.0f);\n"                                           /* 7 */
+    "    std::vector<float> &r = g;\n"                                                     /* 8 */
+    "    std::vector<float> a(n);\n"                                                       /* 9 */
+    "    std::vector<float> t(n);\n"                                                       /* 10 */
+    "    grow(t);\n"                                                                       /* 11 */
+    "    std::vector<float> w(n);  // scratch\n"                                           /* 12 */
+    "    for (int i = 0; i < 8; ++i) {\n"                                                  /* 13 */
+    "        cudaMemcpy(d, c.data(), n * sizeof(float), cudaMemcpyHostToDevice);\n"         /* 14 */
+    "        cudaMemcpy(d, r.data(), n * sizeof(float), cudaMemcpyHostToDevice);\n"         /* 15 */
+    "        cudaMemcpy(d, a.data(), n * sizeof(float), cudaMemcpyHostToDevice);\n"         /* 16 */
+    "        cudaMemcpyAsync(a.data(), d, n * sizeof(float), cudaMemcpyDeviceToHost, s);\n" /* 17 */
+    "        cudaMemcpy(d, t.data(), n * sizeof(float), cudaMemcpyHostToDevice);\n"         /* 18 */
+    "        cudaMemcpy(d, w.data(), n * sizeof(float), cudaMemcpyHostToDevice);\n"         /* 19 */
+    "    }\n"                                                                              /* 20 */
+    "    cudaStreamSynchronize(s);\n"                                                      /* 21 */
+    "}\n"                                                                                  /* 22 */
+    "void pinned_by_hand(float *d, int n) {\n"                                             /* 23 */
+    "    std::vector<float> v(n);\n"                                                       /* 24 */
+    "    float *p = v.data();\n"                                                           /* 25 */
+    "    cudaHostRegister(p, n * sizeof(float), 0);\n"                                     /* 26 */
+    "    for (int i = 0; i < 8; ++i)\n"                                                    /* 27 */
+    "        cudaMemcpy(d, v.data(), n * sizeof(float), cudaMemcpyHostToDevice);\n"         /* 28 */
+    "    cudaHostUnregister(p);\n"                                                         /* 29 */
+    "}\n";
+
+Test(pr008, no_pinning_where_it_is_unsafe) {
+    Builder b = builder();
+    static const uint32_t lines[] = {14, 15, 16, 18, 19, 28};
+    for (size_t i = 0; i < sizeof lines / sizeof *lines; i++)
+        copies(&b, site(&b, "unsafe_pin.cu", lines[i], i < 5 ? "f" : "pinned_by_hand"), PROF_COPY_HTOD,
+               PROF_MEM_PAGEABLE, 8, 4u << 20, 1 * MS, 10 * US);
+    ProfileView *v = view_of(&b, 100 * MS);
+    Source s = source_text("unsafe_pin.cu", unsafe_pin_cu);
+    cr_assert(!s.cuda->has_errors, "%s", s.cuda->first_error_message ? s.cuda->first_error_message : "");
+    FindingList l = run_rule("PR008", v, &s);
+    char *all = describe(&l, &s);
+    cr_assert_eq(l.count, 6, "%s", all);
+    /* const (data() is const float *), a reference (owned elsewhere), an async copy (pinned, it would
+     * race with the host), lent out through a non-const reference alias, pinned by hand */
+    static const uint32_t unsafe[] = {14, 15, 16, 18, 28};
+    for (size_t i = 0; i < sizeof unsafe / sizeof *unsafe; i++) {
+        const Finding *f = at_line(&l, &s, unsafe[i]);
+        cr_assert_not_null(f, "line %u: %s", unsafe[i], all);
+        cr_expect_eq(f->fix_count, 0, "line %u: %s", unsafe[i], all);
+    }
+    /* w: the guard goes after the declaration's trailing comment */
+    const Finding *f = at_line(&l, &s, 19);
+    cr_assert_not_null(f, "%s", all);
+    cr_assert_eq(f->fix_count, 1, "%s", all);
+    size_t len;
+    char *fixed = edits_apply(s.text, strlen(s.text), f->fixes[0].edits, f->fixes[0].edit_count, &len);
+    cr_assert_not_null(fixed);
+    cr_expect(strstr(fixed, "    std::vector<float> w(n);  // scratch\n    // pinned in place (advise)"), "%s", fixed);
+    cr_expect(strstr(fixed, "    } w_pinned(w.data(), w.size() * sizeof(w[0]));\n    for (int i"), "%s", fixed);
+    free(fixed);
     free(all);
     finding_list_free(&l);
     source_free(&s);

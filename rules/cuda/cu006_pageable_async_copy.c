@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "../../analysis/cuda_host_buffer.h"
-#include "../pin_in_place_fix.h"
 #include "rule.h"
 
 static const char documentation[] =
@@ -67,11 +66,10 @@ static const char documentation[] =
     "lambda, the fix rewrites the allocation to `cudaMallocHost(&p, bytes)` (`n * sizeof(T)` for\n"
     "`new`) and every release to `cudaFreeHost(p)`. It is **unsafe**: pinned allocation is much\n"
     "slower than `malloc`, takes physical memory away from the system, and code that released the\n"
-    "buffer some other way would now be wrong. A `std::vector` declared at the top level of the\n"
-    "function, whose storage nothing resizes, moves or hands out, is pinned in place instead\n"
-    "(`cudaHostRegister` after its declaration, `cudaHostUnregister` before each return; PR008's\n"
-    "documentation has the conditions), an unsafe fix too. Memory from `calloc` (zero-filled) and\n"
-    "allocations elsewhere get advice only.\n";
+    "buffer some other way would now be wrong. Memory from `calloc` (zero-filled), vectors and\n"
+    "allocations elsewhere get advice only: pinning a vector in place (PR008's fix) would make its\n"
+    "asynchronous copies really asynchronous, and code that reads or writes it before a\n"
+    "synchronization, correct while the copy was staged, would race with the copy.\n";
 
 /* --- small helpers ------------------------------------------------------ */
 
@@ -536,8 +534,6 @@ static bool visit(CuNode *n, void *data) {
     if (!msg || !finding_add_related(f, report_range(o.alloc), msg)) c->ctx->out_of_memory = true;
     free(msg);
     offer_fix(c, f, &o, n);
-    if (o.kind == ORIGIN_VECTOR && o.alloc->kind == CXCursor_VarDecl && !pin_in_place_fix(c->ctx, f, o.alloc))
-        c->ctx->out_of_memory = true;
     return true;
 }
 
