@@ -246,28 +246,35 @@ static bool measure_copy_avoided_ops(const MeasureSite *s, Measurement *m, const
  * backward kernel to go by (inference, or only generic functors). */
 static double trained_share(const MeasureSite *s, const ProfOp **ops, size_t n, char *which, size_t size) {
     const Profile *p = profile_view_profile(s->view);
-    double best = 0;
+    /* the operators launched here and their forward launches */
+    enum { MAX_OPERATORS = 16 };
+    struct { char name[64]; uint64_t forward; } found[MAX_OPERATORS];
+    size_t count = 0;
     for (size_t i = 0; i < n; i++) {
-        char op[64], backward[80];
-        if (ops[i]->kind != PROF_OP_LAUNCH || !ops[i]->stats.count ||
-            !kernel_elementwise_op(p->kernels[ops[i]->kernel].name, op, sizeof op))
+        char op[64];
+        if (ops[i]->kind != PROF_OP_LAUNCH || !kernel_elementwise_op(p->kernels[ops[i]->kernel].name, op, sizeof op))
             continue;
-        uint64_t forward = 0, backwards = 0;
-        for (size_t k = 0; k < n; k++) {
-            char other[64];
-            if (ops[k]->kind == PROF_OP_LAUNCH && kernel_elementwise_op(p->kernels[ops[k]->kernel].name, other, sizeof other) &&
-                strcmp(other, op) == 0)
-                forward += ops[k]->stats.count;
+        size_t k = 0;
+        while (k < count && strcmp(found[k].name, op) != 0) k++;
+        if (k == count) {
+            if (count == MAX_OPERATORS) continue;
+            snprintf(found[count].name, sizeof found[count].name, "%s", op);
+            found[count++].forward = 0;
         }
-        snprintf(backward, sizeof backward, "%s_backward", op);
-        for (size_t k = 0; k < p->op_count; k++)
-            if (p->ops[k].kind == PROF_OP_LAUNCH && strstr(p->kernels[p->ops[k].kernel].name, backward))
-                backwards += p->ops[k].stats.count;
-        double share = forward ? (double)backwards / (double)forward : 0;
+        found[k].forward += ops[i]->stats.count;
+    }
+    double best = 0;
+    for (size_t k = 0; k < count; k++) {
+        char backward[80];
+        snprintf(backward, sizeof backward, "%.63s_backward", found[k].name);
+        uint64_t backwards = 0; /* every launch of every kernel named after the backward, anywhere */
+        for (size_t i = 0; i < p->kernel_count; i++)
+            if (strstr(p->kernels[i].name, backward)) backwards += p->kernels[i].stats.count;
+        double share = found[k].forward ? (double)backwards / (double)found[k].forward : 0;
         if (share > 1) share = 1;
         if (share > best) {
             best = share;
-            snprintf(which, size, "%s", op);
+            snprintf(which, size, "%.63s", found[k].name);
         }
     }
     return best;
