@@ -27,10 +27,13 @@ typedef struct {
     bool from_native;     /* launched from a C/C++/CUDA line of the project */
 } Candidate;
 
+/* The suffixes language_for_path() (analysis/document.c) counts as CUDA/C++:
+ * advise-profile does not link the analysis engine, so they are listed here
+ * too. */
 static bool native_source(const char *path) {
     const char *dot = path ? strrchr(path, '.') : NULL;
     if (!dot) return false;
-    static const char *const exts[] = {".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", NULL};
+    static const char *const exts[] = {".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".hxx", NULL};
     for (size_t i = 0; exts[i]; i++)
         if (strcmp(dot, exts[i]) == 0) return true;
     return false;
