@@ -170,6 +170,7 @@ typedef struct {
 typedef struct {
     ProfKernel key;       /* stats unused; name owned */
     StatAcc acc;
+    bool comm;            /* an NCCL kernel (comm_kernel_name), decided once */
 } KernelEntry;
 
 typedef struct {
@@ -443,7 +444,7 @@ static int intern_kernel(Aggregator *agg, const AggKernel *in) {
         agg->dropped_kernels++;
         return -1;
     }
-    KernelEntry e = {.key = probe};
+    KernelEntry e = {.key = probe, .comm = comm_kernel_name(probe.name)};
     e.key.name = copy_bounded(probe.name);
     if (!e.key.name) return -1;
     int idx = (int)agg->kernel_count;
@@ -600,7 +601,9 @@ void agg_kernel(Aggregator *agg, const AggKernel *k) {
         ProfOp probe = {.kind = PROF_OP_LAUNCH, .site = site, .kernel = kernel};
         record_op(agg, &probe, 0, d);
     }
-    timeline_add(agg, k->device, k->start_ns, k->end_ns, site, comm_kernel_name(k->name));
+    /* a kernel past the table's cap is judged by its name on each record */
+    bool comm = kernel >= 0 ? agg->kernels[kernel].comm : comm_kernel_name(k->name);
+    timeline_add(agg, k->device, k->start_ns, k->end_ns, site, comm);
     pthread_mutex_unlock(&agg->lock);
 }
 
