@@ -2,6 +2,7 @@
  * evidence in plain words and, where a model is defensible, an estimated
  * gain. Each model is documented above its function and in the README
  * ("Profile-aware advice"). Gains are never added across rules. */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,6 +245,19 @@ static bool measure_copy_avoided_ops(const MeasureSite *s, Measurement *m, const
  * profile against its forward launches here, at most 1; the largest over
  * the operators, with that operator in *which. 0 when no operator has a
  * backward kernel to go by (inference, or only generic functors). */
+/* `word` in the kernel name as a whole identifier: `sigmoid_backward` in
+ * `sigmoid_backward_kernel_cuda`, not in `hardsigmoid_backward_kernel_cuda` */
+static bool names_operator(const char *name, const char *word) {
+    size_t len = strlen(word);
+    for (const char *hit = strstr(name, word); hit; hit = strstr(hit + 1, word)) {
+        char before = hit > name ? hit[-1] : ' ';
+        if (!(isalnum((unsigned char)before) || before == '_') &&
+            (hit[len] == '_' || !(isalnum((unsigned char)hit[len]))))
+            return true;
+    }
+    return false;
+}
+
 static double trained_share(const MeasureSite *s, const ProfOp **ops, size_t n, char *which, size_t size) {
     const Profile *p = profile_view_profile(s->view);
     /* the operators launched here and their forward launches */
@@ -252,7 +266,8 @@ static double trained_share(const MeasureSite *s, const ProfOp **ops, size_t n, 
     size_t count = 0;
     for (size_t i = 0; i < n; i++) {
         char op[64];
-        if (ops[i]->kind != PROF_OP_LAUNCH || !kernel_elementwise_op(p->kernels[ops[i]->kernel].name, op, sizeof op))
+        if (ops[i]->kind != PROF_OP_LAUNCH || ops[i]->kernel < 0 || (size_t)ops[i]->kernel >= p->kernel_count ||
+            !kernel_elementwise_op(p->kernels[ops[i]->kernel].name, op, sizeof op))
             continue;
         size_t k = 0;
         while (k < count && strcmp(found[k].name, op) != 0) k++;
@@ -269,7 +284,7 @@ static double trained_share(const MeasureSite *s, const ProfOp **ops, size_t n, 
         snprintf(backward, sizeof backward, "%.63s_backward", found[k].name);
         uint64_t backwards = 0; /* every launch of every kernel named after the backward, anywhere */
         for (size_t i = 0; i < p->kernel_count; i++)
-            if (strstr(p->kernels[i].name, backward)) backwards += p->kernels[i].stats.count;
+            if (names_operator(p->kernels[i].name, backward)) backwards += p->kernels[i].stats.count;
         double share = found[k].forward ? (double)backwards / (double)found[k].forward : 0;
         if (share > 1) share = 1;
         if (share > best) {

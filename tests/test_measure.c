@@ -185,6 +185,21 @@ Test(measure, launches_fused_gain_counts_the_backward_pass) {
     checked_free(&c);
 }
 
+/* hardsigmoid's backward is not sigmoid's: no training factor from it */
+Test(measure, another_operators_backward_does_not_count) {
+    Profile *p = pb_new(1000000000, 250000000);
+    pb_launch(p, LOOP, 10, MUL_FWD, 100, 14000000);
+    pb_launch(p, LOOP, 10, SIGMOID_FWD, 100, 6000000);
+    pb_launch(p, LOOP, 12, "void at::native::vectorized_elementwise_kernel<4, at::native::hardsigmoid_backward_kernel(at::TensorIteratorBase&)::{lambda()#1}>(int, T)", 100, 9000000);
+    Checked c;
+    check_with(&c, LOOP, p, NULL);
+    Finding *f = at(&c, "PY007", 10);
+    cr_assert(f && f->gain.present);
+    cr_expect(fabs(f->gain.seconds - 0.010) < 1e-9, "%g", f->gain.seconds);
+    cr_expect(!has_evidence(f, "autograd differentiated"));
+    checked_free(&c);
+}
+
 static void cold_hide(Config *cfg) { cfg->profile_cold = PROFILE_COLD_HIDE; }
 static void cold_keep(Config *cfg) { cfg->profile_cold = PROFILE_COLD_KEEP; }
 static void pin_py001(Config *cfg) { config_set_severity(cfg, "PY001", "info"); }
