@@ -108,32 +108,32 @@ static bool pageable(const ProfOp *op, ProfCopyKind dir) {
     return dir == PROF_COPY_HTOD ? op->src == PROF_MEM_PAGEABLE : op->dst == PROF_MEM_PAGEABLE;
 }
 
-/* host time in the process's copy calls (cudaMemcpy*, cuMemcpy*) */
-static bool copy_api_time(const Profile *p, uint64_t *ns, uint64_t *calls) {
-    *ns = *calls = 0;
+/* The run's host time in copy calls (cudaMemcpy*, cuMemcpy*) and the bytes
+ * of all its pageable copies, both directions: read once per profile. */
+typedef struct {
+    uint64_t api_ns, api_calls;
+    uint64_t pageable_bytes;
+} HostCopies;
+
+static HostCopies host_copies_of(const Profile *p) {
+    HostCopies h = {0};
     for (size_t i = 0; i < p->api_count; i++)
         if (strncmp(p->apis[i].name, "cudaMemcpy", 10) == 0 || strncmp(p->apis[i].name, "cuMemcpy", 8) == 0) {
-            *ns += p->apis[i].stats.total_ns;
-            *calls += p->apis[i].stats.count;
+            h.api_ns += p->apis[i].stats.total_ns;
+            h.api_calls += p->apis[i].stats.count;
         }
-    return *calls > 0;
-}
-
-/* bytes of every pageable copy in the profile, both directions */
-static uint64_t pageable_bytes(const Profile *p) {
-    uint64_t bytes = 0;
     for (size_t i = 0; i < p->op_count; i++)
-        if (pageable(&p->ops[i], PROF_COPY_HTOD) || pageable(&p->ops[i], PROF_COPY_DTOH)) bytes += p->ops[i].bytes;
-    return bytes;
+        if (pageable(&p->ops[i], PROF_COPY_HTOD) || pageable(&p->ops[i], PROF_COPY_DTOH))
+            h.pageable_bytes += p->ops[i].bytes;
+    return h;
 }
 
 /* The host's time in these copies, estimated: the process's time in copy
  * calls shared out over its pageable copies by bytes (pinned copies return
  * at once; pageable ones stage the data first). 0 without an API table. */
-static uint64_t host_estimate(const Profile *p, uint64_t bytes) {
-    uint64_t api_ns, calls, all = pageable_bytes(p);
-    if (!copy_api_time(p, &api_ns, &calls) || all == 0) return 0;
-    return (uint64_t)((double)api_ns * bytes / all);
+static uint64_t host_estimate(const HostCopies *h, uint64_t bytes) {
+    if (!h->api_calls || !h->pageable_bytes) return 0;
+    return (uint64_t)((double)h->api_ns * bytes / h->pageable_bytes);
 }
 
 /* "16 host-to-device copies from pageable memory (16.8 MB, 1.05 MB each) at 48.5 GB/s" */
@@ -174,7 +174,8 @@ static bool at_vector_start(CuNode *host) {
 
 static bool visit_line_copies(CuNode *n, void *data) {
     LineCopies *l = data;
-    if (n->end < l->line_start || n->start >= l->line_end) return n->start < l->line_end;
+    /* only what overlaps the line (the translation unit itself has no extent) */
+    if (n->parent && (n->end < l->line_start || n->start >= l->line_end)) return false;
     if (n->kind != CXCursor_CallExpr || n->start < l->line_start) return true;
     CuNode *host;
     if (cu_copy_host_argument(n, &host) == CU_COPY_OTHER) return true;
@@ -225,7 +226,7 @@ static bool offer_pinning(RuleContext *ctx, Finding *f, uint32_t line, uint64_t 
 }
 
 static void report(RuleContext *ctx, uint32_t line, const Copies *c, const bool *reported, const uint64_t *host,
-                   uint64_t run) {
+                   const HostCopies *all, uint64_t run) {
     static const ProfCopyKind dirs[] = {PROF_COPY_HTOD, PROF_COPY_DTOH};
     char what[2][200];
     size_t n = 0;
@@ -246,8 +247,7 @@ static void report(RuleContext *ctx, uint32_t line, const Copies *c, const bool 
     Measurement m;
     bool ok = measure_apply(MEASURE_COPY, &site, &m);
     for (size_t i = 0; ok && i < m.evidence_count; i++) ok = finding_add_evidence(f, "%s", m.evidence[i]);
-    uint64_t api_ns, api_calls;
-    if (ok && copy_api_time(profile_view_profile(ctx->profile), &api_ns, &api_calls))
+    if (ok && all->api_calls)
         for (size_t d = 0; d < 2 && ok; d++) {
             if (!reported[d]) continue;
             char he[32], hs[16], at[32], ac[32];
@@ -255,7 +255,7 @@ static void report(RuleContext *ctx, uint32_t line, const Copies *c, const bool 
                                          "calls shared out over its pageable copies by bytes",
                                       dirs[d] == PROF_COPY_HTOD ? "uploads" : "downloads",
                                       pf_duration(host[d], he, sizeof he), pf_share(host[d], run, hs, sizeof hs),
-                                      pf_duration(api_ns, at, sizeof at), pf_count(api_calls, ac, sizeof ac));
+                                      pf_duration(all->api_ns, at, sizeof at), pf_count(all->api_calls, ac, sizeof ac));
         }
     if (ok && m.has_gain) {
         ok = pf_set_gain(f, m.gain_seconds, m.scope, m.model);
@@ -281,6 +281,7 @@ static void check_profile(RuleContext *ctx) {
         return;
     }
     static const ProfCopyKind dirs[] = {PROF_COPY_HTOD, PROF_COPY_DTOH};
+    HostCopies all = host_copies_of(p);
     for (size_t l = 0; l < lines.count && !ctx->out_of_memory; l++) {
         Copies c[2] = {{0}};
         bool reported[2] = {false, false};
@@ -295,10 +296,10 @@ static void check_profile(RuleContext *ctx) {
             }
             if (c[d].count < MIN_COPIES || c[d].bytes < MIN_BYTES) continue;
             /* what they cost, on the GPU or on the host, must be a measurable part of the run */
-            host[d] = host_estimate(p, c[d].bytes);
+            host[d] = host_estimate(&all, c[d].bytes);
             reported[d] = (c[d].ns > host[d] ? c[d].ns : host[d]) >= MIN_SHARE * run;
         }
-        if (reported[0] || reported[1]) report(ctx, lines.lines[l].line, c, reported, host, run);
+        if (reported[0] || reported[1]) report(ctx, lines.lines[l].line, c, reported, host, &all, run);
     }
     pf_lines_free(&lines);
 }
