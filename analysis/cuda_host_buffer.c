@@ -198,31 +198,15 @@ typedef struct {
     const char *why;
 } StorageSearch;
 
-static bool ends_with(const char *s, const char *suffix) {
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
 static bool visit_storage(CuNode *n, void *data) {
     StorageSearch *s = data;
     if (s->why) return false;
     if (n->kind == CXCursor_DeclRefExpr && n->ref == s->decl && !use_reads(n))
         s->why = "the vector is used in a way that may reallocate or hand out its storage";
-    if (n->kind != CXCursor_CallExpr) return true;
-    const char *callee = cu_callee(n);
-    if (strcmp(callee, "longjmp") == 0 || strcmp(callee, "siglongjmp") == 0)
-        s->why = "the function calls longjmp, which skips destructors";
-    else if (strcmp(callee, "cudaHostRegister") == 0 || strcmp(callee, "cudaHostUnregister") == 0)
-        s->why = "the function pins or unpins host memory itself";
-    else if (ends_with(callee, "Async") && cu_mentions(n, s->decl))
-        /* a pageable asynchronous copy is synchronous in effect; pinned, it is not, and code that
-         * reads or writes the vector before a synchronization would race with it */
-        s->why = "an asynchronous call uses the vector";
     return true;
 }
 
-bool cu_vector_storage_fixed(const CudaSource *src, const CuNode *decl, const char **why) {
-    (void)src;
+bool cu_vector_storage_fixed(const CuNode *decl, const char **why) {
     *why = NULL;
     if (!decl || decl->kind != CXCursor_VarDecl || !cu_is_std_vector(decl)) {
         *why = "not a std::vector variable";

@@ -1,8 +1,7 @@
 /* Questions about host buffers in CUDA host code: which std::vector a copy's
  * host pointer points into, whether a buffer is pinned with cudaHostRegister,
  * which argument of a cudaMemcpy* call is the host side, and whether a
- * vector's storage stays put for the rest of its function (so that pinning
- * it in place is safe). Shared by CU006, PR008 and their pin fix. */
+ * vector's storage stays put for the rest of its function. Shared by CU006, PR008 and their pin fix. */
 #ifndef ADVISE_CUDA_HOST_BUFFER_H
 #define ADVISE_CUDA_HOST_BUFFER_H
 
@@ -34,14 +33,11 @@ typedef enum { CU_COPY_OTHER, CU_COPY_TO_DEVICE, CU_COPY_TO_HOST } CuCopyDirecti
 CuCopyDirection cu_copy_host_argument(const CuNode *call, CuNode **host);
 
 /* A local std::vector whose storage stays where it is from its declaration
- * to the end of its scope, so that it can be pinned in place: declared at
- * the top level of a host function's body (not static, not a reference, not
- * const, not in a lambda); every later use reads through it (data, size, [],
- * at, front, back, begin/end, a range-for, passing it by const reference or
- * by value); no asynchronous call uses it (pinned, an async copy no longer
- * completes before the call returns, and the code may rely on that); the
- * function neither pins nor unpins host memory itself nor calls longjmp.
- * *why gets the reason when it is not. */
-bool cu_vector_storage_fixed(const CudaSource *src, const CuNode *vector_decl, const char **why);
+ * to the end of its scope: declared at the top level of a host function's
+ * body (not static, not a reference, not const, not in a lambda), and every
+ * later use reads through it (data, size, [], at, front, back, begin/end, a
+ * range-for, passing it by const reference or by value). *why gets the
+ * reason when it is not. */
+bool cu_vector_storage_fixed(const CuNode *vector_decl, const char **why);
 
 #endif

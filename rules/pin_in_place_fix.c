@@ -59,6 +59,33 @@ static size_t insertion_point(const Document *doc, const CuNode *stmt, bool *crl
     return *crlf ? end - 1 : end;
 }
 
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+typedef struct {
+    const CuNode *vector;
+    bool refused;
+} Refusal;
+
+/* What makes pinning unsafe beyond the vector's storage: an asynchronous
+ * call that uses it (a pageable cudaMemcpyAsync completes or stages before
+ * it returns, and the code may rely on that; pinned, it would race with the
+ * host), the function pinning or unpinning memory itself (a second
+ * registration of the same pages fails), longjmp (it skips the guard's
+ * destructor). */
+static bool visit_refusal(CuNode *n, void *data) {
+    Refusal *r = data;
+    if (r->refused) return false;
+    if (n->kind != CXCursor_CallExpr) return true;
+    const char *callee = cu_callee(n);
+    r->refused = strcmp(callee, "longjmp") == 0 || strcmp(callee, "siglongjmp") == 0 ||
+                 strcmp(callee, "cudaHostRegister") == 0 || strcmp(callee, "cudaHostUnregister") == 0 ||
+                 (ends_with(callee, "Async") && cu_mentions(n, r->vector));
+    return !r->refused;
+}
+
 /* the indentation one level in, after indent: four spaces, or a tab */
 static void one_level_in(const char *indent, char *out, size_t size) {
     snprintf(out, size, "%s%s", indent, strchr(indent, '\t') ? "\t" : "    ");
@@ -68,9 +95,12 @@ bool pin_in_place_fix(RuleContext *ctx, Finding *f, const CuNode *decl) {
     const CudaSource *src = ctx->cuda;
     const Document *doc = ctx->doc;
     const char *why;
-    if (!src || !src->root || !cu_vector_storage_fixed(src, decl, &why)) return true;
+    if (!src || !src->root || !cu_vector_storage_fixed(decl, &why)) return true;
     if (cu_is_host_registered(src->root, decl)) return true;
-    const CuNode *stmt = decl->parent;
+    const CuNode *stmt = decl->parent, *fn = cu_function_of(decl);
+    Refusal refusal = {decl, false};
+    cu_walk(fn->children[fn->child_count - 1], visit_refusal, &refusal);
+    if (refusal.refused) return true;
     if (stmt->start == stmt->end || !cu_starts_line(src, stmt) || doc->text[stmt->end - 1] != ';') return true;
     bool crlf = false;
     size_t at = insertion_point(doc, stmt, &crlf);

@@ -8,7 +8,8 @@
 #include "rule.h"
 
 /* Adds the fix to f when vector_decl's storage provably stays put
- * (cu_vector_storage_fixed) and the edits can be placed; nothing otherwise.
+ * (cu_vector_storage_fixed), no asynchronous call uses it, the function pins
+ * no memory itself and the edit can be placed; nothing otherwise.
  * False only when memory runs out. */
 bool pin_in_place_fix(RuleContext *ctx, Finding *f, const CuNode *vector_decl);
 
