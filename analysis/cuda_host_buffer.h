@@ -1,7 +1,8 @@
 /* Questions about host buffers in CUDA host code: which std::vector a copy's
  * host pointer points into, whether a buffer is pinned with cudaHostRegister,
  * which argument of a cudaMemcpy* call is the host side, and whether a
- * vector's storage stays put for the rest of its function. Shared by CU006, PR008 and their pin fix. */
+ * vector's storage stays put for the rest of its function. Shared by CU006,
+ * PR008 and the pin fix. */
 #ifndef ADVISE_CUDA_HOST_BUFFER_H
 #define ADVISE_CUDA_HOST_BUFFER_H
 
