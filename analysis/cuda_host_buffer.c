@@ -3,14 +3,9 @@
 
 #include <string.h>
 
-static CXType canonical_type(const CuNode *n) {
-    CXType t = clang_getCanonicalType(clang_getCursorType(n->cursor));
-    return clang_getCanonicalType(clang_getNonReferenceType(t));
-}
-
 bool cu_is_std_vector(const CuNode *n) {
     if (!n) return false;
-    CXType t = canonical_type(n);
+    CXType t = cu_canonical_type(n);
     CXString s = clang_getTypeSpelling(t);
     const char *u = clang_getCString(s);
     if (strncmp(u, "const ", 6) == 0) u += 6;

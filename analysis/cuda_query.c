@@ -351,6 +351,11 @@ CuNode *cu_initializer(const CuNode *decl) {
     return init;
 }
 
+CXType cu_canonical_type(const CuNode *n) {
+    CXType t = clang_getCanonicalType(clang_getCursorType(n->cursor));
+    return clang_getCanonicalType(clang_getNonReferenceType(t));
+}
+
 bool cu_mentions(const CuNode *n, const CuNode *decl) {
     if (!n) return false;
     if ((n->kind == CXCursor_DeclRefExpr || n->kind == CXCursor_MemberRefExpr) && n->ref == decl) return true;

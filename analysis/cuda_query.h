@@ -53,6 +53,8 @@ bool cu_depends_on_thread_or_block(const CudaSource *src, const CuNode *expr);
 /* The builtin variable and axis of `threadIdx.x`-like member expressions. */
 bool cu_is_builtin_member(const CuNode *n, const char *var, char axis);
 
+/* The canonical type of a declaration or expression, references removed. */
+CXType cu_canonical_type(const CuNode *n);
 /* The constant integer value of an expression, when clang can evaluate it. */
 bool cu_int_value(const CuNode *n, long long *value);
 /* sizeof the type of a declaration or expression, -1 when unknown. */

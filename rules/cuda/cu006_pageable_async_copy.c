@@ -83,13 +83,8 @@ static ByteRange report_range(const CuNode *n) {
     return (ByteRange){r->start, r->end};
 }
 
-static CXType canonical_type(const CuNode *n) {
-    CXType t = clang_getCanonicalType(clang_getCursorType(n->cursor));
-    return clang_getCanonicalType(clang_getNonReferenceType(t));
-}
-
 static bool is_pointer_type(const CuNode *n) {
-    return n && canonical_type(n).kind == CXType_Pointer;
+    return n && cu_canonical_type(n).kind == CXType_Pointer;
 }
 
 /* the declaration an object expression names (a variable or a field) */

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analysis/cuda_query.h"
+#include "../../analysis/cuda_host_buffer.h"
 #include "rule.h"
 
 static const char documentation[] =
@@ -98,14 +98,9 @@ static bool is_address_taken(const CuNode *n) {
     return p && p->kind == CXCursor_UnaryOperator && p->op == CXUnaryOperator_AddrOf;
 }
 
-static CXType canonical_type(const CuNode *n) {
-    CXType t = clang_getCanonicalType(clang_getCursorType(n->cursor));
-    return clang_getCanonicalType(clang_getNonReferenceType(t));
-}
-
 static bool is_std_vector(const CuNode *n) {
     if (!n) return false;
-    CXType t = canonical_type(n);
+    CXType t = cu_canonical_type(n);
     CXString s = clang_getTypeSpelling(t);
     const char *u = clang_getCString(s);
     if (strncmp(u, "const ", 6) == 0) u += 6;
@@ -116,15 +111,6 @@ static bool is_std_vector(const CuNode *n) {
 }
 
 /* the object of a member call `v.data()` / operator call `v[0]`, or NULL */
-static CuNode *call_object(const CuNode *call, const char **method) {
-    if (!call || call->kind != CXCursor_CallExpr || call->child_count == 0) return NULL;
-    *method = cu_callee(call);
-    CuNode *first = cu_strip(call->children[0]);
-    if (first && first->kind == CXCursor_MemberRefExpr && first->child_count >= 1) return first->children[0];
-    if (strncmp(*method, "operator", 8) == 0 && call->child_count >= 2) return call->children[0];
-    return NULL;
-}
-
 /* --- buffers ------------------------------------------------------------ */
 
 typedef enum { BUF_POINTER, BUF_VECTOR, BUF_SCALAR } BufferMode;
@@ -145,7 +131,7 @@ static CuNode *buffer_base(CuNode *e, int depth) {
     case CXCursor_BinaryOperator:
         if ((e->op == CXBinaryOperator_Add || e->op == CXBinaryOperator_Sub) && e->child_count == 2) {
             CuNode *l = cu_strip(e->children[0]);
-            enum CXTypeKind k = l ? canonical_type(l).kind : CXType_Invalid;
+            enum CXTypeKind k = l ? cu_canonical_type(l).kind : CXType_Invalid;
             if (k == CXType_Pointer || k == CXType_ConstantArray || k == CXType_IncompleteArray)
                 return buffer_base(l, depth + 1);
             if (e->op == CXBinaryOperator_Add) return buffer_base(e->children[1], depth + 1);
@@ -158,7 +144,7 @@ static CuNode *buffer_base(CuNode *e, int depth) {
                 return buffer_base(x->children[0], depth + 1);
             if (x && x->kind == CXCursor_CallExpr) {
                 const char *method;
-                CuNode *obj = call_object(x, &method);
+                CuNode *obj = cu_member_call_object(x, &method);
                 if (obj && (strcmp(method, "operator[]") == 0 || strcmp(method, "front") == 0 ||
                             strcmp(method, "at") == 0))
                     return buffer_base(obj, depth + 1);
@@ -167,7 +153,7 @@ static CuNode *buffer_base(CuNode *e, int depth) {
         return NULL;
     case CXCursor_CallExpr: {
         const char *method;
-        CuNode *obj = call_object(e, &method);
+        CuNode *obj = cu_member_call_object(e, &method);
         static const char *const views[] = {"data", "begin", "end", "cbegin", "cend", NULL};
         if (obj && cu_name_in(method, views) && is_std_vector(obj)) return buffer_base(obj, depth + 1);
         return NULL;
@@ -203,7 +189,7 @@ static bool buffer_of_copy(CuNode *dst, Buffer *out) {
     if (dst->kind == CXCursor_UnaryOperator && dst->op == CXUnaryOperator_AddrOf && dst->child_count == 1) {
         CuNode *x = cu_strip(dst->children[0]);
         if (x && (x->kind == CXCursor_DeclRefExpr || x->kind == CXCursor_MemberRefExpr) && x->ref) {
-            enum CXTypeKind k = canonical_type(x).kind;
+            enum CXTypeKind k = cu_canonical_type(x).kind;
             if (k == CXType_ConstantArray) {
                 out->base = x;
                 out->mode = BUF_POINTER;
@@ -219,7 +205,7 @@ static bool buffer_of_copy(CuNode *dst, Buffer *out) {
     }
     CuNode *base = buffer_base(dst, 0);
     if (!base) return false;
-    enum CXTypeKind k = canonical_type(base).kind;
+    enum CXTypeKind k = cu_canonical_type(base).kind;
     if (is_std_vector(base)) out->mode = BUF_VECTOR;
     else if (k == CXType_Pointer || k == CXType_ConstantArray || k == CXType_IncompleteArray) out->mode = BUF_POINTER;
     else return false;
@@ -316,7 +302,7 @@ static bool visit_reads(CuNode *n, void *data) {
         break;
     case CXCursor_CallExpr: {
         const char *method;
-        CuNode *obj = call_object(n, &method);
+        CuNode *obj = cu_member_call_object(n, &method);
         if (buf->mode == BUF_VECTOR && obj && matches(r, obj)) {
             static const char *const element_reads[] = {"operator[]", "at", "front", "back", NULL};
             if (cu_name_in(method, element_reads) && !is_assign_target(n) && !is_address_taken(n)) add_read(r, n);

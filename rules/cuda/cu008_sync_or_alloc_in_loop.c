@@ -89,11 +89,6 @@ static bool is_ancestor(const CuNode *a, const CuNode *n) {
     return false;
 }
 
-static CXType canonical_type(const CuNode *n) {
-    CXType t = clang_getCanonicalType(clang_getCursorType(n->cursor));
-    return clang_getCanonicalType(clang_getNonReferenceType(t));
-}
-
 static bool is_loop(const CuNode *n) {
     return n->kind == CXCursor_ForStmt || n->kind == CXCursor_WhileStmt || n->kind == CXCursor_DoStmt ||
            n->kind == CXCursor_CXXForRangeStmt;
@@ -237,7 +232,7 @@ static CuNode *buffer_decl(CuNode *e, int depth) {
     case CXCursor_BinaryOperator:
         if ((e->op == CXBinaryOperator_Add || e->op == CXBinaryOperator_Sub) && e->child_count == 2) {
             CuNode *l = cu_strip(e->children[0]);
-            enum CXTypeKind k = l ? canonical_type(l).kind : CXType_Invalid;
+            enum CXTypeKind k = l ? cu_canonical_type(l).kind : CXType_Invalid;
             if (k == CXType_Pointer || k == CXType_ConstantArray || k == CXType_IncompleteArray)
                 return buffer_decl(l, depth + 1);
             if (e->op == CXBinaryOperator_Add) return buffer_decl(e->children[1], depth + 1);
@@ -265,7 +260,7 @@ static CuNode *buffer_decl(CuNode *e, int depth) {
 }
 
 static bool is_pointer_decl(const CuNode *d) {
-    enum CXTypeKind k = canonical_type(d).kind;
+    enum CXTypeKind k = cu_canonical_type(d).kind;
     return k == CXType_Pointer || k == CXType_ConstantArray || k == CXType_IncompleteArray;
 }
 
