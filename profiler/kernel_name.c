@@ -66,11 +66,6 @@ static bool contains_ci(const char *s, const char *word) {
     return false;
 }
 
-bool kernel_is_matrix_product(const char *name) {
-    return name && (contains_ci(name, "gemm") || contains_ci(name, "gemv") || contains_ci(name, "nvjet") ||
-                    contains_ci(name, "xmma"));
-}
-
 bool kernel_is_fp32_gemv(const char *name) {
     if (!name || !contains_ci(name, "gemv")) return false;
     if (contains_ci(name, "half") || contains_ci(name, "bfloat16") || contains_ci(name, "__nv_bf") ||

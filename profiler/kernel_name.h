@@ -18,10 +18,6 @@ char *kernel_base_name(const char *demangled);
  * their TF32 versions say `tf32` or `tensor`. */
 bool kernel_is_fp32_simt_gemm(const char *name);
 
-/* A matrix product of any kind: cuBLAS/CUTLASS gemm and gemv kernels,
- * `xmma` and `nvjet` kernels. */
-bool kernel_is_matrix_product(const char *name);
-
 /* A float32 matrix-vector product (cuBLAS's gemv family, e.g.
  * `gemvNSP_kernel<float, ...>`, `internal::gemvx::kernel<int, int, float, ...>`):
  * one row at a time, as attention runs when decoding token by token. */

@@ -10,6 +10,7 @@
 
 #include "measure.h"
 #include "kernel_name.h"
+#include "profile_facts.h"
 
 #define MAX_OPS 256
 
@@ -428,7 +429,7 @@ static bool measure_attention(const MeasureSite *s, Measurement *m, const ProfOp
     for (size_t i = 0; i < n; i++) {
         if (ops[i]->kind != PROF_OP_LAUNCH || ops[i]->kernel < 0 || (size_t)ops[i]->kernel >= p->kernel_count) continue;
         const char *name = p->kernels[ops[i]->kernel].name;
-        if (!kernel_is_matrix_product(name)) continue;
+        if (!pf_kernel_is_gemm(name)) continue; /* as PR009 tells matrix products */
         products_ns += ops[i]->stats.total_ns;
         if (kernel_is_fp32_gemv(name)) {
             gemv_ns += ops[i]->stats.total_ns;
