@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "../profiler/profile_diff.h"
-#include "../profiler/profile_json.h"
 #include "cli.h"
+#include "cli_profile_io.h"
 #include "report_text.h"
 
 #define DEFAULT_LIMIT 15
@@ -209,27 +209,23 @@ static void write_text(FILE *out, const char *path_b, const char *path_a, const 
 
 /* ---- JSON ------------------------------------------------------------------------ */
 
-static json_t *json_u64(uint64_t v) {
-    return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
-}
-
 static json_t *json_totals(const ProfileTotals *t) {
     double share = profile_totals_busy_share(t);
     json_t *o = json_object();
-    json_object_set_new(o, "kernel_ns", json_u64(t->kernel_ns));
-    json_object_set_new(o, "launches", json_u64(t->launches));
-    json_object_set_new(o, "copy_ns", json_u64(t->copy_ns));
-    json_object_set_new(o, "copies", json_u64(t->copies));
-    json_object_set_new(o, "copy_bytes", json_u64(t->copy_bytes));
-    json_object_set_new(o, "memset_ns", json_u64(t->memset_ns));
-    json_object_set_new(o, "memsets", json_u64(t->memsets));
-    json_object_set_new(o, "sync_ns", json_u64(t->sync_ns));
-    json_object_set_new(o, "syncs", json_u64(t->syncs));
-    json_object_set_new(o, "alloc_ns", json_u64(t->alloc_ns));
-    json_object_set_new(o, "allocs", json_u64(t->allocs));
-    json_object_set_new(o, "wall_ns", json_u64(t->wall_ns));
-    json_object_set_new(o, "span_ns", json_u64(t->span_ns));
-    json_object_set_new(o, "busy_ns", json_u64(t->busy_ns));
+    json_object_set_new(o, "kernel_ns", cli_json_u64(t->kernel_ns));
+    json_object_set_new(o, "launches", cli_json_u64(t->launches));
+    json_object_set_new(o, "copy_ns", cli_json_u64(t->copy_ns));
+    json_object_set_new(o, "copies", cli_json_u64(t->copies));
+    json_object_set_new(o, "copy_bytes", cli_json_u64(t->copy_bytes));
+    json_object_set_new(o, "memset_ns", cli_json_u64(t->memset_ns));
+    json_object_set_new(o, "memsets", cli_json_u64(t->memsets));
+    json_object_set_new(o, "sync_ns", cli_json_u64(t->sync_ns));
+    json_object_set_new(o, "syncs", cli_json_u64(t->syncs));
+    json_object_set_new(o, "alloc_ns", cli_json_u64(t->alloc_ns));
+    json_object_set_new(o, "allocs", cli_json_u64(t->allocs));
+    json_object_set_new(o, "wall_ns", cli_json_u64(t->wall_ns));
+    json_object_set_new(o, "span_ns", cli_json_u64(t->span_ns));
+    json_object_set_new(o, "busy_ns", cli_json_u64(t->busy_ns));
     json_object_set_new(o, "gpu_busy_share", share < 0 ? json_null() : json_real(share));
     return o;
 }
@@ -248,8 +244,8 @@ static const char *side_name(DiffSide s) {
 static void json_set_figures(json_t *o, DiffSide side, DiffFigures b, DiffFigures a) {
     double x = diff_speedup(b, a);
     json_object_set_new(o, "in", json_string(side_name(side)));
-    json_object_set_new(o, "before", json_pack("{s:o,s:o}", "count", json_u64(b.count), "total_ns", json_u64(b.total_ns)));
-    json_object_set_new(o, "after", json_pack("{s:o,s:o}", "count", json_u64(a.count), "total_ns", json_u64(a.total_ns)));
+    json_object_set_new(o, "before", json_pack("{s:o,s:o}", "count", cli_json_u64(b.count), "total_ns", cli_json_u64(b.total_ns)));
+    json_object_set_new(o, "after", json_pack("{s:o,s:o}", "count", cli_json_u64(a.count), "total_ns", cli_json_u64(a.total_ns)));
     json_object_set_new(o, "saved_ns", json_integer(diff_saved_ns(b, a)));
     json_object_set_new(o, "speedup", x < 0 ? json_null() : json_real(x));
 }
@@ -280,11 +276,7 @@ static bool write_json(FILE *out, const char *path_b, const char *path_a, const 
                             json_profile(path_a, a, d->after_gpu, &d->after), "older",
                             d->older < 0 ? "before" : d->older > 0 ? "after" : "same", "created_gap_s",
                             (json_int_t)d->created_gap_s, "warnings", warnings, "kernels", kernels, "sites", sites);
-    if (!doc) return false;
-    int rc = json_dumpf(doc, out, JSON_INDENT(2));
-    fputc('\n', out);
-    json_decref(doc);
-    return rc == 0;
+    return cli_write_json(out, doc);
 }
 
 /* ---- the command ------------------------------------------------------------------ */
@@ -307,9 +299,7 @@ int cli_diff(int argc, char **argv) {
     while ((c = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
         switch (c) {
         case OPT_FORMAT:
-            if (strcmp(optarg, "text") == 0) json = false;
-            else if (strcmp(optarg, "json") == 0) json = true;
-            else return cli_usage_error("diff", "--format wants text or json, not '%s'", optarg);
+            if (cli_format_option("diff", optarg, &json) != EXIT_CLEAN) return EXIT_TROUBLE;
             break;
         case OPT_LIMIT: {
             char *end;
@@ -326,17 +316,10 @@ int cli_diff(int argc, char **argv) {
     if (argc - optind != 2)
         return cli_usage_error("diff", "wants two profiles, BEFORE and AFTER (%d given)", argc - optind);
     const char *path_b = argv[optind], *path_a = argv[optind + 1];
-    char *error = NULL;
-    Profile *b = profile_read_file(path_b, PROFILE_FINAL, &error);
-    if (!b) {
-        fprintf(stderr, "advise diff: %s\n", error ? error : "out of memory");
-        free(error);
-        return EXIT_TROUBLE;
-    }
-    Profile *a = profile_read_file(path_a, PROFILE_FINAL, &error);
+    Profile *b = cli_read_profile("diff", path_b);
+    if (!b) return EXIT_TROUBLE;
+    Profile *a = cli_read_profile("diff", path_a);
     if (!a) {
-        fprintf(stderr, "advise diff: %s\n", error ? error : "out of memory");
-        free(error);
         profile_free(b);
         return EXIT_TROUBLE;
     }

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../profiler/profile_json.h"
 #include "../profiler/rank_table.h"
 #include "cli.h"
+#include "cli_profile_io.h"
 #include "rank_text.h"
 
 static void ranks_usage(FILE *out) {
@@ -28,10 +28,6 @@ static void ranks_usage(FILE *out) {
           out);
 }
 
-static json_t *json_u64(uint64_t v) {
-    return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
-}
-
 static bool write_json(FILE *out, const char *path, const RankTable *t) {
     json_t *rows = json_array();
     for (size_t i = 0; i < t->row_count; i++) {
@@ -40,31 +36,27 @@ static bool write_json(FILE *out, const char *path, const RankTable *t) {
         json_object_set_new(o, "rank", r->rank >= 0 ? json_integer(r->rank) : json_null());
         json_object_set_new(o, "pid", json_integer(r->pid));
         json_object_set_new(o, "process", json_integer(r->process));
-        json_object_set_new(o, "devices", json_u64(r->devices));
-        json_object_set_new(o, "compute_ns", json_u64(r->compute_ns));
-        json_object_set_new(o, "comm_ns", json_u64(r->comm_ns));
-        json_object_set_new(o, "exposed_comm_ns", json_u64(r->exposed_comm_ns));
-        json_object_set_new(o, "busy_ns", json_u64(r->busy_ns));
-        json_object_set_new(o, "idle_ns", json_u64(r->idle_ns));
-        json_object_set_new(o, "wall_ns", json_u64(r->wall_ns));
-        json_object_set_new(o, "nccl_kernel_ns", json_u64(r->nccl_kernel_ns));
-        json_object_set_new(o, "nccl_launches", json_u64(r->nccl_launches));
-        json_object_set_new(o, "wait_ns", json_u64(r->wait_ns));
+        json_object_set_new(o, "devices", cli_json_u64(r->devices));
+        json_object_set_new(o, "compute_ns", cli_json_u64(r->compute_ns));
+        json_object_set_new(o, "comm_ns", cli_json_u64(r->comm_ns));
+        json_object_set_new(o, "exposed_comm_ns", cli_json_u64(r->exposed_comm_ns));
+        json_object_set_new(o, "busy_ns", cli_json_u64(r->busy_ns));
+        json_object_set_new(o, "idle_ns", cli_json_u64(r->idle_ns));
+        json_object_set_new(o, "wall_ns", cli_json_u64(r->wall_ns));
+        json_object_set_new(o, "nccl_kernel_ns", cli_json_u64(r->nccl_kernel_ns));
+        json_object_set_new(o, "nccl_launches", cli_json_u64(r->nccl_launches));
+        json_object_set_new(o, "wait_ns", cli_json_u64(r->wait_ns));
         json_array_append_new(rows, o);
     }
     json_t *straggler = t->has_straggler
                             ? json_pack("{s:i,s:I,s:o}", "waits_for_rank", t->waits_for_rank, "pid",
                                         (json_int_t)t->waits_for_pid, "mean_wait_per_call_ns",
-                                        json_u64(t->mean_wait_per_call_ns))
+                                        cli_json_u64(t->mean_wait_per_call_ns))
                             : json_null();
     json_t *doc = json_pack("{s:i,s:s,s:o,s:I,s:o,s:o}", "version", 1, "profile", path, "rows", rows, "ranked",
                             (json_int_t)t->ranked, "load_imbalance",
                             t->load_imbalance < 0 ? json_null() : json_real(t->load_imbalance), "straggler", straggler);
-    if (!doc) return false;
-    int rc = json_dumpf(doc, out, JSON_INDENT(2));
-    fputc('\n', out);
-    json_decref(doc);
-    return rc == 0;
+    return cli_write_json(out, doc);
 }
 
 static void write_text(FILE *out, const char *path, const Profile *p, const RankTable *t) {
@@ -90,9 +82,7 @@ int cli_ranks(int argc, char **argv) {
     while ((c = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
         switch (c) {
         case OPT_FORMAT:
-            if (strcmp(optarg, "text") == 0) json = false;
-            else if (strcmp(optarg, "json") == 0) json = true;
-            else return cli_usage_error("ranks", "--format wants text or json, not '%s'", optarg);
+            if (cli_format_option("ranks", optarg, &json) != EXIT_CLEAN) return EXIT_TROUBLE;
             break;
         case OPT_HELP:
         case 'h': ranks_usage(stdout); return EXIT_CLEAN;
@@ -101,13 +91,8 @@ int cli_ranks(int argc, char **argv) {
     }
     if (argc - optind != 1) return cli_usage_error("ranks", "wants one profile (%d given)", argc - optind);
     const char *path = argv[optind];
-    char *error = NULL;
-    Profile *p = profile_read_file(path, PROFILE_FINAL, &error);
-    if (!p) {
-        fprintf(stderr, "advise ranks: %s\n", error ? error : "out of memory");
-        free(error);
-        return EXIT_TROUBLE;
-    }
+    Profile *p = cli_read_profile("ranks", path);
+    if (!p) return EXIT_TROUBLE;
     RankTable t;
     int status = EXIT_CLEAN;
     if (!rank_table_build(p, &t)) {
