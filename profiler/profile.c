@@ -158,15 +158,8 @@ bool prof_fail(char **error, const char *format, ...) {
     if (!error || *error) return false;
     va_list ap;
     va_start(ap, format);
-    int n = vsnprintf(NULL, 0, format, ap);
+    *error = prof_vformat(format, ap);
     va_end(ap);
-    if (n < 0) return false;
-    char *message = malloc((size_t)n + 1);
-    if (!message) return false;
-    va_start(ap, format);
-    vsnprintf(message, (size_t)n + 1, format, ap);
-    va_end(ap);
-    *error = message;
     return false;
 }
 
@@ -590,14 +583,20 @@ bool profile_set_labels(Profile *p, const char *name, const char *source, const 
     return p->name && p->source && p->created && p->tool;
 }
 
-char *prof_format(const char *fmt, ...) {
-    va_list ap, again;
-    va_start(ap, fmt);
+char *prof_vformat(const char *fmt, va_list ap) {
+    va_list again;
     va_copy(again, ap);
     int n = vsnprintf(NULL, 0, fmt, ap);
     char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
     if (s) vsnprintf(s, (size_t)n + 1, fmt, again);
     va_end(again);
+    return s;
+}
+
+char *prof_format(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = prof_vformat(fmt, ap);
     va_end(ap);
     return s;
 }

@@ -9,6 +9,7 @@
 #ifndef ADVISE_PROFILE_H
 #define ADVISE_PROFILE_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -278,6 +279,7 @@ bool profile_append(Profile *dst, const Profile *src);
 /* printf into a fresh heap string (messages for a person); NULL when out
  * of memory. */
 char *prof_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *prof_vformat(const char *fmt, va_list ap);
 
 /* Sets the labels every profile file carries (name, source, tool; created
  * is now, UTC), replacing what p held. False when out of memory. */

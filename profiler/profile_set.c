@@ -17,20 +17,6 @@ struct ProfileSet {
     size_t note_count;
 };
 
-char *format_profile_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) return NULL;
-    char *s = malloc((size_t)n + 1);
-    if (!s) return NULL;
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
 static bool add_view(ProfileSet *set, ProfileView *v) {
     ProfileView **grown = realloc(set->views, (set->count + 1) * sizeof *grown);
     if (!grown) return false;
@@ -88,7 +74,7 @@ static ProfileView *load_file(const char *path, char **error) {
     Profile *p = profile_read_file(path, PROFILE_FINAL, error);
     if (!p) return NULL;
     ProfileView *v = profile_view_new(p, path);
-    if (!v) *error = format_profile_error("%s: out of memory", path);
+    if (!v) *error = prof_format("%s: out of memory", path);
     return v;
 }
 
@@ -104,7 +90,7 @@ static bool load_folder(ProfileSet *set, const char *dir) {
         ok = grown != NULL;
         if (ok) {
             names = grown;
-            ok = (names[count] = format_profile_error("%s/%s", dir, e->d_name)) != NULL;
+            ok = (names[count] = prof_format("%s/%s", dir, e->d_name)) != NULL;
             if (ok) count++;
         }
     }
@@ -113,7 +99,7 @@ static bool load_folder(ProfileSet *set, const char *dir) {
         char *error = NULL;
         ProfileView *v = load_file(names[i], &error);
         if (v) ok = add_view(set, v);
-        else ok = add_note(set, error ? error : format_profile_error("%s: unreadable", names[i]));
+        else ok = add_note(set, error ? error : prof_format("%s: unreadable", names[i]));
         if (!ok && v) profile_view_free(v);
     }
     for (size_t i = 0; i < count; i++) free(names[i]);
@@ -124,23 +110,23 @@ static bool load_folder(ProfileSet *set, const char *dir) {
 ProfileSet *profile_set_load(const char *path, char **error) {
     struct stat st;
     if (stat(path, &st) != 0) {
-        *error = format_profile_error("%s: %s", path, strerror(errno));
+        *error = prof_format("%s: %s", path, strerror(errno));
         return NULL;
     }
     ProfileSet *set = calloc(1, sizeof *set);
     if (!set) {
-        *error = format_profile_error("out of memory");
+        *error = prof_format("out of memory");
         return NULL;
     }
     if (S_ISDIR(st.st_mode)) {
         if (!load_folder(set, path)) {
-            *error = format_profile_error("%s: cannot read the folder (or out of memory)", path);
+            *error = prof_format("%s: cannot read the folder (or out of memory)", path);
             profile_set_free(set);
             return NULL;
         }
         if (!set->count) {
-            *error = set->note_count ? format_profile_error("%s: no valid profile there (%s)", path, set->notes[0])
-                                     : format_profile_error("%s: no profile there (*.json)", path);
+            *error = set->note_count ? prof_format("%s: no valid profile there (%s)", path, set->notes[0])
+                                     : prof_format("%s: no profile there (*.json)", path);
             profile_set_free(set);
             return NULL;
         }
@@ -149,7 +135,7 @@ ProfileSet *profile_set_load(const char *path, char **error) {
     }
     ProfileView *v = load_file(path, error);
     if (!v || !add_view(set, v)) {
-        if (v) *error = format_profile_error("out of memory");
+        if (v) *error = prof_format("out of memory");
         profile_view_free(v);
         profile_set_free(set);
         return NULL;

@@ -38,7 +38,4 @@ const ProfileView *profile_set_for_file(const ProfileSet *set, const char *relat
 /* Removes and returns the newest view (NULL when empty). */
 ProfileView *profile_set_take_newest(ProfileSet *set);
 
-/* printf into a heap string for error messages (NULL when memory runs out). */
-char *format_profile_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
 #endif

@@ -162,7 +162,7 @@ ProfileView *profile_view_load(const char *path, char **error) {
     if (!set) return NULL;
     ProfileView *v = profile_set_take_newest(set);
     profile_set_free(set);
-    if (!v) *error = format_profile_error("%s: no profile there", path);
+    if (!v) *error = prof_format("%s: no profile there", path);
     return v;
 }
 
