@@ -276,6 +276,9 @@ bool profile_path_ok(const char *path);
  * the processes of one run wrote. False when out of memory. */
 bool profile_append(Profile *dst, const Profile *src);
 
+/* a + b, at most UINT64_MAX (sums of counts and durations) */
+static inline uint64_t prof_add_u64(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+
 /* printf into a fresh heap string (messages for a person); NULL when out
  * of memory. */
 char *prof_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

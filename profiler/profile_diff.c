@@ -91,7 +91,7 @@ static int compare_entry_qsort(const void *a, const void *b) { return compare_en
 
 static void add_figures(DiffFigures *to, DiffFigures from) {
     to->count += from.count;
-    to->total_ns = to->total_ns + from.total_ns < to->total_ns ? UINT64_MAX : to->total_ns + from.total_ns;
+    to->total_ns = prof_add_u64(to->total_ns, from.total_ns);
 }
 
 /* Sorts and sums entries with equal keys; returns the new count. */

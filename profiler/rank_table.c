@@ -5,7 +5,6 @@
 
 #include "comm_kernels.h"
 
-static uint64_t add_sat(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
 
 static int compare_rows(const void *a, const void *b) {
     const RankRow *x = a, *y = b;
@@ -40,8 +39,8 @@ static void find_straggler(RankTable *t) {
         RankRow *r = &t->rows[i];
         if (!compared(r) || r == straggler) continue;
         r->wait_ns = r->nccl_kernel_ns - straggler->nccl_kernel_ns;
-        wait = add_sat(wait, r->wait_ns);
-        calls = add_sat(calls, r->nccl_launches);
+        wait = prof_add_u64(wait, r->wait_ns);
+        calls = prof_add_u64(calls, r->nccl_launches);
     }
     t->has_straggler = true;
     t->waits_for_rank = straggler->rank;
@@ -82,18 +81,18 @@ bool rank_table_build(const Profile *p, RankTable *t) {
         if (tl->process < 0 || (size_t)tl->process >= t->row_count) continue;
         RankRow *r = &t->rows[tl->process];
         r->devices++;
-        r->compute_ns = add_sat(r->compute_ns, tl->compute_ns);
-        r->comm_ns = add_sat(r->comm_ns, tl->comm_ns);
-        r->exposed_comm_ns = add_sat(r->exposed_comm_ns, tl->exposed_comm_ns);
-        r->busy_ns = add_sat(r->busy_ns, tl->busy_ns);
-        r->idle_ns = add_sat(r->idle_ns, tl->idle_ns);
+        r->compute_ns = prof_add_u64(r->compute_ns, tl->compute_ns);
+        r->comm_ns = prof_add_u64(r->comm_ns, tl->comm_ns);
+        r->exposed_comm_ns = prof_add_u64(r->exposed_comm_ns, tl->exposed_comm_ns);
+        r->busy_ns = prof_add_u64(r->busy_ns, tl->busy_ns);
+        r->idle_ns = prof_add_u64(r->idle_ns, tl->idle_ns);
     }
     for (size_t i = 0; i < p->kernel_count; i++) {
         const ProfKernel *k = &p->kernels[i];
         if (k->process < 0 || (size_t)k->process >= t->row_count || !comm_kernel_name(k->name)) continue;
         RankRow *r = &t->rows[k->process];
-        r->nccl_kernel_ns = add_sat(r->nccl_kernel_ns, k->stats.total_ns);
-        r->nccl_launches = add_sat(r->nccl_launches, k->stats.count);
+        r->nccl_kernel_ns = prof_add_u64(r->nccl_kernel_ns, k->stats.total_ns);
+        r->nccl_launches = prof_add_u64(r->nccl_launches, k->stats.count);
     }
     qsort(t->rows, t->row_count, sizeof *t->rows, compare_rows);
     for (size_t i = 0; i < t->row_count; i++)

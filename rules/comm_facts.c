@@ -18,7 +18,6 @@ typedef struct {
     const char *collective;
 } Entry;
 
-static uint64_t add_sat(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
 
 static int by_place(const void *a, const void *b) {
     const Entry *x = a, *y = b;
@@ -43,7 +42,7 @@ bool comm_lines_build(const Profile *p, CommLines *out) {
         if (op->kind != PROF_OP_LAUNCH || op->kernel < 0 || (size_t)op->kernel >= p->kernel_count) continue;
         const char *name = p->kernels[op->kernel].name;
         if (!comm_kernel_name(name)) continue;
-        out->total_ns = add_sat(out->total_ns, op->stats.total_ns);
+        out->total_ns = prof_add_u64(out->total_ns, op->stats.total_ns);
         if (op->site < 0 || (size_t)op->site >= p->site_count) continue;
         const ProfSite *site = &p->sites[op->site];
         if (site->file < 0 || site->line == 0) continue;
@@ -66,8 +65,8 @@ bool comm_lines_build(const Profile *p, CommLines *out) {
                                    .function_level = site->function_level};
         }
         Entry *e = &entries[k];
-        e->ns = add_sat(e->ns, op->stats.total_ns);
-        e->launches = add_sat(e->launches, op->stats.count);
+        e->ns = prof_add_u64(e->ns, op->stats.total_ns);
+        e->launches = prof_add_u64(e->launches, op->stats.count);
         if (!e->collective || op->stats.total_ns > e->top_ns) {
             const char *c = comm_kernel_collective(name);
             if (c) {
@@ -95,8 +94,8 @@ bool comm_lines_build(const Profile *p, CommLines *out) {
             *l = (CommLine){.file = e->file, .line = e->line, .function_level = e->function_level};
             top_ns = 0;
         }
-        l->ns = add_sat(l->ns, e->ns);
-        l->launches = add_sat(l->launches, e->launches);
+        l->ns = prof_add_u64(l->ns, e->ns);
+        l->launches = prof_add_u64(l->launches, e->launches);
         if (e->launches > l->most_launches) l->most_launches = e->launches;
         l->processes++;
         if (e->collective && (!l->collective || e->top_ns > top_ns)) {
@@ -136,7 +135,7 @@ const char *comm_row_name(const RankRow *r, char *buf, size_t size) {
     return buf;
 }
 
-uint64_t comm_row_span(const RankRow *r) { return add_sat(r->busy_ns, r->idle_ns); }
+uint64_t comm_row_span(const RankRow *r) { return prof_add_u64(r->busy_ns, r->idle_ns); }
 
 const RankRow *comm_least_exposed(const RankTable *t) {
     const RankRow *least = NULL;

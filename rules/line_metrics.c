@@ -25,7 +25,6 @@ void lm_counts(const ProfLineMetrics *e, LmKind kind, uint64_t *actual, uint64_t
     *ideal = 0;
 }
 
-static uint64_t add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
 uint64_t lm_kernel_total(const Profile *p, const char *kernel, LmKind kind) {
     uint64_t total = 0;
@@ -33,7 +32,7 @@ uint64_t lm_kernel_total(const Profile *p, const char *kernel, LmKind kind) {
         if (strcmp(p->line_metrics[i].kernel, kernel) != 0) continue;
         uint64_t actual, ideal;
         lm_counts(&p->line_metrics[i], kind, &actual, &ideal);
-        total = add(total, actual);
+        total = prof_add_u64(total, actual);
     }
     return total;
 }
@@ -44,7 +43,7 @@ uint64_t lm_kernel_ns(const ProfileView *v, const char *kernel) {
     bool found = false;
     for (size_t i = 0; kernel && i < p->kernel_count; i++)
         if (strcmp(p->kernels[i].name, kernel) == 0) {
-            ns = add(ns, p->kernels[i].stats.total_ns);
+            ns = prof_add_u64(ns, p->kernels[i].stats.total_ns);
             found = true;
         }
     if (found || !kernel) return ns;
@@ -96,8 +95,8 @@ void lm_sum(const Profile *p, int file, uint32_t first, uint32_t last, const uin
         uint64_t actual, ideal;
         lm_counts(e, kind, &actual, &ideal);
         if (actual == 0 && ideal == 0) continue;
-        out->actual = add(out->actual, actual);
-        out->ideal = add(out->ideal, ideal);
+        out->actual = prof_add_u64(out->actual, actual);
+        out->ideal = prof_add_u64(out->ideal, ideal);
         note_line(out, e->line);
         size_t k = 0;
         while (k < kernels && strcmp(names[k], e->kernel) != 0) k++;
@@ -108,12 +107,12 @@ void lm_sum(const Profile *p, int file, uint32_t first, uint32_t last, const uin
             per_kernel[kernels] = launches[kernels] = 0;
             kernels++;
         }
-        per_kernel[k] = add(per_kernel[k], actual);
+        per_kernel[k] = prof_add_u64(per_kernel[k], actual);
         if (e->launches > launches[k]) launches[k] = e->launches;
     }
     size_t best = 0;
     for (size_t k = 0; k < kernels; k++) {
-        out->kernel_total = add(out->kernel_total, lm_kernel_total(p, names[k], kind));
+        out->kernel_total = prof_add_u64(out->kernel_total, lm_kernel_total(p, names[k], kind));
         if (per_kernel[k] > per_kernel[best]) best = k;
     }
     if (kernels) {

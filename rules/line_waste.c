@@ -9,7 +9,6 @@
 #include "line_metrics.h"
 #include "rule.h"
 
-static uint64_t add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
 /* ---- each kernel's totals, by name ---------------------------------------------------------- */
 
@@ -42,7 +41,7 @@ static NamedTime *times_by(const Profile *p, char **bases, size_t *count) {
     qsort(t, p->kernel_count, sizeof *t, by_name);
     size_t n = 0;
     for (size_t i = 0; i < p->kernel_count; i++) {
-        if (n && strcmp(t[n - 1].name, t[i].name) == 0) t[n - 1].ns = add(t[n - 1].ns, t[i].ns);
+        if (n && strcmp(t[n - 1].name, t[i].name) == 0) t[n - 1].ns = prof_add_u64(t[n - 1].ns, t[i].ns);
         else t[n++] = t[i];
     }
     *count = n;
@@ -109,9 +108,9 @@ static KernelFacts *kernel_facts(const Profile *p, size_t *count) {
         const ProfLineMetrics *e = sorted[i];
         if (!k || strcmp(facts[k - 1].name, e->kernel) != 0) facts[k++] = (KernelFacts){.name = e->kernel};
         KernelFacts *f = &facts[k - 1];
-        f->global = add(f->global, e->global_sectors);
-        f->shared = add(f->shared, e->shared_wavefronts);
-        f->local = add(f->local, e->local_sectors);
+        f->global = prof_add_u64(f->global, e->global_sectors);
+        f->shared = prof_add_u64(f->shared, e->shared_wavefronts);
+        f->local = prof_add_u64(f->local, e->local_sectors);
     }
     free(sorted);
     if (!fill_times(p, facts, k)) {
@@ -142,7 +141,7 @@ static bool qualifies(const ProfLineMetrics *e, LmKind kind, const KernelFacts *
     const char *key = e->kernel;
     const KernelFacts *k = bsearch(&key, facts, fact_count, sizeof *facts, by_name);
     if (!k) return false; /* cannot happen: every entry's kernel is there */
-    w->kernel_total = kind == LM_GLOBAL ? k->global : kind == LM_SHARED ? k->shared : add(k->global, k->local);
+    w->kernel_total = kind == LM_GLOBAL ? k->global : kind == LM_SHARED ? k->shared : prof_add_u64(k->global, k->local);
     w->line_share = w->kernel_total ? (double)w->actual / (double)w->kernel_total : 0;
     w->kernel_ns = k->ns;
     w->kernel_share = (double)k->ns / (double)kernel_time;

@@ -93,7 +93,7 @@ ReportKernel *report_top_kernels(const Profile *p, size_t *count) {
         }
         ReportKernel *k = &out[n - 1];
         k->count += s->count;
-        k->total_ns = k->total_ns + s->total_ns < k->total_ns ? UINT64_MAX : k->total_ns + s->total_ns;
+        k->total_ns = prof_add_u64(k->total_ns, s->total_ns);
         if (s->count > most_launched) {
             most_launched = s->count;
             k->median_ns = s->median_ns;
