@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../analysis/finding.h"
 #include "../profiler/profile.h"
 #include "../profiler/profile_view.h"
 
@@ -86,6 +87,13 @@ typedef struct {
  * Stops when memory runs out (ctx remembers). */
 typedef struct RuleContext RuleContext;
 void lm_each_waste(RuleContext *ctx, LmKind kind, void (*visit)(RuleContext *ctx, const LmWaste *w));
+
+/* "in one launch of KERNEL" / "in N launches of KERNEL" for w's entry. */
+const char *lm_waste_launches_words(const LmWaste *w, char *buf, size_t size);
+/* The evidence PR010-PR012 share: "the kernel: T of GPU time, S of all
+ * kernel time", and, when other kernels qualify at the line too, "N other
+ * kernel(s) running this line VERB(s) REST". False when memory runs out. */
+bool lm_waste_evidence(Finding *f, const LmWaste *w, const char *verb, const char *rest);
 
 /* Bytes in so many 32-byte sectors (saturating). */
 uint64_t lm_sector_bytes(uint64_t sectors);

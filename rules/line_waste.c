@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../profiler/kernel_name.h"
+#include "profile_facts.h"
 #include "line_metrics.h"
 #include "rule.h"
 
@@ -192,4 +193,19 @@ void lm_each_waste(RuleContext *ctx, LmKind kind, void (*visit)(RuleContext *ctx
     }
     free(entries);
     free(facts);
+}
+
+const char *lm_waste_launches_words(const LmWaste *w, char *buf, size_t size) {
+    LmSum one = {.kernel = w->entry->kernel, .launches = w->entry->launches, .kernels = 1};
+    return lm_launches_words(&one, buf, size);
+}
+
+bool lm_waste_evidence(Finding *f, const LmWaste *w, const char *verb, const char *rest) {
+    char t[24], ks[16];
+    bool ok = finding_add_evidence(f, "the kernel: %s of GPU time, %s of all kernel time",
+                                   pf_duration(w->kernel_ns, t, sizeof t), pf_percent(w->kernel_share, ks, sizeof ks));
+    if (ok && w->other_kernels)
+        ok = finding_add_evidence(f, "%zu other kernel%s running this line %s%s %s", w->other_kernels,
+                                  w->other_kernels == 1 ? "" : "s", verb, w->other_kernels == 1 ? "s" : "", rest);
+    return ok;
 }

@@ -56,30 +56,24 @@ static const char documentation[] =
     "estimated: how much time the extra sectors cost depends on what bounds the kernel. Severity\n"
     "is info, warning from 4x in a kernel with 10% of the kernel time or more.\n";
 
-#define WARNING_RATIO 4.0
 #define WARNING_SHARE 0.10
 
 static void visit(RuleContext *ctx, const LmWaste *w) {
-    LmSum one = {.kernel = w->entry->kernel, .launches = w->entry->launches, .kernels = 1};
-    char launches[160], actual[32], ideal[32], share[16], used[32], moved[32], t[24], ks[16];
+    char launches[160], actual[32], ideal[32], share[16], used[32], moved[32];
     double ratio = lm_ratio(w->actual, w->ideal);
     Finding *f = pf_report_line(ctx, w->line,
                                 "global accesses on this line move %.1fx the sectors coalesced accesses would (%s vs "
                                 "%s %s, %s of its global sectors); make consecutive threads touch consecutive "
                                 "addresses, or stage the data through shared memory",
                                 ratio, pf_count(w->actual, actual, sizeof actual), pf_count(w->ideal, ideal, sizeof ideal),
-                                lm_launches_words(&one, launches, sizeof launches),
+                                lm_waste_launches_words(w, launches, sizeof launches),
                                 pf_percent(w->line_share, share, sizeof share));
     if (!f) return;
-    if (ratio >= WARNING_RATIO && w->kernel_share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
+    if (ratio >= LM_SEVERE_RATIO && w->kernel_share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
     bool ok = finding_add_evidence(f, "%s moved in 32-byte sectors where coalesced accesses would move %s",
                                    pf_bytes(lm_sector_bytes(w->actual), moved, sizeof moved),
                                    pf_bytes(lm_sector_bytes(w->ideal), used, sizeof used));
-    ok = ok && finding_add_evidence(f, "the kernel: %s of GPU time, %s of all kernel time",
-                                    pf_duration(w->kernel_ns, t, sizeof t), pf_percent(w->kernel_share, ks, sizeof ks));
-    if (ok && w->other_kernels)
-        ok = finding_add_evidence(f, "%zu other kernel%s running this line move%s 2x the ideal or more too",
-                                  w->other_kernels, w->other_kernels == 1 ? "" : "s", w->other_kernels == 1 ? "s" : "");
+    ok = ok && lm_waste_evidence(f, w, "move", "2x the ideal or more too");
     if (!ok) ctx->out_of_memory = true;
 }
 

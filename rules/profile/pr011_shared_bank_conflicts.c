@@ -53,28 +53,21 @@ static const char documentation[] =
     "gain is estimated: what the extra passes cost depends on what bounds the kernel. Severity is\n"
     "info, warning from 4x in a kernel with 10% of the kernel time or more.\n";
 
-#define WARNING_RATIO 4.0
 #define WARNING_SHARE 0.10
 
 static void visit(RuleContext *ctx, const LmWaste *w) {
-    LmSum one = {.kernel = w->entry->kernel, .launches = w->entry->launches, .kernels = 1};
-    char launches[160], actual[32], ideal[32], share[16], t[24], ks[16];
+    char launches[160], actual[32], ideal[32], share[16];
     double ratio = lm_ratio(w->actual, w->ideal);
     Finding *f = pf_report_line(ctx, w->line,
                                 "shared-memory accesses on this line take %.1fx the wavefronts of conflict-free "
                                 "accesses (%s vs %s %s, %s of its shared wavefronts): bank conflicts; pad the array "
                                 "(`[32][33]` for a 32 x 32 tile) or swizzle the index",
                                 ratio, pf_count(w->actual, actual, sizeof actual), pf_count(w->ideal, ideal, sizeof ideal),
-                                lm_launches_words(&one, launches, sizeof launches),
+                                lm_waste_launches_words(w, launches, sizeof launches),
                                 pf_percent(w->line_share, share, sizeof share));
     if (!f) return;
-    if (ratio >= WARNING_RATIO && w->kernel_share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
-    bool ok = finding_add_evidence(f, "the kernel: %s of GPU time, %s of all kernel time",
-                                   pf_duration(w->kernel_ns, t, sizeof t), pf_percent(w->kernel_share, ks, sizeof ks));
-    if (ok && w->other_kernels)
-        ok = finding_add_evidence(f, "%zu other kernel%s running this line take%s 2x the ideal or more too",
-                                  w->other_kernels, w->other_kernels == 1 ? "" : "s", w->other_kernels == 1 ? "s" : "");
-    if (!ok) ctx->out_of_memory = true;
+    if (ratio >= LM_SEVERE_RATIO && w->kernel_share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
+    if (!lm_waste_evidence(f, w, "take", "2x the ideal or more too")) ctx->out_of_memory = true;
 }
 
 static void check_profile(RuleContext *ctx) { lm_each_waste(ctx, LM_SHARED, visit); }

@@ -61,8 +61,7 @@ static const char documentation[] =
 #define WARNING_SHARE 0.10
 
 static void visit(RuleContext *ctx, const LmWaste *w) {
-    LmSum one = {.kernel = w->entry->kernel, .launches = w->entry->launches, .kernels = 1};
-    char launches[160], sectors[32], bytes[32], share[16], t[24], ks[16];
+    char launches[160], sectors[32], bytes[32], share[16];
     Finding *f = pf_report_line(ctx, w->line,
                                 "this line moves %s local-memory sectors (%s) %s, %s of the kernel's global and "
                                 "local sectors: register spills or a local array; reduce register pressure "
@@ -70,16 +69,11 @@ static void visit(RuleContext *ctx, const LmWaste *w) {
                                 "constants only",
                                 pf_count(w->actual, sectors, sizeof sectors),
                                 pf_bytes(lm_sector_bytes(w->actual), bytes, sizeof bytes),
-                                lm_launches_words(&one, launches, sizeof launches),
+                                lm_waste_launches_words(w, launches, sizeof launches),
                                 pf_percent(w->line_share, share, sizeof share));
     if (!f) return;
     if (w->kernel_share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
-    bool ok = finding_add_evidence(f, "the kernel: %s of GPU time, %s of all kernel time",
-                                   pf_duration(w->kernel_ns, t, sizeof t), pf_percent(w->kernel_share, ks, sizeof ks));
-    if (ok && w->other_kernels)
-        ok = finding_add_evidence(f, "%zu other kernel%s running this line move%s local memory too",
-                                  w->other_kernels, w->other_kernels == 1 ? "" : "s", w->other_kernels == 1 ? "s" : "");
-    if (!ok) ctx->out_of_memory = true;
+    if (!lm_waste_evidence(f, w, "move", "local memory too")) ctx->out_of_memory = true;
 }
 
 static void check_profile(RuleContext *ctx) { lm_each_waste(ctx, LM_LOCAL, visit); }
