@@ -600,3 +600,49 @@ char *prof_format(const char *fmt, ...) {
     va_end(ap);
     return s;
 }
+
+/* ---- kernels by name ------------------------------------------------------- */
+
+typedef struct {
+    const char *name;
+    size_t index; /* into kernels */
+} NamedKernel;
+
+static int compare_named(const void *a, const void *b) {
+    const NamedKernel *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+ProfKernelTotal *profile_kernels_by_name(const Profile *p, size_t *count) {
+    *count = 0;
+    if (p->kernel_count == 0) return NULL;
+    NamedKernel *sorted = malloc(p->kernel_count * sizeof *sorted);
+    ProfKernelTotal *out = malloc(p->kernel_count * sizeof *out);
+    if (!sorted || !out) {
+        free(sorted);
+        free(out);
+        return NULL;
+    }
+    for (size_t i = 0; i < p->kernel_count; i++) sorted[i] = (NamedKernel){p->kernels[i].name, i};
+    qsort(sorted, p->kernel_count, sizeof *sorted, compare_named);
+    size_t n = 0;
+    uint64_t most_launched = 0;
+    for (size_t i = 0; i < p->kernel_count; i++) {
+        const ProfStats *st = &p->kernels[sorted[i].index].stats;
+        if (n == 0 || strcmp(out[n - 1].name, sorted[i].name) != 0) {
+            out[n++] = (ProfKernelTotal){.name = sorted[i].name};
+            most_launched = 0;
+        }
+        ProfKernelTotal *k = &out[n - 1];
+        k->count += st->count;
+        k->total_ns = prof_add_u64(k->total_ns, st->total_ns);
+        if (st->count > most_launched) {
+            most_launched = st->count;
+            k->median_ns = st->median_ns;
+        }
+    }
+    free(sorted);
+    *count = n;
+    return out;
+}

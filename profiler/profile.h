@@ -276,6 +276,17 @@ bool profile_path_ok(const char *path);
  * the processes of one run wrote. False when out of memory. */
 bool profile_append(Profile *dst, const Profile *src);
 
+/* One kernel's figures summed over its launch configurations and processes
+ * (the profile keeps one entry per configuration). */
+typedef struct {
+    const char *name;   /* points into the profile */
+    uint64_t count, total_ns;
+    uint64_t median_ns; /* of its most-launched configuration */
+} ProfKernelTotal;
+/* The profile's kernels by name, sorted by name; *count set. Heap, NULL when
+ * the profile has none or memory runs out. */
+ProfKernelTotal *profile_kernels_by_name(const Profile *p, size_t *count);
+
 /* a + b, at most UINT64_MAX (sums of counts and durations) */
 static inline uint64_t prof_add_u64(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 

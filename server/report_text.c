@@ -54,17 +54,6 @@ uint64_t report_run_ns(const Profile *p) {
 
 /* ---- top kernels -------------------------------------------------------------- */
 
-typedef struct {
-    const char *name;
-    size_t index; /* into kernels */
-} NamedKernel;
-
-static int compare_named(const void *a, const void *b) {
-    const NamedKernel *x = a, *y = b;
-    int c = strcmp(x->name, y->name);
-    return c ? c : (x->index > y->index) - (x->index < y->index);
-}
-
 static int compare_report_kernel(const void *a, const void *b) {
     const ReportKernel *x = a, *y = b;
     if (x->total_ns != y->total_ns) return x->total_ns < y->total_ns ? 1 : -1;
@@ -72,36 +61,8 @@ static int compare_report_kernel(const void *a, const void *b) {
 }
 
 ReportKernel *report_top_kernels(const Profile *p, size_t *count) {
-    *count = 0;
-    if (p->kernel_count == 0) return NULL;
-    NamedKernel *sorted = malloc(p->kernel_count * sizeof *sorted);
-    ReportKernel *out = malloc(p->kernel_count * sizeof *out);
-    if (!sorted || !out) {
-        free(sorted);
-        free(out);
-        return NULL;
-    }
-    for (size_t i = 0; i < p->kernel_count; i++) sorted[i] = (NamedKernel){p->kernels[i].name, i};
-    qsort(sorted, p->kernel_count, sizeof *sorted, compare_named);
-    size_t n = 0;
-    uint64_t most_launched = 0;
-    for (size_t i = 0; i < p->kernel_count; i++) {
-        const ProfStats *s = &p->kernels[sorted[i].index].stats;
-        if (n == 0 || strcmp(out[n - 1].name, sorted[i].name) != 0) {
-            out[n++] = (ReportKernel){.name = sorted[i].name};
-            most_launched = 0;
-        }
-        ReportKernel *k = &out[n - 1];
-        k->count += s->count;
-        k->total_ns = prof_add_u64(k->total_ns, s->total_ns);
-        if (s->count > most_launched) {
-            most_launched = s->count;
-            k->median_ns = s->median_ns;
-        }
-    }
-    free(sorted);
-    qsort(out, n, sizeof *out, compare_report_kernel);
-    *count = n;
+    ReportKernel *out = profile_kernels_by_name(p, count);
+    if (out) qsort(out, *count, sizeof *out, compare_report_kernel);
     return out;
 }
 

@@ -46,11 +46,7 @@ int report_pad(const char *s, int width);
 uint64_t report_run_ns(const Profile *p);
 
 /* One kernel's figures summed over its configurations and processes. */
-typedef struct {
-    const char *name;          /* points into the profile */
-    uint64_t count, total_ns;
-    uint64_t median_ns;        /* of its most-launched configuration */
-} ReportKernel;
+typedef ProfKernelTotal ReportKernel;
 
 /* The kernels by GPU time, largest first; *count set. Heap, NULL when the
  * profile has none or memory ran out. */

@@ -45,37 +45,46 @@ static int by_time(const void *a, const void *b) {
     return x->total_ns < y->total_ns ? 1 : x->total_ns > y->total_ns ? -1 : strcmp(x->name, y->name);
 }
 
-/* Kernels by name (the profile keeps one entry per launch configuration). */
+static int by_name(const void *a, const void *b) {
+    return strcmp(((const Candidate *)a)->name, ((const Candidate *)b)->name);
+}
+
+/* Kernels by name (the profile keeps one entry per launch configuration),
+ * NCCL kernels and those the filter leaves out dropped, hottest first with
+ * those launched from the project's C/C++/CUDA lines ahead. */
 static Candidate *candidates(const Profile *p, const char *filter, size_t *count, uint64_t *gpu_ns) {
-    Candidate *c = calloc(p->kernel_count ? p->kernel_count : 1, sizeof *c);
+    size_t n;
+    ProfKernelTotal *totals = profile_kernels_by_name(p, &n);
+    Candidate *c = calloc(n ? n : 1, sizeof *c);
     *count = 0;
     *gpu_ns = 0;
-    if (!c) return NULL;
-    for (size_t k = 0; k < p->kernel_count; k++) {
-        const ProfKernel *kern = &p->kernels[k];
-        *gpu_ns += kern->stats.total_ns;
-        size_t i = 0;
-        while (i < *count && strcmp(c[i].name, kern->name) != 0) i++;
-        if (i == *count) {
-            char *shown = native_demangle(kern->name);
-            if (!shown) shown = strdup(kern->name);
-            if (!shown) continue;
-            if (comm_kernel_name(shown) || (filter && !strstr(shown, filter) && !strstr(kern->name, filter))) {
-                free(shown);
-                continue;
-            }
-            c[(*count)++] = (Candidate){.name = kern->name, .shown = shown};
-        }
-        c[i].total_ns += kern->stats.total_ns;
+    if (!c || (!totals && n)) {
+        free(totals);
+        free(c);
+        return NULL;
     }
+    for (size_t k = 0; k < n; k++) {
+        *gpu_ns += totals[k].total_ns;
+        char *shown = native_demangle(totals[k].name);
+        if (!shown) shown = strdup(totals[k].name);
+        if (!shown) continue;
+        if (comm_kernel_name(shown) || (filter && !strstr(shown, filter) && !strstr(totals[k].name, filter))) {
+            free(shown);
+            continue;
+        }
+        c[(*count)++] = (Candidate){.name = totals[k].name, .shown = shown, .total_ns = totals[k].total_ns};
+    }
+    free(totals);
+    /* still in name order: find each native launch's kernel by bisection */
     for (size_t o = 0; o < p->op_count; o++) {
         const ProfOp *op = &p->ops[o];
         if (op->kind != PROF_OP_LAUNCH || op->kernel < 0 || (size_t)op->kernel >= p->kernel_count) continue;
         if (op->site < 0 || (size_t)op->site >= p->site_count) continue;
         int file = p->sites[op->site].file;
         if (file < 0 || (size_t)file >= p->file_count || !native_source(p->files[file].path)) continue;
-        for (size_t i = 0; i < *count; i++)
-            if (strcmp(c[i].name, p->kernels[op->kernel].name) == 0) c[i].from_native = true;
+        Candidate key = {.name = p->kernels[op->kernel].name};
+        Candidate *hit = bsearch(&key, c, *count, sizeof *c, by_name);
+        if (hit) hit->from_native = true;
     }
     qsort(c, *count, sizeof *c, by_time);
     return c;
