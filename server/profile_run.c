@@ -151,6 +151,25 @@ static void forward_signal(int sig) {
     if (child_pid > 0) kill(child_pid, sig);
 }
 
+const char *profile_tmp_dir(void) {
+    const char *tmp = getenv("TMPDIR");
+    return tmp && *tmp ? tmp : "/tmp";
+}
+
+bool parts_dir_create(const char *prefix, char *out, size_t size) {
+    if (snprintf(out, size, "%s/%s-XXXXXX", profile_tmp_dir(), prefix) >= (int)size) {
+        errno = ENAMETOOLONG;
+        return false;
+    }
+    return mkdtemp(out) != NULL;
+}
+
+double seconds_since(const struct timespec *t0) {
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
 int run_child(char **command, const char *inject, const char *parts, const char *root,
               const char *metrics_kernel) {
     struct sigaction ignore = {.sa_handler = SIG_IGN}, forward = {.sa_handler = forward_signal};
@@ -420,25 +439,21 @@ int profile_run(const ProfileRun *run) {
         inject = NULL;
     }
     char parts[PATH_MAX] = "";
-    if (inject) {
-        const char *tmp = getenv("TMPDIR");
-        snprintf(parts, sizeof parts, "%s/advise-profile-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(parts)) {
-            fprintf(stderr, "advise: cannot create a folder for the profile in %s: %s; the command runs without "
-                            "profiling\n", tmp && *tmp ? tmp : "/tmp", strerror(errno));
-            free(inject);
-            inject = NULL;
-        }
+    if (inject && !parts_dir_create("advise-profile", parts, sizeof parts)) {
+        fprintf(stderr, "advise: cannot create a folder for the profile in %s: %s; the command runs without "
+                        "profiling\n", profile_tmp_dir(), strerror(errno));
+        free(inject);
+        inject = NULL;
     }
-    struct timespec started, ended;
+    struct timespec started;
     clock_gettime(CLOCK_MONOTONIC, &started);
     int status = run_child(run->command, inject, parts, run->root, NULL);
-    clock_gettime(CLOCK_MONOTONIC, &ended);
+    double seconds = seconds_since(&started);
     if (!inject) return status;
 
     Profile *p = merge_parts(parts);
-    if (!p) free(inject);
     if (!p) {
+        free(inject);
         if (status != 127 && status != 126)
             fprintf(stderr,
                     "advise: no CUDA activity was recorded: the command never initialised CUDA, or no GPU is "
@@ -460,7 +475,6 @@ int profile_run(const ProfileRun *run) {
         /* interrupted (^C) or killed: the user does not want it run again */
         fprintf(stderr, "advise: source metrics: the command was stopped (status %d); it is not run again\n", status);
     } else if (run->source_metrics_runs > 0) {
-        double seconds = (double)(ended.tv_sec - started.tv_sec) + (double)(ended.tv_nsec - started.tv_nsec) / 1e9;
         source_metrics_collect(p, run, inject, seconds);
     }
     free(inject);

@@ -3,6 +3,10 @@
 #ifndef ADVISE_PROFILE_RUN_INTERNAL_H
 #define ADVISE_PROFILE_RUN_INTERNAL_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
 #include "profile.h"
 #include "profile_run.h"
 
@@ -12,6 +16,14 @@
  * parts into parts; metrics_kernel (mangled) turns the run into a
  * --source-metrics run for that kernel. Returns the command's exit status. */
 int run_child(char **command, const char *inject, const char *parts, const char *root, const char *metrics_kernel);
+
+/* The folder temporary files go to: $TMPDIR, else /tmp. */
+const char *profile_tmp_dir(void);
+/* Creates a fresh folder PREFIX-XXXXXX there for a run's parts, its path in
+ * out (PATH_MAX bytes); false with errno set when it cannot. */
+bool parts_dir_create(const char *prefix, char *out, size_t size);
+/* Seconds since t0 (CLOCK_MONOTONIC). */
+double seconds_since(const struct timespec *t0);
 
 /* Reads, merges and deletes the parts in parts_dir (and the folder); NULL
  * when there are none. */

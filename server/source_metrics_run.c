@@ -111,12 +111,6 @@ static void say_process_notes(const Profile *q, int run, int runs) {
     }
 }
 
-static double seconds_since(const struct timespec *t0) {
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
 void source_metrics_collect(Profile *p, const ProfileRun *run, const char *inject, double first_run_s) {
     size_t count = 0;
     uint64_t gpu_ns = 0;
@@ -142,11 +136,9 @@ void source_metrics_collect(Profile *p, const ProfileRun *run, const char *injec
         const Candidate *k = &c[r];
         fprintf(stderr, "advise: source metrics %d/%d: %s (%.1f%% of GPU time)\n", r + 1, runs, k->shown,
                 gpu_ns ? 100.0 * (double)k->total_ns / (double)gpu_ns : 0.0);
-        const char *tmp = getenv("TMPDIR");
         char parts[PATH_MAX];
-        snprintf(parts, sizeof parts, "%s/advise-metrics-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(parts)) {
-            fprintf(stderr, "advise: source metrics: cannot create a folder in %s: %s\n", tmp && *tmp ? tmp : "/tmp",
+        if (!parts_dir_create("advise-metrics", parts, sizeof parts)) {
+            fprintf(stderr, "advise: source metrics: cannot create a folder in %s: %s\n", profile_tmp_dir(),
                     strerror(errno));
             break;
         }
