@@ -1,9 +1,12 @@
 #include "cli.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "rule.h"
 
 #ifndef ADVISE_VERSION
@@ -37,6 +40,28 @@ int cli_usage_error(const char *command, const char *fmt, ...) {
     fprintf(stderr, "\n(see `advise %s --help`)\n", command);
     va_end(ap);
     return EXIT_TROUBLE;
+}
+
+int cli_load_config_file(const char *config_path, bool no_config, Config *cfg, char **config_dir) {
+    config_init(cfg);
+    *config_dir = NULL;
+    char *path = config_path ? strdup(config_path) : no_config ? NULL : config_find(".");
+    if (!path) return EXIT_CLEAN;
+    char *error = NULL;
+    if (!config_load_file(cfg, path, &error)) {
+        fprintf(stderr, "advise: %s\n", error ? error : "out of memory");
+        free(error);
+        free(path);
+        return EXIT_TROUBLE;
+    }
+    char *abs = realpath(path, NULL);
+    if (abs) {
+        char *slash = strrchr(abs, '/');
+        if (slash) *(slash == abs ? slash + 1 : slash) = '\0';
+        *config_dir = abs;
+    }
+    free(path);
+    return EXIT_CLEAN;
 }
 
 int cli_main(int argc, char **argv) {

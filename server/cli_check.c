@@ -95,27 +95,8 @@ static bool apply_fail_on(Config *cfg, const char *text) {
 }
 
 static int load_settings(CheckOptions *o, const CommandLineSettings *cl, char **root) {
-    config_init(&o->cfg);
-    char *path = NULL;
-    if (o->config_path) path = strdup(o->config_path);
-    else if (!o->no_config) path = config_find(".");
-    if (path) {
-        char *error = NULL;
-        if (!config_load_file(&o->cfg, path, &error)) {
-            fprintf(stderr, "advise: %s\n", error);
-            free(error);
-            free(path);
-            return EXIT_TROUBLE;
-        }
-        char *abs = realpath(path, NULL);
-        if (abs) {
-            char *slash = strrchr(abs, '/');
-            if (slash) *(slash == abs ? slash + 1 : slash) = '\0';
-            *root = abs;
-            o->project_root = strdup(abs);
-        }
-        free(path);
-    }
+    if (cli_load_config_file(o->config_path, o->no_config, &o->cfg, root) != EXIT_CLEAN) return EXIT_TROUBLE;
+    if (*root) o->project_root = strdup(*root);
     if (!*root) *root = realpath(".", NULL);
     if (!o->project_root) o->project_root = profile_store_root(); /* advise.toml, else .git, else here */
     if (cl->select_given) {

@@ -65,26 +65,7 @@ typedef struct {
 /* The settings and the project root (the folder of advise.toml, else the
  * git work tree, else here). */
 static int load_config(const ReportOptions *o, Config *cfg, char **root) {
-    config_init(cfg);
-    char *path = NULL;
-    if (o->config_path) path = strdup(o->config_path);
-    else if (!o->no_config) path = config_find(".");
-    if (path) {
-        char *error = NULL;
-        if (!config_load_file(cfg, path, &error)) {
-            fprintf(stderr, "advise: %s\n", error ? error : "out of memory");
-            free(error);
-            free(path);
-            return EXIT_TROUBLE;
-        }
-        char *abs = realpath(path, NULL);
-        if (abs) {
-            char *slash = strrchr(abs, '/');
-            if (slash) *(slash == abs ? slash + 1 : slash) = '\0';
-            *root = abs;
-        }
-        free(path);
-    }
+    if (cli_load_config_file(o->config_path, o->no_config, cfg, root) != EXIT_CLEAN) return EXIT_TROUBLE;
     if (!*root) *root = profile_store_root();
     if (!*root) return fail("cannot tell the project root: %s", strerror(errno));
     char *error = NULL;
