@@ -385,3 +385,57 @@ Test(robustness, two_megabyte_file) {
     document_free(doc);
     free(text);
 }
+
+/* Every tree-sitter node function advise calls answers a null node as an
+ * empty leaf (analysis/tree_sitter_null_safe.c, linked with --wrap) instead
+ * of dereferencing it: `class X:` has no "superclasses" field, and asking
+ * that null node for its children crashed the process. */
+Test(robustness, null_nodes_read_as_empty_leaves) {
+    TSNode null_node = {{0, 0, 0, 0}, NULL, NULL};
+    cr_assert_str_eq(ts_node_type(null_node), "");
+    cr_assert_eq(ts_node_symbol(null_node), 0);
+    cr_assert_eq(ts_node_end_byte(null_node), 0);
+    cr_assert_eq(ts_node_child_count(null_node), 0);
+    cr_assert_eq(ts_node_named_child_count(null_node), 0);
+    cr_assert(ts_node_is_null(ts_node_child(null_node, 0)));
+    cr_assert(ts_node_is_null(ts_node_named_child(null_node, 0)));
+    cr_assert(ts_node_is_null(ts_node_child_by_field_name(null_node, "superclasses", 12)));
+    cr_assert(ts_node_is_null(ts_node_parent(null_node)));
+    cr_assert(ts_node_is_null(ts_node_next_sibling(null_node)));
+    cr_assert(ts_node_is_null(ts_node_prev_sibling(null_node)));
+    cr_assert(ts_node_is_null(ts_node_next_named_sibling(null_node)));
+    cr_assert(ts_node_is_null(ts_node_prev_named_sibling(null_node)));
+    cr_assert(ts_node_is_null(ts_node_descendant_for_byte_range(null_node, 0, 1)));
+    cr_assert(ts_node_is_null(ts_node_named_descendant_for_byte_range(null_node, 0, 1)));
+    cr_assert_null(ts_node_field_name_for_child(null_node, 0));
+    cr_assert_not(ts_node_is_named(null_node));
+    cr_assert_not(ts_node_is_missing(null_node));
+    cr_assert_not(ts_node_has_error(null_node));
+    cr_assert_not(ts_node_has_changes(null_node));
+    TSPoint p = ts_node_end_point(null_node);
+    cr_assert_eq(p.row, 0);
+    cr_assert_null(ts_node_string(null_node));
+}
+
+/* The shape that crashed every Python rule that asks for a class's bases. */
+Test(robustness, class_without_bases_in_a_gpu_loop) {
+    const char *text = "import torch\n"
+                       "class Loader:\n"
+                       "    def next_batch(self):\n"
+                       "        return torch.zeros(4)\n"
+                       "loader = Loader()\n"
+                       "model = torch.nn.Linear(4, 4).cuda()\n"
+                       "for step in range(10):\n"
+                       "    x = loader.next_batch()\n"
+                       "    print(x.item())\n";
+    Document *doc = document_new("loader.py", LANGUAGE_PYTHON, text, strlen(text));
+    PySource *src = py_source_new(doc);
+    cr_assert_not_null(src);
+    TSNode cls = ts_node_named_child(ts_tree_root_node(src->tree), 1);
+    cr_assert_str_eq(ts_node_type(cls), "class_definition");
+    TSNode bases = ts_node_child_by_field_name(cls, "superclasses", 12);
+    cr_assert(ts_node_is_null(bases));
+    cr_assert_eq(ts_node_named_child_count(bases), 0);
+    py_source_free(src);
+    document_free(doc);
+}
