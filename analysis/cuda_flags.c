@@ -1,6 +1,7 @@
 #include "cuda_flags.h"
 
 #include <clang-c/CXCompilationDatabase.h>
+#include <jansson.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cuda_shims.h"
 #include "finding.h"
 
 #define CLANG_RESOURCE_DIR "/usr/lib/llvm-19/lib/clang/19"
@@ -79,40 +81,6 @@ char *cuda_find_toolkit(const char *hint) {
     }
     if (is_file("/usr/local/cuda/include/cuda_runtime.h")) return strdup("/usr/local/cuda");
     return NULL;
-}
-
-static pthread_mutex_t shim_lock = PTHREAD_MUTEX_INITIALIZER;
-static char shim_dir[PATH_MAX];
-
-const char *cuda_shim_dir(void) {
-    pthread_mutex_lock(&shim_lock);
-    if (!shim_dir[0]) {
-        const char *base = getenv("XDG_CACHE_HOME");
-        const char *home = getenv("HOME");
-        char dir[PATH_MAX];
-        if (base && *base) snprintf(dir, sizeof dir, "%s/advise/cuda13-shim", base);
-        else snprintf(dir, sizeof dir, "%s/.cache/advise/cuda13-shim", home && *home ? home : "/tmp");
-        for (char *p = dir + 1; *p; p++)
-            if (*p == '/') {
-                *p = '\0';
-                mkdir(dir, 0755);
-                *p = '/';
-            }
-        mkdir(dir, 0755);
-        char header[PATH_MAX + 32];
-        snprintf(header, sizeof header, "%s/texture_fetch_functions.h", dir);
-        if (!is_file(header)) {
-            FILE *f = fopen(header, "w");
-            if (f) {
-                fputs("/* advise: CUDA 13 removed this header; clang 19's CUDA wrapper still includes it */\n", f);
-                fclose(f);
-            }
-        }
-        if (is_file(header)) snprintf(shim_dir, sizeof shim_dir, "%s", dir);
-        else snprintf(shim_dir, sizeof shim_dir, "%s", "");
-    }
-    pthread_mutex_unlock(&shim_lock);
-    return shim_dir;
 }
 
 char *cuda_find_database(const char *file_dir) {
@@ -265,11 +233,14 @@ void cuda_flags_translate(const char *const *in, size_t n, CudaFlags *out) {
             add(out, "-fgpu-rdc");
             continue;
         }
-        if (strcmp(a, "-x") == 0 && i + 1 < n) {
-            i++; /* the language is ours to set */
+        if (strcmp(a, "-x") == 0 || (starts(a, "-x") && a[2])) {
+            /* the language is ours to set; a database's CUDA is remembered */
+            const char *lang = a[2] ? a + 2 : (i + 1 < n ? in[++i] : "");
+            if (strcmp(lang, "cu") == 0 || strcmp(lang, "cuda") == 0) out->database_language = "cuda";
+            else if (strcmp(lang, "c++") == 0) out->database_language = "c++";
+            else if (strcmp(lang, "c") == 0) out->database_language = "c";
             continue;
         }
-        if (starts(a, "-x")) continue;
         if (starts(a, "--cuda-path=")) {
             free(out->cuda_path);
             out->cuda_path = strdup(a + 12);
@@ -305,21 +276,79 @@ void cuda_flags_translate(const char *const *in, size_t n, CudaFlags *out) {
     }
 }
 
-static void add_defaults(CudaFlags *out) {
+static bool has_suffix(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+const char *cuda_flags_language(const char *path, const char *database_language) {
+    if (database_language && strcmp(database_language, "cuda") == 0) return "cuda";
+    if (path && has_suffix(path, ".c")) return "c";
+    if (path && (has_suffix(path, ".cpp") || has_suffix(path, ".cc") || has_suffix(path, ".cxx") ||
+                 has_suffix(path, ".C") || has_suffix(path, ".c++")))
+        return "c++";
+    return "cuda";
+}
+
+/* Removes the arguments unwanted() picks (a -std= of the other language). */
+static void drop_args(CudaFlags *f, bool (*unwanted)(const char *)) {
+    size_t kept = 0;
+    for (size_t i = 0; i < f->count; i++) {
+        if (unwanted(f->args[i])) free(f->args[i]);
+        else f->args[kept++] = f->args[i];
+    }
+    f->count = kept;
+}
+
+static bool is_c_standard(const char *a) {
+    return (starts(a, "-std=c") || starts(a, "-std=gnu") || starts(a, "-std=iso9899")) && !strstr(a, "++");
+}
+static bool is_cxx_standard(const char *a) { return starts(a, "-std=") && strstr(a, "++"); }
+
+static void add_toolkit_includes(CudaFlags *out) {
+    char buf[PATH_MAX + 32];
+    snprintf(buf, sizeof buf, "%s/include", out->cuda_path);
+    add(out, "-isystem");
+    add(out, buf);
+    snprintf(buf, sizeof buf, "%s/include/cccl", out->cuda_path);
+    if (is_dir(buf)) {
+        add(out, "-isystem");
+        add(out, buf);
+    }
+}
+
+static void add_defaults(CudaFlags *out, const char *path) {
     if (!out->cuda_path) out->cuda_path = cuda_find_toolkit(NULL);
     if (!out->gpu_arch) out->gpu_arch = strdup("sm_90");
+    out->language = cuda_flags_language(path, out->database_language);
     char buf[PATH_MAX + 32];
+    const char *shim = cuda_shim_dir();
     add(out, "-x");
-    add(out, "cuda");
+    add(out, out->language);
+    add(out, "-resource-dir");
+    add(out, CLANG_RESOURCE_DIR);
+    add(out, "-ferror-limit=0");
+    if (shim && *shim) { /* omp.h, texture_fetch_functions.h */
+        add(out, "-isystem");
+        add(out, shim);
+    }
+    if (strcmp(out->language, "c") == 0) {
+        /* a C file, as the host compiler sees it (with the toolkit's headers) */
+        drop_args(out, is_cxx_standard);
+        if (out->cuda_path) add_toolkit_includes(out);
+        return;
+    }
+    drop_args(out, is_c_standard); /* a neighbour's C flags, inferred by the database */
+    if (!has_arg_prefix(out, "-std=")) add(out, "-std=c++17");
+    if (strcmp(out->language, "c++") == 0) {
+        if (out->cuda_path) add_toolkit_includes(out);
+        return;
+    }
     add(out, "--cuda-host-only");
     snprintf(buf, sizeof buf, "--cuda-gpu-arch=%s", out->gpu_arch);
     add(out, buf);
     add(out, "-nocudalib");
-    if (!has_arg_prefix(out, "-std=")) add(out, "-std=c++17");
-    add(out, "-resource-dir");
-    add(out, CLANG_RESOURCE_DIR);
     add(out, "-Wno-unknown-cuda-version");
-    add(out, "-ferror-limit=0");
     if (out->cuda_path) {
         snprintf(buf, sizeof buf, "--cuda-path=%s", out->cuda_path);
         add(out, buf);
@@ -331,11 +360,15 @@ static void add_defaults(CudaFlags *out) {
     } else {
         add(out, "-nocudainc");
     }
-    const char *shim = cuda_shim_dir();
     if (shim && *shim) {
-        add(out, "-isystem");
-        add(out, shim);
+        snprintf(buf, sizeof buf, "%s/%s", shim, CUDA_NVCC_COMPAT_HEADER);
+        add(out, "-include");
+        add(out, buf);
     }
+}
+
+bool cuda_flags_add_include(CudaFlags *flags, const char *dir) {
+    return add(flags, "-I") && add(flags, dir);
 }
 
 /* `dir/path` for a relative path, else NULL */
@@ -382,6 +415,78 @@ static void resolve_paths(CudaFlags *f, size_t from, const char *dir) {
             f->cuda_path = path;
         }
     }
+}
+
+/* The files a compile_commands.json lists (absolute, sorted), read once per
+ * process for each database and again when it changes. libclang answers a
+ * file it does not list with a neighbour's command under the file's own
+ * name, so only the database itself tells the two apart. */
+typedef struct {
+    char *path;
+    time_t mtime;
+    off_t size;
+    char **files;
+    size_t count;
+} ListedFiles;
+
+static pthread_mutex_t listed_lock = PTHREAD_MUTEX_INITIALIZER;
+static ListedFiles listed_cache[4];
+static size_t listed_next;
+
+static int by_string(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static void listed_free(ListedFiles *l) {
+    for (size_t i = 0; i < l->count; i++) free(l->files[i]);
+    free(l->files);
+    free(l->path);
+    memset(l, 0, sizeof *l);
+}
+
+static void listed_read(ListedFiles *l, const char *db_path) {
+    json_t *root = json_load_file(db_path, 0, NULL);
+    size_t n = json_is_array(root) ? json_array_size(root) : 0;
+    l->files = n ? calloc(n, sizeof *l->files) : NULL;
+    for (size_t i = 0; l->files && i < n; i++) {
+        json_t *entry = json_array_get(root, i);
+        const char *file = json_string_value(json_object_get(entry, "file"));
+        const char *dir = json_string_value(json_object_get(entry, "directory"));
+        if (!file) continue;
+        char *joined = file[0] == '/' || !dir ? strdup(file) : format_string("%s/%s", dir, file);
+        char *real = joined ? realpath(joined, NULL) : NULL;
+        if (real) {
+            free(joined);
+            joined = real;
+        }
+        if (joined) l->files[l->count++] = joined;
+    }
+    if (l->count) qsort(l->files, l->count, sizeof *l->files, by_string);
+    json_decref(root);
+}
+
+static bool database_lists(const char *db_dir, const char *path) {
+    char db_path[PATH_MAX];
+    snprintf(db_path, sizeof db_path, "%s/compile_commands.json", db_dir);
+    struct stat st;
+    if (stat(db_path, &st) != 0) return false;
+    pthread_mutex_lock(&listed_lock);
+    ListedFiles *l = NULL;
+    for (size_t i = 0; i < sizeof listed_cache / sizeof *listed_cache; i++)
+        if (listed_cache[i].path && strcmp(listed_cache[i].path, db_path) == 0) l = &listed_cache[i];
+    if (l && (l->mtime != st.st_mtime || l->size != st.st_size)) listed_free(l);
+    else if (!l) {
+        l = &listed_cache[listed_next];
+        listed_next = (listed_next + 1) % (sizeof listed_cache / sizeof *listed_cache);
+        listed_free(l);
+    }
+    if (!l->path) {
+        l->path = strdup(db_path);
+        l->mtime = st.st_mtime;
+        l->size = st.st_size;
+        listed_read(l, db_path);
+    }
+    bool found = l->count && bsearch(&path, l->files, l->count, sizeof *l->files, by_string) != NULL;
+    pthread_mutex_unlock(&listed_lock);
+    return found;
 }
 
 /* The toolkit of the entry's compiler when it is nvcc named with a folder
@@ -432,6 +537,8 @@ bool cuda_flags_for_file(const char *path, const CudaFlagOptions *options, CudaF
                 CXString d = clang_CompileCommand_getDirectory(cmd);
                 out->directory = strdup(clang_getCString(d));
                 clang_disposeString(d);
+                /* a file the database does not list gets a neighbour's command */
+                out->database_inferred = !database_lists(db_dir, real ? real : path);
                 /* skip the compiler itself; the input file is dropped as a non-flag */
                 if (argv && strings && argc > 1) cuda_flags_translate(argv + 1, argc - 1, out);
                 resolve_paths(out, 0, out->directory);
@@ -459,7 +566,7 @@ bool cuda_flags_for_file(const char *path, const CudaFlagOptions *options, CudaF
     }
     if (!out->directory) out->directory = dir ? strdup(dir) : NULL;
     free(dir);
-    add_defaults(out);
+    add_defaults(out, path);
     return true;
 }
 

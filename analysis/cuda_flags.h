@@ -14,8 +14,11 @@ typedef struct {
     size_t count;
     char *directory;     /* the working directory of the compile command */
     char *database;      /* the compile_commands.json used, or NULL */
+    bool database_inferred; /* it does not list the file: the command is a neighbour's */
     char *cuda_path;     /* the toolkit used, or NULL when none was found */
     char *gpu_arch;      /* sm_90 unless configured */
+    const char *language; /* what the file is parsed as: "cuda", "c++" or "c" (static string) */
+    const char *database_language; /* the language a database's -x named, or NULL (static string) */
 } CudaFlags;
 
 typedef struct {
@@ -23,6 +26,15 @@ typedef struct {
     const char *gpu_arch;  /* NULL: sm_90 */
     const char *cuda_path; /* NULL: search */
 } CudaFlagOptions;
+
+/* The language a file is parsed as, as nvcc would compile it: .cu, .cuh
+ * and headers as CUDA; .cpp, .cc and .cxx as C++ (nvcc hands them to the
+ * host compiler); .c as C. A database's `-x cu` wins (CMake's LANGUAGE
+ * CUDA on a .cpp file). Static string. */
+const char *cuda_flags_language(const char *path, const char *database_language);
+
+/* Adds `-I dir` (a folder found by include_search for a missing header). */
+bool cuda_flags_add_include(CudaFlags *flags, const char *dir);
 
 /* Fills flags for `path`. Never fails for want of a database (defaults are
  * used); returns false only when memory runs out. */
@@ -36,10 +48,6 @@ void cuda_flags_translate(const char *const *in, size_t n, CudaFlags *out);
 /* The CUDA toolkit: the hint (from a database), CUDA_PATH, nvcc on PATH,
  * /usr/local/cuda. Heap string or NULL. */
 char *cuda_find_toolkit(const char *hint);
-
-/* The folder holding the empty texture_fetch_functions.h that clang 19's
- * CUDA wrappers include and CUDA 13 removed; created on first use. */
-const char *cuda_shim_dir(void);
 
 /* The search for compile_commands.json: `dir`, each parent, and their build/
  * subfolders, as clangd does. Heap path of the folder or NULL. */

@@ -5,8 +5,10 @@
 #include <time.h>
 
 #include "finding.h"
+#include "include_search.h"
 
 #define ARENA_BLOCK (64 * 1024)
+#define MAX_INCLUDE_ROUNDS 6
 
 struct CuArena {
     struct CuArena *next;
@@ -218,31 +220,87 @@ static void find_include(CXFile included, CXSourceLocation *stack, unsigned dept
     }
 }
 
-static void note_errors(CudaSource *src) {
+static bool ends_with(const char *s, const char *suffix) {
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* Errors clang 19 gives where nvcc accepts the code: a __host__ __device__
+ * function that refers to a function of one side only (nvcc warns, and only
+ * when the function is really used from the other side). */
+static bool nvcc_accepts(const char *message) {
+    return strncmp(message, "reference to ", 13) == 0 && ends_with(message, "in __host__ __device__ function");
+}
+
+/* "'ggml.h' file not found" (and "... with <angled> include; ..."): the
+ * spelled header, heap, or NULL for other messages. */
+static char *missing_header(const char *message) {
+    if (message[0] != '\'' || !strstr(message, "' file not found")) return NULL;
+    const char *end = strchr(message + 1, '\'');
+    return end ? strndup(message + 1, (size_t)(end - message - 1)) : NULL;
+}
+
+static void remember_missing(CudaSource *src, char *header) {
+    for (size_t i = 0; i < src->missing_header_count; i++)
+        if (strcmp(src->missing_headers[i], header) == 0) {
+            free(header);
+            return;
+        }
+    char **grown = realloc(src->missing_headers, (src->missing_header_count + 1) * sizeof *grown);
+    if (!grown) {
+        free(header);
+        return;
+    }
+    src->missing_headers = grown;
+    src->missing_headers[src->missing_header_count++] = header;
+}
+
+static void forget_errors(CudaSource *src) {
     src->has_errors = false;
+    src->error_count = 0;
     free(src->first_error_message);
     src->first_error_message = NULL;
+    for (size_t i = 0; i < src->missing_header_count; i++) free(src->missing_headers[i]);
+    free(src->missing_headers);
+    src->missing_headers = NULL;
+    src->missing_header_count = 0;
+}
+
+/* Records an error of the file: the first one's place and words, and the count. */
+static void note_error(CudaSource *src, size_t offset, char *message) {
+    src->error_count++;
+    if (src->has_errors) {
+        free(message);
+        return;
+    }
+    src->has_errors = true;
+    src->first_error = offset;
+    src->first_error_message = message;
+}
+
+static void note_errors(CudaSource *src) {
+    forget_errors(src);
     unsigned n = clang_getNumDiagnostics(src->tu);
     CXFile main_file = clang_getFile(src->tu, main_path(src->doc));
-    for (unsigned i = 0; i < n && !src->has_errors; i++) {
+    for (unsigned i = 0; i < n; i++) {
         CXDiagnostic d = clang_getDiagnostic(src->tu, i);
         enum CXDiagnosticSeverity sev = clang_getDiagnosticSeverity(d);
-        if (sev >= CXDiagnostic_Error) {
+        CXString s = clang_getDiagnosticSpelling(d);
+        const char *message = clang_getCString(s);
+        if (!message) message = "";
+        if (sev >= CXDiagnostic_Error && !nvcc_accepts(message)) {
             CXSourceLocation loc = clang_getDiagnosticLocation(d);
             CXFile file;
             unsigned offset, line;
             clang_getExpansionLocation(loc, &file, &line, NULL, &offset);
-            CXString s = clang_getDiagnosticSpelling(d);
+            bool in_system_header = file && clang_Location_isInSystemHeader(loc);
+            char *header = in_system_header ? NULL : missing_header(message);
+            if (header) remember_missing(src, header);
             if (file && main_file && clang_File_isEqual(file, main_file)) {
-                src->has_errors = true;
-                src->first_error = offset;
-                src->first_error_message = strdup(clang_getCString(s));
+                note_error(src, offset, strdup(message));
             } else if (!file) {
-                /* a fatal error with no location (bad flags) */
-                src->has_errors = true;
-                src->first_error = 0;
-                src->first_error_message = strdup(clang_getCString(s));
-            } else if (main_file && !clang_Location_isInSystemHeader(loc)) {
+                note_error(src, 0, strdup(message)); /* a fatal error with no location (bad flags) */
+            } else if (main_file && !in_system_header) {
                 /* errors in system headers are not the user's to see; errors in
                  * the project's own headers show at the #include, as clangd
                  * shows them */
@@ -254,15 +312,13 @@ static void note_errors(CudaSource *src) {
                     size_t at = doc->line_starts[document_line_of(doc, search.offset)];
                     while (at < search.offset && (doc->text[at] == ' ' || doc->text[at] == '\t')) at++;
                     CXString name = clang_getFileName(file);
-                    src->has_errors = true;
-                    src->first_error = at;
-                    src->first_error_message =
-                        format_string("in included file %s:%u: %s", clang_getCString(name), line, clang_getCString(s));
+                    note_error(src, at, format_string("in included file %s:%u: %s", clang_getCString(name), line,
+                                                      message));
                     clang_disposeString(name);
                 }
             }
-            clang_disposeString(s);
         }
+        clang_disposeString(s);
         clang_disposeDiagnostic(d);
     }
 }
@@ -309,6 +365,12 @@ static const char *error_text(enum CXErrorCode e) {
     }
 }
 
+static bool has_include(const CudaFlags *f, const char *dir) {
+    for (size_t i = 0; i + 1 < f->count; i++)
+        if (strcmp(f->args[i], "-I") == 0 && strcmp(f->args[i + 1], dir) == 0) return true;
+    return false;
+}
+
 /* a fresh parse of doc into src->tu */
 static enum CXErrorCode parse_tu(CudaSource *src, const Document *doc) {
     const char *path = main_path(doc);
@@ -328,6 +390,37 @@ static enum CXErrorCode parse_tu(CudaSource *src, const Document *doc) {
     return src->tu ? e : (e == CXError_Success ? CXError_Failure : e);
 }
 
+/* Without a compile database, headers of the project that the build would
+ * find through its -I folders are missing: find them in the project, add
+ * their folders and parse again, until no new folder turns up (a header
+ * found can include others). */
+static enum CXErrorCode find_project_headers(CudaSource *src, const Document *doc) {
+    char *dir = strdup(main_path(doc));
+    if (!dir) return CXError_Success;
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    else strcpy(dir, ".");
+    enum CXErrorCode e = CXError_Success;
+    for (int round = 0; round < MAX_INCLUDE_ROUNDS && e == CXError_Success; round++) {
+        note_errors(src);
+        size_t added = 0;
+        for (size_t i = 0; i < src->missing_header_count; i++) {
+            char *found = include_search_find(dir, src->missing_headers[i]);
+            if (found && !has_include(&src->flags, found) && cuda_flags_add_include(&src->flags, found)) {
+                added++;
+                src->inferred_includes++;
+            }
+            free(found);
+        }
+        if (!added) break;
+        clang_disposeTranslationUnit(src->tu);
+        src->tu = NULL;
+        e = parse_tu(src, doc);
+    }
+    free(dir);
+    return e;
+}
+
 CudaSource *cuda_source_new(const Document *doc, const CudaFlagOptions *options, char **error) {
     CudaSource *src = calloc(1, sizeof *src);
     if (!src) return NULL;
@@ -335,6 +428,8 @@ CudaSource *cuda_source_new(const Document *doc, const CudaFlagOptions *options,
     cuda_flags_for_file(main_path(doc), options, &src->flags);
     src->index = clang_createIndex(0, 0);
     enum CXErrorCode e = parse_tu(src, doc);
+    if (e == CXError_Success && (!src->flags.database || src->flags.database_inferred))
+        e = find_project_headers(src, doc);
     if (e != CXError_Success) {
         *error = format_string("%s", error_text(e));
         cuda_source_free(src);
@@ -384,7 +479,7 @@ void cuda_source_free(CudaSource *src) {
     if (src->tu) clang_disposeTranslationUnit(src->tu);
     if (src->index) clang_disposeIndex(src->index);
     cuda_flags_free(&src->flags);
-    free(src->first_error_message);
+    forget_errors(src);
     free(src);
 }
 

@@ -46,6 +46,10 @@ typedef struct {
     bool has_errors;     /* clang reported errors in the main file */
     size_t first_error;  /* offset of the first one */
     char *first_error_message;
+    size_t error_count;  /* errors of the file (not those nvcc would accept) */
+    char **missing_headers; /* headers the file (or a project header) includes that were not found */
+    size_t missing_header_count;
+    size_t inferred_includes; /* -I folders found by include_search (no database) */
     double parse_seconds;
     /* node storage */
     struct CuArena *arena;

@@ -1,5 +1,7 @@
 #include "check_file.h"
 
+#include "../analysis/crash_guard.h"
+
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,18 +34,30 @@ static const ProfileView *profile_for(const ProfileSource *profiles, const char 
     return v;
 }
 
-bool check_file_text(const char *path, const char *text, size_t length, const Config *cfg,
-                     const ProfileSource *profiles, const char *root, CheckedFile *out, char **error) {
-    memset(out, 0, sizeof *out);
-    out->profile_file = -1;
-    out->doc = document_new(path, language_for_path(path), text, length);
+typedef struct {
+    const char *path, *text, *root;
+    size_t length;
+    const Config *cfg;
+    const ProfileSource *profiles;
+    CheckedFile *out;
+    char **error;
+    bool ok;
+} CheckJob;
+
+static void check_job(void *arg) {
+    CheckJob *job = arg;
+    const Config *cfg = job->cfg;
+    CheckedFile *out = job->out;
+    char **error = job->error;
+    crash_guard_debug_crash_point(job->path);
+    out->doc = document_new(job->path, language_for_path(job->path), job->text, job->length);
     if (!out->doc) {
         *error = format_string("out of memory");
-        return false;
+        return;
     }
     finding_list_init(&out->findings);
     int file;
-    const ProfileView *view = profile_for(profiles, root, path, &file);
+    const ProfileView *view = profile_for(job->profiles, job->root, job->path, &file);
     PySource *py = NULL;
     CudaSource *cuda = NULL;
     bool ok;
@@ -66,9 +80,28 @@ bool check_file_text(const char *path, const char *text, size_t length, const Co
     cuda_source_free(cuda);
     if (!ok) {
         checked_file_free(out);
+        return;
+    }
+    job->ok = true;
+}
+
+bool check_file_text(const char *path, const char *text, size_t length, const Config *cfg,
+                     const ProfileSource *profiles, const char *root, CheckedFile *out, char **error) {
+    memset(out, 0, sizeof *out);
+    out->profile_file = -1;
+    *error = NULL;
+    CheckJob job = {path, text, root, length, cfg, profiles, out, error, false};
+    int sig;
+    if (!crash_guard_run(check_job, &job, &sig)) {
+        /* what the analysis built is left as it is (leaked), never used */
+        memset(out, 0, sizeof *out);
+        out->profile_file = -1;
+        *error = format_string("advise crashed while analysing this file (%s), so its findings are left out; this "
+                               "is a bug in advise, please report it with the file",
+                               crash_guard_signal_name(sig));
         return false;
     }
-    return true;
+    return job.ok;
 }
 
 void checked_file_free(CheckedFile *f) {

@@ -1,5 +1,7 @@
 #include "cli.h"
 
+#include "../analysis/crash_guard.h"
+
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -67,6 +69,7 @@ int cli_load_config_file(const char *config_path, bool no_config, Config *cfg, c
 int cli_main(int argc, char **argv) {
     size_t count;
     rules_all(&count); /* sorts the registry before anything else runs */
+    crash_guard_install(); /* before libclang's own handlers, which then chain to ours */
     if (argc < 2) {
         usage(stderr);
         return EXIT_TROUBLE;

@@ -35,6 +35,7 @@ struct LspDocument {
     void *parsed_py;            /* PySource* */
     void *parsed_cuda;          /* CudaSource* (kept for preamble reuse) */
     bool preamble_built;        /* the warm-up reparse ran */
+    bool crash_reported;        /* the user was told that its analysis crashed */
     bool results_match_parse;   /* findings refer to parsed_doc's text (before this parse) */
     /* after a quick pass over the edited function, a full pass follows */
     bool needs_full;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../analysis/crash_guard.h"
 #include "../analysis/cuda_source.h"
 #include "../analysis/python_source.h"
 #include "../rules/engine.h"
@@ -327,6 +328,77 @@ void lsp_config_snapshot(const LspServer *s, Config *out) {
     if (s->config.profile_dir) out->profile_dir = strdup(s->config.profile_dir);
 }
 
+/* One analysis pass, run outside the lock under the crash guard: brings the
+ * parse up to the text, runs the rules (only over the edited statement in a
+ * quick pass) and merges the profile. */
+typedef struct {
+    LspDocument *d;
+    Document *text; /* owned until reparsed */
+    struct PendingEdit *edits; /* freed here */
+    size_t edit_count;
+    bool edited, from_scratch, quick_allowed, had_results;
+    const Config *config;
+    LspProfiles *profiles;
+    /* results */
+    bool ok, quick, warm_up, crashed;
+    char *error;
+    FindingList findings;
+    StaticCounts counts;
+} AnalysisPass;
+
+static void run_pass(void *arg) {
+    AnalysisPass *p = arg;
+    LspDocument *d = p->d;
+    bool edited = p->edited;
+    const Config *config = p->config;
+    crash_guard_debug_crash_point(d->path);
+    bool ok = true;
+    bool is_cuda = d->language == LANGUAGE_CUDA;
+    p->warm_up = is_cuda && !edited && d->parsed_cuda && d->parsed_doc;
+    if (edited && is_cuda) ok = p->text && reparse_cuda(d, p->text, config, &p->error);
+    /* a CUDA file's first parse skips the precompiled preamble so that its
+     * diagnostics come sooner; this pass builds it, so that edits are fast */
+    else if (p->warm_up)
+        ok = reparse_cuda(d, document_new(d->parsed_doc->path, d->parsed_doc->language, d->parsed_doc->text,
+                                          d->parsed_doc->length),
+                          config, &p->error);
+    else if (edited) ok = p->text && reparse(d, p->text, p->edits, p->edit_count, p->from_scratch);
+    PySource *py = d->parsed_py;
+
+    /* quick pass: only the top-level statement that holds every edit */
+    size_t a = 0, b = 0, ua = 0, ub = 0;
+    long long delta = 0;
+    bool quick = ok && !is_cuda && edited && p->quick_allowed && p->had_results && !p->from_scratch &&
+                 edited_span(p->edits, p->edit_count, &a, &b, &delta) && single_unit(py, a, b, &ua, &ub);
+    free(p->edits);
+    p->edits = NULL;
+    FindingList *findings = &p->findings;
+    StaticCounts *counts = &p->counts;
+    if (ok && quick) {
+        keep_outside(&d->findings, d->static_evidence, ua, (size_t)((long long)ub - delta), a,
+                     (size_t)((long long)b - delta), delta, findings, counts);
+        /* the statement's findings are measured afresh; the profile rules run over the whole new text */
+        FindingList region;
+        finding_list_init(&region);
+        ok = engine_check_region(d->parsed_doc, py, config, (ByteRange){ua, ub}, &region, NULL, &p->error);
+        note_static_list(counts, &region);
+        if (ok && !lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, py, NULL, config, &region)) ok = false;
+        ok = ok && drop_profile_rule_findings(findings) && move_findings(&region, findings);
+        finding_list_free(&region);
+        finding_list_sort(findings);
+    } else if (ok && is_cuda) {
+        ok = engine_check_cuda(d->parsed_doc, d->parsed_cuda, config, findings, NULL, &p->error);
+        note_static_list(counts, findings);
+        ok = ok && lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, NULL, d->parsed_cuda, config, findings);
+    } else if (ok) {
+        ok = engine_check(d->parsed_doc, py, config, findings, NULL, &p->error);
+        note_static_list(counts, findings);
+        ok = ok && lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, py, NULL, config, findings);
+    }
+    p->ok = ok;
+    p->quick = quick;
+}
+
 /* Called with the lock held; returns with it held. */
 static void analyse(LspServer *s, LspDocument *d) {
     bool edited = d->dirty;
@@ -354,51 +426,29 @@ static void analyse(LspServer *s, LspDocument *d) {
     LspProfiles *profiles = lsp_profiles_ref(s); /* the folder as read now; the watcher may replace it */
     pthread_mutex_unlock(&s->lock);
 
-    bool ok = true;
-    char *error = NULL;
-    bool had_results = d->results_match_parse && d->analysed_version >= 0;
     bool is_cuda = d->language == LANGUAGE_CUDA;
-    bool warm_up = is_cuda && !edited && d->parsed_cuda && d->parsed_doc;
-    if (edited && is_cuda) ok = text && reparse_cuda(d, text, &config, &error);
-    /* a CUDA file's first parse skips the precompiled preamble so that its
-     * diagnostics come sooner; this pass builds it, so that edits are fast */
-    else if (warm_up)
-        ok = reparse_cuda(d, document_new(d->parsed_doc->path, d->parsed_doc->language, d->parsed_doc->text,
-                                          d->parsed_doc->length),
-                          &config, &error);
-    else if (edited) ok = text && reparse(d, text, edits, edit_count, from_scratch);
-    PySource *py = d->parsed_py;
-
-    /* quick pass: only the top-level statement that holds every edit */
-    size_t a = 0, b = 0, ua = 0, ub = 0;
-    long long delta = 0;
-    bool quick = ok && !is_cuda && edited && quick_allowed && had_results && !from_scratch &&
-                 edited_span(edits, edit_count, &a, &b, &delta) && single_unit(py, a, b, &ua, &ub);
-    free(edits);
-    FindingList findings;
-    finding_list_init(&findings);
-    StaticCounts counts = {0};
-    if (ok && quick) {
-        keep_outside(&d->findings, d->static_evidence, ua, (size_t)((long long)ub - delta), a,
-                     (size_t)((long long)b - delta), delta, &findings, &counts);
-        /* the statement's findings are measured afresh; the profile rules run over the whole new text */
-        FindingList region;
-        finding_list_init(&region);
-        ok = engine_check_region(d->parsed_doc, py, &config, (ByteRange){ua, ub}, &region, NULL, &error);
-        note_static_list(&counts, &region);
-        if (ok && !lsp_profiles_merge(profiles, d->path, d->parsed_doc, py, NULL, &config, &region)) ok = false;
-        ok = ok && drop_profile_rule_findings(&findings) && move_findings(&region, &findings);
-        finding_list_free(&region);
-        finding_list_sort(&findings);
-    } else if (ok && is_cuda) {
-        ok = engine_check_cuda(d->parsed_doc, d->parsed_cuda, &config, &findings, NULL, &error);
-        note_static_list(&counts, &findings);
-        ok = ok && lsp_profiles_merge(profiles, d->path, d->parsed_doc, NULL, d->parsed_cuda, &config, &findings);
-    } else if (ok) {
-        ok = engine_check(d->parsed_doc, py, &config, &findings, NULL, &error);
-        note_static_list(&counts, &findings);
-        ok = ok && lsp_profiles_merge(profiles, d->path, d->parsed_doc, py, NULL, &config, &findings);
+    AnalysisPass pass = {.d = d, .text = text, .edits = edits, .edit_count = edit_count, .edited = edited,
+                         .from_scratch = from_scratch, .quick_allowed = quick_allowed, .config = &config,
+                         .profiles = profiles, .had_results = d->results_match_parse && d->analysed_version >= 0};
+    finding_list_init(&pass.findings);
+    int sig;
+    if (!crash_guard_run(run_pass, &pass, &sig)) {
+        /* the parse state may be half-built: leave it (leaked), never touch it again */
+        d->parsed_py = NULL;
+        d->parsed_cuda = NULL;
+        d->parsed_doc = NULL;
+        finding_list_init(&pass.findings);
+        pass.counts = (StaticCounts){0};
+        pass.ok = false;
+        pass.error = format_string("advise crashed while analysing this file (%s), so it has no findings; this is a "
+                                   "bug in advise, please report it with the file",
+                                   crash_guard_signal_name(sig));
+        pass.crashed = true;
     }
+    bool ok = pass.ok, quick = pass.quick, warm_up = pass.warm_up;
+    char *error = pass.error;
+    FindingList findings = pass.findings;
+    StaticCounts counts = pass.counts;
     Document *analysed = ok ? document_new(d->parsed_doc->path, d->parsed_doc->language, d->parsed_doc->text,
                                            d->parsed_doc->length)
                             : NULL;
@@ -415,6 +465,12 @@ static void analyse(LspServer *s, LspDocument *d) {
     d->results_match_parse = false;
     if (!ok || !analysed || !diagnostics) {
         lsp_log(1, "advise: cannot analyse %s: %s", d->uri, error ? error : "out of memory");
+        if (pass.crashed && !d->crash_reported) { /* once per document: the log may not be open */
+            d->crash_reported = true;
+            jsonrpc_send_notification("window/showMessage",
+                                      json_pack("{s:i,s:s}", "type", 1, "message",
+                                                error ? error : "advise crashed while analysing this file"));
+        }
         free(error);
         finding_list_free(&findings);
         free(static_evidence);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../analysis/cuda_query.h"
+#include "../analysis/cuda_shims.h"
 
 /* ---- helpers ----------------------------------------------------------------- */
 

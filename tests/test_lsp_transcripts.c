@@ -313,6 +313,8 @@ static void session_start(Session *s, const char *file) {
         char cache[96];
         snprintf(cache, sizeof cache, "%s/cache", s->tmp);
         setenv("XDG_CACHE_HOME", cache, 1);
+        /* the crash guard's test hook: analysing a file of this name crashes on purpose */
+        setenv("ADVISE_DEBUG_CRASH", "advise_debug_crash.py", 1);
         const char *binary = getenv("ADVISE_TRANSCRIPT_BINARY");
         if (!binary || !*binary) binary = ADVISE_BINARY;
         execl(binary, binary, "server", (char *)NULL);
@@ -986,6 +988,10 @@ ParameterizedTestParameters(lsp, transcript) {
 
 ParameterizedTest(char **name, lsp, transcript, .timeout = 180) {
     cr_log_info("transcript %s", *name);
+#if defined(__SANITIZE_ADDRESS__)
+    /* sanitizer builds run analyses unguarded, so that the sanitizer sees the fault */
+    if (strstr(*name, "crash_guard")) cr_skip_test("the crash guard is off in sanitizer builds");
+#endif
     play(*name);
 }
 

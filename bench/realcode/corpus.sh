@@ -1,7 +1,8 @@
 #!/bin/sh
 # Brings the real-code corpus into a git-ignored folder (default .corpus/):
 # public repositories nobody on this project wrote, each at a pinned commit,
-# with only their source files (Python, CUDA, C/C++ and headers) checked out.
+# with only their source files (Python, CUDA, C/C++ and headers) checked out
+# (and an empty git repository in each, as a clone has).
 #
 # usage: bench/realcode/corpus.sh [DEST]
 #
@@ -61,5 +62,6 @@ echo "$repos" | while read -r repo commit _; do
         git --git-dir="$gitdir" cat-file blob "$commit:$path" >"$out/$path" 2>/dev/null || rm -f "$out/$path"
     done
     echo "$commit" >"$out/.advise-corpus-commit"
+    git init -q "$out" # a checkout, as a user has it: tools find the project's root by its .git
     echo "corpus: $repo at ${commit%????????????????????????????????} in $out" >&2
 done

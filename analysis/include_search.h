@@ -1,0 +1,23 @@
+/* Finding a project's own headers when no compile database says where they
+ * are: `#include "ggml.h"` from src/ggml-cuda/ when the header lives in
+ * include/. nvcc finds it because the build passes -Iinclude; a parse with
+ * no database does not. The search looks through the project (the nearest
+ * folder above the file that holds .git, else a few folders up) for a file
+ * whose path ends with what the directive spells, and answers the folder to
+ * add with -I. Headers that are not in the project (a library that is not
+ * installed) stay missing. */
+#ifndef ADVISE_INCLUDE_SEARCH_H
+#define ADVISE_INCLUDE_SEARCH_H
+
+/* The folder that, added with -I, makes `#include "spelled"` find a header
+ * of the project that holds from_dir: the match nearest to from_dir. Heap
+ * string, or NULL when the project holds no such file (or spelled climbs
+ * with ".."). Thread-safe; the project's file list is read once a minute at
+ * most. */
+char *include_search_find(const char *from_dir, const char *spelled);
+
+/* The project folder the search would look through for from_dir (heap), or
+ * NULL. */
+char *include_search_project_root(const char *from_dir);
+
+#endif
