@@ -14,6 +14,7 @@ struct CheckOutput {
     bool show_source;
     json_t *findings; /* JSON mode */
     json_t *errors;
+    json_t *parse_failures;
 };
 
 void display_position(const Document *doc, size_t offset, size_t *line, size_t *column) {
@@ -31,6 +32,7 @@ CheckOutput *check_output_new(OutputFormat format, FILE *out, bool show_source) 
     if (format == FORMAT_JSON) {
         o->findings = json_array();
         o->errors = json_array();
+        o->parse_failures = json_array();
     }
     return o;
 }
@@ -154,20 +156,29 @@ void check_output_error(CheckOutput *o, const char *path, const char *message) {
     if (o->format == FORMAT_JSON) json_array_append_new(o->errors, json_pack("{s:s,s:s}", "path", path, "message", message));
 }
 
+void check_output_parse_failure(CheckOutput *o, const char *path, size_t line, size_t column, const char *message) {
+    fprintf(stderr, "advise: %s:%zu:%zu: %s\n", path, line, column, message);
+    if (o->format == FORMAT_JSON)
+        json_array_append_new(o->parse_failures, json_pack("{s:s,s:I,s:I,s:s}", "path", path, "line", (json_int_t)line,
+                                                           "column", (json_int_t)column, "message", message));
+}
+
 static void plural(FILE *out, size_t n, const char *one, const char *many) { fprintf(out, "%zu %s", n, n == 1 ? one : many); }
 
 void check_output_finish(CheckOutput *o, const CheckSummary *s) {
     if (o->format == FORMAT_JSON) {
         json_t *summary = json_pack(
-            "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "files_checked", (json_int_t)s->files_checked,
+            "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "files_checked", (json_int_t)s->files_checked,
             "findings", (json_int_t)s->findings, "error", (json_int_t)s->by_severity[SEVERITY_ERROR], "warning",
             (json_int_t)s->by_severity[SEVERITY_WARNING], "info", (json_int_t)s->by_severity[SEVERITY_INFO], "hint",
             (json_int_t)s->by_severity[SEVERITY_HINT], "fixable", (json_int_t)s->fixable_safe, "unsafe_fixable",
             (json_int_t)s->fixable_unsafe, "fixed", (json_int_t)s->fixed, "suppressed", (json_int_t)s->suppressed,
-            "errors", (json_int_t)s->errors);
-        json_t *doc = json_pack("{s:i,s:{s:s,s:s},s:o,s:o,s:o}", "version", 1, "tool", "name", "advise", "version",
-                                ADVISE_VERSION, "findings", o->findings, "errors", o->errors, "summary", summary);
-        o->findings = o->errors = NULL;
+            "errors", (json_int_t)s->errors, "parse_failures", (json_int_t)s->parse_failures, "fixes_withheld",
+            (json_int_t)s->fixes_withheld);
+        json_t *doc = json_pack("{s:i,s:{s:s,s:s},s:o,s:o,s:o,s:o}", "version", 1, "tool", "name", "advise", "version",
+                                ADVISE_VERSION, "findings", o->findings, "errors", o->errors, "parse_failures",
+                                o->parse_failures, "summary", summary);
+        o->findings = o->errors = o->parse_failures = NULL;
         json_dumpf(doc, o->out, JSON_INDENT(2));
         fputc('\n', o->out);
         json_decref(doc);
@@ -198,6 +209,13 @@ void check_output_finish(CheckOutput *o, const CheckSummary *s) {
     if (!s->fix_mode && s->fixable_safe) fprintf(out, " %zu fixable with --fix.", s->fixable_safe);
     if (s->fixable_unsafe) fprintf(out, " %zu more with --fix --unsafe-fixes.", s->fixable_unsafe);
     if (s->suppressed) fprintf(out, " %zu suppressed by comments.", s->suppressed);
+    if (s->parse_failures) {
+        fprintf(out, " %zu %s did not parse cleanly: %s findings cover what parsed", s->parse_failures,
+                s->parse_failures == 1 ? "file" : "files", s->parse_failures == 1 ? "its" : "their");
+        if (s->fixes_withheld) fprintf(out, ", and %zu %s not applied by --fix", s->fixes_withheld,
+                                       s->fixes_withheld == 1 ? "fix there is" : "fixes there are");
+        fputs(".", out);
+    }
     if (s->errors) fprintf(out, " %zu %s had problems (see the messages on stderr).", s->errors, s->errors == 1 ? "path" : "paths");
     fputc('\n', out);
 }
@@ -206,5 +224,6 @@ void check_output_free(CheckOutput *o) {
     if (!o) return;
     json_decref(o->findings);
     json_decref(o->errors);
+    json_decref(o->parse_failures);
     free(o);
 }

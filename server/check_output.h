@@ -18,6 +18,8 @@ typedef struct {
     size_t files_fixed;
     size_t suppressed;
     size_t errors;         /* files or paths that could not be checked */
+    size_t parse_failures; /* files checked in part: they did not parse cleanly */
+    size_t fixes_withheld; /* fixes --fix does not apply: their files did not parse cleanly */
     bool diff_mode;
     bool fix_mode;
 } CheckSummary;
@@ -31,6 +33,10 @@ CheckOutput *check_output_new(OutputFormat format, FILE *out, bool show_source);
 void check_output_file(CheckOutput *o, const char *path, const Document *doc, const FindingList *findings);
 /* A file or path that could not be checked (also goes to stderr in text mode). */
 void check_output_error(CheckOutput *o, const char *path, const char *message);
+/* A file that was checked in part: it did not parse cleanly, and its
+ * findings cover what did (stderr in text mode; "parse_failures" in JSON).
+ * line and column are 1-based. */
+void check_output_parse_failure(CheckOutput *o, const char *path, size_t line, size_t column, const char *message);
 void check_output_finish(CheckOutput *o, const CheckSummary *summary);
 void check_output_free(CheckOutput *o);
 

@@ -24,6 +24,7 @@
 typedef struct {
     OutputFormat format;
     bool fix, unsafe_fixes, diff, show_source, quiet;
+    bool error_on_parse_failure; /* a file that does not parse cleanly makes the run exit 2 */
     const char *config_path;
     bool no_config;
     const char *profile_path; /* --profile */
@@ -58,13 +59,17 @@ static void check_usage(FILE *out) {
           "  --no-profile             merge no profile\n"
           "  --no-source              do not print the source line under each finding\n"
           "  --quiet                  no summary line\n"
+          "  --error-on-parse-failure exit 2 when a file does not parse cleanly (default: report it, check\n"
+          "                           what parsed, and let its findings decide the exit status)\n"
           "\n"
-          "exit status: 0 nothing at or above --fail-on, 1 findings at or above it, 2 usage or I/O error\n",
+          "exit status: 0 nothing at or above --fail-on, 1 findings at or above it, 2 usage or I/O error,\n"
+          "or a file advise could not analyse\n",
           out);
 }
 
 enum { OPT_FORMAT = 256, OPT_SELECT, OPT_IGNORE, OPT_SEVERITY, OPT_FAIL_ON, OPT_FIX, OPT_UNSAFE, OPT_DIFF,
-       OPT_CONFIG, OPT_NO_CONFIG, OPT_MAX_SIZE, OPT_NO_SOURCE, OPT_QUIET, OPT_HELP, OPT_PROFILE, OPT_NO_PROFILE };
+       OPT_CONFIG, OPT_NO_CONFIG, OPT_MAX_SIZE, OPT_NO_SOURCE, OPT_QUIET, OPT_HELP, OPT_PROFILE, OPT_NO_PROFILE,
+       OPT_ERROR_ON_PARSE_FAILURE };
 
 static const struct option long_options[] = {
     {"format", required_argument, 0, OPT_FORMAT},     {"select", required_argument, 0, OPT_SELECT},
@@ -75,6 +80,7 @@ static const struct option long_options[] = {
     {"max-file-size", required_argument, 0, OPT_MAX_SIZE}, {"no-source", no_argument, 0, OPT_NO_SOURCE},
     {"quiet", no_argument, 0, OPT_QUIET},             {"help", no_argument, 0, OPT_HELP},
     {"profile", required_argument, 0, OPT_PROFILE},   {"no-profile", no_argument, 0, OPT_NO_PROFILE},
+    {"error-on-parse-failure", no_argument, 0, OPT_ERROR_ON_PARSE_FAILURE},
     {0, 0, 0, 0}};
 
 /* Command-line settings are collected apart and laid over the config file. */
@@ -184,12 +190,16 @@ static bool analyse(const CheckOptions *o, const char *path, const char *text, s
     return check_file_text(path, text, len, &o->cfg, profiles, o->project_root, file, error);
 }
 
-static void count_findings(CheckSummary *s, const FindingList *findings, const Config *cfg, bool *failing) {
+/* parsed_cleanly: --fix applies fixes only in files that parsed cleanly;
+ * the others' fixes are counted apart, not promised. */
+static void count_findings(CheckSummary *s, const FindingList *findings, const Config *cfg, bool parsed_cleanly,
+                           bool *failing) {
     for (size_t i = 0; i < findings->count; i++) {
         const Finding *f = &findings->items[i];
         s->findings++;
         s->by_severity[f->severity]++;
-        if (f->fix_count) {
+        if (f->fix_count && !parsed_cleanly) s->fixes_withheld++;
+        else if (f->fix_count) {
             if (f->fixes[0].safe) s->fixable_safe++;
             else s->fixable_unsafe++;
         }
@@ -319,16 +329,17 @@ static bool check_one(CheckOptions *o, const char *path, CheckOutput *out, Check
         if (report->syntax_error) {
             size_t line, col;
             display_position(doc, report->error_offset, &line, &col);
-            char *msg = format_string("%s at line %zu, column %zu%s%s: findings cover only the parts that parsed%s",
-                                      doc->language == LANGUAGE_CUDA ? "compile error" : "syntax error", line, col,
+            char *msg = format_string("%s%s%s; findings cover the parts that parsed%s",
+                                      doc->language == LANGUAGE_CUDA ? "does not compile here" : "syntax error",
                                       report->error_message[0] ? ": " : "", report->error_message,
-                                      o->fix || o->diff ? "; no fixes applied" : "");
-            check_output_error(out, path, msg);
+                                      o->fix || o->diff ? ", and no fixes were applied to it" : "");
+            check_output_parse_failure(out, path, line, col, msg);
             free(msg);
-            ok = false;
+            s->parse_failures++;
+            if (o->error_on_parse_failure) ok = false;
         }
         if (!o->diff) check_output_file(out, path, doc, &checked.findings);
-        count_findings(s, &checked.findings, &o->cfg, failing);
+        count_findings(s, &checked.findings, &o->cfg, !report->syntax_error, failing);
         checked_file_free(&checked);
     } else {
         check_output_error(out, path, error);
@@ -387,6 +398,7 @@ int cli_check(int argc, char **argv) {
         case OPT_PROFILE: o.profile_path = optarg; break;
         case OPT_NO_PROFILE: o.no_profile = true; break;
         case OPT_QUIET: o.quiet = true; break;
+        case OPT_ERROR_ON_PARSE_FAILURE: o.error_on_parse_failure = true; break;
         case OPT_HELP:
         case 'h':
             check_usage(stdout);

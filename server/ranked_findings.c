@@ -100,8 +100,9 @@ static bool collect(const char *const *paths, size_t path_count, const char *roo
         if (checked.report.syntax_error) {
             size_t line, col;
             display_position(checked.doc, checked.report.error_offset, &line, &col);
-            fprintf(stderr, "advise: %s: %s at line %zu, column %zu: findings cover only the parts that parsed\n",
-                    path, checked.doc->language == LANGUAGE_CUDA ? "compile error" : "syntax error", line, col);
+            fprintf(stderr, "advise: %s:%zu:%zu: %s%s%s; findings cover the parts that parsed\n", path, line, col,
+                    checked.doc->language == LANGUAGE_CUDA ? "does not compile here" : "syntax error",
+                    checked.report.error_message[0] ? ": " : "", checked.report.error_message);
         }
         oom = !take_findings(out, &capacity, root, path, &checked);
         checked_file_free(&checked);

@@ -214,12 +214,69 @@ Test(cli, bad_inputs_are_reported_and_the_rest_is_checked) {
     cr_expect_eq(r.status, 2, "stdout: %s\nstderr: %s", r.out, r.err);
     cr_expect(strstr(r.err, "binary file") != NULL, "%s", r.err);
     cr_expect(strstr(r.err, "invalid UTF-8 at line 1, column 12") != NULL, "%s", r.err);
-    cr_expect(strstr(r.err, "syntax error at line 1") != NULL, "%s", r.err);
+    cr_expect(strstr(r.err, "broken.py:1:7: syntax error") != NULL, "%s", r.err);
     cr_expect(strstr(r.err, "over the") != NULL, "%s", r.err);
     cr_expect(strstr(r.err, "not a regular file") != NULL, "%s", r.err);
     cr_expect(strstr(r.err, "No such file or directory") != NULL, "%s", r.err);
     /* the good file was still checked */
     cr_expect(strstr(r.out, "PY003") != NULL, "%s", r.out);
+    run_result_free(&r);
+}
+
+/* A file that does not parse cleanly is reported once, its findings cover
+ * what parsed, its fixes are neither applied nor promised, and its findings
+ * (not the parse) decide the exit status, unless --error-on-parse-failure. */
+Test(cli, parse_failures_are_reported_but_do_not_fail_the_run) {
+    char *dir = temp_dir();
+    char *broken = make_file(dir, "broken.py", "import torch\ndef f(:\n    pass\nbuf = torch.zeros(3).cuda()\n");
+    char *clean = make_file(dir, "clean.py", "import torch\ndef f(x):\n    return x\n");
+    RunResult r = run_advise("check", "--no-config", "--fail-on", "error", broken, clean);
+    cr_expect_eq(r.status, 0, "stdout: %s\nstderr: %s", r.out, r.err);
+    cr_expect(strstr(r.err, "broken.py:2:7: syntax error; findings cover the parts that parsed") != NULL, "%s", r.err);
+    cr_expect(strstr(r.out, "PY004") != NULL, "%s", r.out);
+    cr_expect(strstr(r.out, "fixable with --fix") == NULL, "the fix there is not applied, so not promised: %s", r.out);
+    cr_expect(strstr(r.out, "1 file did not parse cleanly: its findings cover what parsed, and 1 fix there is not "
+                            "applied by --fix.") != NULL,
+              "%s", r.out);
+    run_result_free(&r);
+    r = run_advise("check", "--no-config", "--fail-on", "error", "--error-on-parse-failure", broken, clean);
+    cr_expect_eq(r.status, 2, "stdout: %s\nstderr: %s", r.out, r.err);
+    run_result_free(&r);
+    r = run_advise("check", "--no-config", "--format", "json", broken);
+    json_error_t je;
+    json_t *doc = json_loads(r.out, 0, &je);
+    cr_assert_not_null(doc, "%s", r.out);
+    json_t *failure = json_array_get(json_object_get(doc, "parse_failures"), 0);
+    cr_expect_eq(json_integer_value(json_object_get(failure, "line")), 2);
+    cr_expect_eq(json_integer_value(json_object_get(failure, "column")), 7);
+    cr_expect_eq(json_array_size(json_object_get(doc, "errors")), 0);
+    json_t *summary = json_object_get(doc, "summary");
+    cr_expect_eq(json_integer_value(json_object_get(summary, "parse_failures")), 1);
+    cr_expect_eq(json_integer_value(json_object_get(summary, "fixes_withheld")), 1);
+    cr_expect_eq(json_integer_value(json_object_get(summary, "fixable")), 0);
+    json_decref(doc);
+    run_result_free(&r);
+}
+
+/* A crash in one file's analysis (forced through the test hook) is reported
+ * with the file's path, every other file's findings are still printed, and
+ * the run exits 2. Sanitizer builds run analyses unguarded. */
+Test(cli, a_crash_in_one_file_leaves_the_others_checked) {
+#if defined(__SANITIZE_ADDRESS__)
+    cr_skip_test("the crash guard is off in sanitizer builds");
+#endif
+    char *dir = temp_dir();
+    make_file(dir, "a.py", FIXABLE);
+    make_file(dir, "b.py", FIXABLE);
+    make_file(dir, "c.py", FIXABLE);
+    setenv("ADVISE_DEBUG_CRASH", "b.py", 1);
+    RunResult r = run_advise_at(dir, "check", "--no-config", ".");
+    unsetenv("ADVISE_DEBUG_CRASH");
+    cr_expect_eq(r.status, 2, "stdout: %s\nstderr: %s", r.out, r.err);
+    cr_expect(strstr(r.out, "./a.py:3:7: PY004") != NULL, "%s", r.out);
+    cr_expect(strstr(r.out, "./c.py:3:7: PY004") != NULL, "%s", r.out);
+    cr_expect(strstr(r.err, "./b.py: advise crashed while analysing this file (segmentation fault)") != NULL, "%s",
+              r.err);
     run_result_free(&r);
 }
 
