@@ -16,6 +16,8 @@ typedef struct {
 } PyImport;
 
 struct PyIndex;
+struct PyWorkspaceView;
+struct PyModuleFacts;
 
 typedef struct {
     const Document *doc; /* not owned; must outlive the source */
@@ -28,6 +30,10 @@ typedef struct {
     bool has_errors; /* the parse recovered from syntax errors */
     size_t first_error; /* byte offset of the first syntax error */
     struct PyIndex *index; /* lazily built lookups (python_index.h); dropped on reparse */
+    /* the project's other modules (python_workspace.h), set by the caller
+     * for facts that cross files; NULL: this file alone. Not owned. */
+    const struct PyWorkspaceView *workspace;
+    const struct PyModuleFacts *module; /* this file's summary in it, or NULL */
 } PySource;
 
 #define PY_PARSE_TIMEOUT_SECONDS 20

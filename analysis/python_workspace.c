@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "python_module_facts.h"
 
@@ -27,10 +28,18 @@ struct PyWorkspaceView {
 };
 
 struct PyWorkspace {
-    pthread_mutex_t lock;
+    pthread_mutex_t lock;       /* guards current and refreshed_at */
+    pthread_mutex_t write_lock; /* one writer at a time (refresh, update, forget): none loses another's change */
     char *root;
     PyWorkspaceView *current;
+    double refreshed_at; /* monotonic seconds, 0: never */
 };
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 /* ---- views ---------------------------------------------------------------- */
 
@@ -243,7 +252,8 @@ PyWorkspace *py_workspace_new(const char *root) {
     char *abs = realpath(root, NULL);
     ws->root = abs ? abs : strdup(root);
     ws->current = view_new(NULL, 0);
-    if (!ws->root || !ws->current || pthread_mutex_init(&ws->lock, NULL) != 0) {
+    if (!ws->root || !ws->current || pthread_mutex_init(&ws->lock, NULL) != 0 ||
+        pthread_mutex_init(&ws->write_lock, NULL) != 0) {
         free(ws->root);
         py_workspace_view_release(ws->current);
         free(ws);
@@ -256,6 +266,7 @@ void py_workspace_free(PyWorkspace *ws) {
     if (!ws) return;
     py_workspace_view_release(ws->current);
     pthread_mutex_destroy(&ws->lock);
+    pthread_mutex_destroy(&ws->write_lock);
     free(ws->root);
     free(ws);
 }
@@ -286,49 +297,92 @@ static void publish(PyWorkspace *ws, PyModuleFacts **modules, size_t count) {
     py_workspace_view_release(old);
 }
 
+void py_workspace_refresh_if_older(PyWorkspace *ws, double max_age) {
+    if (!ws) return;
+    pthread_mutex_lock(&ws->lock);
+    bool stale = ws->refreshed_at == 0 || now_seconds() - ws->refreshed_at > max_age;
+    if (stale) ws->refreshed_at = now_seconds(); /* one refresh at a time */
+    pthread_mutex_unlock(&ws->lock);
+    if (stale) py_workspace_refresh(ws);
+}
+
+static bool unchanged(const PyModuleFacts *m, const struct stat *st) {
+    return m && m->mtime == st->st_mtime && m->size == st->st_size;
+}
+
+/* Reads what changed without holding a lock (a crash guard may unwind out
+ * of the parse), then publishes under the writer's lock, taking the editor
+ * buffers and records that are current at that moment. */
 void py_workspace_refresh(PyWorkspace *ws) {
     if (!ws) return;
+    pthread_mutex_lock(&ws->lock);
+    ws->refreshed_at = now_seconds();
+    pthread_mutex_unlock(&ws->lock);
     PathList files = {0};
     scan(ws->root, 0, &files);
+    struct stat *stats = files.count ? calloc(files.count, sizeof *stats) : NULL;
+    PyModuleFacts **fresh = files.count ? calloc(files.count, sizeof *fresh) : NULL;
     PyWorkspaceView *before = py_workspace_view(ws);
-    PyModuleFacts **modules = files.count ? calloc(files.count, sizeof *modules) : NULL;
+    for (size_t i = 0; stats && fresh && i < files.count; i++) {
+        if (stat(files.paths[i], &stats[i]) != 0) {
+            stats[i].st_mtime = -1;
+            continue;
+        }
+        const PyModuleFacts *m = module_by_path(before, files.paths[i]);
+        if (!(m && (m->from_editor || unchanged(m, &stats[i]))))
+            fresh[i] = summarise_file(ws->root, files.paths[i], &stats[i]);
+    }
+    py_workspace_view_release(before);
+
+    pthread_mutex_lock(&ws->write_lock);
+    PyWorkspaceView *now = py_workspace_view(ws);
+    PyModuleFacts **modules = calloc(files.count + now->count + 1, sizeof *modules);
     size_t count = 0;
-    for (size_t i = 0; i < files.count; i++) {
-        struct stat st;
-        if (!modules || stat(files.paths[i], &st) != 0) continue;
-        PyModuleFacts *m = (PyModuleFacts *)module_by_path(before, files.paths[i]);
-        if (m && (m->from_editor || (m->mtime == st.st_mtime && m->size == st.st_size))) py_module_facts_ref(m);
-        else m = summarise_file(ws->root, files.paths[i], &st);
+    for (size_t i = 0; modules && stats && fresh && i < files.count; i++) {
+        if (stats[i].st_mtime == -1) continue;
+        PyModuleFacts *m = (PyModuleFacts *)module_by_path(now, files.paths[i]);
+        if (m && (m->from_editor || (!fresh[i] && unchanged(m, &stats[i])))) py_module_facts_ref(m);
+        else if (fresh[i]) {
+            m = fresh[i];
+            fresh[i] = NULL;
+        } else {
+            m = NULL; /* unreadable now */
+        }
         if (m) modules[count++] = m;
     }
     /* a buffer the editor holds for a file that is not on disk (yet) stays */
-    for (size_t i = 0; i < before->count; i++) {
-        PyModuleFacts *m = before->modules[i];
+    for (size_t i = 0; modules && i < now->count; i++) {
+        PyModuleFacts *m = now->modules[i];
         bool listed = false;
-        for (size_t k = 0; k < count && !listed; k++) listed = modules[k] == m;
+        for (size_t k = 0; k < count && !listed; k++) listed = strcmp(modules[k]->path, m->path) == 0;
         if (m->from_editor && !listed) {
-            PyModuleFacts **grown = realloc(modules, (count + 1) * sizeof *grown);
-            if (!grown) break;
-            modules = grown;
             py_module_facts_ref(m);
             modules[count++] = m;
         }
     }
-    py_workspace_view_release(before);
-    for (size_t i = 0; i < files.count; i++) free(files.paths[i]);
+    py_workspace_view_release(now);
+    if (modules) publish(ws, modules, count);
+    pthread_mutex_unlock(&ws->write_lock);
+    for (size_t i = 0; i < files.count; i++) {
+        if (fresh) py_module_facts_unref(fresh[i]);
+        free(files.paths[i]);
+    }
+    free(fresh);
+    free(stats);
     free(files.paths);
-    publish(ws, modules, count);
 }
 
 /* The current modules with `replacement` in place of the one at path (or
  * without it when replacement is NULL). */
 static void replace_module(PyWorkspace *ws, const char *path, PyModuleFacts *replacement) {
+    pthread_mutex_lock(&ws->write_lock);
     PyWorkspaceView *before = py_workspace_view(ws);
     PyModuleFacts **modules = malloc((before->count + 1) * sizeof *modules);
     size_t count = 0;
     if (!modules) {
         py_module_facts_unref(replacement);
         py_workspace_view_release(before);
+        pthread_mutex_unlock(&ws->write_lock);
         return;
     }
     for (size_t i = 0; i < before->count; i++) {
@@ -339,6 +393,7 @@ static void replace_module(PyWorkspace *ws, const char *path, PyModuleFacts *rep
     if (replacement) modules[count++] = replacement;
     py_workspace_view_release(before);
     publish(ws, modules, count);
+    pthread_mutex_unlock(&ws->write_lock);
 }
 
 void py_workspace_update(PyWorkspace *ws, const PySource *src) {
@@ -411,12 +466,14 @@ PyWorkspace *py_workspaces_for(PyWorkspaces *all, const char *path) {
         PyWorkspace *ws = grown ? py_workspace_new(root) : NULL;
         if (grown) all->items = grown;
         if (ws) {
-            py_workspace_refresh(ws); /* under the lock: a second caller waits for the first index */
             all->items[all->count++] = ws;
             found = ws;
         }
     }
     pthread_mutex_unlock(&all->lock);
+    /* the first caller reads the project (outside the lock: the parse runs under a crash guard);
+     * one that comes meanwhile works with what is indexed so far */
+    py_workspace_refresh_if_older(found, 1e300);
     free(root);
     return found;
 }

@@ -64,6 +64,8 @@ const char *py_workspace_root(const PyWorkspace *ws);
  * last refresh (every file the first time), and drops those that are gone.
  * Files an editor updated (py_workspace_update) keep the editor's text. */
 void py_workspace_refresh(PyWorkspace *ws);
+/* The same when there was none yet, or the last is older than max_age seconds. */
+void py_workspace_refresh_if_older(PyWorkspace *ws, double max_age);
 /* Replaces the summary of src's file (src->doc->path, under the root) with
  * one of src's text: an editor's unsaved buffer. */
 void py_workspace_update(PyWorkspace *ws, const PySource *src);

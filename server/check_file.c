@@ -39,6 +39,7 @@ typedef struct {
     size_t length;
     const Config *cfg;
     const ProfileSource *profiles;
+    PyWorkspaces *workspaces;
     CheckedFile *out;
     char **error;
     bool ok;
@@ -60,13 +61,23 @@ static void check_job(void *arg) {
     const ProfileView *view = profile_for(job->profiles, job->root, job->path, &file);
     PySource *py = NULL;
     CudaSource *cuda = NULL;
+    PyWorkspaceView *workspace = NULL;
     bool ok;
     if (view && out->doc->language == LANGUAGE_CUDA) { /* parse once for the rules and the merge */
         CudaFlagOptions options = {cfg->cuda_build_dir, cfg->cuda_gpu_arch, cfg->cuda_path};
         cuda = cuda_source_new(out->doc, &options, error);
         ok = cuda && engine_check_cuda(out->doc, cuda, cfg, &out->findings, &out->report, error);
     } else {
-        if (view && out->doc->language == LANGUAGE_PYTHON && !py_source_too_wide(out->doc)) py = py_source_new(out->doc);
+        PyWorkspace *ws = NULL;
+        if (out->doc->language == LANGUAGE_PYTHON && !py_source_too_wide(out->doc)) {
+            py = py_source_new(out->doc); /* NULL: engine_check says why */
+            ws = py ? py_workspaces_for(job->workspaces, job->path) : NULL;
+        }
+        workspace = ws ? py_workspace_view(ws) : NULL;
+        if (workspace) {
+            py->workspace = workspace;
+            py->module = py_workspace_module(workspace, job->path);
+        }
         ok = engine_check(out->doc, py, cfg, &out->findings, &out->report, error);
     }
     if (ok && view) {
@@ -77,6 +88,7 @@ static void check_job(void *arg) {
         out->profile_file = file;
     }
     py_source_free(py);
+    py_workspace_view_release(workspace);
     cuda_source_free(cuda);
     if (!ok) {
         checked_file_free(out);
@@ -86,11 +98,12 @@ static void check_job(void *arg) {
 }
 
 bool check_file_text(const char *path, const char *text, size_t length, const Config *cfg,
-                     const ProfileSource *profiles, const char *root, CheckedFile *out, char **error) {
+                     const ProfileSource *profiles, const char *root, PyWorkspaces *workspaces, CheckedFile *out,
+                     char **error) {
     memset(out, 0, sizeof *out);
     out->profile_file = -1;
     *error = NULL;
-    CheckJob job = {path, text, root, length, cfg, profiles, out, error, false};
+    CheckJob job = {path, text, root, length, cfg, profiles, workspaces, out, error, false};
     int sig;
     if (!crash_guard_run(check_job, &job, &sig)) {
         /* what the analysis built is left as it is (leaked), never used */

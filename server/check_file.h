@@ -5,6 +5,7 @@
 #ifndef ADVISE_CHECK_FILE_H
 #define ADVISE_CHECK_FILE_H
 
+#include "../analysis/python_workspace.h"
 #include "../profiler/profile_set.h"
 #include "../rules/engine.h"
 
@@ -25,10 +26,12 @@ typedef struct {
 } CheckedFile;
 
 /* path as the user gave it; root: the project root (absolute), against
- * which profile paths are taken. On failure *error is set and out holds
- * nothing to free. */
+ * which profile paths are taken. workspaces: the Python workspace indexes
+ * of this run (facts that cross files), or NULL for each file alone. On
+ * failure *error is set and out holds nothing to free. */
 bool check_file_text(const char *path, const char *text, size_t length, const Config *cfg,
-                     const ProfileSource *profiles, const char *root, CheckedFile *out, char **error);
+                     const ProfileSource *profiles, const char *root, PyWorkspaces *workspaces, CheckedFile *out,
+                     char **error);
 void checked_file_free(CheckedFile *f);
 
 /* path relative to root ('/'-separated), heap; NULL when it is not below

@@ -32,6 +32,7 @@ typedef struct {
     Config cfg;
     char *project_root;       /* profile paths are relative to it */
     ProfileSet *profiles;     /* merged when not NULL */
+    PyWorkspaces *workspaces; /* the Python modules of the projects checked, for facts that cross files */
     size_t files_merged;
     char *merge_note;         /* "merging profile ..." for stderr, once a file merges */
 } CheckOptions;
@@ -187,7 +188,7 @@ static int load_profiles(CheckOptions *o) {
  * success the caller frees *file. */
 static bool analyse(const CheckOptions *o, const char *path, const char *text, size_t len,
                     const ProfileSource *profiles, CheckedFile *file, char **error) {
-    return check_file_text(path, text, len, &o->cfg, profiles, o->project_root, file, error);
+    return check_file_text(path, text, len, &o->cfg, profiles, o->project_root, o->workspaces, file, error);
 }
 
 /* parsed_cleanly: --fix applies fixes only in files that parsed cleanly;
@@ -433,6 +434,7 @@ int cli_check(int argc, char **argv) {
     size_t path_count = optind < argc ? (size_t)(argc - optind) : 1;
     FileList files;
     file_walk(paths, path_count, &o.cfg, root, &files);
+    o.workspaces = py_workspaces_new();
 
     /* --diff keeps stdout for the patch; the summary goes to stderr */
     FILE *report_stream = o.diff ? stderr : stdout;
@@ -461,6 +463,7 @@ int cli_check(int argc, char **argv) {
     file_list_free(&files);
     config_free(&o.cfg);
     profile_set_free(o.profiles);
+    py_workspaces_free(o.workspaces);
     free(o.merge_note);
     free(o.project_root);
     free(root);

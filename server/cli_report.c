@@ -232,7 +232,7 @@ int cli_report(int argc, char **argv) {
     size_t path_count = optind < argc ? (size_t)(argc - optind) : 1;
     RankedFindings findings = {0};
     char *error = NULL;
-    if (!ranked_findings_collect_set(paths, path_count, root, &cfg, set, &findings, &error)) {
+    if (!ranked_findings_collect_set(paths, path_count, root, &cfg, set, NULL, &findings, &error)) {
         status = fail("%s", error ? error : "out of memory");
         free(error);
     } else {

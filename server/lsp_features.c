@@ -510,7 +510,7 @@ static void *scan_workspace(void *arg) {
         }
         CheckedFile checked; /* as `advise check` checks it, the profile merged */
         if (check_file_text(files.files[i], src.text, src.length, &cfg, &source, profiles ? profiles->root : NULL,
-                            &checked, &error)) {
+                            s->workspaces, &checked, &error)) {
             LspDocument fake = {.uri = uri};
             json_t *diags = lsp_findings_to_diagnostics(s, &fake, &checked.findings, NULL, checked.doc, 0);
             total_findings += checked.findings.count;

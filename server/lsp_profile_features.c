@@ -534,8 +534,9 @@ static void *findings_main(void *arg) {
         RankedFindings part;
         char *error = NULL;
         bool ok = job->profiles && job->profiles->set
-                      ? ranked_findings_collect_set(one, 1, job->root, &job->cfg, job->profiles->set, &part, &error)
-                      : ranked_findings_collect(one, 1, job->root, &job->cfg, NULL, &part, &error);
+                      ? ranked_findings_collect_set(one, 1, job->root, &job->cfg, job->profiles->set,
+                                                    job->s->workspaces, &part, &error)
+                      : ranked_findings_collect(one, 1, job->root, &job->cfg, NULL, job->s->workspaces, &part, &error);
         free(error); /* the file could not be read: said on stderr, skipped */
         if (!ok) continue;
         all.files_checked += part.files_checked;

@@ -355,6 +355,7 @@ static void handle_did_close(LspServer *s, json_t *params) {
     if (!uri) return;
     pthread_mutex_lock(&s->lock);
     LspDocument *d = lsp_find_document(s, uri);
+    char *python_path = d && d->language == LANGUAGE_PYTHON && d->path ? strdup(d->path) : NULL;
     if (d) {
         /* waiting pulls get an empty report */
         size_t i;
@@ -371,6 +372,10 @@ static void handle_did_close(LspServer *s, json_t *params) {
         }
     }
     pthread_mutex_unlock(&s->lock);
+    if (python_path) { /* the workspace index reads the file from disk again */
+        py_workspace_forget_editor(py_workspaces_for(s->workspaces, python_path), python_path);
+        free(python_path);
+    }
     if (!s->pull_diagnostics)
         jsonrpc_send_notification("textDocument/publishDiagnostics",
                                   json_pack("{s:s,s:[]}", "uri", uri, "diagnostics"));
@@ -548,6 +553,7 @@ int lsp_server_run(int in_fd, int out_fd) {
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->work_ready, NULL);
     config_init(&s->config);
+    s->workspaces = py_workspaces_new();
     s->debounce_seconds = DEFAULT_DEBOUNCE_SECONDS;
     s->full_pass_delay = 0.25;
     s->quick_pass = true;
@@ -598,6 +604,7 @@ int lsp_server_run(int in_fd, int out_fd) {
         if (s->pending[i].drop) s->pending[i].drop(s->pending[i].data);
     }
     config_free(&s->config);
+    py_workspaces_free(s->workspaces);
     free(s->root_path);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->work_ready);

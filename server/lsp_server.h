@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "../analysis/document.h"
+#include "../analysis/python_workspace.h"
 #include "../rules/config.h"
 
 typedef struct LspDocument LspDocument;
@@ -61,6 +62,7 @@ typedef struct {
 
 struct LspServer {
     pthread_mutex_t lock;
+    PyWorkspaces *workspaces;   /* the Python modules of the projects open documents belong to (thread-safe) */
     pthread_cond_t work_ready;
     pthread_t workers[4];
     int worker_count;

@@ -328,6 +328,9 @@ void lsp_config_snapshot(const LspServer *s, Config *out) {
     if (s->config.profile_dir) out->profile_dir = strdup(s->config.profile_dir);
 }
 
+/* The workspace index looks for files changed on disk at most this often. */
+#define WORKSPACE_REFRESH_SECONDS 10
+
 /* One analysis pass, run outside the lock under the crash guard: brings the
  * parse up to the text, runs the rules (only over the edited statement in a
  * quick pass) and merges the profile. */
@@ -339,6 +342,7 @@ typedef struct {
     bool edited, from_scratch, quick_allowed, had_results;
     const Config *config;
     LspProfiles *profiles;
+    PyWorkspaces *workspaces;
     /* results */
     bool ok, quick, warm_up, crashed;
     char *error;
@@ -364,6 +368,14 @@ static void run_pass(void *arg) {
                           config, &p->error);
     else if (edited) ok = p->text && reparse(d, p->text, p->edits, p->edit_count, p->from_scratch);
     PySource *py = d->parsed_py;
+    /* facts of the project's other modules; this buffer's own go into the index after the pass */
+    PyWorkspace *ws = ok && py && !is_cuda ? py_workspaces_for(p->workspaces, d->path) : NULL;
+    py_workspace_refresh_if_older(ws, WORKSPACE_REFRESH_SECONDS);
+    PyWorkspaceView *view = ws ? py_workspace_view(ws) : NULL;
+    if (py) {
+        py->workspace = view;
+        py->module = view ? py_workspace_module(view, d->path) : NULL;
+    }
 
     /* quick pass: only the top-level statement that holds every edit */
     size_t a = 0, b = 0, ua = 0, ub = 0;
@@ -395,6 +407,12 @@ static void run_pass(void *arg) {
         note_static_list(counts, findings);
         ok = ok && lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, py, NULL, config, findings);
     }
+    if (py) {
+        py->workspace = NULL;
+        py->module = NULL;
+        if (ok && ws) py_workspace_update(ws, py);
+    }
+    py_workspace_view_release(view);
     p->ok = ok;
     p->quick = quick;
 }
@@ -429,7 +447,7 @@ static void analyse(LspServer *s, LspDocument *d) {
     bool is_cuda = d->language == LANGUAGE_CUDA;
     AnalysisPass pass = {.d = d, .text = text, .edits = edits, .edit_count = edit_count, .edited = edited,
                          .from_scratch = from_scratch, .quick_allowed = quick_allowed, .config = &config,
-                         .profiles = profiles, .had_results = d->results_match_parse && d->analysed_version >= 0};
+                         .profiles = profiles, .workspaces = s->workspaces, .had_results = d->results_match_parse && d->analysed_version >= 0};
     finding_list_init(&pass.findings);
     int sig;
     if (!crash_guard_run(run_pass, &pass, &sig)) {

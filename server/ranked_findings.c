@@ -70,8 +70,10 @@ static int by_cost(const void *a, const void *b) {
 }
 
 static bool collect(const char *const *paths, size_t path_count, const char *root, const Config *cfg,
-                    const ProfileSource *profiles, RankedFindings *out, char **error) {
+                    const ProfileSource *profiles, PyWorkspaces *workspaces, RankedFindings *out, char **error) {
     memset(out, 0, sizeof *out);
+    PyWorkspaces *own = workspaces ? NULL : py_workspaces_new();
+    if (!workspaces) workspaces = own;
     FileList files;
     file_walk(paths, path_count, cfg, root, &files);
     for (size_t i = 0; i < files.error_count; i++)
@@ -90,7 +92,7 @@ static bool collect(const char *const *paths, size_t path_count, const char *roo
         }
         readable++;
         CheckedFile checked;
-        if (!check_file_text(path, source.text, source.length, cfg, profiles, root, &checked, &problem)) {
+        if (!check_file_text(path, source.text, source.length, cfg, profiles, root, workspaces, &checked, &problem)) {
             fprintf(stderr, "advise: %s: %s\n", path, problem);
             free(problem);
             source_file_free(&source);
@@ -110,6 +112,7 @@ static bool collect(const char *const *paths, size_t path_count, const char *roo
     }
     bool nothing = files.count > 0 ? readable == 0 : files.error_count > 0;
     file_list_free(&files);
+    py_workspaces_free(own);
     if (oom || nothing) {
         *error = format_string(oom ? "out of memory" : "no file could be read");
         ranked_findings_free(out);
@@ -120,15 +123,17 @@ static bool collect(const char *const *paths, size_t path_count, const char *roo
 }
 
 bool ranked_findings_collect(const char *const *paths, size_t path_count, const char *root, const Config *cfg,
-                             const ProfileView *profile, RankedFindings *out, char **error) {
+                             const ProfileView *profile, PyWorkspaces *workspaces, RankedFindings *out,
+                             char **error) {
     ProfileSource source = {NULL, profile};
-    return collect(paths, path_count, root, cfg, &source, out, error);
+    return collect(paths, path_count, root, cfg, &source, workspaces, out, error);
 }
 
 bool ranked_findings_collect_set(const char *const *paths, size_t path_count, const char *root, const Config *cfg,
-                                 const ProfileSet *profiles, RankedFindings *out, char **error) {
+                                 const ProfileSet *profiles, PyWorkspaces *workspaces, RankedFindings *out,
+                                 char **error) {
     ProfileSource source = {profiles, NULL};
-    return collect(paths, path_count, root, cfg, &source, out, error);
+    return collect(paths, path_count, root, cfg, &source, workspaces, out, error);
 }
 
 void ranked_findings_sort(RankedFindings *r) {

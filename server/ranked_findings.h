@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "../analysis/python_workspace.h"
 #include "../rules/config.h"
 #include "../analysis/finding.h"
 #include "../profiler/profile_set.h"
@@ -32,15 +33,18 @@ typedef struct {
 
 /* Checks paths (files and folders, walked as `advise check` walks them) with
  * cfg, merges profile when it is not NULL (engine_merge_profile), and sorts:
+ * (workspaces: the Python workspace indexes to use, or NULL for the call's own)
  * cost descending, then severity, then path and line. Problems with single
  * files are reported on stderr as `advise check` does and skipped. False
  * only when memory runs out or no path could be read (with *error set). */
 bool ranked_findings_collect(const char *const *paths, size_t path_count, const char *root, const Config *cfg,
-                             const ProfileView *profile, RankedFindings *out, char **error);
+                             const ProfileView *profile, PyWorkspaces *workspaces, RankedFindings *out,
+                             char **error);
 /* The same with a set of profiles (a folder): each file is merged with the
  * newest profile of the set that mentions it (profile_set.h). */
 bool ranked_findings_collect_set(const char *const *paths, size_t path_count, const char *root, const Config *cfg,
-                                 const ProfileSet *profiles, RankedFindings *out, char **error);
+                                 const ProfileSet *profiles, PyWorkspaces *workspaces, RankedFindings *out,
+                                 char **error);
 /* Sorts r as the collect functions do (for callers that collect file by
  * file, such as the editor's cancellable advise/findings). */
 void ranked_findings_sort(RankedFindings *r);

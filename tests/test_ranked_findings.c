@@ -17,7 +17,7 @@ Test(ranked_findings, samples_with_their_profiles, .timeout = 300) {
     string_list_add(&cfg.ignore, "PR");
     const char *paths[] = {SAMPLES};
     RankedFindings r;
-    cr_assert(ranked_findings_collect_set(paths, 1, ADVISE_SOURCE_DIR, &cfg, set, &r, &error), "%s", error);
+    cr_assert(ranked_findings_collect_set(paths, 1, ADVISE_SOURCE_DIR, &cfg, set, NULL, &r, &error), "%s", error);
     cr_expect_eq(r.files_checked, 11);
     cr_expect_eq(r.count, 42);
     for (size_t i = 1; i < r.count; i++)
@@ -57,7 +57,7 @@ Test(ranked_findings, one_profile_and_none) {
     string_list_add(&cfg.ignore, "PR"); /* static findings only, as above */
     const char *paths[] = {SAMPLES "/python/train_classifier.py"};
     RankedFindings r;
-    cr_assert(ranked_findings_collect(paths, 1, ADVISE_SOURCE_DIR, &cfg, v, &r, &error), "%s", error);
+    cr_assert(ranked_findings_collect(paths, 1, ADVISE_SOURCE_DIR, &cfg, v, NULL, &r, &error), "%s", error);
     cr_assert_eq(r.count, 8);
     /* the unfused Adam first: 8.04 ms of foreach kernels, 5.70 ms of it the gain */
     cr_expect_str_eq(r.items[0].finding.code, "PY008");
@@ -77,7 +77,7 @@ Test(ranked_findings, one_profile_and_none) {
     cr_expect_eq(r.items[4].line, 51);
     ranked_findings_free(&r);
 
-    cr_assert(ranked_findings_collect(paths, 1, ADVISE_SOURCE_DIR, &cfg, NULL, &r, &error), "%s", error);
+    cr_assert(ranked_findings_collect(paths, 1, ADVISE_SOURCE_DIR, &cfg, NULL, NULL, &r, &error), "%s", error);
     cr_assert_eq(r.count, 8);
     for (size_t i = 0; i < r.count; i++) cr_expect_eq(r.items[i].cost_seconds, 0);
     cr_expect_eq(r.items[0].finding.severity, SEVERITY_WARNING, "then by severity");
@@ -85,7 +85,7 @@ Test(ranked_findings, one_profile_and_none) {
     ranked_findings_free(&r);
 
     const char *missing[] = {"/nonexistent/advise-file.py"};
-    cr_expect_not(ranked_findings_collect(missing, 1, ADVISE_SOURCE_DIR, &cfg, v, &r, &error));
+    cr_expect_not(ranked_findings_collect(missing, 1, ADVISE_SOURCE_DIR, &cfg, v, NULL, &r, &error));
     cr_expect(error && strstr(error, "no file could be read"), "%s", error);
     free(error);
     profile_view_free(v);
