@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "../rules/engine.h"
+#include "jsonrpc.h"
 #include "lsp_server.h"
 #include "profile_store.h"
 
@@ -35,6 +36,7 @@
 static void profiles_free(LspProfiles *p) {
     if (!p) return;
     if (p->set) profile_set_free(p->set);
+    config_free(&p->toml);
     free(p->root);
     free(p->dir);
     free(p);
@@ -75,17 +77,19 @@ static LspProfiles *profiles_resolve(const char *workspace, const char *setting)
     p->refs = 1;
     char *toml = NULL;
     p->root = project_root(workspace, &toml);
-    Config cfg;
-    config_init(&cfg);
+    config_init(&p->toml);
     if (toml) {
         char *error = NULL;
-        if (!config_load_file(&cfg, toml, &error)) lsp_log(2, "advise: %s", error ? error : "cannot read advise.toml");
+        if (!config_load_file(&p->toml, toml, &error)) {
+            lsp_log(2, "advise: %s", error ? error : "cannot read advise.toml");
+            config_free(&p->toml); /* half-read settings are not applied */
+            config_init(&p->toml);
+        }
         free(error);
     }
-    p->cold = cfg.profile_cold;
-    const char *configured = setting && *setting ? setting : cfg.profile_dir;
+    p->cold = p->toml.profile_cold;
+    const char *configured = setting && *setting ? setting : p->toml.profile_dir;
     p->dir = p->root ? profile_store_dir(p->root, configured) : NULL;
-    config_free(&cfg);
     free(toml);
     if (!p->root || !p->dir) {
         profiles_free(p);
@@ -105,11 +109,16 @@ static uint64_t stat_stamp(uint64_t h, const struct stat *st) {
     return mix(h, (uint64_t)st->st_mtim.tv_nsec);
 }
 
-/* What the folder holds now, as one number (0: nothing there). */
-static uint64_t folder_stamp(const char *dir) {
+/* What the folder holds now, as one number (0: nothing there); *files: how
+ * many profile files it holds (may be NULL). */
+static uint64_t folder_stamp_counting(const char *dir, size_t *files) {
+    if (files) *files = 0;
     struct stat st;
     if (!dir || stat(dir, &st) != 0) return 0;
-    if (!S_ISDIR(st.st_mode)) return stat_stamp(1, &st);
+    if (!S_ISDIR(st.st_mode)) {
+        if (files) *files = 1;
+        return stat_stamp(1, &st);
+    }
     DIR *d = opendir(dir);
     if (!d) return 0;
     uint64_t sum = 2, count = 0;
@@ -127,11 +136,15 @@ static uint64_t folder_stamp(const char *dir) {
         count++;
     }
     closedir(d);
+    if (files) *files = (size_t)count;
     return mix(sum, count);
 }
 
+static uint64_t folder_stamp(const char *dir) { return folder_stamp_counting(dir, NULL); }
+
 /* Reads the folder into p->set (NULL when nothing usable is there). */
 static void profiles_read(LspProfiles *p) {
+    p->stamp = folder_stamp_counting(p->dir, &p->files);
     struct stat st;
     if (stat(p->dir, &st) != 0) return; /* no folder (yet): watched all the same */
     char *error = NULL;
@@ -180,6 +193,46 @@ static void wait_ms(LspServer *s, int ms) {
     pthread_cond_timedwait(&s->profile_wake, &s->lock, &ts);
 }
 
+/* Reads again the profiles of other projects whose folders changed (lock
+ * held on entry and return; released while reading). True when one changed. */
+static bool poll_other_projects(LspServer *s) {
+    size_t count = 0;
+    for (LspProfiles *p = s->other_profiles; p; p = p->next) count++;
+    LspProfiles **list = calloc(count ? count : 1, sizeof *list);
+    if (!list) return false;
+    count = 0;
+    for (LspProfiles *p = s->other_profiles; p; p = p->next) {
+        p->refs++;
+        list[count++] = p;
+    }
+    pthread_mutex_unlock(&s->lock);
+    bool changed = false;
+    for (size_t i = 0; i < count; i++) {
+        LspProfiles *old = list[i];
+        if (folder_stamp(old->dir) == old->stamp) continue;
+        LspProfiles *fresh = profiles_resolve(old->root, NULL);
+        if (!fresh) continue;
+        profiles_read(fresh);
+        pthread_mutex_lock(&s->lock);
+        LspProfiles **pp = &s->other_profiles;
+        while (*pp && *pp != old) pp = &(*pp)->next;
+        if (*pp && !s->stopping) { /* swap it in; the list's reference moves to fresh */
+            fresh->next = old->next;
+            *pp = fresh;
+            old->next = NULL;
+            lsp_profiles_unref(old);
+            changed = true;
+        } else {
+            lsp_profiles_unref(fresh);
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < count; i++) lsp_profiles_unref(list[i]);
+    free(list);
+    return changed;
+}
+
 static void *watch_main(void *arg) {
     LspServer *s = arg;
     unsigned loaded = 0;
@@ -218,6 +271,12 @@ static void *watch_main(void *arg) {
             continue;
         }
         wait_ms(s, POLL_MS);
+        if (s->stopping) continue;
+        if (s->other_profiles && poll_other_projects(s)) { /* returns with the lock held */
+            pthread_mutex_unlock(&s->lock);
+            refresh_clients(s);
+            pthread_mutex_lock(&s->lock);
+        }
         if (s->stopping || loaded != s->profile_generation || !s->profiles) continue;
         LspProfiles *current = lsp_profiles_ref(s);
         pthread_mutex_unlock(&s->lock);
@@ -280,6 +339,12 @@ void lsp_profiles_stop(LspServer *s) {
     }
     pthread_mutex_lock(&s->lock);
     install(s, NULL);
+    while (s->other_profiles) {
+        LspProfiles *p = s->other_profiles;
+        s->other_profiles = p->next;
+        lsp_profiles_unref(p);
+    }
+    string_list_free(&s->told_unmerged);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -312,4 +377,119 @@ bool lsp_profiles_merge(const LspProfiles *p, const char *path, const Document *
     merged.profile_cold = p->cold;
     return engine_merge_profile_parsed(doc, py, cuda, profile_view_profile(v)->files[file].path, v, &merged, findings,
                                        NULL);
+}
+
+/* ---- projects of documents ----------------------------------------------------- */
+
+static char *document_folder(const char *path) {
+    if (!path || path[0] != '/') return NULL; /* not a file (an untitled buffer's URI) */
+    char *dir = strdup(path);
+    char *slash = dir ? strrchr(dir, '/') : NULL;
+    if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
+    return dir;
+}
+
+/* The loaded profiles of root, with a reference (lock held); NULL when none. */
+static LspProfiles *find_project(LspServer *s, const char *root) {
+    if (s->profiles && strcmp(s->profiles->root, root) == 0) return lsp_profiles_ref(s);
+    for (LspProfiles *p = s->other_profiles; p; p = p->next)
+        if (strcmp(p->root, root) == 0) {
+            p->refs++;
+            return p;
+        }
+    return NULL;
+}
+
+LspProfiles *lsp_profiles_for_document(LspServer *s, const char *path) {
+    pthread_mutex_lock(&s->lock);
+    LspProfiles *workspace = lsp_profiles_ref(s);
+    pthread_mutex_unlock(&s->lock);
+    char *dir = document_folder(path);
+    char *root = dir ? profile_store_root_of(dir) : NULL;
+    free(dir);
+    if (!root) return workspace; /* not a file on disk: the workspace's */
+    pthread_mutex_lock(&s->lock);
+    LspProfiles *found = find_project(s, root);
+    lsp_profiles_unref(workspace);
+    pthread_mutex_unlock(&s->lock);
+    if (found) {
+        free(root);
+        return found;
+    }
+    /* a project of its own: read its advise.toml and profiles (off the lock) */
+    LspProfiles *fresh = profiles_resolve(root, NULL);
+    free(root);
+    if (!fresh) return NULL;
+    profiles_read(fresh);
+    pthread_mutex_lock(&s->lock);
+    found = find_project(s, fresh->root); /* another worker was quicker */
+    if (!found && !s->stopping) {
+        fresh->next = s->other_profiles;
+        s->other_profiles = fresh;
+        fresh->refs++; /* the list's reference */
+        found = fresh;
+        fresh = NULL;
+    }
+    if (fresh) lsp_profiles_unref(fresh);
+    pthread_mutex_unlock(&s->lock);
+    return found;
+}
+
+void lsp_config_for_project(const LspServer *s, const LspProfiles *p, Config *out) {
+    const Config *editor = &s->config;
+    const Config *toml = p ? &p->toml : NULL;
+    config_init(out);
+    const StringList *select = editor->select.count || !toml ? &editor->select : &toml->select;
+    for (size_t i = 0; i < select->count; i++) string_list_add(&out->select, select->items[i]);
+    for (int layer = 0; layer < 2; layer++) {
+        const Config *c = layer == 0 ? toml : editor; /* the editor's settings come last: they win */
+        if (!c) continue;
+        for (size_t i = 0; i < c->ignore.count; i++) string_list_add(&out->ignore, c->ignore.items[i]);
+        for (size_t i = 0; i < c->severity_count; i++)
+            config_set_severity(out, c->severity[i].selector, severity_name(c->severity[i].severity));
+        for (size_t i = 0; i < c->exclude.count; i++) string_list_add(&out->exclude, c->exclude.items[i]);
+        if (c->cuda_build_dir) {
+            free(out->cuda_build_dir);
+            out->cuda_build_dir = strdup(c->cuda_build_dir);
+        }
+        if (c->cuda_gpu_arch) {
+            free(out->cuda_gpu_arch);
+            out->cuda_gpu_arch = strdup(c->cuda_gpu_arch);
+        }
+        if (c->cuda_path) {
+            free(out->cuda_path);
+            out->cuda_path = strdup(c->cuda_path);
+        }
+    }
+    if (editor->profile_dir) out->profile_dir = strdup(editor->profile_dir);
+}
+
+void lsp_profiles_explain_unmerged(LspServer *s, const LspProfiles *p, const char *path) {
+    if (!p || !p->dir || !p->files || !path || path[0] != '/') return;
+    int file;
+    if (p->set && lsp_profiles_view_for(p, path, &file)) return; /* merged */
+    pthread_mutex_lock(&s->lock);
+    bool told = false;
+    for (size_t i = 0; i < s->told_unmerged.count && !told; i++) told = strcmp(s->told_unmerged.items[i], p->dir) == 0;
+    if (!told) string_list_add(&s->told_unmerged, p->dir);
+    pthread_mutex_unlock(&s->lock);
+    if (told) return;
+    char *message;
+    if (!p->set) {
+        message = format_string("advise: %s holds %zu profile%s, but none could be read (the advise log says why "
+                                "for each): advice is not ranked by measured cost",
+                                p->dir, p->files, p->files == 1 ? "" : "s");
+    } else {
+        const char *name = strrchr(path, '/');
+        message = format_string("advise: no profile in %s mentions %s, so its advice shows no measured cost; "
+                                "profile a run that executes it (advise profile -- <command>)",
+                                p->dir, name ? name + 1 : path);
+    }
+    /* a project whose profiles are all unusable is a surprise worth a message; a
+     * file that no profile ran is ordinary (profiles cover the scripts that were
+     * run), and goes to the log */
+    if (message)
+        jsonrpc_send_notification(p->set ? "window/logMessage" : "window/showMessage",
+                                  json_pack("{s:i,s:s}", "type", p->set ? 4 : 2, "message", message));
+    free(message);
 }

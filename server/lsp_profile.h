@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "../analysis/cuda_source.h"
 #include "../analysis/python_source.h"
@@ -27,6 +28,10 @@ typedef struct LspProfiles {
     char *root;        /* the project root (absolute): profile paths are relative to it */
     char *dir;         /* the folder read (absolute) */
     ProfileCold cold;  /* [profile] cold of advise.toml */
+    Config toml;       /* the rest of the project's advise.toml (rules, [cuda]); empty without one */
+    size_t files;      /* profile files in the folder (usable or not) */
+    uint64_t stamp;    /* the folder's state when read (see folder_stamp) */
+    struct LspProfiles *next; /* other projects' profiles (LspServer.other_profiles) */
 } LspProfiles;
 
 /* The settings that choose the folder may have changed (initialize, new
@@ -43,6 +48,23 @@ void lsp_profiles_wait_ready(LspServer *s);
 LspProfiles *lsp_profiles_ref(LspServer *s);
 /* Releases a reference (lock held). */
 void lsp_profiles_unref(LspProfiles *p);
+
+/* The profiles of the project a document belongs to (walking up from the
+ * document to advise.toml, else .git, as ruff and clangd find their
+ * settings): the workspace's when it is that project, else the project's
+ * own, read on first use (without the lock held; it takes it) and watched
+ * from then on. A reference, or NULL for documents that are not files. */
+LspProfiles *lsp_profiles_for_document(LspServer *s, const char *path);
+
+/* The settings for a document of project p: its advise.toml, with the
+ * editor's settings laid over them (select replaces, ignore and severity
+ * add, [cuda] values win). Lock held. */
+void lsp_config_for_project(const LspServer *s, const LspProfiles *p, Config *out);
+
+/* Tells the user once per profile folder when a document's project holds
+ * profiles but none was merged into it: window/showMessage when none of
+ * them is usable, the log when none mentions the file. Lock not held. */
+void lsp_profiles_explain_unmerged(LspServer *s, const LspProfiles *p, const char *path);
 
 /* The view that holds the file at path (a document path), and its index
  * there; NULL when no profile mentions it. Any thread. */

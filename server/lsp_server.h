@@ -93,6 +93,8 @@ struct LspServer {
     /* profiles (lsp_profile.c): the loaded folder, replaced whole by the
      * watcher thread; readers take a reference under the lock */
     struct LspProfiles *profiles;    /* NULL until the first load */
+    struct LspProfiles *other_profiles; /* projects of documents outside the workspace's project */
+    StringList told_unmerged;        /* profile folders the user was told about (lsp_profiles_explain_unmerged) */
     bool profiles_ready;             /* false while the configured folder is read: analyses wait */
     unsigned profile_generation;     /* bumped when the settings that choose the folder may have changed */
     pthread_cond_t profile_wake;

@@ -438,10 +438,13 @@ static void analyse(LspServer *s, LspDocument *d) {
     }
     d->needs_full = false;
     d->busy = true;
+    pthread_mutex_unlock(&s->lock);
+    /* the document's project: its advise.toml and profiles, found walking up from it */
+    LspProfiles *profiles = lsp_profiles_for_document(s, d->path);
+    pthread_mutex_lock(&s->lock);
     Config config; /* the settings as they are now */
-    lsp_config_snapshot(s, &config);
+    lsp_config_for_project(s, profiles, &config);
     bool quick_allowed = s->quick_pass;
-    LspProfiles *profiles = lsp_profiles_ref(s); /* the folder as read now; the watcher may replace it */
     pthread_mutex_unlock(&s->lock);
 
     bool is_cuda = d->language == LANGUAGE_CUDA;
@@ -464,6 +467,7 @@ static void analyse(LspServer *s, LspDocument *d) {
         pass.crashed = true;
     }
     bool ok = pass.ok, quick = pass.quick, warm_up = pass.warm_up;
+    if (ok) lsp_profiles_explain_unmerged(s, profiles, d->path);
     char *error = pass.error;
     FindingList findings = pass.findings;
     StaticCounts counts = pass.counts;
