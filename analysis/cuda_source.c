@@ -421,12 +421,30 @@ static enum CXErrorCode find_project_headers(CudaSource *src, const Document *do
     return e;
 }
 
+/* The folders other files of the project needed (include_search_learned). */
+static void add_learned_includes(CudaSource *src, const Document *doc) {
+    char *dir = strdup(main_path(doc));
+    if (!dir) return;
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    else strcpy(dir, ".");
+    char **dirs;
+    size_t n = include_search_learned(dir, &dirs);
+    for (size_t i = 0; i < n; i++) {
+        if (!has_include(&src->flags, dirs[i])) cuda_flags_add_include(&src->flags, dirs[i]);
+        free(dirs[i]);
+    }
+    free(dirs);
+    free(dir);
+}
+
 CudaSource *cuda_source_new(const Document *doc, const CudaFlagOptions *options, char **error) {
     CudaSource *src = calloc(1, sizeof *src);
     if (!src) return NULL;
     src->doc = doc;
     cuda_flags_for_file(main_path(doc), options, &src->flags);
     src->index = clang_createIndex(0, 0);
+    if (!src->flags.database || src->flags.database_inferred) add_learned_includes(src, doc);
     enum CXErrorCode e = parse_tu(src, doc);
     if (e == CXError_Success && (!src->flags.database || src->flags.database_inferred))
         e = find_project_headers(src, doc);

@@ -21,7 +21,11 @@ typedef struct {
     char **paths; /* header-like files, relative to root, sorted */
     size_t count;
     time_t read_at;
+    char **learned; /* folders that searches found, in the order found */
+    size_t learned_count;
 } ProjectFiles;
+
+#define MAX_LEARNED 16
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static ProjectFiles cache[MAX_CACHED_PROJECTS];
@@ -121,6 +125,8 @@ static int by_string(const void *a, const void *b) { return strcmp(*(char *const
 static void project_free(ProjectFiles *p) {
     for (size_t i = 0; i < p->count; i++) free(p->paths[i]);
     free(p->paths);
+    for (size_t i = 0; i < p->learned_count; i++) free(p->learned[i]);
+    free(p->learned);
     free(p->root);
     memset(p, 0, sizeof *p);
 }
@@ -132,11 +138,20 @@ static const ProjectFiles *project_files(const char *root) {
     for (size_t i = 0; i < MAX_CACHED_PROJECTS; i++)
         if (cache[i].root && strcmp(cache[i].root, root) == 0) slot = &cache[i];
     if (slot && now - slot->read_at < REFRESH_SECONDS) return slot;
+    char **learned = NULL;
+    size_t learned_count = 0;
     if (!slot) {
         slot = &cache[cache_next];
         cache_next = (cache_next + 1) % MAX_CACHED_PROJECTS;
+    } else { /* the same project read again: what it learned stays */
+        learned = slot->learned;
+        learned_count = slot->learned_count;
+        slot->learned = NULL;
+        slot->learned_count = 0;
     }
     project_free(slot);
+    slot->learned = learned;
+    slot->learned_count = learned_count;
     PathList list = {0};
     size_t seen = 0;
     scan(root, "", 0, &list, &seen);
@@ -186,8 +201,39 @@ char *include_search_find(const char *from_dir, const char *spelled) {
             best_len = len;
         }
     }
+    if (best) { /* remembered for the project's next files */
+        ProjectFiles *p = (ProjectFiles *)files;
+        bool known = false;
+        for (size_t i = 0; i < p->learned_count && !known; i++) known = strcmp(p->learned[i], best) == 0;
+        if (!known && p->learned_count < MAX_LEARNED) {
+            char **grown = realloc(p->learned, (p->learned_count + 1) * sizeof *grown);
+            char *copy = grown ? strdup(best) : NULL;
+            if (grown) p->learned = grown;
+            if (copy) p->learned[p->learned_count++] = copy;
+        }
+    }
     pthread_mutex_unlock(&lock);
     free(root);
     free(from);
     return best;
+}
+
+size_t include_search_learned(const char *from_dir, char ***dirs) {
+    *dirs = NULL;
+    char *root = include_search_project_root(from_dir);
+    if (!root) return 0;
+    size_t count = 0;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < MAX_CACHED_PROJECTS; i++) {
+        ProjectFiles *p = &cache[i];
+        if (!p->root || strcmp(p->root, root) != 0 || !p->learned_count) continue;
+        *dirs = calloc(p->learned_count, sizeof **dirs);
+        for (size_t k = 0; *dirs && k < p->learned_count; k++) {
+            (*dirs)[count] = strdup(p->learned[k]);
+            if ((*dirs)[count]) count++;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    free(root);
+    return count;
 }

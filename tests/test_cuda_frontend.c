@@ -868,6 +868,131 @@ Test(cuda_source, errors_in_project_headers_are_reported_at_the_include) {
     document_free(doc);
 }
 
+/* ---- what nvcc compiles parses (analysis/cuda_shims.c, include_search.c) -------- */
+
+/* Valid CUDA that nvcc 13 compiles and clang 19 rejected: cache-hinted loads
+ * and stores of vector types, min/max and isfinite in __host__ __device__
+ * functions and min/max in host code, <omp.h> without clang's OpenMP headers,
+ * cooperative groups, cub and the bf16 header. Written for this test; the
+ * shapes come from public kernel collections. */
+Test(cuda_source, what_nvcc_compiles_parses_cleanly) {
+    char *root = temp_dir();
+    static const char *const text =
+        "#include <cuda_runtime.h>\n"
+        "#include <cuda_bf16.h>\n"
+        "#include <cooperative_groups.h>\n"
+        "#include <cub/cub.cuh>\n"
+        "#include <omp.h>\n"
+        "#include <cmath>\n"
+        "namespace cg = cooperative_groups;\n"
+        "struct alignas(16) Packed { int4 raw; };\n"
+        "__device__ Packed load_streaming(const Packed *p) { Packed v; v.raw = __ldcs((const int4 *)p); return v; }\n"
+        "__device__ void store_streaming(float4 *p, float4 v) { __stcs(p, v); __stcg(p + 1, __ldcg(p)); }\n"
+        "__host__ __device__ inline float clamp01(float x) { return max(0.f, min(x, 1.f)); }\n"
+        "__host__ __device__ inline bool usable(float x) { return isfinite(x); }\n"
+        "__global__ void scale(float *out, const __nv_bfloat16 *in, int n) {\n"
+        "    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(cg::this_thread_block());\n"
+        "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    if (i < n) out[i] = clamp01(__bfloat162float(__ldcs(in + i))) + warp.thread_rank();\n"
+        "}\n"
+        "int main() {\n"
+        "    double worst = 0.0;\n"
+        "    #pragma omp parallel for\n"
+        "    for (int k = 0; k < 4; k++) worst = max(worst, (double)k);\n"
+        "    return usable((float)worst) ? omp_get_max_threads() : 0;\n"
+        "}\n";
+    char *file = put(root, "kernels.cu", text);
+    Document *doc = doc_at(file, text);
+    CudaSource *src = parse(doc, NULL);
+    cr_expect(!src->has_errors, "%s", src->first_error_message);
+    cr_expect_eq(src->error_count, 0);
+    cr_expect_not_null(find(src, CXCursor_FunctionDecl, "scale"));
+    cuda_source_free(src);
+    document_free(doc);
+}
+
+/* What nvcc rejects stays an error: the shims declare only what nvcc has. */
+Test(cuda_source, what_nvcc_rejects_is_still_an_error) {
+    char *root = temp_dir();
+    static const char *const text = "#include <cuda_runtime.h>\n"
+                                    "__device__ float f(float a, int b) { return max(a, b); }\n";
+    char *file = put(root, "ambiguous.cu", text);
+    Document *doc = doc_at(file, text);
+    CudaSource *src = parse(doc, NULL);
+    cr_expect(src->has_errors);
+    cr_expect(src->first_error_message && strstr(src->first_error_message, "ambiguous"), "%s",
+              src->first_error_message);
+    cuda_source_free(src);
+    document_free(doc);
+}
+
+/* .c files are C and .cpp files C++, as nvcc hands them to the host compiler. */
+Test(cuda_source, c_and_cpp_files_parse_as_the_host_compiler_sees_them) {
+    char *root = temp_dir();
+    static const char *const c_text = "#include <stdlib.h>\n#include <cuda_runtime.h>\n"
+                                      "int *grab(size_t n) { int *p = malloc(n * sizeof *p); return p; }\n";
+    char *c_file = put(root, "host.c", c_text);
+    Document *c_doc = doc_at(c_file, c_text);
+    CudaSource *c_src = parse(c_doc, NULL);
+    cr_expect_str_eq(c_src->flags.language, "c");
+    cr_expect(!c_src->has_errors, "%s", c_src->first_error_message);
+    cuda_source_free(c_src);
+    document_free(c_doc);
+    static const char *const cpp_text = "#include <vector>\n#include <cuda_runtime.h>\n"
+                                        "void copy(std::vector<float> &v, float *d) {\n"
+                                        "    cudaMemcpy(d, v.data(), v.size() * 4, cudaMemcpyHostToDevice);\n}\n";
+    char *cpp_file = put(root, "host.cpp", cpp_text);
+    Document *cpp_doc = doc_at(cpp_file, cpp_text);
+    CudaSource *cpp_src = parse(cpp_doc, NULL);
+    cr_expect_str_eq(cpp_src->flags.language, "c++");
+    cr_expect(!cpp_src->has_errors, "%s", cpp_src->first_error_message);
+    cuda_source_free(cpp_src);
+    document_free(cpp_doc);
+}
+
+/* Without a database, a project header the build would find through -I is
+ * found in the project (the folder holding .git); a header that is nowhere
+ * stays missing and is named. */
+Test(cuda_source, project_headers_are_found_without_a_database) {
+    char *root = temp_dir();
+    mkdirs(fmt("%s/.git", root));
+    put(root, "include/engine.h", "#pragma once\n#include \"engine_types.h\"\nint engine_version(void);\n");
+    put(root, "include/engine_types.h", "typedef struct { float x; } EngineValue;\n");
+    put(root, "include/other/engine.h", "#error the nearest one is not this one\n");
+    static const char *const text = "#include \"engine.h\"\n"
+                                    "__global__ void k(EngineValue *v) { v[threadIdx.x].x = 1.0f; }\n"
+                                    "int host_side(void) { return engine_version(); }\n";
+    char *file = put(root, "src/backend/k.cu", text);
+    Document *doc = doc_at(file, text);
+    CudaSource *src = parse(doc, NULL);
+    cr_expect(!src->has_errors, "%s", src->first_error_message);
+    cr_expect(has_pair(&src->flags, "-I", fmt("%s/include", root)), "%s", args_text(&src->flags));
+    cr_expect_eq(src->inferred_includes, 1);
+    cuda_source_free(src);
+    document_free(doc);
+
+    /* a second file of the project starts with the folder found for the first */
+    static const char *const text2 = "#include \"engine.h\"\nint use(void) { return engine_version(); }\n";
+    char *file2 = put(root, "src/frontend/f.cu", text2);
+    Document *doc2 = doc_at(file2, text2);
+    CudaSource *src2 = parse(doc2, NULL);
+    cr_expect(!src2->has_errors, "%s", src2->first_error_message);
+    cr_expect_eq(src2->inferred_includes, 0, "found before the first parse");
+    cuda_source_free(src2);
+    document_free(doc2);
+
+    static const char *const text3 = "#include <nowhere_to_be_found.h>\n__global__ void k3(int *p) { p[0] = 1; }\n";
+    char *file3 = put(root, "src/k3.cu", text3);
+    Document *doc3 = doc_at(file3, text3);
+    CudaSource *src3 = parse(doc3, NULL);
+    cr_expect(src3->has_errors);
+    cr_expect_eq(src3->missing_header_count, 1);
+    cr_expect_str_eq(src3->missing_headers[0], "nowhere_to_be_found.h");
+    cr_expect_not_null(find(src3, CXCursor_FunctionDecl, "k3"), "what parsed is there");
+    cuda_source_free(src3);
+    document_free(doc3);
+}
+
 /* ---- queries on a small kernel ------------------------------------------------- */
 
 Test(cuda_query, launch_shape) {
