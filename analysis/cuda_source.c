@@ -1,5 +1,6 @@
 #include "cuda_source.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -225,11 +226,46 @@ static bool ends_with(const char *s, const char *suffix) {
     return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-/* Errors clang 19 gives where nvcc accepts the code: a __host__ __device__
- * function that refers to a function of one side only (nvcc warns, and only
- * when the function is really used from the other side). */
-static bool nvcc_accepts(const char *message) {
-    return strncmp(message, "reference to ", 13) == 0 && ends_with(message, "in __host__ __device__ function");
+/* The text of the line holding loc (in whichever file), for a look at what
+ * an error is about; "" when it cannot be read. */
+static void line_text(CXSourceLocation loc, char *buf, size_t size) {
+    buf[0] = '\0';
+    CXFile file;
+    unsigned line;
+    clang_getSpellingLocation(loc, &file, &line, NULL, NULL);
+    if (!file || !line) return;
+    CXString name = clang_getFileName(file);
+    FILE *f = clang_getCString(name) ? fopen(clang_getCString(name), "r") : NULL;
+    clang_disposeString(name);
+    if (!f) return;
+    for (unsigned i = 0; i < line && fgets(buf, (int)size, f); i++) {
+    }
+    fclose(f);
+}
+
+/* Errors clang 19 gives where nvcc accepts the code:
+ * - a __host__ __device__ function that refers to a function of one side
+ *   only (nvcc warns, and only when it is really used from the other side);
+ * - `__shared__ alignas(16) float tile[...]`: a C++11 attribute after the
+ *   GNU attribute `__shared__` expands to (gcc and nvcc take it; the
+ *   declaration is built all the same);
+ * - a __shared__ libcu++ object (`__shared__ cuda::barrier<...> b;`), whose
+ *   constructor nvcc's configuration of libcu++ makes trivial and clang's
+ *   does not. Other initialised __shared__ variables stay errors, as in nvcc;
+ * - an initialised variable-length array in host code, which g++ (nvcc's
+ *   host compiler) accepts as an extension. */
+static bool nvcc_accepts(const char *message, CXSourceLocation loc) {
+    if (strncmp(message, "reference to ", 13) == 0 && ends_with(message, "in __host__ __device__ function"))
+        return true;
+    if (strcmp(message, "an attribute list cannot appear here") == 0 ||
+        strcmp(message, "variable-sized object may not be initialized") == 0)
+        return true;
+    if (strcmp(message, "initialization is not supported for __shared__ variables") == 0) {
+        char line[512];
+        line_text(loc, line, sizeof line);
+        return strstr(line, "cuda::") != NULL;
+    }
+    return false;
 }
 
 /* "'ggml.h' file not found" (and "... with <angled> include; ..."): the
@@ -288,7 +324,7 @@ static void note_errors(CudaSource *src) {
         CXString s = clang_getDiagnosticSpelling(d);
         const char *message = clang_getCString(s);
         if (!message) message = "";
-        if (sev >= CXDiagnostic_Error && !nvcc_accepts(message)) {
+        if (sev >= CXDiagnostic_Error && !nvcc_accepts(message, clang_getDiagnosticLocation(d))) {
             CXSourceLocation loc = clang_getDiagnosticLocation(d);
             CXFile file;
             unsigned offset, line;

@@ -131,13 +131,15 @@ static void project_free(ProjectFiles *p) {
     memset(p, 0, sizeof *p);
 }
 
-/* The cached file list of root, read again when stale. Call with the lock held. */
-static const ProjectFiles *project_files(const char *root) {
+/* The cached file list of root, read again when stale, or (again) when it
+ * was read in an earlier second: a header may have been added since. Call
+ * with the lock held. */
+static const ProjectFiles *project_files(const char *root, bool again) {
     time_t now = time(NULL);
     ProjectFiles *slot = NULL;
     for (size_t i = 0; i < MAX_CACHED_PROJECTS; i++)
         if (cache[i].root && strcmp(cache[i].root, root) == 0) slot = &cache[i];
-    if (slot && now - slot->read_at < REFRESH_SECONDS) return slot;
+    if (slot && now - slot->read_at < REFRESH_SECONDS && !(again && now > slot->read_at)) return slot;
     char **learned = NULL;
     size_t learned_count = 0;
     if (!slot) {
@@ -163,6 +165,22 @@ static const ProjectFiles *project_files(const char *root) {
     return slot;
 }
 
+static bool learned_by(const ProjectFiles *p, const char *dir) {
+    for (size_t i = 0; i < p->learned_count; i++)
+        if (strcmp(p->learned[i], dir) == 0) return true;
+    return false;
+}
+
+/* named as folders of shared headers are */
+static bool include_like(const char *dir) {
+    const char *last = strrchr(dir, '/');
+    last = last ? last + 1 : dir;
+    static const char *const names[] = {"include", "includes", "inc", "common", "Common", "headers", "shared", NULL};
+    for (size_t i = 0; names[i]; i++)
+        if (strcmp(last, names[i]) == 0) return true;
+    return false;
+}
+
 static size_t common_prefix(const char *a, const char *b) {
     size_t n = 0;
     while (a[n] && a[n] == b[n]) n++;
@@ -181,24 +199,37 @@ char *include_search_find(const char *from_dir, const char *spelled) {
     size_t spelled_len = strlen(spelled);
     char *best = NULL;
     size_t best_score = 0, best_len = 0;
+    int best_rank = 0;
     pthread_mutex_lock(&lock);
-    const ProjectFiles *files = project_files(root);
-    for (size_t i = 0; i < files->count; i++) {
-        const char *p = files->paths[i];
-        size_t len = strlen(p);
-        if (len < spelled_len || strcmp(p + len - spelled_len, spelled) != 0) continue;
-        if (len > spelled_len && p[len - spelled_len - 1] != '/') continue; /* "xggml.h" is not "ggml.h" */
-        char dir[PATH_MAX];
-        size_t dir_len = len - spelled_len;
-        snprintf(dir, sizeof dir, "%s/%.*s", root, (int)(dir_len ? dir_len - 1 : 0), p);
-        if (!dir_len) snprintf(dir, sizeof dir, "%s", root);
-        /* the nearest to the including file wins; then the shortest path */
-        size_t score = common_prefix(dir, from);
-        if (!best || score > best_score || (score == best_score && len < best_len)) {
-            free(best);
-            best = strdup(dir);
-            best_score = score;
-            best_len = len;
+    const ProjectFiles *files = project_files(root, false);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (attempt == 1) {
+            if (best) break;
+            files = project_files(root, true); /* a miss: the header may be new */
+        }
+        for (size_t i = 0; i < files->count; i++) {
+            const char *p = files->paths[i];
+            size_t len = strlen(p);
+            if (len < spelled_len || strcmp(p + len - spelled_len, spelled) != 0) continue;
+            if (len > spelled_len && p[len - spelled_len - 1] != '/') continue; /* "xggml.h" is not "ggml.h" */
+            char dir[PATH_MAX];
+            size_t dir_len = len - spelled_len;
+            snprintf(dir, sizeof dir, "%s/%.*s", root, (int)(dir_len ? dir_len - 1 : 0), p);
+            if (!dir_len) snprintf(dir, sizeof dir, "%s", root);
+            /* a folder other files of the project needed, then one named as shared
+             * headers' folders are (include/, common/), then the nearest to the
+             * including file, then the shortest path: a copy of a header inside
+             * another sample's folder loses to the project's shared one */
+            int rank = learned_by(files, dir) ? 2 : include_like(dir) ? 1 : 0;
+            size_t score = common_prefix(dir, from);
+            if (!best || rank > best_rank || (rank == best_rank && score > best_score) ||
+                (rank == best_rank && score == best_score && len < best_len)) {
+                free(best);
+                best = strdup(dir);
+                best_rank = rank;
+                best_score = score;
+                best_len = len;
+            }
         }
     }
     if (best) { /* remembered for the project's next files */

@@ -890,6 +890,12 @@ Test(cuda_source, what_nvcc_compiles_parses_cleanly) {
         "__device__ void store_streaming(float4 *p, float4 v) { __stcs(p, v); __stcg(p + 1, __ldcg(p)); }\n"
         "__host__ __device__ inline float clamp01(float x) { return max(0.f, min(x, 1.f)); }\n"
         "__host__ __device__ inline bool usable(float x) { return isfinite(x); }\n"
+        "__global__ void surfaces(cudaSurfaceObject_t s) {\n"
+        "    __shared__ alignas(16) float tile[32];\n"
+        "    tile[threadIdx.x] = surf2Dread<float>(s, threadIdx.x * 4, 0);\n"
+        "    surf2Dwrite(tile[threadIdx.x], s, threadIdx.x * 4, 1);\n"
+        "}\n"
+        "void planes(int n) { cudaSurfaceObject_t objects[n] = {0}; (void)objects; }\n"
         "__global__ void scale(float *out, const __nv_bfloat16 *in, int n) {\n"
         "    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(cg::this_thread_block());\n"
         "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -959,6 +965,8 @@ Test(cuda_source, project_headers_are_found_without_a_database) {
     put(root, "include/engine.h", "#pragma once\n#include \"engine_types.h\"\nint engine_version(void);\n");
     put(root, "include/engine_types.h", "typedef struct { float x; } EngineValue;\n");
     put(root, "include/other/engine.h", "#error the nearest one is not this one\n");
+    put(root, "samples/one/util.h", "#error not this copy\n");
+    put(root, "common/util.h", "int shared_util(void);\n");
     static const char *const text = "#include \"engine.h\"\n"
                                     "__global__ void k(EngineValue *v) { v[threadIdx.x].x = 1.0f; }\n"
                                     "int host_side(void) { return engine_version(); }\n";
@@ -980,6 +988,15 @@ Test(cuda_source, project_headers_are_found_without_a_database) {
     cr_expect_eq(src2->inferred_includes, 0, "found before the first parse");
     cuda_source_free(src2);
     document_free(doc2);
+
+    /* a copy of a header in another sample's folder loses to the shared include folder, however near */
+    static const char *const text4 = "#include \"util.h\"\nint f(void) { return shared_util(); }\n";
+    char *file4 = put(root, "samples/two/main.cu", text4);
+    Document *doc4 = doc_at(file4, text4);
+    CudaSource *src4 = parse(doc4, NULL);
+    cr_expect(!src4->has_errors, "%s", src4->first_error_message);
+    cuda_source_free(src4);
+    document_free(doc4);
 
     static const char *const text3 = "#include <nowhere_to_be_found.h>\n__global__ void k3(int *p) { p[0] = 1; }\n";
     char *file3 = put(root, "src/k3.cu", text3);
