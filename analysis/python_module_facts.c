@@ -581,8 +581,23 @@ static bool visit_passes(TSNode n, void *data) {
     return true;
 }
 
+/* The call's result can reach a loop: it is assigned to a name, or iterated
+ * (through enumerate/tqdm/iter). Most calls are neither, and skip the walks. */
+static bool may_be_iterated(const PySource *src, TSNode call) {
+    TSNode parent = ts_node_parent(call);
+    if (py_is(parent, "assignment")) return py_is(ts_node_child_by_field_name(parent, "left", 4), "identifier");
+    for (int depth = 0; depth < 4 && py_is(parent, "argument_list"); depth++) {
+        TSNode wrapper = ts_node_parent(parent);
+        if (!py_is(wrapper, "call")) return false;
+        call = wrapper;
+        parent = ts_node_parent(call);
+    }
+    return py_is(parent, "for_statement") && ts_node_eq(ts_node_child_by_field_name(parent, "right", 5), call);
+}
+
 static bool feeds_gpu(Extract *x, TSNode call) {
     const PySource *src = x->src;
+    if (!may_be_iterated(src, call)) return false;
     TSNode scope = py_scope_of(src, call);
     if (iterated_to_gpu(src, scope, call, false)) return true;
     TSNode assignment = ts_node_parent(call);
