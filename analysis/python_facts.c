@@ -80,6 +80,49 @@ BindingKind py_binding_before(const PySource *src, TSNode at, const char *name, 
     return BINDING_NONE;
 }
 
+/* the binding's statement runs whenever the use does: its block holds the use */
+static bool binding_dominates(const PyBinding *b, TSNode use) {
+    if (ts_node_is_null(b->value)) return true;
+    TSNode stmt = py_statement_of(b->value);
+    TSNode block = ts_node_parent(stmt);
+    if (ts_node_is_null(block) || py_is(block, "module")) return true;
+    return py_is_within(use, block);
+}
+
+/* the bindings of one scope that may reach offset, nearest first */
+static size_t scope_reaching(const PySource *src, TSNode scope, TSNode id, size_t offset, bool any_offset,
+                             PyReachingBinding *out, size_t max) {
+    size_t count;
+    const PyBinding *b = py_index_bindings(src, scope, py_text_ptr(src, id), py_text_len(id), &count);
+    size_t n = 0;
+    for (size_t i = count; i-- > 0 && n < max;) { /* sorted by start: latest first */
+        bool visible;
+        switch (b[i].visibility) {
+        case VISIBLE_INSIDE_PARENT: visible = offset >= b[i].from && offset < b[i].until; break;
+        default: visible = any_offset || b[i].from <= offset; break;
+        }
+        if (!visible) continue;
+        out[n++] = (PyReachingBinding){(BindingKind)b[i].kind, b[i].value};
+        if (binding_dominates(&b[i], id)) break;
+    }
+    return n;
+}
+
+size_t py_reaching_bindings(const PySource *src, TSNode id, PyReachingBinding *out, size_t max) {
+    if (!py_is(id, "identifier") || max == 0) return 0;
+    size_t offset = ts_node_start_byte(id);
+    TSNode fn = py_enclosing_function(src, id);
+    TSNode scope = ts_node_is_null(fn) ? ts_tree_root_node(src->tree) : ts_node_child_by_field_name(fn, "body", 4);
+    size_t n = ts_node_is_null(scope) ? 0 : scope_reaching(src, scope, id, offset, false, out, max);
+    if (n || ts_node_is_null(fn)) return n;
+    TSNode param;
+    if (parameter_binds(src, fn, py_text_ptr(src, id), py_text_len(id), &param)) {
+        out[0] = (PyReachingBinding){BINDING_PARAMETER, param};
+        return 1;
+    }
+    return scope_reaching(src, ts_tree_root_node(src->tree), id, offset, true, out, max);
+}
+
 /* ---- what expressions hold ---------------------------------------------- */
 
 static bool starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
@@ -357,17 +400,31 @@ static bool is_optimizer_at(const PySource *src, TSNode expr, int depth) {
 
 bool py_is_optimizer(const PySource *src, TSNode expr) { return is_optimizer_at(src, expr, 0); }
 
-static bool string_says_cuda(const PySource *src, TSNode s) {
+/* the text inside a string literal's quotes starts with `word` */
+static bool string_starts_with(const PySource *src, TSNode s, const char *word) {
     const char *t = py_text_ptr(src, s);
-    size_t len = py_text_len(s), i = 0;
+    size_t len = py_text_len(s), i = 0, n = strlen(word);
     while (i < len && isalpha((unsigned char)t[i])) i++; /* f, r, b prefixes */
     while (i < len && (t[i] == '"' || t[i] == '\'')) i++;
-    return len - i >= 4 && strncmp(t + i, "cuda", 4) == 0;
+    return len - i >= n && strncmp(t + i, word, n) == 0;
 }
+
+static bool string_says_cuda(const PySource *src, TSNode s) { return string_starts_with(src, s, "cuda"); }
 
 static bool name_says_device(const char *name, size_t len) {
     return (len >= 6 && memcmp(name + len - 6, "device", 6) == 0) || (len == 3 && memcmp(name, "dev", 3) == 0);
 }
+
+/* names that hold a GPU's index where a device is expected: `.to(local_rank)`,
+ * `model.cuda(args.gpu)`, `torch.device("cuda", rank)` */
+static bool name_says_gpu_index(const char *name, size_t len) {
+    static const char *const names[] = {"local_rank", "rank", "gpu", "gpu_id", "gpu_index", "device_id", NULL};
+    for (size_t i = 0; names[i]; i++)
+        if (strlen(names[i]) == len && memcmp(name, names[i], len) == 0) return true;
+    return false;
+}
+
+#define MAX_REACHING 8
 
 static bool is_device_at(const PySource *src, TSNode expr, int depth) {
     if (ts_node_is_null(expr) || depth > MAX_DEPTH) return false;
@@ -376,23 +433,73 @@ static bool is_device_at(const PySource *src, TSNode expr, int depth) {
     if (py_is(expr, "conditional_expression"))
         return is_device_at(src, ts_node_named_child(expr, 0), depth + 1) ||
                is_device_at(src, ts_node_named_child(expr, 2), depth + 1);
+    if (py_is(expr, "binary_operator")) /* "cuda:" + str(rank) */
+        return py_is(ts_node_child_by_field_name(expr, "left", 4), "string") &&
+               is_device_at(src, ts_node_child_by_field_name(expr, "left", 4), depth + 1);
     if (py_is(expr, "call")) {
         static const char *const device_ctor[] = {"torch.device", NULL};
-        return py_callee_is_any(src, expr, device_ctor) && is_device_at(src, py_call_positional(expr, 0), depth + 1);
+        static const char *const current[] = {"torch.accelerator.current_accelerator", "torch.cuda.current_device",
+                                              NULL};
+        if (py_callee_is_any(src, expr, current)) return true;
+        if (!py_callee_is_any(src, expr, device_ctor)) return false;
+        TSNode arg = py_call_positional(expr, 0);
+        if (ts_node_is_null(arg)) arg = py_call_keyword(src, expr, "type");
+        return py_is(arg, "integer") || is_device_at(src, arg, depth + 1); /* torch.device(0) is cuda:0 */
     }
     if (py_is(expr, "attribute")) {
         TSNode attr = ts_node_child_by_field_name(expr, "attribute", 9);
-        return name_says_device(py_text_ptr(src, attr), py_text_len(attr));
+        const char *name = py_text_ptr(src, attr);
+        size_t len = py_text_len(attr);
+        if (name_says_device(name, len) || name_says_gpu_index(name, len)) return true;
+        /* torch.accelerator.current_accelerator().type, x.device.type */
+        return len == 4 && memcmp(name, "type", 4) == 0 &&
+               is_device_at(src, ts_node_child_by_field_name(expr, "object", 6), depth + 1);
     }
     if (py_is(expr, "identifier")) {
-        if (name_says_device(py_text_ptr(src, expr), py_text_len(expr))) return true;
-        TSNode value;
-        return identifier_value(src, expr, &value, NULL) && is_device_at(src, value, depth + 1);
+        const char *name = py_text_ptr(src, expr);
+        size_t len = py_text_len(expr);
+        if (name_says_device(name, len) || name_says_gpu_index(name, len)) return true;
+        /* any binding that may reach it: `if accel: dev = current_accelerator()` / `else: dev = "cpu"` */
+        PyReachingBinding reach[MAX_REACHING];
+        size_t n = py_reaching_bindings(src, expr, reach, MAX_REACHING);
+        for (size_t i = 0; i < n; i++)
+            if (reach[i].kind == BINDING_ASSIGNMENT && is_device_at(src, reach[i].value, depth + 1)) return true;
+        return false;
     }
     return false;
 }
 
 bool py_is_device_expr(const PySource *src, TSNode expr) { return is_device_at(src, expr, 0); }
+
+static bool not_cuda_at(const PySource *src, TSNode expr, int depth) {
+    if (ts_node_is_null(expr) || depth > 8) return false;
+    if (py_is(expr, "string")) return !string_says_cuda(src, expr);
+    if (py_is(expr, "parenthesized_expression")) return not_cuda_at(src, ts_node_named_child(expr, 0), depth + 1);
+    if (py_is(expr, "conditional_expression"))
+        return not_cuda_at(src, ts_node_named_child(expr, 0), depth + 1) &&
+               not_cuda_at(src, ts_node_named_child(expr, 2), depth + 1);
+    if (py_is(expr, "call")) {
+        static const char *const device_ctor[] = {"torch.device", NULL};
+        TSNode arg = py_call_positional(expr, 0);
+        return py_callee_is_any(src, expr, device_ctor) && py_is(arg, "string") && !string_says_cuda(src, arg);
+    }
+    if (py_is(expr, "identifier")) {
+        /* every binding that may reach it says so */
+        PyReachingBinding reach[MAX_REACHING];
+        size_t n = py_reaching_bindings(src, expr, reach, MAX_REACHING);
+        if (n == 0 || n == MAX_REACHING) return false;
+        for (size_t i = 0; i < n; i++)
+            if (reach[i].kind != BINDING_ASSIGNMENT || !not_cuda_at(src, reach[i].value, depth + 1)) return false;
+        return true;
+    }
+    return false;
+}
+
+bool py_device_not_cuda(const PySource *src, TSNode expr) { return not_cuda_at(src, expr, 0); }
+
+bool py_is_cuda_device(const PySource *src, TSNode expr) {
+    return !ts_node_is_null(expr) && py_is_device_expr(src, expr) && !py_device_not_cuda(src, expr);
+}
 
 /* ---- GPU work ----------------------------------------------------------- */
 

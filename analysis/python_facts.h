@@ -24,15 +24,38 @@ typedef enum {
 BindingKind py_binding_before(const PySource *src, TSNode at, const char *name, size_t length, size_t offset,
                               TSNode *value);
 
+/* The bindings of identifier `id` that may reach it, nearest first: the
+ * nearest one before it in its scope and, while that one sits in a branch
+ * that does not hold the use (one arm of an if/else, a try, a loop body), the
+ * ones before it as well, up to one whose block holds the use. Falls back to
+ * a parameter, then to the module's bindings, as py_binding_before does.
+ * Returns how many it wrote (at most max). */
+typedef struct {
+    BindingKind kind;
+    TSNode value;
+} PyReachingBinding;
+size_t py_reaching_bindings(const PySource *src, TSNode id, PyReachingBinding *out, size_t max);
+
 /* The expression evaluates to a torch.Tensor (as far as the code shows). */
 bool py_is_tensor(const PySource *src, TSNode expr);
 /* The expression is a torch.nn.Module instance (a model or a loss). */
 bool py_is_module_instance(const PySource *src, TSNode expr);
 /* The expression is a torch.optim optimizer. */
 bool py_is_optimizer(const PySource *src, TSNode expr);
-/* The expression names a CUDA device: "cuda", "cuda:0", torch.device("cuda"),
- * a variable assigned one of those or named *device*, `x.device`. */
+/* The expression names a CUDA device (when a GPU is there): "cuda", "cuda:0",
+ * f"cuda:{rank}", "cuda:" + str(rank), torch.device("cuda", i),
+ * torch.device(0), torch.accelerator.current_accelerator() (and its .type),
+ * torch.cuda.current_device(), `x.device`, `args.device`, `fabric.device`, a
+ * GPU index (`local_rank`, `rank`, `args.gpu`), a name called *device or
+ * `dev`, or a variable that some reaching binding assigns one of those
+ * (`"cuda" if ok else "cpu"`, or an if/else that picks the accelerator in one
+ * arm and the CPU in the other). */
 bool py_is_device_expr(const PySource *src, TSNode expr);
+/* The code shows the device is not CUDA: "cpu", "mps", torch.device("cpu"),
+ * or a variable that every reaching binding assigns such a device. */
+bool py_device_not_cuda(const PySource *src, TSNode expr);
+/* py_is_device_expr and not py_device_not_cuda: a move to it reaches the GPU. */
+bool py_is_cuda_device(const PySource *src, TSNode expr);
 
 /* A torch factory (torch.zeros, torch.tensor, ...) with no CUDA device=:
  * the tensor is built in host memory. */
