@@ -36,9 +36,25 @@ typedef struct {
 } PyReachingBinding;
 size_t py_reaching_bindings(const PySource *src, TSNode id, PyReachingBinding *out, size_t max);
 
-/* The expression evaluates to a torch.Tensor (as far as the code shows). */
+/* The expression evaluates to a torch.Tensor (as far as the code shows): a
+ * torch operation, a tensor method on a tensor, a model or loss call, an
+ * element of a tuple of tensors (`_, pred = out.max(1)`, `loss, _ = model(x)`),
+ * a call of a function of this file that returns tensors, a name the code
+ * hands to backward(), a parameter annotated Tensor or given tensors by the
+ * file's calls. Everything else is "don't know" (false). */
 bool py_is_tensor(const PySource *src, TSNode expr);
-/* The expression is a torch.nn.Module instance (a model or a loss). */
+/* The loop (its body, any nesting) takes a training step: backward() (also
+ * `fabric.backward(loss)`, `scaler.scale(loss).backward()`, a helper named
+ * *backward), an optimizer's step(), or a call handed the optimizer
+ * (`loss_scaler(loss, optimizer)`). Single-file: what other files do is
+ * not seen. */
+bool py_loop_trains(const PySource *src, TSNode loop);
+
+/* The expression is a torch.nn.Module instance (a model or a loss): built
+ * from a torch.nn class or a class of this file deriving from one, or a name
+ * whose calls feed the loss the code hands to backward (a model or loss
+ * function passed in as a parameter or imported from another file), whose
+ * .parameters() the code takes or that it puts in .eval() mode. */
 bool py_is_module_instance(const PySource *src, TSNode expr);
 /* The expression is a torch.optim optimizer. */
 bool py_is_optimizer(const PySource *src, TSNode expr);
@@ -75,6 +91,18 @@ bool py_does_gpu_work(const PySource *src, TSNode node);
  * iterations (`if step % 100 == 0:`, `if i == 0:`), or node's block ends in
  * break/return/raise, so it runs at most once per loop. */
 bool py_is_periodic(const PySource *src, TSNode node, TSNode loop);
+
+/* The loop queues GPU work on each of its own iterations (a torch operation,
+ * a model call, backward(), a step), in code that runs on a device (work
+ * that only a device explains, or a function that mentions a CUDA device).
+ * An outer loop is not hot: one whose GPU work happens in a nested loop (not
+ * a periodic one) or in a loop inside a function of this file that it calls
+ * (`for epoch ...: train_one_epoch()`, `for size in sizes: run_benchmark()`),
+ * so that its statements run once per inner loop. */
+bool py_loop_is_hot(const PySource *src, TSNode loop);
+/* The function's body queues GPU work at its own level, not only in loops
+ * inside it: one call is one step of work (`def train_step(batch): ...`). */
+bool py_function_is_step(const PySource *src, TSNode fn);
 
 /* The call is a host synchronisation point on a CUDA tensor or stream:
  * .item(), .cpu(), .numpy(), .tolist(), torch.cuda.synchronize(), ... */
