@@ -1356,14 +1356,17 @@ static bool visit_gpu_loop(TSNode n, void *data) {
     return true;
 }
 
-/* a call of a function of this file whose body runs a loop of GPU work
- * (`run_benchmark(...)`, `train_one_epoch(...)`): a whole sweep, not a step */
+static bool function_has_busy_loop(const PySource *src, TSNode fn, bool parameters_only);
+
+/* a call of a function of this file whose body runs a loop of GPU work, or a
+ * loop that calls what it was handed (`run_benchmark(fn, a, b)`,
+ * `train_one_epoch(...)`): a whole sweep, not a step */
 static bool calls_local_loop(const PySource *src, TSNode call) {
     TSNode def = local_function_of_call(src, call);
     if (ts_node_is_null(def) || py_is_within(call, def)) return false;
     LoopSearch s = {src, false};
     py_walk(ts_node_child_by_field_name(def, "body", 4), visit_gpu_loop, &s);
-    return s.found;
+    return s.found || function_has_busy_loop(src, def, true);
 }
 
 typedef struct {
@@ -1421,22 +1424,26 @@ bool py_loop_is_hot(const PySource *src, TSNode loop) {
 
 typedef struct {
     const PySource *src;
-    bool found;
-} CallSearch;
-
-static bool visit_non_move_call(TSNode n, void *data) {
-    CallSearch *s = data;
-    if (s->found) return false;
-    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
-    if (py_is(n, "call") && !is_move_call(s->src, n)) s->found = true;
-    return !s->found;
-}
-
-typedef struct {
-    const PySource *src;
     TSNode fn;
+    bool parameters_only; /* count only calls of the function's parameters */
     bool found;
 } BusyLoopSearch;
+
+static bool visit_non_move_call(TSNode n, void *data) {
+    BusyLoopSearch *s = data;
+    if (s->found) return false;
+    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    if (!py_is(n, "call") || is_move_call(s->src, n)) return true;
+    if (!s->parameters_only) {
+        s->found = true;
+    } else {
+        TSNode callee = ts_node_child_by_field_name(n, "function", 8);
+        s->found = py_is(callee, "identifier") &&
+                   py_binding_before(s->src, callee, py_text_ptr(s->src, callee), py_text_len(callee),
+                                     ts_node_start_byte(callee), NULL) == BINDING_PARAMETER;
+    }
+    return !s->found;
+}
 
 /* a loop (not a periodic one) that calls anything but device moves: it may
  * run the work many times (`for _ in range(iters): fn(x)`) */
@@ -1446,19 +1453,26 @@ static bool visit_busy_loop(TSNode n, void *data) {
     if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
     if (!is_statement_loop(n)) return true;
     if (py_is_periodic(s->src, n, s->fn)) return false;
-    CallSearch c = {s->src, false};
-    py_walk(ts_node_child_by_field_name(n, "body", 4), visit_non_move_call, &c);
-    s->found = c.found;
+    BusyLoopSearch inner = {s->src, s->fn, s->parameters_only, false};
+    py_walk(ts_node_child_by_field_name(n, "body", 4), visit_non_move_call, &inner);
+    s->found = inner.found;
     return false;
+}
+
+/* a loop in fn (not a periodic one) that calls anything but device moves,
+ * or (parameters_only) that calls what fn was handed: `fn(x)` */
+static bool function_has_busy_loop(const PySource *src, TSNode fn, bool parameters_only) {
+    TSNode body = ts_node_child_by_field_name(fn, "body", 4);
+    if (ts_node_is_null(body)) return false;
+    BusyLoopSearch busy = {src, fn, parameters_only, false};
+    py_walk(body, visit_busy_loop, &busy);
+    return busy.found;
 }
 
 bool py_function_is_step(const PySource *src, TSNode fn) {
     if (!src->uses_gpu || !py_is(fn, "function_definition")) return false;
     TSNode body = ts_node_child_by_field_name(fn, "body", 4);
-    if (ts_node_is_null(body)) return false;
-    BusyLoopSearch busy = {src, fn, false};
-    py_walk(body, visit_busy_loop, &busy);
-    if (busy.found) return false;
+    if (ts_node_is_null(body) || function_has_busy_loop(src, fn, false)) return false;
     LoopWork w = {src, fn, false, false, false};
     py_walk(body, visit_work, &w);
     return own_work_is_hot(src, &w, body);
