@@ -17,8 +17,11 @@ static const char documentation[] =
     "milliseconds each time.\n"
     "\n"
     "Not flagged: a synchronize or empty_cache guarded by a periodic condition (`if step % 100 == 0:`);\n"
-    "one in an outer loop whose GPU work runs in an inner loop or in a loop inside a function of this\n"
-    "file that it calls (per epoch, per benchmark configuration); and a synchronize that makes a host\n"
+    "empty_cache in a loop that does no GPU work, or that sweeps over sizes (its target sizes the\n"
+    "tensors it builds: `for m, k in shapes: a = torch.randn(m, k, ...)`), where handing back the last\n"
+    "size's blocks keeps a benchmark from running out of memory; a synchronize in an outer loop whose\n"
+    "GPU work runs in an inner loop or in a loop inside a function of this file that it calls (per\n"
+    "epoch, per benchmark configuration); and a synchronize that makes a host\n"
     "clock read right, which is how per-iteration timing is done correctly: a clock read right before\n"
     "it, or later in the same block with no GPU work in between, also when the synchronize sits in an\n"
     "`if` that picks the device or a flag (`if device.type == \"cuda\": torch.cuda.synchronize()`), and\n"
@@ -138,6 +141,55 @@ static bool iterates_timed_wrapper(const RuleContext *ctx, TSNode loop) {
     return false;
 }
 
+typedef struct {
+    const RuleContext *ctx;
+    TSNode target; /* the loop's target pattern */
+    bool found;
+} SizeSearch;
+
+static bool pattern_binds(const RuleContext *ctx, TSNode pattern, TSNode id, int depth) {
+    if (depth > 4 || ts_node_is_null(pattern)) return false;
+    if (py_is(pattern, "identifier")) return py_same_text(ctx->py, pattern, id);
+    uint32_t n = ts_node_named_child_count(pattern);
+    for (uint32_t i = 0; i < n; i++)
+        if (pattern_binds(ctx, ts_node_named_child(pattern, i), id, depth + 1)) return true;
+    return false;
+}
+
+static bool mentions_target(const RuleContext *ctx, TSNode n, TSNode target, int depth) {
+    if (depth > 12 || ts_node_is_null(n)) return false;
+    if (py_is(n, "identifier")) return pattern_binds(ctx, target, n, 0);
+    uint32_t c = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < c; i++)
+        if (mentions_target(ctx, ts_node_named_child(n, i), target, depth + 1)) return true;
+    return false;
+}
+
+/* a slice (`A[:m, :k]`) or a torch call's argument (`torch.randn(m, k)`) sized by the loop's target */
+static bool visit_sized(TSNode n, void *data) {
+    SizeSearch *s = data;
+    if (s->found) return false;
+    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    if (py_is(n, "slice") && mentions_target(s->ctx, n, s->target, 0)) s->found = true;
+    if (py_is(n, "call")) {
+        char q[PY_NAME_MAX];
+        if (py_callee_name(s->ctx->py, n, q, sizeof q) && strncmp(q, "torch.", 6) == 0 &&
+            mentions_target(s->ctx, py_call_arguments(n), s->target, 0))
+            s->found = true;
+    }
+    return !s->found;
+}
+
+/* The loop sweeps over sizes (`for m, n, k in shapes:` building tensors of
+ * those sizes): empty_cache() between sizes hands back blocks the next size
+ * could not reuse, which keeps a benchmark sweep from running out of memory. */
+static bool iterates_over_sizes(const RuleContext *ctx, TSNode loop) {
+    if (!py_is(loop, "for_statement")) return false;
+    SizeSearch s = {ctx, ts_node_child_by_field_name(loop, "left", 4), false};
+    py_walk(ts_node_child_by_field_name(loop, "body", 4), visit_sized, &s);
+    return s.found;
+}
+
 static bool visit(TSNode n, void *data) {
     RuleContext *ctx = data;
     if (!py_is(n, "call")) return true;
@@ -146,15 +198,16 @@ static bool visit(TSNode n, void *data) {
     if (!sync && !empty) return true;
     TSNode loop = py_enclosing_loop(n);
     if (ts_node_is_null(loop) || py_is_periodic(ctx->py, n, loop)) return true;
-    /* an outer loop (per epoch, per benchmark configuration) runs its statements once per inner loop */
-    if (!py_loop_is_hot(ctx->py, loop)) return true;
     if (sync) {
+        /* an outer loop (per epoch, per benchmark configuration) runs its statements once per inner loop */
+        if (!py_loop_is_hot(ctx->py, loop)) return true;
         if (is_timing_sync(ctx, dispatch_statement(py_statement_of(n), loop), loop) || iterates_timed_wrapper(ctx, loop))
             return true;
         rule_report_node(ctx, n,
                          "torch.cuda.synchronize() runs on every iteration of this loop: the GPU idles while the "
                          "host waits and then queues the next step");
     } else {
+        if (!py_does_gpu_work(ctx->py, loop) || iterates_over_sizes(ctx, loop)) return true;
         rule_report_node(ctx, n,
                          "torch.cuda.empty_cache() inside a loop: freed blocks must be cudaMalloc'ed again on the "
                          "next iteration, which synchronizes the device");
