@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #define MAX_DEPTH 24
+#define MAX_REACHING 8 /* bindings followed into if/else arms */
 
 /* ---- bindings ---------------------------------------------------------- */
 
@@ -778,6 +779,106 @@ static bool local_tuple_element_is_tensor(const PySource *src, TSNode id, TSNode
     return py_is(value, "call") && local_call_returns_tensor(src, value, index, depth + 1);
 }
 
+/* ---- where a model's parameters live ----------------------------------- */
+
+typedef struct {
+    TSNode id;
+    TSNode scope;
+    bool moved;
+} MoveSearch;
+
+/* `model.cuda()`, `model.to(device)` (not `.to("cpu")`), `model.to_empty(...)` */
+static bool visit_model_move(const PySource *src, TSNode call, TSNode name, void *data) {
+    (void)name;
+    MoveSearch *s = data;
+    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+    TSNode recv = ts_node_child_by_field_name(fn, "object", 6);
+    if (!py_is(fn, "attribute") || !py_is(recv, "identifier") || !py_same_text(src, recv, s->id)) return false;
+    if (py_method_call(src, call, "to", NULL)) {
+        TSNode dev = py_call_positional(call, 0);
+        if (ts_node_is_null(dev)) dev = py_call_keyword(src, call, "device");
+        if (ts_node_is_null(dev) || py_device_not_cuda(src, dev)) return false; /* .to(dtype), .to("cpu") */
+    }
+    s->moved = true;
+    return true;
+}
+
+/* a callee that may put a model on a device: `fabric.setup(model)`,
+ * `accelerator.prepare(model)`, `DDP(model, ...)`, `FSDP(model)`, `wrap(model)` */
+static bool callee_may_move(const PySource *src, TSNode call) {
+    static const char *const words[] = {"setup", "prepare", "DistributedDataParallel", "DataParallel", "DDP", "FSDP",
+                                        "wrap", "device", "cuda", "launch", "to_", NULL};
+    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+    TSNode name = py_is(fn, "attribute") ? ts_node_child_by_field_name(fn, "attribute", 9) : fn;
+    if (!py_is(name, "identifier")) return true;
+    const char *t = py_text_ptr(src, name);
+    size_t len = py_text_len(name);
+    for (size_t w = 0; words[w]; w++) {
+        size_t wl = strlen(words[w]);
+        for (size_t i = 0; i + wl <= len; i++)
+            if (memcmp(t + i, words[w], wl) == 0) return true;
+    }
+    return false;
+}
+
+static bool visit_model_argument(TSNode n, void *data) {
+    void **args = data;
+    const PySource *src = args[0];
+    MoveSearch *s = args[1];
+    if (s->moved) return false;
+    if (!py_is(n, "call")) return true;
+    TSNode list = py_call_arguments(n);
+    uint32_t c = ts_node_named_child_count(list);
+    for (uint32_t i = 0; i < c && !s->moved; i++) {
+        TSNode a = ts_node_named_child(list, i);
+        if (py_is(a, "keyword_argument")) a = ts_node_child_by_field_name(a, "value", 5);
+        if (py_is(a, "identifier") && py_same_text(src, a, s->id) && callee_may_move(src, n)) s->moved = true;
+    }
+    return !s->moved;
+}
+
+/* a model built here from a class: `Net(...)`, `nn.Linear(...)`,
+ * `torchvision.models.resnet18()`, with no device= */
+static bool is_fresh_model(const PySource *src, TSNode v) {
+    if (!py_is(v, "call") || !ts_node_is_null(py_call_keyword(src, v, "device")) || py_call_has_splat(v)) return false;
+    TSNode fn = ts_node_child_by_field_name(v, "function", 8);
+    TSNode name = py_is(fn, "attribute") ? ts_node_child_by_field_name(fn, "attribute", 9) : fn;
+    if (!py_is(name, "identifier")) return false;
+    char q[PY_NAME_MAX];
+    if (py_qualified_name(src, fn, q, sizeof q) && starts_with(q, "torchvision.models.")) return true;
+    return isupper((unsigned char)*py_text_ptr(src, name)) != 0;
+}
+
+static bool stays_on_host_at(const PySource *src, TSNode id, int depth) {
+    if (!py_is(id, "identifier") || depth > 4) return false;
+    PyReachingBinding reach[MAX_REACHING];
+    size_t n = py_reaching_bindings(src, id, reach, MAX_REACHING);
+    if (n == 0 || n == MAX_REACHING) return false;
+    for (size_t i = 0; i < n; i++) {
+        if (reach[i].kind != BINDING_ASSIGNMENT) return false;
+        TSNode v = reach[i].value;
+        if (py_is(v, "identifier") ? !stays_on_host_at(src, v, depth + 1) : !is_fresh_model(src, v)) return false;
+    }
+    /* nothing in the binding's scope moves it, or hands it to something that may */
+    TSNode scope;
+    if (!binding_scope(src, id, &scope)) return false;
+    TSNode range = ts_node_is_null(scope) ? ts_tree_root_node(src->tree) : scope;
+    MoveSearch ms = {id, scope, false};
+    each_call_named(src, ts_node_start_byte(range), ts_node_end_byte(range), "cuda", false, visit_model_move, &ms);
+    if (!ms.moved)
+        each_call_named(src, ts_node_start_byte(range), ts_node_end_byte(range), "to", false, visit_model_move, &ms);
+    if (!ms.moved)
+        each_call_named(src, ts_node_start_byte(range), ts_node_end_byte(range), "to_empty", false, visit_model_move,
+                        &ms);
+    if (!ms.moved) {
+        void *args[2] = {(void *)src, &ms};
+        py_walk(range, visit_model_argument, args);
+    }
+    return !ms.moved;
+}
+
+bool py_module_stays_on_host(const PySource *src, TSNode expr) { return stays_on_host_at(src, expr, 0); }
+
 /* ---- end of local inference ------------------------------------------- */
 
 static bool is_tensor_at(const PySource *src, TSNode expr, int depth) {
@@ -956,8 +1057,6 @@ static bool name_says_gpu_index(const char *name, size_t len) {
         if (strlen(names[i]) == len && memcmp(name, names[i], len) == 0) return true;
     return false;
 }
-
-#define MAX_REACHING 8
 
 static bool is_device_at(const PySource *src, TSNode expr, int depth) {
     if (ts_node_is_null(expr) || depth > MAX_DEPTH) return false;

@@ -56,6 +56,13 @@ bool py_loop_trains(const PySource *src, TSNode loop);
  * function passed in as a parameter or imported from another file), whose
  * .parameters() the code takes or that it puts in .eval() mode. */
 bool py_is_module_instance(const PySource *src, TSNode expr);
+/* The code shows the model stays in host memory: every binding that reaches
+ * the name builds it here from a class (`Net(...)`, `nn.Linear(...)`, a
+ * torchvision model) without device=, and nothing in its scope moves it
+ * (`.cuda()`, `.to(device)`) or hands it to something that may
+ * (`fabric.setup(model)`, `DDP(model)`, `accelerator.prepare(model)`). */
+bool py_module_stays_on_host(const PySource *src, TSNode expr);
+
 /* The expression is a torch.optim optimizer. */
 bool py_is_optimizer(const PySource *src, TSNode expr);
 /* The expression names a CUDA device (when a GPU is there): "cuda", "cuda:0",

@@ -17,7 +17,7 @@ static const char documentation[] =
     "milliseconds each time.\n"
     "\n"
     "Not flagged: a synchronize or empty_cache guarded by a periodic condition (`if step % 100 == 0:`);\n"
-    "empty_cache in a loop that does no GPU work, or that sweeps over sizes (its target sizes the\n"
+    "empty_cache in a loop that sweeps over sizes (its target sizes the\n"
     "tensors it builds: `for m, k in shapes: a = torch.randn(m, k, ...)`), where handing back the last\n"
     "size's blocks keeps a benchmark from running out of memory; a synchronize in an outer loop whose\n"
     "GPU work runs in an inner loop or in a loop inside a function of this file that it calls (per\n"
@@ -207,7 +207,7 @@ static bool visit(TSNode n, void *data) {
                          "torch.cuda.synchronize() runs on every iteration of this loop: the GPU idles while the "
                          "host waits and then queues the next step");
     } else {
-        if (!py_does_gpu_work(ctx->py, loop) || iterates_over_sizes(ctx, loop)) return true;
+        if (iterates_over_sizes(ctx, loop)) return true;
         rule_report_node(ctx, n,
                          "torch.cuda.empty_cache() inside a loop: freed blocks must be cudaMalloc'ed again on the "
                          "next iteration, which synchronizes the device");
