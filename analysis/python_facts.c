@@ -278,6 +278,7 @@ static bool local_call_returns_tensor(const PySource *src, TSNode call, int inde
 static bool local_tuple_element_is_tensor(const PySource *src, TSNode id, TSNode value, int depth);
 static bool local_tensor_tuple(const PySource *src, TSNode expr, int depth);
 static bool local_callee_is_tensor_function(const PySource *src, TSNode fn);
+static bool local_iterates_tensor(const PySource *src, TSNode id, TSNode iterable, int depth);
 static bool local_loss_function_call(const PySource *src, TSNode call, int depth);
 
 typedef bool (*NamedCallVisitor)(const PySource *src, TSNode call, TSNode name, void *data);
@@ -879,6 +880,14 @@ static bool stays_on_host_at(const PySource *src, TSNode id, int depth) {
 
 bool py_module_stays_on_host(const PySource *src, TSNode expr) { return stays_on_host_at(src, expr, 0); }
 
+/* `x` in `for x in t` or `[... for x in t]`, where t is a tensor (the target
+ * a plain name, not a tuple: `for i, x in enumerate(t)` is not followed) */
+static bool local_iterates_tensor(const PySource *src, TSNode id, TSNode iterable, int depth) {
+    TSNode target = ts_node_prev_named_sibling(iterable);
+    if (!py_is(target, "identifier") || !py_same_text(src, target, id)) return false;
+    return is_tensor_at(src, iterable, depth + 1);
+}
+
 /* ---- end of local inference ------------------------------------------- */
 
 static bool is_tensor_at(const PySource *src, TSNode expr, int depth) {
@@ -919,6 +928,9 @@ static bool is_tensor_at(const PySource *src, TSNode expr, int depth) {
             if (annotation_says_tensor(src, value) || parameter_is_tensor_by_callers(src, value, depth)) return true;
         } else if (kind == BINDING_OTHER) {
             if (local_tuple_element_is_tensor(src, expr, value, depth)) return true;
+        } else if (kind == BINDING_LOOP_TARGET) {
+            /* `for row in t` / `[x.item() for x in t]`: iterating a tensor gives tensors */
+            return local_iterates_tensor(src, expr, value, depth);
         }
         return local_backward_target(src, expr);
     }
@@ -1515,8 +1527,17 @@ bool py_loop_is_hot(const PySource *src, TSNode loop) {
         if (ts_node_is_null(body)) return false;
         py_walk(body, visit_work, &w);
     } else {
+        /* a comprehension: its first iterable runs once, the rest per element */
         uint32_t n = ts_node_named_child_count(loop);
-        for (uint32_t i = 0; i < n; i++) py_walk(ts_node_named_child(loop, i), visit_work, &w);
+        bool first_clause = true;
+        for (uint32_t i = 0; i < n; i++) {
+            TSNode c = ts_node_named_child(loop, i);
+            if (first_clause && py_is(c, "for_in_clause")) {
+                first_clause = false;
+                continue;
+            }
+            py_walk(c, visit_work, &w);
+        }
     }
     return own_work_is_hot(src, &w, loop);
 }

@@ -269,7 +269,14 @@ static bool visit(TSNode n, void *data) {
             ctx->out_of_memory = true;
         return true;
     }
-    if (py_is_periodic(ctx->py, n, loop) || !py_loop_is_hot(ctx->py, loop)) return true;
+    if (py_is_periodic(ctx->py, n, loop)) return true;
+    /* `[t.item() for t in tokens]` in a GPU loop: a wait per element, every iteration */
+    while (!py_is(loop, "for_statement") && !py_is(loop, "while_statement") && !py_loop_is_hot(ctx->py, loop)) {
+        TSNode outer = py_enclosing_loop(loop);
+        if (ts_node_is_null(outer) || py_is_periodic(ctx->py, loop, outer)) return true;
+        loop = outer;
+    }
+    if (!py_loop_is_hot(ctx->py, loop)) return true;
     describe(ctx->py, n, what, sizeof what);
     rule_report_node(
         ctx, n, "`%s` waits for the GPU on every iteration of this loop, so the host cannot queue work ahead", what);
