@@ -1282,6 +1282,14 @@ static bool condition_is_periodic(const PySource *src, TSNode cond, TSNode loop)
         if (eq && ((is_integer_side(b) && mentions_counter(src, a, loop, 0)) ||
                    (is_integer_side(a) && mentions_counter(src, b, loop, 0))))
             return true;
+        /* `if i < 4:`: only the first few iterations (a debug print of the first rows) */
+        bool below = false;
+        for (uint32_t i = 0; i < n; i++) {
+            TSNode c = ts_node_child(cond, i);
+            if (!ts_node_is_named(c) && (strcmp(ts_node_type(c), "<") == 0 || strcmp(ts_node_type(c), "<=") == 0))
+                below = true;
+        }
+        if (below && py_is(b, "integer") && py_text_len(b) <= 2 && is_loop_counter(src, a, loop)) return true;
     }
     if (py_is(cond, "boolean_operator")) {
         /* `a and b`: periodic when either side is */

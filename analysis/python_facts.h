@@ -95,8 +95,9 @@ bool py_call_does_gpu_work(const PySource *src, TSNode call);
 bool py_does_gpu_work(const PySource *src, TSNode node);
 
 /* Between node and the loop that holds it, an `if` limits node to some
- * iterations (`if step % 100 == 0:`, `if i == 0:`), or node's block ends in
- * break/return/raise, so it runs at most once per loop. */
+ * iterations (`if step % 100 == 0:`, `if i == 0:`, `if i < 4:` with a
+ * literal below 100), or node's block ends in break/return/raise, so it runs
+ * at most once per loop. */
 bool py_is_periodic(const PySource *src, TSNode node, TSNode loop);
 
 /* The loop queues GPU work on each of its own iterations (a torch operation,
