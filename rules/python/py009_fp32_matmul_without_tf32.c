@@ -183,6 +183,7 @@ static bool string_mentions_precision(const PySource *src, TSNode s) {
 
 #define MIN_WEIGHTS (1L << 20) /* a matmul whose operand has a million elements keeps tensor cores busy */
 #define MIN_ATTENTION_DIM 256
+#define MAX_SIZE (1L << 30) /* sizes are clamped here: products of two stay far from overflow */
 
 static bool int_value(const PySource *src, TSNode e, long *out, int depth);
 static bool largest_int_in(const PySource *src, TSNode e, long *out, int depth);
@@ -275,8 +276,8 @@ static bool int_value(const PySource *src, TSNode e, long *out, int depth) {
         buf[len] = '\0';
         char *end;
         long v = strtol(buf, &end, 0);
-        if (*end) return false;
-        *out = v;
+        if (*end || v < 0) return false;
+        *out = v > MAX_SIZE ? MAX_SIZE : v;
         return true;
     }
     if (py_is(e, "parenthesized_expression")) return int_value(src, ts_node_named_child(e, 0), out, depth + 1);
@@ -295,12 +296,14 @@ static bool int_value(const PySource *src, TSNode e, long *out, int depth) {
             return false;
         TSNode op = ts_node_child_by_field_name(e, "operator", 8);
         const char *o = ts_node_type(op);
-        if (a < 0 || b < 0 || a > (1L << 30) || b > (1L << 30)) return false;
-        if (strcmp(o, "*") == 0) *out = a * b;
-        else if (strcmp(o, "+") == 0) *out = a + b;
-        else if (strcmp(o, "-") == 0) *out = a - b;
-        else if (strcmp(o, "//") == 0 && b) *out = a / b;
+        if (a < 0 || b < 0 || a > MAX_SIZE || b > MAX_SIZE) return false;
+        long v;
+        if (strcmp(o, "*") == 0) v = a * b;
+        else if (strcmp(o, "+") == 0) v = a + b;
+        else if (strcmp(o, "-") == 0) v = a - b;
+        else if (strcmp(o, "//") == 0 && b) v = a / b;
         else return false;
+        *out = v < 0 ? 0 : v > MAX_SIZE ? MAX_SIZE : v;
         return true;
     }
     return false;
