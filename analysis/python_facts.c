@@ -338,20 +338,6 @@ static bool name_says_optimizer(const PySource *src, TSNode n) {
            (len > 4 && memcmp(t + len - 4, "_opt", 4) == 0);
 }
 
-static bool visit_backward_call(const PySource *src, TSNode call, TSNode name, void *data) {
-    (void)src, (void)call, (void)name, (void)data;
-    return true; /* loss.backward(), fabric.backward(loss), _backward(loss) */
-}
-
-static bool visit_step_call(const PySource *src, TSNode call, TSNode name, void *data) {
-    (void)name, (void)data;
-    TSNode recv;
-    if (!py_method_call(src, call, "step", &recv)) return false;
-    /* optimizer.step(), scaler.step(optimizer) */
-    return py_is_optimizer(src, recv) || name_says_optimizer(src, recv) ||
-           name_says_optimizer(src, py_call_positional(call, 0));
-}
-
 typedef bool (*OptimizerArgumentVisitor)(const PySource *src, TSNode call, void *data);
 
 /* each call in [from, to) that is handed a name that says optimizer
@@ -383,25 +369,6 @@ static bool each_call_with_optimizer(const PySource *src, size_t from, size_t to
         if (visit(src, call, data)) return true;
     }
     return false;
-}
-
-static bool visit_any(const PySource *src, TSNode call, void *data) {
-    (void)src, (void)call, (void)data;
-    return true;
-}
-
-/* Code in [from, to) takes a training step: backward() (also through
- * `fabric.backward(loss)` or a helper named *backward), an optimizer's
- * step(), or a call handed the optimizer (`loss_scaler(loss, optimizer)`). */
-static bool range_trains(const PySource *src, size_t from, size_t to) {
-    return each_call_named(src, from, to, "backward", true, visit_backward_call, NULL) ||
-           each_call_named(src, from, to, "step", false, visit_step_call, NULL) ||
-           each_call_with_optimizer(src, from, to, visit_any, NULL);
-}
-
-bool py_loop_trains(const PySource *src, TSNode loop) {
-    if (ts_node_is_null(loop)) return false;
-    return range_trains(src, ts_node_start_byte(loop), ts_node_end_byte(loop));
 }
 
 /* the value is plainly no tensor: a literal, `x.item()`, `float(x)`, `len(x)` */
@@ -452,8 +419,18 @@ static bool visit_loss_of_backward(const PySource *src, TSNode call, TSNode name
     return false;
 }
 
+/* `loss_scaler(loss, optimizer, ...)`, `scaler_step(loss, opt)`: a scaler that
+ * is handed the loss first and the optimizer steps it (not any call handed an
+ * optimizer: `save_checkpoint(model, optimizer)` gets no loss) */
 static bool visit_loss_of_scaler(const PySource *src, TSNode call, void *data) {
-    add_loss_name(src, data, leftmost_operand(py_call_positional(call, 0)));
+    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+    TSNode name = py_is(fn, "attribute") ? ts_node_child_by_field_name(fn, "attribute", 9) : fn;
+    if (!py_is(name, "identifier")) return false;
+    const char *t = py_text_ptr(src, name);
+    size_t len = py_text_len(name);
+    bool scaler = false;
+    for (size_t i = 0; i + 5 <= len && !scaler; i++) scaler = strncasecmp(t + i, "scale", 5) == 0;
+    if (scaler) add_loss_name(src, data, leftmost_operand(py_call_positional(call, 0)));
     return false;
 }
 

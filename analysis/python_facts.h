@@ -43,13 +43,6 @@ size_t py_reaching_bindings(const PySource *src, TSNode id, PyReachingBinding *o
  * hands to backward(), a parameter annotated Tensor or given tensors by the
  * file's calls. Everything else is "don't know" (false). */
 bool py_is_tensor(const PySource *src, TSNode expr);
-/* The loop (its body, any nesting) takes a training step: backward() (also
- * `fabric.backward(loss)`, `scaler.scale(loss).backward()`, a helper named
- * *backward), an optimizer's step(), or a call handed the optimizer
- * (`loss_scaler(loss, optimizer)`). Single-file: what other files do is
- * not seen. */
-bool py_loop_trains(const PySource *src, TSNode loop);
-
 /* The expression is a torch.nn.Module instance (a model or a loss): built
  * from a torch.nn class or a class of this file deriving from one, or a name
  * whose calls feed the loss the code hands to backward (a model or loss
