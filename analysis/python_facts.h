@@ -97,12 +97,14 @@ bool py_is_periodic(const PySource *src, TSNode node, TSNode loop);
  * a model call, backward(), a step), in code that runs on a device (work
  * that only a device explains, or a function that mentions a CUDA device).
  * An outer loop is not hot: one whose GPU work happens in a nested loop (not
- * a periodic one) or in a loop inside a function of this file that it calls
- * (`for epoch ...: train_one_epoch()`, `for size in sizes: run_benchmark()`),
- * so that its statements run once per inner loop. */
+ * a periodic one) or in a function of this file that it calls whose loop
+ * does GPU work or calls what the function was handed (`for epoch ...:
+ * train_one_epoch()`, `for size in sizes: run_benchmark(fn, a, b)`), so that
+ * its statements run once per inner loop. */
 bool py_loop_is_hot(const PySource *src, TSNode loop);
-/* The function's body queues GPU work at its own level, not only in loops
- * inside it: one call is one step of work (`def train_step(batch): ...`). */
+/* The function's body queues GPU work at its own level and has no loop (but
+ * a periodic one) that calls anything other than device moves: one call is
+ * one step of work (`def train_step(batch): ...`). */
 bool py_function_is_step(const PySource *src, TSNode fn);
 
 /* The call is a host synchronisation point on a CUDA tensor or stream:
