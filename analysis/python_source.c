@@ -153,6 +153,12 @@ static void analyse(PySource *src) {
         src->first_error = ts_node_start_byte(n);
     }
     src->uses_gpu = strstr(src->doc->text, "cuda") != NULL || strstr(src->doc->text, "device") != NULL;
+    /* a torch_xla program (TPU) that never mentions CUDA: its devices are not GPUs, its
+     * synchronization is xm.mark_step(), and none of the CUDA advice applies */
+    bool xla = false;
+    for (size_t i = 0; i < src->import_count && !xla; i++)
+        xla = strncmp(src->imports[i].qualified, "torch_xla", 9) == 0;
+    if (xla && strstr(src->doc->text, "cuda") == NULL) src->uses_gpu = false;
 }
 
 /* Counts the lines that start a top-level statement or comment, skipping

@@ -25,7 +25,7 @@ typedef struct {
     TSTree *tree;
     PyImport *imports;
     size_t import_count;
-    bool uses_gpu;   /* the file mentions CUDA devices at all */
+    bool uses_gpu;   /* the file mentions CUDA devices at all (a torch_xla file that never says "cuda" does not) */
     bool imports_torch; /* some import names a torch module */
     bool has_errors; /* the parse recovered from syntax errors */
     size_t first_error; /* byte offset of the first syntax error */

@@ -282,6 +282,25 @@ Test(imports, nested_scopes_and_later_imports_win) {
 
 /* ---- syntax errors --------------------------------------------------------------- */
 
+Test(imports, a_torch_xla_program_is_no_gpu_program) {
+    static const struct {
+        const char *text;
+        bool uses_gpu;
+    } cases[] = {
+        {"import torch\nimport torch_xla.core.xla_model as xm\ndevice = xm.xla_device()\n", false},
+        {"import torch\nfrom torch_xla import runtime\nx = torch.ones(2, device=fabric.device)\n", false},
+        {"import torch\nimport torch_xla\nif torch.cuda.is_available():\n    dev = 'cuda'\n", true},
+        {"import torch\nx = torch.ones(2, device=device)\n", true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        Document *doc = doc_of(cases[i].text);
+        PySource *src = parse(doc);
+        cr_expect(src->uses_gpu == cases[i].uses_gpu, "uses_gpu %d in:\n%s", src->uses_gpu, cases[i].text);
+        py_source_free(src);
+        document_free(doc);
+    }
+}
+
 Test(errors, clean_code_has_none) {
     Document *doc = doc_of(BASE);
     PySource *src = parse(doc);

@@ -5,9 +5,14 @@
  *
  * A fixture holds at least one flagged case and at least as many `ok` cases.
  * Where the rule offers fixes, <CODE>.py.fixed holds the text after applying
- * all of them (safe and unsafe), repeated until nothing changes. */
+ * all of them (safe and unsafe), repeated until nothing changes.
+ *
+ * A rule whose findings depend on the whole file (one finding per program)
+ * can only show its look-alikes as whole files: <CODE>.ok-<what>.py must
+ * get no finding of that rule at all. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,4 +171,35 @@ ParameterizedTest(RuleParam *param, fixtures, rule) {
     finding_list_free(&findings);
     document_free(doc);
     free(text);
+}
+
+/* whole files that a rule must leave alone: tests/fixtures/<language>/<CODE>.ok-*.<ext> */
+Test(fixtures, whole_file_look_alikes) {
+    char pattern[1024];
+    snprintf(pattern, sizeof pattern, "%s/tests/fixtures/*/*.ok-*.*", ADVISE_SOURCE_DIR);
+    glob_t g;
+    if (glob(pattern, 0, NULL, &g) != 0) return; /* none */
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        const char *path = g.gl_pathv[i];
+        const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        char code[16];
+        size_t n = strcspn(base, ".");
+        if (n >= sizeof code) continue;
+        memcpy(code, base, n);
+        code[n] = '\0';
+        const Rule *rule = rule_find(code);
+        cr_expect(rule != NULL, "%s: no rule %s", path, code);
+        if (!rule) continue;
+        size_t len;
+        char *text = read_file(path, &len);
+        cr_assert(text != NULL);
+        FindingList findings;
+        finding_list_init(&findings);
+        cr_assert(run_rule(rule, path, text, len, &findings));
+        for (size_t k = 0; k < findings.count; k++)
+            cr_expect_fail("%s: unexpected %s finding: %s", path, findings.items[k].code, findings.items[k].message);
+        finding_list_free(&findings);
+        free(text);
+    }
+    globfree(&g);
 }

@@ -3,12 +3,25 @@
 #include <string.h>
 
 #include "rule.h"
+#include "../../analysis/python_index.h"
 
 static const char documentation[] =
     "## What it does\n"
     "Flags a host synchronization on a tensor that runs on every iteration of a loop doing GPU work:\n"
     "`t.item()`, `t.cpu()`, `t.tolist()`, `t.to(\"cpu\")`, `float(t)`, `int(t)`, `bool(t)`, and\n"
     "`print(t)` (also an f-string such as `print(f\"{loss:.3f}\")`), where `t` is a tensor.\n"
+    "\n"
+    "A value is a tensor when the file shows it: a torch operation or a tensor method on a tensor,\n"
+    "a call of a model or loss (a torch.nn class, a class of this file, or a name whose result the\n"
+    "code turns into the loss it hands to `backward()`, such as a model or criterion passed in as a\n"
+    "parameter or imported from another file), an element of a tuple of tensors\n"
+    "(`_, pred = out.max(1)`, `loss, _ = model(x)`), a value returned by a function of this file that\n"
+    "returns tensors, a name the code calls `.backward()` on, and a call of a variable named like a loss\n"
+    "(`criterion`, `loss_fn`) on a tensor.\n"
+    "\n"
+    "A read outside any loop is flagged too when its function is one step of GPU work (its work is not\n"
+    "in loops of its own, the read is under no condition) and a loop of this file calls the function\n"
+    "on every iteration: `def train_step(batch): ... return loss.item()`.\n"
     "\n"
     "## Why is this slow?\n"
     "CUDA kernels run asynchronously: the host queues work and moves on. Reading a tensor's value on\n"
@@ -22,7 +35,7 @@ static const char documentation[] =
     "- a read guarded by a periodic or one-off condition (`if step % 100 == 0:`, `if i == 0:`), or in\n"
     "  a block that ends in `break`/`return`, which is how logging is done right;\n"
     "- reads after the loop, and reads in an outer loop (per epoch) whose GPU work happens in an\n"
-    "  inner loop;\n"
+    "  inner loop or in a loop inside a function of this file that it calls;\n"
     "- values that are not known to be tensors: Python numbers, numpy arrays (`arr.item()`),\n"
     "  `float(lr)`, `int(args.steps)`, `len(x)`, `x.size(0)`, `x.shape`, and batches coming straight\n"
     "  from a DataLoader, which are host tensors;\n"
@@ -103,11 +116,6 @@ static bool is_sync_method(const PySource *src, TSNode call, bool include_numpy)
 }
 
 
-
-/* `x.to(device)`, `x.cuda()`: moving a batch's fields, not computing */
-static bool is_move(const PySource *src, TSNode call) {
-    return py_method_call(src, call, "to", NULL) || py_method_call(src, call, "cuda", NULL);
-}
 
 /* `x.cuda()`, `x.to(device)` (not `x.to(torch.float16)`) */
 static bool is_device_move(const PySource *src, TSNode call) {
@@ -196,84 +204,6 @@ static bool is_host_read(const PySource *src, TSNode call) {
     return false;
 }
 
-/* ---- where the GPU work is --------------------------------------------- */
-
-
-
-typedef struct {
-    const PySource *src;
-    TSNode loop;
-    bool work;        /* GPU work at the loop's own level */
-    bool device_work; /* of which some certainly runs on a device */
-    bool inner_loop;  /* a nested loop does GPU work */
-} LoopWork;
-
-static bool is_statement_loop(TSNode n) { return py_is(n, "for_statement") || py_is(n, "while_statement"); }
-
-static bool is_matmul_of_tensor(const PySource *src, TSNode n) {
-    if (!py_is(n, "binary_operator")) return false;
-    TSNode op = ts_node_child_by_field_name(n, "operator", 8);
-    return !ts_node_is_null(op) && strcmp(ts_node_type(op), "@") == 0 &&
-           (py_is_tensor(src, ts_node_child_by_field_name(n, "left", 4)) ||
-            py_is_tensor(src, ts_node_child_by_field_name(n, "right", 5)));
-}
-
-typedef struct {
-    const PySource *src;
-    bool found;
-} InnerWork;
-
-/* a nested loop that computes on the GPU (not one that only moves a batch's
- * tensors to the device) */
-static bool visit_inner(TSNode n, void *data) {
-    InnerWork *w = data;
-    if (w->found) return false;
-    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
-    if ((py_is(n, "call") && py_call_does_gpu_work(w->src, n) && !is_move(w->src, n)) || is_matmul_of_tensor(w->src, n))
-        w->found = true;
-    return !w->found;
-}
-
-static bool visit_work(TSNode n, void *data) {
-    LoopWork *w = data;
-    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
-    if (is_statement_loop(n)) {
-        if (py_is_periodic(w->src, n, w->loop)) return false; /* an evaluation every N steps */
-        InnerWork inner = {w->src, false};
-        py_walk(n, visit_inner, &inner);
-        if (inner.found) w->inner_loop = true;
-        return false;
-    }
-    if (py_is(n, "call") && py_call_does_gpu_work(w->src, n)) {
-        w->work = true;
-        if (py_call_is_device_work(w->src, n)) w->device_work = true;
-    }
-    if (is_matmul_of_tensor(w->src, n)) w->work = true;
-    return true;
-}
-
-/* the loop queues GPU work on each of its own iterations, in code that runs
- * on a device (a function that mentions a CUDA device, or work such as a
- * model call that only a device explains) */
-static bool loop_is_hot(const PySource *src, TSNode loop) {
-    if (!src->uses_gpu) return false;
-    LoopWork w = {src, loop, false, false, false};
-    if (is_statement_loop(loop)) {
-        TSNode cond = ts_node_child_by_field_name(loop, "condition", 9);
-        if (py_is(loop, "while_statement") && !ts_node_is_null(cond)) py_walk(cond, visit_work, &w);
-        TSNode body = ts_node_child_by_field_name(loop, "body", 4);
-        if (ts_node_is_null(body)) return false;
-        py_walk(body, visit_work, &w);
-    } else {
-        uint32_t n = ts_node_named_child_count(loop);
-        for (uint32_t i = 0; i < n; i++) py_walk(ts_node_named_child(loop, i), visit_work, &w);
-    }
-    /* an outer (per-epoch) loop: its reads run once per inner loop */
-    if (!w.work || w.inner_loop) return false;
-    if (w.device_work) return true;
-    return py_runs_on_device(src, loop);
-}
-
 static void describe(const PySource *src, TSNode call, char *buf, size_t size) {
     const char *text = py_text_ptr(src, call);
     size_t len = py_text_len(call);
@@ -290,13 +220,63 @@ static void describe(const PySource *src, TSNode call, char *buf, size_t size) {
     snprintf(buf, size, "%.*s(...)", (int)(py_text_len(fn) < 32 ? py_text_len(fn) : 32), py_text_ptr(src, fn));
 }
 
+/* A read outside any loop of its function, in a function that is one step of
+ * GPU work (`def train_step(batch): ... return loss.item()`), which a loop of
+ * this file calls on every iteration: that call. */
+static bool called_every_iteration(const PySource *src, TSNode read, TSNode *call_out) {
+    TSNode fn = py_enclosing_function(src, read);
+    if (ts_node_is_null(fn)) return false;
+    /* only reads that run on every call: none under a condition */
+    for (TSNode n = ts_node_parent(read); !ts_node_is_null(n) && !ts_node_eq(n, fn); n = ts_node_parent(n))
+        if (py_is(n, "if_statement") || py_is(n, "conditional_expression") || py_is(n, "try_statement") ||
+            py_is(n, "boolean_operator"))
+            return false;
+    if (!py_function_is_step(src, fn)) return false;
+    TSNode parent = ts_node_parent(fn);
+    if (py_is(parent, "decorated_definition")) parent = ts_node_parent(parent);
+    if (py_is(ts_node_parent(parent), "class_definition")) return false; /* methods: self.name(...) */
+    TSNode name = ts_node_child_by_field_name(fn, "name", 4);
+    if (ts_node_is_null(name)) return false;
+    size_t count;
+    const TSNode *calls = py_index_calls(src, py_text_ptr(src, name), py_text_len(name), &count);
+    for (size_t i = 0; i < count && i < 64; i++) {
+        if (py_is_within(calls[i], fn)) continue; /* recursion */
+        TSNode loop = py_enclosing_loop(calls[i]);
+        if (ts_node_is_null(loop) || py_is_periodic(src, calls[i], loop)) continue;
+        *call_out = calls[i];
+        return true;
+    }
+    return false;
+}
+
 static bool visit(TSNode n, void *data) {
     RuleContext *ctx = data;
     if (ctx->out_of_memory) return false;
     if (!py_is(n, "call") || !is_host_read(ctx->py, n)) return true;
-    TSNode loop = py_enclosing_loop(n);
-    if (ts_node_is_null(loop) || py_is_periodic(ctx->py, n, loop) || !loop_is_hot(ctx->py, loop)) return true;
     char what[128];
+    TSNode loop = py_enclosing_loop(n);
+    if (ts_node_is_null(loop)) {
+        TSNode call;
+        if (!called_every_iteration(ctx->py, n, &call)) return true;
+        describe(ctx->py, n, what, sizeof what);
+        TSNode callee = ts_node_child_by_field_name(call, "function", 8);
+        Finding *f = rule_report_node(ctx, n,
+                                      "`%s` waits for the GPU on every call of %.*s(), which a loop calls on every "
+                                      "iteration, so the host cannot queue work ahead",
+                                      what, (int)py_text_len(callee), py_text_ptr(ctx->py, callee));
+        if (f && !finding_add_related(f, (ByteRange){ts_node_start_byte(call), ts_node_end_byte(call)},
+                                      "called on every iteration here"))
+            ctx->out_of_memory = true;
+        return true;
+    }
+    if (py_is_periodic(ctx->py, n, loop)) return true;
+    /* `[t.item() for t in tokens]` in a GPU loop: a wait per element, every iteration */
+    while (!py_is(loop, "for_statement") && !py_is(loop, "while_statement") && !py_loop_is_hot(ctx->py, loop)) {
+        TSNode outer = py_enclosing_loop(loop);
+        if (ts_node_is_null(outer) || py_is_periodic(ctx->py, loop, outer)) return true;
+        loop = outer;
+    }
+    if (!py_loop_is_hot(ctx->py, loop)) return true;
     describe(ctx->py, n, what, sizeof what);
     rule_report_node(
         ctx, n, "`%s` waits for the GPU on every iteration of this loop, so the host cannot queue work ahead", what);

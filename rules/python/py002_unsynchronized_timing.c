@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "rule.h"
 #include "../../analysis/python_index.h"
@@ -16,9 +17,13 @@ static const char documentation[] =
     "name (`t0 = time.perf_counter()`), the second read is subtracted from it\n"
     "(`time.perf_counter() - t0`, or `t1 = time.perf_counter()` and later `t1 - t0`), and between the\n"
     "two reads the code queues GPU work (a model call, a torch operation, `backward()`, an optimizer\n"
-    "step, a copy to the device, a call to a function of this file that does such work) with no\n"
-    "`torch.cuda.synchronize()`, stream or event `.synchronize()`, `.item()`, `.cpu()`, `.tolist()`\n"
-    "or `.numpy()` after it. A clock read in a `while` condition also covers the loop's body.\n"
+    "step, a call to a function of this file that does such work) and no host wait follows that work\n"
+    "on the way to the second read. A wait follows the work when it comes after it, or when it sits\n"
+    "in a loop of the interval that holds the work too: the next iteration's wait covers this\n"
+    "iteration's work, and only the last iteration's is left out, which is close enough. A second read\n"
+    "inside a loop that the first read is outside of (a `while` condition, a throughput since the\n"
+    "start) covers every earlier iteration, so the whole loop body counts, unless the loop binds the\n"
+    "start again.\n"
     "\n"
     "## Why is this slow?\n"
     "CUDA kernels run asynchronously: a call such as `model(x)` returns as soon as its kernels are\n"
@@ -28,10 +33,12 @@ static const char documentation[] =
     "\n"
     "Not flagged:\n"
     "- timing with CUDA events (`torch.cuda.Event(enable_timing=True)` and `elapsed_time`);\n"
-    "- a measurement that synchronizes after its last GPU operation: `torch.cuda.synchronize()`\n"
-    "  (also inside the timed loop's last statement), `stream.synchronize()`, `event.synchronize()`,\n"
-    "  a read such as `loss.item()`, `out.cpu()` or `float(loss)` before the clock read, or a call to a\n"
-    "  helper that synchronizes (a function of this file that does, or one named like `sync`);\n"
+    "- work that a host wait follows (see above). Host waits: `torch.cuda.synchronize()`,\n"
+    "  `stream.synchronize()`, `event.synchronize()`, a read such as `loss.item()`, `out.cpu()`,\n"
+    "  `float(loss)` or `print(loss)`, a write into a tensor in host memory (`losses[k] = loss`),\n"
+    "  `tokenizer.decode(ids)`, a barrier, a helper named like `sync`, a copy of a batch to the device\n"
+    "  without `non_blocking=True` (a copy from pageable memory waits for the work queued before it),\n"
+    "  or a call of a function of this file that does one of these (up to three calls deep);\n"
     "- GPU work the code does not show (a call to an unknown function or method), except a\n"
     "  callable parameter timed right after a `torch.cuda.synchronize()` (`fn(*args)` in a\n"
     "  benchmark helper);\n"
@@ -64,8 +71,10 @@ static const char documentation[] =
     "## Fix safety\n"
     "The fix inserts `torch.cuda.synchronize()` on its own line before the statement that reads the\n"
     "clock, using the name under which the file imports `torch`. It only makes the host wait for work\n"
-    "that was already queued, so results are unchanged and the measurement becomes correct: the fix\n"
-    "is safe. When the file falls back to the CPU (it calls `torch.cuda.is_available()`), the inserted\n"
+    "that was already queued, so results are unchanged and the measurement becomes correct: outside\n"
+    "loops the fix is safe. Inside a loop (a training loop that logs its step time) it is unsafe: the\n"
+    "wait then happens on every iteration, which keeps results but slows the loop down, a trade the\n"
+    "author should choose (or time with CUDA events instead). When the file falls back to the CPU (it calls `torch.cuda.is_available()`), the inserted\n"
     "call is guarded by `if torch.cuda.is_available():`, because `torch.cuda.synchronize()` raises on\n"
     "a machine without CUDA. No fix is offered when the clock read is part of a compound statement's header (a `while`\n"
     "or `if` condition), when the statement does not start its line, or when the file does not\n"
@@ -180,30 +189,6 @@ static bool is_builtin_call(const PySource *src, TSNode call, const char *name) 
 
 
 
-/* a function defined at the top level of this file, by name */
-static TSNode local_function(const PySource *src, TSNode callee) {
-    TSNode null = {0};
-    if (!py_is(callee, "identifier") || py_resolve_import(src, py_text_ptr(src, callee), py_text_len(callee)))
-        return null;
-    TSNode def = py_index_top_level(src, py_text_ptr(src, callee), py_text_len(callee));
-    return py_is(def, "function_definition") ? def : null;
-}
-
-static bool is_sync(const PySource *src, TSNode call);
-
-typedef struct {
-    const PySource *src;
-    bool found;
-} SyncSearch;
-
-static bool visit_direct_sync(TSNode n, void *data) {
-    SyncSearch *s = data;
-    if (s->found) return false;
-    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
-    if (py_is(n, "call") && py_is_sync_call(s->src, n)) s->found = true;
-    return !s->found;
-}
-
 /* float(t), int(t), bool(t), print(t) on a tensor read its value */
 static bool reads_tensor_value(const PySource *src, TSNode call) {
     if (!is_builtin_call(src, call, "float") && !is_builtin_call(src, call, "int") &&
@@ -237,6 +222,8 @@ static bool is_blocking_to_cpu(const PySource *src, TSNode call) {
     return ts_node_is_null(nb) || py_text_eq(src, nb, "False");
 }
 
+/* the callee's name says it waits: `sync()`, `cuda_sync()`, `synchronize()`,
+ * `fabric.barrier()` (an NCCL barrier waits for the device too) */
 static bool callee_says_sync(const PySource *src, TSNode call) {
     TSNode fn = ts_node_child_by_field_name(call, "function", 8);
     TSNode name = py_is(fn, "attribute") ? ts_node_child_by_field_name(fn, "attribute", 9) : fn;
@@ -245,31 +232,169 @@ static bool callee_says_sync(const PySource *src, TSNode call) {
     size_t len = py_text_len(name);
     for (size_t i = 0; i + 4 <= len; i++)
         if ((t[i] == 's' || t[i] == 'S') && strncmp(t + i + 1, "ync", 3) == 0) return true;
+    for (size_t i = 0; i + 7 <= len; i++)
+        if (strncmp(t + i, "barrier", 7) == 0) return true;
     return false;
 }
 
+/* `tokenizer.decode(ids)`: the ids are read on the host */
+static bool is_token_decode(const PySource *src, TSNode call) {
+    TSNode recv;
+    if (!py_method_call(src, call, "decode", &recv) || py_call_positional_count(call) == 0) return false;
+    if (py_is(recv, "attribute")) recv = ts_node_child_by_field_name(recv, "attribute", 9);
+    if (!py_is(recv, "identifier")) return false;
+    const char *t = py_text_ptr(src, recv);
+    size_t len = py_text_len(recv);
+    for (size_t i = 0; i + 9 <= len; i++)
+        if (strncasecmp(t + i, "tokenizer", 9) == 0) return true;
+    return false;
+}
+
+/* `losses[k] = value` into a tensor built in host memory: a copy to the host
+ * that waits for the value (`losses = torch.zeros(n)` then, in a loop,
+ * `losses[k] = criterion(...)`) */
+static bool is_host_slot_write(const PySource *src, TSNode assignment) {
+    if (!py_is(assignment, "assignment")) return false;
+    TSNode left = ts_node_child_by_field_name(assignment, "left", 4);
+    TSNode right = ts_node_child_by_field_name(assignment, "right", 5);
+    if (!py_is(left, "subscript") || ts_node_is_null(right)) return false;
+    if (py_is(right, "integer") || py_is(right, "float") || py_is(right, "string") || py_is(right, "none"))
+        return false;
+    TSNode base = ts_node_child_by_field_name(left, "value", 5);
+    if (!py_is(base, "identifier")) return false;
+    TSNode value = {0};
+    if (py_binding_before(src, base, py_text_ptr(src, base), py_text_len(base), ts_node_start_byte(base), &value) !=
+        BINDING_ASSIGNMENT)
+        return false;
+    return py_is(value, "call") && py_is_host_factory(src, value);
+}
+
+#define MAX_HELPER_DEPTH 3
+
+static bool is_sync_at(const PySource *src, TSNode call, int depth);
+
+typedef struct {
+    const PySource *src;
+    int depth;
+    bool found;
+} SyncSearch;
+
+static bool visit_helper_sync(TSNode n, void *data) {
+    SyncSearch *s = data;
+    if (s->found) return false;
+    if (py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    if ((py_is(n, "call") && is_sync_at(s->src, n, s->depth)) || is_host_slot_write(s->src, n)) s->found = true;
+    return !s->found;
+}
+
+/* the function of this file that a bare call names (at module level, or
+ * nested in a function around the call) */
+static TSNode local_def(const PySource *src, TSNode call) {
+    TSNode null = {0};
+    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+    if (!py_is(fn, "identifier") || py_resolve_import(src, py_text_ptr(src, fn), py_text_len(fn))) return null;
+    for (TSNode outer = py_enclosing_function(src, call); !ts_node_is_null(outer);
+         outer = py_enclosing_function(src, outer)) {
+        TSNode body = ts_node_child_by_field_name(outer, "body", 4);
+        uint32_t n = ts_node_named_child_count(body);
+        for (uint32_t i = 0; i < n; i++) {
+            TSNode c = ts_node_named_child(body, i);
+            if (py_is(c, "decorated_definition")) c = ts_node_child_by_field_name(c, "definition", 10);
+            if (!py_is(c, "function_definition")) continue;
+            TSNode name = ts_node_child_by_field_name(c, "name", 4);
+            if (!ts_node_is_null(name) && py_same_text(src, name, fn)) return c;
+        }
+    }
+    TSNode def = py_index_top_level(src, py_text_ptr(src, fn), py_text_len(fn));
+    return py_is(def, "function_definition") ? def : null;
+}
+
 /* The call makes the host wait for the GPU (or, for a helper of unknown
- * content, may well do so: `synchronize()`, `cuda_sync()`). */
-static bool is_sync(const PySource *src, TSNode call) {
+ * content, may well do so: `synchronize()`, `cuda_sync()`): a sync call, a
+ * copy to the host, reading a tensor's value, decoding token ids, a barrier,
+ * or a function of this file that does one of these (up to three calls deep;
+ * anywhere in its body: a per-iteration `.item()` in an evaluation loop
+ * waits for all but the last iteration's work). */
+static bool is_sync_at(const PySource *src, TSNode call, int depth) {
     if (py_is_sync_call(src, call) || is_blocking_to_cpu(src, call) || reads_tensor_value(src, call) ||
-        callee_says_sync(src, call))
+        callee_says_sync(src, call) || is_token_decode(src, call))
         return true;
-    TSNode def = local_function(src, ts_node_child_by_field_name(call, "function", 8));
-    if (ts_node_is_null(def)) return false;
+    if (depth >= MAX_HELPER_DEPTH) return false;
+    TSNode def = local_def(src, call);
+    if (ts_node_is_null(def) || py_is_within(call, def)) return false;
     TSNode body = ts_node_child_by_field_name(def, "body", 4);
     if (ts_node_is_null(body)) return false;
-    SyncSearch s = {src, false};
-    py_walk(body, visit_direct_sync, &s);
+    SyncSearch s = {src, depth + 1, false};
+    py_walk(body, visit_helper_sync, &s);
     return s.found;
 }
+
+static bool is_sync(const PySource *src, TSNode call) { return is_sync_at(src, call, 0); }
+
+#define MAX_MARKS 64
+#define MAX_SPANNED 4
 
 typedef struct {
     const PySource *src;
     size_t from, to; /* the region: after the first read, before the second */
     bool lead_sync;  /* the code synchronized right before the first read */
-    size_t last_gpu, last_sync;
+    TSNode work[MAX_MARKS], syncs[MAX_MARKS]; /* GPU work and host waits in the region */
+    size_t work_count, sync_count;
+    bool overflow;
+    TSNode spanned[MAX_SPANNED]; /* loops whose earlier iterations the interval covers */
+    size_t spanned_count;
     bool device_work;
 } Region;
+
+static void mark(Region *r, TSNode *marks, size_t *count, TSNode n) {
+    if (*count == MAX_MARKS) r->overflow = true;
+    else marks[(*count)++] = n;
+}
+
+/* A sync that follows the work on the way to the second read: after it, or in
+ * a loop that holds both and runs inside the interval (or that the interval
+ * spans), so that the next iteration's wait covers this iteration's work. */
+static bool sync_follows(const Region *r, TSNode work, TSNode sync) {
+    /* after it, or around it (`out.float().cpu()`: the receiver runs first) */
+    if (ts_node_end_byte(sync) >= ts_node_end_byte(work)) return true;
+    for (TSNode loop = py_enclosing_loop(work); !ts_node_is_null(loop); loop = py_enclosing_loop(loop)) {
+        bool inside = ts_node_start_byte(loop) >= r->from && ts_node_end_byte(loop) <= r->to;
+        for (size_t i = 0; i < r->spanned_count && !inside; i++) inside = ts_node_eq(loop, r->spanned[i]);
+        if (inside && py_is_within(sync, loop)) return true;
+    }
+    return false;
+}
+
+/* some GPU work in the interval that no host wait follows */
+static bool unsynchronized_work(const Region *r) {
+    if (r->overflow) return false; /* too much to judge: stay quiet */
+    for (size_t w = 0; w < r->work_count; w++) {
+        bool covered = false;
+        for (size_t s = 0; s < r->sync_count && !covered; s++) covered = sync_follows(r, r->work[w], r->syncs[s]);
+        if (!covered) return true;
+    }
+    return false;
+}
+
+/* `x.to(device)` or `x.cuda()` without non_blocking=True of something not
+ * made on the GPU by this code (a batch): the copy from host memory waits for
+ * the stream, so the host waits for all the work queued before it */
+static bool is_blocking_upload(const PySource *src, TSNode call) {
+    TSNode recv;
+    bool cuda = py_method_call(src, call, "cuda", &recv);
+    if (!cuda && !py_method_call(src, call, "to", &recv)) return false;
+    if (py_call_has_splat(call)) return false;
+    TSNode nb = py_call_keyword(src, call, "non_blocking");
+    if (ts_node_is_null(nb)) nb = py_call_positional(call, cuda ? 1 : 2);
+    if (!ts_node_is_null(nb) && !py_text_eq(src, nb, "False")) return false;
+    if (!cuda) {
+        TSNode dev = py_call_positional(call, 0);
+        if (ts_node_is_null(dev)) dev = py_call_keyword(src, call, "device");
+        if (!py_is_cuda_device(src, dev)) return false;
+    }
+    /* a model's move, or a tensor this code computed on the GPU, copies nothing from the host */
+    return !py_is_module_instance(src, recv) && !(py_is_tensor(src, recv) && !py_is_host_factory(src, recv));
+}
 
 static bool is_parameter_call(const PySource *src, TSNode call) {
     TSNode fn = ts_node_child_by_field_name(call, "function", 8);
@@ -282,8 +407,8 @@ static bool call_does_gpu_work(const Region *r, TSNode call) {
     const PySource *src = r->src;
     if (py_call_does_gpu_work(src, call)) return true;
     /* a helper of this file that does GPU work */
-    TSNode def = local_function(src, ts_node_child_by_field_name(call, "function", 8));
-    if (!ts_node_is_null(def)) {
+    TSNode def = local_def(src, call);
+    if (!ts_node_is_null(def) && !py_is_within(call, def)) {
         TSNode body = ts_node_child_by_field_name(def, "body", 4);
         return !ts_node_is_null(body) && py_does_gpu_work(src, body);
     }
@@ -297,22 +422,31 @@ static bool visit_region(TSNode n, void *data) {
     size_t start = ts_node_start_byte(n), end = ts_node_end_byte(n);
     if (end <= r->from || start >= r->to) return false;
     if (start < r->from || end > r->to) return true; /* straddles the region: look inside */
+    if (is_host_slot_write(r->src, n)) mark(r, r->syncs, &r->sync_count, n);
     if (py_is(n, "call")) {
-        if (is_sync(r->src, n)) {
-            if (end > r->last_sync) r->last_sync = end;
+        if (is_sync(r->src, n) || is_blocking_upload(r->src, n)) {
+            mark(r, r->syncs, &r->sync_count, n);
         } else if (call_does_gpu_work(r, n)) {
-            if (end > r->last_gpu) r->last_gpu = end;
+            mark(r, r->work, &r->work_count, n);
             if (py_call_is_device_work(r->src, n)) r->device_work = true;
         }
     } else if (py_is(n, "binary_operator")) {
         TSNode op = ts_node_child_by_field_name(n, "operator", 8);
         if (!ts_node_is_null(op) && strcmp(ts_node_type(op), "@") == 0 && r->src->uses_gpu &&
             (py_is_tensor(r->src, ts_node_child_by_field_name(n, "left", 4)) ||
-             py_is_tensor(r->src, ts_node_child_by_field_name(n, "right", 5)))) {
-            if (end > r->last_gpu) r->last_gpu = end;
-        }
+             py_is_tensor(r->src, ts_node_child_by_field_name(n, "right", 5))))
+            mark(r, r->work, &r->work_count, n);
     }
     return true;
+}
+
+/* the scope binds `name` again inside the loop */
+static bool rebound_in(const PySource *src, TSNode scope, TSNode name, TSNode loop) {
+    size_t count;
+    const PyBinding *b = py_index_bindings(src, scope, py_text_ptr(src, name), py_text_len(name), &count);
+    for (size_t i = 0; i < count; i++)
+        if (b[i].start >= ts_node_start_byte(loop) && b[i].start < ts_node_end_byte(loop)) return true;
+    return false;
 }
 
 /* the statement before the first read's statement synchronizes */
@@ -384,7 +518,13 @@ static void add_fix(RuleContext *ctx, Finding *f, TSNode read) {
         ctx->out_of_memory = true;
         return;
     }
-    Fix *fix = finding_add_fix(f, "Add torch.cuda.synchronize() before the clock read", true);
+    /* in a loop the wait is paid on every iteration: right times, a slower loop; not for --fix alone */
+    bool in_loop = !ts_node_is_null(py_enclosing_loop(stmt));
+    Fix *fix = finding_add_fix(f,
+                               in_loop ? "Add torch.cuda.synchronize() before the clock read (the host then waits "
+                                         "for the GPU on every iteration: the time becomes right, the loop slower)"
+                                       : "Add torch.cuda.synchronize() before the clock read",
+                               !in_loop);
     if (!fix || !fix_add_edit(fix, line_start, line_start, text)) ctx->out_of_memory = true;
     free(text);
 }
@@ -407,15 +547,22 @@ static bool visit(TSNode n, void *data) {
     if (!find_first_read(src, n, &first, &name)) return true;
     Region r = {.src = src, .from = ts_node_end_byte(first), .to = ts_node_start_byte(n)};
     r.lead_sync = synchronized_before(src, first);
-    /* `while time.time() - t0 < budget:` also runs after every pass through the body */
-    TSNode loop = py_enclosing_loop(n);
-    if (py_is(loop, "while_statement") && !py_is_within(n, ts_node_child_by_field_name(loop, "body", 4)) &&
-        ts_node_end_byte(first) <= ts_node_start_byte(loop))
-        r.to = ts_node_end_byte(loop);
     TSNode scope = py_scope_of(src, n);
     if (ts_node_is_null(scope)) return true;
+    /* A second read inside a loop that the first read is not in spans every
+     * earlier iteration: the whole loop (`while time.time() - t0 < budget:`,
+     * a throughput since the start read in the loop), unless the loop binds
+     * the start again (`end = time.time()` at the end of each iteration). */
+    for (TSNode loop = py_enclosing_loop(n); py_is(loop, "for_statement") || py_is(loop, "while_statement");
+         loop = py_enclosing_loop(loop)) {
+        if (py_is_within(first, loop) || rebound_in(src, scope, name, loop)) break;
+        if (ts_node_end_byte(loop) > r.to) r.to = ts_node_end_byte(loop);
+        if (r.spanned_count < MAX_SPANNED) r.spanned[r.spanned_count++] = loop;
+    }
     py_walk(scope, visit_region, &r);
-    if (r.last_gpu == 0 || r.last_sync >= r.last_gpu) return true;
+    /* a host wait after the work, or on every iteration of a loop that holds it (a
+     * per-iteration `loss.item()`), leaves at most one iteration's work out: close enough */
+    if (!unsynchronized_work(&r)) return true;
     /* the timed code runs on a device */
     if (!r.device_work && !py_runs_on_device(src, n)) return true;
     char what[64], start[64];

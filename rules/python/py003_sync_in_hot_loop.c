@@ -1,5 +1,7 @@
 /* PY003 sync-in-hot-loop: torch.cuda.synchronize() or torch.cuda.empty_cache()
  * on every iteration of a loop that does GPU work. */
+#include <string.h>
+
 #include "rule.h"
 
 static const char documentation[] =
@@ -14,8 +16,17 @@ static const char documentation[] =
     "next iteration must `cudaMalloc` them again, which synchronizes the device and costs\n"
     "milliseconds each time.\n"
     "\n"
-    "Not flagged: a synchronize guarded by a periodic condition (`if step % 100 == 0:`), and a\n"
-    "synchronize next to a host clock read, which is how per-iteration timing is done correctly.\n"
+    "Not flagged: a synchronize or empty_cache guarded by a periodic condition (`if step % 100 == 0:`);\n"
+    "empty_cache in a loop that sweeps over sizes (its target sizes the\n"
+    "tensors it builds: `for m, k in shapes: a = torch.randn(m, k, ...)`), where handing back the last\n"
+    "size's blocks keeps a benchmark from running out of memory; a synchronize in an outer loop whose\n"
+    "GPU work runs in an inner loop or in a loop inside a function of this file that it calls (per\n"
+    "epoch, per benchmark configuration); and a synchronize that makes a host\n"
+    "clock read right, which is how per-iteration timing is done correctly: a clock read right before\n"
+    "it, or later in the same block with no GPU work in between, also when the synchronize sits in an\n"
+    "`if` that picks the device or a flag (`if device.type == \"cuda\": torch.cuda.synchronize()`), and\n"
+    "a synchronize in a loop over a wrapper that times or logs each iteration\n"
+    "(`for x in metric_logger.log_every(loader, 10):`).\n"
     "\n"
     "## Example\n"
     "```python\n"
@@ -46,32 +57,137 @@ static const char *const empty_cache_names[] = {"torch.cuda.empty_cache", NULL};
 static const char *const clock_names[] = {"time.time", "time.perf_counter", "time.monotonic", "time.perf_counter_ns",
                                           "time.time_ns", "timeit.default_timer", NULL};
 
-static bool statement_reads_clock(const RuleContext *ctx, TSNode stmt);
+typedef struct {
+    const RuleContext *ctx;
+    TSNode loop;
+    bool clock; /* a clock read that runs on every iteration */
+    bool sync;  /* a host read that waits for the GPU (`.item()`, `.cpu()`) */
+} StatementSearch;
 
-static bool visit_clock(TSNode n, void *data) {
-    void **args = data;
-    const RuleContext *ctx = args[0];
-    bool *found = args[1];
-    if (*found) return false;
-    if (py_is(n, "call") && py_callee_is_any(ctx->py, n, clock_names)) *found = true;
-    return !*found;
+static bool visit_statement(TSNode n, void *data) {
+    StatementSearch *s = data;
+    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    if (!py_is(n, "call")) return true;
+    if (py_callee_is_any(s->ctx->py, n, clock_names) && !py_is_periodic(s->ctx->py, n, s->loop)) s->clock = true;
+    if (py_is_sync_call(s->ctx->py, n)) s->sync = true;
+    return true;
 }
 
-static bool statement_reads_clock(const RuleContext *ctx, TSNode stmt) {
-    bool found = false;
-    void *args[2] = {(void *)ctx, &found};
-    py_walk(stmt, visit_clock, args);
-    return found;
+static StatementSearch search_statement(const RuleContext *ctx, TSNode stmt, TSNode loop) {
+    StatementSearch s = {ctx, loop, false, false};
+    py_walk(stmt, visit_statement, &s);
+    return s;
 }
 
-/* a clock read right before or after the synchronize: this is timing, done right */
-static bool is_timing_sync(const RuleContext *ctx, TSNode stmt) {
-    TSNode prev = ts_node_prev_named_sibling(stmt);
-    while (!ts_node_is_null(prev) && py_is(prev, "comment")) prev = ts_node_prev_named_sibling(prev);
-    TSNode next = ts_node_next_named_sibling(stmt);
-    while (!ts_node_is_null(next) && py_is(next, "comment")) next = ts_node_next_named_sibling(next);
-    return (!ts_node_is_null(prev) && statement_reads_clock(ctx, prev)) ||
-           (!ts_node_is_null(next) && statement_reads_clock(ctx, next));
+/* The statement that stands for the sync among its neighbours: the sync's
+ * own statement, or the `if` around it that dispatches on the device or on a
+ * flag (`if device.type == "cuda": torch.cuda.synchronize()`,
+ * `if args.synchronize_step: ...`), up to three levels, within the loop. */
+static TSNode dispatch_statement(TSNode stmt, TSNode loop) {
+    for (int level = 0; level < 3; level++) {
+        TSNode block = ts_node_parent(stmt);
+        TSNode owner = ts_node_parent(block);
+        if (py_is(owner, "elif_clause") || py_is(owner, "else_clause")) owner = ts_node_parent(owner);
+        if (!py_is(block, "block") || !py_is(owner, "if_statement") || !py_is_within(owner, loop) ||
+            ts_node_eq(owner, loop))
+            break;
+        stmt = owner;
+    }
+    return stmt;
+}
+
+static TSNode sibling(TSNode n, bool next) {
+    do n = next ? ts_node_next_named_sibling(n) : ts_node_prev_named_sibling(n);
+    while (!ts_node_is_null(n) && py_is(n, "comment"));
+    return n;
+}
+
+/* A sync that makes a clock read right: a clock read (on every iteration)
+ * right before it, or later in the same block with no GPU work queued in
+ * between that no host read waits for. */
+static bool is_timing_sync(const RuleContext *ctx, TSNode stmt, TSNode loop) {
+    TSNode prev = sibling(stmt, false);
+    if (!ts_node_is_null(prev) && search_statement(ctx, prev, loop).clock) return true;
+    for (TSNode next = sibling(stmt, true); !ts_node_is_null(next); next = sibling(next, true)) {
+        StatementSearch s = search_statement(ctx, next, loop);
+        if (s.clock) return true;
+        /* work that the statement itself waits for (`total += out.sum().item()`) keeps the clock right */
+        if (!s.sync && py_does_gpu_work(ctx->py, next)) return false;
+    }
+    return false;
+}
+
+/* The loop runs over a wrapper that times or logs each iteration
+ * (`metric_logger.log_every(loader, 10)`): it reads the clock when the body
+ * ends, so a sync at the end of the body serves that measurement. */
+static bool iterates_timed_wrapper(const RuleContext *ctx, TSNode loop) {
+    if (!py_is(loop, "for_statement")) return false;
+    TSNode iter = ts_node_child_by_field_name(loop, "right", 5);
+    if (!py_is(iter, "call")) return false;
+    TSNode fn = ts_node_child_by_field_name(iter, "function", 8);
+    if (py_is(fn, "identifier") && py_text_eq(ctx->py, fn, "enumerate")) { /* enumerate(logger.log_every(...)) */
+        iter = py_call_positional(iter, 0);
+        if (!py_is(iter, "call")) return false;
+        fn = ts_node_child_by_field_name(iter, "function", 8);
+    }
+    TSNode name = py_is(fn, "attribute") ? ts_node_child_by_field_name(fn, "attribute", 9) : fn;
+    if (!py_is(name, "identifier")) return false;
+    const char *t = py_text_ptr(ctx->py, name);
+    size_t len = py_text_len(name);
+    for (size_t i = 0; i + 3 <= len; i++)
+        if (strncmp(t + i, "log", 3) == 0 || (i + 4 <= len && strncmp(t + i, "time", 4) == 0) ||
+            (i + 5 <= len && strncmp(t + i, "meter", 5) == 0))
+            return true;
+    return false;
+}
+
+typedef struct {
+    const RuleContext *ctx;
+    TSNode target; /* the loop's target pattern */
+    bool found;
+} SizeSearch;
+
+static bool pattern_binds(const RuleContext *ctx, TSNode pattern, TSNode id, int depth) {
+    if (depth > 4 || ts_node_is_null(pattern)) return false;
+    if (py_is(pattern, "identifier")) return py_same_text(ctx->py, pattern, id);
+    uint32_t n = ts_node_named_child_count(pattern);
+    for (uint32_t i = 0; i < n; i++)
+        if (pattern_binds(ctx, ts_node_named_child(pattern, i), id, depth + 1)) return true;
+    return false;
+}
+
+static bool mentions_target(const RuleContext *ctx, TSNode n, TSNode target, int depth) {
+    if (depth > 12 || ts_node_is_null(n)) return false;
+    if (py_is(n, "identifier")) return pattern_binds(ctx, target, n, 0);
+    uint32_t c = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < c; i++)
+        if (mentions_target(ctx, ts_node_named_child(n, i), target, depth + 1)) return true;
+    return false;
+}
+
+/* a slice (`A[:m, :k]`) or a torch call's argument (`torch.randn(m, k)`) sized by the loop's target */
+static bool visit_sized(TSNode n, void *data) {
+    SizeSearch *s = data;
+    if (s->found) return false;
+    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    if (py_is(n, "slice") && mentions_target(s->ctx, n, s->target, 0)) s->found = true;
+    if (py_is(n, "call")) {
+        char q[PY_NAME_MAX];
+        if (py_callee_name(s->ctx->py, n, q, sizeof q) && strncmp(q, "torch.", 6) == 0 &&
+            mentions_target(s->ctx, py_call_arguments(n), s->target, 0))
+            s->found = true;
+    }
+    return !s->found;
+}
+
+/* The loop sweeps over sizes (`for m, n, k in shapes:` building tensors of
+ * those sizes): empty_cache() between sizes hands back blocks the next size
+ * could not reuse, which keeps a benchmark sweep from running out of memory. */
+static bool iterates_over_sizes(const RuleContext *ctx, TSNode loop) {
+    if (!py_is(loop, "for_statement")) return false;
+    SizeSearch s = {ctx, ts_node_child_by_field_name(loop, "left", 4), false};
+    py_walk(ts_node_child_by_field_name(loop, "body", 4), visit_sized, &s);
+    return s.found;
 }
 
 static bool visit(TSNode n, void *data) {
@@ -83,11 +199,15 @@ static bool visit(TSNode n, void *data) {
     TSNode loop = py_enclosing_loop(n);
     if (ts_node_is_null(loop) || py_is_periodic(ctx->py, n, loop)) return true;
     if (sync) {
-        if (!py_does_gpu_work(ctx->py, loop) || is_timing_sync(ctx, py_statement_of(n))) return true;
+        /* an outer loop (per epoch, per benchmark configuration) runs its statements once per inner loop */
+        if (!py_loop_is_hot(ctx->py, loop)) return true;
+        if (is_timing_sync(ctx, dispatch_statement(py_statement_of(n), loop), loop) || iterates_timed_wrapper(ctx, loop))
+            return true;
         rule_report_node(ctx, n,
                          "torch.cuda.synchronize() runs on every iteration of this loop: the GPU idles while the "
                          "host waits and then queues the next step");
     } else {
+        if (iterates_over_sizes(ctx, loop)) return true;
         rule_report_node(ctx, n,
                          "torch.cuda.empty_cache() inside a loop: freed blocks must be cudaMalloc'ed again on the "
                          "next iteration, which synchronizes the device");

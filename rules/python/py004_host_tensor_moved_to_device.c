@@ -16,8 +16,13 @@ static const char documentation[] =
     "`eye`, `scalar_tensor`, `tril_indices`, `triu_indices`, the window functions (`hann_window`, ...),\n"
     "and the random ones: `rand`, `randn`, `randint`, `randperm`, `normal` (with a size).\n"
     "\n"
+    "A device is any common idiom for the GPU when there is one (`\"cuda\" if ... else \"cpu\"`,\n"
+    "`f\"cuda:{rank}\"`, `torch.device(\"cuda\", local_rank)`, `torch.cuda.current_device()`,\n"
+    "`torch.accelerator.current_accelerator()`, `fabric.device`, `args.device`), also a name that an\n"
+    "if/else binds to the accelerator in one arm and to the CPU in the other.\n"
+    "\n"
     "Not flagged: a move to the host or to a device the code shows is not CUDA (`.to(\"cpu\")`,\n"
-    "`dev = \"cpu\"; .to(dev)`), `.to(torch.float16)`, `.to(other_tensor)` and `.to(dtype=...)`\n"
+    "`dev = \"cpu\"; .to(dev)`, a name that every arm binds to the CPU), `.to(torch.float16)`, `.to(other_tensor)` and `.to(dtype=...)`\n"
     "alone; factories that already pass `device=` (even `device=\"cpu\"`), `out=`, `pin_memory=`\n"
     "(a pinned staging buffer is deliberate), `generator=` (a host generator cannot draw on the GPU)\n"
     "or `**kwargs` (they may carry `device=`); moves with `*args`/`**kwargs`; `*_like` factories (they follow their input's device); a move after some other\n"
@@ -105,38 +110,9 @@ static bool has_dictionary_splat(TSNode call) {
     return false;
 }
 
-/* the text of a string literal says device `prefix` ("cuda", "cpu") */
-static bool string_starts(const RuleContext *ctx, TSNode s, const char *prefix) {
-    const char *t = py_text_ptr(ctx->py, s);
-    size_t len = py_text_len(s), i = 0, n = strlen(prefix);
-    while (i < len && t[i] != '"' && t[i] != '\'') i++; /* f, r, b prefixes */
-    while (i < len && (t[i] == '"' || t[i] == '\'')) i++;
-    return len - i >= n && strncmp(t + i, prefix, n) == 0;
-}
+static bool bound_to_other_device(const RuleContext *ctx, TSNode expr) { return py_device_not_cuda(ctx->py, expr); }
 
-/* the code shows the device is not CUDA: `dev = "cpu"`, `dev = torch.device("cpu")` */
-static bool bound_to_other_device(const RuleContext *ctx, TSNode expr, int depth) {
-    if (depth > 8 || ts_node_is_null(expr)) return false;
-    if (py_is(expr, "string")) return !string_starts(ctx, expr, "cuda");
-    if (py_is(expr, "call")) {
-        static const char *const device_ctor[] = {"torch.device", NULL};
-        TSNode arg = py_call_positional(expr, 0);
-        return py_callee_is_any(ctx->py, expr, device_ctor) && py_is(arg, "string") &&
-               !string_starts(ctx, arg, "cuda");
-    }
-    if (py_is(expr, "identifier")) {
-        TSNode value = {0};
-        if (py_binding_before(ctx->py, expr, py_text_ptr(ctx->py, expr), py_text_len(expr), ts_node_start_byte(expr),
-                              &value) != BINDING_ASSIGNMENT)
-            return false;
-        return bound_to_other_device(ctx, value, depth + 1);
-    }
-    return false;
-}
-
-static bool is_cuda_device(const RuleContext *ctx, TSNode expr) {
-    return !ts_node_is_null(expr) && py_is_device_expr(ctx->py, expr) && !bound_to_other_device(ctx, expr, 0);
-}
+static bool is_cuda_device(const RuleContext *ctx, TSNode expr) { return py_is_cuda_device(ctx->py, expr); }
 
 static bool is_false(const RuleContext *ctx, TSNode n) { return py_text_eq(ctx->py, n, "False"); }
 
@@ -198,7 +174,7 @@ static bool read_move(const RuleContext *ctx, TSNode call, TSNode *receiver, Mov
             m->device = (TSNode){0};
             return true;
         }
-        return !bound_to_other_device(ctx, m->device, 0);
+        return !bound_to_other_device(ctx, m->device);
     }
     return is_cuda_device(ctx, m->device);
 }

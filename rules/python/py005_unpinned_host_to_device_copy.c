@@ -25,7 +25,8 @@ static const char documentation[] =
     "or with `*args`/`**kwargs` (they may carry it); loops whose batches never go to the GPU; moves\n"
     "of models, of parameters or of anything that does not come from the batch (`x.float()` makes a\n"
     "new, unpinned tensor); moves outside the loop; moves to the host or to a device the code shows\n"
-    "is not CUDA (`.to(\"cpu\")`, `dev = torch.device(\"mps\")`); `.to(dtype)`; moves with\n"
+    "is not CUDA (`.to(\"cpu\")`, `dev = torch.device(\"mps\")`, a name that every if/else arm binds to\n"
+    "the CPU; one that an arm binds to `torch.accelerator.current_accelerator()` is the GPU); `.to(dtype)`; moves with\n"
     "`non_blocking=` already. Copies without `non_blocking=True` are only flagged in loops over a\n"
     "loader bound in this file (a loop over a function parameter could iterate anything), not when\n"
     "the loader says `pin_memory=False`, and not for a move of the whole batch object\n"
@@ -142,110 +143,17 @@ static bool visit_collect_call(TSNode n, void *data) {
 }
 
 typedef struct {
-    TSNode *names; /* left sides of `name = "str"`, `name = torch.device(...)`, `name = other_name` */
-    size_t count, capacity;
-    bool collected;
-    bool failed;
-} DeviceNames;
-
-typedef struct {
     RuleContext *ctx;
     Marks marks;        /* DataLoader calls whose batches go to the GPU */
     Marks gpu_datasets; /* DataLoader calls whose dataset is on the GPU already */
     Marks host_datasets;
     CallSites sites;
-    DeviceNames device_names;
 } State;
 
 /* ---- devices ------------------------------------------------------------ */
 
-static bool string_starts(const RuleContext *ctx, TSNode s, const char *prefix) {
-    const char *t = py_text_ptr(ctx->py, s);
-    size_t len = py_text_len(s), i = 0, n = strlen(prefix);
-    while (i < len && t[i] != '"' && t[i] != '\'') i++; /* f, r, b prefixes */
-    while (i < len && (t[i] == '"' || t[i] == '\'')) i++;
-    return len - i >= n && strncmp(t + i, prefix, n) == 0;
-}
-
-typedef struct {
-    const RuleContext *ctx;
-    DeviceNames *names;
-} DeviceNameSearch;
-
-/* the right sides bound_to_other_device can accept */
-static bool may_be_other_device(const RuleContext *ctx, TSNode right) {
-    static const char *const device_ctor[] = {"torch.device", NULL};
-    if (py_is(right, "identifier")) return true;
-    if (py_is(right, "string")) return !string_starts(ctx, right, "cuda");
-    if (!py_is(right, "call") || !py_callee_is_any(ctx->py, right, device_ctor)) return false;
-    TSNode arg = py_call_positional(right, 0);
-    return py_is(arg, "string") && !string_starts(ctx, arg, "cuda");
-}
-
-static bool visit_device_name(TSNode n, void *data) {
-    DeviceNameSearch *search = data;
-    DeviceNames *names = search->names;
-    if (names->failed) return false;
-    TSNode left = {0}, right = {0};
-    if (py_is(n, "assignment")) {
-        left = ts_node_child_by_field_name(n, "left", 4);
-        right = ts_node_child_by_field_name(n, "right", 5);
-    } else if (py_is(n, "named_expression")) {
-        left = ts_node_child_by_field_name(n, "name", 4);
-        right = ts_node_child_by_field_name(n, "value", 5);
-    }
-    right = unparenthesize(right);
-    if (!py_is(left, "identifier") || !may_be_other_device(search->ctx, right)) return true;
-    if (names->count == names->capacity) {
-        size_t cap = names->capacity ? names->capacity * 2 : 32;
-        TSNode *grown = realloc(names->names, cap * sizeof *grown);
-        if (!grown) {
-            names->failed = true;
-            return false;
-        }
-        names->names = grown;
-        names->capacity = cap;
-    }
-    names->names[names->count++] = left;
-    return true;
-}
-
-/* Some assignment in the file could bind the name to a device literal: only
- * then is the (whole-module) binding search worth doing. */
-static bool may_name_other_device(State *st, TSNode id) {
-    DeviceNames *names = &st->device_names;
-    if (!names->collected) {
-        names->collected = true;
-        DeviceNameSearch search = {st->ctx, names};
-        py_walk(ts_tree_root_node(st->ctx->py->tree), visit_device_name, &search);
-    }
-    if (names->failed) return true;
-    for (size_t i = 0; i < names->count; i++)
-        if (py_same_text(st->ctx->py, names->names[i], id)) return true;
-    return false;
-}
-
 /* the code shows the device is not CUDA: `dev = "cpu"`, `dev = torch.device("mps")` */
-static bool bound_to_other_device(State *st, TSNode expr, int depth) {
-    const RuleContext *ctx = st->ctx;
-    if (depth > 8 || ts_node_is_null(expr)) return false;
-    if (py_is(expr, "string")) return !string_starts(ctx, expr, "cuda");
-    if (py_is(expr, "call")) {
-        static const char *const device_ctor[] = {"torch.device", NULL};
-        TSNode arg = py_call_positional(expr, 0);
-        return py_callee_is_any(ctx->py, expr, device_ctor) && py_is(arg, "string") &&
-               !string_starts(ctx, arg, "cuda");
-    }
-    if (py_is(expr, "identifier")) {
-        if (!may_name_other_device(st, expr)) return false;
-        TSNode value = {0};
-        if (py_binding_before(ctx->py, expr, py_text_ptr(ctx->py, expr), py_text_len(expr), ts_node_start_byte(expr),
-                              &value) != BINDING_ASSIGNMENT)
-            return false;
-        return bound_to_other_device(st, value, depth + 1);
-    }
-    return false;
-}
+static bool bound_to_other_device(State *st, TSNode expr) { return py_device_not_cuda(st->ctx->py, expr); }
 
 typedef struct {
     TSNode receiver;
@@ -272,8 +180,8 @@ static bool read_move_syntax(const RuleContext *ctx, TSNode call, Move *m) {
 /* The move goes to a CUDA device (may look up bindings: call it last). */
 static bool move_targets_cuda(State *st, const Move *m) {
     if (m->cuda_method)
-        return ts_node_is_null(m->device) || py_is(m->device, "integer") || !bound_to_other_device(st, m->device, 0);
-    return py_is_device_expr(st->ctx->py, m->device) && !bound_to_other_device(st, m->device, 0);
+        return ts_node_is_null(m->device) || py_is(m->device, "integer") || !bound_to_other_device(st, m->device);
+    return py_is_device_expr(st->ctx->py, m->device) && !bound_to_other_device(st, m->device);
 }
 
 static bool read_move(State *st, TSNode call, Move *m) {
@@ -292,7 +200,7 @@ typedef struct {
 
 static bool keyword_device_is_cuda(State *st, TSNode call) {
     TSNode dev = py_call_keyword(st->ctx->py, call, "device");
-    return !ts_node_is_null(dev) && py_is_device_expr(st->ctx->py, dev) && !bound_to_other_device(st, dev, 0);
+    return !ts_node_is_null(dev) && py_is_device_expr(st->ctx->py, dev) && !bound_to_other_device(st, dev);
 }
 
 /* an identifier read as a value: not `torch` in `torch.randn`, not the callee
@@ -319,7 +227,7 @@ static bool visit_gpu_data(TSNode n, void *data) {
         for (uint32_t i = 0; i < count && i < 16; i++) {
             TSNode a = py_call_positional(n, i);
             if ((py_is(a, "identifier") || py_is(a, "attribute")) && py_is_device_expr(s->ctx->py, a) &&
-                !bound_to_other_device(s->st, a, 0)) {
+                !bound_to_other_device(s->st, a)) {
                 s->found = true;
                 return false;
             }
@@ -784,12 +692,11 @@ static void check(RuleContext *ctx) {
     TSNode root = ts_tree_root_node(ctx->py->tree);
     py_walk(root, visit_loop, &st);
     if (st.marks.count) py_walk(root, visit_loader, &st);
-    if (st.device_names.failed || st.sites.failed) ctx->out_of_memory = true;
+    if (st.sites.failed) ctx->out_of_memory = true;
     free(st.marks.starts);
     free(st.gpu_datasets.starts);
     free(st.host_datasets.starts);
     free(st.sites.calls);
-    free(st.device_names.names);
 }
 
 const Rule rule_py005_unpinned_host_to_device_copy = {

@@ -4,8 +4,10 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "rule.h"
+#include "../../analysis/python_index.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -24,8 +26,11 @@ static const char documentation[] =
     "softmax of `q @ k^T` (or is changed in between, e.g. by a head mask), scores changed by\n"
     "anything else than a scale and a mask (soft-capping, relative-position tricks that are not\n"
     "additive), functions that also call `scaled_dot_product_attention` (a deliberate fallback\n"
-    "path), and code that uses the attention weights elsewhere (returned, stored, logged):\n"
-    "the fused kernel does not return them.\n"
+    "path), code that uses the attention weights elsewhere (returned, stored, logged):\n"
+    "the fused kernel does not return them, a reference written out on purpose to test or time a\n"
+    "fused kernel against (a function or class named naive, unfused, manual, reference, ref,\n"
+    "baseline, eager, vanilla or slow), and q or k split off the last dimension\n"
+    "(`q, k, v = qkv.unbind(-1)`: no head dimension, not the (..., L, E) layout the kernel takes).\n"
     "\n"
     "## Why is this slow?\n"
     "Written out, attention runs as four or five kernels (matmul, scale, mask, softmax, matmul)\n"
@@ -1149,6 +1154,51 @@ static void add_fix(RuleContext *ctx, Finding *f, const Match *m) {
 
 /* ---- the check ------------------------------------------------------------ */
 
+/* a word of a snake_case or CamelCase name, compared without case */
+static bool name_has_word(const char *name, size_t len, const char *word) {
+    size_t wl = strlen(word);
+    for (size_t i = 0; i + wl <= len; i++) {
+        bool starts = i == 0 || name[i - 1] == '_' || (isupper((unsigned char)name[i]) && islower((unsigned char)name[i - 1]));
+        size_t e = i + wl;
+        bool ends = e == len || name[e] == '_' || isupper((unsigned char)name[e]);
+        if (starts && ends && strncasecmp(name + i, word, wl) == 0) return true;
+    }
+    return false;
+}
+
+/* The attention is written out on purpose: a reference or baseline to test or
+ * time a fused kernel against (`def naive_attention`, `def unfused_standard_attn`,
+ * `def manual_attn`, `class ReferenceAttention`). */
+static bool deliberate_reference(const PySource *src, TSNode n) {
+    static const char *const words[] = {"naive", "unfused", "manual", "reference", "ref", "baseline", "eager",
+                                        "vanilla", "slow", NULL};
+    for (TSNode scope = py_index_enclosing_scope(src, n); !ts_node_is_null(scope);
+         scope = py_index_enclosing_scope(src, scope)) {
+        TSNode name = ts_node_child_by_field_name(scope, "name", 4);
+        if (ts_node_is_null(name)) continue;
+        for (size_t i = 0; words[i]; i++)
+            if (name_has_word(py_text_ptr(src, name), py_text_len(name), words[i])) return true;
+    }
+    return false;
+}
+
+/* `q, k, v = qkv.unbind(-1)`: vectors split off the last dimension have no
+ * head dimension, so they are not in the (..., L, E) layout the fused kernel takes */
+static bool split_off_last_dim(const Match *m, TSNode t) {
+    if (!py_is(t, "identifier")) return false;
+    TSNode value = {0};
+    if (py_binding_before(m->src, t, py_text_ptr(m->src, t), py_text_len(t), ts_node_start_byte(t), &value) !=
+        BINDING_OTHER)
+        return false;
+    TSNode recv;
+    if (!method_call(m->src, value, "unbind", &recv) && !method_call(m->src, value, "chunk", &recv) &&
+        !method_call(m->src, value, "split", &recv))
+        return false;
+    TSNode dim = py_call_keyword(m->src, value, "dim");
+    if (ts_node_is_null(dim)) dim = py_call_positional(value, method_call(m->src, value, "unbind", &recv) ? 0 : 1);
+    return !ts_node_is_null(dim) && is_minus_one(m->src, dim);
+}
+
 static bool visit(TSNode n, void *data) {
     State *st = data;
     RuleContext *ctx = st->ctx;
@@ -1175,7 +1225,8 @@ static bool visit(TSNode n, void *data) {
     m->scope = scope;
     m->final_node = n;
     m->v = v;
-    if (parse_probs(m, p)) {
+    if (parse_probs(m, p) && !deliberate_reference(src, n) && !split_off_last_dim(m, m->q) &&
+        !split_off_last_dim(m, m->k)) {
         UseSearch use = {.m = m};
         py_walk(m->scope, visit_use, &use);
         if (!use.used) {

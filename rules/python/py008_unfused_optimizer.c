@@ -27,6 +27,11 @@ static const char documentation[] =
     "other optimizers (Adagrad, RMSprop, ...: fused support is missing or CPU-only),\n"
     "classes of the same name defined in the file, and files that never mention CUDA or a\n"
     "device. `capturable=True` is compatible with `fused=True` and is still flagged.\n"
+    "Not flagged either: an optimizer over the parameters of a model that the code builds and\n"
+    "never moves to a device (no `.cuda()`, `.to(device)`, `fabric.setup(model)`, `DDP(model)`, ...:\n"
+    "its parameters stay in host memory), and one whose step torch.compile already compiles\n"
+    "(`torch.compile(optimizer.step)`, or a compiled function that calls `optimizer.step()`), where\n"
+    "Inductor generates fused kernels for the update itself.\n"
     "\n"
     "## Example\n"
     "```python\n"
@@ -74,6 +79,161 @@ static bool is_shadowed(const PySource *src, TSNode callee) {
     return !ts_node_is_null(py_index_top_level(src, py_text_ptr(src, id), py_text_len(id)));
 }
 
+/* ---- the parameters' model ---------------------------------------------- */
+
+/* The model whose parameters the optimizer is given, when the code shows it:
+ * `model.parameters()`, `[p for p in model.parameters() if ...]`,
+ * `[{"params": ...}, ...]`, `list(a.parameters()) + list(b.parameters())`,
+ * `param_groups(model, wd)`, a name bound to one of these. */
+static TSNode params_model(const PySource *src, TSNode e, int depth) {
+    TSNode null = {0};
+    if (ts_node_is_null(e) || depth > 8) return null;
+    if (py_is(e, "parenthesized_expression")) return params_model(src, ts_node_named_child(e, 0), depth + 1);
+    if (py_is(e, "identifier")) {
+        TSNode value = {0};
+        if (py_binding_before(src, e, py_text_ptr(src, e), py_text_len(e), ts_node_start_byte(e), &value) !=
+            BINDING_ASSIGNMENT)
+            return null;
+        return params_model(src, value, depth + 1);
+    }
+    if (py_is(e, "binary_operator")) return params_model(src, ts_node_child_by_field_name(e, "left", 4), depth + 1);
+    if (py_is(e, "list_comprehension") || py_is(e, "generator_expression")) {
+        uint32_t n = ts_node_named_child_count(e);
+        for (uint32_t i = 0; i < n; i++) {
+            TSNode c = ts_node_named_child(e, i);
+            if (py_is(c, "for_in_clause")) return params_model(src, ts_node_child_by_field_name(c, "right", 5), depth + 1);
+        }
+        return null;
+    }
+    if (py_is(e, "list") || py_is(e, "tuple")) {
+        TSNode first = ts_node_named_child(e, 0);
+        if (py_is(first, "dictionary")) { /* [{"params": ...}, ...] */
+            uint32_t n = ts_node_named_child_count(first);
+            for (uint32_t i = 0; i < n; i++) {
+                TSNode pair = ts_node_named_child(first, i);
+                TSNode key = ts_node_child_by_field_name(pair, "key", 3);
+                if (py_is(pair, "pair") && py_is(key, "string") && py_text_len(key) >= 8 &&
+                    memcmp(py_text_ptr(src, key) + 1, "params", 6) == 0)
+                    return params_model(src, ts_node_child_by_field_name(pair, "value", 5), depth + 1);
+            }
+        }
+        return null;
+    }
+    if (!py_is(e, "call")) return null;
+    TSNode recv;
+    if (py_method_call(src, e, "parameters", &recv) || py_method_call(src, e, "named_parameters", &recv))
+        return recv;
+    TSNode fn = ts_node_child_by_field_name(e, "function", 8);
+    if (py_is(fn, "identifier") && (py_text_eq(src, fn, "list") || py_text_eq(src, fn, "filter")))
+        return params_model(src, py_call_positional(e, py_text_eq(src, fn, "filter") ? 1 : 0), depth + 1);
+    /* param_groups_weight_decay(model, wd): a helper handed the model */
+    TSNode first = py_call_positional(e, 0);
+    if (py_is(first, "identifier") && py_is_module_instance(src, first)) return first;
+    return null;
+}
+
+/* ---- a compiled step ------------------------------------------------------ */
+
+static bool is_compile_call(const PySource *src, TSNode call) {
+    static const char *const compile[] = {"torch.compile", NULL};
+    return py_is(call, "call") && py_callee_is_any(src, call, compile);
+}
+
+/* the function's body calls `.step()` on the optimizer's name, or on a
+ * parameter that a call of the function is handed the optimizer for */
+typedef struct {
+    const PySource *src;
+    TSNode optimizer; /* the name the optimizer is bound to */
+    bool on_name, on_parameter;
+} StepSearch;
+
+static bool visit_step(TSNode n, void *data) {
+    StepSearch *s = data;
+    TSNode recv;
+    if (!py_method_call(s->src, n, "step", &recv)) return true;
+    if (py_same_text(s->src, recv, s->optimizer)) s->on_name = true;
+    else if (py_is(recv, "identifier") &&
+             py_binding_before(s->src, recv, py_text_ptr(s->src, recv), py_text_len(recv), ts_node_start_byte(recv),
+                               NULL) == BINDING_PARAMETER)
+        s->on_parameter = true;
+    return true;
+}
+
+static bool handed_optimizer(const PySource *src, TSNode def, TSNode optimizer) {
+    TSNode name = ts_node_child_by_field_name(def, "name", 4);
+    size_t count;
+    const TSNode *calls = py_index_calls(src, py_text_ptr(src, name), py_text_len(name), &count);
+    for (size_t i = 0; i < count && i < 64; i++) {
+        TSNode args = py_call_arguments(calls[i]);
+        uint32_t n = ts_node_named_child_count(args);
+        for (uint32_t k = 0; k < n; k++) {
+            TSNode a = ts_node_named_child(args, k);
+            if (py_is(a, "keyword_argument")) a = ts_node_child_by_field_name(a, "value", 5);
+            if (!ts_node_is_null(a) && py_same_text(src, a, optimizer)) return true;
+        }
+    }
+    return false;
+}
+
+static bool def_steps(const PySource *src, TSNode def, TSNode optimizer) {
+    if (!py_is(def, "function_definition")) return false;
+    StepSearch s = {src, optimizer, false, false};
+    py_walk(ts_node_child_by_field_name(def, "body", 4), visit_step, &s);
+    return s.on_name || (s.on_parameter && handed_optimizer(src, def, optimizer));
+}
+
+typedef struct {
+    const PySource *src;
+    TSNode optimizer;
+    bool found;
+} CompiledSearch;
+
+/* `torch.compile(optimizer.step)`, `torch.compile(train_step)` or
+ * `@torch.compile def train_step(...)` whose body calls `optimizer.step()` */
+static bool visit_compiled(TSNode n, void *data) {
+    CompiledSearch *s = data;
+    if (s->found) return false;
+    if (is_compile_call(s->src, n)) {
+        TSNode arg = py_call_positional(n, 0);
+        if (py_is(arg, "attribute") && py_text_eq(s->src, ts_node_child_by_field_name(arg, "attribute", 9), "step")) {
+            if (py_same_text(s->src, ts_node_child_by_field_name(arg, "object", 6), s->optimizer)) s->found = true;
+        } else if (py_is(arg, "identifier")) {
+            TSNode def = py_index_top_level(s->src, py_text_ptr(s->src, arg), py_text_len(arg));
+            if (def_steps(s->src, def, s->optimizer)) s->found = true;
+        }
+    } else if (py_is(n, "decorated_definition")) {
+        TSNode def = ts_node_child_by_field_name(n, "definition", 10);
+        uint32_t c = ts_node_named_child_count(n);
+        for (uint32_t i = 0; i < c && !s->found; i++) {
+            TSNode d = ts_node_named_child(n, i);
+            if (!py_is(d, "decorator")) continue;
+            TSNode e = ts_node_named_child(d, 0);
+            char q[PY_NAME_MAX];
+            bool compiled = is_compile_call(s->src, e) ||
+                            (py_qualified_name(s->src, e, q, sizeof q) && strcmp(q, "torch.compile") == 0);
+            if (compiled && def_steps(s->src, def, s->optimizer)) s->found = true;
+        }
+    }
+    return !s->found;
+}
+
+/* the name (or self.attribute) the optimizer is assigned to */
+static TSNode assigned_name(TSNode call) {
+    TSNode null = {0};
+    TSNode parent = ts_node_parent(call);
+    if (!py_is(parent, "assignment")) return null;
+    TSNode left = ts_node_child_by_field_name(parent, "left", 4);
+    return (py_is(left, "identifier") || py_is(left, "attribute")) ? left : null;
+}
+
+static bool step_is_compiled(const PySource *src, TSNode call) {
+    TSNode name = assigned_name(call);
+    if (ts_node_is_null(name)) return false;
+    CompiledSearch s = {src, name, false};
+    py_walk(ts_tree_root_node(src->tree), visit_compiled, &s);
+    return s.found;
+}
+
 static bool visit(TSNode n, void *data) {
     RuleContext *ctx = data;
     if (!py_is(n, "call") || !py_callee_is_any(ctx->py, n, optimizer_names)) return true;
@@ -85,6 +245,13 @@ static bool visit(TSNode n, void *data) {
     if (!ts_node_is_null(differentiable) && !text_is(ctx->py, differentiable, "False")) return true;
     TSNode callee = ts_node_child_by_field_name(n, "function", 8);
     if (is_shadowed(ctx->py, callee)) return true;
+    /* parameters the code keeps in host memory: fused= is for device parameters */
+    TSNode params = py_call_positional(n, 0);
+    if (ts_node_is_null(params)) params = py_call_keyword(ctx->py, n, "params");
+    TSNode owner = params_model(ctx->py, params, 0);
+    if (!ts_node_is_null(owner) && py_module_stays_on_host(ctx->py, owner)) return true;
+    /* a step that torch.compile already turns into fused kernels */
+    if (step_is_compiled(ctx->py, n)) return true;
     char name[PY_NAME_MAX];
     py_callee_name(ctx->py, n, name, sizeof name);
     const char *short_name = strrchr(name, '.');
