@@ -2,6 +2,7 @@
 #include "python_facts.h"
 
 #include "python_index.h"
+#include "python_workspace.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -272,6 +273,7 @@ static bool parameter_is_tensor_by_callers(const PySource *src, TSNode param, in
  * returns a tensor. A workspace index (a model class defined in another
  * file) can add to these; each entry point below is one function. */
 
+static unsigned workspace_call_kinds(const PySource *src, TSNode fn);
 static bool local_backward_target(const PySource *src, TSNode id);
 static bool local_trained_callable(const PySource *src, TSNode id);
 static bool local_call_returns_tensor(const PySource *src, TSNode call, int index, int depth);
@@ -754,7 +756,10 @@ static bool local_tuple_element_is_tensor(const PySource *src, TSNode id, TSNode
     }
     if (index < 0) return false;
     if (local_tensor_tuple(src, value, depth + 1)) return true;
-    return py_is(value, "call") && local_call_returns_tensor(src, value, index, depth + 1);
+    if (!py_is(value, "call")) return false;
+    /* a function of another module whose returns are all tensors or tuples of them */
+    if (workspace_call_kinds(src, ts_node_child_by_field_name(value, "function", 8)) & PY_VALUE_TENSOR) return true;
+    return local_call_returns_tensor(src, value, index, depth + 1);
 }
 
 /* ---- where a model's parameters live ----------------------------------- */
@@ -867,6 +872,70 @@ static bool local_iterates_tensor(const PySource *src, TSNode id, TSNode iterabl
 
 /* ---- end of local inference ------------------------------------------- */
 
+/* ---- facts from the project's other modules (python_workspace.h) ---------
+ * Asked only when this file's own code does not tell: a model class, a
+ * function returning tensors, a device or optimizer that another module of
+ * the project defines and this one imports. Without a workspace (a file
+ * checked on its own) every answer is "don't know". */
+
+/* `models.resnet50` as written (an identifier or attribute chain) */
+static bool spelled_dotted(const PySource *src, TSNode n, char *buf, size_t size, size_t *used, int depth) {
+    if (depth > 16) return false;
+    if (py_is(n, "identifier")) {
+        size_t len = py_text_len(n);
+        if (*used + len + 1 >= size) return false;
+        memcpy(buf + *used, py_text_ptr(src, n), len);
+        *used += len;
+        buf[*used] = '\0';
+        return true;
+    }
+    if (!py_is(n, "attribute") ||
+        !spelled_dotted(src, ts_node_child_by_field_name(n, "object", 6), buf, size, used, depth + 1))
+        return false;
+    if (*used + 2 >= size) return false;
+    buf[(*used)++] = '.';
+    buf[*used] = '\0';
+    return spelled_dotted(src, ts_node_child_by_field_name(n, "attribute", 9), buf, size, used, depth + 1);
+}
+
+static bool has_workspace(const PySource *src) { return src->workspace && src->module; }
+
+/* what calling fn gives, by the workspace */
+static unsigned workspace_call_kinds(const PySource *src, TSNode fn) {
+    char spelled[PY_NAME_MAX];
+    size_t used = 0;
+    if (!has_workspace(src) || !spelled_dotted(src, fn, spelled, sizeof spelled, &used, 0)) return 0;
+    return py_workspace_call_kinds(src->workspace, src->module, spelled);
+}
+
+/* what `recv.method(...)` gives when recv holds an instance of a class of the
+ * workspace (`loader = Loader(); loader.next_batch()`) */
+static unsigned workspace_method_kinds(const PySource *src, TSNode recv, TSNode method) {
+    if (!has_workspace(src) || !py_is(recv, "identifier")) return 0;
+    TSNode value;
+    if (!identifier_value(src, recv, &value, NULL) || !py_is(value, "call")) return 0;
+    char cls[PY_NAME_MAX], name[64];
+    size_t used = 0, len = py_text_len(method);
+    if (!spelled_dotted(src, ts_node_child_by_field_name(value, "function", 8), cls, sizeof cls, &used, 0) ||
+        len >= sizeof name)
+        return 0;
+    memcpy(name, py_text_ptr(src, method), len);
+    name[len] = '\0';
+    return py_workspace_method_kinds(src->workspace, src->module, cls, name);
+}
+
+/* what a name this file does not bind holds (`from config import device`) */
+static unsigned workspace_name_kinds(const PySource *src, TSNode expr) {
+    char spelled[PY_NAME_MAX];
+    size_t used = 0;
+    if (!has_workspace(src) || !spelled_dotted(src, expr, spelled, sizeof spelled, &used, 0)) return 0;
+    if (py_is(expr, "identifier") &&
+        py_binding_before(src, expr, py_text_ptr(src, expr), py_text_len(expr), ts_node_start_byte(expr), NULL) !=
+            BINDING_NONE)
+        return 0;
+    return py_workspace_name_kinds(src->workspace, src->module, spelled);
+}
+
 static bool is_tensor_at(const PySource *src, TSNode expr, int depth) {
     if (ts_node_is_null(expr) || depth > MAX_DEPTH) return false;
     const char *type = ts_node_type(expr);
@@ -890,11 +959,13 @@ static bool is_tensor_at(const PySource *src, TSNode expr, int depth) {
                 py_call_positional_count(expr) == 0 && ts_node_is_null(py_call_keyword(src, expr, "dim")))
                 return is_tensor_at(src, recv, depth + 1);
             if (in_list(m, non_tensor_methods)) return false;
-            return is_tensor_at(src, recv, depth + 1);
+            if (is_tensor_at(src, recv, depth + 1)) return true;
+            /* `data.get_batch(...)`, `loader.next_batch()` of the project's other modules */
+            return ((workspace_call_kinds(src, fn) | workspace_method_kinds(src, recv, method)) & PY_VALUE_TENSOR) != 0;
         }
         return is_module_at(src, fn, depth + 1) /* model(x), criterion(out, y) */ ||
                local_callee_is_tensor_function(src, fn) || local_loss_function_call(src, expr, depth) ||
-               local_call_returns_tensor(src, expr, -1, depth);
+               local_call_returns_tensor(src, expr, -1, depth) || (workspace_call_kinds(src, fn) & PY_VALUE_TENSOR);
     }
     if (strcmp(type, "identifier") == 0) {
         TSNode value;
@@ -908,6 +979,8 @@ static bool is_tensor_at(const PySource *src, TSNode expr, int depth) {
         } else if (kind == BINDING_LOOP_TARGET) {
             /* `for row in t` / `[x.item() for x in t]`: iterating a tensor gives tensors */
             return local_iterates_tensor(src, expr, value, depth);
+        } else if (kind == BINDING_NONE && (workspace_name_kinds(src, expr) & PY_VALUE_TENSOR)) {
+            return true;
         }
         return local_backward_target(src, expr);
     }
@@ -977,7 +1050,7 @@ static bool is_module_at(const PySource *src, TSNode expr, int depth) {
     if (py_is(expr, "identifier")) {
         TSNode value;
         if (identifier_value(src, expr, &value, NULL) && is_module_at(src, value, depth + 1)) return true;
-        return local_trained_callable(src, expr);
+        return local_trained_callable(src, expr) || (workspace_name_kinds(src, expr) & PY_VALUE_MODULE);
     }
     if (!py_is(expr, "call")) return false;
     char q[PY_NAME_MAX];
@@ -1003,7 +1076,8 @@ static bool is_module_at(const PySource *src, TSNode expr, int depth) {
         m[len] = '\0';
         if (in_list(m, keeps_module)) return is_module_at(src, ts_node_child_by_field_name(fn, "object", 6), depth + 1);
     }
-    return false;
+    /* a model class, or a function building one, of the project's other modules */
+    return (workspace_call_kinds(src, fn) & PY_VALUE_MODULE) != 0;
 }
 
 bool py_is_module_instance(const PySource *src, TSNode expr) { return is_module_at(src, expr, 0); }
@@ -1017,8 +1091,10 @@ static bool is_optimizer_at(const PySource *src, TSNode expr, int depth) {
     if (!py_is(expr, "call")) return false;
     char q[PY_NAME_MAX];
     if (!py_callee_name(src, expr, q, sizeof q)) return false;
-    return starts_with(q, "torch.optim.") && !starts_with(q, "torch.optim.lr_scheduler.") &&
-           isupper((unsigned char)last_component(q)[0]);
+    if (starts_with(q, "torch.optim.") && !starts_with(q, "torch.optim.lr_scheduler.") &&
+        isupper((unsigned char)last_component(q)[0]))
+        return true;
+    return (workspace_call_kinds(src, ts_node_child_by_field_name(expr, "function", 8)) & PY_VALUE_OPTIMIZER) != 0;
 }
 
 bool py_is_optimizer(const PySource *src, TSNode expr) { return is_optimizer_at(src, expr, 0); }
@@ -1085,7 +1161,7 @@ static bool is_device_at(const PySource *src, TSNode expr, int depth) {
         size_t n = py_reaching_bindings(src, expr, reach, MAX_REACHING);
         for (size_t i = 0; i < n; i++)
             if (reach[i].kind == BINDING_ASSIGNMENT && is_device_at(src, reach[i].value, depth + 1)) return true;
-        return false;
+        return n == 0 && (workspace_name_kinds(src, expr) & PY_VALUE_DEVICE); /* `from config import gpu` */
     }
     return false;
 }
