@@ -744,3 +744,15 @@ unsigned py_workspace_uses_of(const PyWorkspaceView *v, const PyModuleFacts *mod
     }
     return uses;
 }
+
+void py_workspace_attach(PySource *src, const PyWorkspaceView *view) {
+    src->workspace = view;
+    src->module = view && src->doc->path ? py_workspace_module(view, src->doc->path) : NULL;
+    if (!src->module || src->uses_gpu) return;
+    const PyModuleFacts *m = src->module;
+    for (size_t i = 0; i < m->import_count && !src->uses_gpu; i++) {
+        unsigned kinds = py_workspace_name_kinds(view, m, m->imports[i].local) |
+                         py_workspace_call_kinds(view, m, m->imports[i].local);
+        if (kinds & PY_VALUE_DEVICE) src->uses_gpu = true;
+    }
+}

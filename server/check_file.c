@@ -74,10 +74,7 @@ static void check_job(void *arg) {
             ws = py ? py_workspaces_for(job->workspaces, job->path) : NULL;
         }
         workspace = ws ? py_workspace_view(ws) : NULL;
-        if (workspace) {
-            py->workspace = workspace;
-            py->module = py_workspace_module(workspace, job->path);
-        }
+        if (workspace) py_workspace_attach(py, workspace);
         ok = engine_check(out->doc, py, cfg, &out->findings, &out->report, error);
     }
     if (ok && view) {

@@ -372,10 +372,7 @@ static void run_pass(void *arg) {
     PyWorkspace *ws = ok && py && !is_cuda ? py_workspaces_for(p->workspaces, d->path) : NULL;
     py_workspace_refresh_if_older(ws, WORKSPACE_REFRESH_SECONDS);
     PyWorkspaceView *view = ws ? py_workspace_view(ws) : NULL;
-    if (py) {
-        py->workspace = view;
-        py->module = view ? py_workspace_module(view, d->path) : NULL;
-    }
+    if (py) py_workspace_attach(py, view);
 
     /* quick pass: only the top-level statement that holds every edit */
     size_t a = 0, b = 0, ua = 0, ub = 0;
@@ -408,8 +405,7 @@ static void run_pass(void *arg) {
         ok = ok && lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, py, NULL, config, findings);
     }
     if (py) {
-        py->workspace = NULL;
-        py->module = NULL;
+        py_workspace_attach(py, NULL);
         if (ok && ws) py_workspace_update(ws, py);
     }
     py_workspace_view_release(view);

@@ -9,7 +9,13 @@
  *
  * A rule whose findings depend on the whole file (one finding per program)
  * can only show its look-alikes as whole files: <CODE>.ok-<what>.py must
- * get no finding of that rule at all. */
+ * get no finding of that rule at all.
+ *
+ * Facts that cross files are shown by small projects,
+ * tests/fixtures/python/workspace/<case>/ (each with a pyproject.toml, so
+ * that it is a project of its own): every .py file there is checked as
+ * `advise check` checks it, with the project's workspace index, and its
+ * `ruleid:`/`ok:` comments are expectations for the rules they name. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <glob.h>
@@ -19,6 +25,7 @@
 
 #include "../analysis/edits.h"
 #include "../rules/engine.h"
+#include "../server/check_file.h"
 
 typedef struct {
     char code[16];
@@ -202,4 +209,104 @@ Test(fixtures, whole_file_look_alikes) {
         free(text);
     }
     globfree(&g);
+}
+
+/* ---- projects: facts that cross files ------------------------------------ */
+
+typedef struct {
+    char code[16];
+    int kind; /* EXPECT_FLAG or EXPECT_OK */
+    size_t line;
+} Expectation;
+
+/* the expectations a file's comments state, for every rule they name */
+static size_t read_expectations(const Document *doc, Expectation *out, size_t max) {
+    size_t count = 0;
+    Expectation pending[8];
+    size_t pending_count = 0;
+    for (size_t line = 0; line < doc->line_count; line++) {
+        size_t a = doc->line_starts[line], b = document_line_end(doc, line);
+        char *l = strndup(doc->text + a, b - a);
+        const char *p = l;
+        while (*p == ' ' || *p == '\t') p++;
+        if (*p == '#') {
+            const char *flag = strstr(p, "ruleid: "), *ok = strstr(p, "ok: ");
+            const char *at = flag ? flag + 8 : ok ? ok + 4 : NULL;
+            if (at && pending_count < 8) {
+                Expectation *e = &pending[pending_count++];
+                snprintf(e->code, sizeof e->code, "%.*s", (int)strcspn(at, " \t,"), at);
+                e->kind = flag ? EXPECT_FLAG : EXPECT_OK;
+            }
+        } else if (*p && pending_count) {
+            for (size_t i = 0; i < pending_count && count < max; i++) {
+                out[count] = pending[i];
+                out[count++].line = line;
+            }
+            pending_count = 0;
+        }
+        free(l);
+    }
+    return count;
+}
+
+Test(fixtures, projects) {
+    char pattern[1024];
+    snprintf(pattern, sizeof pattern, "%s/tests/fixtures/python/workspace/*/", ADVISE_SOURCE_DIR);
+    glob_t cases;
+    cr_assert_eq(glob(pattern, GLOB_ONLYDIR, NULL, &cases), 0, "no projects under tests/fixtures/python/workspace");
+    PyWorkspaces *workspaces = py_workspaces_new();
+    size_t flagged = 0;
+    for (size_t c = 0; c < cases.gl_pathc; c++) {
+        char files_pattern[1200];
+        snprintf(files_pattern, sizeof files_pattern, "%s*.py", cases.gl_pathv[c]);
+        glob_t files;
+        if (glob(files_pattern, 0, NULL, &files) != 0) continue;
+        for (size_t f = 0; f < files.gl_pathc; f++) {
+            const char *path = files.gl_pathv[f];
+            size_t len;
+            char *text = read_file(path, &len);
+            cr_assert_not_null(text);
+            Document *doc = document_new(path, LANGUAGE_PYTHON, text, len);
+            Expectation expect[256];
+            size_t n = read_expectations(doc, expect, 256);
+            Config cfg;
+            config_init(&cfg);
+            for (size_t i = 0; i < n; i++) string_list_add(&cfg.select, expect[i].code);
+            if (n) {
+                CheckedFile checked;
+                char *error = NULL;
+                cr_assert(check_file_text(path, text, len, &cfg, NULL, cases.gl_pathv[c], workspaces, &checked, &error),
+                          "%s: %s", path, error ? error : "?");
+                for (size_t i = 0; i < n; i++) {
+                    bool hit = false;
+                    for (size_t k = 0; k < checked.findings.count; k++) {
+                        const Finding *fi = &checked.findings.items[k];
+                        if (strcmp(fi->code, expect[i].code) == 0 &&
+                            document_line_of(doc, fi->range.start) == expect[i].line)
+                            hit = true;
+                    }
+                    if (expect[i].kind == EXPECT_FLAG) flagged++;
+                    cr_expect(hit == (expect[i].kind == EXPECT_FLAG), "%s:%zu: %s %s", path, expect[i].line + 1,
+                              expect[i].kind == EXPECT_FLAG ? "expected a finding of" : "unexpected finding of",
+                              expect[i].code);
+                }
+                for (size_t k = 0; k < checked.findings.count; k++) { /* nothing the comments do not expect */
+                    const Finding *fi = &checked.findings.items[k];
+                    size_t line = document_line_of(doc, fi->range.start);
+                    bool expected = false;
+                    for (size_t i = 0; i < n; i++)
+                        expected |= expect[i].line == line && strcmp(expect[i].code, fi->code) == 0;
+                    cr_expect(expected, "%s:%zu: unexpected %s finding: %s", path, line + 1, fi->code, fi->message);
+                }
+                checked_file_free(&checked);
+            }
+            config_free(&cfg);
+            document_free(doc);
+            free(text);
+        }
+        globfree(&files);
+    }
+    cr_expect(flagged >= 1, "the projects flag nothing");
+    py_workspaces_free(workspaces);
+    globfree(&cases);
 }
