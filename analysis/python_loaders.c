@@ -4,10 +4,13 @@
 #include <string.h>
 
 #include "python_facts.h"
+#include "python_workspace.h"
 
-/* the analysis's state: the file, and whether memory ran out */
+/* the analysis's state: the file, what counts as a loader, and whether memory ran out */
 typedef struct {
     const PySource *py;
+    PyLoaderPredicate is_loader;
+    void *data;
     bool out_of_memory;
 } LoaderContext;
 
@@ -29,7 +32,14 @@ bool py_is_dataloader_call(const PySource *src, TSNode n) {
     return py_is(n, "call") && py_callee_is_any(src, n, dataloader_names);
 }
 
-static bool is_dataloader_call(const LoaderContext *ctx, TSNode n) { return py_is_dataloader_call(ctx->py, n); }
+static bool is_dataloader_call(const LoaderContext *ctx, TSNode n) {
+    return py_is(n, "call") && ctx->is_loader(ctx->py, n, ctx->data);
+}
+
+static bool dataloader_predicate(const PySource *src, TSNode call, void *data) {
+    (void)data;
+    return py_is_dataloader_call(src, call);
+}
 
 /* ---- the state of one check --------------------------------------------- */
 
@@ -587,26 +597,97 @@ static bool visit_loop(TSNode n, void *data) {
 }
 
 
+static void add_loader(PyGpuLoaders *out, TSNode call, const char *path, unsigned line, bool *oom) {
+    if (out->loader_count % 8 == 0) {
+        PyGpuLoader *grown = realloc(out->loaders, (out->loader_count + 8) * sizeof *grown);
+        if (!grown) {
+            *oom = true;
+            return;
+        }
+        out->loaders = grown;
+    }
+    out->loaders[out->loader_count++] = (PyGpuLoader){call, path, line};
+}
+
+/* ---- loaders another module feeds to the GPU (the workspace index) ---------- */
+
+typedef struct {
+    const PySource *src;
+    PyGpuLoaders *out;
+} ElsewhereSearch;
+
+/* The module-level function that returns this loader (`return DataLoader(...)`,
+ * or `loader = DataLoader(...)` ... `return loader`), or a null node. */
+static TSNode returning_function(const PySource *src, TSNode loader) {
+    TSNode null = {0};
+    TSNode fn = py_enclosing_function(src, loader);
+    TSNode holder = ts_node_parent(fn);
+    if (py_is(holder, "decorated_definition")) holder = ts_node_parent(holder);
+    if (ts_node_is_null(fn) || !py_is(holder, "module")) return null;
+    TSNode parent = ts_node_parent(loader);
+    if (py_is(parent, "return_statement")) return fn;
+    if (!py_is(parent, "assignment") || !py_is(ts_node_child_by_field_name(parent, "left", 4), "identifier"))
+        return null;
+    /* the name it is bound to is what the function returns */
+    TSNode name = ts_node_child_by_field_name(parent, "left", 4);
+    TSNode body = ts_node_child_by_field_name(fn, "body", 4);
+    uint32_t n = ts_node_named_child_count(body);
+    for (uint32_t i = 0; i < n; i++) {
+        TSNode stmt = ts_node_named_child(body, i);
+        TSNode value = ts_node_named_child(stmt, 0);
+        if (py_is(stmt, "return_statement") && py_is(value, "identifier") && py_same_text(src, value, name)) return fn;
+    }
+    return null;
+}
+
+static bool already_listed(const PyGpuLoaders *out, TSNode loader) {
+    for (size_t i = 0; i < out->loader_count; i++)
+        if (ts_node_eq(out->loaders[i].call, loader)) return true;
+    return false;
+}
+
+static bool visit_elsewhere(TSNode n, void *data) {
+    ElsewhereSearch *s = data;
+    if (!py_is_dataloader_call(s->src, n) || already_listed(s->out, n)) return true;
+    TSNode fn = returning_function(s->src, n);
+    TSNode name = ts_node_child_by_field_name(fn, "name", 4);
+    if (ts_node_is_null(name)) return true;
+    char *function = py_text_dup(s->src, name);
+    const PyModuleFacts *where = NULL;
+    unsigned line = 0;
+    unsigned uses = function ? py_workspace_uses_of(s->src->workspace, s->src->module, function, &where, &line) : 0;
+    free(function);
+    if ((uses & PY_USE_GPU_BATCHES) && where)
+        add_loader(s->out, n, py_module_path(where), line, &s->out->out_of_memory);
+    return true;
+}
+
+/* DataLoaders of this file that a function returns and other modules of the
+ * project iterate, moving the batches to the GPU (`make_loader()` in data.py,
+ * its loop in train.py). */
+static void find_loaders_fed_elsewhere(const PySource *src, PyGpuLoaders *out) {
+    if (!src->workspace || !src->module) return;
+    ElsewhereSearch s = {src, out};
+    py_walk(ts_tree_root_node(src->tree), visit_elsewhere, &s);
+}
+
 /* the marked loaders, in source order */
 static bool visit_marked(TSNode n, void *data) {
     State *st = data;
     if (!is_dataloader_call(st->ctx, n) || !is_marked(&st->marks, n)) return true;
-    PyGpuLoaders *out = st->out;
-    if (out->loader_count % 8 == 0) {
-        TSNode *grown = realloc(out->loaders, (out->loader_count + 8) * sizeof *grown);
-        if (!grown) {
-            st->ctx->out_of_memory = true;
-            return false;
-        }
-        out->loaders = grown;
-    }
-    out->loaders[out->loader_count++] = n;
+    add_loader(st->out, n, NULL, 0, &st->ctx->out_of_memory);
     return true;
 }
 
 bool py_gpu_loaders(const PySource *src, PyGpuLoaders *out) {
+    if (!py_gpu_loaders_of(src, dataloader_predicate, NULL, out)) return false;
+    find_loaders_fed_elsewhere(src, out);
+    return !out->out_of_memory;
+}
+
+bool py_gpu_loaders_of(const PySource *src, PyLoaderPredicate is_loader, void *data, PyGpuLoaders *out) {
     memset(out, 0, sizeof *out);
-    LoaderContext ctx = {src, false};
+    LoaderContext ctx = {src, is_loader, data, false};
     State st = {.ctx = &ctx, .out = out};
     TSNode root = ts_tree_root_node(src->tree);
     py_walk(root, visit_loop, &st);

@@ -18,7 +18,15 @@ typedef struct {
 } PyBatchMove;
 
 typedef struct {
-    TSNode *loaders;     /* DataLoader(...) calls whose batches go to the GPU, in source order */
+    TSNode call;          /* the DataLoader(...) call */
+    const char *fed_in;   /* NULL: a loop of this file moves its batches; else the file of another module
+                             (src->workspace) whose loop does, at line fed_line (a string of the workspace view) */
+    unsigned fed_line;
+} PyGpuLoader;
+
+typedef struct {
+    PyGpuLoader *loaders; /* DataLoader(...) calls whose batches go to the GPU: this file's loops first, in
+                             source order, then those other modules feed */
     size_t loader_count;
     PyBatchMove *moves;  /* the moves in loops over those loaders that this file binds (not over parameters) */
     size_t move_count;
@@ -30,6 +38,12 @@ typedef struct {
  * (`DataLoader(TensorDataset(x.cuda(), y.cuda()))`). False only when memory
  * runs out. */
 bool py_gpu_loaders(const PySource *src, PyGpuLoaders *out);
+
+/* The same analysis with another idea of a loader: any call is_loader
+ * accepts (the workspace index asks which calls of other modules' functions
+ * feed the GPU). No loaders fed elsewhere are added. */
+typedef bool (*PyLoaderPredicate)(const PySource *src, TSNode call, void *data);
+bool py_gpu_loaders_of(const PySource *src, PyLoaderPredicate is_loader, void *data, PyGpuLoaders *out);
 void py_gpu_loaders_free(PyGpuLoaders *loaders);
 
 /* The call is `torch.utils.data.DataLoader(...)` (any import spelling). */

@@ -7,6 +7,7 @@
 #include "finding.h"
 #include "python_facts.h"
 #include "python_index.h"
+#include "python_loaders.h"
 #include "python_roles.h"
 #include "python_workspace.h"
 
@@ -20,6 +21,7 @@ typedef struct {
     /* functions whose training role was worked out: start byte -> role bits */
     struct { uint32_t start; unsigned role; } *roles;
     size_t role_count, role_cap;
+    PyGpuLoaders fed; /* calls of imported functions whose results go to the GPU as batches */
 } Extract;
 
 /* makes room for one more item in an array of `count` items (capacity doubles at powers of two) */
@@ -424,190 +426,27 @@ static unsigned function_role(Extract *x, TSNode fn) {
     return role;
 }
 
-/* `batch[0]`, `x.float()`, `inputs["ids"]` -> the identifier at the root */
-static TSNode root_identifier(TSNode n) {
-    for (int depth = 0; depth < 16; depth++) {
-        if (py_is(n, "identifier")) return n;
-        if (py_is(n, "subscript")) n = ts_node_child_by_field_name(n, "value", 5);
-        else if (py_is(n, "attribute")) n = ts_node_child_by_field_name(n, "object", 6);
-        else if (py_is(n, "call")) n = ts_node_child_by_field_name(n, "function", 8);
-        else if (py_is(n, "parenthesized_expression")) n = ts_node_named_child(n, 0);
-        else break;
-    }
-    TSNode null = {0};
-    return null;
-}
-
-typedef struct {
-    const PySource *src;
-    TSNode pattern; /* the loop's target */
-    TSNode body;
-    bool moves;
-} MoveScan;
-
-static bool names_in(const PySource *src, TSNode pattern, TSNode id) {
-    if (py_is(pattern, "identifier")) return py_same_text(src, pattern, id);
-    uint32_t n = ts_node_named_child_count(pattern);
-    for (uint32_t i = 0; i < n; i++)
-        if (names_in(src, ts_node_named_child(pattern, i), id)) return true;
+/* The call is of a function the module imports (by its callee's first name). */
+static bool imports_callee(const PyModuleFacts *m, const char *callee) {
+    size_t head = strcspn(callee, ".");
+    for (size_t i = 0; i < m->import_count; i++)
+        if (strlen(m->imports[i].local) == head && strncmp(m->imports[i].local, callee, head) == 0) return true;
     return false;
 }
 
-/* the identifier is a loop target, or was assigned in the loop from one */
-static bool comes_from_target(const MoveScan *s, TSNode id) {
-    if (ts_node_is_null(id)) return false;
-    if (names_in(s->src, s->pattern, id)) return true;
-    TSNode value;
-    BindingKind k = py_binding_before(s->src, id, py_text_ptr(s->src, id), py_text_len(id), ts_node_start_byte(id),
-                                      &value);
-    if ((k != BINDING_ASSIGNMENT && k != BINDING_OTHER) || ts_node_is_null(value) || !py_is_within(value, s->body))
-        return false;
-    TSNode root = root_identifier(value);
-    return !ts_node_is_null(root) && names_in(s->src, s->pattern, root);
+/* for py_gpu_loaders_of: a call of an imported project function counts as a loader */
+static bool imported_call(const PySource *src, TSNode call, void *data) {
+    Extract *x = data;
+    char *callee = project_callee(src, call);
+    bool yes = callee && imports_callee(x->m, callee);
+    free(callee);
+    return yes;
 }
 
-static bool visit_moves(TSNode n, void *data) {
-    MoveScan *s = data;
-    if (s->moves || py_is(n, "function_definition") || py_is(n, "class_definition")) return false;
-    if (!py_is(n, "call")) return true;
-    TSNode recv;
-    bool move = py_method_call(s->src, n, "cuda", &recv);
-    if (!move && py_method_call(s->src, n, "to", &recv)) {
-        TSNode dev = py_call_positional(n, 0);
-        if (ts_node_is_null(dev)) dev = py_call_keyword(s->src, n, "device");
-        move = !ts_node_is_null(dev) && py_is_device_expr(s->src, dev);
-    }
-    if (move && comes_from_target(s, root_identifier(recv))) s->moves = true;
-    return true;
-}
-
-/* `enumerate(x)`, `tqdm(x)`, `iter(x)` -> x */
-static TSNode unwrap_iterable(const PySource *src, TSNode iter) {
-    static const char *const wrappers[] = {"enumerate", "iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", NULL};
-    for (int depth = 0; depth < 4 && py_is(iter, "call") && py_callee_is_any(src, iter, wrappers); depth++)
-        iter = py_call_positional(iter, 0);
-    return iter;
-}
-
-/* A for loop over `value` (the identifier bound to the call, or the call
- * itself) whose body moves its batches to the GPU. */
-typedef struct {
-    const PySource *src;
-    TSNode scope;    /* where to look */
-    TSNode value;    /* the identifier or call iterated */
-    bool is_name;
-    bool found;
-} LoopSearch;
-
-static bool visit_loops(TSNode n, void *data) {
-    LoopSearch *s = data;
-    if (s->found) return false;
-    if (!py_is(n, "for_statement")) return true;
-    TSNode iter = unwrap_iterable(s->src, ts_node_child_by_field_name(n, "right", 5));
-    bool over = s->is_name ? py_is(iter, "identifier") && py_same_text(s->src, iter, s->value)
-                           : ts_node_eq(iter, s->value);
-    if (!over) return true;
-    TSNode pattern = ts_node_child_by_field_name(n, "left", 4);
-    TSNode body = ts_node_child_by_field_name(n, "body", 4);
-    MoveScan m = {s->src, pattern, body, false};
-    py_walk(body, visit_moves, &m);
-    if (m.moves) s->found = true;
-    return true;
-}
-
-static bool iterated_to_gpu(const PySource *src, TSNode scope, TSNode value, bool is_name) {
-    LoopSearch s = {src, scope, value, is_name, false};
-    py_walk(scope, visit_loops, &s);
-    return s.found;
-}
-
-/* The parameter of fn that receives argument `arg` of `call`, or a null node. */
-static TSNode parameter_for(const PySource *src, TSNode fn, TSNode call, TSNode arg) {
-    TSNode null = {0};
-    TSNode params = ts_node_child_by_field_name(fn, "parameters", 10);
-    TSNode parent = ts_node_parent(arg);
-    if (py_is(parent, "keyword_argument")) {
-        TSNode key = ts_node_child_by_field_name(parent, "name", 4);
-        uint32_t n = ts_node_named_child_count(params);
-        for (uint32_t i = 0; i < n; i++) {
-            TSNode p = ts_node_named_child(params, i);
-            TSNode name = py_is(p, "identifier") ? p : ts_node_child_by_field_name(p, "name", 4);
-            if (py_is(p, "typed_parameter")) name = ts_node_named_child(p, 0);
-            if (py_is(name, "identifier") && py_same_text(src, name, key)) return name;
-        }
-        return null;
-    }
-    uint32_t index = 0, count = py_call_positional_count(call);
-    while (index < count && !ts_node_eq(py_call_positional(call, index), arg)) index++;
-    if (index == count) return null;
-    uint32_t n = ts_node_named_child_count(params), seen = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        TSNode p = ts_node_named_child(params, i);
-        TSNode name = py_is(p, "identifier") ? p : ts_node_child_by_field_name(p, "name", 4);
-        if (py_is(p, "typed_parameter")) name = ts_node_named_child(p, 0);
-        if (!py_is(name, "identifier")) return null; /* *args, **kwargs */
-        if (seen++ == index) return name;
-    }
-    return null;
-}
-
-/* The call's result (bound to `name` in `scope`) is passed to a function of
- * this module that iterates that parameter and moves the batches. */
-typedef struct {
-    Extract *x;
-    TSNode name;
-    bool found;
-} PassSearch;
-
-static bool visit_passes(TSNode n, void *data) {
-    PassSearch *s = data;
-    const PySource *src = s->x->src;
-    if (s->found) return false;
-    if (!py_is(n, "call")) return true;
-    TSNode fn_name = ts_node_child_by_field_name(n, "function", 8);
-    if (!py_is(fn_name, "identifier")) return true;
-    TSNode args = py_call_arguments(n);
-    uint32_t count = ts_node_named_child_count(args);
-    for (uint32_t i = 0; i < count && !s->found; i++) {
-        TSNode a = ts_node_named_child(args, i);
-        if (py_is(a, "keyword_argument")) a = ts_node_child_by_field_name(a, "value", 5);
-        if (!py_is(a, "identifier") || !py_same_text(src, a, s->name)) continue;
-        TSNode fn = py_index_top_level(src, py_text_ptr(src, fn_name), py_text_len(fn_name));
-        if (!py_is(fn, "function_definition")) continue;
-        TSNode param = parameter_for(src, fn, n, a);
-        if (!ts_node_is_null(param) && iterated_to_gpu(src, ts_node_child_by_field_name(fn, "body", 4), param, true))
-            s->found = true;
-    }
-    return true;
-}
-
-/* The call's result can reach a loop: it is assigned to a name, or iterated
- * (through enumerate/tqdm/iter). Most calls are neither, and skip the walks. */
-static bool may_be_iterated(const PySource *src, TSNode call) {
-    TSNode parent = ts_node_parent(call);
-    if (py_is(parent, "assignment")) return py_is(ts_node_child_by_field_name(parent, "left", 4), "identifier");
-    for (int depth = 0; depth < 4 && py_is(parent, "argument_list"); depth++) {
-        TSNode wrapper = ts_node_parent(parent);
-        if (!py_is(wrapper, "call")) return false;
-        call = wrapper;
-        parent = ts_node_parent(call);
-    }
-    return py_is(parent, "for_statement") && ts_node_eq(ts_node_child_by_field_name(parent, "right", 5), call);
-}
-
-static bool feeds_gpu(Extract *x, TSNode call) {
-    const PySource *src = x->src;
-    if (!may_be_iterated(src, call)) return false;
-    TSNode scope = py_scope_of(src, call);
-    if (iterated_to_gpu(src, scope, call, false)) return true;
-    TSNode assignment = ts_node_parent(call);
-    if (!py_is(assignment, "assignment")) return false;
-    TSNode name = ts_node_child_by_field_name(assignment, "left", 4);
-    if (!py_is(name, "identifier")) return false;
-    if (iterated_to_gpu(src, scope, name, true)) return true;
-    PassSearch s = {x, name, false};
-    py_walk(scope, visit_passes, &s);
-    return s.found;
+static bool fed_to_gpu(const Extract *x, TSNode call) {
+    for (size_t i = 0; i < x->fed.loader_count; i++)
+        if (ts_node_eq(x->fed.loaders[i].call, call)) return true;
+    return false;
 }
 
 static bool visit_uses(TSNode n, void *data) {
@@ -617,12 +456,7 @@ static bool visit_uses(TSNode n, void *data) {
     if (m->use_count >= MAX_USES) return false;
     char *callee = project_callee(x->src, n);
     if (!callee) return true;
-    /* only names the module imports: its own functions are read directly */
-    size_t head = strcspn(callee, ".");
-    bool imported = false;
-    for (size_t i = 0; i < m->import_count && !imported; i++)
-        imported = strlen(m->imports[i].local) == head && strncmp(m->imports[i].local, callee, head) == 0;
-    if (!imported) {
+    if (!imports_callee(m, callee)) { /* only names the module imports: its own functions are read directly */
         free(callee);
         return true;
     }
@@ -635,7 +469,7 @@ static bool visit_uses(TSNode n, void *data) {
         if (role & ROLE_TRAINS) uses |= PY_USE_TRAINING;
         else if ((role & ROLE_EVALUATES) && !(role & ROLE_HOOK)) uses |= PY_USE_INFERENCE;
     }
-    if (feeds_gpu(x, n)) uses |= PY_USE_GPU_BATCHES;
+    if (fed_to_gpu(x, n)) uses |= PY_USE_GPU_BATCHES;
     if (uses && grow(x, (void **)&m->uses, m->use_count, sizeof *m->uses)) {
         m->uses[m->use_count++] = (PyFactUse){callee, uses, line_of(x->src, n)};
         callee = NULL;
@@ -658,7 +492,10 @@ PyModuleFacts *py_module_facts_extract(const PySource *src, const char *path, co
     TSNode root = ts_tree_root_node(src->tree);
     if (!x.oom) py_walk(root, visit_imports, &x);
     if (!x.oom) collect_definitions(&x, root, 0);
+    /* calls of imported functions whose results a loop moves to the GPU, as PY005 sees DataLoaders */
+    if (!x.oom && !py_gpu_loaders_of(src, imported_call, &x, &x.fed)) x.oom = true;
     if (!x.oom) py_walk(root, visit_uses, &x);
+    py_gpu_loaders_free(&x.fed);
     free(x.roles);
     if (x.oom) {
         py_module_facts_unref(m);

@@ -102,13 +102,23 @@ static void report_blocking_copy(RuleContext *ctx, TSNode call, TSNode non_block
     free(text);
 }
 
-static void report_loader(RuleContext *ctx, TSNode n) {
+/* " (in train.py:42)" for a loader whose batches another module moves */
+static char *where_fed(const PyGpuLoader *loader) {
+    if (!loader->fed_in) return strdup("");
+    const char *base = strrchr(loader->fed_in, '/');
+    return format_string(" (their loop is in %s:%u)", base ? base + 1 : loader->fed_in, loader->fed_line);
+}
+
+static void report_loader(RuleContext *ctx, const PyGpuLoader *loader) {
+    TSNode n = loader->call;
     TSNode value;
     PinState pin = pin_state(ctx, n, &value);
+    char *where = where_fed(loader);
     if (pin == PIN_ABSENT) {
         Finding *f = rule_report_node(ctx, n,
-                                      "This DataLoader's batches are copied to the GPU from pageable memory: "
-                                      "without pin_memory=True each copy is staged and blocks the host");
+                                      "This DataLoader's batches are copied to the GPU%s from pageable memory: "
+                                      "without pin_memory=True each copy is staged and blocks the host",
+                                      where ? where : "");
         size_t offset = 0;
         char *text = f ? py_keyword_insertion(ctx->py, n, "pin_memory", "True", &offset) : NULL;
         Fix *fix = text ? finding_add_fix(f, "Pin the loader's batches with pin_memory=True", true) : NULL;
@@ -118,18 +128,20 @@ static void report_loader(RuleContext *ctx, TSNode n) {
         TSNode at = ts_node_parent(value);
         if (!py_is(at, "keyword_argument")) at = value;
         Finding *f = rule_report_node(ctx, at,
-                                      "pin_memory=False: this DataLoader's batches are copied to the GPU from "
-                                      "pageable memory, so each copy is staged and blocks the host");
+                                      "pin_memory=False: this DataLoader's batches are copied to the GPU%s from "
+                                      "pageable memory, so each copy is staged and blocks the host",
+                                      where ? where : "");
         Fix *fix = f && !py_call_has_splat(n) ? finding_add_fix(f, "Pin the loader's batches with pin_memory=True", true)
                                               : NULL;
         if (fix) fix_add_edit(fix, ts_node_start_byte(value), ts_node_end_byte(value), "True");
     }
+    free(where);
 }
 
 static void check(RuleContext *ctx) {
     PyGpuLoaders loaders;
     if (!py_gpu_loaders(ctx->py, &loaders)) ctx->out_of_memory = true;
-    for (size_t i = 0; i < loaders.loader_count; i++) report_loader(ctx, loaders.loaders[i]);
+    for (size_t i = 0; i < loaders.loader_count; i++) report_loader(ctx, &loaders.loaders[i]);
     /* copies without non_blocking=True, unless the loader says pin_memory=False (then pinning is the finding) */
     for (size_t i = 0; i < loaders.move_count; i++) {
         const PyBatchMove *m = &loaders.moves[i];
