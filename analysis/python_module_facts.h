@@ -66,6 +66,7 @@ struct PyModuleFacts {
     size_t variable_count;
     PyFactUse *uses;
     size_t use_count;
+    bool uses_gpu;    /* the module's own text mentions CUDA or a device (PySource.uses_gpu) */
 };
 
 /* Summarises a parsed module. name: its dotted name; is_package: it is a

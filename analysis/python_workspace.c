@@ -745,6 +745,19 @@ unsigned py_workspace_uses_of(const PyWorkspaceView *v, const PyModuleFacts *mod
     return uses;
 }
 
+/* Some module that uses the GPU calls a function of m. */
+static bool called_from_gpu_code(const PyWorkspaceView *v, const PyModuleFacts *m) {
+    for (size_t i = 0; i < v->count; i++) {
+        const PyModuleFacts *caller = v->modules[i];
+        if (caller == m || !caller->uses_gpu) continue;
+        for (size_t k = 0; k < caller->use_count; k++) {
+            Target t = resolve_spelled(v, caller, caller->uses[k].callee, 0);
+            if (t.kind == TARGET_FUNCTION && t.module == m) return true;
+        }
+    }
+    return false;
+}
+
 void py_workspace_attach(PySource *src, const PyWorkspaceView *view) {
     src->workspace = view;
     src->module = view && src->doc->path ? py_workspace_module(view, src->doc->path) : NULL;
@@ -755,4 +768,5 @@ void py_workspace_attach(PySource *src, const PyWorkspaceView *view) {
                          py_workspace_call_kinds(view, m, m->imports[i].local);
         if (kinds & PY_VALUE_DEVICE) src->uses_gpu = true;
     }
+    if (!src->uses_gpu && called_from_gpu_code(view, m)) src->uses_gpu = true;
 }

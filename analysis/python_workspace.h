@@ -89,8 +89,9 @@ PyWorkspace *py_workspaces_for(PyWorkspaces *all, const char *path);
 /* Lets src's facts ask the view (src->workspace, src->module): the file's
  * summary is the one at src's path. A file that never says "cuda" or
  * "device" but imports a device another module makes (`from config import
- * accelerator`) uses the GPU all the same: src->uses_gpu is widened (until
- * the next reparse recomputes it). view may be NULL (detaches). */
+ * accelerator`), or whose functions a module using the GPU calls, uses the
+ * GPU all the same: src->uses_gpu is widened (until the next reparse
+ * recomputes it). view may be NULL (detaches). */
 void py_workspace_attach(PySource *src, const PyWorkspaceView *view);
 
 /* ---- questions (on a view) ------------------------------------------- */

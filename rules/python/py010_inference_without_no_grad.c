@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "rule.h"
+#include "../../analysis/python_roles.h"
+#include "../../analysis/python_workspace.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -21,7 +23,10 @@ static const char documentation[] =
     "  that calls a model: an `nn.Module` instance (not a loss or other parameter-free module),\n"
     "  `self` in an `nn.Module` subclass, or a name or `self.` attribute named like a model\n"
     "  (`model`, `net`, `*_model`, `encoder`, `policy`, ...). Names that also say training\n"
-    "  (`train_and_evaluate`, `fit`, `step`, `attack`, `saliency`) do not count.\n"
+    "  (`train_and_evaluate`, `fit`, `step`, `attack`, `saliency`) do not count; or\n"
+    "- a module-level function (a `decode(model, tokens)` that samples token by token) that other\n"
+    "  modules of the project call only to infer: from functions that evaluate (named so, or\n"
+    "  switching the model to eval) and that do not train, never under `no_grad`.\n"
     "\n"
     "One finding per loop, on the first model call.\n"
     "\n"
@@ -35,7 +40,7 @@ static const char documentation[] =
     "\n"
     "Not flagged: calls under `with torch.no_grad()` / `torch.inference_mode()`, in a function\n"
     "decorated with either, after `torch.set_grad_enabled(False)`, or in a function that the\n"
-    "file calls under one of these somewhere (grad is then managed by the caller, or the\n"
+    "file (or another module of the project) calls under one of these somewhere (grad is then managed by the caller, or the\n"
     "function is wrapped as `f = torch.no_grad()(f)`); loops in functions that train or compute\n"
     "gradients (saliency maps, adversarial examples); Lightning `*_step` hooks and pytest\n"
     "`test_*` functions; models whose parameters are frozen with `requires_grad_(False)`;\n"
@@ -173,33 +178,6 @@ typedef struct {
     ScopeInfo *info;
 } ScopeScan;
 
-static bool receiver_names_optimizer(const PySource *src, TSNode recv) {
-    if (py_is_optimizer(src, recv)) return true;
-    char *text = py_text_dup(src, recv);
-    if (!text) return false;
-    for (char *p = text; *p; p++) *p = (char)tolower((unsigned char)*p);
-    bool yes = strstr(text, "opt") || strstr(text, "sched") || strstr(text, "scaler");
-    free(text);
-    return yes;
-}
-
-/* backward(), optimizer.step(), zero_grad(), autograd.grad, enable_grad, requires_grad changes */
-static bool call_trains(const PySource *src, TSNode n) {
-    TSNode recv;
-    char q[PY_NAME_MAX];
-    if (py_method_call(src, n, "backward", NULL) || py_method_call(src, n, "zero_grad", NULL) ||
-        py_method_call(src, n, "requires_grad_", NULL))
-        return true;
-    if (py_method_call(src, n, "step", &recv)) return receiver_names_optimizer(src, recv);
-    if (!py_callee_name(src, n, q, sizeof q)) return false;
-    if (strcmp(q, "torch.autograd.grad") == 0 || strcmp(q, "torch.autograd.backward") == 0 ||
-        strcmp(q, "torch.enable_grad") == 0 || starts_with(q, "torch.autograd.functional.") ||
-        starts_with(q, "torch.func.") || starts_with(q, "functorch."))
-        return true;
-    if (strcmp(q, "torch.set_grad_enabled") == 0 || strcmp(q, "torch.autograd.set_grad_enabled") == 0)
-        return !text_is(src, py_call_positional(n, 0), "False");
-    return false;
-}
 
 static bool visit_scope(TSNode n, void *data) {
     ScopeScan *s = data;
@@ -214,7 +192,7 @@ static bool visit_scope(TSNode n, void *data) {
         return true;
     }
     if (!py_is(n, "call")) return true;
-    if (!s->info->trains && call_trains(src, n)) s->info->trains = true;
+    if (!s->info->trains && py_call_trains(src, n)) s->info->trains = true;
     TSNode recv;
     bool eval = py_method_call(src, n, "eval", &recv);
     bool train = !eval && py_method_call(src, n, "train", &recv);
@@ -291,63 +269,10 @@ static int model_mode(const PySource *src, const ScopeInfo *info, TSNode model, 
 
 /* ---- names ---------------------------------------------------------------- */
 
-#define MAX_WORDS 16
 
-/* splits a snake_case or camelCase name into lowercase words */
-static size_t split_words(const PySource *src, TSNode name, char words[MAX_WORDS][32]) {
-    const char *t = py_text_ptr(src, name);
-    size_t len = py_text_len(name), count = 0, wl = 0;
-    for (size_t i = 0; i <= len; i++) {
-        bool end = i == len || t[i] == '_' ||
-                   (i > 0 && isupper((unsigned char)t[i]) && islower((unsigned char)t[i - 1]));
-        if (end && wl > 0) {
-            words[count][wl < 31 ? wl : 31] = '\0';
-            if (++count == MAX_WORDS) return count;
-            wl = 0;
-        }
-        if (i < len && t[i] != '_') {
-            if (wl < 31) words[count][wl] = (char)tolower((unsigned char)t[i]);
-            wl++;
-        }
-    }
-    return count;
-}
 
-static bool word_in(const char *w, const char *const *list) {
-    for (size_t i = 0; list[i]; i++)
-        if (strcmp(w, list[i]) == 0) return true;
-    return false;
-}
 
-static const char *const eval_words[] = {"evaluate", "evaluation", "eval", "validate", "validation", "val",
-                                         "valid", "test", "testing", "predict", "prediction", "predictions",
-                                         "inference", "infer", "generate", "generation", "sample", "sampling",
-                                         NULL};
-static const char *const train_words[] = {"train", "training", "fit", "finetune", "optimize", "update",
-                                          "backward", "step", "attack", "saliency", "gradcam", "grad",
-                                          "gradient", "gradients", NULL};
 
-static bool function_named_like_eval(const PySource *src, TSNode fn) {
-    TSNode name = ts_node_child_by_field_name(fn, "name", 4);
-    if (ts_node_is_null(name)) return false;
-    char words[MAX_WORDS][32];
-    size_t count = split_words(src, name, words);
-    if (count > 1 && strcmp(words[0], "test") == 0) return false; /* test_*: a unit test */
-    bool eval = false;
-    for (size_t i = 0; i < count; i++) {
-        if (word_in(words[i], train_words)) return false;
-        if (word_in(words[i], eval_words)) eval = true;
-    }
-    return eval;
-}
-
-static bool is_test_function(const PySource *src, TSNode fn) {
-    TSNode name = ts_node_child_by_field_name(fn, "name", 4);
-    if (ts_node_is_null(name)) return false;
-    const char *t = py_text_ptr(src, name);
-    size_t len = py_text_len(name);
-    return (len > 5 && strncmp(t, "test_", 5) == 0) || (len > 5 && strncmp(t + len - 5, "_step", 5) == 0);
-}
 
 static bool word_names_model(const char *t, size_t len) {
     static const char *const exact[] = {"model", "net", "network", "policy", "encoder", "decoder", "generator",
@@ -558,6 +483,35 @@ static void add_fix(RuleContext *ctx, Finding *f, TSNode fn) {
     free(text);
 }
 
+/* ---- callers in other modules (the workspace index) ------------------------- */
+
+typedef struct {
+    unsigned uses;     /* PY_USE_* of the project's other modules */
+    const char *where; /* the file of one inference call, a string of the workspace view */
+    unsigned line;
+} OtherCallers;
+
+/* How other modules of the project call fn, a module-level function. */
+static OtherCallers other_callers(const PySource *src, TSNode fn) {
+    OtherCallers c = {0, NULL, 0};
+    TSNode holder = ts_node_parent(fn);
+    if (py_is(holder, "decorated_definition")) holder = ts_node_parent(holder);
+    if (!src->workspace || !src->module || !py_is(holder, "module")) return c;
+    char *name = py_text_dup(src, ts_node_child_by_field_name(fn, "name", 4));
+    const PyModuleFacts *where = NULL;
+    if (name) c.uses = py_workspace_uses_of(src->workspace, src->module, name, &where, &c.line);
+    free(name);
+    c.where = where ? py_module_path(where) : NULL;
+    return c;
+}
+
+/* Other modules call fn only to infer: from a function that evaluates, with
+ * gradients on, never with them off (grad is then the caller's business) and
+ * never from training (a no_grad fix would break it). */
+static bool inference_elsewhere(const OtherCallers *c) {
+    return (c->uses & PY_USE_INFERENCE) && !(c->uses & (PY_USE_NO_GRAD | PY_USE_TRAINING)) && c->where;
+}
+
 /* ---- the check ---------------------------------------------------------- */
 
 /* the leftmost name of a dotted expression is an import */
@@ -599,11 +553,16 @@ static bool visit(TSNode n, void *data) {
     TSNode stripped = strip_module_calls(src, model);
     if (names_import(src, stripped)) return true; /* torch.cat(...), np.mean(...) */
     TSNode fn = py_enclosing_function(src, n);
-    if (!ts_node_is_null(fn) && is_test_function(src, fn)) return true;
-    bool named_eval = !ts_node_is_null(fn) && function_named_like_eval(src, fn);
+    if (!ts_node_is_null(fn) && py_function_is_test_or_step_hook(src, fn)) return true;
+    bool named_eval = !ts_node_is_null(fn) && py_function_named_like_evaluation(src, fn);
     ScopeInfo *info = scope_info(st, py_scope_of(src, n));
     if (!info) return false;
     if (info->trains) return true;
+    OtherCallers others = {0, NULL, 0};
+    if (!ts_node_is_null(fn)) others = other_callers(src, fn);
+    if (others.uses & (PY_USE_NO_GRAD | PY_USE_TRAINING)) return true; /* grad is managed, or needed, there */
+    bool called_to_infer = inference_elsewhere(&others);
+    named_eval = named_eval || called_to_infer; /* a caller in another module shows it is inference */
     if (!named_eval && info->switch_count == 0 && !(py_is(stripped, "identifier") && file_mentions_eval(st)))
         return true; /* nothing here can show evaluation */
 
@@ -620,10 +579,16 @@ static bool visit(TSNode n, void *data) {
     if (st->failed || is_frozen(st, stripped) || (!ts_node_is_null(fn) && callers_disable_grad(st, fn))) return true;
 
     st->reported[st->reported_count++] = ts_node_start_byte(loop);
+    const char *base = called_to_infer ? strrchr(others.where, '/') : NULL;
+    char *caller = called_to_infer ? format_string(" (it runs for inference: %s:%u calls it)",
+                                                   base ? base + 1 : others.where, others.line)
+                                   : NULL;
     Finding *f = rule_report_node(ctx, n,
-                                  "this evaluation loop runs the model with autograd on: every forward pass "
+                                  "this evaluation loop runs the model with autograd on%s: every forward pass "
                                   "records a graph and keeps activations alive for a backward pass that never "
-                                  "comes");
+                                  "comes",
+                                  caller ? caller : "");
+    free(caller);
     if (f && !ts_node_is_null(fn)) add_fix(ctx, f, fn);
     return true;
 }
