@@ -1075,6 +1075,10 @@ static bool is_module_at(const PySource *src, TSNode expr, int depth) {
         memcpy(m, py_text_ptr(src, method), len);
         m[len] = '\0';
         if (in_list(m, keeps_module)) return is_module_at(src, ts_node_child_by_field_name(fn, "object", 6), depth + 1);
+        /* frameworks that wrap the model they are handed: fabric.setup_module(model), accelerator.prepare(model) */
+        static const char *const wraps_module[] = {"setup_module", "setup", "prepare", "prepare_model", NULL};
+        if (in_list(m, wraps_module) && py_call_positional_count(expr) == 1)
+            return is_module_at(src, py_call_positional(expr, 0), depth + 1);
     }
     /* a model class, or a function building one, of the project's other modules */
     return (workspace_call_kinds(src, fn) & PY_VALUE_MODULE) != 0;

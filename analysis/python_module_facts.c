@@ -488,6 +488,7 @@ PyModuleFacts *py_module_facts_extract(const PySource *src, const char *path, co
     m->name = strdup(name);
     m->is_package = is_package;
     m->uses_gpu = src->uses_gpu;
+    m->other_accelerator = src->other_accelerator;
     Extract x = {.src = src, .m = m};
     if (!m->path || !m->name) x.oom = true;
     TSNode root = ts_tree_root_node(src->tree);

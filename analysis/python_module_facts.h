@@ -67,6 +67,7 @@ struct PyModuleFacts {
     PyFactUse *uses;
     size_t use_count;
     bool uses_gpu;    /* the module's own text mentions CUDA or a device (PySource.uses_gpu) */
+    bool other_accelerator; /* a torch_xla (TPU) module that never mentions CUDA */
 };
 
 /* Summarises a parsed module. name: its dotted name; is_package: it is a

@@ -158,7 +158,8 @@ static void analyse(PySource *src) {
     bool xla = false;
     for (size_t i = 0; i < src->import_count && !xla; i++)
         xla = strncmp(src->imports[i].qualified, "torch_xla", 9) == 0;
-    if (xla && strstr(src->doc->text, "cuda") == NULL) src->uses_gpu = false;
+    src->other_accelerator = xla && strstr(src->doc->text, "cuda") == NULL;
+    if (src->other_accelerator) src->uses_gpu = false;
 }
 
 /* Counts the lines that start a top-level statement or comment, skipping

@@ -27,6 +27,7 @@ typedef struct {
     size_t import_count;
     bool uses_gpu;   /* the file mentions CUDA devices at all (a torch_xla file that never says "cuda" does not) */
     bool imports_torch; /* some import names a torch module */
+    bool other_accelerator; /* a torch_xla (TPU) program that never mentions CUDA: not a GPU file */
     bool has_errors; /* the parse recovered from syntax errors */
     size_t first_error; /* byte offset of the first syntax error */
     struct PyIndex *index; /* lazily built lookups (python_index.h); dropped on reparse */

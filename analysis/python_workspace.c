@@ -758,11 +758,28 @@ static bool called_from_gpu_code(const PyWorkspaceView *v, const PyModuleFacts *
     return false;
 }
 
+/* The module imports from a project module written for another accelerator
+ * (a TPU program's helpers). */
+static bool imports_other_accelerator(const PyWorkspaceView *v, const PyModuleFacts *m) {
+    for (size_t i = 0; i < m->import_count; i++) {
+        Target t = resolve_spelled(v, m, m->imports[i].local, 0);
+        if (t.kind != TARGET_NONE && t.kind != TARGET_EXTERNAL && t.module && t.module->other_accelerator) return true;
+    }
+    return false;
+}
+
 void py_workspace_attach(PySource *src, const PyWorkspaceView *view) {
     src->workspace = view;
     src->module = view && src->doc->path ? py_workspace_module(view, src->doc->path) : NULL;
-    if (!src->module || src->uses_gpu) return;
+    if (!src->module || src->other_accelerator) return;
     const PyModuleFacts *m = src->module;
+    /* helpers of a TPU program: the file is one too, unless it says cuda itself */
+    if (!strstr(src->doc->text, "cuda") && imports_other_accelerator(view, m)) {
+        src->other_accelerator = true;
+        src->uses_gpu = false;
+        return;
+    }
+    if (src->uses_gpu) return;
     for (size_t i = 0; i < m->import_count && !src->uses_gpu; i++) {
         unsigned kinds = py_workspace_name_kinds(view, m, m->imports[i].local) |
                          py_workspace_call_kinds(view, m, m->imports[i].local);

@@ -91,7 +91,9 @@ PyWorkspace *py_workspaces_for(PyWorkspaces *all, const char *path);
  * "device" but imports a device another module makes (`from config import
  * accelerator`), or whose functions a module using the GPU calls, uses the
  * GPU all the same: src->uses_gpu is widened (until the next reparse
- * recomputes it). view may be NULL (detaches). */
+ * recomputes it). One that imports from a torch_xla module of the project
+ * and never says "cuda" is a TPU program's file: not a GPU file. view may
+ * be NULL (detaches). */
 void py_workspace_attach(PySource *src, const PyWorkspaceView *view);
 
 /* ---- questions (on a view) ------------------------------------------- */

@@ -403,9 +403,26 @@ static bool is_parameter_call(const PySource *src, TSNode call) {
            BINDING_PARAMETER;
 }
 
+/* `place(model, device, ...)`: a helper handed a model and a device puts the
+ * model's parameters there; copies from host memory wait for the GPU, so
+ * the time it takes is measured right (loading, sharding, materialising). */
+static bool is_placement(const PySource *src, TSNode call) {
+    bool module = false, device = false;
+    TSNode args = py_call_arguments(call);
+    uint32_t n = ts_node_named_child_count(args);
+    for (uint32_t i = 0; i < n && i < 16; i++) {
+        TSNode a = ts_node_named_child(args, i);
+        if (py_is(a, "keyword_argument")) a = ts_node_child_by_field_name(a, "value", 5);
+        if (!module && py_is_module_instance(src, a)) module = true;
+        else if (!device && py_is_device_expr(src, a)) device = true;
+    }
+    return module && device;
+}
+
 static bool call_does_gpu_work(const Region *r, TSNode call) {
     const PySource *src = r->src;
     if (py_call_does_gpu_work(src, call)) return true;
+    if (is_placement(src, call)) return false;
     /* a helper of this file that does GPU work */
     TSNode def = local_def(src, call);
     if (!ts_node_is_null(def) && !py_is_within(call, def)) {
