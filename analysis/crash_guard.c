@@ -15,6 +15,7 @@
 #endif
 #endif
 
+#ifndef ADVISE_NO_CRASH_GUARD
 static const int guarded_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 #define SIGNAL_COUNT (sizeof guarded_signals / sizeof *guarded_signals)
 
@@ -58,12 +59,15 @@ static void install_once(void) {
     for (size_t i = 0; i < SIGNAL_COUNT; i++) sigaction(guarded_signals[i], &sa, &previous[i]);
 }
 
+#endif
+
 void crash_guard_install(void) {
 #ifndef ADVISE_NO_CRASH_GUARD
     pthread_once(&installed, install_once);
 #endif
 }
 
+#ifndef ADVISE_NO_CRASH_GUARD
 /* Gives this thread a signal stack of its own (kept until the process ends:
  * the threads that analyse are few and long-lived). */
 static void ensure_alternate_stack(void) {
@@ -75,6 +79,8 @@ static void ensure_alternate_stack(void) {
     if (sigaltstack(&ss, NULL) == 0) alternate_stack = mem;
     else free(mem);
 }
+
+#endif
 
 bool crash_guard_run(void (*fn)(void *arg), void *arg, int *signal_number) {
     *signal_number = 0;

@@ -54,11 +54,24 @@ size_t engine_settle_findings(const Document *doc, const PySource *py, const Con
     return suppressed;
 }
 
+/* Some enabled rule reads documents of this language (`--select PY` leaves
+ * CUDA files unparsed). */
+static bool any_rule_for(const Config *cfg, Language language) {
+    size_t count;
+    const Rule *const *all = rules_all(&count);
+    for (size_t i = 0; i < count; i++)
+        if (all[i]->check && (all[i]->languages & language) && config_rule_enabled(cfg, all[i])) return true;
+    return false;
+}
+
 static bool run(const Document *doc, const PySource *py, const CudaSource *cuda, const Config *cfg,
                 const ByteRange *region, FindingList *out, EngineReport *report, char **error) {
     EngineReport local = {0};
     if (!report) report = &local;
     memset(report, 0, sizeof *report);
+    if ((doc->language == LANGUAGE_PYTHON || doc->language == LANGUAGE_CUDA) && !py && !cuda &&
+        !any_rule_for(cfg, doc->language))
+        return true; /* nothing to run: no parse */
     PySource *owned = NULL;
     if (doc->language == LANGUAGE_PYTHON && !py) {
         if (py_source_too_wide(doc)) {

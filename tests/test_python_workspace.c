@@ -12,8 +12,23 @@
 
 #include "../analysis/python_workspace.h"
 
+/* Folders live until the test process ends. */
+static char *kept[16];
+static size_t kept_count;
+
+static char *keep(char *p) {
+    if (kept_count < sizeof kept / sizeof *kept) kept[kept_count++] = p;
+    return p;
+}
+
+static void release_kept(void) {
+    while (kept_count) free(kept[--kept_count]);
+}
+
+TestSuite(workspace, .fini = release_kept);
+
 static char *temp_project(void) {
-    char *dir = strdup("/tmp/advise-ws-XXXXXX");
+    char *dir = keep(strdup("/tmp/advise-ws-XXXXXX"));
     cr_assert_not_null(mkdtemp(dir));
     char marker[PATH_MAX];
     snprintf(marker, sizeof marker, "%s/pyproject.toml", dir);
@@ -253,7 +268,7 @@ Test(workspace, roots) {
     cr_expect_str_eq(root, real);
     free(root);
     /* no marker: the folder above the outermost package */
-    char *bare = strdup("/tmp/advise-ws-bare-XXXXXX");
+    char *bare = keep(strdup("/tmp/advise-ws-bare-XXXXXX"));
     cr_assert_not_null(mkdtemp(bare));
     write_file(bare, "proj/pkg/__init__.py", "");
     write_file(bare, "proj/pkg/mod.py", "x = 1\n");
