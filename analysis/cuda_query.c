@@ -161,69 +161,6 @@ bool cu_is_builtin_member(const CuNode *n, const char *var, char axis) {
     return (got == 'x' || got == 'y' || got == 'z') && (axis == 0 || axis == got);
 }
 
-typedef struct {
-    const CudaSource *src;
-    const char *var; /* "threadIdx", or NULL for threadIdx and blockIdx */
-    char axis;
-    const CuNode *fn;
-    int depth;
-    bool found;
-} Taint;
-
-static bool expr_tainted(Taint *t, const CuNode *n);
-
-/* a local variable of the function is derived from the thread index */
-static bool variable_tainted(Taint *t, const CuNode *decl) {
-    if (t->depth > 8 || !decl || decl->kind != CXCursor_VarDecl) return false;
-    if (cu_function_of(decl) != t->fn) return false;
-    t->depth++;
-    bool yes = false;
-    /* its initialiser */
-    for (uint32_t i = 0; i < decl->child_count && !yes; i++)
-        if (decl->children[i]->kind != CXCursor_TypeRef) yes = expr_tainted(t, decl->children[i]);
-    /* or any assignment to it in the function */
-    if (!yes && t->fn) {
-        CuNode *stack[4096];
-        int sp = 0;
-        stack[sp++] = (CuNode *)t->fn;
-        while (sp > 0 && !yes) {
-            CuNode *n = stack[--sp];
-            if ((n->kind == CXCursor_BinaryOperator || n->kind == CXCursor_CompoundAssignOperator) &&
-                n->child_count == 2) {
-                CuNode *lhs = cu_strip(n->children[0]);
-                if (lhs && lhs->kind == CXCursor_DeclRefExpr && lhs->ref == decl &&
-                    (n->kind == CXCursor_CompoundAssignOperator || n->op == CXBinaryOperator_Assign))
-                    yes = expr_tainted(t, n->children[1]);
-            }
-            for (uint32_t i = 0; i < n->child_count && sp < 4096; i++) stack[sp++] = n->children[i];
-        }
-    }
-    t->depth--;
-    return yes;
-}
-
-static bool expr_tainted(Taint *t, const CuNode *n) {
-    if (!n) return false;
-    if (t->var ? cu_is_builtin_member(n, t->var, t->axis)
-               : (cu_is_builtin_member(n, "threadIdx", 0) || cu_is_builtin_member(n, "blockIdx", 0)))
-        return true;
-    if (n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl)
-        return variable_tainted(t, n->ref);
-    for (uint32_t i = 0; i < n->child_count; i++)
-        if (expr_tainted(t, n->children[i])) return true;
-    return false;
-}
-
-bool cu_depends_on_thread(const CudaSource *src, const CuNode *expr, char axis) {
-    Taint t = {src, "threadIdx", axis, cu_function_of(expr), 0, false};
-    return expr_tainted(&t, expr);
-}
-
-bool cu_depends_on_thread_or_block(const CudaSource *src, const CuNode *expr) {
-    Taint t = {src, NULL, 0, cu_function_of(expr), 0, false};
-    return expr_tainted(&t, expr);
-}
-
 bool cu_int_value(const CuNode *n, long long *value) {
     if (!n) return false;
     CXEvalResult r = clang_Cursor_Evaluate(n->cursor);

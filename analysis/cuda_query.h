@@ -1,5 +1,5 @@
 /* Questions CUDA rules ask of the snapshot AST (cuda_source.h): kernels,
- * launches, thread-index dependence, loops, constants, statements. */
+ * launches, loops, constants, statements. */
 #ifndef ADVISE_CUDA_QUERY_H
 #define ADVISE_CUDA_QUERY_H
 
@@ -44,12 +44,7 @@ typedef struct {
 } CuLaunch;
 bool cu_launch(const CuNode *n, CuLaunch *out);
 
-/* threadIdx.x (axis 'x', 'y' or 'z'; 0 for any axis) appears in the
- * expression, directly or through local variables initialised or assigned
- * from it inside the same function. */
-bool cu_depends_on_thread(const CudaSource *src, const CuNode *expr, char axis);
-/* ...on threadIdx, blockIdx or a variable derived from them */
-bool cu_depends_on_thread_or_block(const CudaSource *src, const CuNode *expr);
+/* Thread-index dependence and lane coefficients: cuda_index.h. */
 /* The builtin variable and axis of `threadIdx.x`-like member expressions. */
 bool cu_is_builtin_member(const CuNode *n, const char *var, char axis);
 

@@ -1,0 +1,83 @@
+/* The CUDA index analysis the rules share: how a value varies across the
+ * threads of a block (the same for all, the same within each warp, or per
+ * thread), which thread and block indices it depends on, and how an index
+ * expression moves with the lane: its threadIdx.x coefficient, followed
+ * through local variables, `%` and `/` splits of the thread index, shifts
+ * and masks, per-thread base pointers (`float *row = out + t * C;`) and
+ * cooperative-groups ranks (`block.thread_rank()`, `warp.thread_rank()`).
+ *
+ * One CuIndex per function; answers about local variables are cached in it.
+ * Variables are followed flow-insensitively: a local's value is any of its
+ * initializer and the assignments to it anywhere in the function. Parameters,
+ * globals and `__shared__` scalars hold one value for the whole block. */
+#ifndef ADVISE_CUDA_INDEX_H
+#define ADVISE_CUDA_INDEX_H
+
+#include "cuda_source.h"
+
+typedef struct CuIndex CuIndex;
+
+/* fn: the function whose locals are followed (a kernel, a __device__
+ * function, a lambda); NULL analyses nothing through variables. */
+CuIndex *cu_index_new(const CudaSource *src, const CuNode *fn);
+void cu_index_free(CuIndex *ix);
+const CuNode *cu_index_function(const CuIndex *ix);
+
+/* ---- variation across the threads of a block ---------------------------- */
+
+typedef enum {
+    CU_UNIFORM = 0,      /* the same in every thread of the block */
+    CU_WARP_UNIFORM = 1, /* the same within each warp (`tid / 32`, `warp.meta_group_rank()`, `__ballot_sync`) */
+    CU_PER_THREAD = 2,   /* can differ between the lanes of one warp */
+} CuVariance;
+
+CuVariance cu_index_variance(CuIndex *ix, const CuNode *expr);
+/* expr (an expression, or a variable's declaration) depends on
+ * threadIdx.<axis> (axis 0: any axis, or a thread rank), warp-uniformly or
+ * not, directly or through local variables */
+bool cu_index_uses_thread(CuIndex *ix, const CuNode *expr, char axis);
+/* ...on blockIdx (any axis) */
+bool cu_index_uses_block(CuIndex *ix, const CuNode *expr);
+
+/* One-shot forms for callers without a CuIndex (each builds and frees one
+ * for the function holding expr). */
+bool cu_depends_on_thread(const CudaSource *src, const CuNode *expr, char axis);
+bool cu_depends_on_thread_or_block(const CudaSource *src, const CuNode *expr);
+
+/* ---- the lane coefficient ------------------------------------------------- */
+
+typedef enum {
+    CU_LANE_ZERO,    /* the same for every lane of a warp (up to a change every 32 lanes or more) */
+    CU_LANE_CONST,   /* moves by `c` when threadIdx.x moves by one */
+    CU_LANE_RUNTIME, /* moves by c * factors (runtime values the same for every thread) */
+    CU_LANE_UNKNOWN, /* not understood */
+} CuLaneKind;
+
+enum { CU_LANE_MAX_FACTORS = 4 };
+
+typedef struct {
+    CuLaneKind kind;
+    long long c; /* CONST: the coefficient; RUNTIME: its constant part */
+    const CuNode *factors[CU_LANE_MAX_FACTORS]; /* RUNTIME: the runtime multipliers */
+    int factor_count;
+    const CuNode *carrier; /* where the lane enters: threadIdx.x, a rank call, or a variable derived from them */
+} CuLane;
+
+/* The threadIdx.x coefficient of an integer expression. threadIdx.y/z,
+ * blockIdx, blockDim, parameters and anything that does not depend on
+ * threadIdx.x count as zero. `x % m` keeps x's coefficient when m is at least
+ * 32 times it (or a runtime value not named as a small count); `x / m` is zero
+ * when m is at least 32 times it (or a runtime value), exact when it divides
+ * it; `>>` and `&` masks likewise. */
+CuLane cu_index_lane(CuIndex *ix, const CuNode *expr);
+/* The same for a pointer expression, in elements of `unit` bytes (0: any
+ * unit, only a zero coefficient is wanted); *global is set when the pointer
+ * is rooted in a pointer parameter of the function (a kernel's global
+ * memory). */
+CuLane cu_index_pointer_lane(CuIndex *ix, const CuNode *expr, long long unit, bool *global);
+
+/* A runtime value named as a (small) channel or component count: `channels`,
+ * `num_comp`, `bpp`. */
+bool cu_index_names_small_count(const CudaSource *src, const CuNode *n);
+
+#endif
