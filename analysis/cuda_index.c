@@ -15,6 +15,7 @@ typedef struct {
     DefKind kind;
     int op;            /* DEF_COMPOUND: the operator */
     const CuNode *rhs; /* DEF_ASSIGN, DEF_COMPOUND */
+    const CuNode *at;  /* the assignment, step or address-of */
 } Def;
 
 /* what threads a value depends on: bits of threadIdx axes, per thread or
@@ -84,7 +85,7 @@ static const CuNode *local_ref(const CuNode *n) {
     return n && n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl ? n->ref : NULL;
 }
 
-static void add_def(CuIndex *ix, const CuNode *decl, DefKind kind, int op, const CuNode *rhs) {
+static void add_def(CuIndex *ix, const CuNode *decl, DefKind kind, int op, const CuNode *rhs, const CuNode *at) {
     if (ix->def_count == ix->def_cap) {
         size_t cap = ix->def_cap ? ix->def_cap * 2 : 32;
         Def *grown = realloc(ix->defs, cap * sizeof *grown);
@@ -92,7 +93,7 @@ static void add_def(CuIndex *ix, const CuNode *decl, DefKind kind, int op, const
         ix->defs = grown;
         ix->def_cap = cap;
     }
-    ix->defs[ix->def_count++] = (Def){decl, kind, op, rhs};
+    ix->defs[ix->def_count++] = (Def){decl, kind, op, rhs, at};
 }
 
 static bool visit_defs(CuNode *n, void *data) {
@@ -102,11 +103,11 @@ static bool visit_defs(CuNode *n, void *data) {
         const CuNode *decl = n->child_count == 2 ? local_ref(n->children[0]) : NULL;
         if (decl)
             add_def(ix, decl, n->kind == CXCursor_CompoundAssignOperator ? DEF_COMPOUND : DEF_ASSIGN, n->op,
-                    n->children[1]);
+                    n->children[1], n);
     } else if (n->kind == CXCursor_UnaryOperator && n->child_count == 1 &&
                (is_inc_dec(n->op) || n->op == CXUnaryOperator_AddrOf)) {
         const CuNode *decl = local_ref(n->children[0]);
-        if (decl) add_def(ix, decl, n->op == CXUnaryOperator_AddrOf ? DEF_ADDRESS : DEF_STEP, n->op, NULL);
+        if (decl) add_def(ix, decl, n->op == CXUnaryOperator_AddrOf ? DEF_ADDRESS : DEF_STEP, n->op, NULL, n);
     }
     return true;
 }
@@ -369,6 +370,212 @@ bool cu_depends_on_thread_or_block(const CudaSource *src, const CuNode *expr) {
     Dep d = expr_dep(ix, expr);
     cu_index_free(ix);
     return d.thread || d.warp || d.block;
+}
+
+const CuNode *cu_index_single_value(CuIndex *ix, const CuNode *decl) {
+    if (!is_local(ix, decl)) return NULL;
+    gather_defs(ix);
+    for (size_t i = 0; i < ix->def_count; i++)
+        if (ix->defs[i].decl == decl) return NULL;
+    return cu_initializer(decl);
+}
+
+/* ---- divergence ------------------------------------------------------------------ */
+
+enum { MAX_TERMS = 16, TERM_TEXT = 96 };
+
+typedef struct {
+    char text[MAX_TERMS][TERM_TEXT];
+    bool negative[MAX_TERMS];
+    int count;
+    bool overflow;
+} Terms;
+
+/* the node's text without whitespace and without outer parentheses */
+static void term_text(const CudaSource *src, const CuNode *n, char *out, size_t size) {
+    const char *t = cu_text(src, n);
+    size_t len = cu_text_len(n), w = 0;
+    while (len >= 2 && t[0] == '(' && t[len - 1] == ')') {
+        t++;
+        len -= 2;
+    }
+    for (size_t i = 0; i < len && w + 1 < size; i++)
+        if (!isspace((unsigned char)t[i])) out[w++] = t[i];
+    out[w] = '\0';
+}
+
+/* the thread-dependent terms of a sum, through locals that hold one value */
+static void thread_terms(CuIndex *ix, const CuNode *n, bool negative, Terms *t, int depth) {
+    n = cu_strip((CuNode *)n);
+    if (!n || depth > 8) {
+        t->overflow = true;
+        return;
+    }
+    if (n->kind == CXCursor_BinaryOperator && n->child_count == 2 &&
+        (n->op == CXBinaryOperator_Add || n->op == CXBinaryOperator_Sub)) {
+        thread_terms(ix, n->children[0], negative, t, depth + 1);
+        thread_terms(ix, n->children[1], n->op == CXBinaryOperator_Sub ? !negative : negative, t, depth + 1);
+        return;
+    }
+    if (cu_index_variance(ix, n) == CU_UNIFORM) return;
+    if (n->kind == CXCursor_DeclRefExpr) {
+        const CuNode *init = n->ref ? cu_index_single_value(ix, n->ref) : NULL;
+        if (init) {
+            thread_terms(ix, init, negative, t, depth + 1);
+            return;
+        }
+    }
+    if (t->count == MAX_TERMS) {
+        t->overflow = true;
+        return;
+    }
+    term_text(ix->src, n, t->text[t->count], TERM_TEXT);
+    t->negative[t->count++] = negative;
+}
+
+/* the same thread-dependent terms with the same signs, in any order */
+static bool same_terms(const Terms *a, const Terms *b) {
+    if (a->overflow || b->overflow || a->count != b->count) return false;
+    bool used[MAX_TERMS] = {false};
+    for (int i = 0; i < a->count; i++) {
+        bool found = false;
+        for (int j = 0; j < b->count && !found; j++)
+            if (!used[j] && a->negative[i] == b->negative[j] && strcmp(a->text[i], b->text[j]) == 0)
+                found = used[j] = true;
+        if (!found) return false;
+    }
+    return true;
+}
+
+/* `for (v = start; v < bound; v += step)` where start and bound move with the
+ * thread by the same terms and step is uniform: every thread runs the loop
+ * the same number of times */
+static bool uniform_trip_count(CuIndex *ix, const CuNode *loop) {
+    size_t s1, s2, h = cu_header_end(ix->src, loop, &s1, &s2);
+    if (!h || !s1 || !s2) return false;
+    const CuNode *init = NULL, *cond = NULL, *inc = NULL;
+    for (uint32_t i = 0; i < loop->child_count; i++) {
+        const CuNode *c = loop->children[i];
+        if (c->end <= s1) init = c;
+        else if (c->start > s1 && c->end <= s2) cond = c;
+        else if (c->start > s2 && c->end <= h) inc = c;
+    }
+    if (!init || !cond || !inc) return false;
+    /* the variable and its start */
+    const CuNode *var = NULL, *start = NULL;
+    if (init->kind == CXCursor_DeclStmt && init->child_count == 1 && init->children[0]->kind == CXCursor_VarDecl) {
+        var = init->children[0];
+        start = cu_initializer(var);
+    } else {
+        const CuNode *a = cu_strip((CuNode *)init);
+        if (a && a->kind == CXCursor_BinaryOperator && a->op == CXBinaryOperator_Assign && a->child_count == 2) {
+            var = local_ref(a->children[0]);
+            start = a->children[1];
+        }
+    }
+    if (!var || !start || !is_local(ix, var)) return false;
+    /* the bound */
+    const CuNode *c = cu_strip((CuNode *)cond), *bound = NULL;
+    if (!c || c->kind != CXCursor_BinaryOperator || c->child_count != 2) return false;
+    if (c->op != CXBinaryOperator_LT && c->op != CXBinaryOperator_LE && c->op != CXBinaryOperator_GT &&
+        c->op != CXBinaryOperator_GE && c->op != CXBinaryOperator_NE)
+        return false;
+    if (cu_refers_to(c->children[0], var)) bound = c->children[1];
+    else if (cu_refers_to(c->children[1], var)) bound = c->children[0];
+    if (!bound) return false;
+    /* the step: the only change to the variable after its start */
+    gather_defs(ix);
+    for (size_t i = 0; i < ix->def_count; i++) {
+        const Def *d = &ix->defs[i];
+        if (d->decl != var || cu_contains(init, d->at)) continue;
+        if (!cu_contains(inc, d->at)) return false;
+        if (d->kind == DEF_STEP) continue;
+        if (d->kind != DEF_COMPOUND ||
+            (d->op != CXBinaryOperator_AddAssign && d->op != CXBinaryOperator_SubAssign) ||
+            cu_index_variance(ix, d->rhs) != CU_UNIFORM)
+            return false;
+    }
+    Terms *a = calloc(2, sizeof *a);
+    if (!a) return false;
+    thread_terms(ix, start, false, &a[0], 0);
+    thread_terms(ix, bound, false, &a[1], 0);
+    bool same = same_terms(&a[0], &a[1]);
+    free(a);
+    return same;
+}
+
+int cu_index_divergent_guards(CuIndex *ix, const CuNode *n, const CuNode *stop, CuVariance least, CuGuard *out,
+                              int max) {
+    int count = 0;
+    const CuNode *child = n;
+    for (const CuNode *p = n->parent; p && p != stop && !cu_is_function(p); child = p, p = p->parent) {
+        bool polarity;
+        const CuNode *cond = cu_guard_of(ix->src, p, child, &polarity);
+        if (!cond || cu_index_variance(ix, cond) < least) continue;
+        if (p->kind == CXCursor_ForStmt && uniform_trip_count(ix, p)) continue;
+        if (count < max) out[count] = (CuGuard){cond, p, polarity};
+        count++;
+    }
+    return count;
+}
+
+/* the loop (or switch, for break) a break/continue leaves */
+static const CuNode *jump_target(const CuNode *jump) {
+    for (const CuNode *p = jump->parent; p && !cu_is_function(p); p = p->parent) {
+        if (cu_is_loop(p)) return p;
+        if (p->kind == CXCursor_SwitchStmt && jump->kind == CXCursor_BreakStmt) return p;
+    }
+    return NULL;
+}
+
+typedef struct {
+    CuIndex *ix;
+    const CuNode *at;
+    CuVariance least_return;
+    CuExit *out;
+    int max, count;
+} ExitSearch;
+
+static bool visit_exit(CuNode *n, void *data) {
+    ExitSearch *s = data;
+    if (n->kind == CXCursor_LambdaExpr) return false;
+    if (n->kind != CXCursor_ReturnStmt && n->kind != CXCursor_BreakStmt && n->kind != CXCursor_ContinueStmt)
+        return true;
+    const CuNode *stop = NULL;
+    CuVariance least = CU_WARP_UNIFORM;
+    if (n->kind == CXCursor_ReturnStmt) {
+        /* reached before the point, or before its next run in a loop around both */
+        const CuNode *lca = cu_common_ancestor(n, s->at);
+        if (!lca) return true;
+        /* the other branch of an if or ?: never runs the point after the return */
+        if (lca->kind == CXCursor_IfStmt || lca->kind == CXCursor_ConditionalOperator) return true;
+        if (n->end > s->at->start) {
+            const CuNode *loop = NULL;
+            for (const CuNode *p = lca; p && p != s->ix->fn; p = p->parent)
+                if (cu_is_loop(p)) loop = p;
+            if (!loop) return true;
+        }
+        stop = lca;
+        least = s->least_return;
+    } else {
+        const CuNode *target = jump_target(n);
+        if (!target || !cu_is_loop(target) || !cu_contains(target, s->at)) return true;
+        if (n->kind == CXCursor_ContinueStmt && n->end > s->at->start) return true;
+        stop = cu_common_ancestor(n, s->at);
+    }
+    CuGuard g;
+    if (cu_index_divergent_guards(s->ix, n, stop, least, &g, 1) > 0) {
+        if (s->count < s->max) s->out[s->count] = (CuExit){n, g};
+        s->count++;
+    }
+    return true;
+}
+
+int cu_index_divergent_exits(CuIndex *ix, const CuNode *at, CuVariance least_return, CuExit *out, int max) {
+    if (!ix->fn || !at) return 0;
+    ExitSearch s = {ix, at, least_return, out, max, 0};
+    for (uint32_t i = 0; i < ix->fn->child_count; i++) cu_walk(ix->fn->children[i], visit_exit, &s);
+    return s.count;
 }
 
 /* ---- the lane coefficient -------------------------------------------------------- */

@@ -44,6 +44,42 @@ bool cu_index_uses_block(CuIndex *ix, const CuNode *expr);
 bool cu_depends_on_thread(const CudaSource *src, const CuNode *expr, char axis);
 bool cu_depends_on_thread_or_block(const CudaSource *src, const CuNode *expr);
 
+/* The initializer of a local variable that is never assigned, stepped or
+ * handed out by address in the function (its uses can be read as the
+ * initializer); NULL otherwise. */
+const CuNode *cu_index_single_value(CuIndex *ix, const CuNode *decl);
+
+/* ---- divergence: code that only some threads run --------------------------- */
+
+typedef struct {
+    const CuNode *cond;      /* the condition */
+    const CuNode *construct; /* the if, switch, loop, ?:, && or || it belongs to */
+    bool polarity;           /* false where the code runs when the condition is false */
+} CuGuard;
+
+/* The conditions that vary at least as much as `least` (CU_WARP_UNIFORM: any
+ * thread dependence) and decide whether n runs, from n up to (not including)
+ * stop or the enclosing function, innermost first. Returns how many there
+ * are (more than max may exist; out gets the first max). A `for` loop whose
+ * start and bound move with the thread by the same amount (`for (t = base +
+ * tid; t < end + tid; t += C)`, a uniform trip count) is not divergent. */
+int cu_index_divergent_guards(CuIndex *ix, const CuNode *n, const CuNode *stop, CuVariance least, CuGuard *out,
+                              int max);
+
+typedef struct {
+    const CuNode *exit; /* a return, break or continue */
+    CuGuard guard;      /* the thread-dependent condition it is taken under */
+} CuExit;
+
+/* The return/break/continue statements of the function that only some
+ * threads take and that keep those threads from reaching `at`: a return
+ * before it (or before its next run in a loop around both), a break out of a
+ * loop around it, a continue before it in such a loop. Returns count only
+ * under a condition that varies at least as much as `least_return`; breaks
+ * and continues under any thread dependence. Returns how many were found
+ * (out gets the first max). */
+int cu_index_divergent_exits(CuIndex *ix, const CuNode *at, CuVariance least_return, CuExit *out, int max);
+
 /* ---- the lane coefficient ------------------------------------------------- */
 
 typedef enum {

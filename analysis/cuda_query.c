@@ -348,3 +348,20 @@ CuNode *cu_logical_parent(const CuNode *n, const CuNode **child) {
     if (child) *child = c;
     return p;
 }
+
+bool cu_contains(const CuNode *outer, const CuNode *inner) {
+    for (const CuNode *p = inner; p; p = p->parent)
+        if (p == outer) return true;
+    return false;
+}
+
+const CuNode *cu_common_ancestor(const CuNode *a, const CuNode *b) {
+    for (const CuNode *p = a; p; p = p->parent)
+        if (cu_contains(p, b)) return p;
+    return NULL;
+}
+
+bool cu_is_loop(const CuNode *n) {
+    return n && (n->kind == CXCursor_ForStmt || n->kind == CXCursor_WhileStmt || n->kind == CXCursor_DoStmt ||
+                 n->kind == CXCursor_CXXForRangeStmt);
+}

@@ -87,6 +87,13 @@ bool cu_is_global_index_x(CuNode *e);
 /* blockDim.x * gridDim.x, in either order (a grid-stride step). */
 bool cu_is_grid_stride_x(CuNode *e);
 
+/* inner is outer or below it */
+bool cu_contains(const CuNode *outer, const CuNode *inner);
+/* the nearest node holding both a and b, NULL when they are in different trees */
+const CuNode *cu_common_ancestor(const CuNode *a, const CuNode *b);
+/* for, while, do, or range-for */
+bool cu_is_loop(const CuNode *n);
+
 /* n's parent, skipping implicit casts, parentheses and explicit casts;
  * *child (may be NULL) gets the node under it on the way up. */
 CuNode *cu_logical_parent(const CuNode *n, const CuNode **child);
