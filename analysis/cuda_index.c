@@ -55,6 +55,29 @@ struct CuIndex {
     int depth;
 };
 
+/* the text of a node without whitespace and outer parentheses, for comparing expressions */
+static void squeeze(const CudaSource *src, const CuNode *n, char *out, size_t size) {
+    out[0] = '\0';
+    if (!n || !size) return;
+    const char *t = cu_text(src, n);
+    size_t len = cu_text_len(n), w = 0;
+    while (len >= 2 && t[0] == '(' && t[len - 1] == ')') {
+        /* only a pair that encloses the whole text: not `(a) + (b)` */
+        int depth = 0;
+        size_t i = 0;
+        for (; i + 1 < len; i++) {
+            depth += t[i] == '(' ? 1 : t[i] == ')' ? -1 : 0;
+            if (depth == 0) break;
+        }
+        if (i + 1 < len) break;
+        t++;
+        len -= 2;
+    }
+    for (size_t i = 0; i < len && w + 1 < size; i++)
+        if (!isspace((unsigned char)t[i])) out[w++] = t[i];
+    out[w] = '\0';
+}
+
 static const CuLane lane_zero = {CU_LANE_ZERO, 0, {0}, 0, NULL};
 static const CuLane lane_unknown = {CU_LANE_UNKNOWN, 0, {0}, 0, NULL};
 
@@ -391,19 +414,6 @@ typedef struct {
     bool overflow;
 } Terms;
 
-/* the node's text without whitespace and without outer parentheses */
-static void term_text(const CudaSource *src, const CuNode *n, char *out, size_t size) {
-    const char *t = cu_text(src, n);
-    size_t len = cu_text_len(n), w = 0;
-    while (len >= 2 && t[0] == '(' && t[len - 1] == ')') {
-        t++;
-        len -= 2;
-    }
-    for (size_t i = 0; i < len && w + 1 < size; i++)
-        if (!isspace((unsigned char)t[i])) out[w++] = t[i];
-    out[w] = '\0';
-}
-
 /* the thread-dependent terms of a sum, through locals that hold one value */
 static void thread_terms(CuIndex *ix, const CuNode *n, bool negative, Terms *t, int depth) {
     n = cu_strip((CuNode *)n);
@@ -429,7 +439,7 @@ static void thread_terms(CuIndex *ix, const CuNode *n, bool negative, Terms *t, 
         t->overflow = true;
         return;
     }
-    term_text(ix->src, n, t->text[t->count], TERM_TEXT);
+    squeeze(ix->src, n, t->text[t->count], TERM_TEXT);
     t->negative[t->count++] = negative;
 }
 
@@ -456,9 +466,9 @@ static bool uniform_trip_count(CuIndex *ix, const CuNode *loop) {
     const CuNode *init = NULL, *cond = NULL, *inc = NULL;
     for (uint32_t i = 0; i < loop->child_count; i++) {
         const CuNode *c = loop->children[i];
-        if (c->end <= s1) init = c;
-        else if (c->start > s1 && c->end <= s2) cond = c;
-        else if (c->start > s2 && c->end <= h) inc = c;
+        if (c->start < s1) init = c; /* a declaration's extent takes in its `;` */
+        else if (c->start > s1 && c->start < s2) cond = c;
+        else if (c->start > s2 && c->start < h) inc = c;
     }
     if (!init || !cond || !inc) return false;
     /* the variable and its start */
@@ -605,6 +615,27 @@ static bool mentions_template_param(const CuNode *n) {
     return false;
 }
 
+/* a value fixed at compile time that clang cannot evaluate here (it depends on
+ * a template argument): `N`, `sizeof(T)`, a constexpr local computed from them */
+static bool compile_time_unknown(const CuNode *n, int depth) {
+    n = cu_strip((CuNode *)n);
+    if (!n || depth > 8) return false;
+    if (mentions_template_param(n)) return true;
+    if (n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl) {
+        CXType t = clang_getCursorType(n->ref->cursor);
+        const CuNode *init = cu_initializer(n->ref);
+        if (!clang_isConstQualifiedType(t) || !init) return false;
+        long long v;
+        return !cu_int_value(init, &v) && compile_time_unknown(init, depth + 1);
+    }
+    if (n->kind == CXCursor_UnaryExpr) return true; /* sizeof(T) that did not evaluate */
+    if (n->kind == CXCursor_BinaryOperator || n->kind == CXCursor_ParenExpr) {
+        for (uint32_t i = 0; i < n->child_count; i++)
+            if (compile_time_unknown(n->children[i], depth + 1)) return true;
+    }
+    return false;
+}
+
 static CuLane lane_scale(CuLane t, long long k) {
     if (k == 0) return lane_zero;
     if (t.kind == CU_LANE_CONST || t.kind == CU_LANE_RUNTIME) t.c *= k;
@@ -633,7 +664,7 @@ static CuLane lane_mul(CuIndex *ix, const CuNode *l, const CuNode *r) {
     const CuNode *f = x.kind != CU_LANE_ZERO ? r : l;
     long long k;
     if (cu_int_value(f, &k)) return lane_scale(t, k);
-    if (mentions_template_param(f)) return lane_unknown;
+    if (compile_time_unknown(f, 0)) return lane_unknown; /* a small constant as often as not */
     /* a runtime coefficient: c (kept as its constant part) times the factors */
     if (t.factor_count < CU_LANE_MAX_FACTORS) t.factors[t.factor_count++] = f;
     t.kind = CU_LANE_RUNTIME;
@@ -655,8 +686,39 @@ static CuLane lane_rem(CuIndex *ix, const CuNode *x_node, const CuNode *m_node) 
     return x; /* a runtime modulus: a row length, not a handful of values */
 }
 
+typedef struct {
+    const CudaSource *src;
+    const char *x, *m;
+    bool found;
+} RemSearch;
+
+static bool visit_rem(CuNode *n, void *data) {
+    RemSearch *s = data;
+    if (s->found) return false;
+    if (n->kind == CXCursor_BinaryOperator && n->op == CXBinaryOperator_Rem && n->child_count == 2) {
+        char x[96], m[96];
+        squeeze(s->src, cu_strip(n->children[0]), x, sizeof x);
+        squeeze(s->src, cu_strip(n->children[1]), m, sizeof m);
+        s->found = strcmp(x, s->x) == 0 && strcmp(m, s->m) == 0;
+    }
+    return !s->found;
+}
+
+/* the function also takes x % m: x is split into a row (x / m) and a column (x % m) */
+static bool split_pair(CuIndex *ix, const CuNode *x_node, const CuNode *m_node) {
+    if (!ix->fn) return false;
+    char x[96], m[96];
+    squeeze(ix->src, cu_strip((CuNode *)x_node), x, sizeof x);
+    squeeze(ix->src, cu_strip((CuNode *)m_node), m, sizeof m);
+    if (!x[0] || !m[0]) return false;
+    RemSearch s = {ix->src, x, m, false};
+    cu_walk((CuNode *)ix->fn, visit_rem, &s);
+    return s.found;
+}
+
 /* x / m: zero when m is at least 32 * |c| (the quotient changes at most once
- * per warp), exact when m divides c */
+ * per warp), exact when m divides c; by a runtime m, zero only where the
+ * function splits x into x / m and x % m (a row and a column: m a row length) */
 static CuLane lane_div(CuIndex *ix, const CuNode *x_node, const CuNode *m_node) {
     CuLane x = lane_of(ix, x_node), m = lane_of(ix, m_node);
     if (x.kind == CU_LANE_UNKNOWN || m.kind != CU_LANE_ZERO) return lane_unknown;
@@ -672,7 +734,7 @@ static CuLane lane_div(CuIndex *ix, const CuNode *x_node, const CuNode *m_node) 
         return v >= 32 * abs_ll(x.c) ? lane_zero : lane_unknown;
     }
     if (mentions_template_param(m_node) || cu_index_names_small_count(ix->src, m_node)) return lane_unknown;
-    return lane_zero; /* a runtime divisor: the row of the thread, which a warp shares */
+    return split_pair(ix, x_node, m_node) ? lane_zero : lane_unknown; /* the thread's row, which a warp shares */
 }
 
 static bool is_power_of_two(long long v) { return v > 0 && (v & (v - 1)) == 0; }

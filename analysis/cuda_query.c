@@ -365,3 +365,48 @@ bool cu_is_loop(const CuNode *n) {
     return n && (n->kind == CXCursor_ForStmt || n->kind == CXCursor_WhileStmt || n->kind == CXCursor_DoStmt ||
                  n->kind == CXCursor_CXXForRangeStmt);
 }
+
+/* the x dimension of a launch's block: a dim3 built in place or in a local variable */
+static bool block_x_value(const CuNode *block, long long *value) {
+    const CuNode *b = cu_strip((CuNode *)block);
+    for (int hops = 0; b && hops < 8; hops++) {
+        if (b->kind == CXCursor_DeclRefExpr) {
+            /* a local dim3: its initializer */
+            if (!b->ref || b->ref->kind != CXCursor_VarDecl) return false;
+            b = cu_strip(cu_initializer(b->ref));
+        } else if (b->kind == CXCursor_CallExpr && strcmp(cu_callee(b), "dim3") == 0) {
+            /* dim3(x, y, z), or a copy of another dim3 */
+            const CuNode *x = cu_call_arg(b, 0);
+            if (!x) return false;
+            if (cu_int_value(x, value)) return true;
+            b = x;
+        } else {
+            return cu_int_value(b, value);
+        }
+    }
+    return false;
+}
+
+typedef struct {
+    const CuNode *kernel;
+    long long value;
+    int launches, matching;
+} BlockSearch;
+
+static bool visit_block_launch(CuNode *n, void *data) {
+    BlockSearch *s = data;
+    CuLaunch l;
+    if (n->kind != CXCursor_CallExpr || !cu_launch(n, &l)) return true;
+    if (l.kernel_decl != s->kernel && strcmp(l.kernel, s->kernel->name) != 0) return true;
+    s->launches++;
+    long long v;
+    if (l.block && block_x_value(l.block, &v) && v == s->value) s->matching++;
+    return true;
+}
+
+bool cu_kernel_block_x_always(const CudaSource *src, const CuNode *kernel, long long value) {
+    if (!src || !src->root || !kernel || !kernel->name || !*kernel->name) return false;
+    BlockSearch s = {kernel, value, 0, 0};
+    cu_walk(src->root, visit_block_launch, &s);
+    return s.launches > 0 && s.matching == s.launches;
+}

@@ -32,14 +32,26 @@ static const char documentation[] =
     "transactions for one instruction, and 8x (floats) to 32x (bytes) more DRAM traffic than the data\n"
     "used. Memory-bound kernels slow down by about that factor.\n"
     "\n"
+    "The lane's coefficient comes from the analysis CU003 shares (analysis/cuda_index.c): it follows\n"
+    "local variables, a flat index split into a row and a column (`b = idx / T; t = idx % T;`: the\n"
+    "remainder moves with the lane, the quotient only every T lanes), shifts and masks, per-thread base\n"
+    "pointers (`float *row = out + b * T * C + t * C;` then `row[i]`), and cooperative-groups ranks\n"
+    "(`block.thread_rank()`, `warp.thread_rank()` of a 32-thread tile, `this_thread_block().thread_rank()`).\n"
+    "\n"
     "Not flagged: `x[blockIdx.x * blockDim.x + threadIdx.x]`, `x[row * width + col]` with `col` from\n"
     "`threadIdx.x`, grid-stride loops (`for (i = idx; i < n; i += blockDim.x * gridDim.x)`), warp- or\n"
     "block-per-row loops (`for (i = threadIdx.x; i < C; i += blockDim.x)`), small constant strides\n"
     "below 32 bytes (`x[2 * tid]`, `x[3 * tid + c]`: neighbouring threads still share sectors),\n"
     "runtime strides named as a channel or component count (`img[p * channels + c]`), strides that\n"
-    "the kernel compares with 1 (a unit-stride fast path), `__shared__` and local arrays, accesses\n"
-    "done by one thread (`if (threadIdx.x == 0)`), and index expressions it cannot analyse (division,\n"
-    "modulo, bit operations, indirect indices, function calls): those are left alone.\n"
+    "the kernel compares with 1 (a unit-stride fast path), strides that are compile-time constants\n"
+    "clang cannot evaluate in a template (`i * VEC` with `constexpr int VEC = 16 / sizeof(T)`: a\n"
+    "vector per thread), layout-generic accesses where every index has a runtime stride of its own\n"
+    "(`src[i2 * s2 + i1 * s1 + i0 * s0]`: coalesced when the innermost stride is 1, as it usually is),\n"
+    "kernels that this file launches only with one thread along x (`dim3 block(1, 256)`: the warp runs\n"
+    "along `threadIdx.y`), `__shared__` and local arrays, accesses done by one thread\n"
+    "(`if (threadIdx.x == 0)`), and what it cannot analyse: a division or remainder by a runtime value\n"
+    "that is not a row/column split (`rem - rem / KW * KW` with a kernel width that may be 3), bit\n"
+    "operations other than masks and shifts, indirect indices, calls.\n"
     "\n"
     "## Example\n"
     "```cuda\n"
@@ -378,23 +390,123 @@ static const CuNode *parent_of(const CuNode *n) {
 }
 
 /* access: the node reported; base: the pointer; index: the subscript (NULL for *p and __ldg(p)) */
-static void check_access(Analysis *a, const CuNode *access, const CuNode *base, const CuNode *index) {
+/* The lane coefficient of a global access (pointer and subscript together);
+ * false when the pointer is not global memory or the sum is not understood. */
+static bool access_lane(Analysis *a, const CuNode *base, const CuNode *index, CuLane *out, long long *elem_out) {
     long long elem = pointee_size(cu_strip((CuNode *)base)); /* -1 for a dependent type in a template */
     bool global = false;
     CuLane pl = cu_index_pointer_lane(a->ix, base, elem, &global);
-    if (!global) return;
+    if (!global) return false;
     CuLane il = index ? lin_of(a, index) : (CuLane){CU_LANE_ZERO, 0, {0}, 0, NULL};
-    if (pl.kind == CU_LANE_UNKNOWN || il.kind == CU_LANE_UNKNOWN) return;
+    if (pl.kind == CU_LANE_UNKNOWN || il.kind == CU_LANE_UNKNOWN) return false;
     /* a runtime part of each: the sum is not analysed */
-    if (pl.kind != CU_LANE_ZERO && il.kind != CU_LANE_ZERO) return;
-    CuLane l = pl.kind != CU_LANE_ZERO ? pl : il;
+    if (pl.kind != CU_LANE_ZERO && il.kind != CU_LANE_ZERO) return false;
+    *out = pl.kind != CU_LANE_ZERO ? pl : il;
+    *elem_out = elem;
+    return true;
+}
+
+/* ---- the terms of an address --------------------------------------------------- */
+
+typedef struct {
+    int strided; /* terms multiplied by a runtime value */
+    int plain;   /* terms that vary but are not multiplied by a runtime value */
+    bool overflow;
+} TermCount;
+
+static bool is_runtime_factor(const CuNode *n) {
+    long long v;
+    n = cu_strip((CuNode *)n);
+    return n && !cu_int_value(n, &v) &&
+           (n->kind == CXCursor_DeclRefExpr || n->kind == CXCursor_MemberRefExpr ||
+            n->kind == CXCursor_ArraySubscriptExpr || n->kind == CXCursor_BinaryOperator ||
+            n->kind == CXCursor_ParenExpr);
+}
+
+static void count_int_terms(Analysis *a, const CuNode *n, TermCount *t, int depth) {
+    n = cu_strip((CuNode *)n);
+    long long v;
+    if (!n || depth > 12) {
+        t->overflow = true;
+        return;
+    }
+    if (cu_int_value(n, &v)) return;
+    if (n->kind == CXCursor_BinaryOperator && n->child_count == 2 &&
+        (n->op == CXBinaryOperator_Add || n->op == CXBinaryOperator_Sub)) {
+        count_int_terms(a, n->children[0], t, depth + 1);
+        count_int_terms(a, n->children[1], t, depth + 1);
+        return;
+    }
+    if (n->kind == CXCursor_DeclRefExpr && n->ref) {
+        const CuNode *init = cu_index_single_value(a->ix, n->ref);
+        if (init) {
+            count_int_terms(a, init, t, depth + 1);
+            return;
+        }
+    }
+    if (n->kind == CXCursor_BinaryOperator && n->op == CXBinaryOperator_Mul && n->child_count == 2 &&
+        (is_runtime_factor(n->children[0]) && is_runtime_factor(n->children[1])))
+        t->strided++;
+    else
+        t->plain++;
+}
+
+static void count_pointer_terms(Analysis *a, const CuNode *n, TermCount *t, int depth) {
+    n = cu_strip((CuNode *)n);
+    if (!n || depth > 12) {
+        t->overflow = true;
+        return;
+    }
+    if (n->kind == CXCursor_CXXReinterpretCastExpr || n->kind == CXCursor_CXXConstCastExpr) {
+        if (n->child_count) count_pointer_terms(a, n->children[n->child_count - 1], t, depth + 1);
+        return;
+    }
+    if (n->kind == CXCursor_DeclRefExpr) {
+        const CuNode *init = n->ref ? cu_index_single_value(a->ix, n->ref) : NULL;
+        if (init) count_pointer_terms(a, init, t, depth + 1);
+        return; /* a parameter: the root */
+    }
+    if (n->kind == CXCursor_BinaryOperator && n->child_count == 2 &&
+        (n->op == CXBinaryOperator_Add || n->op == CXBinaryOperator_Sub)) {
+        bool left = is_pointer_type(cu_strip(n->children[0]));
+        count_pointer_terms(a, n->children[left ? 0 : 1], t, depth + 1);
+        count_int_terms(a, n->children[left ? 1 : 0], t, depth + 1);
+        return;
+    }
+    if (n->kind == CXCursor_UnaryOperator && n->op == CXUnaryOperator_AddrOf && n->child_count == 1) {
+        const CuNode *sub = cu_strip(n->children[0]);
+        if (sub && sub->kind == CXCursor_ArraySubscriptExpr && sub->child_count == 2) {
+            count_pointer_terms(a, sub->children[0], t, depth + 1);
+            count_int_terms(a, sub->children[1], t, depth + 1);
+            return;
+        }
+    }
+    t->overflow = true;
+}
+
+/* Every varying term of the address has a runtime stride of its own (`src[i3*s03 + i2*s02 + i1*s01 +
+ * i0*s00]`, `dst + i1*nb1 + i0*nb0`): a layout-generic access whose coalescing depends on the
+ * strides it is given (the innermost one is usually 1). */
+static bool layout_generic(Analysis *a, const CuNode *base, const CuNode *index) {
+    TermCount t = {0, 0, false};
+    count_pointer_terms(a, base, &t, 0);
+    if (index) count_int_terms(a, index, &t, 0);
+    return !t.overflow && t.plain == 0 && t.strided >= 2;
+}
+
+static void check_access(Analysis *a, const CuNode *access, const CuNode *base, const CuNode *index) {
+    CuLane l;
+    long long elem;
+    if (!access_lane(a, base, index, &l, &elem)) return;
     if (l.kind == CU_LANE_ZERO) return;
     if (l.kind == CU_LANE_CONST) {
         long long c = l.c < 0 ? -l.c : l.c;
         if (c <= 1 || (elem > 0 ? c * elem : c) < 32) return;
     }
     if (l.kind == CU_LANE_RUNTIME) {
-        if (l.factor_count == 0 || stride_checked_against_one(a, &l) || stride_is_channel_count(a->src, &l)) return;
+        if (l.factor_count == 0 || stride_checked_against_one(a, &l) || stride_is_channel_count(a->src, &l) ||
+            layout_generic(a, base, index))
+            return;
     }
     if (single_thread(a, access)) return;
     const CuNode *root = cu_strip((CuNode *)base);
@@ -484,6 +596,8 @@ static bool visit_kernels(CuNode *n, void *data) {
     RuleContext *ctx = data;
     if (!cu_is_kernel(n)) return n->kind == CXCursor_TranslationUnit || n->kind == CXCursor_Namespace ||
                                      n->kind == CXCursor_LinkageSpec || n->kind == CXCursor_UnexposedDecl;
+    /* launched here only with one thread along x (`dim3 block(1, 256)`): threadIdx.x does not tell lanes apart */
+    if (cu_kernel_block_x_always(ctx->cuda, n, 1)) return false;
     Analysis a = {.ctx = ctx, .src = ctx->cuda, .fn = n, .ix = cu_index_new(ctx->cuda, n)};
     if (!a.ix) {
         ctx->out_of_memory = true;
