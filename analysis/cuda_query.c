@@ -131,15 +131,12 @@ bool cu_launch(const CuNode *n, CuLaunch *out) {
     if (!config) return false;
     memset(out, 0, sizeof *out);
     out->call = (CuNode *)n;
+    out->config = config;
     out->kernel = cu_callee(n);
     /* the kernel declaration when defined in this file */
     for (uint32_t i = 0; i < n->child_count; i++) {
         CuNode *c = cu_strip(n->children[i]);
         if (c && c->kind == CXCursor_DeclRefExpr && c->ref && cu_is_kernel(c->ref)) out->kernel_decl = c->ref;
-    }
-    if (!out->kernel_decl) {
-        CXCursor r = clang_getCursorReferenced(n->cursor);
-        (void)r;
     }
     uint32_t nc;
     CuNode **cargs = cu_call_args(config, &nc);

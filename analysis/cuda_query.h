@@ -38,6 +38,7 @@ typedef struct {
     CuNode *call;      /* the launch expression */
     const char *kernel;/* the kernel's name */
     CuNode *kernel_decl; /* its definition when it is in this file */
+    CuNode *config;    /* the <<<...>>> configuration (its text starts at `<<<`) */
     CuNode *grid, *block, *shared_bytes, *stream; /* NULL when not given */
     CuNode **args;
     uint32_t arg_count;
