@@ -16,7 +16,10 @@ static const char documentation[] =
     "of the block reaches:\n"
     "- a barrier inside an `if`/`else`, `?:`, `switch` or loop whose condition depends on the thread\n"
     "  index (`threadIdx`, a variable computed from it, `block.thread_rank()`, a warp index such as\n"
-    "  `threadIdx.x / 32`): an error, reported at the barrier;\n"
+    "  `threadIdx.x / 32`): an error, reported at the barrier, when the threads that skip it wait at\n"
+    "  another barrier later (after the branch, in another branch, around a loop); a warning when\n"
+    "  they run to the end of the kernel instead (`if (i < n) { ...; __syncthreads(); ... }` as the\n"
+    "  kernel's last statement behaves like an early return);\n"
     "- a thread-dependent `break` out of a loop that holds a barrier, or a `continue` before one: an\n"
     "  error, reported once at the `break`/`continue`, with the barriers it skips as related locations;\n"
     "- an early `return` that splits a warp (`if (i >= n) return;` with `i` from `threadIdx.x`) before\n"
@@ -152,13 +155,82 @@ typedef struct {
     int count;
 } ExitReport;
 
+enum { MAX_SYNC_POINTS = 256 };
+
 typedef struct {
     RuleContext *ctx;
     CuIndex *ix;
     const CuNode *fn;
     ExitReport exits[MAX_EXITS];
     int exit_count;
+    /* every place of the function that waits for the block: barriers, helpers of this file that
+     * hold one, block-wide collectives (cub's BlockReduce, ...) */
+    const CuNode *sync_points[MAX_SYNC_POINTS];
+    int sync_count;
+    bool sync_overflow;
 } FnCheck;
+
+static bool visit_has_barrier(CuNode *n, void *data) {
+    bool *found = data;
+    if (*found || n->kind == CXCursor_LambdaExpr) return false;
+    if (is_block_barrier(n)) *found = true;
+    return !*found;
+}
+
+/* a call that waits for the whole block (or more) */
+static bool is_sync_point(const CuNode *n) {
+    if (n->kind != CXCursor_CallExpr) return false;
+    if (is_block_barrier(n)) return true;
+    const char *callee = cu_callee(n);
+    if (strcmp(callee, "sync") == 0 || strcmp(callee, "grid_sync") == 0) return true;
+    if (n->ref && cu_is_function(n->ref) && n->ref->kind != CXCursor_LambdaExpr) {
+        bool found = false;
+        cu_walk(n->ref, visit_has_barrier, &found);
+        if (found) return true;
+    }
+    /* cub::BlockReduce<...>(storage).Sum(v) and the other block-wide collectives */
+    const CuNode *callee_node = n->child_count ? cu_strip(n->children[0]) : NULL;
+    if (callee_node && callee_node->kind == CXCursor_MemberRefExpr && callee_node->child_count == 1) {
+        char *type = cu_type_spelling(cu_strip(callee_node->children[0]));
+        bool block = type && strstr(type, "cub") && strstr(type, "Block");
+        free(type);
+        if (block) return true;
+    }
+    return false;
+}
+
+static bool visit_sync_point(CuNode *n, void *data) {
+    FnCheck *c = data;
+    if (n->kind == CXCursor_LambdaExpr) return false;
+    if (is_sync_point(n)) {
+        if (c->sync_count < MAX_SYNC_POINTS) c->sync_points[c->sync_count++] = n;
+        else c->sync_overflow = true;
+    }
+    return true;
+}
+
+/* the part of the construct that holds n: a branch of an if/switch/?:, or the whole loop */
+static const CuNode *branch_of(const CuNode *construct, const CuNode *n) {
+    if (cu_is_loop(construct)) return construct;
+    for (uint32_t i = 0; i < construct->child_count; i++)
+        if (cu_contains(construct->children[i], n)) return construct->children[i];
+    return construct;
+}
+
+/* The threads that skip the barrier n at the construct meet another wait for the block later
+ * (after the construct, in another branch, or around a loop); otherwise they run to the end of the
+ * kernel and exit. */
+static bool skippers_wait_again(const FnCheck *c, const CuNode *construct, const CuNode *n) {
+    if (c->sync_overflow || !cu_is_kernel(c->fn)) return true;
+    for (const CuNode *p = construct->parent; p && p != c->fn; p = p->parent)
+        if (cu_is_loop(p)) return true;
+    const CuNode *branch = branch_of(construct, n);
+    for (int i = 0; i < c->sync_count; i++) {
+        const CuNode *b = c->sync_points[i];
+        if (b != n && b->start >= construct->start && !cu_contains(branch, b)) return true;
+    }
+    return false;
+}
 
 static void add_exit(FnCheck *c, const CuExit *e, const CuNode *barrier) {
     ExitReport *r = NULL;
@@ -181,12 +253,25 @@ static void check_barrier(FnCheck *c, const CuNode *n) {
     CuGuard g;
     if (cu_index_divergent_guards(c->ix, n, c->fn, CU_WARP_UNIFORM, &g, 1) > 0) {
         report_text(cond_text, sizeof cond_text, src, g.cond);
-        Finding *f = rule_report_cu(c->ctx, n,
-                                    "`%s` is reached only by some threads of the block: it sits %s `%s` (line %zu), "
-                                    "which depends on the thread index, so the other threads never arrive at this "
-                                    "barrier",
-                                    call_text, placement(g.construct, !g.polarity), cond_text,
-                                    line_of(src, g.cond->start));
+        Finding *f;
+        if (skippers_wait_again(c, g.construct, n)) {
+            f = rule_report_cu(c->ctx, n,
+                               "`%s` is reached only by some threads of the block: it sits %s `%s` (line %zu), "
+                               "which depends on the thread index, so the other threads never arrive at this "
+                               "barrier; they wait at a different one, and the block hangs or the barriers pair up "
+                               "wrongly",
+                               call_text, placement(g.construct, !g.polarity), cond_text, line_of(src, g.cond->start));
+        } else {
+            f = rule_report_cu(c->ctx, n,
+                               "`%s` is reached only by some threads of the block: it sits %s `%s` (line %zu), "
+                               "which depends on the thread index; the other threads skip it and leave the kernel. "
+                               "Since Volta a barrier no longer waits for exited threads, so this does not hang "
+                               "there, but CUDA requires every thread to reach it, and whatever the skipping "
+                               "threads would have written to shared memory is missing. Move the barrier out of "
+                               "the condition and guard only the loads and stores",
+                               call_text, placement(g.construct, !g.polarity), cond_text, line_of(src, g.cond->start));
+            if (f) f->severity = SEVERITY_WARNING;
+        }
         if (f) finding_add_related(f, (ByteRange){g.cond->start, g.cond->end}, "thread-dependent condition");
         return;
     }
@@ -276,6 +361,7 @@ static void check_function(RuleContext *ctx, CuNode *fn) {
         free(c);
         return;
     }
+    for (uint32_t i = 0; i < fn->child_count; i++) cu_walk(fn->children[i], visit_sync_point, c);
     for (uint32_t i = 0; i < fn->child_count; i++) cu_walk(fn->children[i], visit_barrier, c);
     for (int i = 0; i < c->exit_count; i++) report_exit(c, &c->exits[i]);
     cu_index_free(c->ix);
