@@ -26,7 +26,9 @@ static const char documentation[] =
     "  barriers the rest of the block runs: a warning, reported once at the `return`, with the\n"
     "  barriers as related locations.\n"
     "\n"
-    "Not flagged: conditions on `blockIdx`, `blockDim`, `gridDim`, kernel parameters or `__shared__`\n"
+    "Not flagged: an `if`/`else` whose two branches wait the same number of times (warp\n"
+    "specialization: producers and consumers pass as many barriers, which pair up one for one),\n"
+    "conditions on `blockIdx`, `blockDim`, `gridDim`, kernel parameters or `__shared__`\n"
     "scalars (uniform across the block), the result of `__syncthreads_or/_and/_count` (the same in every\n"
     "thread), `__syncwarp()` and `tile.sync()` on a `thread_block_tile` (warp-level barriers), loops\n"
     "with a uniform trip count such as\n"
@@ -246,12 +248,34 @@ static void add_exit(FnCheck *c, const CuExit *e, const CuNode *barrier) {
     r->count++;
 }
 
+static int sync_points_in(const FnCheck *c, const CuNode *n) {
+    int count = 0;
+    for (int i = 0; i < c->sync_count; i++) count += cu_contains(n, c->sync_points[i]);
+    return count;
+}
+
+/* `if (producer) { load; __syncthreads(); } else { __syncthreads(); compute; }`: both branches wait
+ * the same number of times, so every thread passes as many barriers and they pair up one for one
+ * (warp specialization) */
+static bool paired_branches(const FnCheck *c, const CuNode *construct) {
+    if (construct->kind != CXCursor_IfStmt || c->sync_overflow) return false;
+    size_t h = cu_header_end(c->ctx->cuda, construct, NULL, NULL);
+    const CuNode *branches[2];
+    int count = 0;
+    for (uint32_t i = 0; i < construct->child_count && count < 2; i++)
+        if (h && construct->children[i]->start >= h) branches[count++] = construct->children[i];
+    if (count != 2) return false;
+    int a = sync_points_in(c, branches[0]), b = sync_points_in(c, branches[1]);
+    return a > 0 && a == b;
+}
+
 static void check_barrier(FnCheck *c, const CuNode *n) {
     const CudaSource *src = c->ctx->cuda;
     char cond_text[96], call_text[96];
     report_text(call_text, sizeof call_text, src, n);
     CuGuard g;
     if (cu_index_divergent_guards(c->ix, n, c->fn, CU_WARP_UNIFORM, &g, 1) > 0) {
+        if (paired_branches(c, g.construct)) return;
         report_text(cond_text, sizeof cond_text, src, g.cond);
         Finding *f;
         if (skippers_wait_again(c, g.construct, n)) {
