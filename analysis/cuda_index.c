@@ -53,6 +53,7 @@ struct CuIndex {
     int dep_depth;
     int dep_cuts; /* cycles cut while computing: results below the top are not cached */
     int depth;
+    bool warp_rows; /* blockDim.x is a multiple of 32: threadIdx.y/z are the same across a warp */
 };
 
 /* the text of a node without whitespace and outer parentheses, for comparing expressions */
@@ -97,6 +98,13 @@ void cu_index_free(CuIndex *ix) {
 }
 
 const CuNode *cu_index_function(const CuIndex *ix) { return ix ? ix->fn : NULL; }
+
+void cu_index_assume_block_x(CuIndex *ix, long long block_x) {
+    if (!ix) return;
+    ix->warp_rows = block_x > 0 && block_x % 32 == 0;
+    /* cached answers were computed without it */
+    for (size_t i = 0; i < ix->var_count; i++) ix->vars[i].dep_done = false;
+}
 
 static bool is_inc_dec(int op) {
     return op == CXUnaryOperator_PostInc || op == CXUnaryOperator_PostDec || op == CXUnaryOperator_PreInc ||
@@ -338,7 +346,10 @@ static Dep expr_dep(CuIndex *ix, const CuNode *n) {
     case CXCursor_DeclRefExpr:
         return n->ref ? var_dep(ix, n->ref) : none;
     case CXCursor_MemberRefExpr: {
-        if (cu_is_builtin_member(n, "threadIdx", 0)) return (Dep){axis_bit(n->last_char), 0, false};
+        if (cu_is_builtin_member(n, "threadIdx", 0)) {
+            unsigned bit = axis_bit(n->last_char);
+            return ix->warp_rows && bit != DEP_X ? (Dep){0, bit, false} : (Dep){bit, 0, false};
+        }
         if (cu_is_builtin_member(n, "blockIdx", 0)) return (Dep){0, 0, true};
         /* block.thread_index().y, block.group_index().x */
         const CuNode *base = n->child_count == 1 ? cu_strip(n->children[0]) : NULL;
@@ -401,6 +412,24 @@ const CuNode *cu_index_single_value(CuIndex *ix, const CuNode *decl) {
     for (size_t i = 0; i < ix->def_count; i++)
         if (ix->defs[i].decl == decl) return NULL;
     return cu_initializer(decl);
+}
+
+int cu_index_values(CuIndex *ix, const CuNode *decl, const CuNode **out, int max) {
+    if (!is_local(ix, decl)) return -1;
+    gather_defs(ix);
+    int count = 0;
+    const CuNode *init = cu_initializer(decl);
+    if (init) {
+        if (count == max) return -1;
+        out[count++] = init;
+    }
+    for (size_t i = 0; i < ix->def_count; i++) {
+        const Def *d = &ix->defs[i];
+        if (d->decl != decl) continue;
+        if (d->kind != DEF_ASSIGN || count == max) return -1;
+        out[count++] = d->rhs;
+    }
+    return count;
 }
 
 /* ---- divergence ------------------------------------------------------------------ */
@@ -615,25 +644,46 @@ static bool mentions_template_param(const CuNode *n) {
     return false;
 }
 
-/* a value fixed at compile time that clang cannot evaluate here (it depends on
- * a template argument): `N`, `sizeof(T)`, a constexpr local computed from them */
-static bool compile_time_unknown(const CuNode *n, int depth) {
+/* a value fixed at compile time: literals, sizeof, template arguments, enumerators, const
+ * variables initialized from such values */
+static bool is_compile_time(const CuNode *n, int depth) {
     n = cu_strip((CuNode *)n);
     if (!n || depth > 8) return false;
-    if (mentions_template_param(n)) return true;
-    if (n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl) {
-        CXType t = clang_getCursorType(n->ref->cursor);
-        const CuNode *init = cu_initializer(n->ref);
-        if (!clang_isConstQualifiedType(t) || !init) return false;
-        long long v;
-        return !cu_int_value(init, &v) && compile_time_unknown(init, depth + 1);
+    switch (n->kind) {
+    case CXCursor_IntegerLiteral:
+    case CXCursor_CharacterLiteral:
+    case CXCursor_CXXBoolLiteralExpr:
+    case CXCursor_UnaryExpr: /* sizeof, alignof */
+        return true;
+    case CXCursor_DeclRefExpr: {
+        if (mentions_template_param(n)) return true;
+        const CuNode *d = n->ref;
+        if (!d) {
+            CXCursor r = clang_getCursorReferenced(n->cursor);
+            return clang_getCursorKind(r) == CXCursor_EnumConstantDecl;
+        }
+        if (d->kind == CXCursor_EnumConstantDecl || d->kind == CXCursor_NonTypeTemplateParameter) return true;
+        if (d->kind != CXCursor_VarDecl || !clang_isConstQualifiedType(clang_getCursorType(d->cursor))) return false;
+        const CuNode *init = cu_initializer(d);
+        return init && is_compile_time(init, depth + 1);
     }
-    if (n->kind == CXCursor_UnaryExpr) return true; /* sizeof(T) that did not evaluate */
-    if (n->kind == CXCursor_BinaryOperator || n->kind == CXCursor_ParenExpr) {
+    case CXCursor_BinaryOperator:
+    case CXCursor_UnaryOperator:
+    case CXCursor_ParenExpr:
+    case CXCursor_ConditionalOperator:
         for (uint32_t i = 0; i < n->child_count; i++)
-            if (compile_time_unknown(n->children[i], depth + 1)) return true;
+            if (!is_compile_time(n->children[i], depth + 1)) return false;
+        return n->child_count > 0;
+    default:
+        return false;
     }
-    return false;
+}
+
+/* a value fixed at compile time that clang cannot evaluate here (it depends on
+ * a template argument): `N`, `sizeof(T)`, a constexpr local computed from them */
+static bool compile_time_unknown(const CuNode *n) {
+    long long v;
+    return is_compile_time(n, 0) && !cu_int_value(n, &v);
 }
 
 static CuLane lane_scale(CuLane t, long long k) {
@@ -664,7 +714,7 @@ static CuLane lane_mul(CuIndex *ix, const CuNode *l, const CuNode *r) {
     const CuNode *f = x.kind != CU_LANE_ZERO ? r : l;
     long long k;
     if (cu_int_value(f, &k)) return lane_scale(t, k);
-    if (compile_time_unknown(f, 0)) return lane_unknown; /* a small constant as often as not */
+    if (compile_time_unknown(f)) return lane_unknown; /* a small constant as often as not */
     /* a runtime coefficient: c (kept as its constant part) times the factors */
     if (t.factor_count < CU_LANE_MAX_FACTORS) t.factors[t.factor_count++] = f;
     t.kind = CU_LANE_RUNTIME;

@@ -22,6 +22,10 @@ typedef struct CuIndex CuIndex;
 CuIndex *cu_index_new(const CudaSource *src, const CuNode *fn);
 void cu_index_free(CuIndex *ix);
 const CuNode *cu_index_function(const CuIndex *ix);
+/* The block's x dimension is known (every launch of the kernel in this
+ * file uses it): when it is a multiple of 32, a warp never spans two values
+ * of threadIdx.y or threadIdx.z, so those are warp-uniform. */
+void cu_index_assume_block_x(CuIndex *ix, long long block_x);
 
 /* ---- variation across the threads of a block ---------------------------- */
 
@@ -48,6 +52,12 @@ bool cu_depends_on_thread_or_block(const CudaSource *src, const CuNode *expr);
  * handed out by address in the function (its uses can be read as the
  * initializer); NULL otherwise. */
 const CuNode *cu_index_single_value(CuIndex *ix, const CuNode *decl);
+
+/* The values a local variable takes: its initializer and the right-hand
+ * sides of the plain assignments to it, at most max in out. Returns how
+ * many, or -1 when it is also changed another way (`+=`, `++`, its address
+ * handed out) or has more than max. */
+int cu_index_values(CuIndex *ix, const CuNode *decl, const CuNode **out, int max);
 
 /* ---- divergence: code that only some threads run --------------------------- */
 

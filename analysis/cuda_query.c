@@ -387,7 +387,7 @@ static bool block_x_value(const CuNode *block, long long *value) {
 typedef struct {
     const CuNode *kernel;
     long long value;
-    int launches, matching;
+    int launches, agreeing;
 } BlockSearch;
 
 static bool visit_block_launch(CuNode *n, void *data) {
@@ -395,15 +395,20 @@ static bool visit_block_launch(CuNode *n, void *data) {
     CuLaunch l;
     if (n->kind != CXCursor_CallExpr || !cu_launch(n, &l)) return true;
     if (l.kernel_decl != s->kernel && strcmp(l.kernel, s->kernel->name) != 0) return true;
-    s->launches++;
     long long v;
-    if (l.block && block_x_value(l.block, &v) && v == s->value) s->matching++;
+    if (l.block && block_x_value(l.block, &v) && (s->launches == 0 || (s->agreeing == s->launches && v == s->value))) {
+        s->value = v;
+        s->agreeing++;
+    }
+    s->launches++;
     return true;
 }
 
-bool cu_kernel_block_x_always(const CudaSource *src, const CuNode *kernel, long long value) {
+bool cu_kernel_block_x(const CudaSource *src, const CuNode *kernel, long long *value) {
     if (!src || !src->root || !kernel || !kernel->name || !*kernel->name) return false;
-    BlockSearch s = {kernel, value, 0, 0};
+    BlockSearch s = {kernel, 0, 0, 0};
     cu_walk(src->root, visit_block_launch, &s);
-    return s.launches > 0 && s.matching == s.launches;
+    if (s.launches == 0 || s.agreeing != s.launches) return false;
+    *value = s.value;
+    return true;
 }

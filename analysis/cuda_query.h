@@ -82,9 +82,9 @@ bool cu_mentions(const CuNode *n, const CuNode *decl);
 /* n (casts and parentheses stripped) names decl. */
 bool cu_refers_to(const CuNode *n, const CuNode *decl);
 /* The kernel is launched in this file, and every launch's block has the
- * constant `value` as its x dimension (`<<<g, dim3(1, 256)>>>`, a local
- * `dim3 block(1, 256)`, `<<<g, 1>>>`). */
-bool cu_kernel_block_x_always(const CudaSource *src, const CuNode *kernel, long long value);
+ * same constant x dimension (`<<<g, dim3(1, 256)>>>`, a local
+ * `dim3 block(32, k)`, `<<<g, 256>>>`): *value gets it. */
+bool cu_kernel_block_x(const CudaSource *src, const CuNode *kernel, long long *value);
 
 /* threadIdx, blockIdx, blockDim or gridDim, any axis. */
 bool cu_is_any_builtin(const CuNode *n);

@@ -36,7 +36,8 @@ static const char documentation[] =
     "barrier sits outside the divergent `if`, and `for` loops whose start and bound move with the\n"
     "thread by the same terms (`for (t = base + tid; t < end + tid; t += C)`: every thread runs the same\n"
     "number of iterations). Returns that whole warps take together (a condition on a warp index,\n"
-    "`warp.meta_group_rank()`, `__ballot_sync`/`__any_sync` results, or uniform values) are not\n"
+    "`warp.meta_group_rank()`, `__ballot_sync`/`__any_sync` results, `threadIdx.y` when every launch in\n"
+    "the file gives the block a multiple of 32 threads along x, or uniform values) are not\n"
     "flagged either: the warp leaves as a whole. Conditions on parameters of a `__device__` function are\n"
     "not followed into its callers.\n"
     "\n"
@@ -385,6 +386,8 @@ static void check_function(RuleContext *ctx, CuNode *fn) {
         free(c);
         return;
     }
+    long long block_x;
+    if (cu_is_kernel(fn) && cu_kernel_block_x(ctx->cuda, fn, &block_x)) cu_index_assume_block_x(c->ix, block_x);
     for (uint32_t i = 0; i < fn->child_count; i++) cu_walk(fn->children[i], visit_sync_point, c);
     for (uint32_t i = 0; i < fn->child_count; i++) cu_walk(fn->children[i], visit_barrier, c);
     for (int i = 0; i < c->exit_count; i++) report_exit(c, &c->exits[i]);

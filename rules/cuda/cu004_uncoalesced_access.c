@@ -462,9 +462,24 @@ static void count_pointer_terms(Analysis *a, const CuNode *n, TermCount *t, int 
         return;
     }
     if (n->kind == CXCursor_DeclRefExpr) {
-        const CuNode *init = n->ref ? cu_index_single_value(a->ix, n->ref) : NULL;
-        if (init) count_pointer_terms(a, init, t, depth + 1);
-        return; /* a parameter: the root */
+        const CuNode *values[4];
+        int count = n->ref && n->ref->kind == CXCursor_VarDecl ? cu_index_values(a->ix, n->ref, values, 4) : 0;
+        if (count < 0) {
+            t->overflow = true;
+            return;
+        }
+        if (count == 0) return; /* a parameter: the root */
+        /* a pointer set in several places (`if (...) x = a + ...; else x = b + ...;`): each must qualify */
+        TermCount merged = {0, 0, false};
+        for (int i = 0; i < count; i++) {
+            TermCount one = *t;
+            count_pointer_terms(a, values[i], &one, depth + 1);
+            if (i == 0 || one.strided < merged.strided) merged.strided = one.strided;
+            if (i == 0 || one.plain > merged.plain) merged.plain = one.plain;
+            merged.overflow |= one.overflow;
+        }
+        *t = merged;
+        return;
     }
     if (n->kind == CXCursor_BinaryOperator && n->child_count == 2 &&
         (n->op == CXBinaryOperator_Add || n->op == CXBinaryOperator_Sub)) {
@@ -597,7 +612,8 @@ static bool visit_kernels(CuNode *n, void *data) {
     if (!cu_is_kernel(n)) return n->kind == CXCursor_TranslationUnit || n->kind == CXCursor_Namespace ||
                                      n->kind == CXCursor_LinkageSpec || n->kind == CXCursor_UnexposedDecl;
     /* launched here only with one thread along x (`dim3 block(1, 256)`): threadIdx.x does not tell lanes apart */
-    if (cu_kernel_block_x_always(ctx->cuda, n, 1)) return false;
+    long long block_x;
+    if (cu_kernel_block_x(ctx->cuda, n, &block_x) && block_x == 1) return false;
     Analysis a = {.ctx = ctx, .src = ctx->cuda, .fn = n, .ix = cu_index_new(ctx->cuda, n)};
     if (!a.ix) {
         ctx->out_of_memory = true;
