@@ -644,46 +644,31 @@ static bool mentions_template_param(const CuNode *n) {
     return false;
 }
 
-/* a value fixed at compile time: literals, sizeof, template arguments, enumerators, const
- * variables initialized from such values */
-static bool is_compile_time(const CuNode *n, int depth) {
-    n = cu_strip((CuNode *)n);
-    if (!n || depth > 8) return false;
-    switch (n->kind) {
-    case CXCursor_IntegerLiteral:
-    case CXCursor_CharacterLiteral:
-    case CXCursor_CXXBoolLiteralExpr:
-    case CXCursor_UnaryExpr: /* sizeof, alignof */
+/* a runtime value: a parameter, or a variable that is not const */
+static bool mentions_runtime_value(const CuNode *n) {
+    if (!n) return false;
+    if (n->kind == CXCursor_DeclRefExpr && n->ref &&
+        (n->ref->kind == CXCursor_ParmDecl ||
+         (n->ref->kind == CXCursor_VarDecl && !clang_isConstQualifiedType(clang_getCursorType(n->ref->cursor)))))
         return true;
-    case CXCursor_DeclRefExpr: {
-        if (mentions_template_param(n)) return true;
-        const CuNode *d = n->ref;
-        if (!d) {
-            CXCursor r = clang_getCursorReferenced(n->cursor);
-            return clang_getCursorKind(r) == CXCursor_EnumConstantDecl;
-        }
-        if (d->kind == CXCursor_EnumConstantDecl || d->kind == CXCursor_NonTypeTemplateParameter) return true;
-        if (d->kind != CXCursor_VarDecl || !clang_isConstQualifiedType(clang_getCursorType(d->cursor))) return false;
-        const CuNode *init = cu_initializer(d);
-        return init && is_compile_time(init, depth + 1);
-    }
-    case CXCursor_BinaryOperator:
-    case CXCursor_UnaryOperator:
-    case CXCursor_ParenExpr:
-    case CXCursor_ConditionalOperator:
-        for (uint32_t i = 0; i < n->child_count; i++)
-            if (!is_compile_time(n->children[i], depth + 1)) return false;
-        return n->child_count > 0;
-    default:
-        return false;
-    }
+    for (uint32_t i = 0; i < n->child_count; i++)
+        if (mentions_runtime_value(n->children[i])) return true;
+    return false;
 }
 
-/* a value fixed at compile time that clang cannot evaluate here (it depends on
- * a template argument): `N`, `sizeof(T)`, a constexpr local computed from them */
-static bool compile_time_unknown(const CuNode *n) {
-    long long v;
-    return is_compile_time(n, 0) && !cu_int_value(n, &v);
+/* The number of elements in a vector of fixed bytes: `16 / sizeof(T)`,
+ * `max_copy_bytes() / sizeof(T_wire)`, directly or through a const local. A
+ * thread taking such a vector (`x[i * VEC + k]`) reads one chunk of a few
+ * bytes; neighbouring threads' chunks are adjacent, not rows apart. */
+static bool is_vector_width(const CuNode *n, int depth) {
+    n = cu_strip((CuNode *)n);
+    if (!n || depth > 4) return false;
+    if (n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl &&
+        clang_isConstQualifiedType(clang_getCursorType(n->ref->cursor)))
+        return is_vector_width(cu_initializer(n->ref), depth + 1);
+    if (n->kind != CXCursor_BinaryOperator || n->op != CXBinaryOperator_Div || n->child_count != 2) return false;
+    const CuNode *d = cu_strip(n->children[1]);
+    return d && d->kind == CXCursor_UnaryExpr && !mentions_runtime_value(n->children[0]);
 }
 
 static CuLane lane_scale(CuLane t, long long k) {
@@ -714,7 +699,8 @@ static CuLane lane_mul(CuIndex *ix, const CuNode *l, const CuNode *r) {
     const CuNode *f = x.kind != CU_LANE_ZERO ? r : l;
     long long k;
     if (cu_int_value(f, &k)) return lane_scale(t, k);
-    if (compile_time_unknown(f)) return lane_unknown; /* a small constant as often as not */
+    /* a template argument (a small constant as often as not), or a vector's width */
+    if (mentions_template_param(f) || is_vector_width(f, 0)) return lane_unknown;
     /* a runtime coefficient: c (kept as its constant part) times the factors */
     if (t.factor_count < CU_LANE_MAX_FACTORS) t.factors[t.factor_count++] = f;
     t.kind = CU_LANE_RUNTIME;

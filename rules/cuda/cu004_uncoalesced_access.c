@@ -43,9 +43,9 @@ static const char documentation[] =
     "block-per-row loops (`for (i = threadIdx.x; i < C; i += blockDim.x)`), small constant strides\n"
     "below 32 bytes (`x[2 * tid]`, `x[3 * tid + c]`: neighbouring threads still share sectors),\n"
     "runtime strides named as a channel or component count (`img[p * channels + c]`), strides that\n"
-    "the kernel compares with 1 (a unit-stride fast path), strides that are compile-time constants\n"
-    "clang cannot evaluate in a template (`i * VEC` with `constexpr int VEC = 16 / sizeof(T)`: a\n"
-    "vector per thread), layout-generic accesses where every index has a runtime stride of its own\n"
+    "the kernel compares with 1 (a unit-stride fast path), a template argument used directly as the\n"
+    "stride, vector widths (`i * VEC` with `constexpr int VEC = 16 / sizeof(T)`: a few bytes per\n"
+    "thread), layout-generic accesses where every index has a runtime stride of its own\n"
     "(`src[i2 * s2 + i1 * s1 + i0 * s0]`: coalesced when the innermost stride is 1, as it usually is),\n"
     "kernels that this file launches only with one thread along x (`dim3 block(1, 256)`: the warp runs\n"
     "along `threadIdx.y`), `__shared__` and local arrays, accesses done by one thread\n"
@@ -462,8 +462,8 @@ static void count_pointer_terms(Analysis *a, const CuNode *n, TermCount *t, int 
         return;
     }
     if (n->kind == CXCursor_DeclRefExpr) {
-        const CuNode *values[4];
-        int count = n->ref && n->ref->kind == CXCursor_VarDecl ? cu_index_values(a->ix, n->ref, values, 4) : 0;
+        const CuNode *values[8];
+        int count = n->ref && n->ref->kind == CXCursor_VarDecl ? cu_index_values(a->ix, n->ref, values, 8) : 0;
         if (count < 0) {
             t->overflow = true;
             return;
