@@ -82,10 +82,36 @@ CuNode *cu_statement_of(const CuNode *n) {
     return NULL;
 }
 
+/* the name a callee expression spells: `f`, `tk<T>` (an overload set in a template), a function
+ * whose declaration was not found */
+static const char *callee_name(const CuNode *f) {
+    f = cu_strip((CuNode *)f);
+    if (!f) return "";
+    if (f->kind == CXCursor_DeclRefExpr && (!f->ref_name || !*f->ref_name) && f->child_count >= 1 &&
+        f->children[0]->kind == CXCursor_OverloadedDeclRef)
+        f = f->children[0];
+    if (f->kind == CXCursor_OverloadedDeclRef) return f->name ? f->name : "";
+    if (f->kind == CXCursor_DeclRefExpr) return f->ref_name && *f->ref_name ? f->ref_name : f->name ? f->name : "";
+    return "";
+}
+
 const char *cu_callee(const CuNode *call) {
     if (!call || call->kind != CXCursor_CallExpr) return "";
     if (call->ref_name && *call->ref_name) return call->ref_name;
-    return call->name ? call->name : "";
+    if (call->name && *call->name) return call->name;
+    /* a call clang left unresolved (a template, a missing header): the name its callee spells */
+    if (call->child_count > 0 && call->children[0]->start == call->start) return callee_name(call->children[0]);
+    return "";
+}
+
+const char *cu_unresolved_callee(const CuNode *n) {
+    if (!n || n->kind != CXCursor_UnexposedExpr || n->child_count < 1) return NULL;
+    const CuNode *f = n->children[0];
+    if (f->start != n->start) return NULL;
+    if (f->kind != CXCursor_OverloadedDeclRef && f->kind != CXCursor_DeclRefExpr) return NULL;
+    const char *name = callee_name(f);
+    /* a call: the name is followed by its arguments */
+    return *name && n->end > f->end ? name : NULL;
 }
 
 static bool is_push_config(const CuNode *n) {

@@ -26,6 +26,10 @@ CuNode *cu_loop_of(const CuNode *n, const CuNode *stop); /* the nearest for/whil
 CuNode *cu_statement_of(const CuNode *n);
 /* The function called by a CallExpr ("" when unknown). */
 const char *cu_callee(const CuNode *call);
+/* A call clang could not resolve (its declaration's header was not found):
+ * `getLastCudaError("...")`, `sdkStartTimer(&t)` show as an expression whose
+ * first child names the function. Its name, or NULL when n is not one. */
+const char *cu_unresolved_callee(const CuNode *n);
 /* The arguments of a CallExpr, count in *n: its children after the callee
  * (recognised by what it refers to, or by starting where the call starts)
  * and after a launch's <<<...>>> configuration. */

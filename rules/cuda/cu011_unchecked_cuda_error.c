@@ -169,20 +169,6 @@ static _Thread_local struct {
     int count;
 } helper_cache;
 
-/* a call clang could not resolve (its header was not found): `getLastCudaError("...")` shows as an
- * expression whose first child names the function; its name, or NULL */
-static const char *unresolved_callee(const CuNode *n) {
-    if (!n || n->kind != CXCursor_UnexposedExpr || n->child_count < 1) return NULL;
-    const CuNode *f = n->children[0];
-    if (f->start != n->start) return NULL;
-    if (f->kind == CXCursor_DeclRefExpr && f->child_count == 1 && f->children[0]->kind == CXCursor_OverloadedDeclRef)
-        f = f->children[0];
-    if (f->kind != CXCursor_OverloadedDeclRef && f->kind != CXCursor_DeclRefExpr) return NULL;
-    const char *name = f->name && *f->name ? f->name : f->ref_name;
-    /* a call: the name is followed by its arguments */
-    return name && *name && n->end > f->end ? name : NULL;
-}
-
 static const char *const checker_words[] = {"lasterror",    "last_error",  "lastcudaerror", "last_cuda_error",
                                             "checkerror",   "check_error", "launch_check",  "launchcheck",
                                             "checklaunch",  "check_launch", "kernelcheck",  "check_kernel",
@@ -196,7 +182,7 @@ static bool named_as_checker(const char *name) {
 
 /* a call that reads the last error (and does not throw it away) */
 static bool is_error_check(const CuNode *n, int depth) {
-    const char *unresolved = unresolved_callee(n);
+    const char *unresolved = cu_unresolved_callee(n);
     if (unresolved) {
         /* getLastCudaError("..."): a checker by its name, unless it is handed another CUDA call's result */
         if (!named_as_checker(unresolved)) return false;
