@@ -438,3 +438,27 @@ bool cu_kernel_block_x(const CudaSource *src, const CuNode *kernel, long long *v
     *value = s.value;
     return true;
 }
+
+void cu_snippet(const CudaSource *src, const CuNode *n, char *buf, size_t size) {
+    if (!size) return;
+    size_t len = n ? cu_text_len(n) : 0, w = 0;
+    const char *text = n ? cu_text(src, n) : "";
+    for (size_t i = 0; i < len && w + 4 < size; i++) {
+        char c = text[i];
+        if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+        if (c == ' ' && w > 0 && buf[w - 1] == ' ') continue;
+        buf[w++] = c;
+    }
+    if (len > 0 && w + 4 >= size) {
+        memcpy(buf + w, "...", 3);
+        w += 3;
+    }
+    buf[w] = '\0';
+}
+
+const CuNode *cu_plain_parent(const CuNode *n) {
+    const CuNode *p = n ? n->parent : NULL;
+    while (p && (p->kind == CXCursor_UnexposedExpr || p->kind == CXCursor_ParenExpr) && p->child_count == 1)
+        p = p->parent;
+    return p;
+}

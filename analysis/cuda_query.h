@@ -104,6 +104,13 @@ const CuNode *cu_common_ancestor(const CuNode *a, const CuNode *b);
 /* for, while, do, or range-for */
 bool cu_is_loop(const CuNode *n);
 
+/* The node's text on one line for a message: whitespace runs collapsed to
+ * one space, cut with "..." where it does not fit in size. */
+void cu_snippet(const CudaSource *src, const CuNode *n, char *buf, size_t size);
+
+/* n's parent, skipping implicit casts and parentheses (not explicit casts). */
+const CuNode *cu_plain_parent(const CuNode *n);
+
 /* n's parent, skipping implicit casts, parentheses and explicit casts;
  * *child (may be NULL) gets the node under it on the way up. */
 CuNode *cu_logical_parent(const CuNode *n, const CuNode **child);

@@ -69,22 +69,6 @@ static const char documentation[] =
     "marked unsafe, since a caller may call the function from divergent code. No fix when the write and\n"
     "the read are in the same statement (`s[tid] = s[tid + 1]` needs a temporary, not only a barrier).\n";
 
-static void snippet(char *buf, size_t size, const CudaSource *src, const CuNode *n) {
-    size_t len = cu_text_len(n), w = 0;
-    const char *text = cu_text(src, n);
-    for (size_t i = 0; i < len && w + 4 < size; i++) {
-        char c = text[i];
-        if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-        if (c == ' ' && w > 0 && buf[w - 1] == ' ') continue;
-        buf[w++] = c;
-    }
-    if (w + 4 >= size) {
-        memcpy(buf + w, "...", 3);
-        w += 3;
-    }
-    buf[w] = '\0';
-}
-
 static const char *const block_barriers[] = {"__syncthreads", "__syncthreads_count", "__syncthreads_and",
                                              "__syncthreads_or", NULL};
 
@@ -883,14 +867,14 @@ static void check_function(RuleContext *ctx, BarrierCache *bc, CuNode *fn) {
         if (!first) continue;
         reported[reported_count++] = r->stmt;
         char rtext[96], wtext[96], gtext[96];
-        snippet(rtext, sizeof rtext, ctx->cuda, r->shown);
+        cu_snippet(ctx->cuda, r->shown, rtext, sizeof rtext);
         const CuNode *wstmt = first->stmt ? first->stmt : first->node;
-        snippet(wtext, sizeof wtext, ctx->cuda, wstmt);
+        cu_snippet(ctx->cuda, wstmt, wtext, sizeof wtext);
         size_t wline = document_line_of(ctx->doc, first->node->start) + 1;
         const char *var = first->var->name;
         Finding *f;
         if (first_why == WHY_GUARDED) {
-            snippet(gtext, sizeof gtext, ctx->cuda, first_guard.cond);
+            cu_snippet(ctx->cuda, first_guard.cond, gtext, sizeof gtext);
             f = rule_report_cu(ctx, r->node,
                                "`%s` reads __shared__ `%s`, which is stored only by the threads for which `%s` %s "
                                "(line %zu: `%s`), with no __syncthreads() in between: the other threads can read it "

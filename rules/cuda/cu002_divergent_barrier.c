@@ -108,23 +108,6 @@ static const char *placement(const CuNode *construct, bool in_else) {
 
 static size_t line_of(const CudaSource *src, size_t offset) { return document_line_of(src->doc, offset) + 1; }
 
-static void report_text(char *buf, size_t size, const CudaSource *src, const CuNode *n) {
-    size_t len = cu_text_len(n);
-    const char *text = cu_text(src, n);
-    size_t w = 0;
-    for (size_t i = 0; i < len && w + 4 < size; i++) {
-        char c = text[i];
-        if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-        if (c == ' ' && w > 0 && buf[w - 1] == ' ') continue;
-        buf[w++] = c;
-    }
-    if (len > 0 && w + 4 >= size) {
-        memcpy(buf + w, "...", 3);
-        w += 3;
-    }
-    buf[w] = '\0';
-}
-
 static bool is_thread_block_type(const CuNode *n) {
     if (!n) return false;
     char *type = cu_type_spelling(n);
@@ -273,11 +256,11 @@ static bool paired_branches(const FnCheck *c, const CuNode *construct) {
 static void check_barrier(FnCheck *c, const CuNode *n) {
     const CudaSource *src = c->ctx->cuda;
     char cond_text[96], call_text[96];
-    report_text(call_text, sizeof call_text, src, n);
+    cu_snippet(src, n, call_text, sizeof call_text);
     CuGuard g;
     if (cu_index_divergent_guards(c->ix, n, c->fn, CU_WARP_UNIFORM, &g, 1) > 0) {
         if (paired_branches(c, g.construct)) return;
-        report_text(cond_text, sizeof cond_text, src, g.cond);
+        cu_snippet(src, g.cond, cond_text, sizeof cond_text);
         Finding *f;
         if (skippers_wait_again(c, g.construct, n)) {
             f = rule_report_cu(c->ctx, n,
@@ -321,9 +304,8 @@ static void barrier_lines(const CudaSource *src, const ExitReport *r, char *buf,
 static void report_exit(FnCheck *c, const ExitReport *r) {
     const CudaSource *src = c->ctx->cuda;
     const CuNode *exit = r->exit.exit;
-    char cond_text[96], exit_text[96], lines[96];
-    report_text(cond_text, sizeof cond_text, src, r->exit.guard.cond);
-    report_text(exit_text, sizeof exit_text, src, exit);
+    char cond_text[96], lines[96];
+    cu_snippet(src, r->exit.guard.cond, cond_text, sizeof cond_text);
     barrier_lines(src, r, lines, sizeof lines);
     const char *holds = r->exit.guard.polarity ? "holds" : "does not hold";
     Finding *f;

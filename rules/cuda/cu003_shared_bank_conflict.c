@@ -278,22 +278,6 @@ static bool padding_edit(const CudaSource *src, const CuNode *decl, long long ro
     return *text != NULL;
 }
 
-static void snippet(char *buf, size_t size, const CudaSource *src, const CuNode *n) {
-    size_t len = cu_text_len(n), w = 0;
-    const char *text = cu_text(src, n);
-    for (size_t i = 0; i < len && w + 4 < size; i++) {
-        char c = text[i];
-        if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-        if (c == ' ' && w > 0 && buf[w - 1] == ' ') continue;
-        buf[w++] = c;
-    }
-    if (w + 4 >= size) {
-        memcpy(buf + w, "...", 3);
-        w += 3;
-    }
-    buf[w] = '\0';
-}
-
 /* A 1-D array indexed with threadIdx.x times a stride of a multiple of 32
  * words (16 for 8-byte elements): `s[tx * 64 + k]`. */
 static void analyze_flat(RuleContext *ctx, const CuNode *decl, CXType elem_type, long long elem, bool four,
@@ -321,7 +305,7 @@ static void analyze_flat(RuleContext *ctx, const CuNode *decl, CXType elem_type,
     CXString ts = clang_getTypeSpelling(elem_type);
     snprintf(type_text, sizeof type_text, "%s", clang_getCString(ts));
     clang_disposeString(ts);
-    snippet(access_text, sizeof access_text, src, conflicts[0]);
+    cu_snippet(src, conflicts[0], access_text, sizeof access_text);
     long long stride = coefs[0] < 0 ? -coefs[0] : coefs[0];
     int ways = four ? 32 : 16;
     Finding *f = rule_report_cu(ctx, decl,
@@ -403,7 +387,7 @@ static void analyze(RuleContext *ctx, const CuNode *decl) {
     CXString ts = clang_getTypeSpelling(type);
     snprintf(type_text, sizeof type_text, "%s", clang_getCString(ts));
     clang_disposeString(ts);
-    snippet(access_text, sizeof access_text, src, conflicts[0]);
+    cu_snippet(src, conflicts[0], access_text, sizeof access_text);
     long long stride = coefs[0] * row * elem;
     if (stride < 0) stride = -stride;
     int ways = four ? 32 : 16;

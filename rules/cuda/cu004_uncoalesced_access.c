@@ -382,13 +382,6 @@ static bool is_ldg_call(const CuNode *call) {
 }
 
 /* the node above n, skipping implicit casts and parentheses */
-static const CuNode *parent_of(const CuNode *n) {
-    const CuNode *p = n->parent;
-    while (p && (p->kind == CXCursor_UnexposedExpr || p->kind == CXCursor_ParenExpr) && p->child_count == 1)
-        p = p->parent;
-    return p;
-}
-
 /* access: the node reported; base: the pointer; index: the subscript (NULL for *p and __ldg(p)) */
 /* The lane coefficient of a global access (pointer and subscript together);
  * false when the pointer is not global memory or the sum is not understood. */
@@ -545,7 +538,7 @@ static void check_access(Analysis *a, const CuNode *access, const CuNode *base, 
         node_text(a->src, root_ptr, pointer, sizeof pointer);
     else
         snprintf(pointer, sizeof pointer, "the array");
-    const CuNode *p = parent_of(access);
+    const CuNode *p = cu_plain_parent(access);
     bool write = p &&
                  ((p->kind == CXCursor_BinaryOperator && p->op == CXBinaryOperator_Assign) ||
                   p->kind == CXCursor_CompoundAssignOperator) &&
@@ -585,15 +578,15 @@ static bool visit(CuNode *n, void *data) {
     if (n->kind == CXCursor_ArraySubscriptExpr && n->child_count == 2) {
         const CuNode *base = cu_strip(n->children[0]);
         if (!base || !is_pointer_type(base)) return true;
-        const CuNode *p = parent_of(n);
+        const CuNode *p = cu_plain_parent(n);
         if (p && p->kind == CXCursor_UnaryOperator && p->op == CXUnaryOperator_AddrOf) {
             /* &x[i]: an access only when loaded through __ldg and friends */
-            const CuNode *call = parent_of(p);
+            const CuNode *call = cu_plain_parent(p);
             if (!call || call->kind != CXCursor_CallExpr || !is_ldg_call(call)) return true;
         }
         check_access(a, n, n->children[0], n->children[1]);
     } else if (n->kind == CXCursor_UnaryOperator && n->op == CXUnaryOperator_Deref && n->child_count == 1) {
-        const CuNode *p = parent_of(n);
+        const CuNode *p = cu_plain_parent(n);
         if (p && p->kind == CXCursor_UnaryOperator && p->op == CXUnaryOperator_AddrOf) return true;
         check_access(a, n, n->children[0], NULL);
     } else if (n->kind == CXCursor_CallExpr && is_ldg_call(n)) {

@@ -95,11 +95,6 @@ static bool is_ancestor(const CuNode *a, const CuNode *n) {
     return false;
 }
 
-static bool is_loop(const CuNode *n) {
-    return n->kind == CXCursor_ForStmt || n->kind == CXCursor_WhileStmt || n->kind == CXCursor_DoStmt ||
-           n->kind == CXCursor_CXXForRangeStmt;
-}
-
 static CuNode *loop_body(const CuNode *loop) {
     if (loop->child_count == 0) return NULL;
     return loop->kind == CXCursor_DoStmt ? loop->children[0] : loop->children[loop->child_count - 1];
@@ -146,7 +141,7 @@ static CuNode *repeating_loop(const CuNode *n, bool *guarded) {
             break;
         default: break;
         }
-        if (!is_loop(p)) continue;
+        if (!cu_is_loop(p)) continue;
         /* the init statement of a for loop runs once */
         if (p->kind == CXCursor_ForStmt && p->child_count > 0 && p->children[0] == child &&
             child->kind == CXCursor_DeclStmt)
