@@ -17,14 +17,16 @@ static const char documentation[] =
     "- a barrier inside an `if`/`else`, `?:`, `switch` or loop whose condition depends on the thread\n"
     "  index (`threadIdx`, a variable computed from it, `block.thread_rank()`, a warp index such as\n"
     "  `threadIdx.x / 32`): an error, reported at the barrier, when the threads that skip it wait at\n"
-    "  another barrier later (after the branch, in another branch, around a loop); a warning when\n"
-    "  they run to the end of the kernel instead (`if (i < n) { ...; __syncthreads(); ... }` as the\n"
-    "  kernel's last statement behaves like an early return);\n"
+    "  another barrier later (after the branch, in another branch, around a loop); when they run to\n"
+    "  the end of the kernel instead (`if (i < n) { ...; __syncthreads(); ... }` as the kernel's last\n"
+    "  statement behaves like an early return), a warning, or an info when they skip no\n"
+    "  shared-memory work before the barrier;\n"
     "- a thread-dependent `break` out of a loop that holds a barrier, or a `continue` before one: an\n"
     "  error, reported once at the `break`/`continue`, with the barriers it skips as related locations;\n"
     "- an early `return` that splits a warp (`if (i >= n) return;` with `i` from `threadIdx.x`) before\n"
     "  barriers the rest of the block runs: a warning, reported once at the `return`, with the\n"
-    "  barriers as related locations.\n"
+    "  barriers as related locations; an info when the returning threads skip no shared-memory work\n"
+    "  (no `__shared__` access between the return and the barrier outside `if (tid == 0)`-style code).\n"
     "\n"
     "Not flagged: an `if`/`else` whose two branches wait the same number of times (warp\n"
     "specialization: producers and consumers pass as many barriers, which pair up one for one),\n"
@@ -232,6 +234,49 @@ static void add_exit(FnCheck *c, const CuExit *e, const CuNode *barrier) {
     r->count++;
 }
 
+/* ---- the shared-memory work that threads leaving early skip ---- */
+
+/* n runs in one thread only: under `if (tid == 0)` (an equality of a per-thread value with a uniform one) */
+static bool one_thread(FnCheck *c, const CuNode *n) {
+    const CuNode *child = n;
+    for (const CuNode *p = n->parent; p && p != c->fn; child = p, p = p->parent) {
+        bool polarity;
+        const CuNode *cond = cu_guard_of(c->ctx->cuda, p, child, &polarity);
+        if (!cond || !polarity || p->kind != CXCursor_IfStmt) continue;
+        const CuNode *e = cu_strip((CuNode *)cond);
+        if (e && e->kind == CXCursor_BinaryOperator && e->op == CXBinaryOperator_EQ && e->child_count == 2) {
+            CuVariance a = cu_index_variance(c->ix, e->children[0]), b = cu_index_variance(c->ix, e->children[1]);
+            if ((a == CU_PER_THREAD && b == CU_UNIFORM) || (b == CU_PER_THREAD && a == CU_UNIFORM)) return true;
+        }
+    }
+    return false;
+}
+
+typedef struct {
+    FnCheck *c;
+    size_t from, to;
+    bool found;
+} SharedWork;
+
+static bool visit_shared_work(CuNode *n, void *data) {
+    SharedWork *w = data;
+    if (w->found || n->end <= w->from || n->start >= w->to) return false;
+    if (n->kind == CXCursor_LambdaExpr) return false;
+    if (n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl &&
+        (n->ref->attrs & CU_ATTR_SHARED) && n->start >= w->from && !one_thread(w->c, n))
+        w->found = true;
+    return !w->found;
+}
+
+/* code in [from, to) touches __shared__ memory in more than one thread: what the threads that
+ * leave early would have done there is missing after the barrier */
+static bool shared_work_between(FnCheck *c, size_t from, size_t to) {
+    SharedWork w = {c, from, to, false};
+    if (from >= to) return false;
+    for (uint32_t i = 0; i < c->fn->child_count; i++) cu_walk(c->fn->children[i], visit_shared_work, &w);
+    return w.found;
+}
+
 static int sync_points_in(const FnCheck *c, const CuNode *n) {
     int count = 0;
     for (int i = 0; i < c->sync_count; i++) count += cu_contains(n, c->sync_points[i]);
@@ -262,23 +307,35 @@ static void check_barrier(FnCheck *c, const CuNode *n) {
         if (paired_branches(c, g.construct)) return;
         cu_snippet(src, g.cond, cond_text, sizeof cond_text);
         Finding *f;
-        if (skippers_wait_again(c, g.construct, n)) {
+        bool again = skippers_wait_again(c, g.construct, n);
+        const CuNode *branch = branch_of(g.construct, n);
+        if (again) {
             f = rule_report_cu(c->ctx, n,
                                "`%s` is reached only by some threads of the block: it sits %s `%s` (line %zu), "
                                "which depends on the thread index, so the other threads never arrive at this "
                                "barrier; they wait at a different one, and the block hangs or the barriers pair up "
                                "wrongly",
                                call_text, placement(g.construct, !g.polarity), cond_text, line_of(src, g.cond->start));
-        } else {
+        } else if (shared_work_between(c, branch->start, n->start)) {
             f = rule_report_cu(c->ctx, n,
                                "`%s` is reached only by some threads of the block: it sits %s `%s` (line %zu), "
                                "which depends on the thread index; the other threads skip it and leave the kernel. "
                                "Since Volta a barrier no longer waits for exited threads, so this does not hang "
-                               "there, but CUDA requires every thread to reach it, and whatever the skipping "
-                               "threads would have written to shared memory is missing. Move the barrier out of "
+                               "there, but CUDA requires every thread to reach it, and the shared memory the "
+                               "skipping threads would have written before it is missing. Move the barrier out of "
                                "the condition and guard only the loads and stores",
                                call_text, placement(g.construct, !g.polarity), cond_text, line_of(src, g.cond->start));
             if (f) f->severity = SEVERITY_WARNING;
+        } else {
+            /* the skippers leave and had no shared-memory work before it: against the rules, harmless since Volta */
+            f = rule_report_cu(c->ctx, n,
+                               "`%s` is reached only by some threads of the block: it sits %s `%s` (line %zu), "
+                               "which depends on the thread index; the other threads skip it and leave the kernel. "
+                               "CUDA requires every thread to reach the barrier; since Volta it no longer waits "
+                               "for exited threads, and the skipping threads do no shared-memory work before it, "
+                               "so this works there, but it is fragile: move the barrier out of the condition",
+                               call_text, placement(g.construct, !g.polarity), cond_text, line_of(src, g.cond->start));
+            if (f) f->severity = SEVERITY_INFO;
         }
         if (f) finding_add_related(f, (ByteRange){g.cond->start, g.cond->end}, "thread-dependent condition");
         return;
@@ -301,6 +358,18 @@ static void barrier_lines(const CudaSource *src, const ExitReport *r, char *buf,
     if (shown < r->count && w < size) snprintf(buf + w, size - w, ", ... (%d barriers)", r->count);
 }
 
+/* the threads that take the exit skip shared-memory work that the others do before the barriers */
+static bool exit_skips_shared_work(FnCheck *c, const ExitReport *r) {
+    const CuNode *exit = r->exit.exit;
+    if (exit->kind != CXCursor_ReturnStmt || r->count > MAX_BARRIERS) return true;
+    size_t first = SIZE_MAX;
+    for (int i = 0; i < r->count; i++) {
+        if (r->barriers[i]->start < exit->end) return true; /* the barrier of the next round of a loop */
+        if (r->barriers[i]->start < first) first = r->barriers[i]->start;
+    }
+    return shared_work_between(c, exit->end, first);
+}
+
 static void report_exit(FnCheck *c, const ExitReport *r) {
     const CudaSource *src = c->ctx->cuda;
     const CuNode *exit = r->exit.exit;
@@ -309,15 +378,25 @@ static void report_exit(FnCheck *c, const ExitReport *r) {
     barrier_lines(src, r, lines, sizeof lines);
     const char *holds = r->exit.guard.polarity ? "holds" : "does not hold";
     Finding *f;
-    if (exit->kind == CXCursor_ReturnStmt) {
+    bool skips_work = exit_skips_shared_work(c, r);
+    if (exit->kind == CXCursor_ReturnStmt && cu_is_kernel(c->fn) && !skips_work) {
+        f = rule_report_cu(c->ctx, exit,
+                           "the threads for which `%s` %s leave the kernel here, before the __syncthreads() at %s "
+                           "that the rest of their block still runs. CUDA requires every thread of the block to "
+                           "reach the barrier; since Volta it no longer waits for exited threads, and these threads "
+                           "do no shared-memory work before it, so this works there, but it is fragile: keep the "
+                           "threads alive and guard their work instead",
+                           cond_text, holds, lines);
+        if (f) f->severity = SEVERITY_INFO;
+    } else if (exit->kind == CXCursor_ReturnStmt) {
         if (cu_is_kernel(c->fn))
             f = rule_report_cu(c->ctx, exit,
                                "the threads for which `%s` %s leave the kernel here, before the __syncthreads() at "
                                "%s that the rest of their block still runs: CUDA requires every thread of the block "
                                "to reach the barrier. Since Volta a barrier no longer waits for exited threads, so "
-                               "this does not hang there, but whatever those threads would have written to shared "
-                               "memory before the barrier is missing for the others. Keep the threads alive and "
-                               "guard their loads and stores instead",
+                               "this does not hang there, but the shared memory those threads would have written "
+                               "before the barrier is missing for the others. Keep the threads alive and guard "
+                               "their loads and stores instead",
                                cond_text, holds, lines);
         else
             f = rule_report_cu(c->ctx, exit,
