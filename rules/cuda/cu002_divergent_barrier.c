@@ -258,12 +258,28 @@ typedef struct {
     bool found;
 } SharedWork;
 
+static bool mentions_shared(const CuNode *n) {
+    if (!n) return false;
+    if (n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl && (n->ref->attrs & CU_ATTR_SHARED))
+        return true;
+    for (uint32_t i = 0; i < n->child_count; i++)
+        if (mentions_shared(n->children[i])) return true;
+    return false;
+}
+
+/* a __shared__ variable, or a local pointer into one (`half *q = smem + offset;`) */
+static bool is_shared_storage(const CuNode *decl) {
+    if (!decl || decl->kind != CXCursor_VarDecl) return false;
+    if (decl->attrs & CU_ATTR_SHARED) return true;
+    CXType t = clang_getCanonicalType(clang_getCursorType(decl->cursor));
+    return t.kind == CXType_Pointer && mentions_shared(cu_initializer(decl));
+}
+
 static bool visit_shared_work(CuNode *n, void *data) {
     SharedWork *w = data;
     if (w->found || n->end <= w->from || n->start >= w->to) return false;
     if (n->kind == CXCursor_LambdaExpr) return false;
-    if (n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl &&
-        (n->ref->attrs & CU_ATTR_SHARED) && n->start >= w->from && !one_thread(w->c, n))
+    if (n->kind == CXCursor_DeclRefExpr && n->start >= w->from && is_shared_storage(n->ref) && !one_thread(w->c, n))
         w->found = true;
     return !w->found;
 }
