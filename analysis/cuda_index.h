@@ -113,8 +113,11 @@ typedef struct {
  * blockIdx, blockDim, parameters and anything that does not depend on
  * threadIdx.x count as zero. `x % m` keeps x's coefficient when m is at least
  * 32 times it (or a runtime value not named as a small count); `x / m` is zero
- * when m is at least 32 times it (or a runtime value), exact when it divides
- * it; `>>` and `&` masks likewise. */
+ * when m is at least 32 times it, exact when it divides it, and zero for a
+ * runtime m only where the function also takes `x % m` (a row/column split;
+ * otherwise m may be tiny and it is not understood); `>>` and `&` masks
+ * likewise. A runtime multiplier that is a template argument or a vector's
+ * width (`16 / sizeof(T)`) is not understood either. */
 CuLane cu_index_lane(CuIndex *ix, const CuNode *expr);
 /* The same for a pointer expression, in elements of `unit` bytes (0: any
  * unit, only a zero coefficient is wanted); *global is set when the pointer
