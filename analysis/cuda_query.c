@@ -82,10 +82,36 @@ CuNode *cu_statement_of(const CuNode *n) {
     return NULL;
 }
 
+/* the name a callee expression spells: `f`, `tk<T>` (an overload set in a template), a function
+ * whose declaration was not found */
+static const char *callee_name(const CuNode *f) {
+    f = cu_strip((CuNode *)f);
+    if (!f) return "";
+    if (f->kind == CXCursor_DeclRefExpr && (!f->ref_name || !*f->ref_name) && f->child_count >= 1 &&
+        f->children[0]->kind == CXCursor_OverloadedDeclRef)
+        f = f->children[0];
+    if (f->kind == CXCursor_OverloadedDeclRef) return f->name ? f->name : "";
+    if (f->kind == CXCursor_DeclRefExpr) return f->ref_name && *f->ref_name ? f->ref_name : f->name ? f->name : "";
+    return "";
+}
+
 const char *cu_callee(const CuNode *call) {
     if (!call || call->kind != CXCursor_CallExpr) return "";
     if (call->ref_name && *call->ref_name) return call->ref_name;
-    return call->name ? call->name : "";
+    if (call->name && *call->name) return call->name;
+    /* a call clang left unresolved (a template, a missing header): the name its callee spells */
+    if (call->child_count > 0 && call->children[0]->start == call->start) return callee_name(call->children[0]);
+    return "";
+}
+
+const char *cu_unresolved_callee(const CuNode *n) {
+    if (!n || n->kind != CXCursor_UnexposedExpr || n->child_count < 1) return NULL;
+    const CuNode *f = n->children[0];
+    if (f->start != n->start) return NULL;
+    if (f->kind != CXCursor_OverloadedDeclRef && f->kind != CXCursor_DeclRefExpr) return NULL;
+    const char *name = callee_name(f);
+    /* a call: the name is followed by its arguments */
+    return *name && n->end > f->end ? name : NULL;
 }
 
 static bool is_push_config(const CuNode *n) {
@@ -131,15 +157,12 @@ bool cu_launch(const CuNode *n, CuLaunch *out) {
     if (!config) return false;
     memset(out, 0, sizeof *out);
     out->call = (CuNode *)n;
+    out->config = config;
     out->kernel = cu_callee(n);
     /* the kernel declaration when defined in this file */
     for (uint32_t i = 0; i < n->child_count; i++) {
         CuNode *c = cu_strip(n->children[i]);
         if (c && c->kind == CXCursor_DeclRefExpr && c->ref && cu_is_kernel(c->ref)) out->kernel_decl = c->ref;
-    }
-    if (!out->kernel_decl) {
-        CXCursor r = clang_getCursorReferenced(n->cursor);
-        (void)r;
     }
     uint32_t nc;
     CuNode **cargs = cu_call_args(config, &nc);
@@ -159,69 +182,6 @@ bool cu_is_builtin_member(const CuNode *n, const char *var, char axis) {
     /* libclang gives these members no spelling: read the text after the dot */
     char got = n->last_char;
     return (got == 'x' || got == 'y' || got == 'z') && (axis == 0 || axis == got);
-}
-
-typedef struct {
-    const CudaSource *src;
-    const char *var; /* "threadIdx", or NULL for threadIdx and blockIdx */
-    char axis;
-    const CuNode *fn;
-    int depth;
-    bool found;
-} Taint;
-
-static bool expr_tainted(Taint *t, const CuNode *n);
-
-/* a local variable of the function is derived from the thread index */
-static bool variable_tainted(Taint *t, const CuNode *decl) {
-    if (t->depth > 8 || !decl || decl->kind != CXCursor_VarDecl) return false;
-    if (cu_function_of(decl) != t->fn) return false;
-    t->depth++;
-    bool yes = false;
-    /* its initialiser */
-    for (uint32_t i = 0; i < decl->child_count && !yes; i++)
-        if (decl->children[i]->kind != CXCursor_TypeRef) yes = expr_tainted(t, decl->children[i]);
-    /* or any assignment to it in the function */
-    if (!yes && t->fn) {
-        CuNode *stack[4096];
-        int sp = 0;
-        stack[sp++] = (CuNode *)t->fn;
-        while (sp > 0 && !yes) {
-            CuNode *n = stack[--sp];
-            if ((n->kind == CXCursor_BinaryOperator || n->kind == CXCursor_CompoundAssignOperator) &&
-                n->child_count == 2) {
-                CuNode *lhs = cu_strip(n->children[0]);
-                if (lhs && lhs->kind == CXCursor_DeclRefExpr && lhs->ref == decl &&
-                    (n->kind == CXCursor_CompoundAssignOperator || n->op == CXBinaryOperator_Assign))
-                    yes = expr_tainted(t, n->children[1]);
-            }
-            for (uint32_t i = 0; i < n->child_count && sp < 4096; i++) stack[sp++] = n->children[i];
-        }
-    }
-    t->depth--;
-    return yes;
-}
-
-static bool expr_tainted(Taint *t, const CuNode *n) {
-    if (!n) return false;
-    if (t->var ? cu_is_builtin_member(n, t->var, t->axis)
-               : (cu_is_builtin_member(n, "threadIdx", 0) || cu_is_builtin_member(n, "blockIdx", 0)))
-        return true;
-    if (n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl)
-        return variable_tainted(t, n->ref);
-    for (uint32_t i = 0; i < n->child_count; i++)
-        if (expr_tainted(t, n->children[i])) return true;
-    return false;
-}
-
-bool cu_depends_on_thread(const CudaSource *src, const CuNode *expr, char axis) {
-    Taint t = {src, "threadIdx", axis, cu_function_of(expr), 0, false};
-    return expr_tainted(&t, expr);
-}
-
-bool cu_depends_on_thread_or_block(const CudaSource *src, const CuNode *expr) {
-    Taint t = {src, NULL, 0, cu_function_of(expr), 0, false};
-    return expr_tainted(&t, expr);
 }
 
 bool cu_int_value(const CuNode *n, long long *value) {
@@ -409,5 +369,96 @@ CuNode *cu_logical_parent(const CuNode *n, const CuNode **child) {
         p = p->parent;
     }
     if (child) *child = c;
+    return p;
+}
+
+bool cu_contains(const CuNode *outer, const CuNode *inner) {
+    for (const CuNode *p = inner; p; p = p->parent)
+        if (p == outer) return true;
+    return false;
+}
+
+const CuNode *cu_common_ancestor(const CuNode *a, const CuNode *b) {
+    for (const CuNode *p = a; p; p = p->parent)
+        if (cu_contains(p, b)) return p;
+    return NULL;
+}
+
+bool cu_is_loop(const CuNode *n) {
+    return n && (n->kind == CXCursor_ForStmt || n->kind == CXCursor_WhileStmt || n->kind == CXCursor_DoStmt ||
+                 n->kind == CXCursor_CXXForRangeStmt);
+}
+
+/* the x dimension of a launch's block: a dim3 built in place or in a local variable */
+static bool block_x_value(const CuNode *block, long long *value) {
+    const CuNode *b = cu_strip((CuNode *)block);
+    for (int hops = 0; b && hops < 8; hops++) {
+        if (b->kind == CXCursor_DeclRefExpr) {
+            /* a local dim3: its initializer */
+            if (!b->ref || b->ref->kind != CXCursor_VarDecl) return false;
+            b = cu_strip(cu_initializer(b->ref));
+        } else if (b->kind == CXCursor_CallExpr && strcmp(cu_callee(b), "dim3") == 0) {
+            /* dim3(x, y, z), or a copy of another dim3 */
+            const CuNode *x = cu_call_arg(b, 0);
+            if (!x) return false;
+            if (cu_int_value(x, value)) return true;
+            b = x;
+        } else {
+            return cu_int_value(b, value);
+        }
+    }
+    return false;
+}
+
+typedef struct {
+    const CuNode *kernel;
+    long long value;
+    int launches, agreeing;
+} BlockSearch;
+
+static bool visit_block_launch(CuNode *n, void *data) {
+    BlockSearch *s = data;
+    CuLaunch l;
+    if (n->kind != CXCursor_CallExpr || !cu_launch(n, &l)) return true;
+    if (l.kernel_decl != s->kernel && strcmp(l.kernel, s->kernel->name) != 0) return true;
+    long long v;
+    if (l.block && block_x_value(l.block, &v) && (s->launches == 0 || (s->agreeing == s->launches && v == s->value))) {
+        s->value = v;
+        s->agreeing++;
+    }
+    s->launches++;
+    return true;
+}
+
+bool cu_kernel_block_x(const CudaSource *src, const CuNode *kernel, long long *value) {
+    if (!src || !src->root || !kernel || !kernel->name || !*kernel->name) return false;
+    BlockSearch s = {kernel, 0, 0, 0};
+    cu_walk(src->root, visit_block_launch, &s);
+    if (s.launches == 0 || s.agreeing != s.launches) return false;
+    *value = s.value;
+    return true;
+}
+
+void cu_snippet(const CudaSource *src, const CuNode *n, char *buf, size_t size) {
+    if (!size) return;
+    size_t len = n ? cu_text_len(n) : 0, w = 0;
+    const char *text = n ? cu_text(src, n) : "";
+    for (size_t i = 0; i < len && w + 4 < size; i++) {
+        char c = text[i];
+        if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+        if (c == ' ' && w > 0 && buf[w - 1] == ' ') continue;
+        buf[w++] = c;
+    }
+    if (len > 0 && w + 4 >= size) {
+        memcpy(buf + w, "...", 3);
+        w += 3;
+    }
+    buf[w] = '\0';
+}
+
+const CuNode *cu_plain_parent(const CuNode *n) {
+    const CuNode *p = n ? n->parent : NULL;
+    while (p && (p->kind == CXCursor_UnexposedExpr || p->kind == CXCursor_ParenExpr) && p->child_count == 1)
+        p = p->parent;
     return p;
 }

@@ -1,5 +1,5 @@
 /* Questions CUDA rules ask of the snapshot AST (cuda_source.h): kernels,
- * launches, thread-index dependence, loops, constants, statements. */
+ * launches, loops, constants, statements. */
 #ifndef ADVISE_CUDA_QUERY_H
 #define ADVISE_CUDA_QUERY_H
 
@@ -26,6 +26,10 @@ CuNode *cu_loop_of(const CuNode *n, const CuNode *stop); /* the nearest for/whil
 CuNode *cu_statement_of(const CuNode *n);
 /* The function called by a CallExpr ("" when unknown). */
 const char *cu_callee(const CuNode *call);
+/* A call clang could not resolve (its declaration's header was not found):
+ * `getLastCudaError("...")`, `sdkStartTimer(&t)` show as an expression whose
+ * first child names the function. Its name, or NULL when n is not one. */
+const char *cu_unresolved_callee(const CuNode *n);
 /* The arguments of a CallExpr, count in *n: its children after the callee
  * (recognised by what it refers to, or by starting where the call starts)
  * and after a launch's <<<...>>> configuration. */
@@ -38,18 +42,14 @@ typedef struct {
     CuNode *call;      /* the launch expression */
     const char *kernel;/* the kernel's name */
     CuNode *kernel_decl; /* its definition when it is in this file */
+    CuNode *config;    /* the <<<...>>> configuration (its text starts at `<<<`) */
     CuNode *grid, *block, *shared_bytes, *stream; /* NULL when not given */
     CuNode **args;
     uint32_t arg_count;
 } CuLaunch;
 bool cu_launch(const CuNode *n, CuLaunch *out);
 
-/* threadIdx.x (axis 'x', 'y' or 'z'; 0 for any axis) appears in the
- * expression, directly or through local variables initialised or assigned
- * from it inside the same function. */
-bool cu_depends_on_thread(const CudaSource *src, const CuNode *expr, char axis);
-/* ...on threadIdx, blockIdx or a variable derived from them */
-bool cu_depends_on_thread_or_block(const CudaSource *src, const CuNode *expr);
+/* Thread-index dependence and lane coefficients: cuda_index.h. */
 /* The builtin variable and axis of `threadIdx.x`-like member expressions. */
 bool cu_is_builtin_member(const CuNode *n, const char *var, char axis);
 
@@ -85,12 +85,31 @@ CuNode *cu_initializer(const CuNode *decl);
 bool cu_mentions(const CuNode *n, const CuNode *decl);
 /* n (casts and parentheses stripped) names decl. */
 bool cu_refers_to(const CuNode *n, const CuNode *decl);
+/* The kernel is launched in this file, and every launch's block has the
+ * same constant x dimension (`<<<g, dim3(1, 256)>>>`, a local
+ * `dim3 block(32, k)`, `<<<g, 256>>>`): *value gets it. */
+bool cu_kernel_block_x(const CudaSource *src, const CuNode *kernel, long long *value);
+
 /* threadIdx, blockIdx, blockDim or gridDim, any axis. */
 bool cu_is_any_builtin(const CuNode *n);
 /* blockIdx.x * blockDim.x + threadIdx.x, in any order, casts allowed. */
 bool cu_is_global_index_x(CuNode *e);
 /* blockDim.x * gridDim.x, in either order (a grid-stride step). */
 bool cu_is_grid_stride_x(CuNode *e);
+
+/* inner is outer or below it */
+bool cu_contains(const CuNode *outer, const CuNode *inner);
+/* the nearest node holding both a and b, NULL when they are in different trees */
+const CuNode *cu_common_ancestor(const CuNode *a, const CuNode *b);
+/* for, while, do, or range-for */
+bool cu_is_loop(const CuNode *n);
+
+/* The node's text on one line for a message: whitespace runs collapsed to
+ * one space, cut with "..." where it does not fit in size. */
+void cu_snippet(const CudaSource *src, const CuNode *n, char *buf, size_t size);
+
+/* n's parent, skipping implicit casts and parentheses (not explicit casts). */
+const CuNode *cu_plain_parent(const CuNode *n);
 
 /* n's parent, skipping implicit casts, parentheses and explicit casts;
  * *child (may be NULL) gets the node under it on the way up. */

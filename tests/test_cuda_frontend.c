@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../analysis/cuda_index.h"
 #include "../analysis/cuda_query.h"
 #include "../analysis/cuda_shims.h"
 

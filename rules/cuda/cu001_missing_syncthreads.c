@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../analysis/cuda_index.h"
 #include "../../analysis/cuda_query.h"
 #include "rule.h"
 
@@ -68,78 +69,16 @@ static const char documentation[] =
     "marked unsafe, since a caller may call the function from divergent code. No fix when the write and\n"
     "the read are in the same statement (`s[tid] = s[tid + 1]` needs a temporary, not only a barrier).\n";
 
-static bool contains(const CuNode *outer, const CuNode *inner) {
-    for (const CuNode *p = inner; p; p = p->parent)
-        if (p == outer) return true;
-    return false;
-}
-
-static const CuNode *common_ancestor(const CuNode *a, const CuNode *b) {
-    for (const CuNode *p = a; p; p = p->parent)
-        if (contains(p, b)) return p;
-    return NULL;
-}
-
-static bool is_loop(const CuNode *n) {
-    return n->kind == CXCursor_ForStmt || n->kind == CXCursor_WhileStmt || n->kind == CXCursor_DoStmt ||
-           n->kind == CXCursor_CXXForRangeStmt;
-}
-
-static void snippet(char *buf, size_t size, const CudaSource *src, const CuNode *n) {
-    size_t len = cu_text_len(n), w = 0;
-    const char *text = cu_text(src, n);
-    for (size_t i = 0; i < len && w + 4 < size; i++) {
-        char c = text[i];
-        if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-        if (c == ' ' && w > 0 && buf[w - 1] == ' ') continue;
-        buf[w++] = c;
-    }
-    if (w + 4 >= size) {
-        memcpy(buf + w, "...", 3);
-        w += 3;
-    }
-    buf[w] = '\0';
-}
-
 static const char *const block_barriers[] = {"__syncthreads", "__syncthreads_count", "__syncthreads_and",
                                              "__syncthreads_or", NULL};
-static const char *const block_uniform_calls[] = {"__syncthreads_count", "__syncthreads_and", "__syncthreads_or",
-                                                  NULL};
-static const char *const thread_rank_calls[] = {"thread_rank", "thread_index", NULL};
 
 /* ---- per-function context ---------------------------------------------------- */
 
 typedef struct {
-    const CuNode *decl;
-    signed char tainted;      /* -1 unknown, 0, 1 */
-    signed char substitutable;/* -1 unknown, 0, 1 */
-} VarInfo;
-
-typedef struct {
     const CudaSource *src;
     const CuNode *fn;
-    VarInfo *vars;
-    size_t var_count, var_cap;
-    const CuNode *stack[16];
-    int depth;
+    CuIndex *ix; /* thread dependence, locals' values, divergence (analysis/cuda_index.h) */
 } Fn;
-
-static VarInfo *var_info(Fn *f, const CuNode *decl) {
-    for (size_t i = 0; i < f->var_count; i++)
-        if (f->vars[i].decl == decl) return &f->vars[i];
-    if (f->var_count == f->var_cap) {
-        size_t cap = f->var_cap ? f->var_cap * 2 : 32;
-        VarInfo *grown = realloc(f->vars, cap * sizeof *grown);
-        if (!grown) return NULL;
-        f->vars = grown;
-        f->var_cap = cap;
-    }
-    VarInfo *v = &f->vars[f->var_count++];
-    v->decl = decl;
-    v->tainted = -1;
-    v->substitutable = -1;
-    return v;
-}
 
 static bool is_local_var(const Fn *f, const CuNode *decl) {
     return decl && decl->kind == CXCursor_VarDecl && !(decl->attrs & CU_ATTR_SHARED) && cu_function_of(decl) == f->fn;
@@ -150,153 +89,31 @@ static bool is_inc_dec(int op) {
            op == CXUnaryOperator_PreDec;
 }
 
-/* the variable is assigned, incremented or has its address taken somewhere in n */
-static bool modified_in(const CuNode *n, const CuNode *decl) {
-    if (((n->kind == CXCursor_BinaryOperator && n->op == CXBinaryOperator_Assign) ||
-         n->kind == CXCursor_CompoundAssignOperator) &&
-        n->child_count == 2) {
-        const CuNode *lhs = cu_strip(n->children[0]);
-        if (lhs && lhs->kind == CXCursor_DeclRefExpr && lhs->ref == decl) return true;
-    }
-    if (n->kind == CXCursor_UnaryOperator && n->child_count == 1 &&
-        (is_inc_dec(n->op) || n->op == CXUnaryOperator_AddrOf)) {
-        const CuNode *x = cu_strip(n->children[0]);
-        if (x && x->kind == CXCursor_DeclRefExpr && x->ref == decl) return true;
-    }
-    for (uint32_t i = 0; i < n->child_count; i++)
-        if (modified_in(n->children[i], decl)) return true;
-    return false;
-}
-
 /* a local variable with an initializer that is never changed: uses can be
  * replaced by the initializer */
 static const CuNode *substitute(Fn *f, const CuNode *ref) {
     if (!ref || ref->kind != CXCursor_DeclRefExpr || !is_local_var(f, ref->ref)) return NULL;
-    const CuNode *init = cu_initializer(ref->ref);
-    if (!init) return NULL;
-    VarInfo *v = var_info(f, ref->ref);
-    if (!v) return NULL;
-    if (v->substitutable < 0) v->substitutable = !modified_in(f->fn, ref->ref);
-    return v->substitutable ? init : NULL;
+    return cu_index_single_value(f->ix, ref->ref);
 }
 
-static bool expr_tainted(Fn *f, const CuNode *n);
+/* the value can differ between the threads of the block (per lane or per warp) */
+static bool expr_tainted(Fn *f, const CuNode *n) { return cu_index_variance(f->ix, n) != CU_UNIFORM; }
 
-static bool assigned_from_thread(Fn *f, const CuNode *decl, const CuNode *n) {
-    if (((n->kind == CXCursor_BinaryOperator && n->op == CXBinaryOperator_Assign) ||
-         n->kind == CXCursor_CompoundAssignOperator) &&
-        n->child_count == 2) {
-        const CuNode *lhs = cu_strip(n->children[0]);
-        if (lhs && lhs->kind == CXCursor_DeclRefExpr && lhs->ref == decl && expr_tainted(f, n->children[1]))
-            return true;
-    }
-    for (uint32_t i = 0; i < n->child_count; i++)
-        if (assigned_from_thread(f, decl, n->children[i])) return true;
-    return false;
-}
+static bool variable_tainted(Fn *f, const CuNode *decl) { return is_local_var(f, decl) && expr_tainted(f, decl); }
 
-static bool variable_tainted(Fn *f, const CuNode *decl) {
-    if (!is_local_var(f, decl)) return false; /* parameters, globals, __shared__ scalars: uniform */
-    VarInfo *v = var_info(f, decl);
-    if (v && v->tainted >= 0) return v->tainted;
-    for (int i = 0; i < f->depth; i++)
-        if (f->stack[i] == decl) return false;
-    if (f->depth >= 16) return false;
-    f->stack[f->depth++] = decl;
-    bool yes = false;
-    const CuNode *init = cu_initializer(decl);
-    if (init) yes = expr_tainted(f, init);
-    if (!yes) yes = assigned_from_thread(f, decl, f->fn);
-    f->depth--;
-    v = var_info(f, decl); /* the cache may have moved */
-    if (v && f->depth == 0) v->tainted = yes;
-    return yes;
-}
-
-static bool expr_tainted(Fn *f, const CuNode *n) {
-    if (!n) return false;
-    if (cu_is_builtin_member(n, "threadIdx", 0)) return true;
-    if (n->kind == CXCursor_CallExpr) {
-        const char *callee = cu_callee(n);
-        if (cu_name_in(callee, block_uniform_calls)) return false;
-        if (cu_name_in(callee, thread_rank_calls)) return true;
-    }
-    if (n->kind == CXCursor_LambdaExpr) return false;
-    if (n->kind == CXCursor_DeclRefExpr) return n->ref && variable_tainted(f, n->ref);
-    for (uint32_t i = 0; i < n->child_count; i++)
-        if (expr_tainted(f, n->children[i])) return true;
-    return false;
-}
-
-typedef struct {
-    const CuNode *cond;
-    const CuNode *construct;
-    bool polarity;
-} Guard;
+typedef CuGuard Guard;
 
 /* thread-dependent conditions from n up to (not including) stop, innermost first */
 static int divergent_guards(Fn *f, const CuNode *n, const CuNode *stop, Guard *out, int max) {
-    int count = 0;
-    const CuNode *child = n;
-    for (const CuNode *p = n->parent; p && p != stop && !cu_is_function(p); child = p, p = p->parent) {
-        bool polarity;
-        const CuNode *cond = cu_guard_of(f->src, p, child, &polarity);
-        if (cond && expr_tainted(f, cond)) {
-            if (count < max) out[count] = (Guard){cond, p, polarity};
-            count++;
-        }
-    }
-    return count;
-}
-
-static const CuNode *jump_target(const CuNode *jump) {
-    for (const CuNode *p = jump->parent; p && !cu_is_function(p); p = p->parent) {
-        if (is_loop(p)) return p;
-        if (p->kind == CXCursor_SwitchStmt && jump->kind == CXCursor_BreakStmt) return p;
-    }
-    return NULL;
-}
-
-typedef struct {
-    Fn *f;
-    const CuNode *at;
-    bool found;
-} ExitSearch;
-
-static bool visit_exit(CuNode *n, void *data) {
-    ExitSearch *s = data;
-    if (s->found || n->kind == CXCursor_LambdaExpr) return false;
-    if (n->kind != CXCursor_ReturnStmt && n->kind != CXCursor_BreakStmt && n->kind != CXCursor_ContinueStmt)
-        return true;
-    const CuNode *stop;
-    if (n->kind == CXCursor_ReturnStmt) {
-        const CuNode *lca = common_ancestor(n, s->at);
-        if (!lca) return true;
-        if (n->end > s->at->start) {
-            const CuNode *loop = NULL;
-            for (const CuNode *p = lca; p && p != s->f->fn; p = p->parent)
-                if (is_loop(p)) loop = p;
-            if (!loop) return true;
-        }
-        stop = lca;
-    } else {
-        const CuNode *target = jump_target(n);
-        if (!target || !is_loop(target) || !contains(target, s->at)) return true;
-        if (n->kind == CXCursor_ContinueStmt && n->end > s->at->start) return true;
-        stop = common_ancestor(n, s->at);
-    }
-    Guard g;
-    if (divergent_guards(s->f, n, stop, &g, 1) > 0) s->found = true;
-    return true;
+    return cu_index_divergent_guards(f->ix, n, stop, CU_WARP_UNIFORM, out, max);
 }
 
 /* every thread of the block reaches a barrier placed just before n */
 static bool uniform_point(Fn *f, const CuNode *n) {
     Guard g;
     if (divergent_guards(f, n, f->fn, &g, 1) > 0) return false;
-    ExitSearch s = {f, n, false};
-    cu_walk((CuNode *)f->fn, visit_exit, &s);
-    return !s.found;
+    CuExit e;
+    return cu_index_divergent_exits(f->ix, n, CU_WARP_UNIFORM, &e, 1) == 0;
 }
 
 /* ---- barriers ---------------------------------------------------------------- */
@@ -857,7 +674,7 @@ static bool owned_under_equality(Fn *f, const Access *w, const Access *r) {
 /* In one branch each of an if/?: or in different cases of a switch: never
  * one after the other on one pass. */
 static bool exclusive(const CudaSource *src, const CuNode *a, const CuNode *b) {
-    const CuNode *lca = common_ancestor(a, b);
+    const CuNode *lca = cu_common_ancestor(a, b);
     if (!lca) return true;
     if (lca->kind == CXCursor_CompoundStmt && lca->parent && lca->parent->kind == CXCursor_SwitchStmt) return true;
     if (lca->kind == CXCursor_IfStmt) {
@@ -866,7 +683,7 @@ static bool exclusive(const CudaSource *src, const CuNode *a, const CuNode *b) {
         return a->start >= h && b->start >= h;
     }
     if (lca->kind == CXCursor_ConditionalOperator && lca->child_count == 3)
-        return !contains(lca->children[0], a) && !contains(lca->children[0], b);
+        return !cu_contains(lca->children[0], a) && !cu_contains(lca->children[0], b);
     return false;
 }
 
@@ -877,9 +694,9 @@ static Path unsynchronized_path(const Scan *s, const Access *w, const Access *r,
     *loop_out = NULL;
     bool forward = r->node->start >= w->effect_end && !exclusive(s->f.src, w->node, r->node);
     if (forward) return barrier_in(s, w->effect_end, r->node->start) ? PATH_NONE : PATH_FORWARD;
-    const CuNode *lca = common_ancestor(w->node, r->node), *loop = NULL;
+    const CuNode *lca = cu_common_ancestor(w->node, r->node), *loop = NULL;
     for (const CuNode *p = lca; p && p != s->f.fn && !cu_is_function(p); p = p->parent)
-        if (is_loop(p)) {
+        if (cu_is_loop(p)) {
             loop = p;
             break;
         }
@@ -941,7 +758,7 @@ static bool conflicts(Scan *s, const Access *w, const Access *r, Why *why, Guard
      * some threads do not write it */
     if (!same_index(w, r)) return false;
     if (w->member[0] && r->member[0] && strcmp(w->member, r->member) != 0) return false; /* other fields */
-    const CuNode *lca = common_ancestor(w->node, r->node);
+    const CuNode *lca = cu_common_ancestor(w->node, r->node);
     Guard guards[8];
     int n = divergent_guards(&s->f, w->node, lca, guards, 8);
     if (n == 0 || n > 8) return false;
@@ -970,8 +787,8 @@ static const CuNode *insertion_point(Scan *s, const Access *r, const Conflict *c
             stmt->kind == CXCursor_LabelStmt)
             return NULL;
         for (int i = 0; i < count; i++) {
-            if (contains(stmt, conf[i].w->node)) return NULL;
-            if (conf[i].loop && (stmt == conf[i].loop || !contains(conf[i].loop, stmt))) return NULL;
+            if (cu_contains(stmt, conf[i].w->node)) return NULL;
+            if (conf[i].loop && (stmt == conf[i].loop || !cu_contains(conf[i].loop, stmt))) return NULL;
         }
         if (!stmt->parent || stmt->parent->kind != CXCursor_CompoundStmt) continue;
         if (!uniform_point(&s->f, stmt)) continue;
@@ -998,7 +815,11 @@ static bool calls_block_barrier(CuNode *fn) {
 }
 
 static void check_function(RuleContext *ctx, BarrierCache *bc, CuNode *fn) {
-    Scan s = {.f = {.src = ctx->cuda, .fn = fn}, .bc = bc};
+    Scan s = {.f = {.src = ctx->cuda, .fn = fn, .ix = cu_index_new(ctx->cuda, fn)}, .bc = bc};
+    if (!s.f.ix) {
+        ctx->out_of_memory = true;
+        return;
+    }
     cu_walk(fn, visit_scan, &s);
     const CuNode **reported = calloc(s.acc_count + 1, sizeof *reported);
     size_t reported_count = 0;
@@ -1046,14 +867,14 @@ static void check_function(RuleContext *ctx, BarrierCache *bc, CuNode *fn) {
         if (!first) continue;
         reported[reported_count++] = r->stmt;
         char rtext[96], wtext[96], gtext[96];
-        snippet(rtext, sizeof rtext, ctx->cuda, r->shown);
+        cu_snippet(ctx->cuda, r->shown, rtext, sizeof rtext);
         const CuNode *wstmt = first->stmt ? first->stmt : first->node;
-        snippet(wtext, sizeof wtext, ctx->cuda, wstmt);
+        cu_snippet(ctx->cuda, wstmt, wtext, sizeof wtext);
         size_t wline = document_line_of(ctx->doc, first->node->start) + 1;
         const char *var = first->var->name;
         Finding *f;
         if (first_why == WHY_GUARDED) {
-            snippet(gtext, sizeof gtext, ctx->cuda, first_guard.cond);
+            cu_snippet(ctx->cuda, first_guard.cond, gtext, sizeof gtext);
             f = rule_report_cu(ctx, r->node,
                                "`%s` reads __shared__ `%s`, which is stored only by the threads for which `%s` %s "
                                "(line %zu: `%s`), with no __syncthreads() in between: the other threads can read it "
@@ -1084,7 +905,7 @@ static void check_function(RuleContext *ctx, BarrierCache *bc, CuNode *fn) {
     free(reported);
     free(s.acc);
     free(s.barriers);
-    free(s.f.vars);
+    cu_index_free(s.f.ix);
 }
 
 typedef struct {

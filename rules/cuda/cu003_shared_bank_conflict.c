@@ -1,11 +1,13 @@
 /* CU003 shared-bank-conflict: a 2-D __shared__ array whose rows are a
- * multiple of 128 bytes, indexed with threadIdx.x in the row subscript: the
+ * multiple of 128 bytes, indexed with threadIdx.x in the row subscript (the
  * threads of a warp walk down a column, and every element of a column sits in
- * the same bank. */
+ * the same bank), and a 1-D __shared__ array indexed with threadIdx.x times a
+ * multiple of 32 words. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../analysis/cuda_index.h"
 #include "../../analysis/cuda_query.h"
 #include "rule.h"
 
@@ -27,6 +29,16 @@ static const char documentation[] =
     "accesses under `if (threadIdx.x == ...)` (one thread), element types of other sizes (2-byte `half`\n"
     "needs a padding of two elements; structs and vector types such as `float2` or `float4` are not\n"
     "analysed), and arrays whose size depends on a template parameter.\n"
+    "\n"
+    "A one-dimensional `__shared__` array (sized, or `extern __shared__ T s[]`) is flagged when its\n"
+    "subscript moves by a multiple of 32 elements of 4 bytes (16 of 8 bytes) when `threadIdx.x` moves\n"
+    "by one: `s[tx * 64 + k]`, `s[block.thread_rank() * 32 + k]`, a local `base = tx * 32` added to\n"
+    "the subscript. The lane's coefficient is followed through local variables, `%` and `/` with a\n"
+    "large enough divisor, masks and shifts, as CU004 does (one shared analysis). Not flagged: other\n"
+    "strides (`s[tx * 33 + k]`, an odd stride, is the usual cure; `s[tx * 2]` gives at most a 2-way\n"
+    "conflict), the lane in the fast position (`s[k * 64 + tx]`), a warp index in the slow position\n"
+    "(`s[(tx / 32) * 64 + lane]`), and accesses by one thread. There is no automatic fix for 1-D\n"
+    "arrays: the stride lives in the index expressions, and the array's size has to grow with it.\n"
     "\n"
     "8-byte elements: a warp's 64-bit shared-memory request is served as two half-warps of 16 threads\n"
     "(128 bytes each). With rows of a multiple of 16 `double`s the 16 threads of a half-warp hit the\n"
@@ -75,102 +87,41 @@ static const char documentation[] =
 
 enum { STATIC_SHARED_LIMIT = 48 * 1024, MAX_RANK = 8, MAX_RELATED = 8 };
 
-typedef struct {
-    bool ok;
-    long long coef;
-} Lin;
-
-static bool is_inc_dec(int op) {
-    return op == CXUnaryOperator_PostInc || op == CXUnaryOperator_PostDec || op == CXUnaryOperator_PreInc ||
-           op == CXUnaryOperator_PreDec;
-}
+/* one CuIndex per function that uses the array (a file-scope array can be used by several) */
+enum { MAX_FUNCTIONS = 16 };
 
 typedef struct {
     const CudaSource *src;
-    const CuNode *decl;
-    bool ok;
-} StepCheck;
+    CuIndex *ix[MAX_FUNCTIONS];
+    int count;
+} Indexes;
 
-/* every change of the variable adds a uniform amount (a loop stepping by blockDim.x) */
-static bool visit_steps(CuNode *n, void *data) {
-    StepCheck *c = data;
-    if (!c->ok) return false;
-    if ((n->kind == CXCursor_BinaryOperator && n->op == CXBinaryOperator_Assign) ||
-        n->kind == CXCursor_CompoundAssignOperator) {
-        const CuNode *lhs = n->child_count == 2 ? cu_strip(n->children[0]) : NULL;
-        if (lhs && lhs->kind == CXCursor_DeclRefExpr && lhs->ref == c->decl) {
-            if (n->kind != CXCursor_CompoundAssignOperator ||
-                (n->op != CXBinaryOperator_AddAssign && n->op != CXBinaryOperator_SubAssign) ||
-                cu_depends_on_thread(c->src, n->children[1], 'x'))
-                c->ok = false;
-        }
-    } else if (n->kind == CXCursor_UnaryOperator && n->child_count == 1 &&
-               (is_inc_dec(n->op) || n->op == CXUnaryOperator_AddrOf)) {
-        const CuNode *x = cu_strip(n->children[0]);
-        if (x && x->kind == CXCursor_DeclRefExpr && x->ref == c->decl && n->op == CXUnaryOperator_AddrOf)
-            c->ok = false;
-    }
-    return c->ok;
+static CuIndex *index_for(Indexes *s, const CuNode *n) {
+    const CuNode *fn = cu_function_of(n);
+    for (int i = 0; i < s->count; i++)
+        if (cu_index_function(s->ix[i]) == fn) return s->ix[i];
+    if (s->count == MAX_FUNCTIONS) return NULL;
+    CuIndex *ix = cu_index_new(s->src, fn);
+    if (ix) s->ix[s->count++] = ix;
+    return ix;
 }
 
-/* the expression as coef * threadIdx.x + (something that does not depend on threadIdx.x) */
-static Lin lane_linear(const CudaSource *src, const CuNode *n, int depth) {
-    Lin no = {false, 0};
-    n = cu_strip((CuNode *)n);
-    if (!n || depth > 12) return no;
-    if (cu_is_builtin_member(n, "threadIdx", 'x')) return (Lin){true, 1};
-    if (!cu_depends_on_thread(src, n, 'x')) return (Lin){true, 0};
-    long long c;
-    switch (n->kind) {
-    case CXCursor_DeclRefExpr: {
-        const CuNode *decl = n->ref;
-        CuNode *fn = cu_function_of(n);
-        if (!decl || decl->kind != CXCursor_VarDecl || !fn || cu_function_of(decl) != fn) return no;
-        const CuNode *init = cu_initializer(decl);
-        if (!init) return no;
-        StepCheck check = {src, decl, true};
-        cu_walk(fn, visit_steps, &check);
-        return check.ok ? lane_linear(src, init, depth + 1) : no;
-    }
-    case CXCursor_BinaryOperator: {
-        if (n->child_count != 2) return no;
-        const CuNode *a = n->children[0], *b = n->children[1];
-        switch (n->op) {
-        case CXBinaryOperator_Add:
-        case CXBinaryOperator_Sub: {
-            Lin la = lane_linear(src, a, depth + 1), lb = lane_linear(src, b, depth + 1);
-            if (!la.ok || !lb.ok) return no;
-            return (Lin){true, n->op == CXBinaryOperator_Add ? la.coef + lb.coef : la.coef - lb.coef};
-        }
-        case CXBinaryOperator_Mul: {
-            if (cu_int_value(b, &c)) {
-                Lin la = lane_linear(src, a, depth + 1);
-                return la.ok ? (Lin){true, la.coef * c} : no;
-            }
-            if (cu_int_value(a, &c)) {
-                Lin lb = lane_linear(src, b, depth + 1);
-                return lb.ok ? (Lin){true, lb.coef * c} : no;
-            }
-            return no;
-        }
-        case CXBinaryOperator_Rem:
-            /* the lane within a warp: a permutation of 32 consecutive values */
-            if (cu_int_value(b, &c) && c > 0 && c % 32 == 0) return lane_linear(src, a, depth + 1);
-            return no;
-        case CXBinaryOperator_And:
-            if (cu_int_value(b, &c) && c >= 31 && ((c + 1) & c) == 0) return lane_linear(src, a, depth + 1);
-            return no;
-        default:
-            return no;
-        }
-    }
-    default:
-        return no;
-    }
+static void indexes_free(Indexes *s) {
+    for (int i = 0; i < s->count; i++) cu_index_free(s->ix[i]);
+    s->count = 0;
+}
+
+/* the constant threadIdx.x coefficient of a subscript (0 when it does not move with the lane) */
+static bool lane_coefficient(CuIndex *ix, const CuNode *n, long long *coef) {
+    CuLane l = cu_index_lane(ix, n);
+    if (l.kind == CU_LANE_ZERO) *coef = 0;
+    else if (l.kind == CU_LANE_CONST) *coef = l.c;
+    else return false;
+    return true;
 }
 
 /* under `if (x == ...)` on threadIdx.x: a single thread */
-static bool single_lane(const CudaSource *src, const CuNode *n) {
+static bool single_lane(CuIndex *ix, const CuNode *n) {
     const CuNode *child = n;
     for (const CuNode *p = n->parent; p; child = p, p = p->parent) {
         if (p->kind == CXCursor_FunctionDecl || p->kind == CXCursor_FunctionTemplate || p->kind == CXCursor_LambdaExpr)
@@ -188,8 +139,10 @@ static bool single_lane(const CudaSource *src, const CuNode *n) {
                 stack[sp++] = cu_strip(c->children[0]);
                 stack[sp++] = cu_strip(c->children[1]);
             } else if (c->op == CXBinaryOperator_EQ) {
-                Lin a = lane_linear(src, c->children[0], 0), b = lane_linear(src, c->children[1], 0);
-                if (a.ok && b.ok && (a.coef != 0) != (b.coef != 0)) return true;
+                long long a, b;
+                if (lane_coefficient(ix, c->children[0], &a) && lane_coefficient(ix, c->children[1], &b) &&
+                    (a != 0) != (b != 0))
+                    return true;
             }
         }
     }
@@ -325,20 +278,48 @@ static bool padding_edit(const CudaSource *src, const CuNode *decl, long long ro
     return *text != NULL;
 }
 
-static void snippet(char *buf, size_t size, const CudaSource *src, const CuNode *n) {
-    size_t len = cu_text_len(n), w = 0;
-    const char *text = cu_text(src, n);
-    for (size_t i = 0; i < len && w + 4 < size; i++) {
-        char c = text[i];
-        if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-        if (c == ' ' && w > 0 && buf[w - 1] == ' ') continue;
-        buf[w++] = c;
+/* A 1-D array indexed with threadIdx.x times a stride of a multiple of 32
+ * words (16 for 8-byte elements): `s[tx * 64 + k]`. */
+static void analyze_flat(RuleContext *ctx, const CuNode *decl, CXType elem_type, long long elem, bool four,
+                         const CuNode **refs, size_t ref_count, Indexes *ixs) {
+    const CudaSource *src = ctx->cuda;
+    const CuNode *conflicts[MAX_RELATED];
+    long long coefs[MAX_RELATED];
+    size_t conflict_count = 0;
+    long long period = four ? 32 : 16;
+    for (size_t i = 0; i < ref_count; i++) {
+        const CuNode *sub;
+        const CuNode *access = full_access(refs[i], 1, &sub);
+        if (!access) continue;
+        CuIndex *ix = index_for(ixs, access);
+        long long coef;
+        if (!ix || !lane_coefficient(ix, sub, &coef) || coef == 0 || coef % period != 0 || single_lane(ix, access))
+            continue;
+        if (conflict_count < MAX_RELATED) {
+            coefs[conflict_count] = coef;
+            conflicts[conflict_count++] = access;
+        }
     }
-    if (w + 4 >= size) {
-        memcpy(buf + w, "...", 3);
-        w += 3;
-    }
-    buf[w] = '\0';
+    if (conflict_count == 0) return;
+    char type_text[64], access_text[96];
+    CXString ts = clang_getTypeSpelling(elem_type);
+    snprintf(type_text, sizeof type_text, "%s", clang_getCString(ts));
+    clang_disposeString(ts);
+    cu_snippet(src, conflicts[0], access_text, sizeof access_text);
+    long long stride = coefs[0] < 0 ? -coefs[0] : coefs[0];
+    int ways = four ? 32 : 16;
+    Finding *f = rule_report_cu(ctx, decl,
+                                "__shared__ `%s` (%s) is indexed with threadIdx.x times %lld (`%s`, line %zu): the "
+                                "threads of a %s touch addresses %lld bytes apart, all in the same bank, so the access "
+                                "is serialized %d ways; make the stride an odd number of elements (%lld instead of "
+                                "%lld) and size the array for it",
+                                decl->name, type_text, stride, access_text,
+                                document_line_of(ctx->doc, conflicts[0]->start) + 1, four ? "warp" : "half-warp",
+                                stride * elem, ways, stride + 1, stride);
+    if (!f) return;
+    for (size_t i = 0; i < conflict_count; i++)
+        finding_add_related(f, (ByteRange){conflicts[i]->start, conflicts[i]->end},
+                            "threadIdx.x times a multiple of 32 words: a bank conflict");
 }
 
 static void analyze(RuleContext *ctx, const CuNode *decl) {
@@ -346,23 +327,34 @@ static void analyze(RuleContext *ctx, const CuNode *decl) {
     CXType type = clang_getCanonicalType(clang_getCursorType(decl->cursor));
     long long dims[MAX_RANK];
     int rank = 0;
-    while (type.kind == CXType_ConstantArray) {
+    bool flat = type.kind == CXType_IncompleteArray; /* extern __shared__ float s[]; */
+    if (flat) type = clang_getCanonicalType(clang_getArrayElementType(type));
+    while (!flat && type.kind == CXType_ConstantArray) {
         if (rank == MAX_RANK) return;
         dims[rank++] = clang_getArraySize(type);
         type = clang_getCanonicalType(clang_getArrayElementType(type));
     }
-    if (rank < 2) return; /* also leaves out IncompleteArray (extern) and template-dependent sizes */
+    if (rank == 1) flat = true;
+    if (!flat && rank < 2) return; /* also leaves out template-dependent sizes */
     long long elem = clang_Type_getSizeOf(type);
     bool four = elem == 4 && (type.kind == CXType_Float || type.kind == CXType_Int || type.kind == CXType_UInt ||
                               type.kind == CXType_Long || type.kind == CXType_ULong);
     bool eight = elem == 8 && (type.kind == CXType_Double || type.kind == CXType_LongLong ||
                                type.kind == CXType_ULongLong || type.kind == CXType_Long || type.kind == CXType_ULong);
-    long long row = dims[rank - 1];
-    if (!(four && row > 0 && row % 32 == 0) && !(eight && row > 0 && row % 16 == 0)) return;
+    if (!four && !eight) return;
+    long long row = flat ? 0 : dims[rank - 1];
+    if (!flat && !(four && row > 0 && row % 32 == 0) && !(eight && row > 0 && row % 16 == 0)) return;
 
     RefSearch refs = {decl, NULL, 0, 0, false};
     cu_walk(src->root, visit_refs, &refs);
     if (refs.oom) {
+        free(refs.refs);
+        return;
+    }
+    Indexes ixs = {src, {0}, 0};
+    if (flat) {
+        analyze_flat(ctx, decl, type, elem, four, refs.refs, refs.count, &ixs);
+        indexes_free(&ixs);
         free(refs.refs);
         return;
     }
@@ -378,14 +370,16 @@ static void analyze(RuleContext *ctx, const CuNode *decl) {
             continue;
         }
         if (!plain_element_use(access)) fixable = false;
-        if (cu_depends_on_thread(src, subs[rank - 1], 'x')) continue;
-        Lin lin = lane_linear(src, subs[rank - 2], 0);
-        if (!lin.ok || lin.coef == 0 || single_lane(src, access)) continue;
+        CuIndex *ix = index_for(&ixs, access);
+        if (!ix || cu_index_uses_thread(ix, subs[rank - 1], 'x')) continue;
+        long long coef;
+        if (!lane_coefficient(ix, subs[rank - 2], &coef) || coef == 0 || single_lane(ix, access)) continue;
         if (conflict_count < MAX_RELATED) {
-            coefs[conflict_count] = lin.coef;
+            coefs[conflict_count] = coef;
             conflicts[conflict_count++] = access;
         }
     }
+    indexes_free(&ixs);
     free(refs.refs);
     if (conflict_count == 0) return;
 
@@ -393,7 +387,7 @@ static void analyze(RuleContext *ctx, const CuNode *decl) {
     CXString ts = clang_getTypeSpelling(type);
     snprintf(type_text, sizeof type_text, "%s", clang_getCString(ts));
     clang_disposeString(ts);
-    snippet(access_text, sizeof access_text, src, conflicts[0]);
+    cu_snippet(src, conflicts[0], access_text, sizeof access_text);
     long long stride = coefs[0] * row * elem;
     if (stride < 0) stride = -stride;
     int ways = four ? 32 : 16;
@@ -442,7 +436,7 @@ const Rule rule_cu003_shared_bank_conflict = {
     .name = "shared-bank-conflict",
     .severity = SEVERITY_WARNING,
     .languages = LANGUAGE_CUDA,
-    .summary = "2-D __shared__ array read down a column by the threads of a warp: bank conflicts",
+    .summary = "__shared__ array whose lanes land in one bank (a 2-D tile read down a column, a 1-D stride of 32 words)",
     .documentation = documentation,
     .check = check,
     .measure = MEASURE_SHARED_ACCESS,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../analysis/cuda_index.h"
 #include "../../analysis/cuda_query.h"
 #include "rule.h"
 
@@ -184,13 +185,6 @@ static const CuNode *param_root(const CuNode *fn, const CuNode *n, int depth) {
     return NULL;
 }
 
-static const CuNode *parent_of(const CuNode *n) {
-    const CuNode *p = n->parent;
-    while (p && (p->kind == CXCursor_UnexposedExpr || p->kind == CXCursor_ParenExpr) && p->child_count == 1)
-        p = p->parent;
-    return p;
-}
-
 static void check_struct_access(Scan *s, const CuNode *access) {
     CXType t = clang_getCanonicalType(clang_getCursorType(access->cursor));
     if (!is_twelve_byte_record(t)) return;
@@ -201,8 +195,8 @@ static void check_struct_access(Scan *s, const CuNode *access) {
     if (!param) return;
     if (!cu_depends_on_thread(s->src, access->children[1], 0)) return;
     /* `&p[i]`, `&p[i].x`: an address handed on (to an atomic, a helper), not a load */
-    const CuNode *p = parent_of(access);
-    while (p && p->kind == CXCursor_MemberRefExpr) p = parent_of(p);
+    const CuNode *p = cu_plain_parent(access);
+    while (p && p->kind == CXCursor_MemberRefExpr) p = cu_plain_parent(p);
     if (p && p->kind == CXCursor_UnaryOperator && p->op == CXUnaryOperator_AddrOf) return;
     const CuNode *root = base->kind == CXCursor_DeclRefExpr && base->ref ? base->ref : param;
     if (already_seen(s, root)) return;

@@ -29,7 +29,13 @@ static const char documentation[] =
     "  produced (memory handed to a launch of the loop, managed or mapped memory, the destination\n"
     "  of an asynchronous copy), reuses the host buffer of an asynchronous copy, or copies with a\n"
     "  blocking `cudaMemcpy` (which waits anyway) - convergence checks and per-iteration output;\n"
-    "- loops that time their iterations (a host clock, `cudaEventRecord`/`cudaEventElapsedTime`);\n"
+    "- loops that time their iterations (a host clock, `cudaEventRecord`/`cudaEventElapsedTime`, a\n"
+    "  timer helper such as `sdkStopTimer`, also when its header was not found);\n"
+    "- a synchronization the host hands on: after it the iteration waits at a host barrier or\n"
+    "  signals other threads or processes (`barrierWait`, `MPI_Barrier`, `sem_post`); a loop whose\n"
+    "  condition reads a variable the GPU writes (its address goes to a copy: `while (r1 > tol)`);\n"
+    "  and a loop that prints while kernels of this file print too (the synchronization flushes the\n"
+    "  device's printf output in order with the host's);\n"
     "- `cudaEventSynchronize`, and the stream-ordered allocator `cudaMallocAsync`/`cudaFreeAsync`;\n"
     "- allocations of distinct buffers in a setup loop (`cudaMalloc(&bufs[i], ...)`) or of buffers\n"
     "  that the loop keeps.\n"
@@ -89,11 +95,6 @@ static bool is_ancestor(const CuNode *a, const CuNode *n) {
     return false;
 }
 
-static bool is_loop(const CuNode *n) {
-    return n->kind == CXCursor_ForStmt || n->kind == CXCursor_WhileStmt || n->kind == CXCursor_DoStmt ||
-           n->kind == CXCursor_CXXForRangeStmt;
-}
-
 static CuNode *loop_body(const CuNode *loop) {
     if (loop->child_count == 0) return NULL;
     return loop->kind == CXCursor_DoStmt ? loop->children[0] : loop->children[loop->child_count - 1];
@@ -140,7 +141,7 @@ static CuNode *repeating_loop(const CuNode *n, bool *guarded) {
             break;
         default: break;
         }
-        if (!is_loop(p)) continue;
+        if (!cu_is_loop(p)) continue;
         /* the init statement of a for loop runs once */
         if (p->kind == CXCursor_ForStmt && p->child_count > 0 && p->children[0] == child &&
             child->kind == CXCursor_DeclStmt)
@@ -391,13 +392,20 @@ static bool visit_use(CuNode *n, void *data) {
     return !u->found;
 }
 
+/* the function a call names, also when its header was not found (`sdkStartTimer(&t)`) */
+static const char *called_name(const CuNode *n) {
+    if (n->kind == CXCursor_CallExpr) return cu_callee(n);
+    const char *unresolved = cu_unresolved_callee(n);
+    return unresolved ? unresolved : "";
+}
+
 static bool visit_timing(CuNode *n, void *data) {
     bool *found = data;
     if (*found) return false;
-    if (n->kind != CXCursor_CallExpr) return true;
     CuLaunch l;
-    if (cu_launch(n, &l)) return true;
-    const char *name = cu_callee(n);
+    if (n->kind == CXCursor_CallExpr && cu_launch(n, &l)) return true;
+    const char *name = called_name(n);
+    if (!*name) return true;
     char low[96];
     size_t k = 0;
     for (; name[k] && k + 1 < sizeof low; k++) low[k] = (char)(name[k] >= 'A' && name[k] <= 'Z' ? name[k] + 32 : name[k]);
@@ -420,6 +428,115 @@ static bool visit_blocking_copy(CuNode *n, void *data) {
         if (strncmp(name, "cudaMemcpy", 10) == 0 && !strstr(name, "Async")) *found = true;
     }
     return !*found;
+}
+
+/* After the synchronization the iteration tells other threads or processes that its GPU work is
+ * done (`barrierWait(...)`, `MPI_Barrier`, `sem_post`): the wait is what makes that true. */
+typedef struct {
+    size_t after;
+    bool found;
+} HandOff;
+
+static bool visit_hand_off(CuNode *n, void *data) {
+    HandOff *h = data;
+    if (h->found) return false;
+    if (n->start < h->after) return n->end > h->after;
+    const char *name = called_name(n);
+    if (!*name || strncmp(name, "cuda", 4) == 0) return true;
+    char low[96];
+    size_t k = 0;
+    for (; name[k] && k + 1 < sizeof low; k++) low[k] = (char)(name[k] >= 'A' && name[k] <= 'Z' ? name[k] + 32 : name[k]);
+    low[k] = '\0';
+    if (strstr(low, "barrier") || strstr(low, "wait") || strncmp(low, "mpi_", 4) == 0 || strstr(low, "sem_post") ||
+        strstr(low, "notify") || strstr(low, "signal"))
+        h->found = true;
+    return !h->found;
+}
+
+/* the loop's condition reads a local whose address is handed out in the function (`while (r1 > tol)`
+ * with `cudaMemcpyAsync(&r1, ...)`): the GPU writes it, and the iteration waits to read it */
+typedef struct {
+    const CuNode *decl;
+    bool found;
+} AddressTaken;
+
+static bool visit_address(CuNode *n, void *data) {
+    AddressTaken *a = data;
+    if (a->found) return false;
+    if (n->kind == CXCursor_UnaryOperator && n->op == CXUnaryOperator_AddrOf && n->child_count == 1 &&
+        cu_refers_to(n->children[0], a->decl))
+        a->found = true;
+    return !a->found;
+}
+
+typedef struct {
+    const CuNode *fn;
+    bool found;
+} ConditionRead;
+
+static bool visit_condition_read(CuNode *n, void *data) {
+    ConditionRead *c = data;
+    if (c->found) return false;
+    if (n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl) {
+        AddressTaken a = {n->ref, false};
+        cu_walk((CuNode *)c->fn, visit_address, &a);
+        c->found = a.found;
+    }
+    return !c->found;
+}
+
+static bool condition_reads_gpu_result(const CudaSource *src, const CuNode *loop) {
+    const CuNode *cond = NULL;
+    if (loop->kind == CXCursor_WhileStmt && loop->child_count >= 1) cond = loop->children[0];
+    else if (loop->kind == CXCursor_DoStmt && loop->child_count == 2) cond = loop->children[1];
+    else if (loop->kind == CXCursor_ForStmt && loop->child_count > 0) {
+        bool polarity;
+        cond = cu_guard_of(src, loop, loop->children[loop->child_count - 1], &polarity);
+    }
+    if (!cond) return false;
+    ConditionRead c = {cu_function_of(loop), false};
+    if (!c.fn) return false;
+    cu_walk((CuNode *)cond, visit_condition_read, &c);
+    return c.found;
+}
+
+/* device code of this file prints, and the loop prints on the host: the synchronization flushes the
+ * device's printf buffer so that the two come out in order */
+static bool visit_device_printf(CuNode *n, void *data) {
+    bool *found = data;
+    if (*found) return false;
+    if (cu_is_function(n) && n->kind != CXCursor_LambdaExpr) {
+        if (!cu_is_device_code(n)) return false;
+    }
+    if (n->kind == CXCursor_CallExpr && strcmp(cu_callee(n), "printf") == 0) *found = true;
+    return !*found;
+}
+
+typedef struct {
+    const CudaSource *src;
+    bool found;
+} HostPrint;
+
+/* a print written in the loop (not one inside an error-check macro) */
+static bool visit_host_print(CuNode *n, void *data) {
+    HostPrint *h = data;
+    if (h->found) return false;
+    const char *name = called_name(n);
+    if (strcmp(name, "printf") == 0 || strcmp(name, "puts") == 0 || strcmp(name, "fprintf") == 0) {
+        size_t k = strlen(name);
+        h->found = cu_text_len(n) > k && strncmp(cu_text(h->src, n), name, k) == 0;
+    }
+    return !h->found;
+}
+
+static bool orders_device_printf(const CudaSource *src, const CuNode *loop) {
+    HostPrint print = {src, false};
+    bool device = false;
+    cu_walk((CuNode *)loop, visit_host_print, &print);
+    bool host = print.found;
+    if (!host) return false;
+    cu_walk(src->root, visit_device_printf, &device);
+    return device;
 }
 
 /* --- the check ------------------------------------------------------------ */
@@ -469,6 +586,10 @@ static void check_sync(Check *c, CuNode *call) {
     bool timing = false;
     cu_walk(loop, visit_timing, &timing);
     if (timing) return;
+    /* the wait is what the iteration hands on, or what its condition or output needs */
+    HandOff hand_off = {call->end, false};
+    cu_walk(loop, visit_hand_off, &hand_off);
+    if (hand_off.found || condition_reads_gpu_result(src, loop) || orders_device_printf(src, loop)) return;
     /* a blocking copy in the iteration waits anyway */
     bool blocking = false;
     cu_walk(loop, visit_blocking_copy, &blocking);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../analysis/cuda_index.h"
 #include "../../analysis/cuda_query.h"
 #include "../rule.h"
 

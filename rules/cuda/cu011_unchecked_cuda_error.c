@@ -33,11 +33,18 @@ static const char documentation[] =
     "`cudaGetLastError()`/`cudaPeekAtLastError()` (which report the last error of any runtime\n"
     "call); cleanup in destructors, `catch` blocks, error branches (`if (err != cudaSuccess) {\n"
     "cudaFree(p); return err; }`, the `else` of `if (err == cudaSuccess)`, a branch that frees and\n"
-    "returns or exits) and after a `goto` label; device code. A launch is checked when\n"
+    "returns or exits) and after a `goto` label; device code; calls and launches written inside a\n"
+    "macro's body (the macro is where a check belongs). A launch is checked when\n"
     "`cudaGetLastError()`, `cudaPeekAtLastError()`, a function or macro built on them (such as\n"
-    "`getLastCudaError(...)`, `C10_CUDA_KERNEL_LAUNCH_CHECK()`) or a helper of this file that calls\n"
-    "them comes after it in the function or anywhere in the loop that repeats it, or when every\n"
-    "caller of the launching function in this file checks after the call.\n"
+    "`getLastCudaError(...)`, `C10_CUDA_KERNEL_LAUNCH_CHECK()`, also when its header was not found)\n"
+    "or a helper of this file that calls them comes after it in the function or anywhere in the loop\n"
+    "that repeats it. Otherwise the launching function's callers decide: a launch inside a wrapper is\n"
+    "checked when every use of the wrapper in this file (a call from a `switch`/`if` dispatcher, a\n"
+    "function pointer, a template launcher that takes the kernel) is followed by a check before any\n"
+    "other launch or call of a function of this file, in the calling function or, through further\n"
+    "wrappers, in its callers. A launching function that nothing in this file calls is not flagged:\n"
+    "its callers are in other files and may check there; `main` and functions this file binds for\n"
+    "Python (`PYBIND11_MODULE`, `TORCH_LIBRARY`) have no such caller and are flagged.\n"
     "\n"
     "## Example\n"
     "```cuda\n"
@@ -162,20 +169,36 @@ static _Thread_local struct {
     int count;
 } helper_cache;
 
+static const char *const checker_words[] = {"lasterror",    "last_error",  "lastcudaerror", "last_cuda_error",
+                                            "checkerror",   "check_error", "launch_check",  "launchcheck",
+                                            "checklaunch",  "check_launch", "kernelcheck",  "check_kernel",
+                                            "checkkernel",  NULL};
+
+static bool named_as_checker(const char *name) {
+    for (int i = 0; checker_words[i]; i++)
+        if (contains_ci(name, checker_words[i])) return true;
+    return false;
+}
+
 /* a call that reads the last error (and does not throw it away) */
 static bool is_error_check(const CuNode *n, int depth) {
+    const char *unresolved = cu_unresolved_callee(n);
+    if (unresolved) {
+        /* getLastCudaError("..."): a checker by its name, unless it is handed another CUDA call's result */
+        if (!named_as_checker(unresolved)) return false;
+        for (uint32_t i = 1; i < n->child_count; i++) {
+            const CuNode *arg = cu_strip(n->children[i]);
+            if (arg && arg->kind == CXCursor_CallExpr && strncmp(cu_callee(arg), "cuda", 4) == 0 && !is_last_error_call(arg))
+                return false;
+        }
+        return true;
+    }
     if (!n || n->kind != CXCursor_CallExpr) return false;
     if (is_last_error_call(n)) return !is_discarded((CuNode *)n);
     /* a checker of the last error by its name (getLastCudaError("..."), cudaCheckError()), as long as it is
      * not checking the result of some other call it is given */
-    static const char *const names[] = {"lasterror",    "last_error",   "lastcudaerror", "last_cuda_error",
-                                        "checkerror",   "check_error",  "launch_check",  "launchcheck",
-                                        "checklaunch",  "check_launch", "kernelcheck",   "check_kernel",
-                                        "checkkernel",  NULL};
     const char *name = cu_callee(n);
-    bool named = false;
-    for (int i = 0; names[i] && !named; i++) named = contains_ci(name, names[i]);
-    if (named) {
+    if (named_as_checker(name)) {
         uint32_t argc;
         CuNode **args = cu_call_args(n, &argc);
         for (uint32_t i = 0; i < argc; i++)
@@ -246,36 +269,158 @@ static bool checked_after(CuNode *fn, const CuNode *node) {
     return false;
 }
 
+/* ---- callers ------------------------------------------------------------------ */
+
+/* whether the callers of a function look at the last error after calling it */
+typedef enum { CALLERS_UNCHECKED, CALLERS_CHECKED, CALLERS_UNKNOWN } Callers;
+
 typedef struct {
     const CuNode *fn;
-    int calls, checked;
-} CallerSearch;
+    CXCursor canonical;
+    const CuNode **uses;
+    size_t count, cap;
+    bool oom;
+} UseSearch;
 
-/* the statement after the one holding call checks the last error */
-static bool next_statement_checks(CuNode *call) {
-    CuNode *stmt = cu_statement_of(call);
-    CuNode *block = stmt ? stmt->parent : NULL;
-    if (!block || block->kind != CXCursor_CompoundStmt) return false;
-    for (uint32_t i = 0; i + 1 < block->child_count; i++)
-        if (block->children[i] == stmt) return has_check_in(block->children[i + 1], 0, 0);
-    return false;
+static bool names_fn(const CuNode *n, const UseSearch *s) {
+    if (n->ref == s->fn) return true;
+    const char *name = n->kind == CXCursor_OverloadedDeclRef ? n->name : n->ref_name;
+    if (!name || strcmp(name, s->fn->name) != 0) return false;
+    if (n->kind == CXCursor_OverloadedDeclRef) return true; /* a call in a template: by name */
+    CXCursor r = clang_getCursorReferenced(n->cursor);
+    return !clang_Cursor_isNull(r) && clang_equalCursors(clang_getCanonicalCursor(r), s->canonical);
 }
 
-static bool visit_caller(CuNode *n, void *data) {
-    CallerSearch *s = data;
-    if (n->kind == CXCursor_CallExpr && n->ref == s->fn) {
-        s->calls++;
-        if (next_statement_checks(n)) s->checked++;
+static bool visit_use(CuNode *n, void *data) {
+    UseSearch *s = data;
+    if (s->oom) return false;
+    if (n == s->fn) return false; /* its own body: recursion is not a caller */
+    if ((n->kind == CXCursor_DeclRefExpr || n->kind == CXCursor_MemberRefExpr ||
+         n->kind == CXCursor_OverloadedDeclRef) &&
+        names_fn(n, s)) {
+        /* a DeclRefExpr over an OverloadedDeclRef is one use */
+        if (n->kind == CXCursor_OverloadedDeclRef && n->parent && n->parent->kind == CXCursor_DeclRefExpr &&
+            s->count && s->uses[s->count - 1] == n->parent)
+            return true;
+        if (s->count == s->cap) {
+            size_t cap = s->cap ? s->cap * 2 : 8;
+            const CuNode **grown = realloc(s->uses, cap * sizeof *grown);
+            if (!grown) {
+                s->oom = true;
+                return false;
+            }
+            s->uses = grown;
+            s->cap = cap;
+        }
+        s->uses[s->count++] = n;
+        return false;
     }
     return true;
 }
 
-/* every call of fn in this file is followed by a check */
-static bool callers_check(const CudaSource *src, const CuNode *fn) {
-    if (!fn || fn->kind == CXCursor_LambdaExpr) return false;
-    CallerSearch s = {fn, 0, 0};
-    cu_walk(src->root, visit_caller, &s);
-    return s.calls > 0 && s.checked == s.calls;
+/* the next thing of note after `after` in fn: an error check, or a launch or a call of another
+ * function of this file that comes first (runtime calls in between, such as a synchronize, are fine:
+ * they leave the launch's error for cudaGetLastError) */
+typedef struct {
+    size_t after;
+    int state; /* 0 nothing yet, 1 a check, 2 another launch first */
+} NextEvent;
+
+static bool visit_next(CuNode *n, void *data) {
+    NextEvent *e = data;
+    if (e->state) return false;
+    if (n->end <= e->after) return false;
+    if (n->start < e->after) return true; /* an ancestor of the call: look inside */
+    if (is_error_check(n, 0)) {
+        e->state = 1;
+        return false;
+    }
+    CuLaunch l;
+    if (n->kind == CXCursor_CallExpr && (cu_launch(n, &l) || (n->ref && cu_is_function(n->ref)))) {
+        e->state = 2;
+        return false;
+    }
+    return true;
+}
+
+/* after the use of a launching function in fn, the next thing of note is an error check (or one
+ * sits in a loop around the use, checking the previous round) */
+static bool checked_next(CuNode *fn, const CuNode *use) {
+    NextEvent e = {use->end, 0};
+    cu_walk(fn, visit_next, &e);
+    if (e.state == 1) return true;
+    for (CuNode *p = use->parent; p && p != fn; p = p->parent)
+        if (cu_is_loop(p) && has_check_in(p, 0, 0)) return true;
+    return false;
+}
+
+/* the file binds the function for Python (pybind11, a torch library): it is called from Python,
+ * which never looks at the CUDA last error */
+static bool bound_for_python(const CudaSource *src, const CuNode *fn) {
+    const char *text = src->doc->text;
+    const char *module = strstr(text, "PYBIND11_MODULE");
+    if (!module) module = strstr(text, "TORCH_LIBRARY");
+    if (!module || !fn->name || !*fn->name) return false;
+    size_t k = strlen(fn->name);
+    for (const char *p = strstr(module, fn->name); p; p = strstr(p + 1, fn->name)) {
+        bool start = p == text || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+        bool end = !(isalnum((unsigned char)p[k]) || p[k] == '_');
+        if (start && end) return true;
+    }
+    return false;
+}
+
+/* every use of fn in this file (a call, or its address taken) is followed by
+ * an error check in the using function, or in the callers of that one (a
+ * wrapper called from a dispatcher, a template launcher, a function pointer);
+ * UNKNOWN when some callers are not in this file */
+static Callers callers_of(const CudaSource *src, const CuNode *fn, int depth) {
+    if (!fn || depth > 3) return CALLERS_UNKNOWN;
+    if (fn->kind == CXCursor_FunctionDecl && fn->name && strcmp(fn->name, "main") == 0) return CALLERS_UNCHECKED;
+    UseSearch s = {fn, clang_getCanonicalCursor(fn->cursor), NULL, 0, 0, false};
+    if (fn->kind == CXCursor_LambdaExpr) {
+        /* the lambda is used where it is written: what follows it in the enclosing function */
+        CuNode *outer = cu_function_of(fn);
+        if (!outer) return CALLERS_UNKNOWN;
+        if (checked_next(outer, fn)) return CALLERS_CHECKED;
+        return callers_of(src, outer, depth + 1);
+    }
+    if (!fn->name || !*fn->name) return CALLERS_UNKNOWN;
+    cu_walk(src->root, visit_use, &s);
+    Callers result = CALLERS_CHECKED;
+    if (s.oom) result = CALLERS_UNKNOWN;
+    else if (s.count == 0) result = CALLERS_UNKNOWN; /* called from other files */
+    for (size_t i = 0; i < s.count && result != CALLERS_UNCHECKED; i++) {
+        CuNode *caller = cu_function_of(s.uses[i]);
+        Callers r;
+        if (!caller) r = CALLERS_UNKNOWN; /* a table of functions at file scope */
+        else if (checked_next(caller, s.uses[i])) r = CALLERS_CHECKED;
+        else r = callers_of(src, caller, depth + 1);
+        if (r == CALLERS_UNCHECKED) result = CALLERS_UNCHECKED;
+        else if (r == CALLERS_UNKNOWN) result = CALLERS_UNKNOWN;
+    }
+    if (result == CALLERS_UNKNOWN && bound_for_python(src, fn)) result = CALLERS_UNCHECKED;
+    free(s.uses);
+    return result;
+}
+
+/* remembered per check: a file's launches share their few launching functions */
+enum { CALLER_CACHE = 128 };
+static _Thread_local struct {
+    const CuNode *fn[CALLER_CACHE];
+    Callers callers[CALLER_CACHE];
+    int count;
+} caller_cache;
+
+static Callers callers_check(const CudaSource *src, const CuNode *fn) {
+    for (int i = 0; i < caller_cache.count; i++)
+        if (caller_cache.fn[i] == fn) return caller_cache.callers[i];
+    Callers c = callers_of(src, fn, 0);
+    if (caller_cache.count < CALLER_CACHE) {
+        caller_cache.fn[caller_cache.count] = fn;
+        caller_cache.callers[caller_cache.count++] = c;
+    }
+    return c;
 }
 
 /* ---- cleanup contexts -------------------------------------------------- */
@@ -465,6 +610,28 @@ static size_t semicolon_after(const CudaSource *src, const CuNode *n) {
 
 /* ---- the check ---------------------------------------------------------- */
 
+/* The call is written in this file, not produced by a macro's body (whose nodes
+ * all sit at the macro's use, `TORCH_BINDING(f32)`): the text there starts with
+ * the callee's name. */
+static bool call_spelled_here(const CudaSource *src, const CuNode *call) {
+    const char *name = cu_callee(call), *text = cu_text(src, call);
+    size_t len = cu_text_len(call), k = strlen(name);
+    if (len >= 2 && text[0] == ':' && text[1] == ':') {
+        text += 2;
+        len -= 2;
+    }
+    return k && len > k && strncmp(text, name, k) == 0;
+}
+
+/* a launch written here: its text holds the `<<<` */
+static bool launch_spelled_here(const CudaSource *src, const CuNode *call) {
+    const char *text = cu_text(src, call);
+    size_t len = cu_text_len(call);
+    for (size_t i = 0; i + 2 < len; i++)
+        if (text[i] == '<' && text[i + 1] == '<' && text[i + 2] == '<') return true;
+    return false;
+}
+
 static void report_api_call(State *st, CuNode *call) {
     const char *name = cu_callee(call);
     Finding *f = rule_report_cu(st->ctx, call,
@@ -484,12 +651,30 @@ static void report_api_call(State *st, CuNode *call) {
     }
 }
 
+/* the kernel as the launch names it: its name, or the callee's text (`kern<T>`, a template
+ * launcher's parameter) where clang resolves no declaration */
+static void kernel_name(const CudaSource *src, const CuLaunch *l, char *buf, size_t size) {
+    if (l->kernel && *l->kernel) {
+        snprintf(buf, size, "%s", l->kernel);
+        return;
+    }
+    const char *text = cu_text(src, l->call);
+    size_t len = l->config && l->config->start > l->call->start ? l->config->start - l->call->start : 0;
+    size_t w = 0;
+    for (size_t i = 0; i < len && w + 1 < size; i++)
+        if (!isspace((unsigned char)text[i])) buf[w++] = text[i];
+    buf[w] = '\0';
+    if (!w) snprintf(buf, size, "the kernel");
+}
+
 static void report_launch(State *st, CuLaunch *l) {
+    char name[96];
+    kernel_name(st->src, l, name, sizeof name);
     Finding *f = rule_report_cu(st->ctx, l->call,
                                 "no cudaGetLastError() after this launch of %s: a launch that is refused (invalid "
                                 "configuration, too many resources requested) fails silently, and a later "
                                 "synchronize does not report it",
-                                l->kernel);
+                                name);
     if (!f) return;
     /* the fix: a checked cudaGetLastError() on the next line */
     const CudaSource *src = st->src;
@@ -524,11 +709,15 @@ static bool visit(CuNode *n, void *data) {
         return true;
     CuLaunch l;
     if (cu_launch(n, &l)) {
-        if (in_macro(n) || checked_after(fn, n) || in_cleanup(n, fn) || callers_check(st->src, fn)) return true;
+        if (in_macro(n) || !launch_spelled_here(st->src, n) || checked_after(fn, n) || in_cleanup(n, fn)) return true;
+        /* the function's callers check after calling it, or live in other files that may */
+        if (callers_check(st->src, fn) != CALLERS_UNCHECKED) return true;
         report_launch(st, &l);
         return true;
     }
-    if (!is_cuda_api_call(n) || is_last_error_call(n) || in_macro(n) || !is_discarded(n)) return true;
+    if (!is_cuda_api_call(n) || is_last_error_call(n) || in_macro(n) || !call_spelled_here(st->src, n) ||
+        !is_discarded(n))
+        return true;
     if (in_cleanup(n, fn) || checked_after(fn, n)) return true;
     report_api_call(st, n);
     return true;
@@ -538,6 +727,7 @@ static void check(RuleContext *ctx) {
     if (!ctx->cuda || !ctx->cuda->root) return;
     State st = {.ctx = ctx, .src = ctx->cuda};
     helper_cache.count = 0;
+    caller_cache.count = 0;
     learn_checker(&st);
     cu_walk(ctx->cuda->root, visit, &st);
 }
