@@ -856,8 +856,25 @@ static void name_scale(const PyWorkspaceView *v, const PyModuleFacts *from, cons
         class_scale(v, t.module, t.cls, hops + 1, s);
     } else if ((t.kind == TARGET_FUNCTION || t.kind == TARGET_VARIABLE) && scale_visit(s, t.value)) {
         scale_note(s, t.module, t.value->matmul_at_scale_line, t.value->matmul_at_scale_from_parameters);
-        for (size_t i = 0; i < t.value->call_count && !scale_settled(s); i++)
-            name_scale(v, t.module, t.value->calls[i], hops + 1, s);
+        if (t.value->call_count == 1) {
+            name_scale(v, t.module, t.value->calls[0], hops + 1, s);
+        } else if (t.value->call_count > 1 && !scale_settled(s)) {
+            /* a builder that returns one of several models: each of them must do the work */
+            ScaleSearch *each = calloc(1, sizeof *each);
+            ScaleSearch found = {0};
+            bool all = each != NULL;
+            for (size_t i = 0; i < t.value->call_count && all; i++) {
+                memcpy(each->visited, s->visited, s->visited_count * sizeof *s->visited);
+                each->visited_count = s->visited_count;
+                each->line = 0;
+                each->from_parameters = false;
+                name_scale(v, t.module, t.value->calls[i], hops + 1, each);
+                all = each->line != 0;
+                if (all) scale_note(&found, each->module, each->line, each->from_parameters);
+            }
+            if (all) scale_note(s, found.module, found.line, found.from_parameters);
+            free(each);
+        }
     }
 }
 

@@ -139,7 +139,8 @@ bool py_workspace_imports_precision_choice(const PyWorkspaceView *view, const Py
 /* The class, function or module-level variable `name` (spelled as `from`
  * spells it) has float32 matmul work at scale: a site in its own body or
  * value, in the project classes it builds (`parts`), its bases, or what it
- * returns or holds, followed as py_workspace_has_matmul_work follows them.
+ * returns or holds (every one of them, when a builder returns one of
+ * several), followed as py_workspace_has_matmul_work follows them.
  * where_module and where_line (may be NULL) get the site, preferring one
  * whose sizes do not come from parameters; from_parameters (may be NULL)
  * says whether that site's do (a caller passing other sizes may make it

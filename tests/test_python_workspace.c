@@ -303,7 +303,15 @@ Test(workspace, precision_choices_and_matmul_at_scale) {
                               "    return Deeper()\n"
                               "def build_head():\n"
                               "    return nn.Sequential(nn.Linear(1024, 8192))\n"
-                              "shared = Tiny()\n");
+                              "shared = Tiny()\n"
+                              "def pick(name):\n"
+                              "    if name == 'big':\n"
+                              "        return Net()\n"
+                              "    return Tiny()\n"
+                              "def pick_big(name):\n"
+                              "    if name == 'a':\n"
+                              "        return Net()\n"
+                              "    return Deeper()\n");
     write_file(dir, "tools/__init__.py", "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\n");
     write_file(dir, "tools/io.py", "def save(x):\n    return x\n");
     write_file(dir, "setup_run.py", "import tools.io\n");
@@ -341,6 +349,10 @@ Test(workspace, precision_choices_and_matmul_at_scale) {
     cr_expect_not(py_workspace_matmul_at_scale(v, net, "Tiny", NULL, NULL, NULL));
     cr_expect_not(py_workspace_matmul_at_scale(v, net, "shared", NULL, NULL, NULL));
     cr_expect_not(py_workspace_matmul_at_scale(v, net, "nn.Linear", NULL, NULL, NULL));
+    /* a builder returning one of several models: all of them, or it says nothing */
+    cr_expect_not(py_workspace_matmul_at_scale(v, net, "pick", NULL, NULL, NULL));
+    cr_expect(py_workspace_matmul_at_scale(v, net, "pick_big", &where, &line, &from_parameters));
+    cr_expect_eq(line, 5);
 
     /* `import tools.io` runs tools/__init__.py first, which sets TF32 */
     cr_expect(py_workspace_imports_precision_choice(v, module_at(v, dir, "setup_run.py"), &where, &line));
