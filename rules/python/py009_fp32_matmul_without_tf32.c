@@ -1,14 +1,19 @@
 /* PY009 fp32-matmul-without-tf32: a CUDA program whose float32 matmuls run
  * without TF32, autocast or a half-precision cast. File-level: one finding at
- * the first matmul-type site of an entry-point file. */
+ * the first matmul-type site of an entry-point file, or at the construction
+ * of a model whose matmul work is in another module of the project; silent
+ * when any module of the program makes a precision choice. The analyses
+ * live in analysis/python_precision.c (this file) and the workspace index
+ * (other modules). */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "rule.h"
 #include "../../analysis/python_index.h"
 #include "../../analysis/python_precision.h"
+#include "../../analysis/python_workspace.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -37,6 +42,20 @@ static const char documentation[] =
     "top-level loop, model call, backward or matmul, or a top-level call of a function of the file\n"
     "that does GPU work). A model file imported by a training script is not reported.\n"
     "\n"
+    "Across files (when the file is checked in its project, as `advise check` and the editor do):\n"
+    "the program is the entry point and the project modules it imports, directly or through each\n"
+    "other (and the packages above them). A precision choice in any of them silences the rule\n"
+    "(`utils.setup_precision()`, a config module calling `set_float32_matmul_precision`, a model file\n"
+    "casting to bf16 or running its forward under autocast). An entry point with no matmul site of\n"
+    "its own is reported when it builds a model whose class or builder function another module of\n"
+    "the project defines with matmul work at scale (in its own layers, the project layers it builds,\n"
+    "its base classes, or what the builder returns), puts that model on the GPU (`.cuda()`,\n"
+    "`.to(device)` on it, or a name the code does not show staying on the CPU) and runs a model. The\n"
+    "finding sits at the model's construction and names the module and line of the matmul work.\n"
+    "Sizes the model file takes from parameters (`def __init__(self, width=4096)`) count only when\n"
+    "the entry point passes no arguments to the construction: its own could make the layers small.\n"
+    "A model file imported only by tests or by scripts that stay on the CPU is not reported.\n"
+    "\n"
     "## Why is this slow?\n"
     "On Ampere and newer GPUs, float32 matmuls run on the tensor cores only in TF32 mode, which\n"
     "PyTorch leaves off for matmuls by default. Without it (or autocast to bf16/fp16), every\n"
@@ -57,7 +76,8 @@ static const char documentation[] =
     "use autocast or a `GradScaler`, mention half, bfloat16 or float64 dtypes (`.half()`,\n"
     "`.bfloat16()`, `.double()`, `torch.float16`, `torch.bfloat16`, `torch.float64`, strings such\n"
     "as \"bf16\"), pass `torch_dtype=` or a reduced `precision=`/`mixed_precision=` to a framework,\n"
-    "files that are not entry points, and files that never mention CUDA or a device.\n"
+    "or import a project module that does any of these; files that are not entry points, and files\n"
+    "that never mention CUDA or a device.\n"
     "\n"
     "## Example\n"
     "```python\n"
@@ -108,6 +128,8 @@ typedef struct {
 
 /* bounds on the statements an entry-point check looks at */
 #define STATEMENT_BUDGET 128
+/* calls whose callee the workspace is asked about, looking for a model of another module */
+#define REMOTE_CALL_BUDGET 1024
 
 /* The program runs on the GPU: it moves a model or tensors to a CUDA device
  * (`.cuda()`, `.to(device)`, `device="cuda"`, `fabric.setup(model)`,
@@ -386,20 +408,157 @@ static void add_fix(RuleContext *ctx, Finding *f, const TopLevel *top) {
     free(insert);
 }
 
+/* ---- a model whose matmul work is in another module ----------------------- */
+
+/* The callee as the file spells it (`GPT`, `models.vit.build`), when it is a
+ * plain dotted name. */
+static bool spelled_callee(const PySource *src, TSNode call, char *buf, size_t size) {
+    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+    if (!py_is(fn, "identifier") && !py_is(fn, "attribute")) return false;
+    size_t len = py_text_len(fn);
+    if (len == 0 || len >= size) return false;
+    const char *text = py_text_ptr(src, fn);
+    for (size_t i = 0; i < len; i++)
+        if (!isalnum((unsigned char)text[i]) && text[i] != '_' && text[i] != '.') return false;
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    return strncmp(buf, "self.", 5) != 0;
+}
+
+typedef struct {
+    const PySource *src;
+    TSNode id;
+    size_t after;
+    TSNode use;
+} UseSearch;
+
+static bool visit_use(TSNode n, void *data) {
+    UseSearch *s = data;
+    if (!ts_node_is_null(s->use)) return false;
+    if (ts_node_end_byte(n) <= s->after) return true;
+    if (py_is(n, "identifier") && ts_node_start_byte(n) >= s->after && py_same_text(s->src, n, s->id)) {
+        s->use = n;
+        return false;
+    }
+    return true;
+}
+
+/* The model that `call` builds goes to a CUDA device: the construction is
+ * moved there (`Net().to(device)`, `Net().cuda()`), or it is bound to a name
+ * that the code does not show staying on the host (py_module_stays_on_host,
+ * asked at the name's next use). Built with a device= that is not CUDA: no. */
+static bool model_goes_to_gpu(const PySource *src, TSNode call) {
+    TSNode built_on = py_call_keyword(src, call, "device");
+    if (!ts_node_is_null(built_on) && !py_is_cuda_device(src, built_on)) return false;
+    TSNode n = call;
+    for (int depth = 0; depth < 8; depth++) {
+        TSNode attr = ts_node_parent(n), outer = ts_node_parent(attr);
+        if (!py_is(attr, "attribute") || !ts_node_eq(ts_node_child_by_field_name(attr, "object", 6), n) ||
+            !py_is(outer, "call"))
+            break;
+        TSNode recv;
+        if (py_method_call(src, outer, "cuda", &recv)) return true;
+        if (py_method_call(src, outer, "to", &recv)) {
+            TSNode dev = py_call_positional(outer, 0);
+            if (ts_node_is_null(dev)) dev = py_call_keyword(src, outer, "device");
+            if (!ts_node_is_null(dev) && py_is_cuda_device(src, dev)) return true;
+        }
+        n = outer;
+    }
+    TSNode assignment = ts_node_parent(n);
+    if (!py_is(assignment, "assignment") || !ts_node_eq(ts_node_child_by_field_name(assignment, "right", 5), n))
+        return false;
+    TSNode name = ts_node_child_by_field_name(assignment, "left", 4);
+    if (!py_is(name, "identifier")) return false;
+    TSNode scope = py_scope_of(src, assignment);
+    if (ts_node_is_null(scope)) scope = ts_tree_root_node(src->tree);
+    UseSearch s = {.src = src, .id = name, .after = ts_node_end_byte(assignment)};
+    py_walk(scope, visit_use, &s);
+    return !ts_node_is_null(s.use) && !py_module_stays_on_host(src, s.use);
+}
+
+typedef struct {
+    const PySource *src;
+    TSNode call;                 /* the model's construction */
+    const PyModuleFacts *module; /* where its matmul work at scale is */
+    unsigned line;
+    int budget;                  /* workspace questions left */
+} RemoteModel;
+
+static bool visit_remote_model(TSNode n, void *data) {
+    RemoteModel *r = data;
+    const PySource *src = r->src;
+    if (!ts_node_is_null(r->call) || r->budget <= 0) return false;
+    if (!py_is(n, "call")) return true;
+    char spelled[PY_NAME_MAX], q[PY_NAME_MAX];
+    if (!spelled_callee(src, n, spelled, sizeof spelled)) return true;
+    if (py_callee_name(src, n, q, sizeof q) && (strncmp(q, "torch.", 6) == 0 || strcmp(q, "torch") == 0))
+        return true;
+    r->budget--;
+    if (!(py_workspace_call_kinds(src->workspace, src->module, spelled) & PY_VALUE_MODULE)) return true;
+    const PyModuleFacts *where;
+    unsigned line;
+    bool from_parameters;
+    if (!py_workspace_matmul_at_scale(src->workspace, src->module, spelled, &where, &line, &from_parameters) ||
+        where == src->module)
+        return true;
+    /* sizes taken from parameters say nothing when this call passes its own */
+    if (from_parameters && ts_node_named_child_count(py_call_arguments(n)) > 0) return true;
+    if (!model_goes_to_gpu(src, n)) return true;
+    r->call = n;
+    r->module = where;
+    r->line = line;
+    return false;
+}
+
+/* `model.py` when the module lies in the checked file's folder or below,
+ * else its dotted name */
+static void module_display(const PySource *src, const PyModuleFacts *m, char *buf, size_t size) {
+    const char *path = py_module_path(m), *doc = src->doc->path ? src->doc->path : "";
+    char *abs = realpath(doc, NULL);
+    const char *here = abs ? abs : doc;
+    const char *slash = strrchr(here, '/');
+    size_t dir = slash ? (size_t)(slash - here) + 1 : 0;
+    if (dir && strncmp(path, here, dir) == 0) snprintf(buf, size, "%s", path + dir);
+    else snprintf(buf, size, "module %s", py_module_name(m));
+    free(abs);
+}
+
 static void check(RuleContext *ctx) {
     const PySource *src = ctx->py;
     if (!src->uses_gpu) return;
     TSNode root = ts_tree_root_node(src->tree);
     Scan s = {.src = src, .budget = PY_MATMUL_CHECK_BUDGET};
     py_walk(root, visit_scan, &s);
+    if (s.suppressed || !s.on_gpu) return;
     /* a matmul on a big tensor is GPU work of its own; a layer needs a model run on the GPU */
-    if (s.suppressed || !s.have_site || !s.on_gpu) return;
-    if (!s.runs_model && !py_matmul_site_is_tensor_work(src, s.site)) return;
+    bool local = s.have_site && (s.runs_model || py_matmul_site_is_tensor_work(src, s.site));
+    bool workspace = src->workspace && src->module;
+    RemoteModel remote = {.src = src, .budget = REMOTE_CALL_BUDGET};
+    if (!local && (!workspace || !s.runs_model)) return;
     TopLevel top;
-    if (top_level_collect(root, &top) && is_entry_point(src, &top)) {
-        Finding *f = rule_report_node(ctx, s.site,
-                                      "float32 matmuls in this program run without TF32 or autocast, so they miss "
-                                      "the tensor cores and run several times slower on Ampere and newer GPUs");
+    if (!top_level_collect(root, &top) || !is_entry_point(src, &top)) {
+        free(top.items);
+        return;
+    }
+    if (!local) py_walk(root, visit_remote_model, &remote);
+    /* the program's other modules may make the choice (`utils.setup_precision()`, a config module) */
+    if ((local || !ts_node_is_null(remote.call)) &&
+        !(workspace && py_workspace_imports_precision_choice(src->workspace, src->module, NULL, NULL))) {
+        Finding *f = NULL;
+        if (local) {
+            f = rule_report_node(ctx, s.site,
+                                 "float32 matmuls in this program run without TF32 or autocast, so they miss "
+                                 "the tensor cores and run several times slower on Ampere and newer GPUs");
+        } else {
+            char where[512];
+            module_display(src, remote.module, where, sizeof where);
+            f = rule_report_node(ctx, remote.call,
+                                 "this model does float32 matmul work at scale (%s, line %u) without TF32 or "
+                                 "autocast anywhere in the program, so its matmuls miss the tensor cores and run "
+                                 "several times slower on Ampere and newer GPUs",
+                                 where, remote.line);
+        }
         if (f) add_fix(ctx, f, &top);
     }
     free(top.items);
