@@ -366,4 +366,5 @@ Test(workspace, precision_choices_and_matmul_at_scale) {
     cr_expect_eq(line, 0);
     py_workspace_view_release(v);
     py_workspace_free(ws);
+    free(dir);
 }
