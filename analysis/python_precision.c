@@ -414,24 +414,3 @@ bool py_node_makes_precision_choice(const PySource *src, TSNode n) {
     }
     return false;
 }
-
-typedef struct {
-    const PySource *src;
-    TSNode found;
-} ChoiceSearch;
-
-static bool visit_choice(TSNode n, void *data) {
-    ChoiceSearch *s = data;
-    if (!ts_node_is_null(s->found)) return false;
-    if (py_node_makes_precision_choice(s->src, n)) {
-        s->found = n;
-        return false;
-    }
-    return !py_is(n, "string");
-}
-
-TSNode py_first_precision_choice(const PySource *src) {
-    ChoiceSearch s = {.src = src};
-    py_walk(ts_tree_root_node(src->tree), visit_choice, &s);
-    return s.found;
-}

@@ -29,10 +29,6 @@
  * Walkers need not descend into strings: their text is judged whole. */
 bool py_node_makes_precision_choice(const PySource *src, TSNode node);
 
-/* The first node of the module that makes a precision choice (preorder),
- * or a null node. */
-TSNode py_first_precision_choice(const PySource *src);
-
 /* The node (a call or an `@`) is a float32 matmul site at scale. budget:
  * tensor checks left, decremented (PY_MATMUL_CHECK_BUDGET to start).
  * from_parameters (may be NULL): set when a size the verdict rests on came
