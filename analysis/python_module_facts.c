@@ -8,6 +8,7 @@
 #include "python_facts.h"
 #include "python_index.h"
 #include "python_loaders.h"
+#include "python_precision.h"
 #include "python_roles.h"
 #include "python_workspace.h"
 
@@ -83,6 +84,18 @@ static char *join_dotted(const char *a, const char *b) {
     return format_string("%s.%s", a, b);
 }
 
+#define MAX_LOADED 1024 /* modules remembered as loaded by a module's imports */
+
+static void add_loaded(Extract *x, char *dotted) {
+    PyModuleFacts *m = x->m;
+    if (dotted && *dotted && m->loaded_module_count < MAX_LOADED &&
+        grow(x, (void **)&m->loaded_modules, m->loaded_module_count, sizeof *m->loaded_modules)) {
+        m->loaded_modules[m->loaded_module_count++] = dotted;
+        return;
+    }
+    free(dotted);
+}
+
 static void collect_import(Extract *x, TSNode stmt) {
     const PySource *src = x->src;
     if (py_is(stmt, "import_statement")) {
@@ -92,7 +105,9 @@ static void collect_import(Extract *x, TSNode stmt) {
             if (py_is(c, "aliased_import")) {
                 add_import(x, py_text_dup(src, ts_node_child_by_field_name(c, "alias", 5)),
                            dotted_text(src, ts_node_child_by_field_name(c, "name", 4)));
+                add_loaded(x, dotted_text(src, ts_node_child_by_field_name(c, "name", 4)));
             } else if (py_is(c, "dotted_name")) {
+                add_loaded(x, py_text_dup(src, c));
                 char *full = py_text_dup(src, c);
                 char *dot = full ? strchr(full, '.') : NULL;
                 if (dot) *dot = '\0';
@@ -116,6 +131,7 @@ static void collect_import(Extract *x, TSNode stmt) {
         base = py_text_dup(src, module);
     }
     if (!base) return;
+    add_loaded(x, strdup(base));
     uint32_t n = ts_node_named_child_count(stmt);
     for (uint32_t i = 0; i < n; i++) {
         TSNode c = ts_node_named_child(stmt, i);
@@ -129,6 +145,7 @@ static void collect_import(Extract *x, TSNode stmt) {
         }
         char *spelled = py_text_dup(src, name);
         add_import(x, py_text_dup(src, alias), spelled ? join_dotted(base, spelled) : NULL);
+        add_loaded(x, spelled ? join_dotted(base, spelled) : NULL);
         free(spelled);
     }
     free(base);
@@ -478,6 +495,59 @@ static bool visit_uses(TSNode n, void *data) {
     return true;
 }
 
+/* ---- precision ------------------------------------------------------------- */
+
+typedef struct {
+    Extract *x;
+    int budget; /* tensor checks left (python_precision.h) */
+} PrecisionScan;
+
+/* keeps the first site, or a later one whose sizes do not come from parameters */
+static void note_site(uint32_t *line, bool *from_parameters, uint32_t at, bool site_from_parameters) {
+    if (*line == 0 || (*from_parameters && !site_from_parameters)) {
+        *line = at;
+        *from_parameters = site_from_parameters;
+    }
+}
+
+/* the site counts for the module, and for the classes, functions and
+ * variables (by the line of their definition) that hold it */
+static void attribute_site(Extract *x, TSNode site, bool from_parameters) {
+    PyModuleFacts *m = x->m;
+    uint32_t at = line_of(x->src, site);
+    if (m->matmul_at_scale_line == 0) m->matmul_at_scale_line = at;
+    for (TSNode n = ts_node_parent(site); !ts_node_is_null(n); n = ts_node_parent(n)) {
+        bool cls = py_is(n, "class_definition"), fn = py_is(n, "function_definition");
+        bool var = py_is(n, "assignment") && py_is(ts_node_parent(n), "expression_statement");
+        if (!cls && !fn && !var) continue;
+        uint32_t line = line_of(x->src, n);
+        for (size_t i = 0; cls && i < m->class_count; i++)
+            if (m->classes[i].line == line)
+                note_site(&m->classes[i].matmul_at_scale_line, &m->classes[i].matmul_at_scale_from_parameters, at,
+                          from_parameters);
+        for (size_t i = 0; fn && i < m->function_count; i++)
+            if (m->functions[i].line == line)
+                note_site(&m->functions[i].matmul_at_scale_line, &m->functions[i].matmul_at_scale_from_parameters,
+                          at, from_parameters);
+        for (size_t i = 0; var && i < m->variable_count; i++)
+            if (m->variables[i].line == line)
+                note_site(&m->variables[i].matmul_at_scale_line, &m->variables[i].matmul_at_scale_from_parameters,
+                          at, from_parameters);
+    }
+}
+
+static bool visit_precision(TSNode n, void *data) {
+    PrecisionScan *s = data;
+    const PySource *src = s->x->src;
+    if (s->x->m->precision_choice_line == 0 && py_node_makes_precision_choice(src, n))
+        s->x->m->precision_choice_line = line_of(src, n);
+    if (py_is(n, "string")) return false; /* judged whole */
+    bool from_parameters;
+    if ((py_is(n, "call") || py_is(n, "binary_operator")) && py_is_matmul_at_scale(src, n, &s->budget, &from_parameters))
+        attribute_site(s->x, n, from_parameters);
+    return true;
+}
+
 /* ---- the summary ---------------------------------------------------------- */
 
 PyModuleFacts *py_module_facts_extract(const PySource *src, const char *path, const char *name, bool is_package) {
@@ -498,6 +568,8 @@ PyModuleFacts *py_module_facts_extract(const PySource *src, const char *path, co
     if (!x.oom && !py_gpu_loaders_of(src, imported_call, &x, &x.fed)) x.oom = true;
     if (!x.oom) py_walk(root, visit_uses, &x);
     py_gpu_loaders_free(&x.fed);
+    PrecisionScan precision = {&x, PY_MATMUL_CHECK_BUDGET};
+    if (!x.oom) py_walk(root, visit_precision, &precision);
     free(x.roles);
     if (x.oom) {
         py_module_facts_unref(m);
@@ -535,6 +607,8 @@ void py_module_facts_unref(PyModuleFacts *m) {
     free(m->variables);
     for (size_t i = 0; i < m->use_count; i++) free(m->uses[i].callee);
     free(m->uses);
+    for (size_t i = 0; i < m->loaded_module_count; i++) free(m->loaded_modules[i]);
+    free(m->loaded_modules);
     free(m->path);
     free(m->name);
     free(m);

@@ -27,6 +27,11 @@ typedef struct {
     char **calls;     /* dotted callees (as the module spells them) whose results it returns or holds */
     size_t call_count;
     uint32_t line;    /* 1-based */
+    /* the first float32 matmul site at scale in its body or value
+     * (python_precision.h), 0: none; from_parameters: its sizes came from
+     * parameters, which another module's call may set otherwise */
+    uint32_t matmul_at_scale_line;
+    bool matmul_at_scale_from_parameters;
 } PyFactValue;
 
 typedef struct {
@@ -39,6 +44,10 @@ typedef struct {
     char **parts;     /* the project classes it builds (`Block(cfg)`), as the module spells them */
     size_t part_count;
     uint32_t line;
+    /* the first float32 matmul site at scale in its own body (not its parts
+     * or bases), 0: none; as PyFactValue's */
+    uint32_t matmul_at_scale_line;
+    bool matmul_at_scale_from_parameters;
 } PyFactClass;
 
 /* A call of an imported function, and how its result is used. */
@@ -68,6 +77,16 @@ struct PyModuleFacts {
     size_t use_count;
     bool uses_gpu;    /* the module's own text mentions CUDA or a device (PySource.uses_gpu) */
     bool other_accelerator; /* a torch_xla (TPU) module that never mentions CUDA */
+    /* precision (python_precision.h): the first line that makes a precision
+     * choice (TF32, autocast, a half/bf16 cast, ...), and the first float32
+     * matmul site at scale anywhere in the module; 0: none */
+    uint32_t precision_choice_line;
+    uint32_t matmul_at_scale_line;
+    /* the modules its import statements load, absolute dotted names:
+     * `import a.b.c` -> "a.b.c"; `from .x import y` in pkg -> "pkg.x" and
+     * "pkg.x.y" (y may be a submodule); in any order, repeats allowed */
+    char **loaded_modules;
+    size_t loaded_module_count;
 };
 
 /* Summarises a parsed module. name: its dotted name; is_package: it is a

@@ -787,3 +787,144 @@ void py_workspace_attach(PySource *src, const PyWorkspaceView *view) {
     }
     if (!src->uses_gpu && called_from_gpu_code(view, m)) src->uses_gpu = true;
 }
+
+/* ---- precision -------------------------------------------------------------------- */
+
+static bool module_index(const PyWorkspaceView *v, const PyModuleFacts *m, size_t *index) {
+    size_t lo = 0, hi = v->count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(v->modules[mid]->path, m->path);
+        if (c == 0) {
+            *index = mid;
+            return v->modules[mid] == m;
+        }
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return false;
+}
+
+bool py_workspace_imports_precision_choice(const PyWorkspaceView *v, const PyModuleFacts *from,
+                                           const PyModuleFacts **where_module, unsigned *where_line) {
+    if (where_module) *where_module = NULL;
+    if (where_line) *where_line = 0;
+    if (!v || !from || !v->count) return false;
+    bool *seen = calloc(v->count, sizeof *seen);
+    const PyModuleFacts **queue = malloc((v->count + 1) * sizeof *queue);
+    if (!seen || !queue) {
+        free(seen);
+        free(queue);
+        return false;
+    }
+    size_t head = 0, tail = 0, at;
+    if (module_index(v, from, &at)) seen[at] = true; /* an editor's buffer may not be in the view */
+    queue[tail++] = from;
+    const PyModuleFacts *found = NULL;
+    char prefix[512];
+    while (head < tail && !found) {
+        const PyModuleFacts *m = queue[head++];
+        for (size_t i = 0; i < m->loaded_module_count && !found; i++) {
+            const char *name = m->loaded_modules[i];
+            size_t n = strlen(name);
+            if (n >= sizeof prefix) continue;
+            /* "a.b.c" loads a, a.b and a.b.c */
+            for (size_t len = 1; len <= n && !found; len++) {
+                if (len < n && name[len] != '.') continue;
+                memcpy(prefix, name, len);
+                prefix[len] = '\0';
+                const PyModuleFacts *s = find_module(v, prefix, m);
+                if (!s || !module_index(v, s, &at) || seen[at]) continue;
+                seen[at] = true;
+                if (s->precision_choice_line) found = s;
+                else queue[tail++] = s;
+            }
+        }
+    }
+    free(seen);
+    free(queue);
+    if (found && where_module) *where_module = found;
+    if (found && where_line) *where_line = found->precision_choice_line;
+    return found != NULL;
+}
+
+#define MAX_VISITED 128 /* definitions one matmul question looks at */
+
+typedef struct {
+    const PyModuleFacts *module;
+    uint32_t line;
+    bool from_parameters;
+    const void *visited[MAX_VISITED]; /* classes and values already looked at */
+    size_t visited_count;
+} ScaleSearch;
+
+static bool scale_settled(const ScaleSearch *s) { return s->line && !s->from_parameters; }
+
+/* false when item was looked at already, or the search has looked at enough */
+static bool scale_visit(ScaleSearch *s, const void *item) {
+    for (size_t i = 0; i < s->visited_count; i++)
+        if (s->visited[i] == item) return false;
+    if (s->visited_count == MAX_VISITED) return false;
+    s->visited[s->visited_count++] = item;
+    return true;
+}
+
+static void scale_note(ScaleSearch *s, const PyModuleFacts *m, uint32_t line, bool from_parameters) {
+    if (!line || (s->line && (!s->from_parameters || from_parameters))) return;
+    s->module = m;
+    s->line = line;
+    s->from_parameters = from_parameters;
+}
+
+static void class_scale(const PyWorkspaceView *v, const PyModuleFacts *m, const PyFactClass *c, int hops,
+                        ScaleSearch *s);
+
+static void name_scale(const PyWorkspaceView *v, const PyModuleFacts *from, const char *name, int hops,
+                       ScaleSearch *s) {
+    if (hops > MAX_HOPS || scale_settled(s)) return;
+    Target t = resolve_spelled(v, from, name, hops);
+    if (t.kind == TARGET_CLASS) {
+        class_scale(v, t.module, t.cls, hops + 1, s);
+    } else if ((t.kind == TARGET_FUNCTION || t.kind == TARGET_VARIABLE) && scale_visit(s, t.value)) {
+        scale_note(s, t.module, t.value->matmul_at_scale_line, t.value->matmul_at_scale_from_parameters);
+        if (t.value->call_count == 1) {
+            name_scale(v, t.module, t.value->calls[0], hops + 1, s);
+        } else if (t.value->call_count > 1 && !scale_settled(s)) {
+            /* a builder that returns one of several models: each of them must do the work */
+            ScaleSearch *each = calloc(1, sizeof *each);
+            ScaleSearch found = {0};
+            bool all = each != NULL;
+            for (size_t i = 0; i < t.value->call_count && all; i++) {
+                memcpy(each->visited, s->visited, s->visited_count * sizeof *s->visited);
+                each->visited_count = s->visited_count;
+                each->line = 0;
+                each->from_parameters = false;
+                name_scale(v, t.module, t.value->calls[i], hops + 1, each);
+                all = each->line != 0;
+                if (all) scale_note(&found, each->module, each->line, each->from_parameters);
+            }
+            if (all) scale_note(s, found.module, found.line, found.from_parameters);
+            free(each);
+        }
+    }
+}
+
+static void class_scale(const PyWorkspaceView *v, const PyModuleFacts *m, const PyFactClass *c, int hops,
+                        ScaleSearch *s) {
+    if (hops > MAX_HOPS || !scale_visit(s, c)) return;
+    scale_note(s, m, c->matmul_at_scale_line, c->matmul_at_scale_from_parameters);
+    for (size_t i = 0; i < c->part_count && !scale_settled(s); i++) name_scale(v, m, c->parts[i], hops + 1, s);
+    for (size_t i = 0; i < c->base_count && !scale_settled(s); i++) name_scale(v, m, c->bases[i], hops + 1, s);
+}
+
+bool py_workspace_matmul_at_scale(const PyWorkspaceView *v, const PyModuleFacts *from, const char *name,
+                                  const PyModuleFacts **where_module, unsigned *where_line, bool *from_parameters) {
+    ScaleSearch *s = calloc(1, sizeof *s);
+    if (s && v && name) name_scale(v, from, name, 0, s);
+    bool found = s && s->line;
+    if (where_module) *where_module = found ? s->module : NULL;
+    if (where_line) *where_line = found ? s->line : 0;
+    if (from_parameters) *from_parameters = found && s->from_parameters;
+    free(s);
+    return found;
+}

@@ -130,4 +130,25 @@ unsigned py_workspace_uses_of(const PyWorkspaceView *view, const PyModuleFacts *
 /* The path of a module. */
 const char *py_module_path(const PyModuleFacts *module);
 
+/* ---- precision (python_precision.h) ----------------------------------- */
+
+/* A module that `from` imports makes a precision choice (TF32, autocast, a
+ * half/bfloat16 cast, ...): one it imports directly or through the project
+ * modules those import, or a package above one of them (its __init__ runs
+ * first). `from` itself is not asked. where_module and where_line (either
+ * may be NULL) get the first such module found and its line. */
+bool py_workspace_imports_precision_choice(const PyWorkspaceView *view, const PyModuleFacts *from,
+                                           const PyModuleFacts **where_module, unsigned *where_line);
+/* The class, function or module-level variable `name` (spelled as `from`
+ * spells it) has float32 matmul work at scale: a site in its own body or
+ * value, in the project classes it builds (`parts`), its bases, or what it
+ * returns or holds (every one of them, when a builder returns one of
+ * several), followed as py_workspace_has_matmul_work follows them.
+ * where_module and where_line (may be NULL) get the site, preferring one
+ * whose sizes do not come from parameters; from_parameters (may be NULL)
+ * says whether that site's do (a caller passing other sizes may make it
+ * small). */
+bool py_workspace_matmul_at_scale(const PyWorkspaceView *view, const PyModuleFacts *from, const char *name,
+                                  const PyModuleFacts **where_module, unsigned *where_line, bool *from_parameters);
+
 #endif

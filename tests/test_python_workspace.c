@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <utime.h>
 
+#include "../analysis/python_module_facts.h"
 #include "../analysis/python_workspace.h"
 
 /* Folders live until the test process ends. */
@@ -281,4 +282,103 @@ Test(workspace, roots) {
     free(root);
     free(real);
     free(bare_real);
+}
+
+/* PY009's questions: which modules the program imports make a precision
+ * choice, and where a model's float32 matmul work at scale is */
+Test(workspace, precision_choices_and_matmul_at_scale) {
+    char *dir = temp_project();
+    write_file(dir, "layers.py", "import torch.nn as nn\n"
+                                 "class Mixer(nn.Module):\n"
+                                 "    def __init__(self):\n"
+                                 "        super().__init__()\n"
+                                 "        self.fc = nn.Linear(2048, 2048)\n"
+                                 "class Scaled(nn.Module):\n"
+                                 "    def __init__(self, width=4096):\n"
+                                 "        super().__init__()\n"
+                                 "        self.fc = nn.Linear(width, width)\n"
+                                 "class Small(nn.Module):\n"
+                                 "    def __init__(self):\n"
+                                 "        super().__init__()\n"
+                                 "        self.fc = nn.Linear(64, 10)\n");
+    write_file(dir, "net.py", "import torch.nn as nn\n"
+                              "from layers import Mixer, Scaled, Small\n"
+                              "class Net(nn.Module):\n"
+                              "    def __init__(self):\n"
+                              "        super().__init__()\n"
+                              "        self.a = Scaled()\n"
+                              "        self.b = Mixer()\n"
+                              "class Deeper(Net):\n"
+                              "    pass\n"
+                              "class Tiny(nn.Module):\n"
+                              "    def __init__(self):\n"
+                              "        super().__init__()\n"
+                              "        self.s = Small()\n"
+                              "def build():\n"
+                              "    return Deeper()\n"
+                              "def build_head():\n"
+                              "    return nn.Sequential(nn.Linear(1024, 8192))\n"
+                              "shared = Tiny()\n"
+                              "def pick(name):\n"
+                              "    if name == 'big':\n"
+                              "        return Net()\n"
+                              "    return Tiny()\n"
+                              "def pick_big(name):\n"
+                              "    if name == 'a':\n"
+                              "        return Net()\n"
+                              "    return Deeper()\n");
+    write_file(dir, "tools/__init__.py", "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\n");
+    write_file(dir, "tools/io.py", "def save(x):\n    return x\n");
+    write_file(dir, "setup_run.py", "import tools.io\n");
+    write_file(dir, "amp.py", "import torch\nctx = torch.autocast('cuda', dtype=torch.bfloat16)\n");
+    write_file(dir, "cycle_a.py", "import cycle_b\n");
+    write_file(dir, "cycle_b.py", "from cycle_a import *\nfrom amp import ctx\n");
+    write_file(dir, "plain.py", "import net\nimport cycle_c\n");
+    write_file(dir, "cycle_c.py", "import plain\n");
+    PyWorkspace *ws = py_workspace_new(dir);
+    py_workspace_refresh(ws);
+    PyWorkspaceView *v = py_workspace_view(ws);
+    const PyModuleFacts *net = module_at(v, dir, "net.py"), *layers = module_at(v, dir, "layers.py");
+    cr_expect_eq(layers->matmul_at_scale_line, 5);
+    cr_expect_eq(layers->classes[0].matmul_at_scale_line, 5);
+    cr_expect_not(layers->classes[0].matmul_at_scale_from_parameters);
+    cr_expect_eq(layers->classes[1].matmul_at_scale_line, 9);
+    cr_expect(layers->classes[1].matmul_at_scale_from_parameters);
+    cr_expect_eq(layers->classes[2].matmul_at_scale_line, 0);
+    cr_expect_eq(net->functions[1].matmul_at_scale_line, 17); /* build_head's own layer */
+    cr_expect_eq(layers->precision_choice_line, 0);
+
+    const PyModuleFacts *where;
+    unsigned line;
+    bool from_parameters;
+    /* through a base and its parts; a site whose sizes are literals wins over one from a default */
+    cr_expect(py_workspace_matmul_at_scale(v, net, "build", &where, &line, &from_parameters));
+    cr_expect_eq(where, layers);
+    cr_expect_eq(line, 5);
+    cr_expect_not(from_parameters);
+    cr_expect(py_workspace_matmul_at_scale(v, net, "Scaled", &where, &line, &from_parameters));
+    cr_expect_eq(line, 9);
+    cr_expect(from_parameters);
+    cr_expect(py_workspace_matmul_at_scale(v, net, "build_head", &where, &line, NULL));
+    cr_expect_eq(where, net);
+    cr_expect_not(py_workspace_matmul_at_scale(v, net, "Tiny", NULL, NULL, NULL));
+    cr_expect_not(py_workspace_matmul_at_scale(v, net, "shared", NULL, NULL, NULL));
+    cr_expect_not(py_workspace_matmul_at_scale(v, net, "nn.Linear", NULL, NULL, NULL));
+    /* a builder returning one of several models: all of them, or it says nothing */
+    cr_expect_not(py_workspace_matmul_at_scale(v, net, "pick", NULL, NULL, NULL));
+    cr_expect(py_workspace_matmul_at_scale(v, net, "pick_big", &where, &line, &from_parameters));
+    cr_expect_eq(line, 5);
+
+    /* `import tools.io` runs tools/__init__.py first, which sets TF32 */
+    cr_expect(py_workspace_imports_precision_choice(v, module_at(v, dir, "setup_run.py"), &where, &line));
+    cr_expect_str_eq(py_module_name(where), "tools");
+    cr_expect_eq(line, 2);
+    /* through an import cycle; the module asked about is not counted itself */
+    cr_expect(py_workspace_imports_precision_choice(v, module_at(v, dir, "cycle_a.py"), NULL, NULL));
+    cr_expect_not(py_workspace_imports_precision_choice(v, module_at(v, dir, "amp.py"), NULL, NULL));
+    cr_expect_not(py_workspace_imports_precision_choice(v, module_at(v, dir, "plain.py"), &where, &line));
+    cr_expect_null(where);
+    cr_expect_eq(line, 0);
+    py_workspace_view_release(v);
+    py_workspace_free(ws);
 }

@@ -1,13 +1,19 @@
 /* PY009 fp32-matmul-without-tf32: a CUDA program whose float32 matmuls run
  * without TF32, autocast or a half-precision cast. File-level: one finding at
- * the first matmul-type site of an entry-point file. */
+ * the first matmul-type site of an entry-point file, or at the construction
+ * of a model whose matmul work is in another module of the project; silent
+ * when any module of the program makes a precision choice. The analyses
+ * live in analysis/python_precision.c (this file) and the workspace index
+ * (other modules). */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "rule.h"
 #include "../../analysis/python_index.h"
+#include "../../analysis/python_precision.h"
+#include "../../analysis/python_workspace.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -36,6 +42,20 @@ static const char documentation[] =
     "top-level loop, model call, backward or matmul, or a top-level call of a function of the file\n"
     "that does GPU work). A model file imported by a training script is not reported.\n"
     "\n"
+    "Across files (when the file is checked in its project, as `advise check` and the editor do):\n"
+    "the program is the entry point and the project modules it imports, directly or through each\n"
+    "other (and the packages above them). A precision choice in any of them silences the rule\n"
+    "(`utils.setup_precision()`, a config module calling `set_float32_matmul_precision`, a model file\n"
+    "casting to bf16 or running its forward under autocast). An entry point with no matmul site of\n"
+    "its own is reported when it builds a model whose class or builder function another module of\n"
+    "the project defines with matmul work at scale (in its own layers, the project layers it builds,\n"
+    "its base classes, or what the builder returns), puts that model on the GPU (`.cuda()`,\n"
+    "`.to(device)` on it, or a name the code does not show staying on the CPU) and runs a model. The\n"
+    "finding sits at the model's construction and names the module and line of the matmul work.\n"
+    "Sizes the model file takes from parameters (`def __init__(self, width=4096)`) count only when\n"
+    "the entry point passes no arguments to the construction: its own could make the layers small.\n"
+    "A model file imported only by tests or by scripts that stay on the CPU is not reported.\n"
+    "\n"
     "## Why is this slow?\n"
     "On Ampere and newer GPUs, float32 matmuls run on the tensor cores only in TF32 mode, which\n"
     "PyTorch leaves off for matmuls by default. Without it (or autocast to bf16/fp16), every\n"
@@ -56,7 +76,8 @@ static const char documentation[] =
     "use autocast or a `GradScaler`, mention half, bfloat16 or float64 dtypes (`.half()`,\n"
     "`.bfloat16()`, `.double()`, `torch.float16`, `torch.bfloat16`, `torch.float64`, strings such\n"
     "as \"bf16\"), pass `torch_dtype=` or a reduced `precision=`/`mixed_precision=` to a framework,\n"
-    "files that are not entry points, and files that never mention CUDA or a device.\n"
+    "or import a project module that does any of these; files that are not entry points, and files\n"
+    "that never mention CUDA or a device.\n"
     "\n"
     "## Example\n"
     "```python\n"
@@ -95,345 +116,20 @@ static bool same_text(const PySource *src, TSNode a, TSNode b) {
     return !ts_node_is_null(a) && !ts_node_is_null(b) && py_same_text(src, a, b);
 }
 
-/* ---- what the file says about precision -------------------------------- */
-
-static const char *const matmul_functions[] = {
-    "torch.matmul", "torch.mm", "torch.bmm", "torch.addmm", "torch.baddbmm", "torch.addbmm", "torch.einsum",
-    "torch.tensordot", "torch.linalg.matmul", "torch.linalg.multi_dot", "torch.chain_matmul",
-    "torch.nn.functional.linear", "torch.nn.functional.bilinear", NULL};
-static const char *const matmul_methods[] = {"matmul", "mm", "bmm", "addmm", "baddbmm", NULL};
-/* torchvision models whose work is mostly matmuls (the rest are convolutions) */
-static const char *const matmul_vision_prefixes[] = {"vit_", "swin", "maxvit", "convnext", "mvit",
-                                                     "VisionTransformer", "SwinTransformer", NULL};
-static const char *const precision_setters[] = {"torch.set_float32_matmul_precision", NULL};
-static const char *const scalers[] = {"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.GradScaler",
-                                      "torch.cuda.amp.grad_scaler.GradScaler", NULL};
-static const char *const reduced_dtypes[] = {"torch.float16", "torch.half", "torch.bfloat16", "torch.float64",
-                                             "torch.double", NULL};
-static const char *const dtype_words[] = {"float16", "half", "bfloat16", "float64", "double", NULL};
-static const char *const cast_methods[] = {"half", "bfloat16", "double", NULL};
-static const char *const precision_strings[] = {"bf16", "fp16", "float16", "bfloat16", "float64", "fp64", NULL};
-
 typedef struct {
     const PySource *src;
     bool suppressed; /* the program made a precision choice: TF32, autocast, casts, fp64 */
-    TSNode site;     /* the first matmul-type site */
+    TSNode site;     /* the first matmul-type site at scale */
     bool have_site;
     int budget;      /* tensor checks left */
     bool on_gpu;     /* the program puts a model or tensors on a CUDA device */
     bool runs_model; /* and runs work there: a model call, backward(), a matmul on a big tensor */
 } Scan;
 
-static bool starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
-
-static bool in_list(const char *s, const char *const *list) {
-    for (size_t i = 0; list[i]; i++)
-        if (strcmp(s, list[i]) == 0) return true;
-    return false;
-}
-
-static bool text_in_list(const PySource *src, TSNode n, const char *const *list) {
-    for (size_t i = 0; list[i]; i++)
-        if (text_is(src, n, list[i])) return true;
-    return false;
-}
-
-static const char *last_component(const char *q) {
-    const char *dot = strrchr(q, '.');
-    return dot ? dot + 1 : q;
-}
-
-/* `name=value` keyword arguments that say the program runs in reduced precision */
-static bool keyword_sets_precision(const PySource *src, TSNode kwarg) {
-    TSNode key = ts_node_child_by_field_name(kwarg, "name", 4);
-    TSNode value = ts_node_child_by_field_name(kwarg, "value", 5);
-    if (ts_node_is_null(key) || ts_node_is_null(value)) return false;
-    if (text_is(src, key, "torch_dtype")) {
-        char q[PY_NAME_MAX];
-        if (py_qualified_name(src, value, q, sizeof q) && strcmp(q, "torch.float32") == 0) return false;
-        return !text_is(src, value, "\"float32\"") && !text_is(src, value, "'float32'") &&
-               !text_is(src, value, "None");
-    }
-    if (text_is(src, key, "precision") || text_is(src, key, "mixed_precision")) {
-        static const char *const full[] = {"32", "\"32\"", "'32'", "\"32-true\"", "'32-true'", "\"no\"", "'no'",
-                                           "\"fp32\"", "'fp32'", "None", NULL};
-        return !text_in_list(src, value, full);
-    }
-    if (text_is(src, key, "bf16") || text_is(src, key, "fp16") || text_is(src, key, "tf32") ||
-        text_is(src, key, "use_amp") || text_is(src, key, "amp"))
-        return !text_is(src, value, "False") && !text_is(src, value, "None");
-    return false;
-}
-
-static bool string_mentions_precision(const PySource *src, TSNode s) {
-    char *text = py_text_dup(src, s);
-    if (!text) return false;
-    for (char *p = text; *p; p++) *p = (char)tolower((unsigned char)*p);
-    bool yes = false;
-    for (size_t i = 0; precision_strings[i] && !yes; i++) yes = strstr(text, precision_strings[i]) != NULL;
-    free(text);
-    return yes;
-}
-
-/* tensor checks follow bindings through the file: bound their number */
-#define TENSOR_CHECK_BUDGET 256
+/* bounds on the statements an entry-point check looks at */
 #define STATEMENT_BUDGET 128
-
-/* ---- matmul work at scale ------------------------------------------------ */
-
-#define MIN_WEIGHTS (1L << 20) /* a matmul whose operand has a million elements keeps tensor cores busy */
-#define MIN_ATTENTION_DIM 256
-#define MAX_SIZE (1L << 30) /* sizes are clamped here: products of two stay far from overflow */
-
-static bool int_value(const PySource *src, TSNode e, long *out, int depth);
-static bool largest_int_in(const PySource *src, TSNode e, long *out, int depth);
-
-/* A parameter's value where the file shows it: what the first call of its
- * function (or, for `__init__`, of its class) that passes it gives, or its
- * default. */
-static bool parameter_value(const PySource *src, TSNode param, long *out, int depth) {
-    TSNode params = ts_node_parent(param), fn = ts_node_parent(params);
-    if (!py_is(params, "parameters") || !py_is(fn, "function_definition") || depth > 8) return false;
-    TSNode name = param;
-    if (py_is(param, "default_parameter") || py_is(param, "typed_default_parameter"))
-        name = ts_node_child_by_field_name(param, "name", 4);
-    if (!py_is(name, "identifier")) return false;
-    uint32_t index = 0, count = ts_node_named_child_count(params);
-    for (uint32_t i = 0; i < count; i++) {
-        TSNode p = ts_node_named_child(params, i);
-        if (ts_node_eq(p, param)) break;
-        index++;
-    }
-    /* the callee: the function, or the class whose __init__ this is (self is not passed) */
-    TSNode callee_name = ts_node_child_by_field_name(fn, "name", 4);
-    TSNode owner = ts_node_parent(fn);
-    if (py_is(owner, "decorated_definition")) owner = ts_node_parent(owner);
-    if (py_is(owner, "block") && py_is(ts_node_parent(owner), "class_definition")) {
-        if (!py_text_eq(src, callee_name, "__init__") || index == 0) return false;
-        callee_name = ts_node_child_by_field_name(ts_node_parent(owner), "name", 4);
-        index--;
-    }
-    size_t n;
-    const TSNode *calls = py_index_calls(src, py_text_ptr(src, callee_name), py_text_len(callee_name), &n);
-    for (size_t i = 0; i < n && i < 16; i++) {
-        if (py_call_has_splat(calls[i])) continue;
-        TSNode arg = {0};
-        uint32_t k = ts_node_named_child_count(py_call_arguments(calls[i]));
-        for (uint32_t j = 0; j < k; j++) {
-            TSNode a = ts_node_named_child(py_call_arguments(calls[i]), j);
-            TSNode key = ts_node_child_by_field_name(a, "name", 4);
-            if (py_is(a, "keyword_argument") && py_same_text(src, key, name))
-                arg = ts_node_child_by_field_name(a, "value", 5);
-        }
-        if (ts_node_is_null(arg)) arg = py_call_positional(calls[i], index);
-        if (!ts_node_is_null(arg) && !py_is_within(arg, fn)) return int_value(src, arg, out, depth + 1);
-    }
-    TSNode def = ts_node_child_by_field_name(param, "value", 5);
-    return !ts_node_is_null(def) && int_value(src, def, out, depth + 1);
-}
-
-/* The largest integer in a list the code spells out: `[1024, 2048]`,
- * `args.sizes or [1024, 4096]`, `[1024] if cuda else [128]`, a name bound
- * to one of these. */
-static bool largest_int_in(const PySource *src, TSNode e, long *out, int depth) {
-    if (ts_node_is_null(e) || depth > 16) return false;
-    if (py_is(e, "parenthesized_expression")) return largest_int_in(src, ts_node_named_child(e, 0), out, depth + 1);
-    if (py_is(e, "identifier")) {
-        TSNode value = {0};
-        if (py_binding_before(src, e, py_text_ptr(src, e), py_text_len(e), ts_node_start_byte(e), &value) !=
-            BINDING_ASSIGNMENT)
-            return false;
-        return largest_int_in(src, value, out, depth + 1);
-    }
-    bool found = false;
-    long best = 0, v;
-    if (py_is(e, "list") || py_is(e, "tuple")) {
-        uint32_t n = ts_node_named_child_count(e);
-        for (uint32_t i = 0; i < n; i++)
-            if (int_value(src, ts_node_named_child(e, i), &v, depth + 1) && (!found || v > best)) best = v, found = true;
-    } else if (py_is(e, "boolean_operator") || py_is(e, "conditional_expression")) {
-        uint32_t n = ts_node_named_child_count(e);
-        for (uint32_t i = 0; i < n; i++) {
-            if (py_is(e, "conditional_expression") && i == 1) continue; /* the condition */
-            if (largest_int_in(src, ts_node_named_child(e, i), &v, depth + 1) && (!found || v > best))
-                best = v, found = true;
-        }
-    }
-    if (found) *out = best;
-    return found;
-}
-
-/* an integer the code spells out: a literal, a name bound to one, a
- * parameter given one, a loop over listed sizes (the largest), or
- * arithmetic of those (`7 * 7 * 32`, `hidden_size * 2`) */
-static bool int_value(const PySource *src, TSNode e, long *out, int depth) {
-    if (ts_node_is_null(e) || depth > 16) return false;
-    if (py_is(e, "integer")) {
-        char buf[32];
-        size_t len = py_text_len(e);
-        if (len >= sizeof buf) return false;
-        memcpy(buf, py_text_ptr(src, e), len);
-        buf[len] = '\0';
-        char *end;
-        long v = strtol(buf, &end, 0);
-        if (*end || v < 0) return false;
-        *out = v > MAX_SIZE ? MAX_SIZE : v;
-        return true;
-    }
-    if (py_is(e, "parenthesized_expression")) return int_value(src, ts_node_named_child(e, 0), out, depth + 1);
-    if (py_is(e, "identifier")) {
-        TSNode value = {0};
-        BindingKind kind = py_binding_before(src, e, py_text_ptr(src, e), py_text_len(e), ts_node_start_byte(e), &value);
-        if (kind == BINDING_PARAMETER) return parameter_value(src, value, out, depth + 1);
-        if (kind == BINDING_LOOP_TARGET) return largest_int_in(src, value, out, depth + 1); /* for n in sizes */
-        if (kind != BINDING_ASSIGNMENT) return false;
-        return int_value(src, value, out, depth + 1);
-    }
-    if (py_is(e, "binary_operator")) {
-        long a, b;
-        if (!int_value(src, ts_node_child_by_field_name(e, "left", 4), &a, depth + 1) ||
-            !int_value(src, ts_node_child_by_field_name(e, "right", 5), &b, depth + 1))
-            return false;
-        TSNode op = ts_node_child_by_field_name(e, "operator", 8);
-        const char *o = ts_node_type(op);
-        if (a < 0 || b < 0 || a > MAX_SIZE || b > MAX_SIZE) return false;
-        long v;
-        if (strcmp(o, "*") == 0) v = a * b;
-        else if (strcmp(o, "+") == 0) v = a + b;
-        else if (strcmp(o, "-") == 0) v = a - b;
-        else if (strcmp(o, "//") == 0 && b) v = a / b;
-        else return false;
-        *out = v < 0 ? 0 : v > MAX_SIZE ? MAX_SIZE : v;
-        return true;
-    }
-    return false;
-}
-
-static TSNode argument(const PySource *src, TSNode call, uint32_t index, const char *keyword) {
-    TSNode a = py_call_positional(call, index);
-    return ts_node_is_null(a) ? py_call_keyword(src, call, keyword) : a;
-}
-
-static bool text_mentions(const PySource *src, TSNode n, const char *word) {
-    const char *t = py_text_ptr(src, n);
-    size_t len = py_text_len(n), wl = strlen(word);
-    for (size_t i = 0; i + wl <= len; i++)
-        if (strncasecmp(t + i, word, wl) == 0) return true;
-    return false;
-}
-
-/* nn.Linear(in, out) with a million weights, or an output over a vocabulary
- * (`nn.Linear(1024, vocab_size)`) */
-static bool linear_at_scale(const PySource *src, TSNode call) {
-    TSNode in = argument(src, call, 0, "in_features"), out = argument(src, call, 1, "out_features");
-    long a = 0, b = 0;
-    bool ka = int_value(src, in, &a, 0), kb = int_value(src, out, &b, 0);
-    if (ka && kb) return a * b >= MIN_WEIGHTS;
-    if (ka && !ts_node_is_null(out) && a >= 512 && text_mentions(src, out, "vocab")) return true;
-    if (kb && !ts_node_is_null(in) && b >= 512 && text_mentions(src, in, "vocab")) return true;
-    return false;
-}
-
-/* attention or a transformer, unless the code shows a small width */
-static bool attention_at_scale(const PySource *src, TSNode call, bool transformer) {
-    TSNode dim = transformer ? argument(src, call, 0, "d_model") : argument(src, call, 0, "embed_dim");
-    long d;
-    if (!ts_node_is_null(dim) && int_value(src, dim, &d, 0)) return d >= MIN_ATTENTION_DIM;
-    return true; /* unknown, or the default width (512) */
-}
-
-/* a dense CUDA tensor built here with a million elements in its last two
- * dimensions: `torch.randn(4096, 4096, device="cuda")` */
-static bool tensor_at_scale(const PySource *src, TSNode e, int depth) {
-    if (ts_node_is_null(e) || depth > 6) return false;
-    if (py_is(e, "parenthesized_expression")) return tensor_at_scale(src, ts_node_named_child(e, 0), depth + 1);
-    if (py_is(e, "identifier")) {
-        TSNode value = {0};
-        if (py_binding_before(src, e, py_text_ptr(src, e), py_text_len(e), ts_node_start_byte(e), &value) !=
-            BINDING_ASSIGNMENT)
-            return false;
-        return tensor_at_scale(src, value, depth + 1);
-    }
-    if (!py_is(e, "call")) return false;
-    /* x.t(), x.transpose(0, 1), x.contiguous(), x.float(), x.cuda(), x.to(dev), x.clone(): the same size */
-    static const char *const same_size[] = {"t", "transpose", "contiguous", "float", "cuda", "to", "clone", NULL};
-    TSNode recv;
-    for (size_t i = 0; same_size[i]; i++)
-        if (py_method_call(src, e, same_size[i], &recv)) return tensor_at_scale(src, recv, depth + 1);
-    static const char *const factories[] = {"torch.randn", "torch.rand", "torch.ones", "torch.zeros", "torch.empty",
-                                            "torch.full", NULL};
-    static const char *const sized_by_tuple[] = {"torch.full", NULL};
-    if (!py_callee_is_any(src, e, factories)) return false;
-    uint32_t n = py_call_positional_count(e);
-    TSNode first = py_call_positional(e, 0);
-    long dims[8];
-    uint32_t nd = 0;
-    if (py_is(first, "tuple") || py_is(first, "list")) {
-        uint32_t k = ts_node_named_child_count(first);
-        for (uint32_t i = 0; i < k && nd < 8; i++)
-            if (!int_value(src, ts_node_named_child(first, i), &dims[nd++], 0)) return false;
-    } else if (!py_callee_is_any(src, e, sized_by_tuple)) {
-        for (uint32_t i = 0; i < n && nd < 8; i++)
-            if (!int_value(src, py_call_positional(e, i), &dims[nd++], 0)) return false;
-    }
-    if (nd < 2) return false;
-    return dims[nd - 1] * dims[nd - 2] >= MIN_WEIGHTS;
-}
-
-static bool is_sparse(const PySource *src, TSNode e) {
-    return !ts_node_is_null(e) && (text_mentions(src, e, "sparse") || text_mentions(src, e, "coo") ||
-                                   text_mentions(src, e, "csr"));
-}
-
-/* A matmul site that does float32 work at scale: a big nn.Linear, attention
- * or a transformer, a transformer-style pretrained model, or a matmul on a
- * big dense tensor this code builds. Sizes the code does not show, sparse
- * operands and tiny layers are no evidence. */
-static bool is_matmul_site(const PySource *src, TSNode n, int *budget) {
-    if (py_is(n, "binary_operator")) {
-        TSNode op = ts_node_child_by_field_name(n, "operator", 8);
-        if (ts_node_is_null(op) || strcmp(ts_node_type(op), "@") != 0 || *budget <= 0) return false;
-        --*budget;
-        TSNode l = ts_node_child_by_field_name(n, "left", 4), r = ts_node_child_by_field_name(n, "right", 5);
-        return !is_sparse(src, l) && !is_sparse(src, r) && (tensor_at_scale(src, l, 0) || tensor_at_scale(src, r, 0));
-    }
-    if (!py_is(n, "call")) return false;
-    char q[PY_NAME_MAX];
-    if (py_callee_name(src, n, q, sizeof q)) {
-        if (strcmp(q, "torch.nn.Linear") == 0 || strcmp(q, "torch.nn.Bilinear") == 0) return linear_at_scale(src, n);
-        if (strcmp(q, "torch.nn.MultiheadAttention") == 0) return attention_at_scale(src, n, false);
-        if (starts_with(q, "torch.nn.Transformer")) return attention_at_scale(src, n, true);
-        if (starts_with(q, "torchvision.models.")) {
-            const char *last = last_component(q);
-            for (size_t i = 0; matmul_vision_prefixes[i]; i++)
-                if (starts_with(last, matmul_vision_prefixes[i])) return true;
-            return false;
-        }
-        if (starts_with(q, "transformers.") && strcmp(last_component(q), "from_pretrained") == 0) return true;
-        if (in_list(q, matmul_functions)) {
-            if (starts_with(q, "torch.sparse") || *budget <= 0) return false;
-            --*budget;
-            uint32_t k = py_call_positional_count(n);
-            for (uint32_t i = 0; i < k; i++) {
-                TSNode a = py_call_positional(n, i);
-                if (is_sparse(src, a)) return false;
-            }
-            for (uint32_t i = 0; i < k; i++)
-                if (tensor_at_scale(src, py_call_positional(n, i), 0)) return true;
-            return false;
-        }
-    }
-    TSNode name = py_method_name_node(n);
-    if (!ts_node_is_null(name) && text_in_list(src, name, matmul_methods)) {
-        if (*budget <= 0) return false;
-        --*budget;
-        TSNode recv = ts_node_child_by_field_name(ts_node_parent(name), "object", 6);
-        TSNode other = py_call_positional(n, 0);
-        if (is_sparse(src, recv) || is_sparse(src, other)) return false;
-        return tensor_at_scale(src, recv, 0) || tensor_at_scale(src, other, 0);
-    }
-    return false;
-}
+/* calls whose callee the workspace is asked about, looking for a model of another module */
+#define REMOTE_CALL_BUDGET 1024
 
 /* The program runs on the GPU: it moves a model or tensors to a CUDA device
  * (`.cuda()`, `.to(device)`, `device="cuda"`, `fabric.setup(model)`,
@@ -474,54 +170,18 @@ static bool visit_scan(TSNode n, void *data) {
     Scan *s = data;
     const PySource *src = s->src;
     if (s->suppressed) return false;
-    if (py_is(n, "assignment")) {
-        char q[PY_NAME_MAX];
-        TSNode left = ts_node_child_by_field_name(n, "left", 4);
-        TSNode right = ts_node_child_by_field_name(n, "right", 5);
-        if (py_qualified_name(src, left, q, sizeof q) && starts_with(q, "torch.backends.")) {
-            const char *last = last_component(q);
-            if (strcmp(q, "torch.backends.cudnn.allow_tf32") == 0) {
-                /* True is the default; anything else is a deliberate choice */
-                if (!text_is(src, right, "True")) s->suppressed = true;
-            } else if (strcmp(last, "allow_tf32") == 0 || strcmp(last, "fp32_precision") == 0) {
-                s->suppressed = true;
-            }
-        }
-    } else if (py_is(n, "call")) {
-        char q[PY_NAME_MAX];
-        if (py_callee_name(src, n, q, sizeof q)) {
-            if (in_list(q, precision_setters) || in_list(q, scalers)) s->suppressed = true;
-            if (starts_with(q, "torch.") && strcmp(last_component(q), "autocast") == 0) s->suppressed = true;
-        }
-        TSNode name = py_method_name_node(n);
-        if (!ts_node_is_null(name) && text_in_list(src, name, cast_methods)) s->suppressed = true;
-        note_gpu_work(s, n);
-        if (!s->have_site && is_matmul_site(src, n, &s->budget)) {
-            s->site = n;
-            s->have_site = true;
-        }
-    } else if (py_is(n, "keyword_argument")) {
-        if (keyword_sets_precision(src, n)) s->suppressed = true;
-    } else if (py_is(n, "attribute")) {
-        TSNode attr = ts_node_child_by_field_name(n, "attribute", 9);
-        char q[PY_NAME_MAX];
-        if (!ts_node_is_null(attr) && text_in_list(src, attr, dtype_words) &&
-            py_qualified_name(src, n, q, sizeof q) && in_list(q, reduced_dtypes))
-            s->suppressed = true;
-    } else if (py_is(n, "identifier")) {
-        char q[PY_NAME_MAX];
-        if (text_in_list(src, n, dtype_words) && py_qualified_name(src, n, q, sizeof q) && in_list(q, reduced_dtypes))
-            s->suppressed = true;
-    } else if (py_is(n, "string")) {
-        if (string_mentions_precision(src, n)) s->suppressed = true;
+    if (py_node_makes_precision_choice(src, n)) {
+        s->suppressed = true;
         return false;
-    } else if (py_is(n, "binary_operator")) {
-        if (!s->have_site && is_matmul_site(src, n, &s->budget)) {
-            s->site = n;
-            s->have_site = true;
-        }
     }
-    return !s->suppressed;
+    if (py_is(n, "string")) return false; /* judged whole */
+    if (py_is(n, "call")) note_gpu_work(s, n);
+    if ((py_is(n, "call") || py_is(n, "binary_operator")) && !s->have_site &&
+        py_is_matmul_at_scale(src, n, &s->budget, NULL)) {
+        s->site = n;
+        s->have_site = true;
+    }
+    return true;
 }
 
 /* ---- is this file an entry point? -------------------------------------- */
@@ -617,15 +277,14 @@ static bool visit_compute(TSNode n, void *data) {
     if (s->found || *s->budget <= 0) return false;
     if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
     if (!py_is(n, "call")) {
-        if (is_matmul_site(s->src, n, s->budget)) s->found = true;
+        if (py_is_matmul_at_scale(s->src, n, s->budget, NULL)) s->found = true;
         return !s->found;
     }
     TSNode recv;
     TSNode fn = ts_node_child_by_field_name(n, "function", 8);
-    char q[PY_NAME_MAX];
     if (py_method_call(s->src, n, "backward", &recv)) {
         s->found = true;
-    } else if (py_callee_name(s->src, n, q, sizeof q) && in_list(q, matmul_functions)) {
+    } else if (py_is_matmul_function_call(s->src, n)) {
         s->found = true;
     } else if (py_method_call(s->src, n, "step", &recv)) {
         --*s->budget;
@@ -676,7 +335,7 @@ static bool is_entry_point(const PySource *src, const TopLevel *top) {
     /* GPU work at module level; each check follows bindings, so look at a bounded number of statements */
     NameSet assigned = {0};
     for (size_t i = 0; i < top->count && !assigned.failed; i++) py_walk(top->items[i], visit_assigned, &assigned);
-    int checks = TENSOR_CHECK_BUDGET;
+    int checks = PY_MATMUL_CHECK_BUDGET;
     bool entry = false;
     int budget = STATEMENT_BUDGET;
     for (size_t i = 0; i < top->count && budget > 0; i++) {
@@ -749,29 +408,157 @@ static void add_fix(RuleContext *ctx, Finding *f, const TopLevel *top) {
     free(insert);
 }
 
-/* the site is a matmul on tensors (`a @ b`, torch.mm, x.matmul), not a layer's construction */
-static bool site_is_tensor_work(const PySource *src, TSNode site) {
-    if (py_is(site, "binary_operator")) return true;
-    char q[PY_NAME_MAX];
-    if (py_callee_name(src, site, q, sizeof q) && in_list(q, matmul_functions)) return true;
-    TSNode name = py_method_name_node(site);
-    return !ts_node_is_null(name) && text_in_list(src, name, matmul_methods);
+/* ---- a model whose matmul work is in another module ----------------------- */
+
+/* The callee as the file spells it (`GPT`, `models.vit.build`), when it is a
+ * plain dotted name. */
+static bool spelled_callee(const PySource *src, TSNode call, char *buf, size_t size) {
+    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+    if (!py_is(fn, "identifier") && !py_is(fn, "attribute")) return false;
+    size_t len = py_text_len(fn);
+    if (len == 0 || len >= size) return false;
+    const char *text = py_text_ptr(src, fn);
+    for (size_t i = 0; i < len; i++)
+        if (!isalnum((unsigned char)text[i]) && text[i] != '_' && text[i] != '.') return false;
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    return strncmp(buf, "self.", 5) != 0;
+}
+
+typedef struct {
+    const PySource *src;
+    TSNode id;
+    size_t after;
+    TSNode use;
+} UseSearch;
+
+static bool visit_use(TSNode n, void *data) {
+    UseSearch *s = data;
+    if (!ts_node_is_null(s->use)) return false;
+    if (ts_node_end_byte(n) <= s->after) return true;
+    if (py_is(n, "identifier") && ts_node_start_byte(n) >= s->after && py_same_text(s->src, n, s->id)) {
+        s->use = n;
+        return false;
+    }
+    return true;
+}
+
+/* The model that `call` builds goes to a CUDA device: the construction is
+ * moved there (`Net().to(device)`, `Net().cuda()`), or it is bound to a name
+ * that the code does not show staying on the host (py_module_stays_on_host,
+ * asked at the name's next use). Built with a device= that is not CUDA: no. */
+static bool model_goes_to_gpu(const PySource *src, TSNode call) {
+    TSNode built_on = py_call_keyword(src, call, "device");
+    if (!ts_node_is_null(built_on) && !py_is_cuda_device(src, built_on)) return false;
+    TSNode n = call;
+    for (int depth = 0; depth < 8; depth++) {
+        TSNode attr = ts_node_parent(n), outer = ts_node_parent(attr);
+        if (!py_is(attr, "attribute") || !ts_node_eq(ts_node_child_by_field_name(attr, "object", 6), n) ||
+            !py_is(outer, "call"))
+            break;
+        TSNode recv;
+        if (py_method_call(src, outer, "cuda", &recv)) return true;
+        if (py_method_call(src, outer, "to", &recv)) {
+            TSNode dev = py_call_positional(outer, 0);
+            if (ts_node_is_null(dev)) dev = py_call_keyword(src, outer, "device");
+            if (!ts_node_is_null(dev) && py_is_cuda_device(src, dev)) return true;
+        }
+        n = outer;
+    }
+    TSNode assignment = ts_node_parent(n);
+    if (!py_is(assignment, "assignment") || !ts_node_eq(ts_node_child_by_field_name(assignment, "right", 5), n))
+        return false;
+    TSNode name = ts_node_child_by_field_name(assignment, "left", 4);
+    if (!py_is(name, "identifier")) return false;
+    TSNode scope = py_scope_of(src, assignment);
+    if (ts_node_is_null(scope)) scope = ts_tree_root_node(src->tree);
+    UseSearch s = {.src = src, .id = name, .after = ts_node_end_byte(assignment)};
+    py_walk(scope, visit_use, &s);
+    return !ts_node_is_null(s.use) && !py_module_stays_on_host(src, s.use);
+}
+
+typedef struct {
+    const PySource *src;
+    TSNode call;                 /* the model's construction */
+    const PyModuleFacts *module; /* where its matmul work at scale is */
+    unsigned line;
+    int budget;                  /* workspace questions left */
+} RemoteModel;
+
+static bool visit_remote_model(TSNode n, void *data) {
+    RemoteModel *r = data;
+    const PySource *src = r->src;
+    if (!ts_node_is_null(r->call) || r->budget <= 0) return false;
+    if (!py_is(n, "call")) return true;
+    char spelled[PY_NAME_MAX], q[PY_NAME_MAX];
+    if (!spelled_callee(src, n, spelled, sizeof spelled)) return true;
+    if (py_callee_name(src, n, q, sizeof q) && (strncmp(q, "torch.", 6) == 0 || strcmp(q, "torch") == 0))
+        return true;
+    r->budget--;
+    if (!(py_workspace_call_kinds(src->workspace, src->module, spelled) & PY_VALUE_MODULE)) return true;
+    const PyModuleFacts *where;
+    unsigned line;
+    bool from_parameters;
+    if (!py_workspace_matmul_at_scale(src->workspace, src->module, spelled, &where, &line, &from_parameters) ||
+        where == src->module)
+        return true;
+    /* sizes taken from parameters say nothing when this call passes its own */
+    if (from_parameters && ts_node_named_child_count(py_call_arguments(n)) > 0) return true;
+    if (!model_goes_to_gpu(src, n)) return true;
+    r->call = n;
+    r->module = where;
+    r->line = line;
+    return false;
+}
+
+/* `model.py` when the module lies in the checked file's folder or below,
+ * else its dotted name */
+static void module_display(const PySource *src, const PyModuleFacts *m, char *buf, size_t size) {
+    const char *path = py_module_path(m), *doc = src->doc->path ? src->doc->path : "";
+    char *abs = realpath(doc, NULL);
+    const char *here = abs ? abs : doc;
+    const char *slash = strrchr(here, '/');
+    size_t dir = slash ? (size_t)(slash - here) + 1 : 0;
+    if (dir && strncmp(path, here, dir) == 0) snprintf(buf, size, "%s", path + dir);
+    else snprintf(buf, size, "module %s", py_module_name(m));
+    free(abs);
 }
 
 static void check(RuleContext *ctx) {
     const PySource *src = ctx->py;
     if (!src->uses_gpu) return;
     TSNode root = ts_tree_root_node(src->tree);
-    Scan s = {.src = src, .budget = TENSOR_CHECK_BUDGET};
+    Scan s = {.src = src, .budget = PY_MATMUL_CHECK_BUDGET};
     py_walk(root, visit_scan, &s);
+    if (s.suppressed || !s.on_gpu) return;
     /* a matmul on a big tensor is GPU work of its own; a layer needs a model run on the GPU */
-    if (s.suppressed || !s.have_site || !s.on_gpu) return;
-    if (!s.runs_model && !site_is_tensor_work(src, s.site)) return;
+    bool local = s.have_site && (s.runs_model || py_matmul_site_is_tensor_work(src, s.site));
+    bool workspace = src->workspace && src->module;
+    RemoteModel remote = {.src = src, .budget = REMOTE_CALL_BUDGET};
+    if (!local && (!workspace || !s.runs_model)) return;
     TopLevel top;
-    if (top_level_collect(root, &top) && is_entry_point(src, &top)) {
-        Finding *f = rule_report_node(ctx, s.site,
-                                      "float32 matmuls in this program run without TF32 or autocast, so they miss "
-                                      "the tensor cores and run several times slower on Ampere and newer GPUs");
+    if (!top_level_collect(root, &top) || !is_entry_point(src, &top)) {
+        free(top.items);
+        return;
+    }
+    if (!local) py_walk(root, visit_remote_model, &remote);
+    /* the program's other modules may make the choice (`utils.setup_precision()`, a config module) */
+    if ((local || !ts_node_is_null(remote.call)) &&
+        !(workspace && py_workspace_imports_precision_choice(src->workspace, src->module, NULL, NULL))) {
+        Finding *f = NULL;
+        if (local) {
+            f = rule_report_node(ctx, s.site,
+                                 "float32 matmuls in this program run without TF32 or autocast, so they miss "
+                                 "the tensor cores and run several times slower on Ampere and newer GPUs");
+        } else {
+            char where[512];
+            module_display(src, remote.module, where, sizeof where);
+            f = rule_report_node(ctx, remote.call,
+                                 "this model does float32 matmul work at scale (%s, line %u) without TF32 or "
+                                 "autocast anywhere in the program, so its matmuls miss the tensor cores and run "
+                                 "several times slower on Ampere and newer GPUs",
+                                 where, remote.line);
+        }
         if (f) add_fix(ctx, f, &top);
     }
     free(top.items);
