@@ -405,9 +405,9 @@ LspProfiles *lsp_profiles_for_document(LspServer *s, const char *path) {
     LspProfiles *workspace = lsp_profiles_ref(s);
     pthread_mutex_unlock(&s->lock);
     char *dir = document_folder(path);
-    char *root = dir ? profile_store_root_of(dir) : NULL;
+    char *root = dir ? profile_store_marked_root_of(dir) : NULL;
     free(dir);
-    if (!root) return workspace; /* not a file on disk: the workspace's */
+    if (!root) return workspace; /* not a file on disk, or in no marked project: the workspace's */
     pthread_mutex_lock(&s->lock);
     LspProfiles *found = find_project(s, root);
     lsp_profiles_unref(workspace);

@@ -37,14 +37,18 @@ char *profile_store_root(void) {
     return profile_store_root_of(".");
 }
 
-char *profile_store_root_of(const char *start) {
+char *profile_store_marked_root_of(const char *start) {
     char *cwd = realpath(start ? start : ".", NULL);
     if (!cwd) return NULL;
     char *root = find_upwards(cwd, "advise.toml");
     if (!root) root = find_upwards(cwd, ".git");
-    if (!root) return cwd;
     free(cwd);
     return root;
+}
+
+char *profile_store_root_of(const char *start) {
+    char *root = profile_store_marked_root_of(start);
+    return root ? root : realpath(start ? start : ".", NULL);
 }
 
 char *profile_store_dir(const char *root, const char *configured) {

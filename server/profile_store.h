@@ -15,6 +15,9 @@
 char *profile_store_root(void);
 /* The same for a folder other than the current one (an editor's workspace). */
 char *profile_store_root_of(const char *start);
+/* The nearest folder at or above start holding advise.toml, else .git;
+ * NULL when there is none (no project marks start's folders). */
+char *profile_store_marked_root_of(const char *start);
 
 /* The profile folder: configured (absolute, or relative to root) or the
  * default under root. Heap. */
