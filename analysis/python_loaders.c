@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "finding.h"
 #include "python_facts.h"
 #include "python_workspace.h"
 
@@ -705,4 +706,11 @@ void py_gpu_loaders_free(PyGpuLoaders *loaders) {
     free(loaders->loaders);
     free(loaders->moves);
     memset(loaders, 0, sizeof *loaders);
+}
+
+char *py_gpu_loader_where_fed(const PyGpuLoader *loader) {
+    if (!loader->fed_in) return strdup("");
+    const char *base = strrchr(loader->fed_in, '/');
+    return format_string(" (by %s, which gets this loader at line %u)", base ? base + 1 : loader->fed_in,
+                         loader->fed_line);
 }

@@ -46,6 +46,11 @@ typedef bool (*PyLoaderPredicate)(const PySource *src, TSNode call, void *data);
 bool py_gpu_loaders_of(const PySource *src, PyLoaderPredicate is_loader, void *data, PyGpuLoaders *out);
 void py_gpu_loaders_free(PyGpuLoaders *loaders);
 
+/* " (by train.py, which gets this loader at line 42)" for a loader another
+ * module's loop feeds to the GPU, "" for one this file's loop feeds; the
+ * caller frees it. NULL only when memory runs out. */
+char *py_gpu_loader_where_fed(const PyGpuLoader *loader);
+
 /* The call is `torch.utils.data.DataLoader(...)` (any import spelling). */
 bool py_is_dataloader_call(const PySource *src, TSNode call);
 

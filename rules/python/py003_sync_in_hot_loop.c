@@ -68,7 +68,10 @@ static bool visit_statement(TSNode n, void *data) {
     StatementSearch *s = data;
     if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
     if (!py_is(n, "call")) return true;
-    if (py_callee_is_any(s->ctx->py, n, clock_names) && !py_is_periodic(s->ctx->py, n, s->loop)) s->clock = true;
+    /* a clock read, or CUDA events' `start.elapsed_time(end)`, which needs the end event reached */
+    if ((py_callee_is_any(s->ctx->py, n, clock_names) || py_method_call(s->ctx->py, n, "elapsed_time", NULL)) &&
+        !py_is_periodic(s->ctx->py, n, s->loop))
+        s->clock = true;
     if (py_is_sync_call(s->ctx->py, n)) s->sync = true;
     return true;
 }

@@ -102,18 +102,11 @@ static void report_blocking_copy(RuleContext *ctx, TSNode call, TSNode non_block
     free(text);
 }
 
-/* " (in train.py:42)" for a loader whose batches another module moves */
-static char *where_fed(const PyGpuLoader *loader) {
-    if (!loader->fed_in) return strdup("");
-    const char *base = strrchr(loader->fed_in, '/');
-    return format_string(" (their loop is in %s:%u)", base ? base + 1 : loader->fed_in, loader->fed_line);
-}
-
 static void report_loader(RuleContext *ctx, const PyGpuLoader *loader) {
     TSNode n = loader->call;
     TSNode value;
     PinState pin = pin_state(ctx, n, &value);
-    char *where = where_fed(loader);
+    char *where = py_gpu_loader_where_fed(loader);
     if (pin == PIN_ABSENT) {
         Finding *f = rule_report_node(ctx, n,
                                       "This DataLoader's batches are copied to the GPU%s from pageable memory: "

@@ -84,13 +84,6 @@ static bool in_memory(const PySource *src, TSNode ds, int depth) {
     return false;
 }
 
-/* " (their loop is in train.py:42)" for a loader whose batches another module moves */
-static char *where_fed(const PyGpuLoader *loader) {
-    if (!loader->fed_in) return strdup("");
-    const char *base = strrchr(loader->fed_in, '/');
-    return format_string(" (their loop is in %s:%u)", base ? base + 1 : loader->fed_in, loader->fed_line);
-}
-
 static void report(RuleContext *ctx, const PyGpuLoader *loader) {
     const PySource *src = ctx->py;
     TSNode call = loader->call;
@@ -102,7 +95,7 @@ static void report(RuleContext *ctx, const PyGpuLoader *loader) {
     /* DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, num_workers, ...) */
     if (ts_node_is_null(workers) && py_call_positional_count(call) > 5) workers = py_call_positional(call, 5);
     if (!ts_node_is_null(workers) && !py_text_eq(src, workers, "0")) return;
-    char *where = where_fed(loader);
+    char *where = py_gpu_loader_where_fed(loader);
     TSNode at = call;
     if (!ts_node_is_null(workers)) at = py_is(ts_node_parent(workers), "keyword_argument") ? ts_node_parent(workers) : workers;
     Finding *f = rule_report_node(ctx, at,
