@@ -148,8 +148,14 @@ def nvcc_verdicts(args, repos):
                 key = hashlib.sha256(f.read() + " ".join(flags).encode()).hexdigest()
             if key not in cache:
                 with tempfile.TemporaryDirectory() as tmp:
-                    proc = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", *flags, "-c", path, "-o",
-                                           os.path.join(tmp, "out.o")], capture_output=True, text=True)
+                    try:
+                        proc = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", *flags, "-c", path, "-o",
+                                               os.path.join(tmp, "out.o")], capture_output=True, text=True,
+                                              timeout=args.nvcc_timeout)
+                    except subprocess.TimeoutExpired:
+                        # no verdict (not cached): the file is still checked, as one nvcc may or may not compile
+                        verdicts[path] = ({"ok": None, "why": f"nvcc took over {args.nvcc_timeout} s"}, flags)
+                        continue
                 cache[key] = {"ok": proc.returncode == 0, "why": proc.stderr.strip().split("\n")[0][:200]}
                 with open(cache_path, "w") as f:
                     json.dump(cache, f)
@@ -171,7 +177,16 @@ def check_nvcc(args, repos):
         return
     verdicts = nvcc_verdicts(args, repos)
     compiled = [p for p, (v, _) in verdicts.items() if v["ok"]]
-    print(f"\nnvcc -arch=sm_90 compiles {len(compiled)} of {len(verdicts)} .cu files")
+    unknown = [p for p, (v, _) in verdicts.items() if v["ok"] is None]
+    print(f"\nnvcc -arch=sm_90 compiles {len(compiled)} of {len(verdicts)} .cu files"
+          + (f" ({len(unknown)} without a verdict: nvcc ran past --nvcc-timeout)" if unknown else ""))
+    if unknown:
+        report = json.loads(subprocess.run([args.advise, "check", "--no-config", "--no-source", "--format", "json",
+                                            *unknown], capture_output=True, text=True).stdout)
+        failing = report.get("parse_failures", []) + report["errors"]
+        print(f"  of those, advise parses {len(unknown) - len(failing)} cleanly; {len(failing)} do not")
+        for f in failing:
+            print(f'    {f["path"]}: {f["message"][:200]}')
     with tempfile.TemporaryDirectory() as tmp:
         compile_database(verdicts, tmp)
         config = os.path.join(tmp, "advise.toml")
@@ -194,6 +209,8 @@ def main():
     parser.add_argument("--corpus", default=os.path.join(ROOT, ".corpus"))
     parser.add_argument("--advise", default=os.path.join(ROOT, "build", "advise"))
     parser.add_argument("--nvcc", action="store_true", help="check that what nvcc compiles parses")
+    parser.add_argument("--nvcc-timeout", type=float, default=300, metavar="SECONDS",
+                        help="give up on an nvcc compile after this long (default 300)")
     parser.add_argument("--list", metavar="RULE", help="print every finding of this rule")
     parser.add_argument("--verbose", action="store_true", help="print each unreadable and unparsed file on stderr")
     parser.add_argument("repos", nargs="*", help="repository folders (default: every one in the corpus)")
