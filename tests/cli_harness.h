@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "temp_tree.h"
+
 typedef struct {
     int status; /* exit code, or -1 when it died of a signal */
     char *out;
@@ -109,10 +111,9 @@ static inline char *remember(char *p) {
     return p;
 }
 
-/* a fresh temporary folder */
+/* a fresh temporary folder, removed when the test process exits */
 static inline char *temp_dir(void) {
-    char tmpl[] = "/tmp/advise-test-XXXXXX";
-    return remember(strdup(mkdtemp(tmpl)));
+    return temp_tree("advise-test");
 }
 
 static inline char *path_in(const char *dir, const char *name) {

@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "temp_tree.h"
+
 #include "../analysis/cuda_index.h"
 #include "../analysis/cuda_query.h"
 #include "../analysis/cuda_shims.h"
@@ -39,11 +41,11 @@ static char *fmt(const char *f, ...) {
     return keep(s);
 }
 
-/* a fresh folder under /tmp, resolved (the front end compares real paths) */
+/* a fresh folder, resolved (the front end compares real paths), removed at exit */
 static char *temp_dir(void) {
-    char tmpl[] = "/tmp/advise-cudafe-XXXXXX";
-    cr_assert_not_null(mkdtemp(tmpl));
-    return keep(realpath(tmpl, NULL));
+    char *dir = temp_tree("advise-cudafe");
+    cr_assert_not_null(dir);
+    return dir;
 }
 
 static void mkdirs(const char *path) {

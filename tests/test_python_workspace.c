@@ -10,27 +10,15 @@
 #include <unistd.h>
 #include <utime.h>
 
+#include "temp_tree.h"
+
 #include "../analysis/python_module_facts.h"
 #include "../analysis/python_workspace.h"
 
-/* Folders live until the test process ends. */
-static char *kept[16];
-static size_t kept_count;
-
-static char *keep(char *p) {
-    if (kept_count < sizeof kept / sizeof *kept) kept[kept_count++] = p;
-    return p;
-}
-
-static void release_kept(void) {
-    while (kept_count) free(kept[--kept_count]);
-}
-
-TestSuite(workspace, .fini = release_kept);
-
+/* a project folder (a pyproject.toml marks it), removed when the test process exits */
 static char *temp_project(void) {
-    char *dir = keep(strdup("/tmp/advise-ws-XXXXXX"));
-    cr_assert_not_null(mkdtemp(dir));
+    char *dir = temp_tree("advise-ws");
+    cr_assert_not_null(dir);
     char marker[PATH_MAX];
     snprintf(marker, sizeof marker, "%s/pyproject.toml", dir);
     FILE *f = fopen(marker, "w");
@@ -269,8 +257,8 @@ Test(workspace, roots) {
     cr_expect_str_eq(root, real);
     free(root);
     /* no marker: the folder above the outermost package */
-    char *bare = keep(strdup("/tmp/advise-ws-bare-XXXXXX"));
-    cr_assert_not_null(mkdtemp(bare));
+    char *bare = temp_tree("advise-ws-bare");
+    cr_assert_not_null(bare);
     write_file(bare, "proj/pkg/__init__.py", "");
     write_file(bare, "proj/pkg/mod.py", "x = 1\n");
     snprintf(path, sizeof path, "%s/proj/pkg/mod.py", bare);
