@@ -92,6 +92,10 @@ def evaluate(args, repos):
         py_lines = sum(count_lines(p) for p in files if p.endswith(".py"))
         cu_lines = sum(count_lines(p) for p in files if not p.endswith(".py"))
         report, seconds, died = run_check(args.advise, [repo])
+        if report is not None and args.save:
+            os.makedirs(args.save, exist_ok=True)
+            with open(os.path.join(args.save, name + ".json"), "w") as f:
+                json.dump(report, f, indent=1)
         if report is None:
             rows.append((name, len(files), py_lines, cu_lines, seconds, died, "-", "-", "-"))
             continue
@@ -212,6 +216,7 @@ def main():
     parser.add_argument("--nvcc-timeout", type=float, default=300, metavar="SECONDS",
                         help="give up on an nvcc compile after this long (default 300)")
     parser.add_argument("--list", metavar="RULE", help="print every finding of this rule")
+    parser.add_argument("--save", metavar="DIR", help="write each repository's JSON report to DIR/<repo>.json")
     parser.add_argument("--verbose", action="store_true", help="print each unreadable and unparsed file on stderr")
     parser.add_argument("repos", nargs="*", help="repository folders (default: every one in the corpus)")
     args = parser.parse_args()
