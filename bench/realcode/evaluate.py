@@ -9,7 +9,7 @@ For each repository: files and lines checked, seconds and lines per second,
 crashes (analyses that failed: advise reports them as errors), files that did
 not parse cleanly, and findings; then findings per rule and severity over the
 whole corpus. With --list RULE it prints that rule's findings (path:line:
-message) for reading.
+message) for reading; --save DIR keeps each repository's JSON report.
 
 --nvcc compiles each .cu file with `nvcc -arch=sm_90 -std=c++17 -c` and the
 repository's include folders (pinned below, as its build passes them), caches
