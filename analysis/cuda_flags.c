@@ -367,8 +367,8 @@ static void add_defaults(CudaFlags *out, const char *path) {
     }
 }
 
-bool cuda_flags_add_include(CudaFlags *flags, const char *dir) {
-    return add(flags, "-I") && add(flags, dir);
+bool cuda_flags_add_fallback_include(CudaFlags *flags, const char *dir) {
+    return add(flags, "-idirafter") && add(flags, dir);
 }
 
 /* `dir/path` for a relative path, else NULL */

@@ -33,8 +33,12 @@ typedef struct {
  * CUDA on a .cpp file). Static string. */
 const char *cuda_flags_language(const char *path, const char *database_language);
 
-/* Adds `-I dir` (a folder found by include_search for a missing header). */
-bool cuda_flags_add_include(CudaFlags *flags, const char *dir);
+/* Adds `-idirafter dir`: a folder include_search found for a missing header,
+ * searched after every folder the compiler already searches, so that it
+ * supplies what was missing and never shadows a header found elsewhere
+ * (ggml's vendors/cuda.h, which includes the toolkit's <cuda.h>, must not
+ * find itself). */
+bool cuda_flags_add_fallback_include(CudaFlags *flags, const char *dir);
 
 /* Fills flags for `path`. Never fails for want of a database (defaults are
  * used); returns false only when memory runs out. */

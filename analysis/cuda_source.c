@@ -403,7 +403,9 @@ static const char *error_text(enum CXErrorCode e) {
 
 static bool has_include(const CudaFlags *f, const char *dir) {
     for (size_t i = 0; i + 1 < f->count; i++)
-        if (strcmp(f->args[i], "-I") == 0 && strcmp(f->args[i + 1], dir) == 0) return true;
+        if ((strcmp(f->args[i], "-I") == 0 || strcmp(f->args[i], "-idirafter") == 0) &&
+            strcmp(f->args[i + 1], dir) == 0)
+            return true;
     return false;
 }
 
@@ -442,7 +444,7 @@ static enum CXErrorCode find_project_headers(CudaSource *src, const Document *do
         size_t added = 0;
         for (size_t i = 0; i < src->missing_header_count; i++) {
             char *found = include_search_find(dir, src->missing_headers[i]);
-            if (found && !has_include(&src->flags, found) && cuda_flags_add_include(&src->flags, found)) {
+            if (found && !has_include(&src->flags, found) && cuda_flags_add_fallback_include(&src->flags, found)) {
                 added++;
                 src->inferred_includes++;
             }
@@ -467,7 +469,7 @@ static void add_learned_includes(CudaSource *src, const Document *doc) {
     char **dirs;
     size_t n = include_search_learned(dir, &dirs);
     for (size_t i = 0; i < n; i++) {
-        if (!has_include(&src->flags, dirs[i])) cuda_flags_add_include(&src->flags, dirs[i]);
+        if (!has_include(&src->flags, dirs[i])) cuda_flags_add_fallback_include(&src->flags, dirs[i]);
         free(dirs[i]);
     }
     free(dirs);

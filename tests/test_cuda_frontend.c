@@ -977,7 +977,7 @@ Test(cuda_source, project_headers_are_found_without_a_database) {
     Document *doc = doc_at(file, text);
     CudaSource *src = parse(doc, NULL);
     cr_expect(!src->has_errors, "%s", src->first_error_message);
-    cr_expect(has_pair(&src->flags, "-I", fmt("%s/include", root)), "%s", args_text(&src->flags));
+    cr_expect(has_pair(&src->flags, "-idirafter", fmt("%s/include", root)), "%s", args_text(&src->flags));
     cr_expect_eq(src->inferred_includes, 1);
     cuda_source_free(src);
     document_free(doc);
@@ -1011,6 +1011,33 @@ Test(cuda_source, project_headers_are_found_without_a_database) {
     cr_expect_not_null(find(src3, CXCursor_FunctionDecl, "k3"), "what parsed is there");
     cuda_source_free(src3);
     document_free(doc3);
+}
+
+/* A folder another file needed is searched after the system's: a project
+ * header named as a system header, which includes the system's (ggml's
+ * vendors/cuda.h includes <cuda.h>), does not find itself in the next file. */
+Test(cuda_source, learned_folders_do_not_shadow_system_headers) {
+    char *root = temp_dir();
+    mkdirs(fmt("%s/.git", root));
+    put(root, "src/vendors/stdint.h", "#pragma once\n#include <stdint.h>\ntypedef uint32_t vendor_u32;\n");
+    put(root, "src/vendors/compat.h", "#pragma once\n#define COMPAT 1\n");
+    static const char *const first = "#include \"compat.h\"\n__global__ void a(int *p) { p[0] = COMPAT; }\n";
+    char *file = put(root, "src/a.cu", first);
+    Document *doc = doc_at(file, first);
+    CudaSource *src = parse(doc, NULL);
+    cr_expect(!src->has_errors, "%s", src->first_error_message);
+    cr_expect_eq(src->inferred_includes, 1, "vendors/ found for compat.h");
+    cuda_source_free(src);
+    document_free(doc);
+
+    static const char *const second = "#include \"vendors/stdint.h\"\n"
+                                      "__global__ void b(vendor_u32 *p, uint64_t n) { p[0] = (vendor_u32)n; }\n";
+    char *file2 = put(root, "src/b.cu", second);
+    Document *doc2 = doc_at(file2, second);
+    CudaSource *src2 = parse(doc2, NULL);
+    cr_expect(!src2->has_errors, "%s", src2->first_error_message);
+    cuda_source_free(src2);
+    document_free(doc2);
 }
 
 /* ---- queries on a small kernel ------------------------------------------------- */
