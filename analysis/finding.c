@@ -65,9 +65,9 @@ void finding_drop_fixes(Finding *f) {
 
 void finding_free(Finding *f) {
     free(f->message);
-    for (size_t i = 0; i < f->evidence_count; i++) free(f->evidence[i]);
+    for (size_t i = 0; i < f->evidence_count; i++) evidence_free(&f->evidence[i]);
     free(f->evidence);
-    free(f->gain.model);
+    evidence_free(&f->gain.model);
     for (size_t i = 0; i < f->fix_count; i++) {
         Fix *fix = &f->fixes[i];
         free(fix->title);
@@ -118,17 +118,44 @@ void finding_list_sort(FindingList *list) {
     if (list->count > 1) qsort(list->items, list->count, sizeof *list->items, compare_findings);
 }
 
-bool finding_add_evidence(Finding *f, const char *fmt, ...) {
-    char **ev = realloc(f->evidence, (f->evidence_count + 1) * sizeof *ev);
-    if (!ev) return false;
-    f->evidence = ev;
+bool finding_take_evidence(Finding *f, Evidence *e) {
+    Evidence *grown = e->text ? realloc(f->evidence, (f->evidence_count + 1) * sizeof *grown) : NULL;
+    if (!grown) {
+        bool empty = !e->text;
+        evidence_free(e);
+        return empty;
+    }
+    f->evidence = grown;
+    f->evidence[f->evidence_count++] = *e;
+    *e = evidence_new(e->kind);
+    return true;
+}
+
+bool finding_evidence(Finding *f, EvidenceKind kind, const Quantity *values, size_t count, const char *fmt, ...) {
+    Evidence e = evidence_new(kind);
     va_list ap;
     va_start(ap, fmt);
-    char *s = vformat(fmt, ap);
+    bool ok = evidence_vappend(&e, values, count, fmt, ap);
     va_end(ap);
-    if (!s) return false;
-    f->evidence[f->evidence_count++] = s;
+    return ok ? finding_take_evidence(f, &e) : false;
+}
+
+bool finding_take_gain(Finding *f, double seconds, const char *scope, Evidence *model) {
+    evidence_free(&f->gain.model);
+    f->gain = (Gain){.present = true, .seconds = seconds, .scope = scope, .model = *model};
+    f->gain.model.kind = EVIDENCE_MODEL;
+    *model = evidence_new(EVIDENCE_MODEL);
     return true;
+}
+
+bool finding_set_gain(Finding *f, double seconds, const char *scope, const Quantity *values, size_t count,
+                      const char *fmt, ...) {
+    Evidence model = evidence_new(EVIDENCE_MODEL);
+    va_list ap;
+    va_start(ap, fmt);
+    bool ok = evidence_vappend(&model, values, count, fmt, ap);
+    va_end(ap);
+    return ok && finding_take_gain(f, seconds, scope, &model);
 }
 
 bool finding_add_related(Finding *f, ByteRange range, const char *message) {

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "evidence.h"
+
 typedef enum { /* the LSP DiagnosticSeverity values */
     SEVERITY_ERROR = 1,
     SEVERITY_WARNING = 2,
@@ -43,7 +45,7 @@ typedef struct {
     bool present;
     double seconds;
     const char *scope; /* "program" or "kernel" */
-    char *model;       /* how it was estimated, in words */
+    Evidence model;    /* how it was estimated (kind EVIDENCE_MODEL); text NULL when unsaid */
 } Gain;
 
 typedef struct {
@@ -52,7 +54,7 @@ typedef struct {
     Severity severity;
     ByteRange range;
     char *message;
-    char **evidence;
+    Evidence *evidence; /* in the order added: the rule's notes, then what a profile measured */
     size_t evidence_count;
     Gain gain;
     Fix *fixes;
@@ -81,7 +83,24 @@ void finding_free(Finding *f);
 void finding_drop_fixes(Finding *f);
 
 /* Builders; all copy their strings. Return false when memory runs out. */
-bool finding_add_evidence(Finding *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An item of evidence: fmt and values as evidence_append's ("{}" where
+ * each figure goes). The shorthands below name the kind:
+ *   finding_note(f, "the dimensions are the last two only for rank %d", r);
+ *   finding_measured(f, QV(q_ns(mean), q_ns(max)), "each wait: mean {}, longest {}"); */
+bool finding_evidence(Finding *f, EvidenceKind kind, const Quantity *values, size_t count, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+#define finding_note(f, ...) finding_evidence((f), EVIDENCE_NOTE, NO_VALUES, __VA_ARGS__)
+#define finding_caveat(f, ...) finding_evidence((f), EVIDENCE_CAVEAT, NO_VALUES, __VA_ARGS__)
+#define finding_measured(f, ...) finding_evidence((f), EVIDENCE_MEASURED, __VA_ARGS__)
+#define finding_model(f, ...) finding_evidence((f), EVIDENCE_MODEL, __VA_ARGS__)
+/* Moves an item built with evidence_append in; *e is left empty either way. */
+bool finding_take_evidence(Finding *f, Evidence *e);
+/* Sets the estimated gain (scope a static string: "program" or "kernel")
+ * and its model, built as finding_evidence builds an item. */
+bool finding_set_gain(Finding *f, double seconds, const char *scope, const Quantity *values, size_t count,
+                      const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* The same with a model already built (moved in, *model left empty). */
+bool finding_take_gain(Finding *f, double seconds, const char *scope, Evidence *model);
 bool finding_add_related(Finding *f, ByteRange range, const char *message);
 Fix *finding_add_fix(Finding *f, const char *title, bool safe);
 bool fix_add_edit(Fix *fix, size_t start, size_t end, const char *new_text);

@@ -125,16 +125,22 @@ uint64_t lm_sector_bytes(uint64_t sectors) { return sectors > UINT64_MAX / 32 ? 
 
 double lm_ratio(uint64_t actual, uint64_t ideal) { return ideal ? (double)actual / (double)ideal : 0; }
 
-const char *lm_launches_words(const LmSum *s, char *buf, size_t size) {
+bool lm_launches_evidence(Evidence *e, const LmSum *s) {
     char name[96];
     pf_kernel_display_name(s->kernel ? s->kernel : "", name, sizeof name);
     if (s->kernels > 1)
-        snprintf(buf, size, "in the measured launches of %s and %zu other kernel%s", name, s->kernels - 1,
-                 s->kernels == 2 ? "" : "s");
-    else if (s->launches == 1)
-        snprintf(buf, size, "in one launch of %s", name);
-    else
-        snprintf(buf, size, "in %llu launches of %s", (unsigned long long)s->launches, name);
+        return evidence_append(e, QV(q_count(s->kernels - 1)), "in the measured launches of %s and {} other kernel%s",
+                               name, s->kernels == 2 ? "" : "s");
+    if (s->launches == 1) return evidence_append(e, NO_VALUES, "in one launch of %s", name);
+    return evidence_append(e, QV(q_count(s->launches)), "in {} launches of %s", name);
+}
+
+const char *lm_launches_words(const LmSum *s, char *buf, size_t size) {
+    Evidence e = evidence_new(EVIDENCE_MEASURED);
+    char *words = lm_launches_evidence(&e, s) ? evidence_render(&e) : NULL;
+    snprintf(buf, size, "%s", words ? words : "");
+    free(words);
+    evidence_free(&e);
     return buf;
 }
 
@@ -145,10 +151,11 @@ static void append_part(char *buf, size_t size, size_t *n, bool *first, const ch
     if (*n >= size || (actual == 0 && ideal == 0)) return;
     const char *sep = *first ? ": " : "; ";
     *first = false;
-    char a[32], i[32];
-    pf_count(actual, a, sizeof a);
-    int k = has_ideal && ideal ? snprintf(buf + *n, size - *n, "%s%s %s, %.1fx the ideal %s", sep, a, what,
-                                          lm_ratio(actual, ideal), pf_count(ideal, i, sizeof i))
+    char a[UNITS_BUF], i[UNITS_BUF], x[UNITS_BUF];
+    units_count(actual, a, sizeof a);
+    int k = has_ideal && ideal ? snprintf(buf + *n, size - *n, "%s%s %s, %s the ideal %s", sep, a, what,
+                                          units_factor(lm_ratio(actual, ideal), x, sizeof x),
+                                          units_count(ideal, i, sizeof i))
                                : snprintf(buf + *n, size - *n, "%s%s %s", sep, a, what);
     if (k > 0) *n += (size_t)k;
 }

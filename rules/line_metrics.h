@@ -106,7 +106,9 @@ const char *lm_entry_words(const ProfLineMetrics *e, char *buf, size_t size);
 /* actual / ideal; 0 when ideal is 0 */
 double lm_ratio(uint64_t actual, uint64_t ideal);
 /* "in one launch of transpose_naive", "in 2 launches of transpose_naive",
- * "in the measured launches of transpose_naive and 1 other kernel" */
+ * "in the measured launches of transpose_naive and 1 other kernel": appended
+ * to evidence (the count a figure; false when memory runs out), or in words. */
+bool lm_launches_evidence(Evidence *e, const LmSum *s);
 const char *lm_launches_words(const LmSum *s, char *buf, size_t size);
 
 #endif

@@ -201,11 +201,10 @@ const char *lm_waste_launches_words(const LmWaste *w, char *buf, size_t size) {
 }
 
 bool lm_waste_evidence(Finding *f, const LmWaste *w, const char *verb, const char *rest) {
-    char t[24], ks[16];
-    bool ok = finding_add_evidence(f, "the kernel: %s of GPU time, %s of all kernel time",
-                                   pf_duration(w->kernel_ns, t, sizeof t), pf_percent(w->kernel_share, ks, sizeof ks));
+    bool ok = finding_measured(f, QV(q_ns(w->kernel_ns), q_ratio(w->kernel_share)),
+                               "the kernel: {} of GPU time, {} of all kernel time");
     if (ok && w->other_kernels)
-        ok = finding_add_evidence(f, "%zu other kernel%s running this line %s%s %s", w->other_kernels,
-                                  w->other_kernels == 1 ? "" : "s", verb, w->other_kernels == 1 ? "s" : "", rest);
+        ok = finding_measured(f, QV(q_count(w->other_kernels)), "{} other kernel%s running this line %s%s %s",
+                              w->other_kernels == 1 ? "" : "s", verb, w->other_kernels == 1 ? "s" : "", rest);
     return ok;
 }

@@ -170,13 +170,9 @@ static Severity severity_measured(const Measurement *meas, uint64_t run, Severit
 
 static bool attach(const Merge *m, Finding *f, Measurement *meas, const Rule *rule) {
     for (size_t i = 0; i < meas->evidence_count; i++)
-        if (!finding_add_evidence(f, "%s", meas->evidence[i])) return false;
-    if (m->stale && !finding_add_evidence(f, "%s", m->stale_note)) return false;
-    if (meas->has_gain && meas->gain_seconds > 0) {
-        free(f->gain.model);
-        f->gain = (Gain){true, meas->gain_seconds, meas->scope, meas->model};
-        meas->model = NULL;
-    }
+        if (!finding_take_evidence(f, &meas->evidence[i])) return false;
+    if (m->stale && !finding_caveat(f, "%s", m->stale_note)) return false;
+    if (meas->has_gain && meas->gain_seconds > 0) finding_take_gain(f, meas->gain_seconds, meas->scope, &meas->model);
     if (!m->stale && meas->withhold_fixes) finding_drop_fixes(f);
     if (!m->stale && !severity_pinned(m->cfg, rule))
         f->severity = severity_measured(meas, profile_view_run_ns(m->view), f->severity);
@@ -221,9 +217,9 @@ static bool merge_finding(const Merge *m, Finding *f, bool *drop, MergeReport *r
         } else {
             if (!severity_pinned(m->cfg, rule)) f->severity = SEVERITY_HINT;
             report->demoted++;
-            ok = e.kernel ? finding_add_evidence(f, "the profile shows `%s` never ran: cold code", e.kernel)
-                          : finding_add_evidence(f, "the profile measured no GPU work in `%s`: cold code",
-                                                 e.name && *e.name ? e.name : "this function");
+            ok = e.kernel ? finding_measured(f, NO_VALUES, "the profile shows `%s` never ran: cold code", e.kernel)
+                          : finding_measured(f, NO_VALUES, "the profile measured no GPU work in `%s`: cold code",
+                                             e.name && *e.name ? e.name : "this function");
         }
     }
     measurement_free(&meas);
@@ -278,7 +274,7 @@ static bool run_profile_rules(const Merge *m, const char *relative_path, const R
     drop_subsumed(m, out, first_new);
     if (m->stale)
         for (size_t i = first_new; i < out->count; i++)
-            oom |= !finding_add_evidence(&out->items[i], "%s", m->stale_note);
+            oom |= !finding_caveat(&out->items[i], "%s", m->stale_note);
     report->suppressed += engine_settle_findings(m->doc, m->py, m->cfg, out, first_new);
     return !oom;
 }

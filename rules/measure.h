@@ -1,7 +1,8 @@
 /* Internals of merging a profile into findings (rules/measure.c): the
  * models that turn what a finding's lines cost into evidence and an
  * estimated gain (rules/measure_models.c, each documented there and in the
- * README's "Profile-aware advice"), and numbers in words. */
+ * README's "Profile-aware advice"). Their figures go into the evidence as
+ * numbers (analysis/evidence.h), written in words where findings are shown. */
 #ifndef ADVISE_MEASURE_H
 #define ADVISE_MEASURE_H
 
@@ -38,12 +39,12 @@ bool measure_reads_related(Measure kind);
 typedef struct {
     bool measured;            /* the profile has figures for it */
     uint64_t cost_ns;         /* what it cost (severity share, ranking) */
-    char *evidence[MEASURE_MAX_EVIDENCE];
+    Evidence evidence[MEASURE_MAX_EVIDENCE];
     size_t evidence_count;
     bool has_gain;
     double gain_seconds;
     const char *scope;        /* "program" or "kernel" */
-    char *model;              /* the gain's model in words */
+    Evidence model;           /* how the gain was estimated */
     /* Models that judge the finding from per-line metrics
      * (MEASURE_GLOBAL_ACCESS, MEASURE_SHARED_ACCESS): */
     bool judged;              /* the metrics decide: severity rises by the
@@ -61,11 +62,15 @@ bool measure_apply(Measure kind, const MeasureSite *site, Measurement *m);
 bool measure_line_access(Measure kind, const MeasureSite *site, Measurement *m);
 void measurement_free(Measurement *m);
 
-/* For the models: adds a line of evidence (beyond MEASURE_MAX_EVIDENCE it
- * is left out), sets the gain. False when memory runs out. */
-bool measure_evidence(Measurement *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-bool measure_gain(Measurement *m, double seconds, const char *scope, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* For the models: adds an item of evidence, fmt and values as
+ * evidence_append's (beyond MEASURE_MAX_EVIDENCE it is left out); adds one
+ * already built (moved in, *e left empty); sets the gain and its model.
+ * False when memory runs out. */
+bool measure_evidence(Measurement *m, EvidenceKind kind, const Quantity *values, size_t count, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+bool measure_add_evidence(Measurement *m, Evidence *e);
+bool measure_gain(Measurement *m, double seconds, const char *scope, const Quantity *values, size_t count,
+                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* Multi-rank profiles (rules/measure_ranks.c). MEASURE_COMM's model, over
  * the operations at the finding's lines. */
@@ -106,12 +111,6 @@ bool measure_sync_per_rank(const MeasureSite *s, Measurement *m, const ProfOp *c
 /* Pinned copies of the profile count as a bandwidth sample from this many
  * bytes per copy on (smaller ones measure latency, not bandwidth). */
 #define MEASURE_PINNED_SAMPLE_MIN_BYTES (256u * 1024u)
-
-/* Numbers in words: "6.9 us" style durations ("µs"), "16.0 MB", "11%". */
-void measure_duration(uint64_t ns, char *buf, size_t size);
-void measure_seconds(double seconds, char *buf, size_t size);
-void measure_bytes(uint64_t bytes, char *buf, size_t size);
-void measure_share(uint64_t part, uint64_t whole, char *buf, size_t size);
 
 /* The cost used to rank a finding without a gain: GPU time and host waits
  * measured at lines [first, last] of file. */

@@ -73,21 +73,26 @@ bool measure_line_access(Measure kind, const MeasureSite *s, Measurement *m) {
         m->cost_ns = lm_kernel_ns(s->view, sum.kernel);
     }
 
-    char where[96], actual[32], ideal[32], launches[160], share[16];
+    char where[96];
     bool plural;
     lines_phrase(s, &sum, where, sizeof where, &plural);
-    lm_launches_words(&sum, launches, sizeof launches);
-    pf_count(sum.actual, actual, sizeof actual);
-    pf_count(sum.ideal, ideal, sizeof ideal);
-    measure_share(sum.actual, sum.kernel_total, share, sizeof share);
     const char *whose = sum.kernels > 1 ? "their kernels'" : "the kernel's";
+    Evidence e = evidence_new(EVIDENCE_MEASURED);
+    bool ok;
     if (lk == LM_GLOBAL)
-        return measure_evidence(m, "%s move%s %.1fx the ideal global sectors (%s vs %s %s), %s of %s global sectors%s",
-                                where, plural ? "" : "s", ratio, actual, ideal, launches, share, whose,
-                                m->cleared ? ": coalesced in the measured launch, a false alarm there" : "");
-    return measure_evidence(m, "shared-memory accesses on %s take %.1fx the ideal wavefronts%s: %s vs %s %s, %s of %s "
-                               "shared wavefronts%s",
-                            where, ratio, ratio > LM_FINE_RATIO ? " (bank conflicts)" : "", actual, ideal, launches,
-                            share, whose,
-                            m->cleared ? "; no bank conflicts in the measured launch, a false alarm there" : "");
+        ok = evidence_append(&e, QV(q_factor(ratio), q_count(sum.actual), q_count(sum.ideal)),
+                             "%s move%s {} the ideal global sectors ({} vs {} ", where, plural ? "" : "s") &&
+             lm_launches_evidence(&e, &sum) &&
+             evidence_append(&e, QV(q_share(sum.actual, sum.kernel_total)), "), {} of %s global sectors%s", whose,
+                             m->cleared ? ": coalesced in the measured launch, a false alarm there" : "");
+    else
+        ok = evidence_append(&e, QV(q_factor(ratio), q_count(sum.actual), q_count(sum.ideal)),
+                             "shared-memory accesses on %s take {} the ideal wavefronts%s: {} vs {} ", where,
+                             ratio > LM_FINE_RATIO ? " (bank conflicts)" : "") &&
+             lm_launches_evidence(&e, &sum) &&
+             evidence_append(&e, QV(q_share(sum.actual, sum.kernel_total)), ", {} of %s shared wavefronts%s", whose,
+                             m->cleared ? "; no bank conflicts in the measured launch, a false alarm there" : "");
+    ok = ok && measure_add_evidence(m, &e);
+    evidence_free(&e);
+    return ok;
 }

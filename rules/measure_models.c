@@ -14,28 +14,40 @@
 
 #define MAX_OPS 256
 
-bool measure_evidence(Measurement *m, const char *fmt, ...) {
-    if (m->evidence_count >= MEASURE_MAX_EVIDENCE) return true;
-    va_list ap;
-    va_start(ap, fmt);
-    char buf[512];
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    char *copy = strdup(buf);
-    if (!copy) return false;
-    m->evidence[m->evidence_count++] = copy;
+bool measure_add_evidence(Measurement *m, Evidence *e) {
+    if (m->evidence_count >= MEASURE_MAX_EVIDENCE || !e->text) {
+        evidence_free(e);
+        return true;
+    }
+    m->evidence[m->evidence_count++] = *e;
+    *e = evidence_new(e->kind);
     return true;
 }
 
-bool measure_gain(Measurement *m, double seconds, const char *scope, const char *fmt, ...) {
+bool measure_evidence(Measurement *m, EvidenceKind kind, const Quantity *values, size_t count, const char *fmt, ...) {
+    if (m->evidence_count >= MEASURE_MAX_EVIDENCE) return true;
+    Evidence e = evidence_new(kind);
     va_list ap;
     va_start(ap, fmt);
-    char buf[512];
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    bool ok = evidence_vappend(&e, values, count, fmt, ap);
     va_end(ap);
-    free(m->model);
-    m->model = strdup(buf);
-    if (!m->model) return false;
+    if (!ok) evidence_free(&e);
+    return ok && measure_add_evidence(m, &e);
+}
+
+bool measure_gain(Measurement *m, double seconds, const char *scope, const Quantity *values, size_t count,
+                  const char *fmt, ...) {
+    Evidence model = evidence_new(EVIDENCE_MODEL);
+    va_list ap;
+    va_start(ap, fmt);
+    bool ok = evidence_vappend(&model, values, count, fmt, ap);
+    va_end(ap);
+    if (!ok) {
+        evidence_free(&model);
+        return false;
+    }
+    evidence_free(&m->model);
+    m->model = model;
     m->has_gain = true;
     m->gain_seconds = seconds;
     m->scope = scope;
@@ -43,8 +55,8 @@ bool measure_gain(Measurement *m, double seconds, const char *scope, const char 
 }
 
 void measurement_free(Measurement *m) {
-    for (size_t i = 0; i < m->evidence_count; i++) free(m->evidence[i]);
-    free(m->model);
+    for (size_t i = 0; i < m->evidence_count; i++) evidence_free(&m->evidence[i]);
+    evidence_free(&m->model);
     memset(m, 0, sizeof *m);
 }
 
@@ -95,15 +107,12 @@ static bool measure_sync_ops(const MeasureSite *s, Measurement *m, const ProfOp 
         }
     if (!count) return true;
     uint64_t run = profile_view_run_ns(s->view);
-    char each[32], sum[32], share[16];
-    measure_duration(total / count, each, sizeof each);
-    measure_duration(total, sum, sizeof sum);
-    measure_share(total, run, share, sizeof share);
     m->measured = true;
     m->cost_ns = total;
-    if (!measure_evidence(m, "this `%s` ran %llu time%s and waited %s %s(%s, %s of the run)", s->code,
-                          (unsigned long long)count, count == 1 ? "" : "s", each, count == 1 ? "" : "each on average ",
-                          sum, share))
+    if (!measure_evidence(m, EVIDENCE_MEASURED,
+                          QV(q_count(count), q_ns(total / count), q_ns(total), q_share(total, run)),
+                          "this `%s` ran {} time%s and waited {} %s({}, {} of the run)", s->code,
+                          count == 1 ? "" : "s", count == 1 ? "" : "each on average "))
         return false;
     return measure_sync_per_rank(s, m, ops, n);
 }
@@ -125,6 +134,14 @@ static double pinned_bandwidth(const ProfileView *v, ProfCopyKind dir) {
     return ns ? (double)bytes / ((double)ns / 1e9) : 0;
 }
 
+/* "this copy moved 4.00 MB[ in 16 copies] from pageable memory at 2.00 GB/s (2.00 ms)" */
+static bool copy_moved(Evidence *e, uint64_t bytes, uint64_t count, const char *from, double bytes_per_s,
+                       uint64_t ns) {
+    return evidence_append(e, QV(q_bytes(bytes)), "this copy moved {}") &&
+           (count <= 1 || evidence_append(e, QV(q_count(count)), " in {} copies")) &&
+           evidence_append(e, QV(q_rate(bytes_per_s), q_ns(ns)), " %s at {} ({})", from);
+}
+
 /* MEASURE_COPY: the copies at the lines, per direction, with their
  * bandwidth. For a copy from or into pageable memory, the time pinned memory
  * would take: bytes / pinned bandwidth, the bandwidth of the profile's own
@@ -138,8 +155,9 @@ static bool measure_copy_ops(const MeasureSite *s, Measurement *m, const ProfOp 
     static const ProfCopyKind dirs[] = {PROF_COPY_HTOD, PROF_COPY_DTOH, PROF_COPY_DTOD, PROF_COPY_HTOH,
                                         PROF_COPY_PTOP, PROF_COPY_UNKNOWN};
     double total_gain = 0;
-    char model[256] = "";
-    for (size_t d = 0; d < sizeof dirs / sizeof *dirs; d++) {
+    Evidence model = evidence_new(EVIDENCE_MODEL);
+    bool ok = true;
+    for (size_t d = 0; ok && d < sizeof dirs / sizeof *dirs; d++) {
         uint64_t bytes = 0, ns = 0, count = 0;
         bool pageable = false, pinned = false;
         for (size_t i = 0; i < n; i++) {
@@ -157,48 +175,58 @@ static bool measure_copy_ops(const MeasureSite *s, Measurement *m, const ProfOp 
         m->cost_ns += ns;
         double seconds = (double)ns / 1e9;
         double bw = seconds > 0 ? (double)bytes / seconds : 0;
-        char amount[32], time[32], copies[48] = "";
-        measure_bytes(bytes, amount, sizeof amount);
-        measure_duration(ns, time, sizeof time);
-        if (count > 1) snprintf(copies, sizeof copies, " in %llu copies", (unsigned long long)count);
         const char *from = dirs[d] == PROF_COPY_HTOD ? (pageable ? "from pageable memory" : pinned ? "from pinned memory" : "to the GPU")
                            : dirs[d] == PROF_COPY_DTOH ? (pageable ? "into pageable memory" : pinned ? "into pinned memory" : "from the GPU")
                                                        : "between buffers";
+        Evidence e = evidence_new(EVIDENCE_MEASURED);
+        ok = copy_moved(&e, bytes, count, from, bw, ns);
         if (!pageable || (dirs[d] != PROF_COPY_HTOD && dirs[d] != PROF_COPY_DTOH)) {
-            if (!measure_evidence(m, "this copy moved %s%s %s at %.1f GB/s (%s)", amount, copies, from, bw / 1e9, time))
-                return false;
+            ok = ok && measure_add_evidence(m, &e);
+            evidence_free(&e);
             continue;
         }
         if (bytes / count < MEASURE_STAGED_COPY_MAX_BYTES) {
-            if (!measure_evidence(m, "this copy moved %s%s %s at %.1f GB/s (%s); copies under 1 MiB are staged "
-                                     "whole before they start, so pinned memory would copy them no faster on the "
-                                     "GPU: what it gains is the host's staging time and overlap",
-                                  amount, copies, from, bw / 1e9, time))
-                return false;
+            ok = ok &&
+                 evidence_append(&e, NO_VALUES, "; copies under 1 MiB are staged whole before they start, so pinned "
+                                                "memory would copy them no faster on the GPU: what it gains is the "
+                                                "host's staging time and overlap") &&
+                 measure_add_evidence(m, &e);
+            evidence_free(&e);
             continue;
         }
         double pinned_bw = pinned_bandwidth(s->view, dirs[d]);
         bool measured_bw = pinned_bw > 0;
         if (!measured_bw) pinned_bw = MEASURE_PINNED_DEFAULT_BYTES_PER_S;
         double estimate = (double)bytes / pinned_bw + (double)count * MEASURE_COPY_LATENCY_NS / 1e9;
-        char est[32];
-        measure_seconds(estimate, est, sizeof est);
-        if (!measure_evidence(m, "this copy moved %s%s %s at %.1f GB/s (%s); pinned memory would take about %s (%.0f GB/s, %s)",
-                      amount, copies, from, bw / 1e9, time, est, pinned_bw / 1e9,
-                      measured_bw ? "as this run's pinned copies" : "the device's usual pinned bandwidth"))
-            return false;
-        if (seconds > estimate) {
+        ok = ok &&
+             evidence_append(&e, QV(q_seconds(estimate), q_rate(pinned_bw)),
+                             "; pinned memory would take about {} ({}, %s)",
+                             measured_bw ? "as this run's pinned copies" : "the device's usual pinned bandwidth") &&
+             measure_add_evidence(m, &e);
+        evidence_free(&e);
+        if (ok && seconds > estimate) {
             total_gain += seconds - estimate;
-            snprintf(model, sizeof model,
-                     "measured copy time less the pinned estimate: bytes / pinned bandwidth (%.0f GB/s%s) "
-                     "+ 1.5 \xC2\xB5s per copy",
-                     pinned_bw / 1e9, measured_bw ? ", this run's pinned copies" : ", PCIe 5 default");
-        } else if (!measure_evidence(m, "pinned memory would copy no faster here: what it gains is overlap of the copy "
-                                "with other work, which the profile does not measure"))
-            return false;
+            evidence_free(&model);
+            ok = evidence_append(&model, QV(q_rate(pinned_bw)),
+                                 "measured copy time less the pinned estimate: bytes / pinned bandwidth ({}%s) "
+                                 "+ 1.5 \xC2\xB5s per copy",
+                                 measured_bw ? ", this run's pinned copies" : ", PCIe 5 default");
+        } else if (ok) {
+            ok = measure_evidence(m, EVIDENCE_MODEL, NO_VALUES,
+                                  "pinned memory would copy no faster here: what it gains is overlap of the copy "
+                                  "with other work, which the profile does not measure");
+        }
     }
-    if (total_gain > 0) return measure_gain(m, total_gain, "program", "%s", model);
-    return true;
+    if (ok && total_gain > 0) {
+        evidence_free(&m->model);
+        m->model = model;
+        m->has_gain = true;
+        m->gain_seconds = total_gain;
+        m->scope = "program";
+        return true;
+    }
+    evidence_free(&model);
+    return ok;
 }
 
 /* MEASURE_COPY_AVOIDED: the host-to-device copies at the lines, which the
@@ -223,21 +251,19 @@ static bool measure_copy_avoided_ops(const MeasureSite *s, Measurement *m, const
     double device_bw = d && d->bandwidth_bytes_per_s ? (double)d->bandwidth_bytes_per_s
                                                      : MEASURE_DEVICE_DEFAULT_BYTES_PER_S;
     double seconds = (double)ns / 1e9, fill = (double)bytes / device_bw;
-    char amount[32], time[32], copies[48] = "", f[32];
-    measure_bytes(bytes, amount, sizeof amount);
-    measure_duration(ns, time, sizeof time);
-    measure_seconds(fill, f, sizeof f);
-    if (count > 1) snprintf(copies, sizeof copies, " in %llu copies", (unsigned long long)count);
-    if (!measure_evidence(m, "this copy moved %s%s %s at %.1f GB/s (%s); made on the GPU, the data needs no copy, "
-                             "and writing it there takes about %s",
-                          amount, copies, pageable ? "from pageable memory" : "to the GPU",
-                          seconds > 0 ? (double)bytes / seconds / 1e9 : 0.0, time, f))
-        return false;
+    Evidence e = evidence_new(EVIDENCE_MEASURED);
+    bool ok = copy_moved(&e, bytes, count, pageable ? "from pageable memory" : "to the GPU",
+                         seconds > 0 ? (double)bytes / seconds : 0.0, ns) &&
+              evidence_append(&e, QV(q_seconds(fill)),
+                              "; made on the GPU, the data needs no copy, and writing it there takes about {}") &&
+              measure_add_evidence(m, &e);
+    evidence_free(&e);
+    if (!ok) return false;
     if (seconds <= fill) return true;
-    return measure_gain(m, seconds - fill, "program",
-                        "the copies' GPU time (%s) less writing their bytes on the GPU at its memory bandwidth "
-                        "(%.0f GB/s%s)",
-                        time, device_bw / 1e9, d && d->bandwidth_bytes_per_s ? "" : ", H200 default");
+    return measure_gain(m, seconds - fill, "program", QV(q_ns(ns), q_rate(device_bw)),
+                        "the copies' GPU time ({}) less writing their bytes on the GPU at its memory bandwidth "
+                        "({}%s)",
+                        d && d->bandwidth_bytes_per_s ? "" : ", H200 default");
 }
 
 /* The share of the line's runs that autograd differentiated, 0 to 1: for
@@ -323,32 +349,31 @@ static bool measure_launch_ops(const MeasureSite *s, Measurement *m, const ProfO
     if (!launches) return true;
     m->measured = true;
     m->cost_ns = ns;
-    char time[32], each[32], share[16];
-    measure_duration(ns, time, sizeof time);
-    measure_duration(ns / launches, each, sizeof each);
-    measure_share(ns, profile_view_gpu_ns(s->view), share, sizeof share);
-    if (!measure_evidence(m, "%s launched %zu kernel%s %llu times: %s of GPU time (%s each on average, %s of all GPU time)",
-                  here(s), kernels, kernels == 1 ? "" : "s", (unsigned long long)launches, time, each, share))
+    if (!measure_evidence(m, EVIDENCE_MEASURED,
+                          QV(q_count(kernels), q_count(launches), q_ns(ns), q_ns(ns / launches),
+                             q_share(ns, profile_view_gpu_ns(s->view))),
+                          "%s launched {} kernel%s {} times: {} of GPU time ({} each on average, {} of all GPU time)",
+                          here(s), kernels == 1 ? "" : "s"))
         return false;
     if (kernels < 2) return true;
     double g = (double)ns / 1e9 * (double)(kernels - 1) / (double)kernels;
     char op[64] = "";
     double trained = trained_share(s, ops, n, op, sizeof op);
     if (trained > 0) {
-        if (!measure_evidence(m, "autograd differentiated %.0f%% of these runs (`%s_backward` kernels against `%s` "
-                                 "here): their backward kernels, charged to the line that called backward(), fuse too",
-                              trained * 100, op, op))
+        if (!measure_evidence(m, EVIDENCE_MEASURED, QV(q_ratio(trained)),
+                              "autograd differentiated {} of these runs (`%s_backward` kernels against `%s` "
+                              "here): their backward kernels, charged to the line that called backward(), fuse too",
+                              op, op))
             return false;
         return measure_gain(m, g * (1 + 2 * trained), "program",
-                            "fusing the %zu kernels into one reads and writes memory once instead of %zu times: "
-                            "(N - 1) / N of their GPU time (%s), x (1 + 2 x %.2f) for the backward pass of the "
-                            "%.0f%% of runs that trained (about twice the forward's memory traffic)",
-                            kernels, kernels, time, trained, trained * 100);
+                            QV(q_count(kernels), q_count(kernels), q_ns(ns), q_number(trained), q_ratio(trained)),
+                            "fusing the {} kernels into one reads and writes memory once instead of {} times: "
+                            "(N - 1) / N of their GPU time ({}), x (1 + 2 x {}) for the backward pass of the "
+                            "{} of runs that trained (about twice the forward's memory traffic)");
     }
-    return measure_gain(m, g, "program",
-                "fusing the %zu kernels into one reads and writes memory once instead of %zu times: "
-                "(N - 1) / N of their GPU time (%s)",
-                kernels, kernels, time);
+    return measure_gain(m, g, "program", QV(q_count(kernels), q_count(kernels), q_ns(ns)),
+                        "fusing the {} kernels into one reads and writes memory once instead of {} times: "
+                        "(N - 1) / N of their GPU time ({})");
 }
 
 /* MEASURE_KERNEL: the GPU time of the __global__ function the finding sits
@@ -362,12 +387,11 @@ static bool measure_kernel(const MeasureSite *s, Measurement *m) {
     if (!s->kernel || !profile_view_kernel(s->view, s->kernel, &sum, &example) || !sum.count) return true;
     m->measured = true;
     m->cost_ns = sum.total_ns;
-    char median[32], total[32], share[16];
-    measure_duration(sum.median_ns, median, sizeof median);
-    measure_duration(sum.total_ns, total, sizeof total);
-    measure_share(sum.total_ns, profile_view_gpu_ns(s->view), share, sizeof share);
-    return measure_evidence(m, "%s ran %llu time%s, %s median, %s in all (%s of GPU time)", s->kernel,
-                    (unsigned long long)sum.count, sum.count == 1 ? "" : "s", median, total, share);
+    return measure_evidence(m, EVIDENCE_MEASURED,
+                            QV(q_count(sum.count), q_ns(sum.median_ns), q_ns(sum.total_ns),
+                               q_share(sum.total_ns, profile_view_gpu_ns(s->view))),
+                            "%s ran {} time%s, {} median, {} in all ({} of GPU time)", s->kernel,
+                            sum.count == 1 ? "" : "s");
 }
 
 /* MEASURE_ALLOC: allocations at the lines (host time in the API call).
@@ -383,17 +407,16 @@ static bool measure_alloc_ops(const MeasureSite *s, Measurement *m, const ProfOp
     if (!count) return true;
     m->measured = true;
     m->cost_ns = total;
-    char time[32], each[32], share[16];
-    measure_duration(total, time, sizeof time);
-    measure_duration(total / count, each, sizeof each);
-    measure_share(total, profile_view_run_ns(s->view), share, sizeof share);
-    if (!measure_evidence(m, "%s allocated %llu time%s: %s of host time (%s each on average, %s of the run)", here(s),
-                  (unsigned long long)count, count == 1 ? "" : "s", time, each, share))
+    if (!measure_evidence(m, EVIDENCE_MEASURED,
+                          QV(q_count(count), q_ns(total), q_ns(total / count),
+                             q_share(total, profile_view_run_ns(s->view))),
+                          "%s allocated {} time%s: {} of host time ({} each on average, {} of the run)", here(s),
+                          count == 1 ? "" : "s"))
         return false;
     if (count < 2) return true;
-    return measure_gain(m, (double)total / 1e9 * (double)(count - 1) / (double)count, "program",
-                "allocating once instead of %llu times saves all but one allocation's host time: time x (N - 1) / N",
-                (unsigned long long)count);
+    return measure_gain(m, (double)total / 1e9 * (double)(count - 1) / (double)count, "program", QV(q_count(count)),
+                        "allocating once instead of {} times saves all but one allocation's host time: time x "
+                        "(N - 1) / N");
 }
 
 /* MEASURE_GPU_TIME: the GPU work made at the lines. Evidence only. */
@@ -408,12 +431,10 @@ static bool measure_gpu_time(const MeasureSite *s, Measurement *m, const ProfOp 
     if (!launches && !copies) return true;
     m->measured = true;
     m->cost_ns = ns;
-    char time[32], share[16];
-    measure_duration(ns, time, sizeof time);
-    measure_share(ns, profile_view_gpu_ns(s->view), share, sizeof share);
-    return measure_evidence(m, "%s ran %s of GPU work (%llu kernel launch%s, %llu cop%s; %s of all GPU time)", here(s), time,
-                    (unsigned long long)launches, launches == 1 ? "" : "es", (unsigned long long)copies,
-                    copies == 1 ? "y" : "ies", share);
+    return measure_evidence(m, EVIDENCE_MEASURED,
+                            QV(q_ns(ns), q_count(launches), q_count(copies), q_share(ns, profile_view_gpu_ns(s->view))),
+                            "%s ran {} of GPU work ({} kernel launch%s, {} cop%s; {} of all GPU time)", here(s),
+                            launches == 1 ? "" : "es", copies == 1 ? "y" : "ies");
 }
 
 /* Attention written out (PY006) whose products ran as float32
@@ -437,18 +458,14 @@ static bool measure_attention(const MeasureSite *s, Measurement *m, const ProfOp
         }
     }
     if (!gemv_launches || gemv_ns * 10 < products_ns * 9) return true; /* 90% of the products */
-    char t[32], all[32];
-    measure_duration(gemv_ns, t, sizeof t);
-    measure_duration(products_ns, all, sizeof all);
     m->cleared = true;
     m->withhold_fixes = true;
-    return measure_evidence(m,
-                            "the matrix products here ran as float32 matrix-vector kernels (gemv: %llu launches, %s "
-                            "of their %s): one query row at a time, as in token-by-token decoding, with no score "
+    return measure_evidence(m, EVIDENCE_MEASURED, QV(q_count(gemv_launches), q_ns(gemv_ns), q_ns(products_ns)),
+                            "the matrix products here ran as float32 matrix-vector kernels (gemv: {} launches, {} "
+                            "of their {}): one query row at a time, as in token-by-token decoding, with no score "
                             "matrix to keep; F.scaled_dot_product_attention has no float32 flash kernel and made such "
                             "attention 2.3x slower on an H200, so its fix is withheld (bf16 attention or a static KV "
-                            "cache with CUDA graphs is the way to speed this up)",
-                            (unsigned long long)gemv_launches, t, all);
+                            "cache with CUDA graphs is the way to speed this up)");
 }
 
 /* The speedup of a compute-bound float32 matrix product moved from CUDA
@@ -481,17 +498,16 @@ static bool measure_fp32_gemm(const MeasureSite *s, Measurement *m) {
     if (!count) return true;
     m->measured = true;
     m->cost_ns = total;
-    char time[32], share[16];
-    measure_duration(total, time, sizeof time);
-    measure_share(total, profile_view_gpu_ns(s->view), share, sizeof share);
-    if (!measure_evidence(m, "float32 matrix products ran on CUDA cores, not tensor cores: %llu FFMA GEMM kernel%s, %s "
-                     "(%s of GPU time)",
-                  (unsigned long long)count, count == 1 ? "" : "s", time, share))
+    if (!measure_evidence(m, EVIDENCE_MEASURED,
+                          QV(q_count(count), q_ns(total), q_share(total, profile_view_gpu_ns(s->view))),
+                          "float32 matrix products ran on CUDA cores, not tensor cores: {} FFMA GEMM kernel%s, {} "
+                          "({} of GPU time)",
+                          count == 1 ? "" : "s"))
         return false;
     const ProfDevice *d = profile_view_device(s->view);
     double ratio = tf32_over_fp32(d);
     if (ratio <= 1) return true;
-    return measure_gain(m, (double)total / 1e9 * (1 - 1 / ratio), "program",
+    return measure_gain(m, (double)total / 1e9 * (1 - 1 / ratio), "program", NO_VALUES,
                 "their GPU time x (1 - 1/%.1f): TF32 tensor cores against FP32 CUDA cores, dense peak rates of "
                 "compute capability %u.%u, for compute-bound products",
                 ratio, d->cc_major, d->cc_minor);
@@ -520,16 +536,15 @@ static bool measure_optimizer(const MeasureSite *s, Measurement *m) {
     if (!count) return true;
     m->measured = true;
     m->cost_ns = total;
-    char time[32], share[16];
-    measure_duration(total, time, sizeof time);
-    measure_share(total, profile_view_gpu_ns(s->view), share, sizeof share);
-    if (!measure_evidence(m, "multi-tensor (foreach) kernels, the optimizer's step among them, ran %llu times in %zu kind%s: "
-                     "%s (%s of GPU time)",
-                  (unsigned long long)count, kinds, kinds == 1 ? "" : "s", time, share))
+    if (!measure_evidence(m, EVIDENCE_MEASURED,
+                          QV(q_count(count), q_count(kinds), q_ns(total), q_share(total, profile_view_gpu_ns(s->view))),
+                          "multi-tensor (foreach) kernels, the optimizer's step among them, ran {} times in {} kind%s: "
+                          "{} ({} of GPU time)",
+                          kinds == 1 ? "" : "s"))
         return false;
     bool sgd = s->code && strstr(s->code, "SGD");
     double fused_share = sgd ? 5.0 / 8.0 : 7.0 / 24.0;
-    return measure_gain(m, (double)total / 1e9 * (1 - fused_share), "program",
+    return measure_gain(m, (double)total / 1e9 * (1 - fused_share), "program", NO_VALUES,
                 "their GPU time x (1 - %s): a fused %s step reads and writes each parameter's arrays once, %s "
                 "tensor-sized passes against about %s for the foreach kernels",
                 sgd ? "5/8" : "7/24", sgd ? "SGD" : "Adam", sgd ? "5" : "7", sgd ? "8" : "24");

@@ -1,6 +1,5 @@
 /* The measurement models of multi-rank profiles: NCCL communication behind
  * a DDP finding (MEASURE_COMM), and the per-rank figures of sync findings. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,26 +14,16 @@ typedef struct {
     uint64_t count, ns;
 } Tally;
 
-/* appends to buf what fits */
-static void append(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void append(char *buf, size_t size, const char *fmt, ...) {
-    size_t used = strlen(buf);
-    if (used + 1 >= size) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + used, size - used, fmt, ap);
-    va_end(ap);
-}
-
 static bool is_nccl_launch(const Profile *p, const ProfOp *op) {
     return op->kind == PROF_OP_LAUNCH && op->kernel >= 0 && (size_t)op->kernel < p->kernel_count &&
            comm_kernel_name(p->kernels[op->kernel].name);
 }
 
 /* "rank 0: 100 launches, 340 ms; rank 1: ..." over the rows that have a tally */
-static void per_rank_launches(const RankTable *t, const Tally *by_process, char *buf, size_t size) {
+static bool per_rank_launches(const RankTable *t, const Tally *by_process, Evidence *e) {
     size_t listed = 0, more = 0;
-    for (size_t i = 0; i < t->row_count; i++) {
+    bool ok = true;
+    for (size_t i = 0; ok && i < t->row_count; i++) {
         const RankRow *r = &t->rows[i];
         const Tally *c = &by_process[r->process];
         if (!c->count) continue;
@@ -42,12 +31,12 @@ static void per_rank_launches(const RankTable *t, const Tally *by_process, char 
             more++;
             continue;
         }
-        char who[32], d[24];
-        measure_duration(c->ns, d, sizeof d);
-        append(buf, size, "%s%s: %llu launch%s, %s", listed++ ? "; " : "", comm_row_name(r, who, sizeof who),
-               (unsigned long long)c->count, c->count == 1 ? "" : "es", d);
+        char who[32];
+        ok = evidence_append(e, QV(q_count(c->count), q_ns(c->ns)), "%s%s: {} launch%s, {}", listed++ ? "; " : "",
+                             comm_row_name(r, who, sizeof who), c->count == 1 ? "" : "es");
     }
-    if (more) append(buf, size, "; and %zu more", more);
+    if (ok && more) ok = evidence_append(e, QV(q_count(more)), "; and {} more");
+    return ok;
 }
 
 /* MEASURE_COMM: the NCCL communication behind a DDP finding, per rank: the
@@ -90,45 +79,46 @@ bool measure_comm(const MeasureSite *s, Measurement *m, const ProfOp *const *ops
         }
     if (ok && (here || top)) {
         m->measured = true;
-        char line[512] = "", place[256], share[16];
-        if (here) {
-            append(line, sizeof line, "NCCL kernels launched at %s: ", s->first == s->last ? "this line" : "these lines");
-        } else {
-            measure_share(top->ns, lines.total_ns, share, sizeof share);
-            append(line, sizeof line, "the run's NCCL kernels came mostly from %s (%s of their time): ",
-                   comm_line_place(p, s->file, top, place, sizeof place), share);
-        }
-        per_rank_launches(&t, by_process, line, sizeof line);
-        ok = measure_evidence(m, "%s", line);
+        char place[256];
+        Evidence e = evidence_new(EVIDENCE_MEASURED);
+        if (here)
+            ok = evidence_append(&e, NO_VALUES, "NCCL kernels launched at %s: ",
+                                 s->first == s->last ? "this line" : "these lines");
+        else
+            ok = evidence_append(&e, QV(q_share(top->ns, lines.total_ns)),
+                                 "the run's NCCL kernels came mostly from %s ({} of their time): ",
+                                 comm_line_place(p, s->file, top, place, sizeof place));
+        ok = ok && per_rank_launches(&t, by_process, &e) && measure_add_evidence(m, &e);
+        evidence_free(&e);
         const RankRow *least = comm_least_exposed(&t);
         bool timed = false; /* profiles before comm_ns existed hold 0 */
         for (size_t i = 0; i < t.row_count; i++) timed |= comm_row_communicates(&t.rows[i]) && t.rows[i].comm_ns;
         if (ok && least && timed) {
-            char exposed[512] = "communication no compute overlapped (per GPU, whole run): ";
+            Evidence exposed = evidence_new(EVIDENCE_MEASURED);
+            ok = evidence_append(&exposed, NO_VALUES, "communication no compute overlapped (per GPU, whole run): ");
             size_t listed = 0, more = 0;
-            for (size_t i = 0; i < t.row_count; i++) {
+            for (size_t i = 0; ok && i < t.row_count; i++) {
                 const RankRow *r = &t.rows[i];
                 if (!comm_row_communicates(r)) continue;
                 if (listed == MAX_LISTED) {
                     more++;
                     continue;
                 }
-                char who[32], d[24];
-                measure_duration(r->exposed_comm_ns, d, sizeof d);
-                measure_share(r->exposed_comm_ns, r->busy_ns, share, sizeof share);
-                append(exposed, sizeof exposed, "%s%s: %s (%s of its GPU busy time)", listed++ ? "; " : "",
-                       comm_row_name(r, who, sizeof who), d, share);
+                char who[32];
+                ok = evidence_append(&exposed, QV(q_ns(r->exposed_comm_ns), q_share(r->exposed_comm_ns, r->busy_ns)),
+                                     "%s%s: {} ({} of its GPU busy time)", listed++ ? "; " : "",
+                                     comm_row_name(r, who, sizeof who));
             }
-            if (more) append(exposed, sizeof exposed, "; and %zu more", more);
-            ok = measure_evidence(m, "%s", exposed);
+            if (ok && more) ok = evidence_append(&exposed, QV(q_count(more)), "; and {} more");
+            ok = ok && measure_add_evidence(m, &exposed);
+            evidence_free(&exposed);
             m->cost_ns = least->exposed_comm_ns;
-            char who[32], d[24];
-            measure_duration(least->exposed_comm_ns, d, sizeof d);
+            char who[32];
             if (ok && here && least->exposed_comm_ns > 0)
-                ok = measure_gain(m, (double)least->exposed_comm_ns / 1e9, "program",
-                                  "the communication no compute overlapped on the least exposed rank (%s, %s): an "
+                ok = measure_gain(m, (double)least->exposed_comm_ns / 1e9, "program", QV(q_ns(least->exposed_comm_ns)),
+                                  "the communication no compute overlapped on the least exposed rank (%s, {}): an "
                                   "upper bound, reached if none were left exposed",
-                                  comm_row_name(least, who, sizeof who), d);
+                                  comm_row_name(least, who, sizeof who));
         }
     }
     rank_table_free(&t);
@@ -149,7 +139,8 @@ bool measure_sync_per_rank(const MeasureSite *s, Measurement *m, const ProfOp *c
         }
     RankTable t;
     bool ok = rank_table_build(p, &t);
-    char line[512] = "per rank: ";
+    Evidence line = evidence_new(EVIDENCE_MEASURED);
+    ok = ok && evidence_append(&line, NO_VALUES, "per rank: ");
     size_t listed = 0, more = 0;
     for (size_t i = 0; ok && i < t.row_count; i++) {
         const RankRow *r = &t.rows[i];
@@ -159,20 +150,21 @@ bool measure_sync_per_rank(const MeasureSite *s, Measurement *m, const ProfOp *c
             more++;
             continue;
         }
-        char who[32], each[24], sum[24];
-        measure_duration(c->ns / c->count, each, sizeof each);
-        measure_duration(c->ns, sum, sizeof sum);
-        append(line, sizeof line, "%s%s waited %llu time%s, %s each on average (%s)", listed++ ? "; " : "",
-               comm_row_name(r, who, sizeof who), (unsigned long long)c->count, c->count == 1 ? "" : "s", each, sum);
+        char who[32];
+        ok = evidence_append(&line, QV(q_count(c->count), q_ns(c->ns / c->count), q_ns(c->ns)),
+                             "%s%s waited {} time%s, {} each on average ({})", listed++ ? "; " : "",
+                             comm_row_name(r, who, sizeof who), c->count == 1 ? "" : "s");
     }
-    if (more) append(line, sizeof line, "; and %zu more", more);
-    if (ok && listed) ok = measure_evidence(m, "%s", line);
+    if (ok && more) ok = evidence_append(&line, QV(q_count(more)), "; and {} more");
+    if (ok && listed) ok = measure_add_evidence(m, &line);
+    evidence_free(&line);
     /* only where the profile shows the ranks meeting in collectives */
     size_t communicating = ok ? comm_rows(&t) : 0;
     if (ok && listed && communicating >= 2)
-        ok = measure_evidence(m, "with %zu ranks in NCCL collectives, a wait on every step holds each rank's host "
-                                 "until its own GPU is done, and every rank then waits for the slowest in the next "
-                                 "collective",
+        ok = measure_evidence(m, EVIDENCE_MODEL, NO_VALUES,
+                              "with %zu ranks in NCCL collectives, a wait on every step holds each rank's host "
+                              "until its own GPU is done, and every rank then waits for the slowest in the next "
+                              "collective",
                               communicating);
     rank_table_free(&t);
     free(by_process);

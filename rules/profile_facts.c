@@ -115,62 +115,6 @@ Finding *pf_report_line(RuleContext *ctx, uint32_t line, const char *fmt, ...) {
     return f;
 }
 
-bool pf_set_gain(Finding *f, double seconds, const char *scope, const char *model) {
-    char *copy = strdup(model);
-    if (!copy) return false;
-    free(f->gain.model);
-    f->gain = (Gain){.present = true, .seconds = seconds, .scope = scope, .model = copy};
-    return true;
-}
-
-/* ---- writing figures ---------------------------------------------------- */
-
-const char *pf_duration(uint64_t ns, char *buf, size_t size) {
-    measure_duration(ns, buf, size);
-    return buf;
-}
-
-const char *pf_bytes(uint64_t bytes, char *buf, size_t size) {
-    measure_bytes(bytes, buf, size);
-    return buf;
-}
-
-const char *pf_share(uint64_t part, uint64_t whole, char *buf, size_t size) {
-    measure_share(part, whole, buf, size);
-    return buf;
-}
-
-const char *pf_percent(double share, char *buf, size_t size) {
-    if (share < 0) share = 0;
-    measure_share((uint64_t)(share * 1e9 + 0.5), 1000000000ull, buf, size);
-    return buf;
-}
-
-const char *pf_capacity(uint64_t bytes, char *buf, size_t size) {
-    if (bytes < 1024 || bytes % 1024)
-        snprintf(buf, size, "%llu bytes", (unsigned long long)bytes);
-    else
-        snprintf(buf, size, "%llu KiB", (unsigned long long)(bytes / 1024));
-    return buf;
-}
-
-const char *pf_bandwidth(double bytes_per_s, char *buf, size_t size) {
-    snprintf(buf, size, "%.1f GB/s", bytes_per_s / 1e9); /* as the merge's copy evidence writes it */
-    return buf;
-}
-
-const char *pf_count(uint64_t n, char *buf, size_t size) {
-    char digits[32];
-    int len = snprintf(digits, sizeof digits, "%llu", (unsigned long long)n);
-    size_t o = 0;
-    for (int i = 0; i < len && o + 1 < size; i++) {
-        if (i > 0 && (len - i) % 3 == 0 && o + 2 < size) buf[o++] = ',';
-        buf[o++] = digits[i];
-    }
-    buf[o] = '\0';
-    return buf;
-}
-
 /* ---- kernel names -------------------------------------------------------- */
 
 /* [*begin, *end) of the qualified name with template arguments: without the

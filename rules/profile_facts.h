@@ -1,7 +1,7 @@
 /* What the profile rules (rules/profile/) share: the operations of one file
- * grouped by line, where a line's text is, how figures are written, which
- * kernels come from vendor libraries, what kind of kernel a name is, and a
- * theoretical occupancy calculator.
+ * grouped by line, where a line's text is, which kernels come from vendor
+ * libraries, what kind of kernel a name is, and a theoretical occupancy
+ * calculator.
  *
  * Pure C over profile.h, profile_view.h and rule.h; the occupancy and name
  * helpers are pure functions with unit tests (tests/test_profile_rules.c). */
@@ -50,25 +50,10 @@ bool pf_line_range(const Document *doc, uint32_t line, size_t *start, size_t *en
 bool pf_line_in_loop(const RuleContext *ctx, uint32_t line);
 /* rule_report over that range; NULL when the line is not there or memory ran out. */
 Finding *pf_report_line(RuleContext *ctx, uint32_t line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Sets f->gain (scope "program" or "kernel", model copied). False when memory runs out. */
-bool pf_set_gain(Finding *f, double seconds, const char *scope, const char *model);
-
 /* ---- writing figures ---------------------------------------------------- */
 
-/* The merge's words for numbers (measure.h), returning the buffer so that
- * they fit in a printf's arguments: durations "12.3 µs", transfer sizes in
- * decimal units "16.8 MB", shares "31%". */
-const char *pf_duration(uint64_t ns, char *buf, size_t size);
-const char *pf_bytes(uint64_t bytes, char *buf, size_t size);
-const char *pf_share(uint64_t part, uint64_t whole, char *buf, size_t size);
-/* a ratio in [0, 1] in the same words ("25%") */
-const char *pf_percent(double share, char *buf, size_t size);
-/* on-chip capacities in binary units, as CUDA's documentation gives them: "48 KiB", "228 KiB" */
-const char *pf_capacity(uint64_t bytes, char *buf, size_t size);
-/* bytes per second as "48.5 GB/s" */
-const char *pf_bandwidth(double bytes_per_s, char *buf, size_t size);
-/* 12345 -> "12,345" */
-const char *pf_count(uint64_t n, char *buf, size_t size);
+/* Figures are written by analysis/units.h (units_ns, units_ratio, ...) in
+ * messages, and go into evidence as numbers (finding_measured). */
 
 /* ---- kernel names -------------------------------------------------------- */
 

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "finding_json.h"
+
 #ifndef ADVISE_VERSION
 #define ADVISE_VERSION "0.1.0"
 #endif
@@ -45,20 +47,6 @@ static void put_sanitized(FILE *out, const char *s, size_t n) {
     }
 }
 
-/* seconds with two or three significant digits and the unit a person would pick */
-static void format_gain_seconds(double s, char *buf, size_t size) {
-    double v = s;
-    const char *unit = "s";
-    if (s < 1e-3) {
-        v = s * 1e6;
-        unit = "\xC2\xB5s";
-    } else if (s < 1) {
-        v = s * 1e3;
-        unit = "ms";
-    }
-    snprintf(buf, size, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, unit);
-}
-
 static void text_finding(CheckOutput *o, const char *path, const Document *doc, const Finding *f) {
     size_t line, col;
     display_position(doc, f->range.start, &line, &col);
@@ -90,18 +78,22 @@ static void text_finding(CheckOutput *o, const char *path, const Document *doc, 
         for (size_t k = 0; k < carets; k++) fputc('^', o->out);
         fputc('\n', o->out);
     }
+    /* each item says what it is: "= measured:", "= note:", "= model:", "= caveat:" */
     for (size_t i = 0; i < f->evidence_count; i++) {
-        fputs("    = measured: ", o->out);
-        put_sanitized(o->out, f->evidence[i], strlen(f->evidence[i]));
+        char *text = evidence_render(&f->evidence[i]);
+        fprintf(o->out, "    = %s: ", evidence_kind_name(f->evidence[i].kind));
+        if (text) put_sanitized(o->out, text, strlen(text));
         fputc('\n', o->out);
+        free(text);
     }
     if (f->gain.present) {
-        char seconds[32];
-        format_gain_seconds(f->gain.seconds, seconds, sizeof seconds);
-        fprintf(o->out, "    = est. gain %s (%s): ", seconds, f->gain.scope ? f->gain.scope : "program");
-        const char *model = f->gain.model ? f->gain.model : "";
-        put_sanitized(o->out, model, strlen(model));
+        char seconds[UNITS_BUF];
+        fprintf(o->out, "    = est. gain %s (%s): ", units_seconds(f->gain.seconds, seconds, sizeof seconds),
+                f->gain.scope ? f->gain.scope : "program");
+        char *model = f->gain.model.text ? evidence_render(&f->gain.model) : NULL;
+        if (model) put_sanitized(o->out, model, strlen(model));
         fputc('\n', o->out);
+        free(model);
     }
     for (size_t i = 0; i < f->related_count; i++) {
         size_t rl, rc;
@@ -122,8 +114,7 @@ static json_t *json_range(const Document *doc, ByteRange r) {
 }
 
 static json_t *json_finding(const char *path, const Document *doc, const Finding *f) {
-    json_t *evidence = json_array(), *fixes = json_array(), *related = json_array();
-    for (size_t i = 0; i < f->evidence_count; i++) json_array_append_new(evidence, json_string(f->evidence[i]));
+    json_t *evidence = finding_evidence_json(f), *fixes = json_array(), *related = json_array();
     for (size_t i = 0; i < f->related_count; i++)
         json_array_append_new(related, json_pack("{s:o,s:s}", "range", json_range(doc, f->related[i].range),
                                                  "message", f->related[i].message));
@@ -135,9 +126,7 @@ static json_t *json_finding(const char *path, const Document *doc, const Finding
         json_array_append_new(fixes, json_pack("{s:s,s:b,s:o}", "title", f->fixes[i].title, "safe",
                                                f->fixes[i].safe, "edits", edits));
     }
-    json_t *gain = f->gain.present ? json_pack("{s:f,s:s,s:s}", "seconds", f->gain.seconds, "scope", f->gain.scope,
-                                               "model", f->gain.model ? f->gain.model : "")
-                                   : json_null();
+    json_t *gain = finding_gain_json(f);
     return json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o}", "path", path, "code", f->code, "name", f->name,
                      "severity", severity_name(f->severity), "message", f->message, "range",
                      json_range(doc, f->range), "evidence", evidence, "gain", gain, "related", related, "fixes",
@@ -175,7 +164,10 @@ void check_output_finish(CheckOutput *o, const CheckSummary *s) {
             (json_int_t)s->fixable_unsafe, "fixed", (json_int_t)s->fixed, "suppressed", (json_int_t)s->suppressed,
             "errors", (json_int_t)s->errors, "parse_failures", (json_int_t)s->parse_failures, "fixes_withheld",
             (json_int_t)s->fixes_withheld);
-        json_t *doc = json_pack("{s:i,s:{s:s,s:s},s:o,s:o,s:o,s:o}", "version", 1, "tool", "name", "advise", "version",
+        /* format_version (and "version", its first name) change only when a field's meaning changes:
+         * 2 made evidence typed items (docs/json-evidence.md) */
+        json_t *doc = json_pack("{s:i,s:i,s:{s:s,s:s},s:o,s:o,s:o,s:o}", "version", CHECK_JSON_FORMAT_VERSION,
+                                "format_version", CHECK_JSON_FORMAT_VERSION, "tool", "name", "advise", "version",
                                 ADVISE_VERSION, "findings", o->findings, "errors", o->errors, "parse_failures",
                                 o->parse_failures, "summary", summary);
         o->findings = o->errors = o->parse_failures = NULL;

@@ -28,6 +28,10 @@ typedef struct CheckOutput CheckOutput;
 
 typedef enum { FORMAT_TEXT, FORMAT_JSON } OutputFormat;
 
+/* The JSON output's format_version (docs/json-evidence.md): 2 since the
+ * evidence items carry their kind and figures. */
+#define CHECK_JSON_FORMAT_VERSION 2
+
 CheckOutput *check_output_new(OutputFormat format, FILE *out, bool show_source);
 /* Findings of one file, already sorted. */
 void check_output_file(CheckOutput *o, const char *path, const Document *doc, const FindingList *findings);

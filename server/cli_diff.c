@@ -79,9 +79,9 @@ static void print_speedup(FILE *out, DiffSide side, DiffFigures b, DiffFigures a
 /* before, after, saved, speedup: the four columns every table starts with */
 static void print_figures(FILE *out, DiffSide side, DiffFigures b, DiffFigures a) {
     char before[32] = "-", after[32] = "-", saved[32];
-    if (side != DIFF_AFTER_ONLY) report_format_ns(before, sizeof before, b.total_ns);
-    if (side != DIFF_BEFORE_ONLY) report_format_ns(after, sizeof after, a.total_ns);
-    report_format_signed_ns(saved, sizeof saved, diff_saved_ns(b, a));
+    if (side != DIFF_AFTER_ONLY) units_ns(b.total_ns, before, sizeof before);
+    if (side != DIFF_BEFORE_ONLY) units_ns(a.total_ns, after, sizeof after);
+    units_format(q_seconds((double)(diff_saved_ns(b, a)) / 1e9), saved, sizeof saved);
     fprintf(out, "  %*s  %*s  %*s", report_pad(before, 10), before, report_pad(after, 10), after,
             report_pad(saved, 10), saved);
     print_speedup(out, side, b, a);
@@ -98,10 +98,10 @@ static void print_total(FILE *out, const char *what, uint64_t b, uint64_t a, uin
 static void print_busy(FILE *out, const ProfileTotals *b, const ProfileTotals *a) {
     double sb = profile_totals_busy_share(b), sa = profile_totals_busy_share(a);
     char pb[32] = "-", pa[32] = "-", span_b[32], span_a[32];
-    if (sb >= 0) snprintf(pb, sizeof pb, "%.1f%%", sb * 100);
-    if (sa >= 0) snprintf(pa, sizeof pa, "%.1f%%", sa * 100);
-    report_format_ns(span_b, sizeof span_b, b->span_ns);
-    report_format_ns(span_a, sizeof span_a, a->span_ns);
+    if (sb >= 0) units_ratio(sb, pb, sizeof pb);
+    if (sa >= 0) units_ratio(sa, pa, sizeof pa);
+    units_ns(b->span_ns, span_b, sizeof span_b);
+    units_ns(a->span_ns, span_a, sizeof span_a);
     fprintf(out, "%-22s  %10s  %10s  of the GPUs' active span (%s before, %s after)\n", "GPU busy", pb, pa, span_b,
             span_a);
 }

@@ -13,9 +13,9 @@
 
 #include "../analysis/edits.h"
 #include "../rules/engine.h"
-#include "../rules/measure.h"
 #include "check_file.h"
 #include "file_walk.h"
+#include "finding_json.h"
 #include "jsonrpc.h"
 #include "lsp_server.h"
 #include "source_file.h"
@@ -104,46 +104,42 @@ static json_t *fix_json(const Fix *fix, const Document *doc, PositionEncoding en
     return json_pack("{s:s,s:b,s:o}", "title", fix->title, "safe", fix->safe, "edits", edits);
 }
 
-static json_t *gain_json(const Finding *f) {
-    if (!f->gain.present) return json_null();
-    return json_pack("{s:f,s:s,s:s}", "seconds", f->gain.seconds, "scope", f->gain.scope ? f->gain.scope : "program",
-                     "model", f->gain.model ? f->gain.model : "");
+/* The finding's first measured item, else its first item of any kind. */
+static const Evidence *headline_evidence(const Finding *f) {
+    for (size_t k = 0; k < f->evidence_count; k++)
+        if (f->evidence[k].kind == EVIDENCE_MEASURED) return &f->evidence[k];
+    return f->evidence_count ? &f->evidence[0] : NULL;
 }
 
-char *lsp_diagnostic_message(const Finding *f, size_t static_count) {
-    char gain[48] = "";
-    if (f->gain.present) measure_seconds(f->gain.seconds, gain, sizeof gain);
-    bool measured = static_count != SIZE_MAX && static_count < f->evidence_count;
-    const char *line = measured ? f->evidence[static_count] : f->evidence_count ? f->evidence[0] : NULL;
-    return format_string("%s%s%s%s%s%s%s", f->message, !line ? "" : measured ? "\nmeasured: " : "\n",
-                         line ? line : "", f->gain.present ? "\nest. gain " : "", gain,
-                         f->gain.present ? " " : "",
-                         f->gain.present ? (f->gain.scope && strcmp(f->gain.scope, "kernel") == 0 ? "(kernel)"
-                                                                                                   : "(program)")
-                                         : "");
+char *lsp_diagnostic_message(const Finding *f) {
+    char gain[UNITS_BUF] = "";
+    if (f->gain.present) units_seconds(f->gain.seconds, gain, sizeof gain);
+    const Evidence *line = headline_evidence(f);
+    char *text = line ? evidence_render(line) : NULL;
+    char *message =
+        format_string("%s%s%s%s%s%s%s%s%s", f->message, text ? "\n" : "", text ? evidence_kind_name(line->kind) : "",
+                      text ? ": " : "", text ? text : "", f->gain.present ? "\nest. gain " : "", gain,
+                      f->gain.present ? " " : "",
+                      f->gain.present ? (f->gain.scope && strcmp(f->gain.scope, "kernel") == 0 ? "(kernel)" : "(program)")
+                                      : "");
+    free(text);
+    return message;
 }
 
 json_t *lsp_findings_to_diagnostics(const LspServer *s, const LspDocument *d, const FindingList *findings,
-                                    const size_t *static_evidence, const Document *doc, int64_t version) {
+                                    const Document *doc, int64_t version) {
     json_t *out = json_array();
     const char *dir = rule_docs_dir();
     for (size_t i = 0; i < findings->count; i++) {
         const Finding *f = &findings->items[i];
         json_t *fixes = json_array();
         for (size_t k = 0; k < f->fix_count; k++) json_array_append_new(fixes, fix_json(&f->fixes[k], doc, s->encoding));
-        size_t static_count = static_evidence ? static_evidence[i] : SIZE_MAX;
-        json_t *evidence = json_array(), *measured = json_array();
-        for (size_t k = 0; k < f->evidence_count; k++) {
-            json_array_append_new(evidence, json_string(f->evidence[k]));
-            if (static_count != SIZE_MAX && k >= static_count)
-                json_array_append_new(measured, json_string(f->evidence[k]));
-        }
-        char *message = lsp_diagnostic_message(f, static_count);
-        json_t *diag = json_pack("{s:o,s:i,s:s,s:s,s:s,s:{s:I,s:s,s:s,s:o,s:o,s:o,s:o}}", "range",
+        char *message = lsp_diagnostic_message(f);
+        json_t *diag = json_pack("{s:o,s:i,s:s,s:s,s:s,s:{s:I,s:s,s:s,s:o,s:o,s:o}}", "range",
                                  lsp_range_json(doc, f->range, s->encoding), "severity", (int)f->severity, "code",
                                  f->code, "source", "advise", "message", message ? message : f->message, "data",
                                  "version", (json_int_t)version, "code", f->code, "name", f->name, "fixes", fixes,
-                                 "evidence", evidence, "measured", measured, "gain", gain_json(f));
+                                 "evidence", finding_evidence_json(f), "gain", finding_gain_json(f));
         free(message);
         if (dir[0]) {
             char href[1400];
@@ -351,25 +347,31 @@ void lsp_handle_code_action_resolve(LspServer *s, json_t *id, json_t *params) {
 
 /* ---- hover ------------------------------------------------------------------------- */
 
-/* A finding's evidence and estimated gain, as markdown ending in a blank
+/* A finding's evidence, each item after its kind ("- measured: ...",
+ * "- note: ..."), and its estimated gain, as markdown ending in a blank
  * line; NULL when it has none. */
-static char *finding_measured_markdown(const Finding *f, size_t static_count) {
+static char *finding_evidence_markdown(const Finding *f) {
     if (!f->evidence_count && !f->gain.present) return NULL;
-    size_t n = 64 + (f->gain.model ? strlen(f->gain.model) : 0);
-    for (size_t k = 0; k < f->evidence_count; k++) n += strlen(f->evidence[k]) + 16;
-    char *out = malloc(n), *o = out;
-    if (!out) return NULL;
-    *o = '\0';
-    for (size_t k = 0; k < f->evidence_count; k++)
-        o += sprintf(o, "- %s%s\n", k >= static_count ? "measured: " : "", f->evidence[k]);
-    if (f->gain.present) {
-        char gain[48];
-        measure_seconds(f->gain.seconds, gain, sizeof gain);
-        o += sprintf(o, "- est. gain %s (%s): %s\n", gain, f->gain.scope ? f->gain.scope : "program",
-                     f->gain.model ? f->gain.model : "");
+    char *out = strdup("");
+    for (size_t k = 0; out && k < f->evidence_count; k++) {
+        char *text = evidence_render(&f->evidence[k]);
+        char *grown = text ? format_string("%s- %s: %s\n", out, evidence_kind_name(f->evidence[k].kind), text) : NULL;
+        free(text);
+        free(out);
+        out = grown;
     }
-    sprintf(o, "\n");
-    return out;
+    if (out && f->gain.present) {
+        char gain[UNITS_BUF];
+        char *model = f->gain.model.text ? evidence_render(&f->gain.model) : NULL;
+        char *grown = format_string("%s- est. gain %s (%s): %s\n", out, units_seconds(f->gain.seconds, gain, sizeof gain),
+                                    f->gain.scope ? f->gain.scope : "program", model ? model : "");
+        free(model);
+        free(out);
+        out = grown;
+    }
+    char *done = out ? format_string("%s\n", out) : NULL;
+    free(out);
+    return done;
 }
 
 void lsp_handle_hover(LspServer *s, json_t *id, json_t *params) {
@@ -407,7 +409,7 @@ void lsp_handle_hover(LspServer *s, json_t *id, json_t *params) {
         const Finding *f = &d->findings.items[i];
         if (offset < f->range.start || offset > f->range.end) continue;
         const Rule *rule = rule_find(f->code);
-        char *measured = finding_measured_markdown(f, d->static_evidence ? d->static_evidence[i] : SIZE_MAX);
+        char *measured = finding_evidence_markdown(f);
         char *part = format_string("%s**%s %s** (%s): %s\n\n%s%s", len ? "\n\n---\n\n" : "", f->code, f->name,
                                    severity_name(f->severity), f->message, measured ? measured : "",
                                    rule ? rule->documentation : "");
@@ -512,7 +514,7 @@ static void *scan_workspace(void *arg) {
         if (check_file_text(files.files[i], src.text, src.length, &cfg, &source, profiles ? profiles->root : NULL,
                             s->workspaces, &checked, &error)) {
             LspDocument fake = {.uri = uri};
-            json_t *diags = lsp_findings_to_diagnostics(s, &fake, &checked.findings, NULL, checked.doc, 0);
+            json_t *diags = lsp_findings_to_diagnostics(s, &fake, &checked.findings, checked.doc, 0);
             total_findings += checked.findings.count;
             jsonrpc_send_notification("textDocument/publishDiagnostics",
                                       json_pack("{s:s,s:o}", "uri", uri, "diagnostics", diags));

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "../rules/line_metrics.h"
-#include "../rules/measure.h"
 #include "file_walk.h"
+#include "finding_json.h"
 #include "jsonrpc.h"
 #include "lsp_server.h"
 #include "ranked_findings.h"
@@ -120,14 +120,14 @@ static bool line_title(const ProfileView *v, const ProfileLineCost *c, char *buf
     size_t n = 0;
     buf[0] = '\0';
     if (hot) {
-        measure_share(gpu, gpu_total, share, sizeof share);
-        measure_duration(gpu / calls, avg, sizeof avg);
+        units_share(gpu, gpu_total, share, sizeof share);
+        units_ns(gpu / calls, avg, sizeof avg);
         n += (size_t)snprintf(buf + n, size - n, "%s GPU \xC2\xB7 %s avg \xC2\xB7 %llu %s", share, avg,
                               (unsigned long long)calls, plural(calls, "call", "calls"));
     }
     if (waits && n < size) {
-        measure_share(c->sync_ns, run, share, sizeof share);
-        measure_duration(c->sync_ns / c->syncs, avg, sizeof avg);
+        units_share(c->sync_ns, run, share, sizeof share);
+        units_ns(c->sync_ns / c->syncs, avg, sizeof avg);
         snprintf(buf + n, size - n, "%s%s of the run waiting \xC2\xB7 %s avg \xC2\xB7 %llu %s", n ? " \xC2\xB7 " : "",
                  share, avg, (unsigned long long)c->syncs, plural(c->syncs, "sync", "syncs"));
     }
@@ -136,8 +136,8 @@ static bool line_title(const ProfileView *v, const ProfileLineCost *c, char *buf
 
 static void kernel_title(const ProfileView *v, const ProfStats *sum, char *buf, size_t size) {
     char share[16], avg[32];
-    measure_share(sum->total_ns, profile_view_gpu_ns(v), share, sizeof share);
-    measure_duration(sum->count ? sum->total_ns / sum->count : 0, avg, sizeof avg);
+    units_share(sum->total_ns, profile_view_gpu_ns(v), share, sizeof share);
+    units_ns(sum->count ? sum->total_ns / sum->count : 0, avg, sizeof avg);
     snprintf(buf, size, "%s GPU \xC2\xB7 %s avg \xC2\xB7 %llu %s", share, avg, (unsigned long long)sum->count,
              plural(sum->count, "launch", "launches"));
 }
@@ -287,42 +287,42 @@ static void op_line(char **md, size_t *len, size_t *cap, const ProfileView *v, c
     const Profile *p = profile_view_profile(v);
     uint64_t gpu_total = profile_view_gpu_ns(v), run = profile_view_run_ns(v);
     char median[32], total[32], share[16], bytes[32], rate[32];
-    measure_duration(op->stats.median_ns, median, sizeof median);
-    measure_duration(op->stats.total_ns, total, sizeof total);
+    units_ns(op->stats.median_ns, median, sizeof median);
+    units_ns(op->stats.total_ns, total, sizeof total);
     unsigned long long count = (unsigned long long)op->stats.count;
     switch (op->kind) {
     case PROF_OP_LAUNCH: {
         char name[160] = "kernel";
         if (op->kernel >= 0 && (size_t)op->kernel < p->kernel_count && p->kernels[op->kernel].name)
             short_kernel(p->kernels[op->kernel].name, name, sizeof name);
-        measure_share(op->stats.total_ns, gpu_total, share, sizeof share);
+        units_share(op->stats.total_ns, gpu_total, share, sizeof share);
         appendf(md, len, cap, "- kernel `%s`: %llu %s, %s median, %s in all (%s of GPU time)\n", name, count,
                 count == 1 ? "launch" : "launches", median, total, share);
         break;
     }
     case PROF_OP_MEMCPY:
-        measure_share(op->stats.total_ns, gpu_total, share, sizeof share);
-        measure_bytes(op->bytes, bytes, sizeof bytes);
-        if (op->stats.total_ns) measure_bytes((uint64_t)((double)op->bytes * 1e9 / (double)op->stats.total_ns), rate, sizeof rate);
+        units_share(op->stats.total_ns, gpu_total, share, sizeof share);
+        units_bytes(op->bytes, bytes, sizeof bytes);
+        if (op->stats.total_ns) units_rate((double)op->bytes * 1e9 / (double)op->stats.total_ns, rate, sizeof rate);
         else snprintf(rate, sizeof rate, "?");
-        appendf(md, len, cap, "- %s, %s to %s memory: %llu %s, %s at %s/s, %s median, %s in all (%s of GPU time)\n",
+        appendf(md, len, cap, "- %s, %s to %s memory: %llu %s, %s at %s, %s median, %s in all (%s of GPU time)\n",
                 copy_name(op->copy), memory_name(op->src), memory_name(op->dst), count, count == 1 ? "copy" : "copies",
                 bytes, rate, median, total, share);
         break;
     case PROF_OP_MEMSET:
-        measure_share(op->stats.total_ns, gpu_total, share, sizeof share);
-        measure_bytes(op->bytes, bytes, sizeof bytes);
+        units_share(op->stats.total_ns, gpu_total, share, sizeof share);
+        units_bytes(op->bytes, bytes, sizeof bytes);
         appendf(md, len, cap, "- memset of %s memory: %llu %s, %s, %s in all (%s of GPU time)\n", memory_name(op->dst),
                 count, count == 1 ? "memset" : "memsets", bytes, total, share);
         break;
     case PROF_OP_SYNC:
-        measure_share(op->stats.total_ns, run, share, sizeof share);
+        units_share(op->stats.total_ns, run, share, sizeof share);
         appendf(md, len, cap, "- %s: %llu %s, %s median, %s of host time waiting in all (%s of the run)\n",
                 sync_name(op->sync), count, count == 1 ? "wait" : "waits", median, total, share);
         break;
     case PROF_OP_ALLOC:
-        measure_share(op->stats.total_ns, run, share, sizeof share);
-        measure_bytes(op->bytes, bytes, sizeof bytes);
+        units_share(op->stats.total_ns, run, share, sizeof share);
+        units_bytes(op->bytes, bytes, sizeof bytes);
         appendf(md, len, cap, "- allocation of %s memory: %llu %s, %s, %s median, %s of host time in all (%s of the run)\n",
                 memory_name(op->dst), count, count == 1 ? "allocation" : "allocations", bytes, median, total, share);
         break;
@@ -390,9 +390,9 @@ char *lsp_profile_hover(LspServer *s, const LspDocument *d, const Document *doc,
         const ProfileView *kv = kernel_view(p, v, kernels[i].name, &sum);
         if (!kv) continue;
         char median[32], total[32], share[16];
-        measure_duration(sum.median_ns, median, sizeof median);
-        measure_duration(sum.total_ns, total, sizeof total);
-        measure_share(sum.total_ns, profile_view_gpu_ns(kv), share, sizeof share);
+        units_ns(sum.median_ns, median, sizeof median);
+        units_ns(sum.total_ns, total, sizeof total);
+        units_share(sum.total_ns, profile_view_gpu_ns(kv), share, sizeof share);
         describe(kv, about, sizeof about);
         appendf(&md, &len, &cap,
                 "%s**Kernel `%s`** (profile %s): %llu %s, %s median, %s in all (%s of GPU time)\n", len ? "\n" : "",
@@ -474,12 +474,7 @@ static json_t *findings_json(const LspServer *s, const char *root, const RankedF
                               (int)item->column - 1, "end", "line", (int)item->end_line - 1, "character",
                               (int)item->end_column - 1);
         }
-        json_t *evidence = json_array();
-        for (size_t k = 0; k < f->evidence_count; k++) json_array_append_new(evidence, json_string(f->evidence[k]));
-        json_t *gain = f->gain.present ? json_pack("{s:f,s:s,s:s}", "seconds", f->gain.seconds, "scope",
-                                                   f->gain.scope ? f->gain.scope : "program", "model",
-                                                   f->gain.model ? f->gain.model : "")
-                                       : json_null();
+        json_t *evidence = finding_evidence_json(f), *gain = finding_gain_json(f);
         char *uri = lsp_path_to_uri(abs);
         json_array_append_new(out, json_pack("{s:s,s:o,s:s,s:s,s:i,s:s,s:o,s:o,s:f,s:b}", "uri", uri, "range", range,
                                              "code", f->code, "name", f->name, "severity", (int)f->severity, "message",

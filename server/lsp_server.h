@@ -45,7 +45,6 @@ struct LspDocument {
     int64_t analysed_version;   /* -1: none yet */
     json_t *diagnostics;        /* array of LSP Diagnostic */
     FindingList findings;       /* in byte offsets of analysed_text */
-    size_t *static_evidence;    /* per finding: how many of its evidence lines the rule gave (the rest are measured) */
     Document *analysed_doc;     /* the text the findings refer to */
     unsigned long result_serial;
     /* pull requests waiting for the current version */
@@ -151,15 +150,13 @@ void lsp_handle_hover(LspServer *s, json_t *id, json_t *params);
 void lsp_handle_execute_command(LspServer *s, json_t *id, json_t *params);
 /* Waits for the workspace scans (they stop early once s->stopping is set). */
 void lsp_scans_join(LspServer *s);
-/* static_evidence (may be NULL: unknown): per finding, how many of its
- * evidence lines came from the rule rather than the profile. */
 json_t *lsp_findings_to_diagnostics(const LspServer *s, const LspDocument *d, const FindingList *findings,
-                                    const size_t *static_evidence, const Document *doc, int64_t version);
-/* The LSP Diagnostic message of a finding: its message, its first line of
- * measured evidence ("measured: ...", else the rule's first evidence line)
- * and the estimated gain; all evidence goes in `data`. static_count: how
- * many evidence lines the rule gave, or SIZE_MAX when unknown. */
-char *lsp_diagnostic_message(const Finding *f, size_t static_count);
+                                    const Document *doc, int64_t version);
+/* The LSP Diagnostic message of a finding: its message, its first item of
+ * measured evidence after its kind ("measured: ...", else its first item of
+ * any kind: "note: ...") and the estimated gain; all evidence goes in
+ * `data` (finding_json.h). */
+char *lsp_diagnostic_message(const Finding *f);
 /* Applies LSP settings (initializationOptions, didChangeConfiguration or a
  * workspace/configuration answer); reports problems with window/logMessage. */
 void lsp_apply_settings(LspServer *s, json_t *settings);

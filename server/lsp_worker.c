@@ -27,7 +27,6 @@ void lsp_document_free(LspDocument *d) {
     document_free(d->parsed_doc);
     json_decref(d->diagnostics);
     finding_list_free(&d->findings);
-    free(d->static_evidence);
     document_free(d->analysed_doc);
     json_decref(d->waiting_pulls);
     free(d);
@@ -192,56 +191,14 @@ static bool shift_range(ByteRange *r, size_t ua, size_t ub_old, long long delta)
     return false; /* touches the re-analysed statement */
 }
 
-/* How many evidence lines each finding had before the profile was merged
- * (the rule's own; the merge only appends), keyed by its message, which a
- * finding keeps through the merge and the sort. */
-typedef struct {
-    const char *message;
-    size_t count;
-} StaticCount;
-
-typedef struct {
-    StaticCount *items;
-    size_t count, capacity;
-} StaticCounts;
-
-static void note_static(StaticCounts *c, const char *message, size_t count) {
-    if (!message) return;
-    if (c->count == c->capacity) {
-        size_t grown = c->capacity ? c->capacity * 2 : 16;
-        StaticCount *items = realloc(c->items, grown * sizeof *items);
-        if (!items) return;
-        c->items = items;
-        c->capacity = grown;
-    }
-    c->items[c->count++] = (StaticCount){message, count};
-}
-
-static void note_static_list(StaticCounts *c, const FindingList *list) {
-    for (size_t i = 0; i < list->count; i++) note_static(c, list->items[i].message, list->items[i].evidence_count);
-}
-
-/* per finding of list, its static evidence count (0 for findings the merge
- * made: all their evidence is measured); NULL when memory runs out */
-static size_t *align_static(const StaticCounts *c, const FindingList *list) {
-    size_t *out = calloc(list->count ? list->count : 1, sizeof *out);
-    for (size_t i = 0; out && i < list->count; i++)
-        for (size_t k = 0; k < c->count; k++)
-            if (c->items[k].message == list->items[i].message) {
-                out[i] = c->items[k].count;
-                break;
-            }
-    return out;
-}
-
 /* Keeps the old findings outside the re-analysed statement [ua, ub_old) of
  * the old text, moved to the new text's offsets; fixes and related places
  * that reach into the statement are dropped (the full pass brings them back).
  * Findings of whole-file rules (which the quick pass does not run) are kept
  * inside the statement too, unless they touch the edited span [ea, eb_old):
  * they stay visible until the full pass confirms or removes them. */
-static void keep_outside(const FindingList *old, const size_t *old_static, size_t ua, size_t ub_old, size_t ea,
-                         size_t eb_old, long long delta, FindingList *out, StaticCounts *counts) {
+static void keep_outside(const FindingList *old, size_t ua, size_t ub_old, size_t ea, size_t eb_old, long long delta,
+                         FindingList *out) {
     for (size_t i = 0; i < old->count; i++) {
         const Finding *f = &old->items[i];
         ByteRange r = f->range;
@@ -256,11 +213,14 @@ static void keep_outside(const FindingList *old, const size_t *old_static, size_
         g->severity = f->severity;
         g->range = r;
         g->message = strdup(f->message);
-        note_static(counts, g->message, old_static ? old_static[i] : f->evidence_count);
-        for (size_t k = 0; k < f->evidence_count; k++) finding_add_evidence(g, "%s", f->evidence[k]);
+        /* the items keep their kinds: what the profile measured stays measured */
+        for (size_t k = 0; k < f->evidence_count; k++) {
+            Evidence copy;
+            if (evidence_copy(&copy, &f->evidence[k])) finding_take_evidence(g, &copy);
+        }
         if (f->gain.present) {
-            g->gain = f->gain;
-            g->gain.model = f->gain.model ? strdup(f->gain.model) : NULL;
+            Evidence model;
+            if (evidence_copy(&model, &f->gain.model)) finding_take_gain(g, f->gain.seconds, f->gain.scope, &model);
         }
         for (size_t k = 0; k < f->related_count; k++) {
             ByteRange rr = f->related[k].range;
@@ -347,7 +307,6 @@ typedef struct {
     bool ok, quick, warm_up, crashed;
     char *error;
     FindingList findings;
-    StaticCounts counts;
 } AnalysisPass;
 
 static void run_pass(void *arg) {
@@ -382,26 +341,22 @@ static void run_pass(void *arg) {
     free(p->edits);
     p->edits = NULL;
     FindingList *findings = &p->findings;
-    StaticCounts *counts = &p->counts;
     if (ok && quick) {
-        keep_outside(&d->findings, d->static_evidence, ua, (size_t)((long long)ub - delta), a,
-                     (size_t)((long long)b - delta), delta, findings, counts);
+        keep_outside(&d->findings, ua, (size_t)((long long)ub - delta), a, (size_t)((long long)b - delta), delta,
+                     findings);
         /* the statement's findings are measured afresh; the profile rules run over the whole new text */
         FindingList region;
         finding_list_init(&region);
         ok = engine_check_region(d->parsed_doc, py, config, (ByteRange){ua, ub}, &region, NULL, &p->error);
-        note_static_list(counts, &region);
         if (ok && !lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, py, NULL, config, &region)) ok = false;
         ok = ok && drop_profile_rule_findings(findings) && move_findings(&region, findings);
         finding_list_free(&region);
         finding_list_sort(findings);
     } else if (ok && is_cuda) {
         ok = engine_check_cuda(d->parsed_doc, d->parsed_cuda, config, findings, NULL, &p->error);
-        note_static_list(counts, findings);
         ok = ok && lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, NULL, d->parsed_cuda, config, findings);
     } else if (ok) {
         ok = engine_check(d->parsed_doc, py, config, findings, NULL, &p->error);
-        note_static_list(counts, findings);
         ok = ok && lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, py, NULL, config, findings);
     }
     if (py) {
@@ -455,7 +410,6 @@ static void analyse(LspServer *s, LspDocument *d) {
         d->parsed_cuda = NULL;
         d->parsed_doc = NULL;
         finding_list_init(&pass.findings);
-        pass.counts = (StaticCounts){0};
         pass.ok = false;
         pass.error = format_string("advise crashed while analysing this file (%s), so it has no findings; this is a "
                                    "bug in advise, please report it with the file",
@@ -466,15 +420,10 @@ static void analyse(LspServer *s, LspDocument *d) {
     if (ok) lsp_profiles_explain_unmerged(s, profiles, d->path);
     char *error = pass.error;
     FindingList findings = pass.findings;
-    StaticCounts counts = pass.counts;
     Document *analysed = ok ? document_new(d->parsed_doc->path, d->parsed_doc->language, d->parsed_doc->text,
                                            d->parsed_doc->length)
                             : NULL;
-    size_t *static_evidence = ok ? align_static(&counts, &findings) : NULL;
-    free(counts.items);
-    json_t *diagnostics = ok && analysed && static_evidence
-                              ? lsp_findings_to_diagnostics(s, d, &findings, static_evidence, analysed, version)
-                              : NULL;
+    json_t *diagnostics = ok && analysed ? lsp_findings_to_diagnostics(s, d, &findings, analysed, version) : NULL;
     config_free(&config);
 
     pthread_mutex_lock(&s->lock);
@@ -491,7 +440,6 @@ static void analyse(LspServer *s, LspDocument *d) {
         }
         free(error);
         finding_list_free(&findings);
-        free(static_evidence);
         document_free(analysed);
         json_decref(diagnostics);
         /* the parse state may be out of step with the edits: start over next time */
@@ -505,7 +453,6 @@ static void analyse(LspServer *s, LspDocument *d) {
     if (d->closed) {
         unlink_document(s, d);
         finding_list_free(&findings);
-        free(static_evidence);
         document_free(analysed);
         json_decref(diagnostics);
         lsp_document_free(d);
@@ -514,7 +461,6 @@ static void analyse(LspServer *s, LspDocument *d) {
     if (version != d->version) {
         /* an edit came in meanwhile: drop these results, the newer version is queued */
         finding_list_free(&findings);
-        free(static_evidence);
         document_free(analysed);
         json_decref(diagnostics);
         return;
@@ -522,8 +468,6 @@ static void analyse(LspServer *s, LspDocument *d) {
     bool changed = !d->diagnostics || !json_equal(d->diagnostics, diagnostics) || d->analysed_version != version;
     finding_list_free(&d->findings);
     d->findings = findings;
-    free(d->static_evidence);
-    d->static_evidence = static_evidence;
     document_free(d->analysed_doc);
     d->analysed_doc = analysed;
     json_decref(d->diagnostics);

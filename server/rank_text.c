@@ -3,8 +3,8 @@
 #include "report_text.h"
 
 static void cell(FILE *out, uint64_t ns) {
-    char buf[32];
-    report_format_ns(buf, sizeof buf, ns);
+    char buf[UNITS_BUF];
+    units_ns(ns, buf, sizeof buf);
     fprintf(out, "  %*s", report_pad(buf, 10), buf);
 }
 
@@ -26,9 +26,10 @@ void rank_text_write(FILE *out, const RankTable *t) {
     fputs("  compute: kernels other than NCCL's, copies, memsets; comm: NCCL kernels; exposed: comm that no compute "
           "overlapped\n",
           out);
+    char imbalance[UNITS_BUF];
     if (t->load_imbalance >= 0)
-        fprintf(out, "load imbalance %.1f%% (the rank that computed longest over the mean of %zu ranks)\n",
-                t->load_imbalance * 100, t->ranked);
+        fprintf(out, "load imbalance %s (the rank that computed longest over the mean of %zu ranks)\n",
+                units_ratio(t->load_imbalance, imbalance, sizeof imbalance), t->ranked);
     if (!t->has_straggler) {
         if (t->ranked >= 2) fputs("straggler      none found (not every rank launched NCCL kernels)\n", out);
         return;
@@ -38,7 +39,7 @@ void rank_text_write(FILE *out, const RankTable *t) {
         return;
     }
     char wait[32];
-    report_format_ns(wait, sizeof wait, t->mean_wait_per_call_ns);
+    units_ns(t->mean_wait_per_call_ns, wait, sizeof wait);
     fprintf(out,
             "straggler      the other ranks wait for rank %d: %s more per NCCL call on average (a rank that arrives "
             "early at a collective waits inside it, so the rank with the least NCCL time is the one waited for)\n",

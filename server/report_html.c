@@ -80,10 +80,10 @@ static const char STYLE[] =
     ".toc{margin:12px 0 0;font-size:13px}.toc a{color:#0969da;text-decoration:none}\n"
     "footer{margin-top:36px;color:var(--muted);font-size:12px}\n";
 
+/* a share as units_ratio writes it; "-" when unknown (negative) */
 static void format_percent(char *buf, size_t size, double share) {
     if (share < 0) snprintf(buf, size, "-");
-    else if (share > 0 && share < 0.001) snprintf(buf, size, "<0.1%%");
-    else snprintf(buf, size, "%.1f%%", share * 100);
+    else units_ratio(share, buf, size);
 }
 
 /* ---- header --------------------------------------------------------------------- */
@@ -118,17 +118,17 @@ static void write_profile_cards(FILE *out, const Profile *p) {
     free(gpu);
     format_created(buf, sizeof buf, p->created);
     card(out, "recorded (UTC)", buf, NULL);
-    report_format_ns(buf, sizeof buf, report_run_ns(p));
+    units_ns(report_run_ns(p), buf, sizeof buf);
     card(out, "run length", buf, "the longest process's wall time");
     ProfileTotals t;
     profile_totals(p, &t);
     format_percent(buf, sizeof buf, profile_totals_busy_share(&t));
     card(out, "GPU busy", buf, "kernels, copies and memsets over the GPUs' active span");
-    report_format_ns(buf, sizeof buf, t.kernel_ns);
+    units_ns(t.kernel_ns, buf, sizeof buf);
     char launches[64];
     snprintf(launches, sizeof launches, "kernel time (%llu launches)", (unsigned long long)t.launches);
     card(out, launches, buf, NULL);
-    report_format_ns(buf, sizeof buf, t.sync_ns);
+    units_ns(t.sync_ns, buf, sizeof buf);
     card(out, "host waiting in syncs", buf, NULL);
 }
 
@@ -144,10 +144,10 @@ static void write_profile_table(FILE *out, const ReportInput *in) {
         ProfileTotals t;
         profile_totals(p, &t);
         format_created(created, sizeof created, p->created);
-        report_format_ns(run, sizeof run, report_run_ns(p));
+        units_ns(report_run_ns(p), run, sizeof run);
         format_percent(busy, sizeof busy, profile_totals_busy_share(&t));
-        report_format_ns(kernels, sizeof kernels, t.kernel_ns);
-        report_format_ns(syncs, sizeof syncs, t.sync_ns);
+        units_ns(t.kernel_ns, kernels, sizeof kernels);
+        units_ns(t.sync_ns, syncs, sizeof syncs);
         fputs("<tr><td>", out);
         esc(out, p->name);
         fputs("</td><td class=\"nowrap\"><code>", out);
@@ -280,9 +280,9 @@ static void write_timeline(FILE *out, const Profile *p, const char *run, const P
     fputs("</h3>\n", out);
 
     char busy[32], idle[32], span[32], pct_busy[16], pct_idle[16];
-    report_format_ns(busy, sizeof busy, tl->busy_ns);
-    report_format_ns(idle, sizeof idle, tl->idle_ns);
-    report_format_ns(span, sizeof span, tl->span_ns);
+    units_ns(tl->busy_ns, busy, sizeof busy);
+    units_ns(tl->idle_ns, idle, sizeof idle);
+    units_ns(tl->span_ns, span, sizeof span);
     double share = tl->span_ns ? (double)tl->busy_ns / (double)tl->span_ns : 0;
     format_percent(pct_busy, sizeof pct_busy, tl->span_ns ? share : -1);
     format_percent(pct_idle, sizeof pct_idle, tl->span_ns ? 1 - share : -1);
@@ -350,8 +350,8 @@ static void write_timeline(FILE *out, const Profile *p, const char *run, const P
         double x1 = x_of(g->start_ns + g->duration_ns, tl->span_ns, left, width);
         double w = x1 - x0 < 1 ? 1 : x1 - x0;
         char dur[32], at[32];
-        report_format_ns(dur, sizeof dur, g->duration_ns);
-        report_format_ns(at, sizeof at, g->start_ns);
+        units_ns(g->duration_ns, dur, sizeof dur);
+        units_ns(g->start_ns, at, sizeof at);
         fprintf(out, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%.0f\" fill=\"#d84315\"><title>idle %s at %s: after ",
                 x0, line_y, w, line_h, dur, at);
         write_site_plain(out, p, g->before_site);
@@ -389,7 +389,7 @@ static void write_timeline(FILE *out, const Profile *p, const char *run, const P
     double axis_y = height - 4;
     for (int t = 0; t <= 4; t++) {
         char tick[32];
-        report_format_ns(tick, sizeof tick, (uint64_t)((double)tl->span_ns * t / 4));
+        units_ns((uint64_t)((double)tl->span_ns * t / 4), tick, sizeof tick);
         const char *anchor = t == 0 ? "start" : t == 4 ? "end" : "middle";
         fprintf(out, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"%s\" style=\"fill:#57606a;font-size:11px\">%s</text>\n",
                 left + width * t / 4, axis_y, anchor, t == 0 ? "0" : tick);
@@ -403,15 +403,15 @@ static void write_timeline(FILE *out, const Profile *p, const char *run, const P
         uint64_t in_gaps = 0;
         for (size_t i = 0; i < n; i++) in_gaps += gaps[i].duration_ns;
         char total[32];
-        report_format_ns(total, sizeof total, in_gaps);
+        units_ns(in_gaps, total, sizeof total);
         fputs("<table class=\"gaps\">\n<tr><th class=\"num\">#</th><th class=\"num\">idle</th>"
               "<th class=\"num\">at (into the span)</th><th>after the work from</th><th>until the work from</th></tr>\n",
               out);
         for (size_t i = 0; i < labelled; i++) {
             const ProfGap *g = &largest[i];
             char dur[32], at[32];
-            report_format_ns(dur, sizeof dur, g->duration_ns);
-            report_format_ns(at, sizeof at, g->start_ns);
+            units_ns(g->duration_ns, dur, sizeof dur);
+            units_ns(g->start_ns, at, sizeof at);
             fprintf(out, "<tr><td class=\"num\">%zu</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td>", i + 1,
                     dur, at);
             write_site(out, p, g->before_site);
@@ -496,8 +496,8 @@ static void write_kernels(FILE *out, const Profile *p, const char *run, size_t t
         double share = gpu ? (double)k[i].total_ns / (double)gpu : 0;
         char pct[16], total[32], median[32];
         format_percent(pct, sizeof pct, share);
-        report_format_ns(total, sizeof total, k[i].total_ns);
-        report_format_ns(median, sizeof median, k[i].median_ns);
+        units_ns(k[i].total_ns, total, sizeof total);
+        units_ns(k[i].median_ns, median, sizeof median);
         fprintf(out, "<tr><td class=\"num\">%zu</td>", i + 1);
         write_kernel_name(out, k[i].name);
         fprintf(out,
@@ -510,12 +510,12 @@ static void write_kernels(FILE *out, const Profile *p, const char *run, size_t t
         uint64_t rest = 0;
         for (size_t i = shown; i < count; i++) rest += k[i].total_ns;
         char r[32];
-        report_format_ns(r, sizeof r, rest);
+        units_ns(rest, r, sizeof r);
         fprintf(out, "<p class=\"note\">%zu more kernels, %s together.</p>\n", count - shown, r);
     }
     char gpu_s[32], copies[32];
-    report_format_ns(gpu_s, sizeof gpu_s, gpu);
-    report_format_ns(copies, sizeof copies, t.copy_ns + t.memset_ns);
+    units_ns(gpu, gpu_s, sizeof gpu_s);
+    units_ns(t.copy_ns + t.memset_ns, copies, sizeof copies);
     fprintf(out, "<p class=\"note\">GPU time %s in all: kernels and %s of copies and memsets. The median is the "
                  "most-launched configuration's.</p>\n",
             gpu_s, copies);
@@ -544,7 +544,7 @@ static void write_finding(FILE *out, size_t rank, const RankedFinding *r) {
     const Finding *f = &r->finding;
     const char *sev = severity_name(f->severity);
     char cost[32] = "-";
-    if (r->cost_seconds > 0) report_format_seconds(cost, sizeof cost, r->cost_seconds);
+    if (r->cost_seconds > 0) units_seconds(r->cost_seconds, cost, sizeof cost);
     fprintf(out, "<tr><td class=\"num\">%zu</td><td class=\"num\">%s</td><td><span class=\"sev sev-", rank, cost);
     esc(out, sev);
     fputs("\">", out);
@@ -560,23 +560,29 @@ static void write_finding(FILE *out, size_t rank, const RankedFinding *r) {
     fputs("</p>\n", out);
     if (f->evidence_count) {
         fputs("<ul class=\"evidence\">", out);
-        for (size_t i = 0; i < f->evidence_count; i++) {
+        for (size_t i = 0; i < f->evidence_count; i++) { /* measured figures as they are, other kinds named */
+            const Evidence *e = &f->evidence[i];
+            char *text = evidence_render(e);
             fputs("<li>", out);
-            esc(out, f->evidence[i]);
+            if (e->kind != EVIDENCE_MEASURED) fprintf(out, "<span class=\"note\">%s:</span> ", evidence_kind_name(e->kind));
+            esc(out, text ? text : "");
             fputs("</li>", out);
+            free(text);
         }
         fputs("</ul>\n", out);
     }
     if (f->gain.present) {
-        char gain[32];
-        report_format_seconds(gain, sizeof gain, f->gain.seconds);
+        char gain[UNITS_BUF];
+        units_seconds(f->gain.seconds, gain, sizeof gain);
         fprintf(out, "<div><span class=\"gain\">gain: about %s</span> ", gain);
         esc(out, scope_words(f->gain.scope));
-        if (f->gain.model) {
+        char *model = f->gain.model.text ? evidence_render(&f->gain.model) : NULL;
+        if (model) {
             fputs(" <span class=\"note\">(", out);
-            esc(out, f->gain.model);
+            esc(out, model);
             fputs(")</span>", out);
         }
+        free(model);
         fputs("</div>\n", out);
     }
     if (f->fix_count) {

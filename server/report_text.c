@@ -1,5 +1,6 @@
-/* `advise report` as text, and the wording of figures shared with the HTML
- * report and `advise diff` (see report_text.h). */
+/* `advise report` as text, and the column padding shared with the HTML
+ * report and `advise diff` (see report_text.h). Figures are written by
+ * analysis/units.h, as everywhere. */
 #include "report_text.h"
 
 #include <math.h>
@@ -8,32 +9,8 @@
 
 #include "../profiler/profile_diff.h"
 #include "../profiler/rank_table.h"
-#include "../rules/measure.h"
+#include "../analysis/units.h"
 #include "rank_text.h"
-
-/* The wording of measured figures is rules/measure_format.c's, so that the
- * report's own figures read like the findings' evidence beside them. */
-void report_format_ns(char *buf, size_t size, uint64_t ns) { measure_duration(ns, buf, size); }
-
-void report_format_signed_ns(char *buf, size_t size, int64_t ns) {
-    if (ns >= 0) {
-        report_format_ns(buf, size, (uint64_t)ns);
-        return;
-    }
-    if (size < 2) {
-        if (size) buf[0] = '\0';
-        return;
-    }
-    buf[0] = '-';
-    report_format_ns(buf + 1, size - 1, ns == INT64_MIN ? (uint64_t)INT64_MAX + 1 : (uint64_t)-ns);
-}
-
-void report_format_seconds(char *buf, size_t size, double seconds) {
-    if (!isfinite(seconds) || seconds < 0) seconds = 0;
-    measure_seconds(seconds, buf, size);
-}
-
-void report_format_bytes(char *buf, size_t size, uint64_t bytes) { measure_bytes(bytes, buf, size); }
 
 int report_pad(const char *s, int width) {
     int extra = 0;
@@ -84,7 +61,7 @@ static void write_profile(FILE *out, const ReportProfile *rp) {
     free(gpu);
     if (p->device_count) {
         char mem[32];
-        report_format_bytes(mem, sizeof mem, p->devices[0].memory_bytes);
+        units_bytes(p->devices[0].memory_bytes, mem, sizeof mem);
         fprintf(out, " (%u SMs, compute capability %u.%u, %s)", p->devices[0].sm_count, p->devices[0].cc_major,
                 p->devices[0].cc_minor, mem);
     }
@@ -92,14 +69,15 @@ static void write_profile(FILE *out, const ReportProfile *rp) {
     ProfileTotals t;
     profile_totals(p, &t);
     char run[32], span[32], kernels[32], copies[32], syncs[32];
-    report_format_ns(run, sizeof run, report_run_ns(p));
-    report_format_ns(span, sizeof span, t.span_ns);
-    report_format_ns(kernels, sizeof kernels, t.kernel_ns);
-    report_format_ns(copies, sizeof copies, t.copy_ns + t.memset_ns);
-    report_format_ns(syncs, sizeof syncs, t.sync_ns);
+    units_ns(report_run_ns(p), run, sizeof run);
+    units_ns(t.span_ns, span, sizeof span);
+    units_ns(t.kernel_ns, kernels, sizeof kernels);
+    units_ns(t.copy_ns + t.memset_ns, copies, sizeof copies);
+    units_ns(t.sync_ns, syncs, sizeof syncs);
     fprintf(out, "run      %s", run);
     double share = profile_totals_busy_share(&t);
-    if (share >= 0) fprintf(out, "; GPU busy %.1f%% of its %s active span", share * 100, span);
+    char busy[UNITS_BUF];
+    if (share >= 0) fprintf(out, "; GPU busy %s of its %s active span", units_ratio(share, busy, sizeof busy), span);
     fprintf(out, "\n         kernels %s (%llu launches), copies and memsets %s, host waiting in syncs %s\n", kernels,
             (unsigned long long)t.launches, copies, syncs);
     if (p->dropped_kernels || p->dropped_ops || p->dropped_sites)
@@ -144,9 +122,9 @@ static void write_header(FILE *out, const ReportInput *in) {
         ProfileTotals t;
         profile_totals(p, &t);
         char run[32], busy[16] = "-";
-        report_format_ns(run, sizeof run, report_run_ns(p));
+        units_ns(report_run_ns(p), run, sizeof run);
         double share = profile_totals_busy_share(&t);
-        if (share >= 0) snprintf(busy, sizeof busy, "%.1f%%", share * 100);
+        if (share >= 0) units_ratio(share, busy, sizeof busy);
         fprintf(out, "  %-*.*s  %-20s  %-*.*s  %*s  %8s  %s\n", name_w, name_w, p->name, p->created, gpu_w, gpu_w,
                 gpus && gpus[i] ? gpus[i] : "?", report_pad(run, 10), run, busy,
                 in->profiles[i].path ? in->profiles[i].path : "");
@@ -163,16 +141,23 @@ static void write_header(FILE *out, const ReportInput *in) {
 static void write_finding(FILE *out, size_t rank, const RankedFinding *r) {
     const Finding *f = &r->finding;
     char cost[32] = "-";
-    if (r->cost_seconds > 0) report_format_seconds(cost, sizeof cost, r->cost_seconds);
+    if (r->cost_seconds > 0) units_seconds(r->cost_seconds, cost, sizeof cost);
     fprintf(out, "\n#%-3zu %*s  %-7s  %s:%u:%u  %s %s\n", rank, report_pad(cost, 9), cost, severity_name(f->severity), r->path, r->line,
             r->column, f->code ? f->code : "", f->name ? f->name : "");
     fprintf(out, "     %s\n", f->message ? f->message : "");
-    for (size_t i = 0; i < f->evidence_count; i++) fprintf(out, "     - %s\n", f->evidence[i]);
+    for (size_t i = 0; i < f->evidence_count; i++) { /* measured figures as they are, other kinds named */
+        const Evidence *e = &f->evidence[i];
+        char *text = evidence_render(e);
+        fprintf(out, "     - %s%s%s\n", e->kind == EVIDENCE_MEASURED ? "" : evidence_kind_name(e->kind),
+                e->kind == EVIDENCE_MEASURED ? "" : ": ", text ? text : "");
+        free(text);
+    }
     if (f->gain.present) {
-        char gain[32];
-        report_format_seconds(gain, sizeof gain, f->gain.seconds);
-        fprintf(out, "     gain: about %s %s%s%s\n", gain, scope_words(f->gain.scope), f->gain.model ? "; " : "",
-                f->gain.model ? f->gain.model : "");
+        char gain[UNITS_BUF];
+        char *model = f->gain.model.text ? evidence_render(&f->gain.model) : NULL;
+        fprintf(out, "     gain: about %s %s%s%s\n", units_seconds(f->gain.seconds, gain, sizeof gain),
+                scope_words(f->gain.scope), model ? "; " : "", model ? model : "");
+        free(model);
     }
     if (f->fix_count) fprintf(out, "     fix (%s): %s\n", f->fixes[0].safe ? "safe" : "unsafe", f->fixes[0].title);
     if (r->stale) fputs("     stale: the file changed since it was profiled; the figures describe the old code\n", out);

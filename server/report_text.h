@@ -1,6 +1,7 @@
 /* `advise report` as text for a terminal, what the report shows (ReportInput,
- * shared with the HTML face in report_html.h), and the figures' wording
- * ("1.37 ms", "23.1%") shared by the report and `advise diff`. */
+ * shared with the HTML face in report_html.h), and the column padding of
+ * figures shared by the report and `advise diff` (the figures themselves
+ * are written by analysis/units.h). */
 #ifndef ADVISE_REPORT_TEXT_H
 #define ADVISE_REPORT_TEXT_H
 
@@ -9,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../analysis/units.h"
 #include "../profiler/profile.h"
 #include "ranked_findings.h"
 
@@ -28,15 +30,6 @@ typedef struct {
     const RankedFindings *findings;  /* ranked by cost, most costly first */
 } ReportInput;
 
-/* A duration for people: "812 ns", "93.6 µs", "1.37 ms", "2.41 s" (the
- * wording of the findings' evidence, rules/measure.h). */
-void report_format_ns(char *buf, size_t size, uint64_t ns);
-/* As report_format_ns for a signed figure ("-1.37 ms"). */
-void report_format_signed_ns(char *buf, size_t size, int64_t ns);
-/* Seconds (a finding's cost or gain) as report_format_ns does. */
-void report_format_seconds(char *buf, size_t size, double seconds);
-/* Bytes: "512 bytes", "12.6 MB". */
-void report_format_bytes(char *buf, size_t size, uint64_t bytes);
 /* The printf width that gives s width columns: figures hold "µs", two bytes
  * in one column. */
 int report_pad(const char *s, int width);

@@ -59,16 +59,37 @@ Test(check_profile, json_on_the_training_sample) {
     cr_assert(doc, "%s\n%s", error.text, r.out);
     json_t *item = finding_at(doc, "PY001", 111);
     cr_assert(item, "%s", r.out);
+    cr_expect_eq(json_integer_value(json_object_get(doc, "format_version")), 2);
+    cr_expect_eq(json_integer_value(json_object_get(doc, "version")), 2, "the format version's first name");
     json_t *evidence = json_object_get(item, "evidence");
     cr_assert_eq(json_array_size(evidence), 1, "%s", r.out);
-    cr_expect_str_eq(json_string_value(json_array_get(evidence, 0)),
+    /* an item: its kind, its words, its template and its figures as numbers */
+    json_t *first = json_array_get(evidence, 0);
+    cr_expect_str_eq(json_string_value(json_object_get(first, "kind")), "measured");
+    cr_expect_str_eq(json_string_value(json_object_get(first, "text")),
                      "this `loss.item()` ran 100 times and waited 6.93 \xC2\xB5s each on average (693 \xC2\xB5s, "
                      "<0.1% of the run)");
+    cr_expect_str_eq(json_string_value(json_object_get(first, "template")),
+                     "this `loss.item()` ran {0} times and waited {1} each on average ({2}, {3} of the run)");
+    json_t *values = json_object_get(first, "values");
+    cr_assert_eq(json_array_size(values), 4, "%s", r.out);
+    cr_expect_eq(json_integer_value(json_object_get(json_array_get(values, 0), "value")), 100);
+    cr_expect_str_eq(json_string_value(json_object_get(json_array_get(values, 0), "unit")), "count");
+    double each = json_real_value(json_object_get(json_array_get(values, 1), "value"));
+    cr_expect(each > 6.9e-6 && each < 6.96e-6, "%g", each);
+    cr_expect_str_eq(json_string_value(json_object_get(json_array_get(values, 1), "unit")), "s");
+    cr_expect_str_eq(json_string_value(json_object_get(json_array_get(values, 3), "unit")), "ratio");
     cr_expect(json_is_null(json_object_get(item, "gain")), "no gain is claimed for a sync's wait");
     item = finding_at(doc, "PY005", 104);
     cr_assert(item);
-    cr_expect(strstr(json_string_value(json_array_get(json_object_get(item, "evidence"), 0)),
+    cr_expect(strstr(json_string_value(json_object_get(json_array_get(json_object_get(item, "evidence"), 0), "text")),
                      "this copy moved 6.55 MB in 100 copies from pageable memory"));
+    /* a gain's model is an item of kind "model" */
+    item = finding_at(doc, "PY008", 96);
+    cr_assert(item, "%s", r.out);
+    json_t *model = json_object_get(json_object_get(item, "gain"), "model");
+    cr_expect_str_eq(json_string_value(json_object_get(model, "kind")), "model");
+    cr_expect(strstr(json_string_value(json_object_get(model, "text")), "x (1 - 7/24)"), "%s", r.out);
     item = finding_at(doc, "PY010", 63);
     cr_assert(item);
     cr_expect_eq(json_array_size(json_object_get(item, "evidence")), 0);
@@ -109,7 +130,7 @@ Test(check_profile, the_configured_folder_by_default) {
     fputs("# edited after profiling\n", f);
     fclose(f);
     r = run_advise_at(dir, "check", "--fail-on", "never", "samples/python/train_classifier.py");
-    cr_expect(strstr(r.out, "    = measured: (profile is older than this file: figures from 2026-11-30 15:19 UTC)"),
+    cr_expect(strstr(r.out, "    = caveat: (profile is older than this file: figures from 2026-11-30 15:19 UTC)"),
               "%s", r.out);
     run_result_free(&r);
 }

@@ -115,7 +115,8 @@ Test(cli, json_format_is_complete) {
     json_error_t err;
     json_t *doc = json_loads(r.out, 0, &err);
     cr_assert(doc != NULL, "invalid JSON: %s\n%s", err.text, r.out);
-    cr_expect_eq(json_integer_value(json_object_get(doc, "version")), 1);
+    cr_expect_eq(json_integer_value(json_object_get(doc, "format_version")), 2, "evidence items are typed");
+    cr_expect_eq(json_integer_value(json_object_get(doc, "version")), 2, "format_version's first name");
     json_t *findings = json_object_get(doc, "findings");
     cr_assert_eq(json_array_size(findings), 1);
     json_t *f0 = json_array_get(findings, 0);

@@ -321,7 +321,7 @@ Test(diff_cli, text_shows_totals_kernels_and_sites) {
     cr_expect_null(strstr(r.out, "different GPUs"), "both on the H200");
     cr_expect(strstr(r.out, "GPU kernel time            1.56 ms      188 \xC2\xB5s     1.37 ms    8.32x          84 -> 42"),
               "%s", r.out);
-    cr_expect(strstr(r.out, "GPU busy                      9.5%       23.1%"), "%s", r.out);
+    cr_expect(strstr(r.out, "GPU busy                      9.5%         23%"), "%s", r.out);
     cr_expect(strstr(r.out, "      333 \xC2\xB5s     94.1 \xC2\xB5s      239 \xC2\xB5s    3.54x          21 -> 21  transpose_tiled("), "%s",
               r.out);
     cr_expect(strstr(r.out, " only in BEFORE:\n      999 \xC2\xB5s           -      999 \xC2\xB5s     gone           21 -> 0  "

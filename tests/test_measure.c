@@ -9,6 +9,7 @@
 #include "../rules/engine_internal.h"
 #include "../rules/measure.h"
 #include "cli_harness.h"
+#include "evidence_text.h"
 #include "profile_builder.h"
 #include "kernel_name.h"
 #include "profile_json.h"
@@ -66,13 +67,13 @@ static Finding *at(Checked *c, const char *code, size_t line) {
 
 static bool has_evidence(const Finding *f, const char *text) {
     for (size_t i = 0; f && i < f->evidence_count; i++)
-        if (strstr(f->evidence[i], text)) return true;
+        if (strstr(ev(&f->evidence[i]), text)) return true;
     return false;
 }
 
 static void show(const Finding *f) {
-    for (size_t i = 0; f && i < f->evidence_count; i++) cr_log_info("%s: %s", f->code, f->evidence[i]);
-    if (f && f->gain.present) cr_log_info("gain %g s: %s", f->gain.seconds, f->gain.model);
+    for (size_t i = 0; f && i < f->evidence_count; i++) cr_log_info("%s: %s", f->code, ev(&f->evidence[i]));
+    if (f && f->gain.present) cr_log_info("gain %g s: %s", f->gain.seconds, ev(&f->gain.model));
 }
 
 Test(measure, sync_evidence_gain_and_severity) {
@@ -94,8 +95,8 @@ Test(measure, copy_against_the_default_pinned_bandwidth) {
     Finding *f = at(&c, "PY005", 8);
     cr_assert(f);
     show(f);
-    cr_expect(has_evidence(f, "this copy moved 4.00 MB from pageable memory at 2.0 GB/s (2.00 ms); pinned memory "
-                              "would take about 81.5 \xC2\xB5s (50 GB/s, the device's usual pinned bandwidth)"));
+    cr_expect(has_evidence(f, "this copy moved 4.00 MB from pageable memory at 2.00 GB/s (2.00 ms); pinned memory "
+                              "would take about 81.5 \xC2\xB5s (50.0 GB/s, the device's usual pinned bandwidth)"));
     cr_expect(fabs(f->gain.seconds - (0.002 - 81.5e-6)) < 1e-9, "%g", f->gain.seconds);
     cr_expect_eq(f->severity, SEVERITY_WARNING, "0.2%% of the run: as it was");
     Finding *loader = at(&c, "PY005", 6);
@@ -114,7 +115,7 @@ Test(measure, copy_against_the_runs_own_pinned_copies) {
     check_with(&c, LOOP, p, NULL);
     Finding *f = at(&c, "PY005", 8);
     show(f);
-    cr_expect(has_evidence(f, "pinned memory would take about 102 \xC2\xB5s (40 GB/s, as this run's pinned copies)"));
+    cr_expect(has_evidence(f, "pinned memory would take about 102 \xC2\xB5s (40.0 GB/s, as this run's pinned copies)"));
     cr_expect(fabs(f->gain.seconds - (0.002 - 101.5e-6)) < 1e-9, "%g", f->gain.seconds);
     checked_free(&c);
 }
@@ -170,7 +171,7 @@ Test(measure, launches_fused_gain_counts_the_backward_pass) {
                               "`sigmoid` here)"));
     cr_assert(f->gain.present);
     cr_expect(fabs(f->gain.seconds - 0.010 * (1 + 2 * 0.75)) < 1e-9, "%g", f->gain.seconds);
-    cr_expect(strstr(f->gain.model, "x (1 + 2 x 0.75) for the backward pass"), "%s", f->gain.model);
+    cr_expect(strstr(ev(&f->gain.model), "x (1 + 2 x 0.75) for the backward pass"), "%s", ev(&f->gain.model));
     checked_free(&c);
 
     /* more backward launches than forward ones here (the operator is used elsewhere too): at most all of them */
@@ -239,6 +240,55 @@ Test(measure, user_severity_is_kept) {
     checked_free(&c);
 }
 
+/* The merge appends what it measured after the rule's own items, each of its
+ * kind: the rule's note stays a note, the figures are measured, the stale
+ * profile's remark is a caveat and the gain's model a model, its figures
+ * numbers. */
+Test(measure, evidence_kinds_through_the_merge) {
+    Profile *p = loop_profile();
+    pb_hash(p, LOOP, "# an older version of the file\n");
+    char *text = harness_slurp(ADVISE_SOURCE_DIR "/" LOOP);
+    Document *doc = document_new(LOOP, LANGUAGE_PYTHON, text, strlen(text));
+    Config cfg;
+    config_init(&cfg);
+    FindingList findings;
+    finding_list_init(&findings);
+    char *error = NULL;
+    cr_assert(engine_check(doc, NULL, &cfg, &findings, NULL, &error), "%s", error);
+    Finding *f = NULL;
+    for (size_t i = 0; i < findings.count; i++)
+        if (strcmp(findings.items[i].code, "PY007") == 0) f = &findings.items[i];
+    cr_assert(f);
+    cr_assert(finding_note(f, "a note of the rule's {}"));
+    ProfileView *v = profile_view_new(p, "synthetic.json");
+    cr_assert(engine_merge_profile(doc, LOOP, v, &cfg, &findings));
+    f = NULL;
+    for (size_t i = 0; i < findings.count; i++)
+        if (strcmp(findings.items[i].code, "PY007") == 0) f = &findings.items[i];
+    cr_assert(f);
+    show(f);
+    cr_assert_eq(f->evidence_count, 3);
+    cr_expect_eq(f->evidence[0].kind, EVIDENCE_NOTE);
+    cr_expect_str_eq(ev(&f->evidence[0]), "a note of the rule's {}");
+    cr_expect_eq(f->evidence[1].kind, EVIDENCE_MEASURED);
+    cr_expect_str_eq(f->evidence[1].text, "this line launched {0} kernels {1} times: {2} of GPU time ({3} each on "
+                                          "average, {4} of all GPU time)");
+    cr_expect_eq(f->evidence[1].value_count, 5);
+    cr_expect_eq(f->evidence[1].values[2].unit, UNIT_SECONDS);
+    cr_expect_float_eq(f->evidence[1].values[2].value, 0.020, 1e-12);
+    cr_expect_eq(f->evidence[2].kind, EVIDENCE_CAVEAT);
+    cr_expect(strstr(ev(&f->evidence[2]), "profile is older than this file"));
+    cr_assert(f->gain.present);
+    cr_expect_eq(f->gain.model.kind, EVIDENCE_MODEL);
+    cr_expect_str_eq(ev(&f->gain.model), "fusing the 2 kernels into one reads and writes memory once instead of 2 "
+                                         "times: (N - 1) / N of their GPU time (20.0 ms)");
+    profile_view_free(v);
+    finding_list_free(&findings);
+    config_free(&cfg);
+    document_free(doc);
+    free(text);
+}
+
 Test(measure, stale_profile_marks_figures_and_raises_nothing) {
     Profile *p = loop_profile();
     pb_hash(p, LOOP, "# an older version of the file\n");
@@ -248,7 +298,7 @@ Test(measure, stale_profile_marks_figures_and_raises_nothing) {
     cr_assert(f);
     show(f);
     cr_expect(has_evidence(f, "ran 500 times"));
-    cr_expect_str_eq(f->evidence[f->evidence_count - 1],
+    cr_expect_str_eq(ev(&f->evidence[f->evidence_count - 1]),
                      "(profile is older than this file: figures from 2026-11-30 15:19 UTC)");
     cr_expect_eq(f->severity, SEVERITY_WARNING, "not raised from stale figures");
     f = at(&c, "PY003", 28);
@@ -314,19 +364,19 @@ Test(measure, alloc_sync_fallback_and_gpu_time_models) {
     Measurement m;
     cr_assert(measure_apply(MEASURE_ALLOC, &site, &m));
     cr_expect(m.measured);
-    cr_expect_str_eq(m.evidence[0], "this line allocated 16 times: 1.60 ms of host time (100 \xC2\xB5s each on "
+    cr_expect_str_eq(ev(&m.evidence[0]), "this line allocated 16 times: 1.60 ms of host time (100 \xC2\xB5s each on "
                                     "average, 1.6% of the run)");
     cr_expect(fabs(m.gain_seconds - 0.0015) < 1e-12, "all but one: %g", m.gain_seconds);
     measurement_free(&m);
 
     cr_assert(measure_apply(MEASURE_SYNC, &site, &m));
-    cr_expect(m.measured && m.evidence_count == 1 && strstr(m.evidence[0], "allocated 16 times"),
+    cr_expect(m.measured && m.evidence_count == 1 && strstr(ev(&m.evidence[0]), "allocated 16 times"),
               "a sync finding on an allocation line takes the allocation model");
     measurement_free(&m);
 
     site.first = site.last = 7;
     cr_assert(measure_apply(MEASURE_GPU_TIME, &site, &m));
-    cr_expect_str_eq(m.evidence[0], "this line ran 402 \xC2\xB5s of GPU work (4 kernel launches, 2 copies; 100% of all "
+    cr_expect_str_eq(ev(&m.evidence[0]), "this line ran 402 \xC2\xB5s of GPU work (4 kernel launches, 2 copies; 100% of all "
                                     "GPU time)");
     cr_expect_not(m.has_gain);
     measurement_free(&m);
@@ -347,25 +397,16 @@ Test(measure, alloc_sync_fallback_and_gpu_time_models) {
 }
 
 Test(measure, numbers_in_words) {
-    char buf[32];
-    measure_duration(6930, buf, sizeof buf);
-    cr_expect_str_eq(buf, "6.93 \xC2\xB5s");
-    measure_duration(900000000, buf, sizeof buf);
-    cr_expect_str_eq(buf, "900 ms");
-    measure_duration(1800000000, buf, sizeof buf);
-    cr_expect_str_eq(buf, "1.80 s");
-    measure_duration(512, buf, sizeof buf);
-    cr_expect_str_eq(buf, "512 ns");
-    measure_bytes(16777216, buf, sizeof buf);
-    cr_expect_str_eq(buf, "16.8 MB");
-    measure_bytes(64, buf, sizeof buf);
-    cr_expect_str_eq(buf, "64 bytes");
-    measure_share(11, 100, buf, sizeof buf);
-    cr_expect_str_eq(buf, "11%");
-    measure_share(5, 1000, buf, sizeof buf);
-    cr_expect_str_eq(buf, "0.5%");
-    measure_share(1, 100000, buf, sizeof buf);
-    cr_expect_str_eq(buf, "<0.1%");
+    char buf[UNITS_BUF];
+    cr_expect_str_eq(units_ns(6930, buf, sizeof buf), "6.93 \xC2\xB5s");
+    cr_expect_str_eq(units_ns(900000000, buf, sizeof buf), "900 ms");
+    cr_expect_str_eq(units_ns(1800000000, buf, sizeof buf), "1.80 s");
+    cr_expect_str_eq(units_ns(512, buf, sizeof buf), "512 ns");
+    cr_expect_str_eq(units_bytes(16777216, buf, sizeof buf), "16.8 MB");
+    cr_expect_str_eq(units_bytes(64, buf, sizeof buf), "64 bytes");
+    cr_expect_str_eq(units_share(11, 100, buf, sizeof buf), "11%");
+    cr_expect_str_eq(units_share(5, 1000, buf, sizeof buf), "0.5%");
+    cr_expect_str_eq(units_share(1, 100000, buf, sizeof buf), "<0.1%");
 }
 
 /* A profile rule of the test's own: one finding on each line the profile
@@ -381,7 +422,7 @@ static void check_waits(RuleContext *ctx) {
         if (lines[i].syncs) {
             size_t start = ctx->doc->line_starts[lines[i].line - 1];
             Finding *f = rule_report(ctx, start, start + 1, "waited %llu times", (unsigned long long)lines[i].syncs);
-            if (f) finding_add_evidence(f, "measured by the rule");
+            if (f) finding_measured(f, NO_VALUES, "measured by the rule");
         }
 }
 
@@ -455,7 +496,7 @@ Test(measure, profile_rules_run_filtered_like_the_others) {
     cr_expect(report.stale);
     cr_assert_eq(out.count, 1);
     cr_expect_eq(out.items[0].evidence_count, 2);
-    cr_expect(strstr(out.items[0].evidence[1], "older than this file"));
+    cr_expect(strstr(ev(&out.items[0].evidence[1]), "older than this file"));
     finding_list_free(&out);
     config_free(&cfg);
 }
@@ -537,7 +578,7 @@ Test(measure, foreach_optimizer_kernels_and_the_fused_gain) {
     cr_expect(has_evidence(f, "multi-tensor (foreach) kernels, the optimizer's step among them, ran 800 times in 8 kinds"));
     cr_assert(f->gain.present);
     cr_expect(fabs(f->gain.seconds - (double)ns / 1e9 * (1 - 7.0 / 24.0)) < 1e-12, "%g", f->gain.seconds);
-    cr_expect(strstr(f->gain.model, "7/24"));
+    cr_expect(strstr(ev(&f->gain.model), "7/24"));
     checked_free(&c);
 
     p = profile_read_file(ADVISE_SOURCE_DIR "/tests/fixtures/profiles/h200/resnet50_step.json", PROFILE_FINAL, &error);

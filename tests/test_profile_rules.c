@@ -20,6 +20,7 @@
 #include "../rules/profile_facts.h"
 #include "../rules/rule.h"
 #include "cli_harness.h"
+#include "evidence_text.h"
 #include "profile_builder.h"
 
 #define MS 1000000ull
@@ -122,7 +123,7 @@ static const Finding *at_line(const FindingList *l, const Source *s, uint32_t li
 
 static bool has_evidence(const Finding *f, const char *needle) {
     for (size_t i = 0; i < f->evidence_count; i++)
-        if (strstr(f->evidence[i], needle)) return true;
+        if (strstr(ev(&f->evidence[i]), needle)) return true;
     return false;
 }
 
@@ -358,18 +359,18 @@ Test(names, library_and_kinds) {
 Test(figures, in_the_merge_s_words) {
     char b[32];
     /* durations, transfer sizes and shares are measure.h's words */
-    cr_expect_str_eq(pf_duration(12345, b, sizeof b), "12.3 \xc2\xb5s");
-    cr_expect_str_eq(pf_bytes(16u << 20, b, sizeof b), "16.8 MB");
-    cr_expect_str_eq(pf_share(1, 8, b, sizeof b), "12%");
+    cr_expect_str_eq(units_ns(12345, b, sizeof b), "12.3 \xc2\xb5s");
+    cr_expect_str_eq(units_bytes(16u << 20, b, sizeof b), "16.8 MB");
+    cr_expect_str_eq(units_share(1, 8, b, sizeof b), "12%");
     /* on-chip capacities in binary units */
-    cr_expect_str_eq(pf_capacity(49152, b, sizeof b), "48 KiB");
-    cr_expect_str_eq(pf_capacity(233472, b, sizeof b), "228 KiB");
-    cr_expect_str_eq(pf_capacity(1000, b, sizeof b), "1000 bytes");
-    cr_expect_str_eq(pf_percent(0.314, b, sizeof b), "31%");
-    cr_expect_str_eq(pf_percent(0.042, b, sizeof b), "4.2%");
-    cr_expect_str_eq(pf_bandwidth(48.5e9, b, sizeof b), "48.5 GB/s");
-    cr_expect_str_eq(pf_count(1234567, b, sizeof b), "1,234,567");
-    cr_expect_str_eq(pf_count(12, b, sizeof b), "12");
+    cr_expect_str_eq(units_capacity(49152, b, sizeof b), "48 KiB");
+    cr_expect_str_eq(units_capacity(233472, b, sizeof b), "228 KiB");
+    cr_expect_str_eq(units_capacity(1000, b, sizeof b), "1000 bytes");
+    cr_expect_str_eq(units_ratio(0.314, b, sizeof b), "31%");
+    cr_expect_str_eq(units_ratio(0.042, b, sizeof b), "4.2%");
+    cr_expect_str_eq(units_rate(48.5e9, b, sizeof b), "48.5 GB/s");
+    cr_expect_str_eq(units_count(1234567, b, sizeof b), "1,234,567");
+    cr_expect_str_eq(units_count(12, b, sizeof b), "12");
 }
 
 Test(lines, line_range_skips_indentation) {
@@ -984,11 +985,11 @@ Test(pr008, pageable_copies_with_a_pinned_estimate) {
     cr_assert_eq(l.count, 2, "%s", all);
     const Finding *f = at_line(&l, &s, 3);
     cr_assert_not_null(f, "%s", all);
-    cr_expect(strstr(f->message, "16 host-to-device copies from pageable memory (67.1 MB, 4.19 MB each) at 3.0 GB/s"),
+    cr_expect(strstr(f->message, "16 host-to-device copies from pageable memory (67.1 MB, 4.19 MB each) at 3.00 GB/s"),
               "%s", f->message);
     cr_expect(strstr(f->message, "`cudaMallocHost`"), "%s", f->message);
     /* the pinned estimate uses this run's pinned host-to-device copies: 128 MiB in 3.2 ms */
-    cr_expect(has_evidence(f, "(42 GB/s, as this run's pinned copies)"), "%s", all);
+    cr_expect(has_evidence(f, "(41.9 GB/s, as this run's pinned copies)"), "%s", all);
     cr_assert(f->gain.present);
     double pinned_bw = (128.0 * (1 << 20)) / 3.2e-3;
     double want = 16 * 1.4e-3 - (64.0 * (1 << 20) / pinned_bw + 16 * 1.5e-6);
@@ -1001,7 +1002,7 @@ Test(pr008, pageable_copies_with_a_pinned_estimate) {
     cr_expect_not(f->gain.present, "already at pinned speed on the GPU's side");
     /* 0.34 ms on the GPU, but about 48 ms x 16 / 144 = 5.33 ms on the host */
     cr_expect(has_evidence(f, "downloads on the host: about 5.33 ms (5.3% of the run)"), "%s", all);
-    cr_expect(has_evidence(f, "(50 GB/s, the device's usual pinned bandwidth)"),
+    cr_expect(has_evidence(f, "(50.0 GB/s, the device's usual pinned bandwidth)"),
               "no pinned device-to-host sample of 256 KiB: %s", all);
     cr_expect(has_evidence(f, "pinned memory would copy no faster here"));
     /* lines 5 (pinned), 6 (4 bytes), 7 (pinned) and 9 (one copy) are not reported */
@@ -1692,7 +1693,7 @@ Test(h200, messages_carry_the_measured_figures) {
                                  "pinned memory makes them asynchronous (`cudaMallocHost`/`cudaHostRegister`, then "
                                  "`cudaMemcpyAsync`)");
     cr_expect(has_evidence(f, "uploads on the host: about 8.15 ms (2.5% of the run)"), "%s",
-              f->evidence_count > 2 ? f->evidence[2] : "");
+              f->evidence_count > 2 ? ev(&f->evidence[2]) : "");
     /* the merge's copy model, as CU006 at the same line gets it */
     cr_expect(has_evidence(f, "this copy moved 16.8 MB in 16 copies from pageable memory at 48.5 GB/s"));
     finding_list_free(&l);

@@ -16,6 +16,7 @@
 #include "../rules/comm_facts.h"
 #include "../rules/engine.h"
 #include "cli_harness.h"
+#include "evidence_text.h"
 
 #define SRC "tests/fixtures/merge/ddp_train.py"
 #define MS 1000000ull
@@ -171,7 +172,7 @@ static const Finding *at(const Checked *c, const char *code, uint32_t line) {
 
 static bool has_evidence(const Finding *f, const char *needle) {
     for (size_t i = 0; f && i < f->evidence_count; i++)
-        if (strstr(f->evidence[i], needle)) return true;
+        if (strstr(ev(&f->evidence[i]), needle)) return true;
     return false;
 }
 
@@ -186,7 +187,7 @@ static const char *shown(const Checked *c) {
                  f->code, f->message);
         for (size_t e = 0; e < f->evidence_count; e++) {
             used = strlen(buf);
-            snprintf(buf + used, sizeof buf - used, "\n    - %s", f->evidence[e]);
+            snprintf(buf + used, sizeof buf - used, "\n    - %s", ev(&f->evidence[e]));
         }
     }
     return buf;
@@ -256,7 +257,7 @@ Test(pr013, exposed_all_reduce_at_the_backward_line) {
     cr_assert(f->gain.present);
     cr_expect(fabs(f->gain.seconds - 0.020) < 1e-9, "the least exposed rank's 20 ms: %g", f->gain.seconds);
     cr_expect_str_eq(f->gain.scope, "program");
-    cr_expect(strstr(f->gain.model, "least exposed rank (rank 0, 20.0 ms): an upper bound"), "%s", f->gain.model);
+    cr_expect(strstr(ev(&f->gain.model), "least exposed rank (rank 0, 20.0 ms): an upper bound"), "%s", ev(&f->gain.model));
     cr_expect_eq(f->severity, SEVERITY_WARNING, "every rank at 10%% or more");
     checked_free(&c);
 }

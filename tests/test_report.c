@@ -183,29 +183,17 @@ Test(report_html, the_checker_catches_what_it_should) {
 /* ---- figures --------------------------------------------------------------------------- */
 
 Test(report_format, durations_and_bytes_read_well) {
-    char b[32];
-    report_format_ns(b, sizeof b, 0);
-    cr_expect_str_eq(b, "0 ns");
-    report_format_ns(b, sizeof b, 812);
-    cr_expect_str_eq(b, "812 ns");
-    report_format_ns(b, sizeof b, 93633);
-    cr_expect_str_eq(b, "93.6 \xC2\xB5s");
-    report_format_ns(b, sizeof b, 1561156);
-    cr_expect_str_eq(b, "1.56 ms");
-    report_format_ns(b, sizeof b, 999999);
-    cr_expect_str_eq(b, "1000 \xC2\xB5s");
-    report_format_ns(b, sizeof b, 2410000000ull);
-    cr_expect_str_eq(b, "2.41 s");
-    report_format_signed_ns(b, sizeof b, -1370000);
-    cr_expect_str_eq(b, "-1.37 ms");
-    report_format_seconds(b, sizeof b, 0.000789);
-    cr_expect_str_eq(b, "789 \xC2\xB5s");
-    report_format_seconds(b, sizeof b, -1);
-    cr_expect_str_eq(b, "0 ns");
-    report_format_bytes(b, sizeof b, 512);
-    cr_expect_str_eq(b, "512 bytes");
-    report_format_bytes(b, sizeof b, 12582912);
-    cr_expect_str_eq(b, "12.6 MB");
+    char b[UNITS_BUF];
+    cr_expect_str_eq(units_ns(0, b, sizeof b), "0 ns");
+    cr_expect_str_eq(units_ns(812, b, sizeof b), "812 ns");
+    cr_expect_str_eq(units_ns(93633, b, sizeof b), "93.6 \xC2\xB5s");
+    cr_expect_str_eq(units_ns(1561156, b, sizeof b), "1.56 ms");
+    cr_expect_str_eq(units_ns(999999, b, sizeof b), "1.00 ms", "rounded up into the next unit");
+    cr_expect_str_eq(units_ns(2410000000ull, b, sizeof b), "2.41 s");
+    cr_expect_str_eq(units_format(q_seconds(-0.00137), b, sizeof b), "-1.37 ms");
+    cr_expect_str_eq(units_seconds(0.000789, b, sizeof b), "789 \xC2\xB5s");
+    cr_expect_str_eq(units_bytes(512, b, sizeof b), "512 bytes");
+    cr_expect_str_eq(units_bytes(12582912, b, sizeof b), "12.6 MB");
 }
 
 Test(report_format, top_kernels_sum_configurations_by_name) {
@@ -228,8 +216,9 @@ Test(report_text, header_and_ranked_findings_with_evidence) {
     RankedFindings r = {.files_checked = 2};
     RankedFinding *a = add_finding(&r, "train.py", 20, "PY001", "host-sync-in-loop", SEVERITY_WARNING,
                                    "`loss.item()` waits for the GPU on every iteration", 0.0123);
-    finding_add_evidence(&a->finding, "12 syncs waited 7.00 \xC2\xB5s (0.4%% of the run)");
-    a->finding.gain = (Gain){.present = true, .seconds = 0.0123, .scope = "program", .model = strdup("the waits go")};
+    finding_measured(&a->finding, QV(q_count(12), q_ns(7000), q_ratio(0.004)), "{} syncs waited {} ({} of the run)");
+    finding_caveat(&a->finding, "a static caveat");
+    finding_set_gain(&a->finding, 0.0123, "program", NO_VALUES, "the waits go");
     finding_add_fix(&a->finding, "Accumulate on the GPU", false);
     RankedFinding *b = add_finding(&r, "train.py", 30, "PY009", "fp32-matmul-without-tf32", SEVERITY_HINT,
                                    "float32 matmuls", 0);
@@ -244,6 +233,7 @@ Test(report_text, header_and_ranked_findings_with_evidence) {
     cr_expect(strstr(out, "#1     12.3 ms  warning  train.py:20:5  PY001 host-sync-in-loop\n"
                           "     `loss.item()` waits for the GPU on every iteration\n"
                           "     - 12 syncs waited 7.00 \xC2\xB5s (0.4% of the run)\n"
+                          "     - caveat: a static caveat\n"
                           "     gain: about 12.3 ms for the whole program; the waits go\n"
                           "     fix (unsafe): Accumulate on the GPU\n"),
               "%s", out);
@@ -290,8 +280,8 @@ Test(report_html, every_string_is_escaped) {
     p->name = strdup(NASTY);
     RankedFindings r = {.files_checked = 1};
     RankedFinding *f = add_finding(&r, "src/<b>&\"x\".py", 10, "PY001", "host-sync-in-loop", SEVERITY_ERROR, NASTY, 1e-3);
-    finding_add_evidence(&f->finding, "%s", NASTY);
-    f->finding.gain = (Gain){.present = true, .seconds = 1e-3, .scope = "kernel", .model = strdup(NASTY)};
+    finding_measured(&f->finding, NO_VALUES, "%s", NASTY);
+    finding_set_gain(&f->finding, 1e-3, "kernel", NO_VALUES, "%s", NASTY);
     finding_add_fix(&f->finding, NASTY, true);
     ReportProfile rp = {p, "<dir>/p&q.json"};
     ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};

@@ -100,46 +100,43 @@ static void check_line(RuleContext *ctx, const PfLine *line, uint64_t kernel_tot
     pf_kernel_display_name(sums[0].name, kname, sizeof kname);
     if (n > 1) snprintf(more, sizeof more, " and %zu other kernel%s", n - 1, n == 2 ? "" : "s");
     Finding *f = pf_report_line(ctx, line->line, "%s of GPU kernel time \xc2\xb7 %s avg \xc2\xb7 %s call%s: %s%s",
-                                pf_percent(share, pct, sizeof pct), pf_duration(ns / launches, avg, sizeof avg),
-                                pf_count(launches, calls, sizeof calls), launches == 1 ? "" : "s", kname, more);
+                                units_ratio(share, pct, sizeof pct), units_ns(ns / launches, avg, sizeof avg),
+                                units_count(launches, calls, sizeof calls), launches == 1 ? "" : "s", kname, more);
     if (!f) {
         free(sums);
         return;
     }
     if (share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
 
-    char total[24], all[24], runs[24];
-    bool ok = finding_add_evidence(f, "kernels launched here: %s on the GPU in %s launches, of %s of kernel time in the "
-                                      "profile",
-                                   pf_duration(ns, total, sizeof total), calls,
-                                   pf_duration(kernel_total, all, sizeof all));
+    bool ok = finding_measured(f, QV(q_ns(ns), q_count(launches), q_ns(kernel_total)),
+                               "kernels launched here: {} on the GPU in {} launches, of {} of kernel time in the "
+                               "profile");
     if (run > 0) {
-        char rs[16];
         /* kernel time is summed over every GPU of the run, so it is set
          * against the run's time on each of them (several ranks) */
         size_t gpus = profile_view_profile(ctx->profile)->timeline_count;
         if (gpus > 1)
-            ok = ok && finding_add_evidence(f, "the run took %s on %zu GPUs: these kernels are %s of their time",
-                                            pf_duration(run, runs, sizeof runs), gpus,
-                                            pf_percent((double)ns / ((double)run * (double)gpus), rs, sizeof rs));
+            ok = ok && finding_measured(f, QV(q_ns(run), q_ratio((double)ns / ((double)run * (double)gpus))),
+                                        "the run took {} on %zu GPUs: these kernels are {} of their time", gpus);
         else
-            ok = ok && finding_add_evidence(f, "the run took %s: these kernels are %s of it",
-                                            pf_duration(run, runs, sizeof runs), pf_percent((double)ns / run, rs, sizeof rs));
+            ok = ok && finding_measured(f, QV(q_ns(run), q_ratio((double)ns / run)),
+                                        "the run took {}: these kernels are {} of it");
     }
     for (size_t i = 0; i < n && i < 3 && ok; i++) {
         const ProfKernel *k = sums[i].example;
-        char t[24], s[16], med[24], name[160];
-        ok = finding_add_evidence(
-            f, "%s: %s (%s of kernel time), %s launch%s, median %s; grid [%u, %u, %u], block [%u, %u, %u], %u "
-               "registers/thread",
-            pf_kernel_display_name(sums[i].name, name, sizeof name), pf_duration(sums[i].ns, t, sizeof t),
-            pf_percent((double)sums[i].ns / kernel_total, s, sizeof s), pf_count(sums[i].launches, calls, sizeof calls),
-            sums[i].launches == 1 ? "" : "es", pf_duration(k->stats.median_ns, med, sizeof med), k->grid[0],
+        char name[160];
+        ok = finding_measured(
+            f,
+            QV(q_ns(sums[i].ns), q_ratio((double)sums[i].ns / kernel_total), q_count(sums[i].launches),
+               q_ns(k->stats.median_ns)),
+            "%s: {} ({} of kernel time), {} launch%s, median {}; grid [%u, %u, %u], block [%u, %u, %u], %u "
+            "registers/thread",
+            pf_kernel_display_name(sums[i].name, name, sizeof name), sums[i].launches == 1 ? "" : "es", k->grid[0],
             k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2], k->registers);
     }
     if (ok && line->site && line->site->function_level)
-        ok = finding_add_evidence(f, "these figures are the whole function's: the imported trace names functions, "
-                                     "not lines");
+        ok = finding_caveat(f, "these figures are the whole function's: the imported trace names functions, "
+                               "not lines");
     if (!ok) ctx->out_of_memory = true;
     free(sums);
 }

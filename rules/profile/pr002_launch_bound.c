@@ -130,36 +130,31 @@ static void report(RuleContext *ctx, const PfLines *lines, Run *r, double gap_ns
         ctx, first->line,
         "launch-bound: %s tiny kernel launches from %s (median %s on the GPU) while the GPU idles ~%s between its "
         "work; %s",
-        pf_count(r->tiny, count, sizeof count), where, pf_duration(run_median(r), median, sizeof median),
-        pf_duration((uint64_t)gap_ns, gap, sizeof gap),
+        units_count(r->tiny, count, sizeof count), where, units_ns(run_median(r), median, sizeof median),
+        units_ns((uint64_t)gap_ns, gap, sizeof gap),
         python ? "capture them in a CUDA graph (`torch.compile(mode=\"reduce-overhead\")`, `torch.cuda.graph`) or "
                  "fuse them (`torch.compile`)"
                : "capture them in a CUDA graph (stream capture, `cudaGraphLaunch`) or fuse the kernels");
     if (!f) return;
     if (gain_ns >= run_ns / 10.0) f->severity = SEVERITY_WARNING;
-    char t[24], s[16], all[32], g[24], rs[16];
-    bool ok = finding_add_evidence(f, "%s launches from %s in all, %s of them under 10 \xc2\xb5s; the tiny ones ran %s "
-                                      "on the GPU",
-                                   pf_count(r->launches, all, sizeof all), where, count,
-                                   pf_duration(r->tiny_ns, t, sizeof t));
-    ok = ok && finding_add_evidence(f, "outside its gaps of 1 ms or more the GPU was idle %s of the time: ~%s per "
-                                       "activity (kernel, copy or memset)",
-                                    pf_percent(idle_share, s, sizeof s), gap);
-    ok = ok && finding_add_evidence(f, "estimated gain: %s (%s of the run) if each launch left only the ~2 \xc2\xb5s "
-                                       "gap of a CUDA graph",
-                                    pf_duration((uint64_t)gain_ns, g, sizeof g),
-                                    pf_percent(gain_ns / run_ns, rs, sizeof rs));
+    bool ok = finding_measured(f, QV(q_count(r->launches), q_count(r->tiny), q_ns(r->tiny_ns)),
+                               "{} launches from %s in all, {} of them under 10 \xc2\xb5s; the tiny ones ran {} "
+                               "on the GPU",
+                               where);
+    ok = ok && finding_measured(f, QV(q_ratio(idle_share), q_seconds(gap_ns / 1e9)),
+                                "outside its gaps of 1 ms or more the GPU was idle {} of the time: ~{} per "
+                                "activity (kernel, copy or memset)");
+    ok = ok && finding_model(f, QV(q_seconds(gain_ns / 1e9), q_ratio(gain_ns / run_ns)),
+                             "estimated gain: {} ({} of the run) if each launch left only the ~2 \xc2\xb5s "
+                             "gap of a CUDA graph");
     for (size_t i = r->first + 1; i <= r->last && ok; i++) {
         size_t start, end;
         if (!pf_line_range(ctx->doc, lines->lines[i].line, &start, &end)) continue;
         ok = finding_add_related(f, (ByteRange){start, end}, "launches tiny kernels too (same launch-bound run)");
     }
-    char model[256];
-    snprintf(model, sizeof model,
-             "%llu tiny launches \xc3\x97 (%s measured idle per GPU activity \xe2\x88\x92 2 \xc2\xb5s in a CUDA graph); "
-             "an upper bound: host work between launches stays",
-             (unsigned long long)r->tiny, gap);
-    ok = ok && pf_set_gain(f, gain_ns / 1e9, "program", model);
+    ok = ok && finding_set_gain(f, gain_ns / 1e9, "program", QV(q_count(r->tiny), q_seconds(gap_ns / 1e9)),
+                                "{} tiny launches \xc3\x97 ({} measured idle per GPU activity \xe2\x88\x92 2 "
+                                "\xc2\xb5s in a CUDA graph); an upper bound: host work between launches stays");
     if (!ok) ctx->out_of_memory = true;
 }
 

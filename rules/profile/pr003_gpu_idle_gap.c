@@ -143,16 +143,16 @@ static void report(RuleContext *ctx, const Profile *p, LineGaps *g, uint64_t run
         snprintf(host, sizeof host, "the host was busy after %s", who);
     else
         snprintf(host, sizeof host, "the work before it has no known line");
-    pf_percent((double)g->total / run, share, sizeof share);
+    units_ratio((double)g->total / run, share, sizeof share);
     Finding *f;
     if (g->count == 1)
         f = pf_report_line(ctx, g->line, "the GPU sat idle %s before this line's work arrived (%s of the run); %s",
-                           pf_duration(g->total, total, sizeof total), share, host);
+                           units_ns(g->total, total, sizeof total), share, host);
     else
         f = pf_report_line(ctx, g->line,
                            "the GPU sat idle %s before this line's work arrived, %s times (%s, %s of the run); %s",
-                           pf_duration(g->total / g->count, mean, sizeof mean), pf_count(g->count, count, sizeof count),
-                           pf_duration(g->total, total, sizeof total), share, host);
+                           units_ns(g->total / g->count, mean, sizeof mean), units_count(g->count, count, sizeof count),
+                           units_ns(g->total, total, sizeof total), share, host);
     if (!f) return;
     uint64_t per_process = most_gaps_in_one_process(g);
     bool startup = g->count > 1 && per_process <= STARTUP_GAPS_PER_PROCESS && !pf_line_in_loop(ctx, g->line);
@@ -161,32 +161,26 @@ static void report(RuleContext *ctx, const Profile *p, LineGaps *g, uint64_t run
     else if (g->total * 10 >= run)
         f->severity = SEVERITY_WARNING;
     bool ok = true;
-    if (g->count > 1) {
-        char largest[24];
-        ok = finding_add_evidence(f, "%s gaps of 1 ms or more before this line's work (at least: the profile keeps "
-                                     "each GPU's 16 largest): mean %s, largest %s, %s in all",
-                                  count, mean, pf_duration(g->largest, largest, sizeof largest), total);
-    }
+    if (g->count > 1)
+        ok = finding_measured(f, QV(q_count(g->count), q_ns(g->total / g->count), q_ns(g->largest), q_ns(g->total)),
+                              "{} gaps of 1 ms or more before this line's work (at least: the profile keeps "
+                              "each GPU's 16 largest): mean {}, largest {}, {} in all");
     for (size_t i = 0; i < g->before_count && ok && g->before_count > 1; i++) {
-        char t[24], b[256];
+        char b[256];
         const char *w = describe_before(p, ctx->profile_file, g->line, g->before[i].site, b, sizeof b);
-        ok = finding_add_evidence(f, "%s of it after %s", pf_duration(g->before[i].ns, t, sizeof t),
-                                  w ? w : "work with no known line");
+        ok = finding_measured(f, QV(q_ns(g->before[i].ns)), "{} of it after %s", w ? w : "work with no known line");
     }
-    if (ok && g->count == 1) {
-        char at[24];
-        ok = finding_add_evidence(f, "a single gap, %s into the GPU's activity",
-                                  pf_duration(g->first_start, at, sizeof at));
-    }
+    if (ok && g->count == 1)
+        ok = finding_measured(f, QV(q_ns(g->first_start)), "a single gap, {} into the GPU's activity");
     if (ok && startup)
-        ok = finding_add_evidence(f, "this line is in no loop and its gaps came at most %llu times in one process: "
-                                     "start-up work, which overlapping rarely removes (no estimate)",
-                                  (unsigned long long)per_process);
+        ok = finding_model(f, QV(q_count(per_process)),
+                           "this line is in no loop and its gaps came at most {} times in one process: "
+                           "start-up work, which overlapping rarely removes (no estimate)");
     /* a one-off gap is mostly start-up, which overlapping rarely removes: no estimate */
     if (g->count > 1 && !startup)
-        ok = ok && pf_set_gain(f, g->total / 1e9, "program",
-                               "the GPU's idle time in the recorded gaps before this line's work; an upper bound, "
-                               "reached if the host work in between overlapped the GPU's");
+        ok = ok && finding_set_gain(f, g->total / 1e9, "program", NO_VALUES,
+                                    "the GPU's idle time in the recorded gaps before this line's work; an upper "
+                                    "bound, reached if the host work in between overlapped the GPU's");
     if (!ok) ctx->out_of_memory = true;
 }
 

@@ -123,14 +123,13 @@ static void check_line(RuleContext *ctx, const PfLine *line, double run) {
     int top = 0;
     for (int k = 1; k < PROF_SYNC_KIND_COUNT; k++)
         if (by_kind[k] > by_kind[top]) top = k;
-    char t[24], c[32], s[16], mean[24], longest[24];
+    char t[24], c[32], s[16];
     Finding *f = pf_report_line(ctx, line->line, "the host waited %s here for the GPU, %s times (%s), %s of the run",
-                                pf_duration(total, t, sizeof t), pf_count(count, c, sizeof c),
-                                sync_words((ProfSyncKind)top), pf_percent(share, s, sizeof s));
+                                units_ns(total, t, sizeof t), units_count(count, c, sizeof c),
+                                sync_words((ProfSyncKind)top), units_ratio(share, s, sizeof s));
     if (!f) return;
     if (share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
-    if (!finding_add_evidence(f, "each wait: mean %s, longest %s", pf_duration(total / count, mean, sizeof mean),
-                              pf_duration(max, longest, sizeof longest)))
+    if (!finding_measured(f, QV(q_ns(total / count), q_ns(max)), "each wait: mean {}, longest {}"))
         ctx->out_of_memory = true;
 }
 

@@ -106,20 +106,20 @@ static bool collect(const Profile *p, Spillers *s) {
 }
 
 static void report(RuleContext *ctx, uint32_t line, const Spiller *s, uint64_t kernel_total, const char *where) {
-    char name[112], pct[16], t[24];
+    char name[112], pct[16];
     double share = (double)s->ns / kernel_total;
     Finding *f = pf_report_line(ctx, line,
                                 "`%s` %s %u bytes of local memory per thread (register spills or a local array); %s "
                                 "of GPU kernel time",
                                 pf_kernel_display_name(s->example->name, name, sizeof name), where, s->local_max,
-                                pf_percent(share, pct, sizeof pct));
+                                units_ratio(share, pct, sizeof pct));
     if (!f) return;
     if (share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
     const ProfKernel *k = s->example;
-    bool ok = finding_add_evidence(f, "%s of GPU time in its configurations that use local memory (%s of kernel time)",
-                                   pf_duration(s->ns, t, sizeof t), pct);
-    ok = ok && finding_add_evidence(f, "%u registers/thread, %u bytes of local memory/thread, block [%u, %u, %u]",
-                                    k->registers, k->local_per_thread, k->block[0], k->block[1], k->block[2]);
+    bool ok = finding_measured(f, QV(q_ns(s->ns), q_ratio(share)),
+                               "{} of GPU time in its configurations that use local memory ({} of kernel time)");
+    ok = ok && finding_measured(f, NO_VALUES, "%u registers/thread, %u bytes of local memory/thread, block [%u, %u, %u]",
+                                k->registers, k->local_per_thread, k->block[0], k->block[1], k->block[2]);
     if (!ok) ctx->out_of_memory = true;
 }
 

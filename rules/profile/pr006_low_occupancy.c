@@ -76,7 +76,7 @@ static const char *advice(const Occupancy *o, const ProfKernel *k, char *buf, si
     case PF_LIMIT_SHARED: {
         char b[24];
         snprintf(buf, size, "limited by shared memory: %s per block allow %u block%s per SM; use smaller tiles",
-                 pf_capacity((uint64_t)k->static_shared + k->dynamic_shared, b, sizeof b), o->blocks_per_sm,
+                 units_capacity((uint64_t)k->static_shared + k->dynamic_shared, b, sizeof b), o->blocks_per_sm,
                  o->blocks_per_sm == 1 ? "" : "s");
         break;
     }
@@ -100,24 +100,23 @@ static void report(RuleContext *ctx, uint32_t line, const ProfKernel *k, const P
                    double share) {
     char name[112], occ[16], why[256], pct[16];
     Finding *f = pf_report_line(ctx, line, "`%s` runs at %s theoretical occupancy (%u of %u warps per SM): %s; %s of GPU time",
-                                pf_kernel_display_name(k->name, name, sizeof name), pf_percent(o->occupancy, occ, sizeof occ),
+                                pf_kernel_display_name(k->name, name, sizeof name), units_ratio(o->occupancy, occ, sizeof occ),
                                 o->active_warps, dev->max_warps_per_sm, advice(o, k, why, sizeof why),
-                                pf_percent(share, pct, sizeof pct));
+                                units_ratio(share, pct, sizeof pct));
     if (!f) return;
-    char smem[24], per_sm[24];
     unsigned long long threads = pf_threads_per_block(k);
-    bool ok = finding_add_evidence(f, "block [%u, %u, %u] = %llu threads, %u registers/thread, %s shared memory/block",
-                                   k->block[0], k->block[1], k->block[2], threads, k->registers,
-                                   pf_capacity((uint64_t)k->static_shared + k->dynamic_shared, smem, sizeof smem));
-    ok = ok && finding_add_evidence(f, "blocks per SM allowed by: warp slots %u, block slots %u, registers %u, shared "
-                                       "memory %u",
-                                    o->blocks_by_warps, o->blocks_by_blocks,
-                                    o->blocks_by_registers == UINT32_MAX ? 0 : o->blocks_by_registers,
-                                    o->blocks_by_shared == UINT32_MAX ? 0 : o->blocks_by_shared);
-    ok = ok && finding_add_evidence(f, "%s (sm_%u%u): %u warps, %u blocks, %u registers and %s of shared memory per SM",
-                                    dev->name ? dev->name : "the GPU", dev->cc_major, dev->cc_minor,
-                                    dev->max_warps_per_sm, dev->max_blocks_per_sm, dev->max_registers_per_sm,
-                                    pf_capacity(dev->max_shared_per_sm, per_sm, sizeof per_sm));
+    bool ok = finding_measured(f, QV(q_capacity((uint64_t)k->static_shared + k->dynamic_shared)),
+                               "block [%u, %u, %u] = %llu threads, %u registers/thread, {} shared memory/block",
+                               k->block[0], k->block[1], k->block[2], threads, k->registers);
+    ok = ok && finding_model(f, NO_VALUES,
+                             "blocks per SM allowed by: warp slots %u, block slots %u, registers %u, shared memory %u",
+                             o->blocks_by_warps, o->blocks_by_blocks,
+                             o->blocks_by_registers == UINT32_MAX ? 0 : o->blocks_by_registers,
+                             o->blocks_by_shared == UINT32_MAX ? 0 : o->blocks_by_shared);
+    ok = ok && finding_measured(f, QV(q_capacity(dev->max_shared_per_sm)),
+                                "%s (sm_%u%u): %u warps, %u blocks, %u registers and {} of shared memory per SM",
+                                dev->name ? dev->name : "the GPU", dev->cc_major, dev->cc_minor,
+                                dev->max_warps_per_sm, dev->max_blocks_per_sm, dev->max_registers_per_sm);
     if (!ok) ctx->out_of_memory = true;
 }
 

@@ -62,7 +62,7 @@ static void check_config(RuleContext *ctx, uint32_t line, const ProfOp *op, cons
     const ProfDevice *dev = pf_kernel_device(ctx->profile, k);
     if (!dev || dev->sm_count == 0) return;
     uint64_t blocks = pf_grid_blocks(k);
-    char name[112], pct[16], t[24], g[24];
+    char name[112], pct[16];
     const char *gpu = dev->name ? dev->name : "the GPU";
     uint64_t ns = op->stats.total_ns;
     if (blocks < dev->sm_count) {
@@ -71,17 +71,17 @@ static void check_config(RuleContext *ctx, uint32_t line, const ProfOp *op, cons
                                                "runs (%s of GPU time)",
                                     pf_kernel_display_name(k->name, name, sizeof name), (unsigned long long)blocks,
                                     blocks == 1 ? "" : "s", dev->sm_count, gpu,
-                                    (unsigned long long)(dev->sm_count - blocks), pf_percent(share, pct, sizeof pct));
+                                    (unsigned long long)(dev->sm_count - blocks), units_ratio(share, pct, sizeof pct));
         if (!f) return;
         double gain = ns * (1.0 - used);
-        bool ok = finding_add_evidence(f, "grid [%u, %u, %u] of blocks [%u, %u, %u]; %s in %llu launches from this line",
-                                       k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2],
-                                       pf_duration(ns, t, sizeof t), (unsigned long long)op->stats.count);
-        ok = ok && finding_add_evidence(f, "up to %s faster if the same work were spread over all %u SMs",
-                                        pf_duration((uint64_t)gain, g, sizeof g), dev->sm_count);
-        ok = ok && pf_set_gain(f, gain / 1e9, "kernel",
-                               "kernel time at the line \xc3\x97 (1 \xe2\x88\x92 blocks / SMs); an upper bound for a "
-                               "kernel limited by the SMs' throughput");
+        bool ok = finding_measured(f, QV(q_ns(ns), q_count(op->stats.count)),
+                                   "grid [%u, %u, %u] of blocks [%u, %u, %u]; {} in {} launches from this line",
+                                   k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2]);
+        ok = ok && finding_model(f, QV(q_seconds(gain / 1e9)),
+                                 "up to {} faster if the same work were spread over all %u SMs", dev->sm_count);
+        ok = ok && finding_set_gain(f, gain / 1e9, "kernel", NO_VALUES,
+                                    "kernel time at the line \xc3\x97 (1 \xe2\x88\x92 blocks / SMs); an upper bound "
+                                    "for a kernel limited by the SMs' throughput");
         if (!ok) ctx->out_of_memory = true;
         return;
     }
@@ -99,20 +99,20 @@ static void check_config(RuleContext *ctx, uint32_t line, const ProfOp *op, cons
                                 "`%s`: the last of its %.0f waves of blocks fills %s of the GPU, so %s of the SMs' "
                                 "time in this kernel is idle (%s of GPU time)",
                                 pf_kernel_display_name(k->name, name, sizeof name), full + 1.0,
-                                pf_percent(last, lastp, sizeof lastp), pf_percent(idle, idlep, sizeof idlep),
-                                pf_percent(share, pct, sizeof pct));
+                                units_ratio(last, lastp, sizeof lastp), units_ratio(idle, idlep, sizeof idlep),
+                                units_ratio(share, pct, sizeof pct));
     if (!f) return;
     double gain = ns * idle;
-    bool ok = finding_add_evidence(f, "%llu blocks; a wave is %u SMs \xc3\x97 %u resident blocks = %.0f blocks (%s "
-                                      "limits the blocks per SM): %.2f waves",
-                                   (unsigned long long)blocks, dev->sm_count, occ.blocks_per_sm, per_wave,
-                                   pf_limit_name(occ.limit), waves);
-    ok = ok && finding_add_evidence(f, "%s in %llu launches from this line; up to %s less with full waves",
-                                    pf_duration(ns, t, sizeof t), (unsigned long long)op->stats.count,
-                                    pf_duration((uint64_t)gain, g, sizeof g));
-    ok = ok && pf_set_gain(f, gain / 1e9, "kernel",
-                           "kernel time at the line \xc3\x97 (1 \xe2\x88\x92 waves / \xe2\x8c\x88waves\xe2\x8c\x89); an upper "
-                           "bound, assuming equal blocks");
+    bool ok = finding_model(f, QV(q_number(waves)),
+                            "%llu blocks; a wave is %u SMs \xc3\x97 %u resident blocks = %.0f blocks (%s limits the "
+                            "blocks per SM): {} waves",
+                            (unsigned long long)blocks, dev->sm_count, occ.blocks_per_sm, per_wave,
+                            pf_limit_name(occ.limit));
+    ok = ok && finding_measured(f, QV(q_ns(ns), q_count(op->stats.count), q_seconds(gain / 1e9)),
+                                "{} in {} launches from this line; up to {} less with full waves");
+    ok = ok && finding_set_gain(f, gain / 1e9, "kernel", NO_VALUES,
+                                "kernel time at the line \xc3\x97 (1 \xe2\x88\x92 waves / \xe2\x8c\x88waves\xe2\x8c\x89); an "
+                                "upper bound, assuming equal blocks");
     if (!ok) ctx->out_of_memory = true;
 }
 

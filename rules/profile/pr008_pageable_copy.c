@@ -143,13 +143,13 @@ static void describe(ProfCopyKind dir, const Copies *c, char *buf, size_t size) 
                                              : (one ? "device-to-host copy into" : "device-to-host copies into");
     char n[32], b[32], each[32], bw[32], amount[80];
     if (one)
-        pf_bytes(c->bytes, amount, sizeof amount);
+        units_bytes(c->bytes, amount, sizeof amount);
     else
-        snprintf(amount, sizeof amount, "%s, %s each", pf_bytes(c->bytes, b, sizeof b),
-                 pf_bytes(c->bytes / c->count, each, sizeof each));
+        snprintf(amount, sizeof amount, "%s, %s each", units_bytes(c->bytes, b, sizeof b),
+                 units_bytes(c->bytes / c->count, each, sizeof each));
     double seconds = c->ns / 1e9;
-    snprintf(buf, size, "%s %s pageable memory (%s) at %s", pf_count(c->count, n, sizeof n), what, amount,
-             pf_bandwidth(seconds > 0 ? c->bytes / seconds : 0, bw, sizeof bw));
+    snprintf(buf, size, "%s %s pageable memory (%s) at %s", units_count(c->count, n, sizeof n), what, amount,
+             units_rate(seconds > 0 ? c->bytes / seconds : 0, bw, sizeof bw));
 }
 
 /* --- pinning in place (CUDA) ---------------------------------------------- */
@@ -210,18 +210,17 @@ static bool offer_pinning(RuleContext *ctx, Finding *f, uint32_t line, uint64_t 
     if (!vector || !copies) return true;
     uint64_t pinned = from_start ? bytes / copies : bytes;
     double cost = MEASURE_PIN_FIXED_NS / 1e9 + (double)pinned / MEASURE_PIN_BYTES_PER_S;
-    char c[32], b[32], what[96];
-    measure_seconds(cost, c, sizeof c);
-    measure_bytes(pinned, b, sizeof b);
-    snprintf(what, sizeof what, from_start && copies > 1 ? "the %s each copy moved" : "the %s these copies moved", b);
+    const char *which = from_start && copies > 1 ? "each copy" : "these copies";
     if (gain_seconds <= cost)
-        return finding_add_evidence(f, "pinning `%s` in place would cost the host at least %s once "
-                                       "(cudaHostRegister and cudaHostUnregister of %s), more than the copies "
-                                       "gain: pin it only if the program copies it more than this run did",
-                                    vector->name, c, what);
-    return finding_add_evidence(f, "pinning `%s` in place costs the host about %s once (cudaHostRegister and "
-                                   "cudaHostUnregister of %s), less than they gain",
-                                vector->name, c, what) &&
+        return finding_model(f, QV(q_seconds(cost), q_bytes(pinned)),
+                             "pinning `%s` in place would cost the host at least {} once (cudaHostRegister and "
+                             "cudaHostUnregister of the {} %s moved), more than the copies gain: pin it only if the "
+                             "program copies it more than this run did",
+                             vector->name, which);
+    return finding_model(f, QV(q_seconds(cost), q_bytes(pinned)),
+                         "pinning `%s` in place costs the host about {} once (cudaHostRegister and "
+                         "cudaHostUnregister of the {} %s moved), less than they gain",
+                         vector->name, which) &&
            pin_in_place_fix(ctx, f, vector);
 }
 
@@ -246,19 +245,17 @@ static void report(RuleContext *ctx, uint32_t line, const Copies *c, const bool 
     MeasureSite site = {.view = ctx->profile, .file = ctx->profile_file, .first = line, .last = line, .code = ""};
     Measurement m;
     bool ok = measure_apply(MEASURE_COPY, &site, &m);
-    for (size_t i = 0; ok && i < m.evidence_count; i++) ok = finding_add_evidence(f, "%s", m.evidence[i]);
+    for (size_t i = 0; ok && i < m.evidence_count; i++) ok = finding_take_evidence(f, &m.evidence[i]);
     if (ok && all->api_calls)
         for (size_t d = 0; d < 2 && ok; d++) {
             if (!reported[d]) continue;
-            char he[32], hs[16], at[32], ac[32];
-            ok = finding_add_evidence(f, "%s on the host: about %s (%s of the run), the run's %s in %s cudaMemcpy* "
-                                         "calls shared out over its pageable copies by bytes",
-                                      dirs[d] == PROF_COPY_HTOD ? "uploads" : "downloads",
-                                      pf_duration(host[d], he, sizeof he), pf_share(host[d], run, hs, sizeof hs),
-                                      pf_duration(all->api_ns, at, sizeof at), pf_count(all->api_calls, ac, sizeof ac));
+            ok = finding_measured(f, QV(q_ns(host[d]), q_share(host[d], run), q_ns(all->api_ns), q_count(all->api_calls)),
+                                  "%s on the host: about {} ({} of the run), the run's {} in {} cudaMemcpy* calls "
+                                  "shared out over its pageable copies by bytes",
+                                  dirs[d] == PROF_COPY_HTOD ? "uploads" : "downloads");
         }
     if (ok && m.has_gain) {
-        ok = pf_set_gain(f, m.gain_seconds, m.scope, m.model);
+        ok = finding_take_gain(f, m.gain_seconds, m.scope, &m.model);
         if (m.gain_seconds * 1e9 * 100 >= run) f->severity = SEVERITY_WARNING;
         uint64_t bytes = 0, count = 0;
         for (size_t d = 0; d < 2; d++) {

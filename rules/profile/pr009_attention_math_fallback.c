@@ -128,15 +128,15 @@ static void check_line(RuleContext *ctx, const PfLine *line, uint64_t kernel_tot
                       : dropout       ? "`dropout_p` in training"
                                       : "fp32 inputs (flash needs fp16/bf16), a head size not a multiple of 8 or "
                                         "above 256, or a disabled backend";
-    char g[32], sm[32], pct[16], t[24];
+    char g[32], sm[32], pct[16];
     Finding *f = pf_report_line(ctx, line->line,
                                 "scaled_dot_product_attention ran on the math path: %s matmul and %s softmax kernels, "
                                 "no fused attention kernel (%s of GPU kernel time); likely because of %s",
-                                pf_count(gemm, g, sizeof g), pf_count(softmax, sm, sizeof sm),
-                                pf_percent(share, pct, sizeof pct), why);
+                                units_count(gemm, g, sizeof g), units_count(softmax, sm, sizeof sm),
+                                units_ratio(share, pct, sizeof pct), why);
     if (!f) return;
     if (share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
-    if (!finding_add_evidence(f, "matmul and softmax kernels launched here: %s on the GPU", pf_duration(ns, t, sizeof t)))
+    if (!finding_measured(f, QV(q_ns(ns)), "matmul and softmax kernels launched here: {} on the GPU"))
         ctx->out_of_memory = true;
 }
 

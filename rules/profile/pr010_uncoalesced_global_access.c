@@ -59,20 +59,20 @@ static const char documentation[] =
 #define WARNING_SHARE 0.10
 
 static void visit(RuleContext *ctx, const LmWaste *w) {
-    char launches[160], actual[32], ideal[32], share[16], used[32], moved[32];
+    char launches[160], actual[32], ideal[32], share[16], factor[16];
     double ratio = lm_ratio(w->actual, w->ideal);
     Finding *f = pf_report_line(ctx, w->line,
-                                "global accesses on this line move %.1fx the sectors coalesced accesses would (%s vs "
+                                "global accesses on this line move %s the sectors coalesced accesses would (%s vs "
                                 "%s %s, %s of its global sectors); make consecutive threads touch consecutive "
                                 "addresses, or stage the data through shared memory",
-                                ratio, pf_count(w->actual, actual, sizeof actual), pf_count(w->ideal, ideal, sizeof ideal),
+                                units_factor(ratio, factor, sizeof factor), units_count(w->actual, actual, sizeof actual),
+                                units_count(w->ideal, ideal, sizeof ideal),
                                 lm_waste_launches_words(w, launches, sizeof launches),
-                                pf_percent(w->line_share, share, sizeof share));
+                                units_ratio(w->line_share, share, sizeof share));
     if (!f) return;
     if (ratio >= LM_SEVERE_RATIO && w->kernel_share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
-    bool ok = finding_add_evidence(f, "%s moved in 32-byte sectors where coalesced accesses would move %s",
-                                   pf_bytes(lm_sector_bytes(w->actual), moved, sizeof moved),
-                                   pf_bytes(lm_sector_bytes(w->ideal), used, sizeof used));
+    bool ok = finding_measured(f, QV(q_bytes(lm_sector_bytes(w->actual)), q_bytes(lm_sector_bytes(w->ideal))),
+                               "{} moved in 32-byte sectors where coalesced accesses would move {}");
     ok = ok && lm_waste_evidence(f, w, "move", "2x the ideal or more too");
     if (!ok) ctx->out_of_memory = true;
 }

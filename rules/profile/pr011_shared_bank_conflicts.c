@@ -56,15 +56,16 @@ static const char documentation[] =
 #define WARNING_SHARE 0.10
 
 static void visit(RuleContext *ctx, const LmWaste *w) {
-    char launches[160], actual[32], ideal[32], share[16];
+    char launches[160], actual[32], ideal[32], share[16], factor[16];
     double ratio = lm_ratio(w->actual, w->ideal);
     Finding *f = pf_report_line(ctx, w->line,
-                                "shared-memory accesses on this line take %.1fx the wavefronts of conflict-free "
+                                "shared-memory accesses on this line take %s the wavefronts of conflict-free "
                                 "accesses (%s vs %s %s, %s of its shared wavefronts): bank conflicts; pad the array "
                                 "(`[32][33]` for a 32 x 32 tile) or swizzle the index",
-                                ratio, pf_count(w->actual, actual, sizeof actual), pf_count(w->ideal, ideal, sizeof ideal),
+                                units_factor(ratio, factor, sizeof factor), units_count(w->actual, actual, sizeof actual),
+                                units_count(w->ideal, ideal, sizeof ideal),
                                 lm_waste_launches_words(w, launches, sizeof launches),
-                                pf_percent(w->line_share, share, sizeof share));
+                                units_ratio(w->line_share, share, sizeof share));
     if (!f) return;
     if (ratio >= LM_SEVERE_RATIO && w->kernel_share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
     if (!lm_waste_evidence(f, w, "take", "2x the ideal or more too")) ctx->out_of_memory = true;

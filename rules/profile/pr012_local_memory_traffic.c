@@ -67,10 +67,10 @@ static void visit(RuleContext *ctx, const LmWaste *w) {
                                 "local sectors: register spills or a local array; reduce register pressure "
                                 "(`__launch_bounds__`, fewer live values) or index local arrays with compile-time "
                                 "constants only",
-                                pf_count(w->actual, sectors, sizeof sectors),
-                                pf_bytes(lm_sector_bytes(w->actual), bytes, sizeof bytes),
+                                units_count(w->actual, sectors, sizeof sectors),
+                                units_bytes(lm_sector_bytes(w->actual), bytes, sizeof bytes),
                                 lm_waste_launches_words(w, launches, sizeof launches),
-                                pf_percent(w->line_share, share, sizeof share));
+                                units_ratio(w->line_share, share, sizeof share));
     if (!f) return;
     if (w->kernel_share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
     if (!lm_waste_evidence(f, w, "move", "local memory too")) ctx->out_of_memory = true;

@@ -105,15 +105,15 @@ static Where where_of(const Document *doc, uint32_t line) {
 /* "38.2 ms" or "38.2 ms to 41.0 ms" */
 static const char *range(uint64_t lo, uint64_t hi, char *buf, size_t size) {
     char a[24], b[24];
-    if (lo == hi) snprintf(buf, size, "%s", pf_duration(lo, a, sizeof a));
-    else snprintf(buf, size, "%s to %s", pf_duration(lo, a, sizeof a), pf_duration(hi, b, sizeof b));
+    if (lo == hi) snprintf(buf, size, "%s", units_ns(lo, a, sizeof a));
+    else snprintf(buf, size, "%s to %s", units_ns(lo, a, sizeof a), units_ns(hi, b, sizeof b));
     return buf;
 }
 
 static const char *share_range(double lo, double hi, char *buf, size_t size) {
     char a[16], b[16];
-    pf_percent(lo, a, sizeof a);
-    pf_percent(hi, b, sizeof b);
+    units_ratio(lo, a, sizeof a);
+    units_ratio(hi, b, sizeof b);
     if (strcmp(a, b) == 0) snprintf(buf, size, "%s", a);
     else snprintf(buf, size, "%s to %s", a, b);
     return buf;
@@ -162,44 +162,40 @@ static bool add_evidence(RuleContext *ctx, Finding *f, const RankTable *t, const
         const RankRow *r = &t->rows[i];
         if (!comm_row_communicates(r)) continue;
         if (listed++ == MAX_ROWS) {
-            if (!finding_add_evidence(f, "... and %zu more ranks", rows - MAX_ROWS)) return false;
+            if (!finding_measured(f, QV(q_count(rows - MAX_ROWS)), "... and {} more ranks")) return false;
             break;
         }
-        char who[32], exposed[24], comm[24], share[16], span[24];
-        uint64_t s = r->busy_ns;
-        if (!finding_add_evidence(f, "%s: %s of its %s of NCCL communication overlapped no compute (%s of its GPU "
-                                     "busy time of %s)",
-                                  comm_row_name(r, who, sizeof who), pf_duration(r->exposed_comm_ns, exposed,
-                                                                                 sizeof exposed),
-                                  pf_duration(r->comm_ns, comm, sizeof comm), pf_share(r->exposed_comm_ns, s, share,
-                                                                                       sizeof share),
-                                  pf_duration(s, span, sizeof span)))
+        char who[32];
+        if (!finding_measured(f,
+                              QV(q_ns(r->exposed_comm_ns), q_ns(r->comm_ns), q_share(r->exposed_comm_ns, r->busy_ns),
+                                 q_ns(r->busy_ns)),
+                              "%s: {} of its {} of NCCL communication overlapped no compute ({} of its GPU busy "
+                              "time of {})",
+                              comm_row_name(r, who, sizeof who)))
             return false;
     }
     const Profile *p = profile_view_profile(ctx->profile);
-    char here[16], launches[32], others[512] = "";
+    Evidence e = evidence_new(EVIDENCE_MEASURED);
+    bool ok = evidence_append(&e, QV(q_share(top->ns, lines->total_ns), q_count(top->launches)),
+                              "this line launched {} of the run's NCCL kernel time ({} launch%s from %zu "
+                              "process%s); the profile measures exposure per GPU, not per line",
+                              top->launches == 1 ? "" : "es", top->processes, top->processes == 1 ? "" : "es");
     size_t shown = 0;
-    for (size_t i = 0; i < lines->count && shown < MAX_OTHER_LINES; i++) {
+    for (size_t i = 0; ok && i < lines->count && shown < MAX_OTHER_LINES; i++) {
         const CommLine *l = &lines->lines[i];
         if (l == top) continue;
-        char place[256], pct[16];
-        size_t used = strlen(others);
-        snprintf(others + used, sizeof others - used, "%s%s (%s)", shown ? ", " : ": the rest came from ",
-                 comm_line_place(p, ctx->profile_file, l, place, sizeof place),
-                 pf_share(l->ns, lines->total_ns, pct, sizeof pct));
+        char place[256];
+        ok = evidence_append(&e, QV(q_share(l->ns, lines->total_ns)), "%s%s ({})",
+                             shown ? ", " : ": the rest came from ",
+                             comm_line_place(p, ctx->profile_file, l, place, sizeof place));
         shown++;
     }
-    if (!finding_add_evidence(f, "this line launched %s of the run's NCCL kernel time (%s launch%s from %zu "
-                                 "process%s); the profile measures exposure per GPU, not per line%s",
-                              pf_share(top->ns, lines->total_ns, here, sizeof here),
-                              pf_count(top->launches, launches, sizeof launches), top->launches == 1 ? "" : "es",
-                              top->processes, top->processes == 1 ? "" : "es", others))
-        return false;
-    if (top->function_level &&
-        !finding_add_evidence(f, "the imported trace names functions, not lines: the launches are the whole "
-                                 "function's"))
-        return false;
-    return true;
+    ok = ok && finding_take_evidence(f, &e);
+    evidence_free(&e);
+    if (ok && top->function_level)
+        ok = finding_caveat(f, "the imported trace names functions, not lines: the launches are the whole "
+                               "function's");
+    return ok;
 }
 
 /* Reports top when every communicating rank shows the exposure (so that it
@@ -226,14 +222,14 @@ static void judge(RuleContext *ctx, const RankTable *t, const CommLines *lines, 
     if (!f) return;
     if (lo_share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
     const RankRow *least = comm_least_exposed(t);
-    char who[32], model[320], d[24];
-    snprintf(model, sizeof model,
-             "the communication no compute overlapped on the least exposed %s (%s, %s): an upper bound, reached "
-             "if all of it overlapped compute%s",
-             least->rank >= 0 ? "rank" : "process", comm_row_name(least, who, sizeof who),
-             pf_duration(least->exposed_comm_ns, d, sizeof d),
-             rows > 1 ? "; on the other ranks part of the exposed time can be waiting for a slower rank" : "");
-    if (!add_evidence(ctx, f, t, lines, top) || !pf_set_gain(f, (double)lo / 1e9, "program", model))
+    char who[32];
+    if (!add_evidence(ctx, f, t, lines, top) ||
+        !finding_set_gain(f, (double)lo / 1e9, "program", QV(q_ns(least->exposed_comm_ns)),
+                          "the communication no compute overlapped on the least exposed %s (%s, {}): an upper bound, "
+                          "reached if all of it overlapped compute%s",
+                          least->rank >= 0 ? "rank" : "process", comm_row_name(least, who, sizeof who),
+                          rows > 1 ? "; on the other ranks part of the exposed time can be waiting for a slower rank"
+                                   : ""))
         ctx->out_of_memory = true;
 }
 

@@ -129,23 +129,23 @@ static bool add_rows(Finding *f, const RankTable *t, const Figures *x) {
     for (size_t i = 0; i < t->row_count; i++) {
         const RankRow *r = &t->rows[i];
         if (!compared(r)) continue;
-        if (listed++ == MAX_ROWS) return finding_add_evidence(f, "... and %zu more ranks", x->ranks - MAX_ROWS);
-        char who[32], compute[24], nccl[24], calls[32], wait[24], per[24], share[16];
+        if (listed++ == MAX_ROWS) return finding_measured(f, QV(q_count(x->ranks - MAX_ROWS)), "... and {} more ranks");
+        char who[32];
         comm_row_name(r, who, sizeof who);
-        pf_duration(r->compute_ns, compute, sizeof compute);
-        pf_duration(r->nccl_kernel_ns, nccl, sizeof nccl);
-        pf_count(r->nccl_launches, calls, sizeof calls);
         bool ok;
         if (r == x->straggler)
-            ok = finding_add_evidence(f, "%s: computed %s; NCCL kernels %s in %s calls, the least of the ranks: the "
-                                         "others wait for it",
-                                      who, compute, nccl, calls);
+            ok = finding_measured(f, QV(q_ns(r->compute_ns), q_ns(r->nccl_kernel_ns), q_count(r->nccl_launches)),
+                                  "%s: computed {}; NCCL kernels {} in {} calls, the least of the ranks: the others "
+                                  "wait for it",
+                                  who);
         else
-            ok = finding_add_evidence(f, "%s: computed %s; NCCL kernels %s in %s calls, of which %s waiting for %s "
-                                         "(%s per call, %s of its GPU busy time)",
-                                      who, compute, nccl, calls, pf_duration(r->wait_ns, wait, sizeof wait), straggler,
-                                      pf_duration(r->nccl_launches ? r->wait_ns / r->nccl_launches : 0, per, sizeof per),
-                                      pf_share(r->wait_ns, busy_of(r), share, sizeof share));
+            ok = finding_measured(f,
+                                  QV(q_ns(r->compute_ns), q_ns(r->nccl_kernel_ns), q_count(r->nccl_launches),
+                                     q_ns(r->wait_ns), q_ns(r->nccl_launches ? r->wait_ns / r->nccl_launches : 0),
+                                     q_share(r->wait_ns, busy_of(r))),
+                                  "%s: computed {}; NCCL kernels {} in {} calls, of which {} waiting for %s ({} per "
+                                  "call, {} of its GPU busy time)",
+                                  who, straggler);
         if (!ok) return false;
     }
     return true;
@@ -161,7 +161,7 @@ static void report(RuleContext *ctx, const RankTable *t, const Figures *x, const
         snprintf(cause, sizeof cause,
                  "%s computed %s more than the others' mean (%s more): balance the data per rank (uneven batch "
                  "or sequence lengths, `DistributedSampler(..., drop_last=True)`)",
-                 straggler, pf_duration((uint64_t)extra, e, sizeof e), pf_percent(extra / x->others_compute, pct,
+                 straggler, units_ns((uint64_t)extra, e, sizeof e), units_ratio(extra / x->others_compute, pct,
                                                                                   sizeof pct));
     } else {
         snprintf(cause, sizeof cause,
@@ -174,10 +174,10 @@ static void report(RuleContext *ctx, const RankTable *t, const Figures *x, const
         f = pf_report_line(ctx, top->line,
                            "the other ranks waited for %s at this line's collectives: %s per call on average, %s "
                            "%s in all (%s of its GPU busy time); %s",
-                           straggler, pf_duration(t->mean_wait_per_call_ns, per_call, sizeof per_call),
+                           straggler, units_ns(t->mean_wait_per_call_ns, per_call, sizeof per_call),
                            comm_row_name(x->most_waiting, waiting, sizeof waiting),
-                           pf_duration(x->most_waiting->wait_ns, most, sizeof most),
-                           pf_percent(x->max_wait_share, share, sizeof share), cause);
+                           units_ns(x->most_waiting->wait_ns, most, sizeof most),
+                           units_ratio(x->max_wait_share, share, sizeof share), cause);
     } else {
         char heaviest[32], e[24], pct[16];
         f = pf_report_line(ctx, top->line,
@@ -185,34 +185,33 @@ static void report(RuleContext *ctx, const RankTable *t, const Figures *x, const
                            "others spend waiting for it at a collective or at the end of the run; balance the data "
                            "per rank (uneven batch or sequence lengths, `DistributedSampler(..., drop_last=True)`)",
                            comm_row_name(x->heaviest, heaviest, sizeof heaviest),
-                           pf_duration((uint64_t)((double)x->heaviest->compute_ns - x->mean_compute), e, sizeof e),
-                           pf_percent(t->load_imbalance, pct, sizeof pct));
+                           units_ns((uint64_t)((double)x->heaviest->compute_ns - x->mean_compute), e, sizeof e),
+                           units_ratio(t->load_imbalance, pct, sizeof pct));
     }
     if (!f) return;
     if (x->max_wait_share >= WARNING_WAIT_SHARE) f->severity = SEVERITY_WARNING;
     bool ok = add_rows(f, t, x);
     if (ok && imbalanced && x->heaviest != x->straggler) {
         char heaviest[32];
-        ok = finding_add_evidence(f, "%s computed most, but %s arrived last at the collectives: host-side work on "
-                                     "%s, or collectives of different sizes, is the likelier cause",
-                                  comm_row_name(x->heaviest, heaviest, sizeof heaviest), straggler, straggler);
+        ok = finding_measured(f, NO_VALUES,
+                              "%s computed most, but %s arrived last at the collectives: host-side work on %s, or "
+                              "collectives of different sizes, is the likelier cause",
+                              comm_row_name(x->heaviest, heaviest, sizeof heaviest), straggler, straggler);
     }
     if (ok)
-        ok = finding_add_evidence(f, "the straggler model: every rank runs the same collectives, and a rank that "
-                                     "arrives early waits inside the NCCL kernel, so NCCL time beyond the least "
-                                     "(%s's) is waiting; it assumes data parallelism (same collectives, same sizes)",
-                                  straggler);
+        ok = finding_evidence(f, EVIDENCE_MODEL, NO_VALUES,
+                              "the straggler model: every rank runs the same collectives, and a rank that arrives "
+                              "early waits inside the NCCL kernel, so NCCL time beyond the least (%s's) is waiting; "
+                              "it assumes data parallelism (same collectives, same sizes)",
+                              straggler);
     if (ok && top->function_level)
-        ok = finding_add_evidence(f, "the imported trace names functions, not lines: the collectives are the whole "
-                                     "function's");
-    if (ok && x->least_wait) {
-        char model[256], d[24];
-        snprintf(model, sizeof model,
-                 "the least wait of a rank for %s (%s): an upper bound on what the run saves if %s arrived with "
-                 "the others, who would then wait for the next slowest",
-                 straggler, pf_duration(x->least_wait, d, sizeof d), straggler);
-        ok = pf_set_gain(f, (double)x->least_wait / 1e9, "program", model);
-    }
+        ok = finding_caveat(f, "the imported trace names functions, not lines: the collectives are the whole "
+                               "function's");
+    if (ok && x->least_wait)
+        ok = finding_set_gain(f, (double)x->least_wait / 1e9, "program", QV(q_ns(x->least_wait)),
+                              "the least wait of a rank for %s ({}): an upper bound on what the run saves if %s "
+                              "arrived with the others, who would then wait for the next slowest",
+                              straggler, straggler);
     if (!ok) ctx->out_of_memory = true;
 }
 

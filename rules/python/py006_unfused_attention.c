@@ -1241,8 +1241,8 @@ static bool visit(TSNode n, void *data) {
                 ByteRange r = {ts_node_start_byte(m->softmax), ts_node_end_byte(m->softmax)};
                 if (!finding_add_related(f, r, "the softmax over the attention scores")) ctx->out_of_memory = true;
                 if (m->unclear)
-                    finding_add_evidence(f, "the transposed dimensions are the last two only for tensors of a "
-                                            "certain rank: check the shapes before fusing");
+                    finding_caveat(f, "the transposed dimensions are the last two only for tensors of a "
+                                      "certain rank: check the shapes before fusing");
                 if (!use.unsure) add_fix(ctx, f, m);
             }
         }

@@ -733,7 +733,7 @@ static bool check_function(const State *s, TSNode fn) {
                            : c.first_kind == GELU_ERF ? "the erf-GELU formula"
                                                       : "x * sigmoid(x)";
         const char *alone = c.first_kind == GELU_NONE ? "F.silu(x)" : "F.gelu(x)";
-        if (!finding_add_evidence(f, "%s at line %zu is among them; %s would fuse only that part", what, line, alone))
+        if (!finding_note(f, "%s at line %zu is among them; %s would fuse only that part", what, line, alone))
             ctx->out_of_memory = true;
     }
     TSNode target = py_is(ts_node_parent(fn), "decorated_definition") ? ts_node_parent(fn) : fn;

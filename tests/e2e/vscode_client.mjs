@@ -615,6 +615,10 @@ async function profileSession() {
           'profile: the PY003 message carries the first measured line (a sync claims no gain)', sync1.message);
     check(sync1.data?.gain === null && sync1.data.evidence.length >= 1,
           'profile: data holds the evidence', show(sync1.data));
+    const first = sync1.data?.evidence?.[0];
+    check(first?.kind === 'measured' && first.text.startsWith('this `torch.cuda.synchronize()` ran 15 times') &&
+          first.values?.[0]?.unit === 'count' && first.values[0].value === 15 && first.values[1]?.unit === 's',
+          'profile: each evidence item says what it is and carries its figures as numbers', show(first));
     const gelu = after.items.find((d) => d.code === 'PY007');
     check(gelu && gelu.severity === P.DiagnosticSeverity.Warning, 'profile: PY007 raised from hint to warning by its GPU time',
           show(gelu?.severity));
@@ -640,6 +644,8 @@ async function profileSession() {
     const py003 = ranked.findIndex((f) => f.code === 'PY003' && f.uri === u);
     check(ranked[0].uri === u && ranked[0].cost_seconds > 0.05 && py003 >= 0 && ranked[py003].cost_seconds > 0.08,
           'profile: advise/findings ranks by measured cost (PY003 waited 84.6 ms)', show(ranked.slice(0, 3)));
+    check(py003 >= 0 && ranked[py003].evidence?.[0]?.kind === 'measured' && ranked[py003].evidence[0].template?.includes('{0}'),
+          'profile: advise/findings carries the typed evidence items', show(py003 >= 0 ? ranked[py003].evidence : null));
     check(ranked.every((f, i) => i === 0 || f.cost_seconds <= ranked[i - 1].cost_seconds),
           'profile: advise/findings is sorted by cost', show(ranked.map((f) => f.cost_seconds)));
     const kinds = s.progress.filter((p) => p.token === token).map((p) => p.value.kind);
