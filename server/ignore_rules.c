@@ -1,52 +1,100 @@
 #include "ignore_rules.h"
 
+#include <ctype.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-static bool match_class(const char **pp, char c) {
+/* The POSIX class named by [name, name + len) (from "[:name:]") holds c;
+ * -1 when the name is unknown (git then matches nothing). */
+static int posix_class(const char *name, size_t len, unsigned char c) {
+    static const struct {
+        const char *name;
+        int (*test)(int);
+    } classes[] = {{"alnum", isalnum}, {"alpha", isalpha}, {"blank", isblank}, {"cntrl", iscntrl},
+                   {"digit", isdigit}, {"graph", isgraph}, {"lower", islower}, {"print", isprint},
+                   {"punct", ispunct}, {"space", isspace}, {"upper", isupper}, {"xdigit", isxdigit}};
+    for (size_t i = 0; i < sizeof classes / sizeof *classes; i++)
+        if (strlen(classes[i].name) == len && memcmp(classes[i].name, name, len) == 0) return classes[i].test(c) != 0;
+    return -1;
+}
+
+/* A bracket expression at *pp ('['), read as git's wildmatch reads it: '!'
+ * or '^' negates, a ']' right after the '[' (or the negation) is a member,
+ * '\' escapes the next character, "a-z" is a range (a '-' first, last or
+ * right after a range is itself), "[:alpha:]" names a class. Returns 1 when
+ * c is in it, 0 when not, -1 when it is unterminated or names an unknown
+ * class: git then matches nothing at all (not even a literal '['). On 0 and
+ * 1, *pp moves past the closing ']'. */
+static int match_class(const char **pp, unsigned char c) {
     const char *p = *pp + 1; /* after '[' */
     bool negate = false, hit = false;
     if (*p == '!' || *p == '^') {
         negate = true;
         p++;
     }
-    bool first = true;
-    while (*p && (*p != ']' || first)) {
-        first = false;
-        char lo = *p, hi = lo;
-        if (p[1] == '-' && p[2] && p[2] != ']') {
-            hi = p[2];
-            p += 3;
+    unsigned char prev = 0; /* the previous member, the low end of a range; 0 after a range or a class */
+    for (bool first = true;; first = false, p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (!ch) return -1;
+        if (ch == ']' && !first) break;
+        if (ch == '\\') {
+            ch = (unsigned char)*++p;
+            if (!ch) return -1;
+            hit |= c == ch;
+            prev = ch;
+        } else if (ch == '-' && prev && p[1] && p[1] != ']') {
+            unsigned char hi = (unsigned char)*++p;
+            if (hi == '\\' && !(hi = (unsigned char)*++p)) return -1;
+            hit |= c >= prev && c <= hi;
+            prev = 0;
+        } else if (ch == '[' && p[1] == ':') {
+            const char *name = p + 2, *close = strchr(name, ']');
+            if (!close) return -1;
+            if (close - name < 1 || close[-1] != ':') { /* no ":]": the '[' is a member, read on from ':' */
+                hit |= c == '[';
+                prev = '[';
+                continue;
+            }
+            int in = posix_class(name, (size_t)(close - name - 1), c);
+            if (in < 0) return -1;
+            hit |= in;
+            prev = 0;
+            p = close;
         } else {
-            p++;
+            hit |= c == ch;
+            prev = ch;
         }
-        if (c >= lo && c <= hi) hit = true;
     }
-    if (*p != ']') return false; /* unterminated: treat '[' literally (caller) */
     *pp = p + 1;
-    return hit != negate && c != '/';
+    return hit != negate;
 }
 
-static bool match_at(const char *p, const char *t, int depth) {
+/* start: the whole pattern (a '**' is special only at its start or after a '/') */
+static bool match_at(const char *start, const char *p, const char *t, int depth) {
     if (depth > 64) return false;
     while (*p) {
-        if (p[0] == '*' && p[1] == '*') {
-            p += 2;
-            bool slash_after = *p == '/';
-            if (slash_after) p++;
-            /* '**' matches any run of characters including '/'; "**" + "/" may match nothing */
-            for (const char *s = t;; s++) {
-                if ((!slash_after || s == t || s[-1] == '/') && match_at(p, s, depth + 1)) return true;
-                if (!*s) return false;
-            }
-        }
         if (*p == '*') {
-            p++;
+            const char *stars = p;
+            while (*p == '*') p++;
+            /* As in git's wildmatch, a run of two or more stars is '**' only as a
+             * whole path component: at the start or after '/', and at the end or
+             * before '/'. Elsewhere, as in "a**b" or "x**.py", it is one '*'. */
+            bool globstar = p - stars >= 2 && (stars == start || stars[-1] == '/') &&
+                            (!*p || *p == '/' || (p[0] == '\\' && p[1] == '/'));
+            if (globstar) {
+                if (!*p) return true; /* a trailing '**' matches everything */
+                p += *p == '/' ? 1 : 2;
+                /* "**" + "/" matches any run of whole folders, none included */
+                for (const char *s = t;; s++) {
+                    if ((s == t || s[-1] == '/') && match_at(start, p, s, depth + 1)) return true;
+                    if (!*s) return false;
+                }
+            }
             for (const char *s = t;; s++) {
-                if (match_at(p, s, depth + 1)) return true;
+                if (match_at(start, p, s, depth + 1)) return true;
                 if (!*s || *s == '/') return false;
             }
         }
@@ -58,15 +106,12 @@ static bool match_at(const char *p, const char *t, int depth) {
             continue;
         }
         if (*p == '[') {
-            const char *q = p;
-            if (strchr(p, ']')) {
-                if (!match_class(&q, *t)) return false;
-                p = q;
-                t++;
-                continue;
-            }
+            /* an unterminated class makes the whole pattern match nothing, as in git */
+            if (match_class(&p, (unsigned char)*t) != 1 || *t == '/') return false;
+            t++;
+            continue;
         }
-        if (*p == '\\' && p[1]) p++;
+        if (*p == '\\' && !*++p) return false; /* a pattern that ends in a backslash matches nothing (git) */
         if (*p != *t) return false;
         p++;
         t++;
@@ -74,13 +119,34 @@ static bool match_at(const char *p, const char *t, int depth) {
     return *t == '\0';
 }
 
-bool glob_match(const char *pattern, const char *text) { return match_at(pattern, text, 0); }
+bool glob_match(const char *pattern, const char *text) { return match_at(pattern, pattern, text, 0); }
+
+/* An anchored pattern against a path relative to its base, as git does it:
+ * git compares the pattern's literal head (up to the first '*', '?', '[' or
+ * backslash) as plain text and gives only the rest to wildmatch, so a '**'
+ * right after that head starts the pattern wildmatch sees: "a**" + "/b"
+ * then matches "a/x/b" and "ax/y/b" like "a" followed by "**" + "/b". */
+static bool path_match(const char *pattern, const char *rel) {
+    size_t head = strcspn(pattern, "*?[\\");
+    if (strncmp(pattern, rel, head) != 0) return false;
+    return match_at(pattern + head, pattern + head, rel + head, 0);
+}
 
 static void add_pattern(IgnoreRules *rules, const char *base, const char *line, size_t len) {
-    while (len && (line[len - 1] == ' ' || line[len - 1] == '\r' || line[len - 1] == '\t')) {
-        if (len >= 2 && line[len - 2] == '\\') break; /* escaped trailing space */
-        len--;
+    /* As git reads a line: the '\r' of a CRLF ending goes, then the trailing
+     * spaces that no backslash escapes (`a\ ` keeps its space; in `a\\ `
+     * the backslash escapes a backslash and the space goes); tabs stay. */
+    if (len && line[len - 1] == '\r') len--;
+    size_t trimmed = len;
+    for (size_t i = 0; i < len; i++) {
+        if (line[i] == ' ') {
+            if (trimmed == len) trimmed = i;
+            continue;
+        }
+        if (line[i] == '\\') i++; /* the escaped character is never trimmed */
+        trimmed = len;
     }
+    len = trimmed;
     if (!len || line[0] == '#') return;
     IgnorePattern p = {0};
     if (line[0] == '!') {
@@ -135,7 +201,9 @@ void ignore_rules_add_file(IgnoreRules *rules, const char *base) {
     fclose(f);
     if (!buf) return;
     buf[n] = '\0';
-    ignore_rules_add_text(rules, base, buf);
+    /* git skips a UTF-8 byte order mark at the start of the file */
+    bool bom = n >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0;
+    ignore_rules_add_text(rules, base, buf + (bom ? 3 : 0));
     free(buf);
 }
 
@@ -191,7 +259,7 @@ bool ignore_rules_match(const IgnoreRules *rules, const char *path, bool is_dir)
         size_t blen = strlen(p->base);
         if (strncmp(path, p->base, blen) != 0 || (path[blen] != '/' && blen != 1)) continue;
         const char *rel = path + blen + (blen == 1 ? 0 : 1);
-        bool hit = p->anchored ? glob_match(p->pattern, rel) : glob_match(p->pattern, name);
+        bool hit = p->anchored ? path_match(p->pattern, rel) : glob_match(p->pattern, name);
         if (hit) ignored = !p->negated;
     }
     return ignored;

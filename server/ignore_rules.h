@@ -31,7 +31,10 @@ bool ignore_rules_match(const IgnoreRules *rules, const char *path, bool is_dir)
 void ignore_rules_truncate(IgnoreRules *rules, size_t count);
 void ignore_rules_free(IgnoreRules *rules);
 
-/* Glob match with gitignore's meaning: '*' and '?' stop at '/', '**' crosses it. */
+/* Glob match with gitignore's meaning (git's wildmatch): '*', '?' and classes
+ * stop at '/'. Two or more stars cross it only as a whole path component
+ * (at the start or after a '/', and at the end or before a '/'); anywhere
+ * else they are one '*'. */
 bool glob_match(const char *pattern, const char *text);
 
 #endif

@@ -1,11 +1,39 @@
-/* Runs every static rule over its fixture, tests/fixtures/<language>/<CODE>.py:
+/* Runs every static rule over its fixture, tests/fixtures/<language>/<CODE>.py
+ * (or .cu):
  *
  *   # ruleid: PY001      the next code line must get a PY001 finding
  *   # ok: PY001          the next code line must not
  *
  * A fixture holds at least one flagged case and at least as many `ok` cases.
- * Where the rule offers fixes, <CODE>.py.fixed holds the text after applying
- * all of them (safe and unsafe), repeated until nothing changes.
+ *
+ * Beside each fixture, files this test compares exactly:
+ *
+ *   <CODE>.py.snap          the snapshot of the rule's findings, one block
+ *                           each: line:column range (1-based, columns in
+ *                           characters, as `advise check` prints them),
+ *                           code, severity, the source line with a caret
+ *                           under the range, the full message, related
+ *                           locations, and every fix with its safety,
+ *                           title and edits (range, old text, new text).
+ *   <CODE>.py.fixed         the text after `advise check --fix`: the first
+ *                           fix of each finding when it is safe, applied
+ *                           again and again until nothing changes. Absent
+ *                           when no safe fix changes the text.
+ *   <CODE>.py.unsafe.fixed  the text after `advise check --fix
+ *                           --unsafe-fixes` (safe and unsafe fixes alike).
+ *                           Absent when it equals <CODE>.py.fixed (or the
+ *                           fixture when that is absent too).
+ *
+ * ADVISE_UPDATE_SNAPSHOTS=1 build/test_rule_fixtures rewrites (or deletes)
+ * these files from what the rules do now; review the change with `git diff`
+ * before committing it. A mismatch fails with the difference shown.
+ *
+ * Fix safety: FIX_SAFETY below says, for every static rule, what its
+ * documentation's "## Fix safety" section promises (no fix, safe fixes,
+ * unsafe fixes, or both depending on the case), quoting the words that say
+ * so; the test checks that the words are still there and that every fix the
+ * rule offers on its fixture (and in the passes that follow) has that
+ * safety. A rule that offers both kinds must show both in its fixture.
  *
  * A rule whose findings depend on the whole file (one finding per program)
  * can only show its look-alikes as whole files: <CODE>.ok-<what>.py must
@@ -22,10 +50,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../analysis/edits.h"
 #include "../rules/engine.h"
 #include "../server/check_file.h"
+#include "../server/check_output.h"
+#include "../server/unified_diff.h"
 
 typedef struct {
     char code[16];
@@ -63,6 +94,257 @@ static bool run_rule(const Rule *rule, const char *path, const char *text, size_
     config_free(&cfg);
     document_free(doc);
     return ok;
+}
+
+/* ---- snapshots ------------------------------------------------------------- */
+
+static bool updating(void) {
+    const char *v = getenv("ADVISE_UPDATE_SNAPSHOTS");
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+/* text as a C string literal, broken after each "\n" onto a new line that
+ * starts with `indent` spaces */
+static void put_quoted(FILE *out, const char *text, size_t len, int indent) {
+    fputc('"', out);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        switch (c) {
+        case '"': fputs("\\\"", out); break;
+        case '\\': fputs("\\\\", out); break;
+        case '\t': fputs("\\t", out); break;
+        case '\r': fputs("\\r", out); break;
+        case '\n':
+            fputs("\\n", out);
+            if (i + 1 < len) fprintf(out, "\"\n%*s\"", indent, "");
+            break;
+        default:
+            if (c < 32 || c == 127) fprintf(out, "\\x%02x", c);
+            else fputc(c, out);
+        }
+    }
+    fputc('"', out);
+}
+
+static void put_range(FILE *out, const Document *doc, ByteRange r) {
+    size_t sl, sc, el, ec;
+    display_position(doc, r.start, &sl, &sc);
+    display_position(doc, r.end, &el, &ec);
+    fprintf(out, "%zu:%zu-%zu:%zu", sl, sc, el, ec);
+}
+
+/* the range's first line, and a caret under the part of it in the range */
+static void put_source(FILE *out, const Document *doc, ByteRange r) {
+    size_t line = document_line_of(doc, r.start);
+    size_t a = doc->line_starts[line], b = document_line_end(doc, line);
+    size_t sl, sc, el, ec;
+    display_position(doc, r.start, &sl, &sc);
+    display_position(doc, r.end < b ? r.end : b, &el, &ec);
+    fprintf(out, "  %5zu | %.*s\n        | %*s", line + 1, (int)(b - a), doc->text + a, (int)(sc - 1), "");
+    for (size_t c = sc; c < ec || c == sc; c++) fputc('^', out);
+    fputc('\n', out);
+}
+
+/* The snapshot of a list of findings over doc: plain text, one block each. */
+static char *render_snapshot(const Document *doc, const char *name, const FindingList *findings) {
+    char *buf = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&buf, &size);
+    fprintf(out, "# %s: %zu finding%s. Written by tests/test_rule_fixtures.c (ADVISE_UPDATE_SNAPSHOTS=1).\n", name,
+            findings->count, findings->count == 1 ? "" : "s");
+    for (size_t i = 0; i < findings->count; i++) {
+        const Finding *f = &findings->items[i];
+        fprintf(out, "\n%s %s ", f->code, severity_name(f->severity));
+        put_range(out, doc, f->range);
+        fprintf(out, " [%s]\n", f->name ? f->name : "?");
+        put_source(out, doc, f->range);
+        fprintf(out, "  message: %s\n", f->message ? f->message : "");
+        for (size_t k = 0; k < f->evidence_count; k++) fprintf(out, "  evidence: %s\n", f->evidence[k]);
+        for (size_t k = 0; k < f->related_count; k++) {
+            fputs("  related ", out);
+            put_range(out, doc, f->related[k].range);
+            fprintf(out, ": %s\n", f->related[k].message ? f->related[k].message : "");
+        }
+        if (f->fixes_withheld) fputs("  fixes withheld\n", out);
+        for (size_t k = 0; k < f->fix_count; k++) {
+            const Fix *fix = &f->fixes[k];
+            fprintf(out, "  fix %zu (%s): %s\n", k + 1, fix->safe ? "safe" : "unsafe", fix->title ? fix->title : "");
+            for (size_t e = 0; e < fix->edit_count; e++) {
+                const TextEdit *ed = &fix->edits[e];
+                fputs("    edit ", out);
+                put_range(out, doc, ed->range);
+                fputs("\n      old ", out);
+                bool inside = ed->range.start <= ed->range.end && ed->range.end <= doc->length;
+                put_quoted(out, inside ? doc->text + ed->range.start : "", inside ? ed->range.end - ed->range.start : 0,
+                           10);
+                fputs("\n      new ", out);
+                put_quoted(out, ed->new_text ? ed->new_text : "", ed->new_text ? strlen(ed->new_text) : 0, 10);
+                fputc('\n', out);
+            }
+        }
+    }
+    fclose(out);
+    /* no machine-specific paths in snapshots */
+    const char *root = ADVISE_SOURCE_DIR;
+    size_t rlen = strlen(root);
+    for (char *at; (at = strstr(buf, root));) {
+        memcpy(at, "<src>", 5);
+        memmove(at + 5, at + rlen, strlen(at + rlen) + 1);
+    }
+    return buf;
+}
+
+/* Compares text with the file at path (NULL text: the file must not exist).
+ * With ADVISE_UPDATE_SNAPSHOTS set, writes (or deletes) the file instead. */
+static void expect_file(const char *path, const char *what, const char *text, size_t len) {
+    size_t have_len = 0;
+    char *have = read_file(path, &have_len);
+    bool same = text ? have && have_len == len && memcmp(have, text, len) == 0 : !have;
+    if (same) {
+        free(have);
+        return;
+    }
+    if (updating()) {
+        if (text) {
+            FILE *f = fopen(path, "wb");
+            cr_assert_not_null(f, "cannot write %s", path);
+            fwrite(text, 1, len, f);
+            fclose(f);
+            cr_log_warn("updated %s", path);
+        } else {
+            cr_expect_eq(unlink(path), 0, "cannot delete %s", path);
+            cr_log_warn("deleted %s", path);
+        }
+        free(have);
+        return;
+    }
+    const char *hint = "run `ADVISE_UPDATE_SNAPSHOTS=1 build/test_rule_fixtures` to accept what the rules do now, "
+                       "then review it with `git diff`";
+    if (!have) {
+        cr_expect_fail("%s %s is missing (%s)", what, path, hint);
+    } else if (!text) {
+        cr_expect_fail("%s %s should not exist: nothing produces it now (%s)", what, path, hint);
+    } else {
+        char *diff = NULL;
+        size_t diff_size = 0;
+        FILE *out = open_memstream(&diff, &diff_size);
+        unified_diff_write(out, "expected", "actual", have, have_len, text, len);
+        fclose(out);
+        cr_expect_fail("%s %s differs from what the rules produce now (%s):\n%s", what, path, hint, diff);
+        free(diff);
+    }
+    free(have);
+}
+
+/* ---- fix safety, as each rule's documentation states it -------------------------------- */
+
+typedef enum { FIXES_NONE, FIXES_SAFE, FIXES_UNSAFE, FIXES_BOTH } FixSafety;
+
+static const struct {
+    const char *code;
+    FixSafety safety;
+    const char *doc_says; /* words of the rule's "## Fix safety" section that say so */
+} FIX_SAFETY[] = {
+    {"PY001", FIXES_NONE, "No automatic fix"},
+    {"PY002", FIXES_BOTH, "outside loops the fix is safe. Inside a loop (a training loop that logs its step time) it "
+                          "is unsafe"},
+    {"PY003", FIXES_NONE, "No automatic fix"},
+    {"PY004", FIXES_BOTH, "It is safe for deterministic factories"},
+    {"PY005", FIXES_BOTH, "Adding `non_blocking=True` is unsafe"},
+    {"PY006", FIXES_UNSAFE, "The fix is unsafe."},
+    {"PY007", FIXES_UNSAFE, "All fixes are unsafe."},
+    {"PY008", FIXES_UNSAFE, "The fix adds `fused=True` and is unsafe"},
+    {"PY009", FIXES_UNSAFE, "It is unsafe: TF32"},
+    {"PY010", FIXES_UNSAFE, "It is unsafe: the function's results"},
+    {"PY011", FIXES_NONE, "No automatic fix"},
+    {"PY012", FIXES_UNSAFE, "The fix removes the keyword and is unsafe"},
+    {"PY013", FIXES_NONE, "No automatic fix"},
+    {"PY014", FIXES_UNSAFE, "It is unsafe: worker processes change semantics"},
+    {"CU001", FIXES_BOTH, "It is safe in a `__global__` function"},
+    {"CU002", FIXES_NONE, "No automatic fix"},
+    {"CU003", FIXES_SAFE, "Padding changes only the layout"},
+    {"CU004", FIXES_NONE, "No automatic fix"},
+    {"CU005", FIXES_NONE, "No automatic fix"},
+    {"CU006", FIXES_UNSAFE, "It is **unsafe**"},
+    {"CU007", FIXES_SAFE, "It is **safe**"},
+    {"CU008", FIXES_NONE, "No automatic fix"},
+    {"CU009", FIXES_SAFE, "(a safe fix)"},
+    {"CU010", FIXES_UNSAFE, "The fix is unsafe"},
+    {"CU011", FIXES_UNSAFE, "an unsafe fix wraps the call"},
+};
+
+static const char *const SAFETY_NAMES[] = {"no fix", "safe fixes only", "unsafe fixes only", "safe and unsafe fixes"};
+
+/* the rule's "## Fix safety" section with every run of whitespace made one space */
+static char *fix_safety_section(const Rule *rule) {
+    const char *doc = rule->documentation ? rule->documentation : "";
+    const char *at = strstr(doc, "## Fix safety");
+    if (!at) return NULL;
+    at += strlen("## Fix safety");
+    const char *end = strstr(at, "\n## ");
+    size_t n = end ? (size_t)(end - at) : strlen(at), k = 0;
+    char *out = malloc(n + 1);
+    for (size_t i = 0; i < n; i++) {
+        bool space = at[i] == ' ' || at[i] == '\n' || at[i] == '\t';
+        if (space && (k == 0 || out[k - 1] == ' ')) continue;
+        out[k++] = space ? ' ' : at[i];
+    }
+    while (k && out[k - 1] == ' ') k--;
+    out[k] = '\0';
+    return out;
+}
+
+/* what a rule's documentation promises; FIXES_NONE with *known false when the table lacks it */
+static FixSafety declared_safety(const Rule *rule, bool *known) {
+    for (size_t i = 0; i < sizeof FIX_SAFETY / sizeof *FIX_SAFETY; i++)
+        if (strcmp(FIX_SAFETY[i].code, rule->code) == 0) {
+            *known = true;
+            return FIX_SAFETY[i].safety;
+        }
+    *known = false;
+    return FIXES_NONE;
+}
+
+typedef struct {
+    size_t safe, unsafe;
+} FixCount;
+
+static void count_fixes(const FindingList *findings, FixCount *count) {
+    for (size_t i = 0; i < findings->count; i++)
+        for (size_t k = 0; k < findings->items[i].fix_count; k++) {
+            if (findings->items[i].fixes[k].safe) count->safe++;
+            else count->unsafe++;
+        }
+}
+
+/* `advise check --fix` over the fixture: the first fix of each finding (the
+ * safe ones only unless include_unsafe), pass after pass until nothing
+ * changes. The first pass uses the fixture's findings, `first`; counts
+ * every fix the later passes offer. */
+static char *apply_fixes_repeatedly(const Rule *rule, const char *path, const char *text, size_t len,
+                                    const FindingList *first, bool include_unsafe, size_t *out_len,
+                                    FixCount *offered) {
+    char *current = strndup(text, len);
+    size_t current_len = len;
+    for (int pass = 0; pass < 10; pass++) {
+        FindingList again;
+        finding_list_init(&again);
+        if (pass > 0) {
+            cr_assert(run_rule(rule, path, current, current_len, &again));
+            count_fixes(&again, offered);
+        }
+        size_t applied = 0, new_len = 0;
+        char *next = fixes_apply(current, current_len, pass ? &again : first, include_unsafe, &new_len, &applied);
+        finding_list_free(&again);
+        cr_assert(next != NULL, "%s: fixes overlap or fall outside the text", rule->code);
+        bool same = new_len == current_len && memcmp(next, current, current_len) == 0;
+        free(current);
+        current = next;
+        current_len = new_len;
+        if (applied == 0 || same) break;
+    }
+    *out_len = current_len;
+    return current;
 }
 
 ParameterizedTestParameters(fixtures, rule) {
@@ -119,12 +401,10 @@ ParameterizedTest(RuleParam *param, fixtures, rule) {
     finding_list_init(&findings);
     cr_assert(run_rule(rule, path, text, len, &findings));
     bool *hit = calloc(doc->line_count + 1, sizeof *hit);
-    bool any_fix = false;
     for (size_t i = 0; i < findings.count; i++) {
         const Finding *f = &findings.items[i];
         size_t line = document_line_of(doc, f->range.start);
         hit[line] = true;
-        any_fix |= f->fix_count > 0;
         cr_expect(expect[line] == EXPECT_FLAG, "%s:%zu: unexpected %s finding: %s", path, line + 1, f->code,
                   f->message);
         cr_expect(f->range.end >= f->range.start && f->range.end <= len, "%s:%zu: finding range out of bounds", path,
@@ -134,45 +414,56 @@ ParameterizedTest(RuleParam *param, fixtures, rule) {
         if (expect[line] == EXPECT_FLAG)
             cr_expect(hit[line], "%s:%zu: expected a %s finding, got none", path, line + 1, rule->code);
 
-    /* fixes: apply them all, again and again, and compare with .fixed */
-    char fixed_path[1100];
+    /* the snapshot of every finding */
+    const char *base = strrchr(path, '/') + 1;
+    char *snap = render_snapshot(doc, base, &findings);
+    char snap_path[1100];
+    snprintf(snap_path, sizeof snap_path, "%s.snap", path);
+    expect_file(snap_path, "the snapshot", snap, strlen(snap));
+    free(snap);
+
+    /* fixes: safe ones only (.fixed), then all of them (.unsafe.fixed) */
+    FixCount offered = {0, 0};
+    count_fixes(&findings, &offered);
+    size_t safe_len = 0, all_len = 0;
+    char *safe_text = apply_fixes_repeatedly(rule, path, text, len, &findings, false, &safe_len, &offered);
+    char *all_text = apply_fixes_repeatedly(rule, path, text, len, &findings, true, &all_len, &offered);
+    bool safe_changes = safe_len != len || memcmp(safe_text, text, len) != 0;
+    bool unsafe_changes = all_len != safe_len || memcmp(all_text, safe_text, safe_len) != 0;
+    char fixed_path[1100], unsafe_path[1100];
     snprintf(fixed_path, sizeof fixed_path, "%s.fixed", path);
-    size_t expected_len;
-    char *expected = read_file(fixed_path, &expected_len);
-    if (any_fix) {
-        cr_expect(expected != NULL, "%s: the rule offers fixes but %s is missing", rule->code, fixed_path);
-    } else {
-        cr_expect(expected == NULL, "%s: %s exists but the rule offered no fix", rule->code, fixed_path);
-    }
-    if (expected && any_fix) {
-        char *current = strdup(text);
-        size_t current_len = len;
-        for (int pass = 0; pass < 10; pass++) {
-            FindingList again;
-            finding_list_init(&again);
-            cr_assert(run_rule(rule, path, current, current_len, &again));
-            size_t applied = 0, new_len = 0;
-            char *next = fixes_apply(current, current_len, &again, true, &new_len, &applied);
-            finding_list_free(&again);
-            cr_assert(next != NULL, "%s: fixes overlap or fall outside the text", rule->code);
-            free(current);
-            current = next;
-            current_len = new_len;
-            if (applied == 0) break;
+    snprintf(unsafe_path, sizeof unsafe_path, "%s.unsafe.fixed", path);
+    expect_file(fixed_path, "the text after the safe fixes", safe_changes ? safe_text : NULL, safe_len);
+    expect_file(unsafe_path, "the text after all fixes", unsafe_changes ? all_text : NULL, all_len);
+    free(safe_text);
+    free(all_text);
+
+    /* the fixes' safety against what the documentation promises */
+    bool known = false;
+    FixSafety declared = declared_safety(rule, &known);
+    cr_expect(known, "%s: FIX_SAFETY in tests/test_rule_fixtures.c does not say what its fixes are", rule->code);
+    char *section = fix_safety_section(rule);
+    cr_expect(section != NULL, "%s: its documentation has no \"## Fix safety\" section", rule->code);
+    for (size_t i = 0; known && section && i < sizeof FIX_SAFETY / sizeof *FIX_SAFETY; i++)
+        if (strcmp(FIX_SAFETY[i].code, rule->code) == 0)
+            cr_expect(strstr(section, FIX_SAFETY[i].doc_says) != NULL,
+                      "%s: its \"## Fix safety\" section no longer says \"%s\" (FIX_SAFETY has it as %s): "
+                      "check the fixes against the new words and update the table\n--- the section:\n%s",
+                      rule->code, FIX_SAFETY[i].doc_says, SAFETY_NAMES[declared], section);
+    free(section);
+    if (known) {
+        bool ok = true;
+        switch (declared) {
+        case FIXES_NONE: ok = offered.safe == 0 && offered.unsafe == 0; break;
+        case FIXES_SAFE: ok = offered.unsafe == 0 && offered.safe > 0; break;
+        case FIXES_UNSAFE: ok = offered.safe == 0 && offered.unsafe > 0; break;
+        case FIXES_BOTH: ok = offered.safe > 0 && offered.unsafe > 0; break;
         }
-        if (strcmp(current, expected) != 0) {
-            char out_path[1200];
-            snprintf(out_path, sizeof out_path, "/tmp/advise-%s.actual.%s", rule->code, fixture_ext(rule));
-            FILE *f = fopen(out_path, "wb");
-            if (f) {
-                fwrite(current, 1, current_len, f);
-                fclose(f);
-            }
-            cr_expect_fail("%s: fixed text differs from %s (actual written to %s)", rule->code, fixed_path, out_path);
-        }
-        free(current);
+        cr_expect(ok,
+                  "%s: its documentation promises %s, but its fixture and the fix passes that follow get %zu safe "
+                  "and %zu unsafe fixes",
+                  rule->code, SAFETY_NAMES[declared], offered.safe, offered.unsafe);
     }
-    free(expected);
     free(hit);
     free(expect);
     finding_list_free(&findings);
