@@ -159,7 +159,11 @@ static char *render_snapshot(const Document *doc, const char *name, const Findin
         fprintf(out, " [%s]\n", f->name ? f->name : "?");
         put_source(out, doc, f->range);
         fprintf(out, "  message: %s\n", f->message ? f->message : "");
-        for (size_t k = 0; k < f->evidence_count; k++) fprintf(out, "  evidence: %s\n", f->evidence[k]);
+        for (size_t k = 0; k < f->evidence_count; k++) {
+            char *text = evidence_render(&f->evidence[k]);
+            fprintf(out, "  %s: %s\n", evidence_kind_name(f->evidence[k].kind), text ? text : "?");
+            free(text);
+        }
         for (size_t k = 0; k < f->related_count; k++) {
             fputs("  related ", out);
             put_range(out, doc, f->related[k].range);
