@@ -4,9 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef ADVISE_VERSION
-#define ADVISE_VERSION "0.1.0"
-#endif
+#include "advise_version.h" /* ADVISE_VERSION: project(VERSION) in CMakeLists.txt */
 
 struct CheckOutput {
     OutputFormat format;

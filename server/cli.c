@@ -11,9 +11,7 @@
 #include "config.h"
 #include "rule.h"
 
-#ifndef ADVISE_VERSION
-#define ADVISE_VERSION "0.1.0"
-#endif
+#include "advise_version.h" /* ADVISE_VERSION: project(VERSION) in CMakeLists.txt */
 
 static void usage(FILE *out) {
     fputs("usage: advise <command> [options]\n"

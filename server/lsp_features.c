@@ -14,6 +14,7 @@
 #include "../analysis/edits.h"
 #include "../rules/engine.h"
 #include "../rules/measure.h"
+#include "advise_version.h"
 #include "check_file.h"
 #include "file_walk.h"
 #include "jsonrpc.h"
@@ -65,8 +66,8 @@ static const char *rule_docs_dir(void) {
         docs_written = true;
         const char *base = getenv("XDG_CACHE_HOME");
         const char *home = getenv("HOME");
-        if (base && *base) snprintf(docs_dir, sizeof docs_dir, "%s/advise/rules-0.1.0", base);
-        else snprintf(docs_dir, sizeof docs_dir, "%s/.cache/advise/rules-0.1.0", home && *home ? home : "/tmp");
+        if (base && *base) snprintf(docs_dir, sizeof docs_dir, "%s/advise/rules-" ADVISE_VERSION, base);
+        else snprintf(docs_dir, sizeof docs_dir, "%s/.cache/advise/rules-" ADVISE_VERSION, home && *home ? home : "/tmp");
         char cmd[1200];
         snprintf(cmd, sizeof cmd, "%s", docs_dir);
         for (char *p = cmd + 1; *p; p++)
