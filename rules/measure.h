@@ -1,7 +1,7 @@
 /* Internals of merging a profile into findings (rules/measure.c): the
  * models that turn what a finding's lines cost into evidence and an
  * estimated gain (rules/measure_models.c, each documented there and in the
- * README's "Profile-aware advice"), and numbers in words. */
+ * docs/models.md), and numbers in words. */
 #ifndef ADVISE_MEASURE_H
 #define ADVISE_MEASURE_H
 
