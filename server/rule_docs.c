@@ -114,7 +114,8 @@ bool rule_docs_write_index(FILE *out, const char *pages) {
           "applied by `advise check --fix` and the editor's *fix all*; **unsafe** ones may change\n"
           "results or behaviour and are applied only with `--fix --unsafe-fixes` (or one at a time from\n"
           "the editor); **none**: the message explains the change instead; **safe or unsafe**: it\n"
-          "depends on the case, and the page says when.\n\n"
+          "depends on the case, and the page says when; **see page**: the page's *Fix safety*\n"
+          "section describes the fix without the words safe or unsafe.\n\n"
           "Choosing rules and their severity: [configuration](configuration.md). How a profile's\n"
           "figures attach to each rule's findings: [measurement models](models.md).\n",
           out);
