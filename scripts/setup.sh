@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs what advise needs on Debian 12 (only what is missing) and builds
 # it into build/. Installs with apt-get: build-essential cmake pkg-config
-# libjansson-dev libtree-sitter-dev libcriterion-dev libclang-19-dev libdw-dev openssl
+# python3 libjansson-dev libtree-sitter-dev libcriterion-dev libclang-19-dev libdw-dev openssl
 # ca-certificates neovim (the end-to-end LSP tests drive it headless), and
 # nodejs + npm when npm is absent (npm fetches the pinned tree-sitter-python
 # grammar at build time, and the end-to-end tests' client libraries).
