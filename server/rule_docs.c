@@ -53,12 +53,30 @@ const char *rule_fix_safety(const Rule *rule) {
     return "see page";
 }
 
+/* A summary is plain text that may hold `code`: outside code spans, `*` and
+ * the `_` that could start or end emphasis (`__shared__`; not the one in
+ * `non_blocking`) are escaped; in a table cell `|` too, and line breaks
+ * become spaces. */
+static void summary_text(FILE *out, const char *text, bool cell) {
+    bool code = false;
+    for (const char *p = text ? text : ""; *p; p++) {
+        if (*p == '`') code = !code;
+        bool intraword = p > text && isalnum((unsigned char)p[-1]) && isalnum((unsigned char)p[1]);
+        if (!code && (*p == '*' || (*p == '_' && !intraword))) fputc('\\', out);
+        if (cell && *p == '|') fputs("\\|", out);
+        else if (cell && *p == '\n') fputc(' ', out);
+        else fputc(*p, out);
+    }
+}
+
 bool rule_docs_write_page(FILE *out, const Rule *rule) {
     const char *doc = rule->documentation ? rule->documentation : "";
     size_t n = strlen(doc);
-    fprintf(out, "# %s %s\n\n%s.\n\n", rule->code, rule->name, rule->summary);
-    fprintf(out, "Default severity: %s. Languages: %s. Fix: %s.", severity_name(rule->severity),
-            rule_languages_text(rule->languages), rule_fix_safety(rule));
+    const char *fix = rule_fix_safety(rule);
+    fprintf(out, "# %s %s\n\n", rule->code, rule->name);
+    summary_text(out, rule->summary, false);
+    fprintf(out, ".\n\nDefault severity: %s. Languages: %s. Fix: %s.", severity_name(rule->severity),
+            rule_languages_text(rule->languages), strcmp(fix, "see page") == 0 ? "see *Fix safety* below" : fix);
     if (rule_needs_profile(rule)) fputs(" Needs a profile: it runs on the files a merged profile mentions.", out);
     fputs("\n\n", out);
     fputs(doc, out);
@@ -73,15 +91,6 @@ enum { KIND_PYTHON, KIND_CUDA, KIND_PROFILE };
 static int rule_kind(const Rule *rule) {
     if (rule_needs_profile(rule)) return KIND_PROFILE;
     return rule->languages & LANGUAGE_PYTHON ? KIND_PYTHON : KIND_CUDA;
-}
-
-/* a table cell: `|` escaped, line breaks as spaces */
-static void cell(FILE *out, const char *text) {
-    for (const char *p = text ? text : ""; *p; p++) {
-        if (*p == '|') fputs("\\|", out);
-        else if (*p == '\n') fputc(' ', out);
-        else fputc(*p, out);
-    }
 }
 
 bool rule_docs_write_index(FILE *out, const char *pages) {
@@ -129,7 +138,7 @@ bool rule_docs_write_index(FILE *out, const char *pages) {
             if (rule_kind(r) != kind) continue;
             fprintf(out, "| [%s](%s/%s.md) | `%s` | %s | %s | %s | ", r->code, pages, r->code, r->name,
                     rule_languages_text(r->languages), severity_name(r->severity), rule_fix_safety(r));
-            cell(out, r->summary);
+            summary_text(out, r->summary, true);
             fputs(" |\n", out);
         }
     }
