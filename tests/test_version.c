@@ -89,7 +89,7 @@ Test(version, html_report_names_the_cmake_project_version) {
 typedef struct {
     pid_t pid;
     int in, out; /* the server's stdin (we write), stdout (we read) */
-    char buf[1 << 16];
+    char buf[(1 << 16) + 1]; /* buf[len] is always '\0' */
     size_t len;
 } Server;
 
@@ -113,6 +113,7 @@ static void server_start(Server *s, const char *cache) {
     s->in = to[1];
     s->out = from[0];
     s->len = 0;
+    s->buf[0] = '\0';
 }
 
 static void server_send(Server *s, json_t *msg) {
@@ -138,6 +139,7 @@ static json_t *server_receive(Server *s) {
                 json_t *msg = json_loadb(s->buf + head, body_len, 0, NULL);
                 memmove(s->buf, s->buf + head + body_len, s->len - head - body_len);
                 s->len -= head + body_len;
+                s->buf[s->len] = '\0';
                 cr_assert(msg, "the server sent a body that is not JSON");
                 return msg;
             }
@@ -145,10 +147,11 @@ static json_t *server_receive(Server *s) {
         if (time(NULL) > deadline) return NULL;
         struct pollfd p = {s->out, POLLIN, 0};
         if (poll(&p, 1, 1000) <= 0) continue;
-        cr_assert(s->len < sizeof s->buf, "a message over 64 KiB");
-        ssize_t got = read(s->out, s->buf + s->len, sizeof s->buf - s->len);
+        cr_assert(s->len < sizeof s->buf - 1, "a message over 64 KiB");
+        ssize_t got = read(s->out, s->buf + s->len, sizeof s->buf - 1 - s->len);
         if (got <= 0) return NULL;
         s->len += (size_t)got;
+        s->buf[s->len] = '\0';
     }
 }
 
