@@ -1,5 +1,5 @@
 /* Findings and fixes: what a rule reports, as plain structs in byte offsets.
- * The server and the CLI turn them into LSP, JSON, SARIF or text. */
+ * The server and the CLI turn them into LSP, JSON or text. */
 #ifndef ADVISE_FINDING_H
 #define ADVISE_FINDING_H
 

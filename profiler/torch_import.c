@@ -15,9 +15,7 @@
 #include "torch_stacks.h"
 #include "torch_user_code.h"
 
-#ifndef ADVISE_VERSION
-#define ADVISE_VERSION "0.1.0"
-#endif
+#include "advise_version.h" /* ADVISE_VERSION: project(VERSION) in CMakeLists.txt */
 
 /* Largest integer a double holds exactly: bigger "integers" are refused */
 #define MAX_EXACT 9007199254740992.0

@@ -1,5 +1,5 @@
 /* Which rules run and how loudly: from `advise.toml` at the project root
- * (see README "Configuration"), the command line, or an editor's settings.
+ * (see docs/configuration.md), the command line, or an editor's settings.
  *
  * Selectors name rules by code ("PY001"), code prefix ("PY"), name
  * ("host-sync-in-loop") or "ALL". */

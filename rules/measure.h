@@ -1,8 +1,8 @@
 /* Internals of merging a profile into findings (rules/measure.c): the
  * models that turn what a finding's lines cost into evidence and an
  * estimated gain (rules/measure_models.c, each documented there and in the
- * README's "Profile-aware advice"). Their figures go into the evidence as
- * numbers (analysis/evidence.h), written in words where findings are shown. */
+ * docs/models.md). Their figures go into the evidence as numbers
+ * (analysis/evidence.h), written in words where findings are shown. */
 #ifndef ADVISE_MEASURE_H
 #define ADVISE_MEASURE_H
 

@@ -1,7 +1,7 @@
 /* The measurement models: what a finding's lines cost in a profile, as
  * evidence in plain words and, where a model is defensible, an estimated
- * gain. Each model is documented above its function and in the README
- * ("Profile-aware advice"). Gains are never added across rules. */
+ * gain. Each model is documented above its function and in
+ * docs/models.md. Gains are never added across rules. */
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>

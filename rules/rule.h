@@ -1,6 +1,6 @@
 /* What a rule is: a descriptor (stable code, kebab-case name, default
  * severity, languages, summary, documentation) and a check that reads one
- * document and reports findings. A rule never knows about LSP, JSON or SARIF.
+ * document and reports findings. A rule never knows about LSP or output formats (text, JSON).
  *
  * To add a rule: one file rules/<language>/<name>.c that defines
  * `const Rule rule_<name>` (the file name with '-' as '_'), and one fixture
@@ -20,7 +20,7 @@ typedef struct ProfileView ProfileView;
 
 /* How a profile's measurements attach to a static finding of this rule
  * (rules/measure.c computes evidence, estimated gain and severity; each
- * model is documented there and in the README):
+ * model is documented there and in docs/models.md):
  *   MEASURE_SYNC      host waits at the finding's lines (syncs, .item())
  *   MEASURE_COPY      copies at the lines: bytes, bandwidth, pinned estimate
  *   MEASURE_COPY_AVOIDED  the copies at the lines, which the fix removes (the

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs what advise needs on Debian 12 (only what is missing) and builds
 # it into build/. Installs with apt-get: build-essential cmake pkg-config
-# libjansson-dev libtree-sitter-dev libcriterion-dev libclang-19-dev libdw-dev openssl
+# python3 libjansson-dev libtree-sitter-dev libcriterion-dev libclang-19-dev libdw-dev openssl
 # ca-certificates neovim (the end-to-end LSP tests drive it headless), git
 # and patch (tests compare .gitignore handling with git and apply --diff
 # output with patch), and

@@ -4,11 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "advise_version.h" /* ADVISE_VERSION: project(VERSION) in CMakeLists.txt */
 #include "finding_json.h"
-
-#ifndef ADVISE_VERSION
-#define ADVISE_VERSION "0.1.0"
-#endif
 
 struct CheckOutput {
     OutputFormat format;

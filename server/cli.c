@@ -11,16 +11,14 @@
 #include "config.h"
 #include "rule.h"
 
-#ifndef ADVISE_VERSION
-#define ADVISE_VERSION "0.1.0"
-#endif
+#include "advise_version.h" /* ADVISE_VERSION: project(VERSION) in CMakeLists.txt */
 
 static void usage(FILE *out) {
     fputs("usage: advise <command> [options]\n"
           "\n"
           "commands:\n"
-          "  check [PATHS...]     analyse Python files and folders (default: .)\n"
-          "  rules                list the rules\n"
+          "  check [PATHS...]     analyse Python and CUDA files and folders (default: .)\n"
+          "  rules                list the rules (--format markdown: the docs/rules pages)\n"
           "  rule CODE|NAME       print one rule's documentation\n"
           "  import TRACE.json    turn a torch.profiler trace into an advise profile\n"
           "  server [--stdio]     run the language server (LSP over stdio)\n"

@@ -43,7 +43,7 @@ static void check_usage(FILE *out) {
           "Analyses Python and CUDA files, and folders recursively (skipping what .gitignore ignores).\n"
           "\n"
           "options:\n"
-          "  --format text|json       output format (default text; json is described in the README)\n"
+          "  --format text|json       output format (default text; json: docs/json-output.md)\n"
           "  --select LIST            only these rules: codes, prefixes, names or ALL, comma-separated\n"
           "                           (replaces the config's select)\n"
           "  --ignore LIST            skip these rules (added to the config's ignore)\n"

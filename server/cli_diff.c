@@ -1,5 +1,5 @@
 /* `advise diff BEFORE AFTER`: two profiles side by side, as a text table for
- * people or JSON for programs (shape in the README). The comparison itself
+ * people or JSON for programs (shape in docs/json-output.md). The comparison itself
  * is profiler/profile_diff.c. */
 #include <getopt.h>
 #include <jansson.h>
@@ -22,7 +22,7 @@ static void diff_usage(FILE *out) {
           "(file, line and kind of operation) with its time before and after, by time saved.\n"
           "\n"
           "options:\n"
-          "  --format text|json   output format (default text; json is described in the README)\n"
+          "  --format text|json   output format (default text; json: docs/json-output.md)\n"
           "  --limit N            text: at most N rows per table section (default 15; 0: all)\n"
           "\n"
           "exit status: 0 compared, 2 usage error or a profile that cannot be read\n",

@@ -13,11 +13,13 @@
 
 #include "../analysis/edits.h"
 #include "../rules/engine.h"
+#include "advise_version.h"
 #include "check_file.h"
 #include "file_walk.h"
 #include "finding_json.h"
 #include "jsonrpc.h"
 #include "lsp_server.h"
+#include "rule_docs.h"
 #include "source_file.h"
 
 /* ---- positions ------------------------------------------------------------ */
@@ -57,38 +59,22 @@ static pthread_mutex_t docs_lock = PTHREAD_MUTEX_INITIALIZER;
 static char docs_dir[1024];
 static bool docs_written;
 
-/* Writes each rule's documentation once to a cache folder so that
- * codeDescription.href can link to it without a network. */
+/* Writes each rule's page (rule_docs.h: what `advise rule` prints and
+ * docs/rules/<CODE>.md hold) once to a cache folder named after this
+ * version, so that codeDescription.href can link to it without a network. */
 static const char *rule_docs_dir(void) {
     pthread_mutex_lock(&docs_lock);
     if (!docs_written) {
         docs_written = true;
         const char *base = getenv("XDG_CACHE_HOME");
         const char *home = getenv("HOME");
-        if (base && *base) snprintf(docs_dir, sizeof docs_dir, "%s/advise/rules-0.1.0", base);
-        else snprintf(docs_dir, sizeof docs_dir, "%s/.cache/advise/rules-0.1.0", home && *home ? home : "/tmp");
-        char cmd[1200];
-        snprintf(cmd, sizeof cmd, "%s", docs_dir);
-        for (char *p = cmd + 1; *p; p++)
-            if (*p == '/') {
-                *p = '\0';
-                mkdir(cmd, 0755);
-                *p = '/';
-            }
-        mkdir(cmd, 0755);
-        size_t count;
-        const Rule *const *all = rules_all(&count);
-        for (size_t i = 0; i < count; i++) {
-            char path[1400];
-            snprintf(path, sizeof path, "%s/%s.md", docs_dir, all[i]->code);
-            FILE *f = fopen(path, "w");
-            if (!f) {
-                docs_dir[0] = '\0';
-                break;
-            }
-            fprintf(f, "# %s %s\n\n%s.\n\n%s", all[i]->code, all[i]->name, all[i]->summary, all[i]->documentation);
-            fclose(f);
-        }
+        if (base && *base) snprintf(docs_dir, sizeof docs_dir, "%s/advise/rules-" ADVISE_VERSION, base);
+        else
+            snprintf(docs_dir, sizeof docs_dir, "%s/.cache/advise/rules-" ADVISE_VERSION,
+                     home && *home ? home : "/tmp");
+        char *error = NULL;
+        if (!rule_docs_write_pages(docs_dir, false, &error)) docs_dir[0] = '\0';
+        free(error);
     }
     pthread_mutex_unlock(&docs_lock);
     return docs_dir;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../analysis/python_source.h"
+#include "advise_version.h"
 #include "jsonrpc.h"
 #include "lsp_edits.h"
 
@@ -243,7 +244,7 @@ static void handle_initialize(LspServer *s, json_t *id, json_t *params) {
                             json_pack("{s:s,s:b,s:b}", "identifier", "advise", "interFileDependencies", 0,
                                       "workspaceDiagnostics", 0));
     jsonrpc_send_result(id, json_pack("{s:o,s:{s:s,s:s}}", "capabilities", capabilities, "serverInfo", "name",
-                                      "advise", "version", "0.1.0"));
+                                      "advise", "version", ADVISE_VERSION));
     s->initialized = true;
 }
 

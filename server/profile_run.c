@@ -20,9 +20,7 @@
 #include "profile_store.h"
 #include "profile_run_internal.h"
 
-#ifndef ADVISE_VERSION
-#define ADVISE_VERSION "0.1.0"
-#endif
+#include "advise_version.h" /* ADVISE_VERSION: project(VERSION) in CMakeLists.txt */
 
 #define INJECT_LIB "libadvise_inject.so"
 

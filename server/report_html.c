@@ -9,9 +9,7 @@
 
 #include "../profiler/profile_diff.h"
 
-#ifndef ADVISE_VERSION
-#define ADVISE_VERSION "0.1.0"
-#endif
+#include "advise_version.h" /* ADVISE_VERSION: project(VERSION) in CMakeLists.txt */
 
 #define TOP_KERNELS 15
 #define TOP_KERNELS_EACH 8 /* with several profiles */

@@ -312,7 +312,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
             return 1;
         }
     /* ADVISE_PROFILE_SITES=0: activity only, no call sites and no API times
-     * (the least overhead; see profiler/README.md). */
+     * (the least overhead; see docs/profiling.md). */
     const char *sites = getenv("ADVISE_PROFILE_SITES");
     if (sites && strcmp(sites, "0") == 0) return 1;
     enable_watched(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);

@@ -8,7 +8,8 @@
  * thread then reads the innermost user frame's current line: that thread is
  * inside a C call, so its frames cannot change meanwhile, and reading a line
  * number allocates nothing. Taking the GIL inside a driver callback instead
- * can deadlock (FACTS.md).
+ * can deadlock in multi-threaded programs (under PyTorch the launching
+ * thread does not hold the GIL in the cudaLaunchKernel callback).
  *
  * libpython is found with dlsym in the running process: nothing links it. */
 #include <dlfcn.h>

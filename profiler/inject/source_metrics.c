@@ -6,9 +6,12 @@
  * launch it enables CUPTI's SASS patching, waits for the launch, reads the
  * per-instruction counters, maps each instruction to its CUDA source line
  * (the cubin's -lineinfo tables) and sums them per line of the project's
- * files. CUPTI 13.0 gives records for one patched kernel per run
- * (../shared/FACTS.md), which is why `advise profile` re-runs the command
- * once per kernel. */
+ * files. CUPTI 13.0 gives records for one patched kernel per run (on an
+ * H200, 2026-11-30: only the first kernel launched after enabling SASS
+ * metrics produced records, whether patching was lazy or not, modules
+ * loaded eagerly or lazily, or metrics enabled around each launch), which
+ * is why `advise profile` re-runs the command once per kernel
+ * (docs/profiling.md). */
 #define _GNU_SOURCE
 #include <cupti.h>
 #include <cupti_pcsampling.h>
