@@ -1,6 +1,7 @@
 /* Evidence items (evidence.h): building a template from printf text with
  * "{}" placeholders, copying, and rendering it with the unit formatters. */
 #include "evidence.h"
+#include "finding.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -38,19 +39,6 @@ static char *marked(const char *fmt, char mark, size_t *holes) {
     return out;
 }
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wformat-nonliteral"
-static char *vprint(const char *fmt, va_list ap) {
-    va_list copy;
-    va_copy(copy, ap);
-    int n = vsnprintf(NULL, 0, fmt, copy);
-    va_end(copy);
-    if (n < 0) return NULL;
-    char *s = malloc((size_t)n + 1);
-    if (s) vsnprintf(s, (size_t)n + 1, fmt, ap);
-    return s;
-}
-#pragma GCC diagnostic pop
 
 /* A growing string. */
 typedef struct {
@@ -86,14 +74,14 @@ bool evidence_vappend(Evidence *e, const Quantity *values, size_t count, const c
     char *first = NULL, *second = NULL;
     size_t holes = 0;
     if (count == 0) {
-        first = vprint(fmt, ap);
+        first = format_string_v(fmt, ap);
     } else {
         char *fa = marked(fmt, '\x01', &holes), *fb = marked(fmt, '\x02', &holes);
         va_list again;
         va_copy(again, ap);
         if (fa && fb) {
-            first = vprint(fa, ap);
-            second = vprint(fb, again);
+            first = format_string_v(fa, ap);
+            second = format_string_v(fb, again);
         }
         va_end(again);
         free(fa);

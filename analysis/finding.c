@@ -29,7 +29,7 @@ bool severity_parse(const char *text, Severity *out) {
     return false;
 }
 
-static char *vformat(const char *fmt, va_list ap) {
+char *format_string_v(const char *fmt, va_list ap) {
     va_list copy;
     va_copy(copy, ap);
     int n = vsnprintf(NULL, 0, fmt, copy);
@@ -43,7 +43,7 @@ static char *vformat(const char *fmt, va_list ap) {
 char *format_string(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    char *s = vformat(fmt, ap);
+    char *s = format_string_v(fmt, ap);
     va_end(ap);
     return s;
 }

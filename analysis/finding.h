@@ -3,6 +3,7 @@
 #ifndef ADVISE_FINDING_H
 #define ADVISE_FINDING_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -107,5 +108,7 @@ bool fix_add_edit(Fix *fix, size_t start, size_t end, const char *new_text);
 
 /* printf into a fresh heap string (NULL when memory runs out). */
 char *format_string(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same with a va_list, which it leaves unread (it reads a copy and then ap). */
+char *format_string_v(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 #endif

@@ -15,6 +15,7 @@
 #include "../profiler/profile_set.h"
 #include "../profiler/profile_view.h"
 #include "../rules/config.h"
+#include "atomic_file.h"
 #include "cli.h"
 #include "profile_store.h"
 #include "ranked_findings.h"
@@ -143,41 +144,16 @@ static size_t profiles_used(const ProfileSet *set, const RankedFindings *finding
     return count;
 }
 
-/* Writes the report to path through a temporary file beside it, renamed
- * over path once complete. */
-static int write_atomically(const char *path, const ReportInput *in, bool html) {
-    size_t n = strlen(path) + 16;
-    char *temp = malloc(n);
-    if (!temp) return fail("out of memory");
-    snprintf(temp, n, "%s.tmp-XXXXXX", path);
-    int fd = mkstemp(temp);
-    if (fd < 0) {
-        int status = fail("cannot write %s: %s", path, strerror(errno));
-        free(temp);
-        return status;
-    }
-    FILE *f = fdopen(fd, "w");
-    if (!f) {
-        close(fd);
-        unlink(temp);
-        free(temp);
-        return fail("cannot write %s: %s", path, strerror(errno));
-    }
-    bool ok = html ? report_html_write(f, in) : report_text_write(f, in);
-    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0 && fchmod(fileno(f), 0644) == 0;
-    int saved = errno;
-    if (fclose(f) != 0) ok = false;
-    if (ok && rename(temp, path) != 0) {
-        saved = errno;
-        ok = false;
-    }
-    if (!ok) {
-        unlink(temp);
-        free(temp);
-        return fail("cannot write %s: %s", path, saved ? strerror(saved) : "write error");
-    }
-    free(temp);
-    return EXIT_CLEAN;
+static bool write_html(FILE *out, const void *in) { return report_html_write(out, in); }
+static bool write_text(FILE *out, const void *in) { return report_text_write(out, in); }
+
+/* Writes the report to path whole or not at all (atomic_file.h). */
+static int write_report_file(const char *path, const ReportInput *in, bool html) {
+    char *error = NULL;
+    if (atomic_file_write(path, html ? write_html : write_text, in, &error)) return EXIT_CLEAN;
+    int status = fail("%s", error ? error : "out of memory");
+    free(error);
+    return status;
 }
 
 enum { OPT_FORMAT = 256, OPT_PROFILE, OPT_NO_PROFILE, OPT_CONFIG, OPT_NO_CONFIG, OPT_HELP };
@@ -240,7 +216,7 @@ int cli_report(int argc, char **argv) {
         size_t used_count = profiles_used(set, &findings, &used);
         ReportInput in = {.profiles = used, .profile_count = used_count, .findings = &findings};
         if (o.output && strcmp(o.output, "-") != 0) {
-            status = write_atomically(o.output, &in, o.html);
+            status = write_report_file(o.output, &in, o.html);
             if (status == EXIT_CLEAN)
                 fprintf(stderr, "advise report: wrote %s (%zu finding%s)\n", o.output, findings.count,
                         findings.count == 1 ? "" : "s");

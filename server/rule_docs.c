@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
+
 const char *rule_languages_text(unsigned languages) {
     if ((languages & LANGUAGE_PYTHON) && (languages & LANGUAGE_CUDA)) return "python,cuda";
     if (languages & LANGUAGE_PYTHON) return "python";
@@ -169,41 +171,6 @@ static bool make_dirs(const char *dir, char **error) {
     return true;
 }
 
-typedef bool (*Writer)(FILE *out, const void *arg);
-
-/* writes path through a temporary file beside it, renamed over it */
-static bool write_atomically(const char *path, Writer write, const void *arg, char **error) {
-    char *temp = format_string("%s.tmp-XXXXXX", path);
-    if (!temp) {
-        *error = format_string("out of memory");
-        return false;
-    }
-    int fd = mkstemp(temp);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    if (!f) {
-        *error = format_string("cannot write %s: %s", path, strerror(errno));
-        if (fd >= 0) {
-            close(fd);
-            unlink(temp);
-        }
-        free(temp);
-        return false;
-    }
-    bool ok = write(f, arg) && fflush(f) == 0 && fsync(fileno(f)) == 0 && fchmod(fileno(f), 0644) == 0;
-    int saved = errno;
-    if (fclose(f) != 0) ok = false;
-    if (ok && rename(temp, path) != 0) {
-        saved = errno;
-        ok = false;
-    }
-    if (!ok) {
-        *error = format_string("cannot write %s: %s", path, saved ? strerror(saved) : "write error");
-        unlink(temp);
-    }
-    free(temp);
-    return ok;
-}
-
 static bool write_page(FILE *out, const void *rule) { return rule_docs_write_page(out, rule); }
 static bool write_index(FILE *out, const void *pages) { return rule_docs_write_index(out, pages); }
 
@@ -221,7 +188,7 @@ bool rule_docs_write_pages(const char *dir, bool remove_stale, char **error) {
     const Rule *const *all = rules_all(&count);
     for (size_t i = 0; i < count; i++) {
         char *path = format_string("%s/%s.md", dir, all[i]->code);
-        bool ok = path && write_atomically(path, write_page, all[i], error);
+        bool ok = path && atomic_file_write(path, write_page, all[i], error);
         if (!path) *error = format_string("out of memory");
         free(path);
         if (!ok) return false;
@@ -252,5 +219,5 @@ bool rule_docs_write_pages(const char *dir, bool remove_stale, char **error) {
 
 bool rule_docs_write_index_file(const char *path, const char *pages, char **error) {
     *error = NULL;
-    return write_atomically(path, write_index, pages, error);
+    return atomic_file_write(path, write_index, pages, error);
 }
