@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "rule.h"
+#include "../../analysis/python_expr.h"
 #include "../../analysis/python_index.h"
 
 static const char documentation[] =
@@ -90,17 +91,6 @@ static bool is_clock_read(const PySource *src, TSNode n) {
     return py_is(n, "call") && py_callee_is_any(src, n, clock_names);
 }
 
-static TSNode strip_parens(TSNode n) {
-    for (int i = 0; i < MAX_CHAIN && py_is(n, "parenthesized_expression"); i++) n = ts_node_named_child(n, 0);
-    return n;
-}
-
-static bool is_minus(TSNode n) {
-    if (!py_is(n, "binary_operator")) return false;
-    TSNode op = ts_node_child_by_field_name(n, "operator", 8);
-    return !ts_node_is_null(op) && strcmp(ts_node_type(op), "-") == 0;
-}
-
 /* `name` was last assigned a clock read, in the same scope as `at` and
  * before it: that read */
 static bool clock_binding(const PySource *src, TSNode name, TSNode at, TSNode *read) {
@@ -109,7 +99,7 @@ static bool clock_binding(const PySource *src, TSNode name, TSNode at, TSNode *r
     if (py_binding_before(src, name, py_text_ptr(src, name), py_text_len(name), ts_node_start_byte(name), &value) !=
         BINDING_ASSIGNMENT)
         return false;
-    value = strip_parens(value);
+    value = py_unparen(value);
     if (!is_clock_read(src, value) || ts_node_start_byte(value) >= ts_node_start_byte(at)) return false;
     if (!ts_node_eq(py_scope_of(src, value), py_scope_of(src, at))) return false;
     *read = value;
@@ -130,14 +120,14 @@ static bool visit_later_use(TSNode n, void *data) {
     LaterUse *u = data;
     if (u->found) return false;
     if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
-    if (!is_minus(n) || ts_node_start_byte(n) < ts_node_end_byte(u->read)) return true;
-    TSNode left = strip_parens(ts_node_child_by_field_name(n, "left", 4));
-    TSNode right = strip_parens(ts_node_child_by_field_name(n, "right", 5));
+    if (!py_is_binary(n, "-") || ts_node_start_byte(n) < ts_node_end_byte(u->read)) return true;
+    TSNode left = py_unparen(ts_node_child_by_field_name(n, "left", 4));
+    TSNode right = py_unparen(ts_node_child_by_field_name(n, "right", 5));
     if (!py_is(left, "identifier") || !py_same_text(u->src, left, u->assigned)) return true;
     TSNode value = {0};
     if (py_binding_before(u->src, left, py_text_ptr(u->src, left), py_text_len(left), ts_node_start_byte(left),
                           &value) != BINDING_ASSIGNMENT ||
-        !ts_node_eq(strip_parens(value), u->read))
+        !ts_node_eq(py_unparen(value), u->read))
         return true;
     TSNode first;
     if (clock_binding(u->src, right, u->read, &first)) {
@@ -154,8 +144,8 @@ static bool find_first_read(const PySource *src, TSNode read, TSNode *first, TSN
     TSNode parent = ts_node_parent(read);
     while (py_is(parent, "parenthesized_expression")) parent = ts_node_parent(parent);
     /* time.time() - t0 */
-    if (is_minus(parent) && ts_node_eq(strip_parens(ts_node_child_by_field_name(parent, "left", 4)), read)) {
-        TSNode right = strip_parens(ts_node_child_by_field_name(parent, "right", 5));
+    if (py_is_binary(parent, "-") && ts_node_eq(py_unparen(ts_node_child_by_field_name(parent, "left", 4)), read)) {
+        TSNode right = py_unparen(ts_node_child_by_field_name(parent, "right", 5));
         if (clock_binding(src, right, read, first)) {
             *name = right;
             return true;
@@ -164,7 +154,7 @@ static bool find_first_read(const PySource *src, TSNode read, TSNode *first, TSN
     }
     /* t1 = time.time(); ... t1 - t0 */
     if (py_is(parent, "assignment") &&
-        ts_node_eq(strip_parens(ts_node_child_by_field_name(parent, "right", 5)), read)) {
+        ts_node_eq(py_unparen(ts_node_child_by_field_name(parent, "right", 5)), read)) {
         TSNode left = ts_node_child_by_field_name(parent, "left", 4);
         if (!py_is(left, "identifier")) return false;
         LaterUse u = {.src = src, .read = read, .assigned = left};

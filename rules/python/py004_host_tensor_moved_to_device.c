@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "rule.h"
+#include "../../analysis/python_expr.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -115,11 +116,6 @@ static bool bound_to_other_device(const RuleContext *ctx, TSNode expr) { return 
 static bool is_cuda_device(const RuleContext *ctx, TSNode expr) { return py_is_cuda_device(ctx->py, expr); }
 
 static bool is_false(const RuleContext *ctx, TSNode n) { return py_text_eq(ctx->py, n, "False"); }
-
-static TSNode unparenthesize(TSNode n) {
-    for (int i = 0; i < 8 && py_is(n, "parenthesized_expression"); i++) n = ts_node_named_child(n, 0);
-    return n;
-}
 
 /* What the move says, in factory terms. */
 typedef struct {
@@ -242,7 +238,7 @@ static bool visit(TSNode n, void *data) {
     TSNode receiver = {0};
     /* the cheap, syntactic tests first; the device test may search bindings */
     if (!py_method_call(ctx->py, n, "cuda", &receiver) && !py_method_call(ctx->py, n, "to", &receiver)) return true;
-    TSNode factory_call = unparenthesize(receiver);
+    TSNode factory_call = py_unparen(receiver);
     if (!py_is(factory_call, "call")) return true;
     const Factory *fac = factory_of(ctx, factory_call);
     if (!fac || has_dictionary_splat(factory_call)) return true;

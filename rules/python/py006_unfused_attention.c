@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "rule.h"
+#include "../../analysis/python_expr.h"
 #include "../../analysis/python_index.h"
 
 static const char documentation[] =
@@ -127,71 +128,12 @@ typedef struct {
 
 /* ---- small syntax helpers ------------------------------------------------ */
 
-static TSNode strip_parens(TSNode n) {
-    for (int i = 0; i < 16 && py_is(n, "parenthesized_expression") && ts_node_named_child_count(n) == 1; i++)
-        n = ts_node_named_child(n, 0);
-    return n;
-}
-
-static bool binop_is(TSNode n, const char *op) {
-    if (!py_is(n, "binary_operator")) return false;
-    TSNode o = ts_node_child_by_field_name(n, "operator", 8);
-    return !ts_node_is_null(o) && strcmp(ts_node_type(o), op) == 0;
-}
-
 static TSNode left_of(TSNode n) { return ts_node_child_by_field_name(n, "left", 4); }
 static TSNode right_of(TSNode n) { return ts_node_child_by_field_name(n, "right", 5); }
 
-static bool int_literal(const PySource *src, TSNode n, long *out) {
-    n = strip_parens(n);
-    long sign = 1;
-    if (py_is(n, "unary_operator")) {
-        TSNode op = ts_node_child_by_field_name(n, "operator", 8);
-        if (ts_node_is_null(op)) return false;
-        if (strcmp(ts_node_type(op), "-") == 0) sign = -1;
-        else if (strcmp(ts_node_type(op), "+") != 0) return false;
-        n = strip_parens(ts_node_child_by_field_name(n, "argument", 8));
-    }
-    if (!py_is(n, "integer") || py_text_len(n) > 18) return false;
-    char buf[24];
-    size_t len = py_text_len(n);
-    memcpy(buf, py_text_ptr(src, n), len);
-    buf[len] = '\0';
-    char *end;
-    long v = strtol(buf, &end, 10);
-    if (*end) return false;
-    *out = sign * v;
-    return true;
-}
-
-/* numeric literal value (integer or float, with sign) */
-static bool number_literal(const PySource *src, TSNode n, double *out) {
-    n = strip_parens(n);
-    double sign = 1;
-    if (py_is(n, "unary_operator")) {
-        TSNode op = ts_node_child_by_field_name(n, "operator", 8);
-        if (ts_node_is_null(op)) return false;
-        if (strcmp(ts_node_type(op), "-") == 0) sign = -1;
-        else if (strcmp(ts_node_type(op), "+") != 0) return false;
-        n = strip_parens(ts_node_child_by_field_name(n, "argument", 8));
-    }
-    if ((!py_is(n, "integer") && !py_is(n, "float")) || py_text_len(n) > 40) return false;
-    char buf[48];
-    size_t len = 0;
-    const char *t = py_text_ptr(src, n);
-    for (size_t i = 0; i < py_text_len(n); i++)
-        if (t[i] != '_') buf[len++] = t[i];
-    buf[len] = '\0';
-    char *end;
-    double v = strtod(buf, &end);
-    if (*end) return false;
-    *out = sign * v;
-    return true;
-}
-
 static bool is_minus_one(const PySource *src, TSNode n) {
     long v;
-    return int_literal(src, n, &v) && v == -1;
+    return py_int_literal(src, n, &v) && v == -1;
 }
 
 /* `recv.name(...)` where recv is not an imported module (F.softmax is a function, not a method) */
@@ -254,7 +196,7 @@ static bool dotted_text(const PySource *src, TSNode n, char *buf, size_t size) {
 /* the base of an assignment target: `a.b[i].c` -> "a.b" */
 static bool target_base(const PySource *src, TSNode n, char *buf, size_t size) {
     for (int i = 0; i < 16; i++) {
-        n = strip_parens(n);
+        n = py_unparen(n);
         if (dotted_text(src, n, buf, size)) return true;
         if (py_is(n, "subscript")) n = ts_node_child_by_field_name(n, "value", 5);
         else if (py_is(n, "attribute")) n = ts_node_child_by_field_name(n, "object", 6);
@@ -284,7 +226,7 @@ typedef struct {
 
 static void check_target(MutationSearch *s, TSNode target, int depth) {
     if (depth > 8 || ts_node_is_null(target)) return;
-    target = strip_parens(target);
+    target = py_unparen(target);
     if (py_is(target, "pattern_list") || py_is(target, "tuple_pattern") || py_is(target, "list_pattern") ||
         py_is(target, "tuple") || py_is(target, "list") || py_is(target, "expression_list")) {
         uint32_t n = ts_node_named_child_count(target);
@@ -460,7 +402,7 @@ static void record(Match *m, TSNode stmt, TSNode value, TSNode read) {
 /* Follows identifiers to the right-hand side of their most recent plain
  * assignment in the same function. Stops at anything else. */
 static TSNode resolve(Match *m, TSNode n) {
-    n = strip_parens(n);
+    n = py_unparen(n);
     for (int hops = 0; py_is(n, "identifier") && hops < 12; hops++) {
         TSNode value = {0};
         BindingKind kind = binding_of(m, n, &value);
@@ -478,7 +420,7 @@ static TSNode resolve(Match *m, TSNode n) {
             mutated_between(m, name, 1, ts_node_end_byte(stmt), ts_node_start_byte(n), false))
             m->unfixable = true;
         record(m, stmt, value, n);
-        n = strip_parens(value);
+        n = py_unparen(value);
     }
     return n;
 }
@@ -505,7 +447,7 @@ static bool is_transpose_last(Match *m, TSNode call, bool bmm, TSNode *k) {
         if (n < 3 || n > 8) return false;
         long d[8];
         for (uint32_t i = 0; i < n; i++)
-            if (!int_literal(m->src, py_call_positional(call, i), &d[i])) return false;
+            if (!py_int_literal(m->src, py_call_positional(call, i), &d[i])) return false;
         for (uint32_t i = 0; i + 2 < n; i++)
             if (d[i] != (long)i) return false;
         if (d[n - 2] != (long)n - 1 || d[n - 1] != (long)n - 2) return false;
@@ -515,7 +457,7 @@ static bool is_transpose_last(Match *m, TSNode call, bool bmm, TSNode *k) {
         return false;
     }
     long x, y;
-    if (!int_literal(m->src, a, &x) || !int_literal(m->src, b, &y)) return false;
+    if (!py_int_literal(m->src, a, &x) || !py_int_literal(m->src, b, &y)) return false;
     long lo = x < y ? x : y, hi = x < y ? y : x;
     if (lo == -2 && hi == -1) return true;
     if (bmm && lo == 1 && hi == 2) return true;
@@ -555,7 +497,7 @@ static bool parse_qk(Match *m, TSNode n) {
     static const char *const matmul_funcs[] = {"torch.matmul", NULL};
     static const char *const bmm_funcs[] = {"torch.bmm", NULL};
     TSNode recv;
-    if (binop_is(n, "@")) {
+    if (py_is_binary(n, "@")) {
         m->q = left_of(n);
         return !ts_node_is_null(m->q) && parse_kt(m, right_of(n), false);
     }
@@ -575,7 +517,7 @@ static bool parse_qk(Match *m, TSNode n) {
 
 static bool parse_scaled(Match *m, TSNode n) {
     n = resolve(m, n);
-    if (binop_is(n, "*")) {
+    if (py_is_binary(n, "*")) {
         Match saved = *m;
         if (parse_qk(m, left_of(n))) {
             m->scale_kind = SCALE_MUL;
@@ -589,7 +531,7 @@ static bool parse_scaled(Match *m, TSNode n) {
         /* a tensor factor is a multiplicative mask or a bias, not a scale */
         return !py_is_tensor(m->src, m->scale);
     }
-    if (binop_is(n, "/")) {
+    if (py_is_binary(n, "/")) {
         if (!parse_qk(m, left_of(n))) return false;
         m->scale_kind = SCALE_DIV; /* dividing by a tensor is a 0-d scale: recognized, not fixed */
         m->scale = right_of(n);
@@ -602,9 +544,9 @@ static bool parse_scaled(Match *m, TSNode n) {
 /* float('-inf'), -math.inf, -1e9, torch.finfo(x.dtype).min, ... */
 static bool is_large_negative(const PySource *src, TSNode n, int depth) {
     if (depth > 4) return false;
-    n = strip_parens(n);
+    n = py_unparen(n);
     double v;
-    if (number_literal(src, n, &v)) return v <= -1e4;
+    if (py_number_literal(src, n, &v)) return v <= -1e4;
     char q[PY_NAME_MAX];
     if (py_is(n, "call")) {
         TSNode fn = ts_node_child_by_field_name(n, "function", 8);
@@ -627,7 +569,7 @@ static bool is_large_negative(const PySource *src, TSNode n, int depth) {
     }
     if (py_is(n, "unary_operator")) {
         TSNode op = ts_node_child_by_field_name(n, "operator", 8);
-        TSNode arg = strip_parens(ts_node_child_by_field_name(n, "argument", 8));
+        TSNode arg = py_unparen(ts_node_child_by_field_name(n, "argument", 8));
         if (ts_node_is_null(op) || strcmp(ts_node_type(op), "-") != 0) return false;
         if (py_qualified_name(src, arg, q, sizeof q)) {
             if (!strcmp(q, "math.inf") || !strcmp(q, "torch.inf") || !strcmp(q, "numpy.inf")) return true;
@@ -663,7 +605,7 @@ static bool is_large_negative(const PySource *src, TSNode n, int depth) {
 static bool parse_masked(Match *m, TSNode n, int depth) {
     if (depth > MAX_DEPTH) return false;
     n = resolve(m, n);
-    if (binop_is(n, "+")) {
+    if (py_is_binary(n, "+")) {
         Match saved = *m;
         if (parse_masked(m, left_of(n), depth + 1)) {
             if (m->mask_count++ == 0) {
@@ -797,7 +739,7 @@ static bool parse_probs(Match *m, TSNode n) {
 static bool final_operands(const PySource *src, TSNode n, TSNode *p, TSNode *v) {
     static const char *const funcs[] = {"torch.matmul", "torch.bmm", NULL};
     TSNode recv;
-    if (binop_is(n, "@")) {
+    if (py_is_binary(n, "@")) {
         *p = left_of(n);
         *v = right_of(n);
     } else if (py_is(n, "call") && !py_call_has_splat(n) && !has_keywords(n)) {
@@ -1004,13 +946,13 @@ static bool name_suggests_scalar(const char *name) {
 /* A Python number as far as the code shows: SDPA's scale must not be a tensor. */
 static bool scalar_like(const Match *m, TSNode n, int depth) {
     if (depth > 8 || ts_node_is_null(n)) return false;
-    n = strip_parens(n);
+    n = py_unparen(n);
     const PySource *src = m->src;
     double v;
-    if (number_literal(src, n, &v)) return true;
+    if (py_number_literal(src, n, &v)) return true;
     if (py_is(n, "unary_operator")) return scalar_like(m, ts_node_child_by_field_name(n, "argument", 8), depth + 1);
     if (py_is(n, "binary_operator")) {
-        if (binop_is(n, "@")) return false;
+        if (py_is_binary(n, "@")) return false;
         return scalar_like(m, left_of(n), depth + 1) && scalar_like(m, right_of(n), depth + 1);
     }
     if (py_is(n, "call")) {
@@ -1037,7 +979,7 @@ static bool scalar_like(const Match *m, TSNode n, int depth) {
             TSNode type = ts_node_child_by_field_name(value, "type", 4);
             if (!ts_node_is_null(type)) return py_text_eq(src, type, "float") || py_text_eq(src, type, "int");
             TSNode def = ts_node_child_by_field_name(value, "value", 5);
-            if (!ts_node_is_null(def) && number_literal(src, def, &v)) return true;
+            if (!ts_node_is_null(def) && py_number_literal(src, def, &v)) return true;
         }
     }
     if (py_is(n, "identifier") || py_is(n, "attribute")) {
@@ -1060,7 +1002,7 @@ static char *scale_text(const Match *m) {
     char *t = py_text_dup(m->src, m->scale);
     if (!t) return NULL;
     if (m->scale_kind == SCALE_MUL) return t;
-    char *out = (is_primary(m->scale) || binop_is(m->scale, "**")) ? format_string("1 / %s", t)
+    char *out = (is_primary(m->scale) || py_is_binary(m->scale, "**")) ? format_string("1 / %s", t)
                                                                      : format_string("1 / (%s)", t);
     free(t);
     return out;
@@ -1070,7 +1012,7 @@ static char *scale_text(const Match *m) {
 static char *mask_text(const Match *m) {
     const PySource *src = m->src;
     if (m->mask_kind == MASK_ADD) return py_text_dup(src, m->mask);
-    TSNode cond = strip_parens(m->mask);
+    TSNode cond = py_unparen(m->mask);
     if (py_is(cond, "comparison_operator") && ts_node_named_child_count(cond) == 2 && ts_node_child_count(cond) == 3) {
         TSNode op = ts_node_child(cond, 1);
         const char *flip = NULL;
@@ -1203,7 +1145,7 @@ static bool visit(TSNode n, void *data) {
     State *st = data;
     RuleContext *ctx = st->ctx;
     const PySource *src = ctx->py;
-    if (!binop_is(n, "@") && !py_is(n, "call")) return true;
+    if (!py_is_binary(n, "@") && !py_is(n, "call")) return true;
     TSNode p, v;
     if (!final_operands(src, n, &p, &v)) return true;
     TSNode scope = py_scope_of(src, n);
