@@ -103,6 +103,21 @@ bool py_method_call(const PySource *src, TSNode call, const char *method, TSNode
     return true;
 }
 
+bool py_value_method_call(const PySource *src, TSNode call, const char *method, TSNode *receiver) {
+    TSNode r;
+    if (!py_is(call, "call") || !py_method_call(src, call, method, &r) || ts_node_is_null(r)) return false;
+    TSNode root = r;
+    while (py_is(root, "attribute")) root = ts_node_child_by_field_name(root, "object", 6);
+    if (py_is(root, "identifier") && py_resolve_import(src, py_text_ptr(src, root), py_text_len(root))) return false;
+    if (receiver) *receiver = r;
+    return true;
+}
+
+bool py_is_builtin_call(const PySource *src, TSNode call, const char *name) {
+    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+    return py_is(fn, "identifier") && py_text_eq(src, fn, name) && !py_resolve_import(src, name, strlen(name));
+}
+
 TSNode py_call_arguments(TSNode call) { return ts_node_child_by_field_name(call, "arguments", 9); }
 
 static bool is_positional(TSNode arg) {
@@ -298,4 +313,16 @@ char *py_keyword_insertion(const PySource *src, TSNode call, const char *kw, con
     }
     *offset = end;
     return format_string(", %s=%s", kw, value);
+}
+
+char *py_functional_prefix(const PySource *src) {
+    for (size_t i = src->import_count; i-- > 0;)
+        if (src->imports[i].qualified && strcmp(src->imports[i].qualified, "torch.nn.functional") == 0)
+            return strdup(src->imports[i].local);
+    for (size_t i = src->import_count; i-- > 0;) {
+        const char *q = src->imports[i].qualified;
+        if (q && strcmp(q, "torch") == 0) return format_string("%s.nn.functional", src->imports[i].local);
+        if (q && strcmp(q, "torch.nn") == 0) return format_string("%s.functional", src->imports[i].local);
+    }
+    return NULL;
 }

@@ -31,6 +31,12 @@ bool py_callee_is_any(const PySource *src, TSNode call, const char *const *names
 bool py_method_call(const PySource *src, TSNode call, const char *method, TSNode *receiver);
 /* The method name of `recv.name(...)` (NULL-node otherwise). */
 TSNode py_method_name_node(TSNode call);
+/* py_method_call on a value: the receiver is not an imported module or a
+ * name under one (`F.softmax(x)` is a function call, `x.softmax()` is not). */
+bool py_value_method_call(const PySource *src, TSNode call, const char *method, TSNode *receiver);
+/* `name(...)` calls the builtin: a bare name that no import rebinds
+ * (`float(x)`, `print(loss)`). */
+bool py_is_builtin_call(const PySource *src, TSNode call, const char *name);
 
 TSNode py_call_arguments(TSNode call);
 /* The i-th positional argument of a call, or a null node. */
@@ -65,5 +71,9 @@ void py_walk(TSNode root, PyVisitor visit, void *data);
  * before the closing parenthesis (handles trailing commas and empty lists).
  * Stores the insertion offset. Returns a heap string. */
 char *py_keyword_insertion(const PySource *src, TSNode call, const char *kw, const char *value, size_t *offset);
+/* How this file can spell torch.nn.functional in a fix: its alias (`F`), or
+ * built on its name for torch or torch.nn (`torch.nn.functional`,
+ * `nn.functional`). A heap string; NULL when it imports none of them. */
+char *py_functional_prefix(const PySource *src);
 
 #endif

@@ -171,45 +171,18 @@ static bool find_first_read(const PySource *src, TSNode read, TSNode *first, TSN
 
 /* ---- what runs between the two reads ----------------------------------- */
 
-static bool is_builtin_call(const PySource *src, TSNode call, const char *name) {
-    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
-    return py_is(fn, "identifier") && py_text_eq(src, fn, name) && !py_resolve_import(src, name, strlen(name));
-}
-
 
 
 
 /* float(t), int(t), bool(t), print(t) on a tensor read its value */
 static bool reads_tensor_value(const PySource *src, TSNode call) {
-    if (!is_builtin_call(src, call, "float") && !is_builtin_call(src, call, "int") &&
-        !is_builtin_call(src, call, "bool") && !is_builtin_call(src, call, "print"))
+    if (!py_is_builtin_call(src, call, "float") && !py_is_builtin_call(src, call, "int") &&
+        !py_is_builtin_call(src, call, "bool") && !py_is_builtin_call(src, call, "print"))
         return false;
     uint32_t n = py_call_positional_count(call);
     for (uint32_t i = 0; i < n; i++)
         if (py_is_tensor(src, py_call_positional(call, i))) return true;
     return false;
-}
-
-static bool is_cpu_device(const PySource *src, TSNode expr) {
-    if (py_is(expr, "string")) {
-        char *text = py_text_dup(src, expr);
-        bool yes = text && (strcmp(text, "\"cpu\"") == 0 || strcmp(text, "'cpu'") == 0);
-        free(text);
-        return yes;
-    }
-    static const char *const device_ctor[] = {"torch.device", NULL};
-    return py_is(expr, "call") && py_callee_is_any(src, expr, device_ctor) &&
-           is_cpu_device(src, py_call_positional(expr, 0));
-}
-
-/* `x.to("cpu")`: a copy to the host, which waits unless non_blocking=True */
-static bool is_blocking_to_cpu(const PySource *src, TSNode call) {
-    if (!py_method_call(src, call, "to", NULL)) return false;
-    TSNode dev = py_call_positional(call, 0);
-    if (ts_node_is_null(dev)) dev = py_call_keyword(src, call, "device");
-    if (ts_node_is_null(dev) || !is_cpu_device(src, dev)) return false;
-    TSNode nb = py_call_keyword(src, call, "non_blocking");
-    return ts_node_is_null(nb) || py_text_eq(src, nb, "False");
 }
 
 /* the callee's name says it waits: `sync()`, `cuda_sync()`, `synchronize()`,
@@ -306,7 +279,7 @@ static TSNode local_def(const PySource *src, TSNode call) {
  * anywhere in its body: a per-iteration `.item()` in an evaluation loop
  * waits for all but the last iteration's work). */
 static bool is_sync_at(const PySource *src, TSNode call, int depth) {
-    if (py_is_sync_call(src, call) || is_blocking_to_cpu(src, call) || reads_tensor_value(src, call) ||
+    if (py_is_sync_call(src, call) || py_is_blocking_to_cpu(src, call) || reads_tensor_value(src, call) ||
         callee_says_sync(src, call) || is_token_decode(src, call))
         return true;
     if (depth >= MAX_HELPER_DEPTH) return false;

@@ -136,17 +136,6 @@ static bool is_minus_one(const PySource *src, TSNode n) {
     return py_int_literal(src, n, &v) && v == -1;
 }
 
-/* `recv.name(...)` where recv is not an imported module (F.softmax is a function, not a method) */
-static bool method_call(const PySource *src, TSNode call, const char *name, TSNode *recv) {
-    TSNode r;
-    if (!py_is(call, "call") || !py_method_call(src, call, name, &r) || ts_node_is_null(r)) return false;
-    TSNode root = r;
-    while (py_is(root, "attribute")) root = ts_node_child_by_field_name(root, "object", 6);
-    if (py_is(root, "identifier") && py_resolve_import(src, py_text_ptr(src, root), py_text_len(root))) return false;
-    if (recv) *recv = r;
-    return true;
-}
-
 static bool keywords_within(const PySource *src, TSNode call, const char *const *allowed) {
     TSNode args = py_call_arguments(call);
     uint32_t n = ts_node_named_child_count(args);
@@ -436,13 +425,13 @@ static bool is_transpose_last(Match *m, TSNode call, bool bmm, TSNode *k) {
         *k = py_call_positional(call, 0);
         a = py_call_positional(call, 1);
         b = py_call_positional(call, 2);
-    } else if ((method_call(m->src, call, "transpose", &recv) || method_call(m->src, call, "swapaxes", &recv) ||
-                method_call(m->src, call, "swapdims", &recv)) &&
+    } else if ((py_value_method_call(m->src, call, "transpose", &recv) || py_value_method_call(m->src, call, "swapaxes", &recv) ||
+                py_value_method_call(m->src, call, "swapdims", &recv)) &&
                py_call_positional_count(call) == 2) {
         *k = recv;
         a = py_call_positional(call, 0);
         b = py_call_positional(call, 1);
-    } else if (method_call(m->src, call, "permute", &recv)) {
+    } else if (py_value_method_call(m->src, call, "permute", &recv)) {
         uint32_t n = py_call_positional_count(call);
         if (n < 3 || n > 8) return false;
         long d[8];
@@ -507,8 +496,8 @@ static bool parse_qk(Match *m, TSNode n) {
         m->q = py_call_positional(n, 0);
         return parse_kt(m, py_call_positional(n, 1), bmm);
     }
-    bmm = method_call(m->src, n, "bmm", &recv);
-    if ((bmm || method_call(m->src, n, "matmul", &recv)) && py_call_positional_count(n) == 1) {
+    bmm = py_value_method_call(m->src, n, "bmm", &recv);
+    if ((bmm || py_value_method_call(m->src, n, "matmul", &recv)) && py_call_positional_count(n) == 1) {
         m->q = recv;
         return parse_kt(m, py_call_positional(n, 0), bmm);
     }
@@ -626,7 +615,7 @@ static bool parse_masked(Match *m, TSNode n, int depth) {
         return false;
     }
     TSNode recv;
-    if (method_call(m->src, n, "masked_fill", &recv)) {
+    if (py_value_method_call(m->src, n, "masked_fill", &recv)) {
         if (py_call_has_splat(n)) return false;
         TSNode cond = py_call_positional(n, 0), value = py_call_positional(n, 1);
         if (ts_node_is_null(cond)) cond = py_call_keyword(m->src, n, "mask");
@@ -658,7 +647,7 @@ static bool is_softmax(Match *m, TSNode n, TSNode *input) {
             if (!ts_node_is_null(dim)) return false;
             dim = py_call_positional(n, 1);
         }
-    } else if (method_call(m->src, n, "softmax", &recv)) {
+    } else if (py_value_method_call(m->src, n, "softmax", &recv)) {
         uint32_t count = py_call_positional_count(n);
         if (count > 1) return false;
         *input = recv;
@@ -696,16 +685,16 @@ static bool is_dropout(Match *m, TSNode n, TSNode *input) {
 static bool is_cast(Match *m, TSNode n, TSNode *inner) {
     TSNode recv;
     if (!py_is(n, "call") || py_call_has_splat(n)) return false;
-    if (method_call(m->src, n, "float", &recv) && py_call_positional_count(n) == 0 && !has_keywords(n)) {
+    if (py_value_method_call(m->src, n, "float", &recv) && py_call_positional_count(n) == 0 && !has_keywords(n)) {
         *inner = recv;
         return true;
     }
-    if (method_call(m->src, n, "type_as", &recv) && py_call_positional_count(n) == 1 && !has_keywords(n)) {
+    if (py_value_method_call(m->src, n, "type_as", &recv) && py_call_positional_count(n) == 1 && !has_keywords(n)) {
         *inner = recv;
         return true;
     }
     static const char *const to_kw[] = {"dtype", NULL};
-    if (method_call(m->src, n, "to", &recv) && py_call_positional_count(n) + (has_keywords(n) ? 1 : 0) == 1 &&
+    if (py_value_method_call(m->src, n, "to", &recv) && py_call_positional_count(n) + (has_keywords(n) ? 1 : 0) == 1 &&
         keywords_within(m->src, n, to_kw)) {
         *inner = recv;
         return true;
@@ -746,7 +735,7 @@ static bool final_operands(const PySource *src, TSNode n, TSNode *p, TSNode *v) 
         if (py_callee_is_any(src, n, funcs) && py_call_positional_count(n) == 2) {
             *p = py_call_positional(n, 0);
             *v = py_call_positional(n, 1);
-        } else if ((method_call(src, n, "matmul", &recv) || method_call(src, n, "bmm", &recv)) &&
+        } else if ((py_value_method_call(src, n, "matmul", &recv) || py_value_method_call(src, n, "bmm", &recv)) &&
                    py_call_positional_count(n) == 1) {
             *p = recv;
             *v = py_call_positional(n, 0);
@@ -919,18 +908,6 @@ static bool visit_use(TSNode n, void *data) {
 
 /* ---- the fix -------------------------------------------------------------- */
 
-static char *functional_prefix(const PySource *src) {
-    for (size_t i = src->import_count; i-- > 0;)
-        if (src->imports[i].qualified && strcmp(src->imports[i].qualified, "torch.nn.functional") == 0)
-            return strdup(src->imports[i].local);
-    for (size_t i = src->import_count; i-- > 0;) {
-        const char *q = src->imports[i].qualified;
-        if (q && strcmp(q, "torch") == 0) return format_string("%s.nn.functional", src->imports[i].local);
-        if (q && strcmp(q, "torch.nn") == 0) return format_string("%s.functional", src->imports[i].local);
-    }
-    return NULL;
-}
-
 static bool name_suggests_scalar(const char *name) {
     static const char *const parts[] = {"scale", "scaling", "sqrt", "dim", "d_k", "dk", "head_size", "d_head",
                                         "d_model", "n_embd", "factor", NULL};
@@ -959,15 +936,15 @@ static bool scalar_like(const Match *m, TSNode n, int depth) {
         static const char *const numeric[] = {"math.sqrt", "math.pow", "math.log", "math.exp", "float", "int",
                                               "len", "numpy.sqrt", NULL};
         TSNode recv;
-        return py_callee_is_any(src, n, numeric) || method_call(src, n, "size", &recv) ||
-               method_call(src, n, "dim", &recv);
+        return py_callee_is_any(src, n, numeric) || py_value_method_call(src, n, "size", &recv) ||
+               py_value_method_call(src, n, "dim", &recv);
     }
     if (py_is(n, "subscript")) { /* q.shape[-1], q.size()[-1] */
         TSNode value = ts_node_child_by_field_name(n, "value", 5);
         TSNode recv;
         if (py_is(value, "attribute"))
             return py_text_eq(src, ts_node_child_by_field_name(value, "attribute", 9), "shape");
-        return py_is(value, "call") && method_call(src, value, "size", &recv);
+        return py_is(value, "call") && py_value_method_call(src, value, "size", &recv);
     }
     if (py_is(n, "identifier")) {
         TSNode value;
@@ -1033,7 +1010,7 @@ static char *mask_text(const Match *m) {
             return py_text_dup(src, ts_node_child_by_field_name(cond, "argument", 8));
     }
     TSNode recv;
-    if (method_call(src, cond, "logical_not", &recv) && py_call_positional_count(cond) == 0)
+    if (py_value_method_call(src, cond, "logical_not", &recv) && py_call_positional_count(cond) == 0)
         return py_text_dup(src, recv);
     char *t = py_text_dup(src, cond);
     if (!t) return NULL;
@@ -1069,7 +1046,7 @@ static void add_fix(RuleContext *ctx, Finding *f, const Match *m) {
     for (size_t i = 0; i < m->nstmts; i++)
         if (!statement_lines(src, m->stmts[i], &starts[i], &ends[i])) return;
 
-    char *prefix = functional_prefix(src);
+    char *prefix = py_functional_prefix(src);
     char *q = py_text_dup(src, m->q), *k = py_text_dup(src, m->k), *v = py_text_dup(src, m->v);
     char *scale = scale_text(m);
     char *mask = m->mask_count == 1 ? mask_text(m) : NULL;
@@ -1133,11 +1110,11 @@ static bool split_off_last_dim(const Match *m, TSNode t) {
         BINDING_OTHER)
         return false;
     TSNode recv;
-    if (!method_call(m->src, value, "unbind", &recv) && !method_call(m->src, value, "chunk", &recv) &&
-        !method_call(m->src, value, "split", &recv))
+    if (!py_value_method_call(m->src, value, "unbind", &recv) && !py_value_method_call(m->src, value, "chunk", &recv) &&
+        !py_value_method_call(m->src, value, "split", &recv))
         return false;
     TSNode dim = py_call_keyword(m->src, value, "dim");
-    if (ts_node_is_null(dim)) dim = py_call_positional(value, method_call(m->src, value, "unbind", &recv) ? 0 : 1);
+    if (ts_node_is_null(dim)) dim = py_call_positional(value, py_value_method_call(m->src, value, "unbind", &recv) ? 0 : 1);
     return !ts_node_is_null(dim) && is_minus_one(m->src, dim);
 }
 

@@ -94,17 +94,6 @@ static bool no_keywords(TSNode call) {
     return true;
 }
 
-/* `recv.name()` where recv is not an imported module */
-static bool method_call(const PySource *src, TSNode call, const char *name, TSNode *recv) {
-    TSNode r;
-    if (!py_is(call, "call") || !py_method_call(src, call, name, &r) || ts_node_is_null(r)) return false;
-    TSNode root = r;
-    while (py_is(root, "attribute")) root = ts_node_child_by_field_name(root, "object", 6);
-    if (py_is(root, "identifier") && py_resolve_import(src, py_text_ptr(src, root), py_text_len(root))) return false;
-    if (recv) *recv = r;
-    return true;
-}
-
 /* f(x) for f in names, or x.method() (no other arguments); stores x */
 static bool unary_torch_call(const PySource *src, TSNode n, const char *const *names, const char *method,
                              TSNode *arg) {
@@ -115,7 +104,7 @@ static bool unary_torch_call(const PySource *src, TSNode n, const char *const *n
         return true;
     }
     TSNode recv;
-    if (method && method_call(src, n, method, &recv) && py_call_positional_count(n) == 0) {
+    if (method && py_value_method_call(src, n, method, &recv) && py_call_positional_count(n) == 0) {
         *arg = py_unparen(recv);
         return true;
     }
@@ -225,7 +214,7 @@ static bool is_power_of(const PySource *src, TSNode n, TSNode x, double p) {
     TSNode recv;
     if (py_callee_is_any(src, n, pow_funcs) && py_call_positional_count(n) == 2)
         return same(src, py_call_positional(n, 0), x) && literal_near(src, py_call_positional(n, 1), p, 0);
-    if (method_call(src, n, "pow", &recv) && py_call_positional_count(n) == 1)
+    if (py_value_method_call(src, n, "pow", &recv) && py_call_positional_count(n) == 1)
         return same(src, recv, x) && literal_near(src, py_call_positional(n, 0), p, 0);
     if (p == 2.0) {
         static const char *const square[] = {"torch.square", NULL};
@@ -400,18 +389,6 @@ static bool function_is_compiled(const State *s, TSNode fn) {
 
 /* ---- fixes ----------------------------------------------------------------- */
 
-static char *functional_prefix(const PySource *src) {
-    for (size_t i = src->import_count; i-- > 0;)
-        if (src->imports[i].qualified && strcmp(src->imports[i].qualified, "torch.nn.functional") == 0)
-            return strdup(src->imports[i].local);
-    for (size_t i = src->import_count; i-- > 0;) {
-        const char *q = src->imports[i].qualified;
-        if (q && strcmp(q, "torch") == 0) return format_string("%s.nn.functional", src->imports[i].local);
-        if (q && strcmp(q, "torch.nn") == 0) return format_string("%s.functional", src->imports[i].local);
-    }
-    return NULL;
-}
-
 static const char *torch_alias(const PySource *src) {
     for (size_t i = src->import_count; i-- > 0;)
         if (src->imports[i].qualified && strcmp(src->imports[i].qualified, "torch") == 0)
@@ -421,7 +398,7 @@ static const char *torch_alias(const PySource *src) {
 
 static void add_replacement(RuleContext *ctx, Finding *f, const char *title, size_t start, size_t end,
                             const char *function, TSNode x, const char *extra) {
-    char *prefix = functional_prefix(ctx->py);
+    char *prefix = py_functional_prefix(ctx->py);
     char *arg = py_text_dup(ctx->py, x);
     char *text = prefix && arg ? format_string("%s.%s(%s%s)", prefix, function, arg, extra) : NULL;
     if (text) {
