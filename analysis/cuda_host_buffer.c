@@ -86,10 +86,8 @@ static bool visit_register(CuNode *n, void *data) {
         return !s->found;
     }
     /* a helper of this file that receives the pointer and registers it */
-    CuNode *callee = n->ref;
-    if (callee && cu_is_function(callee) && callee->child_count > 0 &&
-        callee->children[callee->child_count - 1]->kind == CXCursor_CompoundStmt &&
-        contains_call(callee->children[callee->child_count - 1], "cudaHostRegister", 0))
+    CuNode *body = cu_is_function(n->ref) ? cu_function_body(n->ref) : NULL;
+    if (body && contains_call(body, "cudaHostRegister", 0))
         for (uint32_t i = 0; i < count; i++)
             if (cu_mentions(args[i], s->decl)) s->found = true;
     return !s->found;

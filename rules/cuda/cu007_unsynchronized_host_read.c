@@ -67,25 +67,6 @@ static const char documentation[] =
 
 /* --- small helpers ------------------------------------------------------ */
 
-/* where a node that may sit in a macro argument is reported: the macro call */
-static ByteRange report_range(const CuNode *n) {
-    const CuNode *r = n;
-    while (r->start == r->end && r->parent && r->parent->start == r->start) r = r->parent;
-    return (ByteRange){r->start, r->end};
-}
-
-static CuNode *body_of(const CuNode *fn) {
-    if (!fn || fn->child_count == 0) return NULL;
-    CuNode *last = fn->children[fn->child_count - 1];
-    return last->kind == CXCursor_CompoundStmt ? last : NULL;
-}
-
-static bool is_ancestor(const CuNode *a, const CuNode *n) {
-    for (const CuNode *p = n; p; p = p->parent)
-        if (p == a) return true;
-    return false;
-}
-
 static bool is_assign_target(const CuNode *n) {
     const CuNode *child;
     CuNode *p = cu_logical_parent(n, &child);
@@ -347,7 +328,7 @@ static bool param_is_read(const CudaSource *src, const CuNode *callee, uint32_t 
     if (!callee || (callee->kind != CXCursor_FunctionDecl && callee->kind != CXCursor_FunctionTemplate) ||
         cu_is_device_code(callee))
         return false;
-    CuNode *body = body_of(callee);
+    CuNode *body = cu_function_body(callee);
     if (!body) return false;
     uint32_t k = 0;
     const CuNode *param = NULL;
@@ -398,7 +379,7 @@ static bool call_may_wait(const CudaSource *src, const CuNode *call, const char 
     if (strncmp(name, "cuda", 4) == 0 || strncmp(name, "__cuda", 6) == 0) return false;
     CuNode *callee = call->ref;
     if (callee && cu_is_function(callee)) {
-        CuNode *body = body_of(callee);
+        CuNode *body = cu_function_body(callee);
         if (body) return depth < 3 && contains_sync(src, body, stream_text, depth + 1);
     }
     /* an unknown function that is handed the stream may wait on it */
@@ -501,10 +482,10 @@ static CuNode *statement_after(const CuNode *copy, const CuNode *read, const CuN
         if (p->kind != CXCursor_CompoundStmt) continue;
         uint32_t i = 0;
         while (i < p->child_count && p->children[i] != child) i++;
-        bool in_block = read->start >= p->start && read->end <= p->end && is_ancestor(p, read);
+        bool in_block = read->start >= p->start && read->end <= p->end && cu_contains(p, read);
         for (uint32_t k = i + 1; k < p->child_count; k++) {
             CuNode *s = p->children[k];
-            if (in_block && is_ancestor(s, read)) return s;
+            if (in_block && cu_contains(s, read)) return s;
             if (is_jump(s)) return NULL;
         }
         if (in_block) return NULL; /* the read is before the copy, or inside its statement */
@@ -613,7 +594,7 @@ static bool stream_is_stable(const CuNode *stream, const CuNode *fn, const CuNod
         if (dfn && dfn != fn) return false;
         if (dfn) {
             CuNode *scope = decl->parent ? decl->parent->parent : NULL; /* DeclStmt -> block / for */
-            if (!scope || !is_ancestor(scope, at)) return false;
+            if (!scope || !cu_contains(scope, at)) return false;
         }
     } else {
         return false;
@@ -642,7 +623,7 @@ static void consider_copy(Check *c, CuNode *copy, const CopyApi *api) {
     if (r.count > 1) qsort(r.items, r.count, sizeof *r.items, by_start);
     for (size_t i = 0; i < r.count; i++) {
         CuNode *read = r.items[i];
-        if (read->start < copy->end || is_ancestor(copy, read)) continue;
+        if (read->start < copy->end || cu_contains(copy, read)) continue;
         CuNode *stmt = statement_after(copy, read, fn);
         if (!stmt) continue;
         /* the first read that can follow the copy: is anything waiting before it? */
@@ -723,13 +704,13 @@ static void check(RuleContext *ctx) {
             if (cu_is_call(cand->copy, copy_apis[k].name)) api = &copy_apis[k];
         bool known = api && buffer_of_copy(cu_call_arg(cand->copy, api->dst), &buf);
         size_t copy_line = document_line_of(src->doc, cand->copy->start) + 1;
-        ByteRange at = report_range(cand->read);
+        ByteRange at = cu_report_range(cand->read);
         Finding *f = rule_report(ctx, at.start, at.end,
                                     "`%s` is read before the %s on line %zu that fills it has finished: the copy is "
                                     "only queued on its stream, and nothing waits for it before this read",
                                     known ? buffer_name(buf.base) : "buffer", cu_callee(cand->copy), copy_line);
         if (f) {
-            if (!finding_add_related(f, report_range(cand->copy),
+            if (!finding_add_related(f, cu_report_range(cand->copy),
                                      "the asynchronous device-to-host copy"))
                 ctx->out_of_memory = true;
             if (cand->sync) {

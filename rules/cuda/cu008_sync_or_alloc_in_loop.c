@@ -83,18 +83,6 @@ static const char documentation[] =
     "depends on the GPU having finished, and hoisting an allocation needs the largest size the\n"
     "loop will ask for; both need a person to decide.\n";
 
-static CuNode *body_of(const CuNode *fn) {
-    if (!fn || fn->child_count == 0) return NULL;
-    CuNode *last = fn->children[fn->child_count - 1];
-    return last->kind == CXCursor_CompoundStmt ? last : NULL;
-}
-
-static bool is_ancestor(const CuNode *a, const CuNode *n) {
-    for (const CuNode *p = n; p; p = p->parent)
-        if (p == a) return true;
-    return false;
-}
-
 static CuNode *loop_body(const CuNode *loop) {
     if (loop->child_count == 0) return NULL;
     return loop->kind == CXCursor_DoStmt ? loop->children[0] : loop->children[loop->child_count - 1];
@@ -168,7 +156,7 @@ static bool is_launch(const CuNode *n, int depth) {
     if (cu_name_in(name, launchers)) return true;
     CuNode *callee = n->ref;
     if (depth < 2 && callee && cu_is_function(callee) && !cu_is_device_code(callee)) {
-        CuNode *body = body_of(callee);
+        CuNode *body = cu_function_body(callee);
         if (body && contains_launch(body, depth + 1)) return true;
     }
     return false;
@@ -566,14 +554,6 @@ static bool visit_last_launch(CuNode *n, void *data) {
     return true;
 }
 
-/* where a node that may sit in a macro argument is reported: the macro call */
-static void report_range(const CuNode *n, size_t *start, size_t *end) {
-    const CuNode *r = n;
-    while (r->start == r->end && r->parent && r->parent->start == r->start) r = r->parent;
-    *start = r->start;
-    *end = r->end;
-}
-
 static void check_sync(Check *c, CuNode *call) {
     const CudaSource *src = c->ctx->cuda;
     bool guarded;
@@ -606,8 +586,7 @@ static void check_sync(Check *c, CuNode *call) {
     if (set.oom) c->ctx->out_of_memory = true;
     if (u.found) return;
 
-    size_t start, end;
-    report_range(call, &start, &end);
+    ByteRange at = cu_report_range(call);
     const char *kernel = "a kernel";
     char kbuf[128];
     CuLaunch l;
@@ -618,15 +597,13 @@ static void check_sync(Check *c, CuNode *call) {
         snprintf(kbuf, sizeof kbuf, "`%s`", cu_callee(last.launch));
         kernel = kbuf;
     }
-    Finding *f = rule_report(c->ctx, start, end,
+    Finding *f = rule_report(c->ctx, at.start, at.end,
                              "%s() after launching %s on every iteration of this loop: the host waits for the GPU "
                              "to drain before it queues the next launch, so the GPU idles each iteration; launches "
                              "on a stream already run in order - synchronize once after the loop, or every N "
                              "iterations",
                              cu_callee(call), kernel);
-    size_t ls, le;
-    report_range(last.launch, &ls, &le);
-    if (f && !finding_add_related(f, (ByteRange){ls, le}, "the launch it waits for"))
+    if (f && !finding_add_related(f, cu_report_range(last.launch), "the launch it waits for"))
         c->ctx->out_of_memory = true;
 }
 
@@ -666,25 +643,22 @@ static void check_alloc(Check *c, CuNode *call) {
         for (CuNode *b = target->child_count ? cu_strip(target->children[0]) : NULL; b;
              b = b->child_count ? cu_strip(b->children[0]) : NULL) {
             if (b->kind == CXCursor_ArraySubscriptExpr || b->kind == CXCursor_CallExpr) return;
-            if (b->kind == CXCursor_DeclRefExpr && b->ref && is_ancestor(loop, b->ref)) return;
+            if (b->kind == CXCursor_DeclRefExpr && b->ref && cu_contains(loop, b->ref)) return;
             if (b->kind != CXCursor_MemberRefExpr) break;
         }
     }
     ReleaseSearch r = {target->ref, NULL};
     cu_walk(loop, visit_release, &r);
     if (!r.release) return;
-    size_t start, end;
-    report_range(call, &start, &end);
+    ByteRange at = cu_report_range(call);
     const char *name = target->name && *target->name ? target->name : "the buffer";
-    Finding *f = rule_report(c->ctx, start, end,
+    Finding *f = rule_report(c->ctx, at.start, at.end,
                              "%s() of `%s` on every iteration of this loop, and %s() of it in the same loop: each "
                              "allocation is an expensive driver call and cudaFree synchronizes the device; allocate "
                              "once before the loop (at the largest size) and free after it, or use "
                              "cudaMallocAsync/cudaFreeAsync",
                              cu_callee(call), name, cu_callee(r.release));
-    size_t rs, re;
-    report_range(r.release, &rs, &re);
-    if (f && !finding_add_related(f, (ByteRange){rs, re}, "released here, in the same loop"))
+    if (f && !finding_add_related(f, cu_report_range(r.release), "released here, in the same loop"))
         c->ctx->out_of_memory = true;
 }
 

@@ -230,13 +230,6 @@ static bool is_exit_bound(const CudaSource *src, CuNode *cond, const CuNode *ind
     return is_bound(src, cond, index, false, bound);
 }
 
-static bool is_return_only(const CuNode *s) {
-    if (!s) return false;
-    if (s->kind == CXCursor_ReturnStmt) return s->child_count == 0;
-    return s->kind == CXCursor_CompoundStmt && s->child_count == 1 && s->children[0]->kind == CXCursor_ReturnStmt &&
-           s->children[0]->child_count == 0;
-}
-
 /* memory or calls before the guard */
 static bool touches_memory(const CuNode *n) {
     if (n->kind == CXCursor_ArraySubscriptExpr || n->kind == CXCursor_CallExpr ||
@@ -257,29 +250,16 @@ typedef struct {
     CuNode *bound;  /* E in i < E */
 } Guard;
 
-static CuNode *body_of(const CuNode *fn) {
-    for (uint32_t i = 0; i < fn->child_count; i++)
-        if (fn->children[i]->kind == CXCursor_CompoundStmt) return fn->children[i];
-    return NULL;
-}
-
-/* a single-variable declaration and that variable */
-static CuNode *single_var(const CuNode *stmt) {
-    if (!stmt || stmt->kind != CXCursor_DeclStmt || stmt->child_count != 1) return NULL;
-    CuNode *v = stmt->children[0];
-    return v->kind == CXCursor_VarDecl ? v : NULL;
-}
-
 static bool analyse_guard(const CudaSource *src, const CuNode *kernel, Guard *g) {
     memset(g, 0, sizeof *g);
-    CuNode *body = body_of(kernel);
+    CuNode *body = cu_function_body(kernel);
     if (!body || body->child_count == 0) return false;
     uint32_t k = 0;
     /* declarations first: the index, a grid stride, other pure values */
     for (; k < body->child_count && body->children[k]->kind == CXCursor_DeclStmt; k++) {
         CuNode *stmt = body->children[k];
         if (touches_memory(stmt)) return false;
-        CuNode *v = single_var(stmt), *init = v ? cu_initializer(v) : NULL;
+        CuNode *v = cu_single_var_decl(stmt), *init = v ? cu_initializer(v) : NULL;
         if (init && cu_is_global_index_x(init) && !g->index) g->index = v;
         else if (init && cu_is_grid_stride_x(init) && !g->stride) g->stride = v;
     }
@@ -290,7 +270,7 @@ static bool analyse_guard(const CudaSource *src, const CuNode *kernel, Guard *g)
             g->kind = GUARD_IF;
             return true;
         }
-        if (is_return_only(s->children[1]) && is_exit_bound(src, s->children[0], g->index, &g->bound)) {
+        if (cu_is_bare_return(s->children[1]) && is_exit_bound(src, s->children[0], g->index, &g->bound)) {
             g->kind = GUARD_RETURN;
             return true;
         }
@@ -299,7 +279,7 @@ static bool analyse_guard(const CudaSource *src, const CuNode *kernel, Guard *g)
     if (s->kind == CXCursor_ForStmt && s->child_count == 4 && k + 1 == body->child_count) {
         /* for (int i = index; i < E; i += stride) */
         CuNode *init = s->children[0], *cond = s->children[1], *inc = s->children[2];
-        CuNode *v = single_var(init);
+        CuNode *v = cu_single_var_decl(init);
         if (!v || !cu_is_global_index_x(cu_initializer(v))) return false;
         if (!is_bound(src, cond, v, true, &g->bound)) return false;
         if (!inc || inc->kind != CXCursor_CompoundAssignOperator || inc->op != CXBinaryOperator_AddAssign ||
@@ -359,7 +339,7 @@ static bool visit_block_use(CuNode *n, void *data) {
 /* nothing in fn depends on the block's size or shape beyond the guarded index */
 static bool kernel_block_independent(const CudaSource *src, const CuNode *fn, const Guard *g, int depth) {
     if (depth > 3) return false;
-    CuNode *body = body_of(fn);
+    CuNode *body = cu_function_body(fn);
     if (!body) return false;
     BlockUse u = {.src = src, .g = g, .depth = depth};
     if (g) {
@@ -486,18 +466,6 @@ static bool grid_names_an_argument(const CudaSource *src, const CuLaunch *l) {
 
 /* ---- the check ---------------------------------------------------------- */
 
-static CuNode *definition_of(const CudaSource *src, const CuNode *decl) {
-    if (!decl) return NULL;
-    if (body_of(decl)) return (CuNode *)decl;
-    CXCursor def = clang_getCursorDefinition(decl->cursor);
-    if (clang_Cursor_isNull(def)) return NULL;
-    for (uint32_t i = 0; i < src->root->child_count; i++) {
-        CuNode *n = src->root->children[i];
-        if (clang_equalCursors(n->cursor, def) && body_of(n)) return n;
-    }
-    return NULL;
-}
-
 static bool kernel_uses_blocks(const CuNode *n) {
     if (cu_is_builtin_member(n, "blockIdx", 0) || cu_is_builtin_member(n, "gridDim", 0)) return true;
     for (uint32_t i = 0; i < n->child_count; i++)
@@ -533,7 +501,7 @@ static void check_block(RuleContext *ctx, const CuLaunch *l, const Dims *grid, b
                            threads, warps, WARP - idle, percent, advice);
     if (!f || advice[0]) return;
     /* the fix: round up, when the kernel cannot tell the difference */
-    CuNode *kernel = definition_of(src, l->kernel_decl);
+    CuNode *kernel = cu_definition_of(src, l->kernel_decl);
     if (!d.x_literal || rounded > MAX_BLOCK || !kernel || kernel->kind != CXCursor_FunctionDecl) return;
     Guard g;
     if (!analyse_guard(src, kernel, &g) || !kernel_block_independent(src, kernel, &g, 0)) return;
@@ -564,8 +532,8 @@ static void check_grid(RuleContext *ctx, const CuLaunch *l, const Dims *grid) {
     long long threads = block_known ? b.v[0] * b.v[1] * b.v[2] : 0;
     if (block_known && threads * blocks <= 1) return; /* a serial kernel */
     if (grid_names_an_argument(src, l)) return;
-    CuNode *kernel = definition_of(src, l->kernel_decl);
-    if (!kernel || !kernel_uses_blocks(body_of(kernel))) return;
+    CuNode *kernel = cu_definition_of(src, l->kernel_decl);
+    if (!kernel || !kernel_uses_blocks(cu_function_body(kernel))) return;
     Guard g;
     if (!analyse_guard(src, kernel, &g)) return;
     /* the work must grow with the problem: a bound that is not a constant, or a

@@ -129,18 +129,6 @@ static bool is_zero(const CuNode *n) {
 
 /* ---- elementwise kernels ------------------------------------------------ */
 
-static CuNode *single_var(const CuNode *stmt) {
-    if (!stmt || stmt->kind != CXCursor_DeclStmt || stmt->child_count != 1) return NULL;
-    CuNode *v = stmt->children[0];
-    return v->kind == CXCursor_VarDecl ? v : NULL;
-}
-
-static CuNode *body_of(const CuNode *fn) {
-    for (uint32_t i = 0; i < fn->child_count; i++)
-        if (fn->children[i]->kind == CXCursor_CompoundStmt) return fn->children[i];
-    return NULL;
-}
-
 enum { MAX_PARAMS = 32, MAX_STMTS = 64 };
 
 typedef enum { SHAPE_IF, SHAPE_RETURN, SHAPE_STRIDE } Shape;
@@ -348,13 +336,6 @@ static bool bound_ok(const CudaSource *src, CuNode *cond, const CuNode *index, b
     return true;
 }
 
-static bool is_return_only(const CuNode *s) {
-    if (!s) return false;
-    if (s->kind == CXCursor_ReturnStmt) return s->child_count == 0;
-    return s->kind == CXCursor_CompoundStmt && s->child_count == 1 && s->children[0]->kind == CXCursor_ReturnStmt &&
-           s->children[0]->child_count == 0;
-}
-
 static bool add_stmts(Elementwise *k, CuNode *s) {
     if (s->kind == CXCursor_CompoundStmt) {
         for (uint32_t i = 0; i < s->child_count; i++) {
@@ -368,21 +349,9 @@ static bool add_stmts(Elementwise *k, CuNode *s) {
     return true;
 }
 
-static CuNode *definition_of(const CudaSource *src, const CuNode *decl) {
-    if (!decl) return NULL;
-    if (body_of(decl)) return (CuNode *)decl;
-    CXCursor def = clang_getCursorDefinition(decl->cursor);
-    if (clang_Cursor_isNull(def)) return NULL;
-    for (uint32_t i = 0; i < src->root->child_count; i++) {
-        CuNode *n = src->root->children[i];
-        if (clang_equalCursors(n->cursor, def) && body_of(n)) return n;
-    }
-    return NULL;
-}
-
 static bool analyse_kernel(const CudaSource *src, CuNode *decl, Elementwise *k) {
     memset(k, 0, sizeof *k);
-    CuNode *def = definition_of(src, decl);
+    CuNode *def = cu_definition_of(src, decl);
     if (!def || def->kind != CXCursor_FunctionDecl || !(def->attrs & CU_ATTR_GLOBAL)) return false;
     k->def = def;
     for (uint32_t i = 0; i < def->child_count; i++) {
@@ -392,10 +361,10 @@ static bool analyse_kernel(const CudaSource *src, CuNode *decl, Elementwise *k) 
         k->pointer[k->param_count] = is_pointer_type(c);
         k->params[k->param_count++] = c;
     }
-    CuNode *body = body_of(def);
+    CuNode *body = cu_function_body(def);
     uint32_t j = 0;
     for (; j < body->child_count && body->children[j]->kind == CXCursor_DeclStmt; j++) {
-        CuNode *v = single_var(body->children[j]), *init = v ? cu_initializer(v) : NULL;
+        CuNode *v = cu_single_var_decl(body->children[j]), *init = v ? cu_initializer(v) : NULL;
         if (init && cu_is_global_index_x(init) && !k->index) k->index = v;
         else if (init && cu_is_grid_stride_x(init) && !k->stride) k->stride = v;
         else return false; /* values computed before the guard: keep it simple */
@@ -406,7 +375,7 @@ static bool analyse_kernel(const CudaSource *src, CuNode *decl, Elementwise *k) 
         if (j + 1 == body->child_count && bound_ok(src, s->children[0], k->index, true, &k->bound)) {
             k->shape = SHAPE_IF;
             if (!add_stmts(k, s->children[1])) return false;
-        } else if (is_return_only(s->children[1]) && bound_ok(src, s->children[0], k->index, false, &k->bound)) {
+        } else if (cu_is_bare_return(s->children[1]) && bound_ok(src, s->children[0], k->index, false, &k->bound)) {
             k->shape = SHAPE_RETURN;
             for (uint32_t i = j + 1; i < body->child_count; i++)
                 if (!add_stmts(k, body->children[i])) return false;
@@ -414,7 +383,7 @@ static bool analyse_kernel(const CudaSource *src, CuNode *decl, Elementwise *k) 
             return false;
         }
     } else if (s->kind == CXCursor_ForStmt && s->child_count == 4 && j + 1 == body->child_count && !k->index) {
-        CuNode *v = single_var(s->children[0]), *inc = s->children[2];
+        CuNode *v = cu_single_var_decl(s->children[0]), *inc = s->children[2];
         if (!v || !cu_is_global_index_x(cu_initializer(v))) return false;
         if (!bound_ok(src, s->children[1], v, true, &k->bound)) return false;
         if (inc->kind != CXCursor_CompoundAssignOperator || inc->op != CXBinaryOperator_AddAssign ||
