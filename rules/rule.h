@@ -5,7 +5,10 @@
  * To add a rule: one file rules/<language>/<name>.c that defines
  * `const Rule rule_<name>` (the file name with '-' as '_'), and one fixture
  * tests/fixtures/<language>/<CODE>.py. The build registers every file in
- * rules/<language>/ by itself. */
+ * rules/<language>/ by itself. Helpers that several rules of a language
+ * share, and that are not general facts about the language (those belong
+ * to the front ends in analysis/), go in rules/<language>/support/: compiled
+ * in, never registered. */
 #ifndef ADVISE_RULE_H
 #define ADVISE_RULE_H
 
