@@ -182,10 +182,7 @@ static void check_profile(RuleContext *ctx) {
     if (run_ns == 0 || !idle_between_launches(p, &gap_ns, &idle_share)) return;
     if (idle_share < MIN_IDLE_SHARE || gap_ns <= GRAPH_GAP_NS) return;
     PfLines lines;
-    if (!pf_lines_of_file(ctx->profile, ctx->profile_file, &lines)) {
-        ctx->out_of_memory = true;
-        return;
-    }
+    if (!pf_file_lines(ctx, &lines)) return;
     Run r = {0};
     bool open = false;
     for (size_t i = 0; i < lines.count && !ctx->out_of_memory; i++) {
