@@ -79,19 +79,6 @@ static bool is_address_taken(const CuNode *n) {
     return p && p->kind == CXCursor_UnaryOperator && p->op == CXUnaryOperator_AddrOf;
 }
 
-static bool is_std_vector(const CuNode *n) {
-    if (!n) return false;
-    CXType t = cu_canonical_type(n);
-    CXString s = clang_getTypeSpelling(t);
-    const char *u = clang_getCString(s);
-    if (strncmp(u, "const ", 6) == 0) u += 6;
-    bool yes = strncmp(u, "std::vector<", 12) == 0 || strncmp(u, "std::__1::vector<", 17) == 0 ||
-               strncmp(u, "std::array<", 11) == 0;
-    clang_disposeString(s);
-    return yes;
-}
-
-/* the object of a member call `v.data()` / operator call `v[0]`, or NULL */
 /* --- buffers ------------------------------------------------------------ */
 
 typedef enum { BUF_POINTER, BUF_VECTOR, BUF_SCALAR } BufferMode;
@@ -100,48 +87,6 @@ typedef struct {
     CuNode *base; /* a DeclRefExpr or MemberRefExpr */
     BufferMode mode;
 } Buffer;
-
-/* the variable or field a pointer expression points into:
- * h, h + off, &h[i], v.data(), &v[0], v.begin() */
-static CuNode *buffer_base(CuNode *e, int depth) {
-    e = cu_strip(e);
-    if (!e || depth > 8) return NULL;
-    switch (e->kind) {
-    case CXCursor_DeclRefExpr:
-    case CXCursor_MemberRefExpr: return e->ref ? e : NULL;
-    case CXCursor_BinaryOperator:
-        if ((e->op == CXBinaryOperator_Add || e->op == CXBinaryOperator_Sub) && e->child_count == 2) {
-            CuNode *l = cu_strip(e->children[0]);
-            enum CXTypeKind k = l ? cu_canonical_type(l).kind : CXType_Invalid;
-            if (k == CXType_Pointer || k == CXType_ConstantArray || k == CXType_IncompleteArray)
-                return buffer_base(l, depth + 1);
-            if (e->op == CXBinaryOperator_Add) return buffer_base(e->children[1], depth + 1);
-        }
-        return NULL;
-    case CXCursor_UnaryOperator:
-        if (e->op == CXUnaryOperator_AddrOf && e->child_count == 1) {
-            CuNode *x = cu_strip(e->children[0]);
-            if (x && x->kind == CXCursor_ArraySubscriptExpr && x->child_count == 2)
-                return buffer_base(x->children[0], depth + 1);
-            if (x && x->kind == CXCursor_CallExpr) {
-                const char *method;
-                CuNode *obj = cu_member_call_object(x, &method);
-                if (obj && (strcmp(method, "operator[]") == 0 || strcmp(method, "front") == 0 ||
-                            strcmp(method, "at") == 0))
-                    return buffer_base(obj, depth + 1);
-            }
-        }
-        return NULL;
-    case CXCursor_CallExpr: {
-        const char *method;
-        CuNode *obj = cu_member_call_object(e, &method);
-        static const char *const views[] = {"data", "begin", "end", "cbegin", "cend", NULL};
-        if (obj && cu_name_in(method, views) && is_std_vector(obj)) return buffer_base(obj, depth + 1);
-        return NULL;
-    }
-    default: return NULL;
-    }
-}
 
 /* member text without `this->` and blanks */
 static void normalized_text(const CudaSource *src, const CuNode *n, char *buf, size_t size) {
@@ -176,7 +121,7 @@ static bool buffer_of_copy(CuNode *dst, Buffer *out) {
                 out->mode = BUF_POINTER;
                 return true;
             }
-            if (k != CXType_Pointer && !is_std_vector(x)) {
+            if (k != CXType_Pointer && !cu_is_vector_or_array(x)) {
                 out->base = x;
                 out->mode = BUF_SCALAR;
                 return true;
@@ -184,10 +129,10 @@ static bool buffer_of_copy(CuNode *dst, Buffer *out) {
             return false;
         }
     }
-    CuNode *base = buffer_base(dst, 0);
+    CuNode *base = cu_buffer_reference(dst, CU_BUFFER_CONTAINER);
     if (!base) return false;
     enum CXTypeKind k = cu_canonical_type(base).kind;
-    if (is_std_vector(base)) out->mode = BUF_VECTOR;
+    if (cu_is_vector_or_array(base)) out->mode = BUF_VECTOR;
     else if (k == CXType_Pointer || k == CXType_ConstantArray || k == CXType_IncompleteArray) out->mode = BUF_POINTER;
     else return false;
     out->base = base;
@@ -237,7 +182,7 @@ static void add_read(Reads *r, CuNode *n) {
 }
 
 static bool matches(Reads *r, CuNode *e) {
-    CuNode *b = buffer_base(e, 0);
+    CuNode *b = cu_buffer_reference(e, CU_BUFFER_CONTAINER);
     return b && same_buffer(r->src, b, r->buf->base);
 }
 
@@ -316,7 +261,7 @@ static bool visit_param_read(CuNode *n, void *data) {
     else if (n->kind == CXCursor_UnaryOperator && n->op == CXUnaryOperator_Deref && n->child_count == 1)
         x = n->children[0];
     if (x) {
-        CuNode *b = buffer_base(x, 0);
+        CuNode *b = cu_buffer_reference(x, CU_BUFFER_CONTAINER);
         if (b && b->kind == CXCursor_DeclRefExpr && b->ref == p->param && !is_assign_target(n)) p->found = true;
     }
     return !p->found;

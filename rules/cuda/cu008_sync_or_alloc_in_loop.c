@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../analysis/cuda_host_buffer.h"
 #include "../../analysis/cuda_query.h"
 #include "rule.h"
 
@@ -211,41 +212,10 @@ static bool set_has(const DeclSet *s, const CuNode *d) {
     return false;
 }
 
-/* the variable or field a pointer expression points into: p, p + k, &p[k], v.data() */
-static CuNode *buffer_decl(CuNode *e, int depth) {
-    e = cu_strip(e);
-    if (!e || depth > 8) return NULL;
-    switch (e->kind) {
-    case CXCursor_DeclRefExpr:
-    case CXCursor_MemberRefExpr: return e->ref;
-    case CXCursor_BinaryOperator:
-        if ((e->op == CXBinaryOperator_Add || e->op == CXBinaryOperator_Sub) && e->child_count == 2) {
-            CuNode *l = cu_strip(e->children[0]);
-            enum CXTypeKind k = l ? cu_canonical_type(l).kind : CXType_Invalid;
-            if (k == CXType_Pointer || k == CXType_ConstantArray || k == CXType_IncompleteArray)
-                return buffer_decl(l, depth + 1);
-            if (e->op == CXBinaryOperator_Add) return buffer_decl(e->children[1], depth + 1);
-        }
-        return NULL;
-    case CXCursor_UnaryOperator:
-        if (e->op == CXUnaryOperator_AddrOf && e->child_count == 1) {
-            CuNode *x = cu_strip(e->children[0]);
-            if (x && x->kind == CXCursor_ArraySubscriptExpr && x->child_count == 2)
-                return buffer_decl(x->children[0], depth + 1);
-            if (x && (x->kind == CXCursor_DeclRefExpr || x->kind == CXCursor_MemberRefExpr)) return x->ref;
-        }
-        return NULL;
-    case CXCursor_CallExpr:
-        if (e->child_count > 0) {
-            CuNode *m = cu_strip(e->children[0]);
-            const char *name = cu_callee(e);
-            if (m && m->kind == CXCursor_MemberRefExpr && m->child_count == 1 &&
-                (strcmp(name, "data") == 0 || strcmp(name, "get") == 0))
-                return buffer_decl(m->children[0], depth + 1);
-        }
-        return NULL;
-    default: return NULL;
-    }
+/* the variable or field a pointer expression points into: p, p + k, &p[k], &x, v.data(), p.get() */
+static CuNode *buffer_decl(CuNode *e) {
+    CuNode *r = cu_buffer_reference(e, CU_BUFFER_ADDRESS | CU_BUFFER_DATA_GET);
+    return r ? r->ref : NULL;
 }
 
 static bool is_pointer_decl(const CuNode *d) {
@@ -284,7 +254,7 @@ static bool visit_gpu_visible(CuNode *n, void *data) {
     if (cu_launch(n, &l)) {
         if (c->allocations_only) return true;
         for (uint32_t i = 0; i < l.arg_count; i++) {
-            CuNode *d = buffer_decl(l.args[i], 0);
+            CuNode *d = buffer_decl(l.args[i]);
             if (d && is_pointer_decl(d)) set_add(c->set, d);
         }
         return true;
@@ -295,10 +265,10 @@ static bool visit_gpu_visible(CuNode *n, void *data) {
     if ((strcmp(name, "cudaMallocManaged") == 0 || strcmp(name, "cudaHostAlloc") == 0 ||
          strcmp(name, "cudaMallocHost") == 0) &&
         count >= 1)
-        set_add(c->set, buffer_decl(args[0], 0));
+        set_add(c->set, buffer_decl(args[0]));
     if (strcmp(name, "cudaHostGetDevicePointer") == 0 && count >= 2) {
-        set_add(c->set, buffer_decl(args[0], 0));
-        set_add(c->set, buffer_decl(args[1], 0));
+        set_add(c->set, buffer_decl(args[0]));
+        set_add(c->set, buffer_decl(args[1]));
     }
     if (c->allocations_only) return true;
     /* results a library call writes through `&x` (cublasSnrm2(..., &norm), cudaMemcpy(&x, ...)) */
@@ -320,8 +290,8 @@ static bool visit_gpu_visible(CuNode *n, void *data) {
         else if (strcmp(name, "cudaMemcpyToSymbolAsync") == 0) dst = -1, kind = 4;
         else if (strcmp(name, "cudaMemcpyFromSymbolAsync") == 0) src = -1, kind = 4;
         int k = (uint32_t)kind < count ? memcpy_kind(args[kind]) : 0;
-        if (k != 3 && k != 1 && dst >= 0 && (uint32_t)dst < count) set_add(c->set, buffer_decl(args[dst], 0));
-        if (k != 3 && k != 2 && src >= 0 && (uint32_t)src < count) set_add(c->set, buffer_decl(args[src], 0));
+        if (k != 3 && k != 1 && dst >= 0 && (uint32_t)dst < count) set_add(c->set, buffer_decl(args[dst]));
+        if (k != 3 && k != 2 && src >= 0 && (uint32_t)src < count) set_add(c->set, buffer_decl(args[src]));
     }
     return true;
 }
@@ -347,14 +317,14 @@ static bool visit_use(CuNode *n, void *data) {
     if (n->kind == CXCursor_UnaryExpr) return false; /* sizeof */
     switch (n->kind) {
     case CXCursor_ArraySubscriptExpr:
-        if (n->child_count == 2 && set_has(u->set, buffer_decl(n->children[0], 0))) u->found = true;
+        if (n->child_count == 2 && set_has(u->set, buffer_decl(n->children[0]))) u->found = true;
         break;
     case CXCursor_UnaryOperator:
-        if (n->op == CXUnaryOperator_Deref && n->child_count == 1 && set_has(u->set, buffer_decl(n->children[0], 0)))
+        if (n->op == CXUnaryOperator_Deref && n->child_count == 1 && set_has(u->set, buffer_decl(n->children[0])))
             u->found = true;
         break;
     case CXCursor_MemberRefExpr:
-        if (n->child_count == 1 && n->children[0]->end < n->end && set_has(u->set, buffer_decl(n->children[0], 0))) {
+        if (n->child_count == 1 && n->children[0]->end < n->end && set_has(u->set, buffer_decl(n->children[0]))) {
             const char *t = u->src->doc->text + n->children[0]->end;
             if (t[0] == '-' && t[1] == '>') u->found = true;
         }
@@ -368,7 +338,7 @@ static bool visit_use(CuNode *n, void *data) {
         uint32_t count;
         CuNode **args = cu_call_args(n, &count);
         for (uint32_t i = 0; i < count && !u->found; i++)
-            if (set_has(u->set, buffer_decl(args[i], 0))) u->found = true;
+            if (set_has(u->set, buffer_decl(args[i]))) u->found = true;
         break;
     }
     case CXCursor_DeclRefExpr:
