@@ -403,6 +403,25 @@ CuNode *cu_logical_parent(const CuNode *n, const CuNode **child) {
     return p;
 }
 
+typedef struct {
+    CuMatch match;
+    void *data;
+    CuNode *found;
+} Find;
+
+static bool visit_find(CuNode *n, void *data) {
+    Find *f = data;
+    if (f->found) return false;
+    if (f->match(n, f->data)) f->found = n;
+    return !f->found;
+}
+
+CuNode *cu_find(const CuNode *root, CuMatch match, void *data) {
+    Find f = {match, data, NULL};
+    if (root) cu_walk((CuNode *)root, visit_find, &f);
+    return f.found;
+}
+
 bool cu_contains(const CuNode *outer, const CuNode *inner) {
     for (const CuNode *p = inner; p; p = p->parent)
         if (p == outer) return true;

@@ -110,6 +110,11 @@ bool cu_is_global_index_x(CuNode *e);
 /* blockDim.x * gridDim.x, in either order (a grid-stride step). */
 bool cu_is_grid_stride_x(CuNode *e);
 
+/* The first node under root (root included, in preorder) that match accepts;
+ * NULL when none does. data is the caller's, handed to match. */
+typedef bool (*CuMatch)(const CuNode *n, void *data);
+CuNode *cu_find(const CuNode *root, CuMatch match, void *data);
+
 /* inner is outer or below it */
 bool cu_contains(const CuNode *outer, const CuNode *inner);
 /* the nearest node holding both a and b, NULL when they are in different trees */

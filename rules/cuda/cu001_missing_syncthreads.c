@@ -217,23 +217,9 @@ static bool is_barrier(BarrierCache *c, const CuNode *n) {
     return false;
 }
 
-typedef struct {
-    BarrierCache *c;
-    bool found;
-} BodySearch;
+static bool matches_barrier(const CuNode *n, void *cache) { return is_barrier(cache, n); }
 
-static bool visit_body_barrier(CuNode *n, void *data) {
-    BodySearch *s = data;
-    if (s->found) return false;
-    if (is_barrier(s->c, n)) s->found = true;
-    return !s->found;
-}
-
-static bool body_has_barrier(BarrierCache *c, const CuNode *n) {
-    BodySearch s = {c, false};
-    cu_walk((CuNode *)n, visit_body_barrier, &s);
-    return s.found;
-}
+static bool body_has_barrier(BarrierCache *c, const CuNode *n) { return cu_find(n, matches_barrier, c) != NULL; }
 
 /* ---- indices ------------------------------------------------------------------ */
 

@@ -227,15 +227,8 @@ static void check_struct_access(Scan *s, const CuNode *access) {
 
 /* ---- misaligned vector casts ---- */
 
-typedef struct {
-    const CuNode *decl;
-    bool modified;
-} ModWalk;
-
-/* an assignment, ++/-- or & of the variable */
-static bool visit_mod(CuNode *x, void *data) {
-    ModWalk *w = data;
-    if (w->modified) return false;
+/* an assignment, ++/-- or & of the variable decl */
+static bool modifies(const CuNode *x, void *decl) {
     const CuNode *target = NULL;
     if (((x->kind == CXCursor_BinaryOperator && x->op == CXBinaryOperator_Assign) ||
          x->kind == CXCursor_CompoundAssignOperator) &&
@@ -245,8 +238,7 @@ static bool visit_mod(CuNode *x, void *data) {
              (x->op == CXUnaryOperator_PreInc || x->op == CXUnaryOperator_PreDec || x->op == CXUnaryOperator_PostInc ||
               x->op == CXUnaryOperator_PostDec || x->op == CXUnaryOperator_AddrOf))
         target = cu_strip(x->children[0]);
-    if (target && target->kind == CXCursor_DeclRefExpr && target->ref == w->decl) w->modified = true;
-    return !w->modified;
+    return target && target->kind == CXCursor_DeclRefExpr && target->ref == decl;
 }
 
 /* the residue of an integer expression modulo m (a power of two), when the code shows it */
@@ -303,9 +295,7 @@ static bool residue(const CuNode *fn, const CuNode *n, long long m, long long *o
             break;
         }
         if (!init) return false;
-        ModWalk w = {d, false};
-        cu_walk((CuNode *)fn, visit_mod, &w);
-        if (w.modified) return false;
+        if (cu_find(fn, modifies, (void *)d)) return false;
         return residue(fn, init, m, out, depth + 1);
     }
     return false;

@@ -248,23 +248,17 @@ static bool visit_reads(CuNode *n, void *data) {
     return true;
 }
 
-typedef struct {
-    const CuNode *param;
-    bool found;
-} ParamRead;
-
-static bool visit_param_read(CuNode *n, void *data) {
-    ParamRead *p = data;
-    if (p->found) return false;
+/* an element of param read (indexed or dereferenced, not assigned) */
+static bool reads_param(const CuNode *n, void *param) {
     CuNode *x = NULL;
     if (n->kind == CXCursor_ArraySubscriptExpr && n->child_count == 2) x = n->children[0];
     else if (n->kind == CXCursor_UnaryOperator && n->op == CXUnaryOperator_Deref && n->child_count == 1)
         x = n->children[0];
     if (x) {
         CuNode *b = cu_buffer_reference(x, CU_BUFFER_CONTAINER);
-        if (b && b->kind == CXCursor_DeclRefExpr && b->ref == p->param && !is_assign_target(n)) p->found = true;
+        if (b && b->kind == CXCursor_DeclRefExpr && b->ref == param && !is_assign_target(n)) return true;
     }
-    return !p->found;
+    return false;
 }
 
 /* a host function of this file whose i-th parameter it indexes or dereferences */
@@ -280,9 +274,7 @@ static bool param_is_read(const CudaSource *src, const CuNode *callee, uint32_t 
     for (uint32_t i = 0; i < callee->child_count; i++)
         if (callee->children[i]->kind == CXCursor_ParmDecl && k++ == index) param = callee->children[i];
     if (!param) return false;
-    ParamRead p = {param, false};
-    cu_walk(body, visit_param_read, &p);
-    return p.found;
+    return cu_find(body, reads_param, (void *)param) != NULL;
 }
 
 static int by_start(const void *a, const void *b) {
@@ -373,27 +365,26 @@ typedef struct {
     const CudaSource *src;
     const Buffer *buf;
     size_t from, to;
-    bool found;
 } Reassign;
 
-static bool visit_reassign(CuNode *n, void *data) {
-    Reassign *r = data;
-    if (r->found) return false;
+/* the buffer's variable assigned or stepped in [from, to) */
+static bool reassigns(const CuNode *n, void *data) {
+    const Reassign *r = data;
     if (n->start >= r->from && n->start < r->to && n->kind == CXCursor_BinaryOperator &&
         n->op == CXBinaryOperator_Assign && n->child_count == 2) {
         CuNode *lhs = cu_strip(n->children[0]);
         if (lhs && (lhs->kind == CXCursor_DeclRefExpr || lhs->kind == CXCursor_MemberRefExpr) &&
             same_buffer(r->src, lhs, r->buf->base))
-            r->found = true;
+            return true;
     }
     if (n->start >= r->from && n->start < r->to && n->kind == CXCursor_UnaryOperator && n->child_count == 1 &&
         n->op >= CXUnaryOperator_PostInc && n->op <= CXUnaryOperator_PreDec) {
         CuNode *x = cu_strip(n->children[0]);
         if (x && (x->kind == CXCursor_DeclRefExpr || x->kind == CXCursor_MemberRefExpr) &&
             same_buffer(r->src, x, r->buf->base))
-            r->found = true;
+            return true;
     }
-    return !r->found;
+    return false;
 }
 
 /* --- control flow ------------------------------------------------------------ */
@@ -506,18 +497,16 @@ static bool is_default_stream(const CudaSource *src, CuNode *stream) {
 typedef struct {
     const CuNode *decl;
     size_t from, to;
-    bool found;
 } AssignSearch;
 
-static bool visit_assign(CuNode *n, void *data) {
-    AssignSearch *a = data;
-    if (a->found) return false;
-    if (n->start >= a->from && n->start < a->to && n->kind == CXCursor_BinaryOperator &&
-        n->op == CXBinaryOperator_Assign && n->child_count == 2) {
-        CuNode *lhs = cu_strip(n->children[0]);
-        if (lhs && lhs->ref == a->decl) a->found = true;
-    }
-    return !a->found;
+/* decl assigned in [from, to) */
+static bool assigns(const CuNode *n, void *data) {
+    const AssignSearch *a = data;
+    if (n->start < a->from || n->start >= a->to || n->kind != CXCursor_BinaryOperator ||
+        n->op != CXBinaryOperator_Assign || n->child_count != 2)
+        return false;
+    CuNode *lhs = cu_strip(n->children[0]);
+    return lhs && lhs->ref == a->decl;
 }
 
 /* the stream expression names the same stream again at `at` */
@@ -544,9 +533,8 @@ static bool stream_is_stable(const CuNode *stream, const CuNode *fn, const CuNod
     } else {
         return false;
     }
-    AssignSearch a = {decl, copy->end, at->start, false};
-    cu_walk((CuNode *)fn, visit_assign, &a);
-    return !a.found;
+    AssignSearch a = {decl, copy->end, at->start};
+    return !cu_find(fn, assigns, &a);
 }
 
 static void consider_copy(Check *c, CuNode *copy, const CopyApi *api) {
@@ -573,9 +561,8 @@ static void consider_copy(Check *c, CuNode *copy, const CopyApi *api) {
         if (!stmt) continue;
         /* the first read that can follow the copy: is anything waiting before it? */
         if (sync_between(src, fn, copy, read->start, stream_text)) break;
-        Reassign ra = {src, &buf, copy->end, read->start, false};
-        cu_walk(fn, visit_reassign, &ra);
-        if (ra.found) break;
+        Reassign ra = {src, &buf, copy->end, read->start};
+        if (cu_find(fn, reassigns, &ra)) break;
         if (c->count == c->capacity) {
             size_t cap = c->capacity ? c->capacity * 2 : 8;
             Candidate *grown = realloc(c->items, cap * sizeof *grown);

@@ -163,23 +163,9 @@ static bool is_launch(const CuNode *n, int depth) {
     return false;
 }
 
-typedef struct {
-    int depth;
-    bool found;
-} LaunchSearch;
+static bool matches_launch(const CuNode *n, void *depth) { return is_launch(n, *(int *)depth); }
 
-static bool visit_launch(CuNode *n, void *data) {
-    LaunchSearch *s = data;
-    if (s->found) return false;
-    if (is_launch(n, s->depth)) s->found = true;
-    return !s->found;
-}
-
-static bool contains_launch(const CuNode *n, int depth) {
-    LaunchSearch s = {depth, false};
-    cu_walk((CuNode *)n, visit_launch, &s);
-    return s.found;
-}
+static bool contains_launch(const CuNode *n, int depth) { return cu_find(n, matches_launch, &depth) != NULL; }
 
 /* --- what the iteration does with the GPU's results -------------------------- */
 
@@ -413,34 +399,15 @@ static bool visit_hand_off(CuNode *n, void *data) {
 
 /* the loop's condition reads a local whose address is handed out in the function (`while (r1 > tol)`
  * with `cudaMemcpyAsync(&r1, ...)`): the GPU writes it, and the iteration waits to read it */
-typedef struct {
-    const CuNode *decl;
-    bool found;
-} AddressTaken;
-
-static bool visit_address(CuNode *n, void *data) {
-    AddressTaken *a = data;
-    if (a->found) return false;
-    if (n->kind == CXCursor_UnaryOperator && n->op == CXUnaryOperator_AddrOf && n->child_count == 1 &&
-        cu_refers_to(n->children[0], a->decl))
-        a->found = true;
-    return !a->found;
+static bool takes_address(const CuNode *n, void *decl) {
+    return n->kind == CXCursor_UnaryOperator && n->op == CXUnaryOperator_AddrOf && n->child_count == 1 &&
+           cu_refers_to(n->children[0], decl);
 }
 
-typedef struct {
-    const CuNode *fn;
-    bool found;
-} ConditionRead;
-
-static bool visit_condition_read(CuNode *n, void *data) {
-    ConditionRead *c = data;
-    if (c->found) return false;
-    if (n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl) {
-        AddressTaken a = {n->ref, false};
-        cu_walk((CuNode *)c->fn, visit_address, &a);
-        c->found = a.found;
-    }
-    return !c->found;
+/* a local whose address is handed out somewhere in fn */
+static bool reads_handed_out(const CuNode *n, void *fn) {
+    return n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl &&
+           cu_find(fn, takes_address, n->ref);
 }
 
 static bool condition_reads_gpu_result(const CudaSource *src, const CuNode *loop) {
@@ -452,10 +419,8 @@ static bool condition_reads_gpu_result(const CudaSource *src, const CuNode *loop
         cond = cu_guard_of(src, loop, loop->children[loop->child_count - 1], &polarity);
     }
     if (!cond) return false;
-    ConditionRead c = {cu_function_of(loop), false};
-    if (!c.fn) return false;
-    cu_walk((CuNode *)cond, visit_condition_read, &c);
-    return c.found;
+    CuNode *fn = cu_function_of(loop);
+    return fn && cu_find(cond, reads_handed_out, fn);
 }
 
 /* device code of this file prints, and the loop prints on the host: the synchronization flushes the
@@ -470,29 +435,17 @@ static bool visit_device_printf(CuNode *n, void *data) {
     return !*found;
 }
 
-typedef struct {
-    const CudaSource *src;
-    bool found;
-} HostPrint;
-
 /* a print written in the loop (not one inside an error-check macro) */
-static bool visit_host_print(CuNode *n, void *data) {
-    HostPrint *h = data;
-    if (h->found) return false;
+static bool is_host_print(const CuNode *n, void *src) {
     const char *name = called_name(n);
-    if (strcmp(name, "printf") == 0 || strcmp(name, "puts") == 0 || strcmp(name, "fprintf") == 0) {
-        size_t k = strlen(name);
-        h->found = cu_text_len(n) > k && strncmp(cu_text(h->src, n), name, k) == 0;
-    }
-    return !h->found;
+    if (strcmp(name, "printf") != 0 && strcmp(name, "puts") != 0 && strcmp(name, "fprintf") != 0) return false;
+    size_t k = strlen(name);
+    return cu_text_len(n) > k && strncmp(cu_text(src, n), name, k) == 0;
 }
 
 static bool orders_device_printf(const CudaSource *src, const CuNode *loop) {
-    HostPrint print = {src, false};
     bool device = false;
-    cu_walk((CuNode *)loop, visit_host_print, &print);
-    bool host = print.found;
-    if (!host) return false;
+    if (!cu_find(loop, is_host_print, (void *)src)) return false;
     cu_walk(src->root, visit_device_printf, &device);
     return device;
 }

@@ -94,42 +94,30 @@ static bool is_source_literal(const CudaSource *src, const CuNode *n) {
     return i == len;
 }
 
-typedef struct {
-    const CuNode *var;
-    bool modified;
-} ModSearch;
-
-static bool visit_mod(CuNode *n, void *data) {
-    ModSearch *s = data;
-    if (s->modified) return false;
-    if (n->kind == CXCursor_DeclRefExpr && n->ref == s->var) {
-        /* climb through member accesses and wrappers to the use */
-        CuNode *use = n;
-        while (use->parent && (is_wrapper(use->parent) || use->parent->kind == CXCursor_MemberRefExpr))
-            use = use->parent;
-        CuNode *p = use->parent;
-        if (!p) return true;
-        if ((p->kind == CXCursor_BinaryOperator && p->op == CXBinaryOperator_Assign && p->children[0] == use) ||
-            (p->kind == CXCursor_CompoundAssignOperator && p->children[0] == use))
-            s->modified = true;
-        if (p->kind == CXCursor_UnaryOperator &&
-            (p->op == CXUnaryOperator_AddrOf || p->op == CXUnaryOperator_PreInc || p->op == CXUnaryOperator_PostInc ||
-             p->op == CXUnaryOperator_PreDec || p->op == CXUnaryOperator_PostDec))
-            s->modified = true;
-        /* passed by reference to a function (no lvalue-to-rvalue wrapper) */
-        if (p->kind == CXCursor_CallExpr && use == n && strcmp(cu_callee(p), "dim3") != 0 &&
-            !(p->child_count && p->children[0] == use))
-            s->modified = true;
-    }
-    return true;
+/* a use of var that may change it */
+static bool modifies(const CuNode *n, void *var) {
+    if (n->kind != CXCursor_DeclRefExpr || n->ref != var) return false;
+    /* climb through member accesses and wrappers to the use */
+    const CuNode *use = n;
+    while (use->parent && (is_wrapper(use->parent) || use->parent->kind == CXCursor_MemberRefExpr)) use = use->parent;
+    const CuNode *p = use->parent;
+    if (!p) return false;
+    if ((p->kind == CXCursor_BinaryOperator && p->op == CXBinaryOperator_Assign && p->children[0] == use) ||
+        (p->kind == CXCursor_CompoundAssignOperator && p->children[0] == use))
+        return true;
+    if (p->kind == CXCursor_UnaryOperator &&
+        (p->op == CXUnaryOperator_AddrOf || p->op == CXUnaryOperator_PreInc || p->op == CXUnaryOperator_PostInc ||
+         p->op == CXUnaryOperator_PreDec || p->op == CXUnaryOperator_PostDec))
+        return true;
+    /* passed by reference to a function (no lvalue-to-rvalue wrapper) */
+    return p->kind == CXCursor_CallExpr && use == n && strcmp(cu_callee(p), "dim3") != 0 &&
+           !(p->child_count && p->children[0] == use);
 }
 
 static bool variable_modified(const CudaSource *src, const CuNode *var) {
-    ModSearch s = {var, false};
     /* a local can only change inside its function; a global anywhere */
     CuNode *fn = cu_function_of(var);
-    cu_walk(fn ? fn : src->root, visit_mod, &s);
-    return s.modified;
+    return cu_find(fn ? fn : src->root, modifies, (void *)var) != NULL;
 }
 
 static bool type_is_dim3(const CuNode *n) {

@@ -224,20 +224,16 @@ static bool is_error_check(const CuNode *n, int depth) {
 typedef struct {
     size_t after;
     int depth;
-    bool found;
 } CheckSearch;
 
-static bool visit_check(CuNode *n, void *data) {
-    CheckSearch *s = data;
-    if (s->found) return false;
-    if (n->start >= s->after && is_error_check(n, s->depth)) s->found = true;
-    return !s->found;
+static bool is_check_after(const CuNode *n, void *data) {
+    const CheckSearch *s = data;
+    return n->start >= s->after && is_error_check(n, s->depth);
 }
 
 static bool has_check_in(CuNode *root, size_t after, int depth) {
-    CheckSearch s = {after, depth, false};
-    cu_walk(root, visit_check, &s);
-    return s.found;
+    CheckSearch s = {after, depth};
+    return cu_find(root, is_check_after, &s) != NULL;
 }
 
 static bool visit_busy(CuNode *n, void *data) {
