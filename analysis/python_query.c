@@ -173,6 +173,14 @@ bool py_call_has_splat(TSNode call) {
     return false;
 }
 
+bool py_call_has_argument(TSNode call, const char *type) {
+    TSNode args = py_call_arguments(call);
+    uint32_t n = ts_node_named_child_count(args);
+    for (uint32_t i = 0; i < n; i++)
+        if (py_is(ts_node_named_child(args, i), type)) return true;
+    return false;
+}
+
 TSNode py_statement_of(TSNode node) {
     TSNode n = node;
     while (!ts_node_is_null(n)) {

@@ -45,6 +45,9 @@ uint32_t py_call_positional_count(TSNode call);
 /* The value of keyword argument `name`, or a null node. */
 TSNode py_call_keyword(const PySource *src, TSNode call, const char *name);
 bool py_call_has_splat(TSNode call); /* *args or **kwargs present */
+/* Some argument of the call is a node of this type: "keyword_argument",
+ * "dictionary_splat", "list_splat". */
+bool py_call_has_argument(TSNode call, const char *type);
 
 /* The statement (child of a block or the module) that holds node. */
 TSNode py_statement_of(TSNode node);

@@ -103,14 +103,6 @@ static const Factory *factory_of(const RuleContext *ctx, TSNode call) {
     return NULL;
 }
 
-static bool has_dictionary_splat(TSNode call) {
-    TSNode args = py_call_arguments(call);
-    uint32_t n = ts_node_named_child_count(args);
-    for (uint32_t i = 0; i < n; i++)
-        if (py_is(ts_node_named_child(args, i), "dictionary_splat")) return true;
-    return false;
-}
-
 static bool bound_to_other_device(const RuleContext *ctx, TSNode expr) { return py_device_not_cuda(ctx->py, expr); }
 
 static bool is_cuda_device(const RuleContext *ctx, TSNode expr) { return py_is_cuda_device(ctx->py, expr); }
@@ -241,7 +233,7 @@ static bool visit(TSNode n, void *data) {
     TSNode factory_call = py_unparen(receiver);
     if (!py_is(factory_call, "call")) return true;
     const Factory *fac = factory_of(ctx, factory_call);
-    if (!fac || has_dictionary_splat(factory_call)) return true;
+    if (!fac || py_call_has_argument(factory_call, "dictionary_splat")) return true;
     static const char *const deliberate[] = {"device", "out", "pin_memory", "generator", NULL};
     for (size_t i = 0; deliberate[i]; i++)
         if (!ts_node_is_null(py_call_keyword(ctx->py, factory_call, deliberate[i]))) return true;

@@ -150,14 +150,6 @@ static bool keywords_within(const PySource *src, TSNode call, const char *const 
     return true;
 }
 
-static bool has_keywords(TSNode call) {
-    TSNode args = py_call_arguments(call);
-    uint32_t n = ts_node_named_child_count(args);
-    for (uint32_t i = 0; i < n; i++)
-        if (py_is(ts_node_named_child(args, i), "keyword_argument")) return true;
-    return false;
-}
-
 static const char *last_component(const char *q) {
     const char *dot = strrchr(q, '.');
     return dot ? dot + 1 : q;
@@ -419,13 +411,14 @@ static TSNode resolve(Match *m, TSNode n) {
 static bool is_transpose_last(Match *m, TSNode call, bool bmm, TSNode *k) {
     TSNode recv;
     TSNode a = {0}, b = {0};
-    if (py_call_has_splat(call) || has_keywords(call)) return false;
+    if (py_call_has_splat(call) || py_call_has_argument(call, "keyword_argument")) return false;
     static const char *const transpose_funcs[] = {"torch.transpose", "torch.swapaxes", "torch.swapdims", NULL};
     if (py_callee_is_any(m->src, call, transpose_funcs) && py_call_positional_count(call) == 3) {
         *k = py_call_positional(call, 0);
         a = py_call_positional(call, 1);
         b = py_call_positional(call, 2);
-    } else if ((py_value_method_call(m->src, call, "transpose", &recv) || py_value_method_call(m->src, call, "swapaxes", &recv) ||
+    } else if ((py_value_method_call(m->src, call, "transpose", &recv) ||
+                py_value_method_call(m->src, call, "swapaxes", &recv) ||
                 py_value_method_call(m->src, call, "swapdims", &recv)) &&
                py_call_positional_count(call) == 2) {
         *k = recv;
@@ -490,7 +483,7 @@ static bool parse_qk(Match *m, TSNode n) {
         m->q = left_of(n);
         return !ts_node_is_null(m->q) && parse_kt(m, right_of(n), false);
     }
-    if (!py_is(n, "call") || py_call_has_splat(n) || has_keywords(n)) return false;
+    if (!py_is(n, "call") || py_call_has_splat(n) || py_call_has_argument(n, "keyword_argument")) return false;
     bool bmm = py_callee_is_any(m->src, n, bmm_funcs);
     if ((bmm || py_callee_is_any(m->src, n, matmul_funcs)) && py_call_positional_count(n) == 2) {
         m->q = py_call_positional(n, 0);
@@ -671,7 +664,9 @@ static bool is_dropout(Match *m, TSNode n, TSNode *input) {
         return !ts_node_is_null(*input);
     }
     char q[PY_NAME_MAX];
-    if (!py_callee_name(m->src, n, q, sizeof q) || py_call_positional_count(n) != 1 || has_keywords(n)) return false;
+    if (!py_callee_name(m->src, n, q, sizeof q) || py_call_positional_count(n) != 1 ||
+        py_call_has_argument(n, "keyword_argument"))
+        return false;
     const char *last = last_component(q);
     for (const char *p = last; *p; p++)
         if (strncasecmp(p, "drop", 4) == 0) {
@@ -685,16 +680,19 @@ static bool is_dropout(Match *m, TSNode n, TSNode *input) {
 static bool is_cast(Match *m, TSNode n, TSNode *inner) {
     TSNode recv;
     if (!py_is(n, "call") || py_call_has_splat(n)) return false;
-    if (py_value_method_call(m->src, n, "float", &recv) && py_call_positional_count(n) == 0 && !has_keywords(n)) {
+    if (py_value_method_call(m->src, n, "float", &recv) && py_call_positional_count(n) == 0 &&
+        !py_call_has_argument(n, "keyword_argument")) {
         *inner = recv;
         return true;
     }
-    if (py_value_method_call(m->src, n, "type_as", &recv) && py_call_positional_count(n) == 1 && !has_keywords(n)) {
+    if (py_value_method_call(m->src, n, "type_as", &recv) && py_call_positional_count(n) == 1 &&
+        !py_call_has_argument(n, "keyword_argument")) {
         *inner = recv;
         return true;
     }
     static const char *const to_kw[] = {"dtype", NULL};
-    if (py_value_method_call(m->src, n, "to", &recv) && py_call_positional_count(n) + (has_keywords(n) ? 1 : 0) == 1 &&
+    if (py_value_method_call(m->src, n, "to", &recv) &&
+        py_call_positional_count(n) + (py_call_has_argument(n, "keyword_argument") ? 1 : 0) == 1 &&
         keywords_within(m->src, n, to_kw)) {
         *inner = recv;
         return true;
@@ -731,7 +729,7 @@ static bool final_operands(const PySource *src, TSNode n, TSNode *p, TSNode *v) 
     if (py_is_binary(n, "@")) {
         *p = left_of(n);
         *v = right_of(n);
-    } else if (py_is(n, "call") && !py_call_has_splat(n) && !has_keywords(n)) {
+    } else if (py_is(n, "call") && !py_call_has_splat(n) && !py_call_has_argument(n, "keyword_argument")) {
         if (py_callee_is_any(src, n, funcs) && py_call_positional_count(n) == 2) {
             *p = py_call_positional(n, 0);
             *v = py_call_positional(n, 1);
@@ -1114,7 +1112,8 @@ static bool split_off_last_dim(const Match *m, TSNode t) {
         !py_value_method_call(m->src, value, "split", &recv))
         return false;
     TSNode dim = py_call_keyword(m->src, value, "dim");
-    if (ts_node_is_null(dim)) dim = py_call_positional(value, py_value_method_call(m->src, value, "unbind", &recv) ? 0 : 1);
+    if (ts_node_is_null(dim))
+        dim = py_call_positional(value, py_value_method_call(m->src, value, "unbind", &recv) ? 0 : 1);
     return !ts_node_is_null(dim) && is_minus_one(m->src, dim);
 }
 

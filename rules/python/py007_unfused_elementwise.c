@@ -86,19 +86,11 @@ static bool literal_near(const PySource *src, TSNode n, double want, double tol)
     return py_number_literal(src, n, &v) && fabs(v - want) <= tol;
 }
 
-static bool no_keywords(TSNode call) {
-    TSNode args = py_call_arguments(call);
-    uint32_t n = ts_node_named_child_count(args);
-    for (uint32_t i = 0; i < n; i++)
-        if (py_is(ts_node_named_child(args, i), "keyword_argument")) return false;
-    return true;
-}
-
 /* f(x) for f in names, or x.method() (no other arguments); stores x */
 static bool unary_torch_call(const PySource *src, TSNode n, const char *const *names, const char *method,
                              TSNode *arg) {
     n = py_unparen(n);
-    if (!py_is(n, "call") || py_call_has_splat(n) || !no_keywords(n)) return false;
+    if (!py_is(n, "call") || py_call_has_splat(n) || py_call_has_argument(n, "keyword_argument")) return false;
     if (py_callee_is_any(src, n, names) && py_call_positional_count(n) == 1) {
         *arg = py_unparen(py_call_positional(n, 0));
         return true;
@@ -210,7 +202,7 @@ static bool is_power_of(const PySource *src, TSNode n, TSNode x, double p) {
     static const char *const pow_funcs[] = {"torch.pow", NULL};
     n = py_unparen(n);
     if (py_is_binary(n, "**")) return same(src, left_of(n), x) && literal_near(src, right_of(n), p, 0);
-    if (!py_is(n, "call") || py_call_has_splat(n) || !no_keywords(n)) return false;
+    if (!py_is(n, "call") || py_call_has_splat(n) || py_call_has_argument(n, "keyword_argument")) return false;
     TSNode recv;
     if (py_callee_is_any(src, n, pow_funcs) && py_call_positional_count(n) == 2)
         return same(src, py_call_positional(n, 0), x) && literal_near(src, py_call_positional(n, 1), p, 0);
