@@ -36,6 +36,10 @@ bool py_same_text(const PySource *src, TSNode a, TSNode b) {
     }
 }
 
+bool py_same_text_present(const PySource *src, TSNode a, TSNode b) {
+    return !ts_node_is_null(a) && !ts_node_is_null(b) && py_same_text(src, a, b);
+}
+
 static bool append(char *buf, size_t size, size_t *used, const char *s, size_t len) {
     if (*used + len + 1 > size) return false;
     memcpy(buf + *used, s, len);

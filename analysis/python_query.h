@@ -14,8 +14,11 @@ bool py_is(TSNode node, const char *type);
 const char *py_text_ptr(const PySource *src, TSNode node); /* not NUL-terminated at the node's end */
 size_t py_text_len(TSNode node);
 bool py_text_eq(const PySource *src, TSNode node, const char *text);
-/* Two nodes spell the same text, ignoring whitespace. */
+/* Two nodes spell the same text, ignoring whitespace. A null node reads as
+ * empty text (two null nodes are the same); py_same_text_present is false
+ * when either node is null, for fields that broken code leaves out. */
 bool py_same_text(const PySource *src, TSNode a, TSNode b);
+bool py_same_text_present(const PySource *src, TSNode a, TSNode b);
 /* Heap copy of the node's text. */
 char *py_text_dup(const PySource *src, TSNode node);
 

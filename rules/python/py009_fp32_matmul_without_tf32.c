@@ -107,15 +107,6 @@ static const char documentation[] =
     "rounds matmul inputs to a 10-bit mantissa, which changes results and can hurt code that needs\n"
     "full float32 accuracy (solvers, scientific computing, some evaluation metrics).\n";
 
-/* null-safe text comparisons (missing fields in broken code are null nodes) */
-static bool text_is(const PySource *src, TSNode n, const char *text) {
-    return !ts_node_is_null(n) && py_text_eq(src, n, text);
-}
-
-static bool same_text(const PySource *src, TSNode a, TSNode b) {
-    return !ts_node_is_null(a) && !ts_node_is_null(b) && py_same_text(src, a, b);
-}
-
 typedef struct {
     const PySource *src;
     bool suppressed; /* the program made a precision choice: TF32, autocast, casts, fp64 */
@@ -225,9 +216,9 @@ static bool is_main_guard(const PySource *src, TSNode stmt) {
     TSNode cond = ts_node_child_by_field_name(stmt, "condition", 9);
     if (!py_is(cond, "comparison_operator") || ts_node_named_child_count(cond) != 2) return false;
     TSNode a = ts_node_named_child(cond, 0), b = ts_node_named_child(cond, 1);
-    bool main_a = text_is(src, a, "\"__main__\"") || text_is(src, a, "'__main__'");
-    bool main_b = text_is(src, b, "\"__main__\"") || text_is(src, b, "'__main__'");
-    return (text_is(src, a, "__name__") && main_b) || (text_is(src, b, "__name__") && main_a);
+    bool main_a = py_text_eq(src, a, "\"__main__\"") || py_text_eq(src, a, "'__main__'");
+    bool main_b = py_text_eq(src, b, "\"__main__\"") || py_text_eq(src, b, "'__main__'");
+    return (py_text_eq(src, a, "__name__") && main_b) || (py_text_eq(src, b, "__name__") && main_a);
 }
 
 /* identifiers assigned by module-level code: only these can hold a model there */
@@ -260,7 +251,7 @@ static bool visit_assigned(TSNode n, void *data) {
 
 static bool name_assigned(const PySource *src, const NameSet *set, TSNode id) {
     for (size_t i = 0; i < set->count; i++)
-        if (same_text(src, set->items[i], id)) return true;
+        if (py_same_text_present(src, set->items[i], id)) return true;
     return false;
 }
 
@@ -322,7 +313,7 @@ static bool calls_local_gpu_function(const PySource *src, const TopLevel *top, T
         TSNode def = unwrap_definition(top->items[i]);
         if (!py_is(def, "function_definition")) continue;
         TSNode name = ts_node_child_by_field_name(def, "name", 4);
-        if (ts_node_is_null(name) || !same_text(src, name, fn)) continue;
+        if (ts_node_is_null(name) || !py_same_text_present(src, name, fn)) continue;
         TSNode body = ts_node_child_by_field_name(def, "body", 4);
         return !ts_node_is_null(body) && py_does_gpu_work(src, body);
     }
@@ -364,7 +355,7 @@ static bool imports_torch(const PySource *src, TSNode stmt) {
     for (uint32_t i = 0; i < n; i++) {
         TSNode c = ts_node_named_child(stmt, i);
         if (!py_is(c, "dotted_name") || ts_node_named_child_count(c) == 0) continue;
-        if (text_is(src, ts_node_named_child(c, 0), "torch")) return true;
+        if (py_text_eq(src, ts_node_named_child(c, 0), "torch")) return true;
     }
     return false;
 }
