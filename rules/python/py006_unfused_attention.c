@@ -748,39 +748,34 @@ static bool final_operands(const PySource *src, TSNode n, TSNode *p, TSNode *v) 
 
 /* ---- where the intermediate names are read ------------------------------- */
 
-static bool visit_fused_call(TSNode n, void *data) {
-    void **args = data;
-    const PySource *src = args[0];
-    bool *found = args[1];
-    if (*found) return false;
+static const char *const fused_attention_names[] = {"scaled_dot_product_attention", "flash_attn_func",
+                                                    "flash_attn_varlen_func",       "flash_attn_qkvpacked_func",
+                                                    "memory_efficient_attention",   "flex_attention",
+                                                    NULL};
+static const char *const softmax_names[] = {"softmax", NULL};
+
+typedef struct {
+    const PySource *src;
+    const char *const *names;
+    bool found;
+} CallSearch;
+
+/* a call whose callee's own name (`f(...)`, `x.f(...)`) is one of the names */
+static bool visit_named_call(TSNode n, void *data) {
+    CallSearch *s = data;
+    if (s->found) return false;
     if (!py_is(n, "call")) return true;
     TSNode fn = ts_node_child_by_field_name(n, "function", 8);
     TSNode name = py_is(fn, "attribute") ? ts_node_child_by_field_name(fn, "attribute", 9) : fn;
-    if (py_is(name, "identifier") &&
-        (py_text_eq(src, name, "scaled_dot_product_attention") || py_text_eq(src, name, "flash_attn_func") ||
-         py_text_eq(src, name, "flash_attn_varlen_func") || py_text_eq(src, name, "flash_attn_qkvpacked_func") ||
-         py_text_eq(src, name, "memory_efficient_attention") || py_text_eq(src, name, "flex_attention")))
-        *found = true;
-    return !*found;
+    for (size_t i = 0; py_is(name, "identifier") && s->names[i] && !s->found; i++)
+        s->found = py_text_eq(s->src, name, s->names[i]);
+    return !s->found;
 }
 
-static bool visit_softmax_call(TSNode n, void *data) {
-    void **args = data;
-    const PySource *src = args[0];
-    bool *found = args[1];
-    if (*found) return false;
-    if (!py_is(n, "call")) return true;
-    TSNode fn = ts_node_child_by_field_name(n, "function", 8);
-    TSNode name = py_is(fn, "attribute") ? ts_node_child_by_field_name(fn, "attribute", 9) : fn;
-    if (py_is(name, "identifier") && py_text_eq(src, name, "softmax")) *found = true;
-    return !*found;
-}
-
-static bool scope_calls(const PySource *src, TSNode scope, PyVisitor visitor) {
-    bool found = false;
-    void *args[2] = {(void *)src, &found};
-    py_walk(scope, visitor, args);
-    return found;
+static bool scope_calls(const PySource *src, TSNode scope, const char *const *names) {
+    CallSearch s = {src, names, false};
+    py_walk(scope, visit_named_call, &s);
+    return s.found;
 }
 
 typedef struct {
@@ -1128,8 +1123,8 @@ static bool visit(TSNode n, void *data) {
     if (!ts_node_eq(scope, st->scope)) {
         st->scope = scope;
         st->count = 0;
-        st->has_softmax = scope_calls(src, scope, visit_softmax_call);
-        st->has_fused = st->has_softmax && scope_calls(src, scope, visit_fused_call);
+        st->has_softmax = scope_calls(src, scope, softmax_names);
+        st->has_fused = st->has_softmax && scope_calls(src, scope, fused_attention_names);
     }
     if (!st->has_softmax || st->has_fused) return true;
     Match *m = calloc(1, sizeof *m);
