@@ -152,7 +152,7 @@ uint32_t py_call_positional_count(TSNode call) {
     return k;
 }
 
-TSNode py_call_keyword(const PySource *src, TSNode call, const char *name) {
+TSNode py_call_keyword_argument(const PySource *src, TSNode call, const char *name) {
     TSNode null = {0};
     TSNode args = py_call_arguments(call);
     if (!py_is(args, "argument_list")) return null;
@@ -161,9 +161,15 @@ TSNode py_call_keyword(const PySource *src, TSNode call, const char *name) {
         TSNode a = ts_node_named_child(args, i);
         if (!py_is(a, "keyword_argument")) continue;
         TSNode key = ts_node_child_by_field_name(a, "name", 4);
-        if (!ts_node_is_null(key) && py_text_eq(src, key, name)) return ts_node_child_by_field_name(a, "value", 5);
+        if (!ts_node_is_null(key) && py_text_eq(src, key, name)) return a;
     }
     return null;
+}
+
+TSNode py_call_keyword(const PySource *src, TSNode call, const char *name) {
+    TSNode arg = py_call_keyword_argument(src, call, name);
+    if (ts_node_is_null(arg)) return arg;
+    return ts_node_child_by_field_name(arg, "value", 5);
 }
 
 bool py_call_has_splat(TSNode call) {

@@ -47,6 +47,8 @@ TSNode py_call_positional(TSNode call, uint32_t index);
 uint32_t py_call_positional_count(TSNode call);
 /* The value of keyword argument `name`, or a null node. */
 TSNode py_call_keyword(const PySource *src, TSNode call, const char *name);
+/* The whole keyword_argument node `name=value` (for edits that remove it), or a null node. */
+TSNode py_call_keyword_argument(const PySource *src, TSNode call, const char *name);
 bool py_call_has_splat(TSNode call); /* *args or **kwargs present */
 /* Some argument of the call is a node of this type: "keyword_argument",
  * "dictionary_splat", "list_splat". */
