@@ -9,6 +9,7 @@
 
 #include "../../analysis/cuda_index.h"
 #include "../../analysis/cuda_query.h"
+#include "../../analysis/growable.h"
 #include "rule.h"
 
 static const char documentation[] =
@@ -159,15 +160,9 @@ typedef struct {
 static bool visit_refs(CuNode *n, void *data) {
     RefSearch *s = data;
     if (n->kind == CXCursor_DeclRefExpr && n->ref == s->decl) {
-        if (s->count == s->cap) {
-            size_t cap = s->cap ? s->cap * 2 : 16;
-            const CuNode **grown = realloc(s->refs, cap * sizeof *grown);
-            if (!grown) {
-                s->oom = true;
-                return false;
-            }
-            s->refs = grown;
-            s->cap = cap;
+        if (!array_reserve(&s->refs, s->count, &s->cap, sizeof *s->refs, 16)) {
+            s->oom = true;
+            return false;
         }
         s->refs[s->count++] = n;
     }

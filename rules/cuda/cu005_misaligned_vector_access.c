@@ -8,6 +8,7 @@
 
 #include "../../analysis/cuda_index.h"
 #include "../../analysis/cuda_query.h"
+#include "../../analysis/growable.h"
 #include "rule.h"
 
 static const char documentation[] =
@@ -143,13 +144,7 @@ typedef struct {
 static bool already_seen(Scan *s, const CuNode *base) {
     for (size_t i = 0; i < s->seen_count; i++)
         if (s->seen[i] == base) return true;
-    if (s->seen_count == s->seen_cap) {
-        size_t cap = s->seen_cap ? s->seen_cap * 2 : 8;
-        const CuNode **grown = realloc(s->seen, cap * sizeof *grown);
-        if (!grown) return false;
-        s->seen = grown;
-        s->seen_cap = cap;
-    }
+    if (!array_reserve(&s->seen, s->seen_count, &s->seen_cap, sizeof *s->seen, 8)) return false;
     s->seen[s->seen_count++] = base;
     return false;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../../analysis/cuda_host_buffer.h"
+#include "../../analysis/growable.h"
 #include "rule.h"
 
 static const char documentation[] =
@@ -168,15 +169,9 @@ static bool param_is_read(const CudaSource *src, const CuNode *callee, uint32_t 
 
 static void add_read(Reads *r, CuNode *n) {
     if (cu_function_of(n) != r->fn) return; /* a lambda */
-    if (r->count == r->capacity) {
-        size_t cap = r->capacity ? r->capacity * 2 : 16;
-        CuNode **grown = realloc(r->items, cap * sizeof *grown);
-        if (!grown) {
-            r->oom = true;
-            return;
-        }
-        r->items = grown;
-        r->capacity = cap;
+    if (!array_reserve(&r->items, r->count, &r->capacity, sizeof *r->items, 16)) {
+        r->oom = true;
+        return;
     }
     r->items[r->count++] = n;
 }
@@ -563,15 +558,9 @@ static void consider_copy(Check *c, CuNode *copy, const CopyApi *api) {
         if (sync_between(src, fn, copy, read->start, stream_text)) break;
         Reassign ra = {src, &buf, copy->end, read->start};
         if (cu_find(fn, reassigns, &ra)) break;
-        if (c->count == c->capacity) {
-            size_t cap = c->capacity ? c->capacity * 2 : 8;
-            Candidate *grown = realloc(c->items, cap * sizeof *grown);
-            if (!grown) {
-                c->ctx->out_of_memory = true;
-                break;
-            }
-            c->items = grown;
-            c->capacity = cap;
+        if (!array_reserve(&c->items, c->count, &c->capacity, sizeof *c->items, 8)) {
+            c->ctx->out_of_memory = true;
+            break;
         }
         Candidate *cand = &c->items[c->count++];
         *cand = (Candidate){copy, read, stmt, fn, NULL, false};

@@ -7,6 +7,7 @@
 
 #include "../../analysis/cuda_host_buffer.h"
 #include "../../analysis/cuda_query.h"
+#include "../../analysis/growable.h"
 #include "rule.h"
 
 static const char documentation[] =
@@ -179,15 +180,9 @@ static void set_add(DeclSet *s, const CuNode *d) {
     if (!d) return;
     for (size_t i = 0; i < s->count; i++)
         if (s->items[i] == d) return;
-    if (s->count == s->capacity) {
-        size_t cap = s->capacity ? s->capacity * 2 : 16;
-        const CuNode **grown = realloc(s->items, cap * sizeof *grown);
-        if (!grown) {
-            s->oom = true;
-            return;
-        }
-        s->items = grown;
-        s->capacity = cap;
+    if (!array_reserve(&s->items, s->count, &s->capacity, sizeof *s->items, 16)) {
+        s->oom = true;
+        return;
     }
     s->items[s->count++] = d;
 }

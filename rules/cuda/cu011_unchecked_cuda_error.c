@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "../../analysis/cuda_query.h"
+#include "../../analysis/growable.h"
 #include "../rule.h"
 
 static const char documentation[] =
@@ -298,15 +299,9 @@ static bool visit_use(CuNode *n, void *data) {
         if (n->kind == CXCursor_OverloadedDeclRef && n->parent && n->parent->kind == CXCursor_DeclRefExpr &&
             s->count && s->uses[s->count - 1] == n->parent)
             return true;
-        if (s->count == s->cap) {
-            size_t cap = s->cap ? s->cap * 2 : 8;
-            const CuNode **grown = realloc(s->uses, cap * sizeof *grown);
-            if (!grown) {
-                s->oom = true;
-                return false;
-            }
-            s->uses = grown;
-            s->cap = cap;
+        if (!array_reserve(&s->uses, s->count, &s->cap, sizeof *s->uses, 8)) {
+            s->oom = true;
+            return false;
         }
         s->uses[s->count++] = n;
         return false;

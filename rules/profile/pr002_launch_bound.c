@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "profile_facts.h"
+#include "../../analysis/growable.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -164,13 +165,7 @@ static void report(RuleContext *ctx, const PfLines *lines, Run *r, double gap_ns
 }
 
 static bool add_sample(Run *r, uint64_t median, uint64_t count) {
-    if (r->sample_count == r->sample_cap) {
-        size_t cap = r->sample_cap ? r->sample_cap * 2 : 16;
-        Sample *s = realloc(r->samples, cap * sizeof *s);
-        if (!s) return false;
-        r->samples = s;
-        r->sample_cap = cap;
-    }
+    if (!array_reserve(&r->samples, r->sample_count, &r->sample_cap, sizeof *r->samples, 16)) return false;
     r->samples[r->sample_count++] = (Sample){median, count};
     return true;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "rule.h"
+#include "../../analysis/growable.h"
 #include "../../analysis/python_index.h"
 #include "../../analysis/python_precision.h"
 #include "../../analysis/python_workspace.h"
@@ -194,15 +195,9 @@ static bool top_level_collect(TSNode root, TopLevel *top) {
         do {
             TSNode c = ts_tree_cursor_current_node(&cursor);
             if (!ts_node_is_named(c)) continue;
-            if (top->count == cap) {
-                size_t grown_cap = cap ? cap * 2 : 32;
-                TSNode *grown = realloc(top->items, grown_cap * sizeof *grown);
-                if (!grown) {
-                    ok = false;
-                    break;
-                }
-                top->items = grown;
-                cap = grown_cap;
+            if (!array_reserve(&top->items, top->count, &cap, sizeof *top->items, 32)) {
+                ok = false;
+                break;
             }
             top->items[top->count++] = c;
         } while (ts_tree_cursor_goto_next_sibling(&cursor));
@@ -235,15 +230,9 @@ static bool visit_assigned(TSNode n, void *data) {
     if (!py_is(n, "assignment")) return true;
     TSNode left = ts_node_child_by_field_name(n, "left", 4);
     if (!py_is(left, "identifier")) return true;
-    if (set->count == set->cap) {
-        size_t cap = set->cap ? set->cap * 2 : 32;
-        TSNode *grown = realloc(set->items, cap * sizeof *grown);
-        if (!grown) {
-            set->failed = true;
-            return false;
-        }
-        set->items = grown;
-        set->cap = cap;
+    if (!array_reserve(&set->items, set->count, &set->cap, sizeof *set->items, 32)) {
+        set->failed = true;
+        return false;
     }
     set->items[set->count++] = left;
     return true;
