@@ -296,6 +296,22 @@ static double trained_share(const MeasureSite *s, const ProfOp **ops, size_t n, 
     return best;
 }
 
+typedef struct {
+    char time[32], each[32], share[16];
+} TimeWords;
+
+/* m is measured: ns over count operations, in words (their time, the time
+ * of each on average, their share of whole) */
+static TimeWords measured_at(Measurement *m, uint64_t ns, uint64_t count, uint64_t whole) {
+    m->measured = true;
+    m->cost_ns = ns;
+    TimeWords w;
+    measure_duration(ns, w.time, sizeof w.time);
+    measure_duration(ns / count, w.each, sizeof w.each);
+    measure_share(ns, whole, w.share, sizeof w.share);
+    return w;
+}
+
 /* MEASURE_LAUNCHES: the kernels launched at the lines.
  * Gain (program), when N >= 2 different kernels run there: fusing N
  * memory-bound elementwise kernels into one reads and writes the data once
@@ -321,14 +337,9 @@ static bool measure_launch_ops(const MeasureSite *s, Measurement *m, const ProfO
         ns += ops[i]->stats.total_ns;
     }
     if (!launches) return true;
-    m->measured = true;
-    m->cost_ns = ns;
-    char time[32], each[32], share[16];
-    measure_duration(ns, time, sizeof time);
-    measure_duration(ns / launches, each, sizeof each);
-    measure_share(ns, profile_view_gpu_ns(s->view), share, sizeof share);
+    TimeWords w = measured_at(m, ns, launches, profile_view_gpu_ns(s->view));
     if (!measure_evidence(m, "%s launched %zu kernel%s %llu times: %s of GPU time (%s each on average, %s of all GPU time)",
-                  here(s), kernels, kernels == 1 ? "" : "s", (unsigned long long)launches, time, each, share))
+                  here(s), kernels, kernels == 1 ? "" : "s", (unsigned long long)launches, w.time, w.each, w.share))
         return false;
     if (kernels < 2) return true;
     double g = (double)ns / 1e9 * (double)(kernels - 1) / (double)kernels;
@@ -343,12 +354,12 @@ static bool measure_launch_ops(const MeasureSite *s, Measurement *m, const ProfO
                             "fusing the %zu kernels into one reads and writes memory once instead of %zu times: "
                             "(N - 1) / N of their GPU time (%s), x (1 + 2 x %.2f) for the backward pass of the "
                             "%.0f%% of runs that trained (about twice the forward's memory traffic)",
-                            kernels, kernels, time, trained, trained * 100);
+                            kernels, kernels, w.time, trained, trained * 100);
     }
     return measure_gain(m, g, "program",
                 "fusing the %zu kernels into one reads and writes memory once instead of %zu times: "
                 "(N - 1) / N of their GPU time (%s)",
-                kernels, kernels, time);
+                kernels, kernels, w.time);
 }
 
 /* MEASURE_KERNEL: the GPU time of the __global__ function the finding sits
@@ -381,14 +392,9 @@ static bool measure_alloc_ops(const MeasureSite *s, Measurement *m, const ProfOp
             total += ops[i]->stats.total_ns;
         }
     if (!count) return true;
-    m->measured = true;
-    m->cost_ns = total;
-    char time[32], each[32], share[16];
-    measure_duration(total, time, sizeof time);
-    measure_duration(total / count, each, sizeof each);
-    measure_share(total, profile_view_run_ns(s->view), share, sizeof share);
+    TimeWords w = measured_at(m, total, count, profile_view_run_ns(s->view));
     if (!measure_evidence(m, "%s allocated %llu time%s: %s of host time (%s each on average, %s of the run)", here(s),
-                  (unsigned long long)count, count == 1 ? "" : "s", time, each, share))
+                  (unsigned long long)count, count == 1 ? "" : "s", w.time, w.each, w.share))
         return false;
     if (count < 2) return true;
     return measure_gain(m, (double)total / 1e9 * (double)(count - 1) / (double)count, "program",
