@@ -125,8 +125,6 @@ static long long pointee_size(const CuNode *n) {
     return s < 0 ? -1 : s;
 }
 
-static CuLane lin_of(Analysis *a, const CuNode *n) { return cu_index_lane(a->ix, n); }
-
 /* ---- reporting ---- */
 
 static void append_text(char *buf, size_t size, const char *text, size_t len) {
@@ -238,7 +236,7 @@ static bool pins_thread(Analysis *a, const CuNode *cond, int op, int depth) {
     if (t->op == join)
         return pins_thread(a, t->children[0], op, depth + 1) || pins_thread(a, t->children[1], op, depth + 1);
     if (t->op != op) return false;
-    CuLane x = lin_of(a, t->children[0]), y = lin_of(a, t->children[1]);
+    CuLane x = cu_index_lane(a->ix, t->children[0]), y = cu_index_lane(a->ix, t->children[1]);
     return (x.kind == CU_LANE_CONST && y.kind == CU_LANE_ZERO) || (y.kind == CU_LANE_CONST && x.kind == CU_LANE_ZERO);
 }
 
@@ -367,7 +365,7 @@ static bool access_lane(Analysis *a, const CuNode *base, const CuNode *index, Cu
     bool global = false;
     CuLane pl = cu_index_pointer_lane(a->ix, base, elem, &global);
     if (!global) return false;
-    CuLane il = index ? lin_of(a, index) : (CuLane){CU_LANE_ZERO, 0, {0}, 0, NULL};
+    CuLane il = index ? cu_index_lane(a->ix, index) : (CuLane){CU_LANE_ZERO, 0, {0}, 0, NULL};
     if (pl.kind == CU_LANE_UNKNOWN || il.kind == CU_LANE_UNKNOWN) return false;
     /* a runtime part of each: the sum is not analysed */
     if (pl.kind != CU_LANE_ZERO && il.kind != CU_LANE_ZERO) return false;
