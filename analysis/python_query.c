@@ -1,5 +1,6 @@
 #include "python_query.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,14 @@ bool py_text_eq(const PySource *src, TSNode node, const char *text) {
 
 char *py_text_dup(const PySource *src, TSNode node) {
     return strndup(py_text_ptr(src, node), py_text_len(node));
+}
+
+bool py_short_text(const PySource *src, TSNode node, size_t max, char *buf, size_t size) {
+    const char *text = py_text_ptr(src, node);
+    size_t len = py_text_len(node);
+    if (len > max || memchr(text, '\n', len)) return false;
+    snprintf(buf, size, "%.*s", (int)len, text);
+    return true;
 }
 
 static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\\'; }

@@ -21,6 +21,9 @@ bool py_same_text(const PySource *src, TSNode a, TSNode b);
 bool py_same_text_present(const PySource *src, TSNode a, TSNode b);
 /* Heap copy of the node's text. */
 char *py_text_dup(const PySource *src, TSNode node);
+/* The node's text for a message, into buf, when it is at most max bytes on
+ * one line; false (buf untouched) otherwise, for the caller's shorter words. */
+bool py_short_text(const PySource *src, TSNode node, size_t max, char *buf, size_t size);
 
 /* Dotted name of an identifier/attribute chain with its first part resolved
  * through the imports: `F.softmax` -> "torch.nn.functional.softmax". Writes

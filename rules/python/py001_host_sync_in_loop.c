@@ -178,12 +178,7 @@ static bool is_host_read(const PySource *src, TSNode call) {
 }
 
 static void describe(const PySource *src, TSNode call, char *buf, size_t size) {
-    const char *text = py_text_ptr(src, call);
-    size_t len = py_text_len(call);
-    if (len <= 48 && !memchr(text, '\n', len)) {
-        snprintf(buf, size, "%.*s", (int)len, text);
-        return;
-    }
+    if (py_short_text(src, call, 48, buf, size)) return;
     TSNode name = py_method_name_node(call);
     if (!ts_node_is_null(name)) {
         snprintf(buf, size, ".%.*s()", (int)py_text_len(name), py_text_ptr(src, name));

@@ -512,10 +512,7 @@ static void add_fix(RuleContext *ctx, Finding *f, TSNode read) {
 /* ---- the check ---------------------------------------------------------- */
 
 static void describe(const PySource *src, TSNode node, char *buf, size_t size) {
-    size_t len = py_text_len(node);
-    const char *text = py_text_ptr(src, node);
-    if (len <= 40 && !memchr(text, '\n', len)) snprintf(buf, size, "%.*s", (int)len, text);
-    else snprintf(buf, size, "the clock");
+    if (!py_short_text(src, node, 40, buf, size)) snprintf(buf, size, "the clock");
 }
 
 static bool visit(TSNode n, void *data) {
