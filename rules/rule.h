@@ -114,6 +114,9 @@ struct RuleContext {
 /* Walks the parse tree in preorder: the whole module, or only the top-level
  * statements that overlap the context's region. Rules walk with this. */
 void rule_walk(RuleContext *ctx, PyVisitor visit, void *data);
+/* The same for CUDA rules: a preorder walk of the document's whole tree
+ * (they take no region); nothing when the document has no tree. */
+void rule_walk_cuda(RuleContext *ctx, CuVisitor visit, void *data);
 
 Finding *rule_report_cu(RuleContext *ctx, const CuNode *node, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

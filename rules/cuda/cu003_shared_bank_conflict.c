@@ -425,9 +425,7 @@ static bool visit(CuNode *n, void *data) {
     return true;
 }
 
-static void check(RuleContext *ctx) {
-    if (ctx->cuda && ctx->cuda->root) cu_walk(ctx->cuda->root, visit, ctx);
-}
+static void check(RuleContext *ctx) { rule_walk_cuda(ctx, visit, ctx); }
 
 const Rule rule_cu003_shared_bank_conflict = {
     .code = "CU003",

@@ -428,9 +428,7 @@ static bool visit_kernels(CuNode *n, void *data) {
     return false;
 }
 
-static void check(RuleContext *ctx) {
-    if (ctx->cuda && ctx->cuda->root) cu_walk(ctx->cuda->root, visit_kernels, ctx);
-}
+static void check(RuleContext *ctx) { rule_walk_cuda(ctx, visit_kernels, ctx); }
 
 const Rule rule_cu005_misaligned_vector_access = {
     .code = "CU005",
