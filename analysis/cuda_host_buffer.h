@@ -1,8 +1,9 @@
 /* Questions about host buffers in CUDA host code: which std::vector a copy's
- * host pointer points into, whether a buffer is pinned with cudaHostRegister,
- * which argument of a cudaMemcpy* call is the host side, and whether a
- * vector's storage stays put for the rest of its function. Shared by CU006,
- * PR008 and the pin fix. */
+ * host pointer points into, which variable or field any pointer expression
+ * points into, whether a buffer is pinned with cudaHostRegister, which
+ * argument of a cudaMemcpy* call is the host side, and whether a vector's
+ * storage stays put for the rest of its function. Shared by CU006, CU007,
+ * CU008, PR008 and the pin fix. */
 #ifndef ADVISE_CUDA_HOST_BUFFER_H
 #define ADVISE_CUDA_HOST_BUFFER_H
 

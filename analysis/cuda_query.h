@@ -1,5 +1,7 @@
 /* Questions CUDA rules ask of the snapshot AST (cuda_source.h): kernels,
- * launches, loops, constants, statements. */
+ * launches, loops, constants, statements, function bodies and definitions,
+ * where a finding is reported, and searches (cu_find). General facts about
+ * CUDA/C++ code; what a value does across threads is cuda_index.h's. */
 #ifndef ADVISE_CUDA_QUERY_H
 #define ADVISE_CUDA_QUERY_H
 
