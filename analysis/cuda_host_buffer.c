@@ -28,6 +28,81 @@ CuNode *cu_member_call_object(const CuNode *call, const char **method) {
     return NULL;
 }
 
+bool cu_is_vector_or_array(const CuNode *n) {
+    if (!n) return false;
+    CXType t = cu_canonical_type(n);
+    CXString s = clang_getTypeSpelling(t);
+    const char *u = clang_getCString(s);
+    if (strncmp(u, "const ", 6) == 0) u += 6;
+    bool yes = strncmp(u, "std::vector<", 12) == 0 || strncmp(u, "std::__1::vector<", 17) == 0 ||
+               strncmp(u, "std::array<", 11) == 0;
+    clang_disposeString(s);
+    return yes;
+}
+
+static CuNode *buffer_reference(CuNode *e, unsigned forms, int depth);
+
+/* `&x`, `&v[i]`, `&v.front()`, `&v.at(i)`, `&p[k]` */
+static CuNode *address_reference(CuNode *x, unsigned forms, int depth) {
+    if (!x) return NULL;
+    if (x->kind == CXCursor_ArraySubscriptExpr && x->child_count == 2)
+        return buffer_reference(x->children[0], forms, depth + 1);
+    if ((forms & CU_BUFFER_ADDRESS) && (x->kind == CXCursor_DeclRefExpr || x->kind == CXCursor_MemberRefExpr))
+        return x->ref ? x : NULL;
+    if ((forms & CU_BUFFER_CONTAINER) && x->kind == CXCursor_CallExpr) {
+        const char *method;
+        CuNode *obj = cu_member_call_object(x, &method);
+        if (obj && (strcmp(method, "operator[]") == 0 || strcmp(method, "front") == 0 || strcmp(method, "at") == 0))
+            return buffer_reference(obj, forms, depth + 1);
+    }
+    return NULL;
+}
+
+/* `v.data()`, `v.begin()`, `p.get()` */
+static CuNode *call_reference(CuNode *e, unsigned forms, int depth) {
+    if (forms & CU_BUFFER_CONTAINER) {
+        const char *method;
+        CuNode *obj = cu_member_call_object(e, &method);
+        static const char *const views[] = {"data", "begin", "end", "cbegin", "cend", NULL};
+        if (obj && cu_name_in(method, views) && cu_is_vector_or_array(obj))
+            return buffer_reference(obj, forms, depth + 1);
+    }
+    if ((forms & CU_BUFFER_DATA_GET) && e->child_count > 0) {
+        CuNode *m = cu_strip(e->children[0]);
+        const char *name = cu_callee(e);
+        if (m && m->kind == CXCursor_MemberRefExpr && m->child_count == 1 &&
+            (strcmp(name, "data") == 0 || strcmp(name, "get") == 0))
+            return buffer_reference(m->children[0], forms, depth + 1);
+    }
+    return NULL;
+}
+
+static CuNode *buffer_reference(CuNode *e, unsigned forms, int depth) {
+    e = cu_strip(e);
+    if (!e || depth > 8) return NULL;
+    switch (e->kind) {
+    case CXCursor_DeclRefExpr:
+    case CXCursor_MemberRefExpr: return e->ref ? e : NULL;
+    case CXCursor_BinaryOperator:
+        if ((e->op == CXBinaryOperator_Add || e->op == CXBinaryOperator_Sub) && e->child_count == 2) {
+            CuNode *l = cu_strip(e->children[0]);
+            enum CXTypeKind k = l ? cu_canonical_type(l).kind : CXType_Invalid;
+            if (k == CXType_Pointer || k == CXType_ConstantArray || k == CXType_IncompleteArray)
+                return buffer_reference(l, forms, depth + 1);
+            if (e->op == CXBinaryOperator_Add) return buffer_reference(e->children[1], forms, depth + 1);
+        }
+        return NULL;
+    case CXCursor_UnaryOperator:
+        if (e->op == CXUnaryOperator_AddrOf && e->child_count == 1)
+            return address_reference(cu_strip(e->children[0]), forms, depth);
+        return NULL;
+    case CXCursor_CallExpr: return call_reference(e, forms, depth);
+    default: return NULL;
+    }
+}
+
+CuNode *cu_buffer_reference(CuNode *expr, unsigned forms) { return buffer_reference(expr, forms, 0); }
+
 /* the variable a vector-typed object expression names */
 static CuNode *vector_variable(CuNode *obj) {
     obj = cu_strip(obj);
@@ -86,10 +161,8 @@ static bool visit_register(CuNode *n, void *data) {
         return !s->found;
     }
     /* a helper of this file that receives the pointer and registers it */
-    CuNode *callee = n->ref;
-    if (callee && cu_is_function(callee) && callee->child_count > 0 &&
-        callee->children[callee->child_count - 1]->kind == CXCursor_CompoundStmt &&
-        contains_call(callee->children[callee->child_count - 1], "cudaHostRegister", 0))
+    CuNode *body = cu_is_function(n->ref) ? cu_function_body(n->ref) : NULL;
+    if (body && contains_call(body, "cudaHostRegister", 0))
         for (uint32_t i = 0; i < count; i++)
             if (cu_mentions(args[i], s->decl)) s->found = true;
     return !s->found;

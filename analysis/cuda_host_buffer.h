@@ -1,8 +1,9 @@
 /* Questions about host buffers in CUDA host code: which std::vector a copy's
- * host pointer points into, whether a buffer is pinned with cudaHostRegister,
- * which argument of a cudaMemcpy* call is the host side, and whether a
- * vector's storage stays put for the rest of its function. Shared by CU006,
- * PR008 and the pin fix. */
+ * host pointer points into, which variable or field any pointer expression
+ * points into, whether a buffer is pinned with cudaHostRegister, which
+ * argument of a cudaMemcpy* call is the host side, and whether a vector's
+ * storage stays put for the rest of its function. Shared by CU006, CU007,
+ * CU008, PR008 and the pin fix. */
 #ifndef ADVISE_CUDA_HOST_BUFFER_H
 #define ADVISE_CUDA_HOST_BUFFER_H
 
@@ -10,6 +11,9 @@
 
 /* std::vector<T> with the default allocator (after references and typedefs) */
 bool cu_is_std_vector(const CuNode *n);
+/* std::vector<T> (any allocator) or std::array<T, N), const or not: storage
+ * that .data() and iterators point into */
+bool cu_is_vector_or_array(const CuNode *n);
 
 /* The object of a member call `v.data()` or an operator call `v[0]`, with
  * the method's name in *method; NULL for other calls. */
@@ -19,6 +23,22 @@ CuNode *cu_member_call_object(const CuNode *call, const char **method);
  * expression points into: `v.data()`, `v.data() + k`, `&v[i]`, `&v.front()`,
  * `&v.at(i)`; NULL for anything else. */
 CuNode *cu_vector_of_pointer(CuNode *expr);
+
+/* What cu_buffer_reference follows besides `p`, `p + k`, `k + p`, `p - k`
+ * and `&p[k]` (p a pointer or an array), which it always does: */
+enum {
+    CU_BUFFER_ADDRESS = 1 << 0,   /* `&x`: x's own storage */
+    CU_BUFFER_CONTAINER = 1 << 1, /* a vector's or array's storage (cu_is_vector_or_array): v.data(), v.begin(),
+                                     v.end(), v.cbegin(), v.cend(); `&v[i]`, `&v.front()`, `&v.at(i)` */
+    CU_BUFFER_DATA_GET = 1 << 2,  /* `.data()` or `.get()` of any object (smart pointers, thrust vectors) */
+};
+/* The reference (a DeclRefExpr or MemberRefExpr whose ->ref is set) to the
+ * variable or field that a pointer expression points into, following the
+ * forms above that `forms` names; NULL for anything else. CU007 follows
+ * containers (it compares a copy's host buffer with later reads of it);
+ * CU008 follows addresses and .data()/.get() (it collects the buffers a
+ * loop's launches and copies touch). */
+CuNode *cu_buffer_reference(CuNode *expr, unsigned forms);
 
 /* decl is passed to cudaHostRegister somewhere under root, directly or
  * through a helper of this file that registers its argument. */

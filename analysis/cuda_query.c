@@ -30,6 +30,24 @@ bool cu_is_device_code(const CuNode *fn) {
            (fn->attrs & (CU_ATTR_GLOBAL | CU_ATTR_DEVICE));
 }
 
+CuNode *cu_function_body(const CuNode *fn) {
+    if (!fn || fn->child_count == 0) return NULL;
+    CuNode *last = fn->children[fn->child_count - 1];
+    return last->kind == CXCursor_CompoundStmt ? last : NULL;
+}
+
+CuNode *cu_definition_of(const CudaSource *src, const CuNode *decl) {
+    if (!decl) return NULL;
+    if (cu_function_body(decl)) return (CuNode *)decl;
+    CXCursor def = clang_getCursorDefinition(decl->cursor);
+    if (clang_Cursor_isNull(def)) return NULL;
+    for (uint32_t i = 0; i < src->root->child_count; i++) {
+        CuNode *n = src->root->children[i];
+        if (clang_equalCursors(n->cursor, def) && cu_function_body(n)) return n;
+    }
+    return NULL;
+}
+
 bool cu_is_function(const CuNode *n) {
     return n && (n->kind == CXCursor_FunctionDecl || n->kind == CXCursor_FunctionTemplate ||
                  n->kind == CXCursor_CXXMethod || n->kind == CXCursor_Constructor ||
@@ -80,6 +98,19 @@ CuNode *cu_statement_of(const CuNode *n) {
             return (CuNode *)child;
     }
     return NULL;
+}
+
+CuNode *cu_single_var_decl(const CuNode *stmt) {
+    if (!stmt || stmt->kind != CXCursor_DeclStmt || stmt->child_count != 1) return NULL;
+    CuNode *v = stmt->children[0];
+    return v->kind == CXCursor_VarDecl ? v : NULL;
+}
+
+bool cu_is_bare_return(const CuNode *s) {
+    if (!s) return false;
+    if (s->kind == CXCursor_ReturnStmt) return s->child_count == 0;
+    return s->kind == CXCursor_CompoundStmt && s->child_count == 1 && s->children[0]->kind == CXCursor_ReturnStmt &&
+           s->children[0]->child_count == 0;
 }
 
 /* the name a callee expression spells: `f`, `tk<T>` (an overload set in a template), a function
@@ -372,6 +403,25 @@ CuNode *cu_logical_parent(const CuNode *n, const CuNode **child) {
     return p;
 }
 
+typedef struct {
+    CuMatch match;
+    void *data;
+    CuNode *found;
+} Find;
+
+static bool visit_find(CuNode *n, void *data) {
+    Find *f = data;
+    if (f->found) return false;
+    if (f->match(n, f->data)) f->found = n;
+    return !f->found;
+}
+
+CuNode *cu_find(const CuNode *root, CuMatch match, void *data) {
+    Find f = {match, data, NULL};
+    if (root) cu_walk((CuNode *)root, visit_find, &f);
+    return f.found;
+}
+
 bool cu_contains(const CuNode *outer, const CuNode *inner) {
     for (const CuNode *p = inner; p; p = p->parent)
         if (p == outer) return true;
@@ -437,6 +487,12 @@ bool cu_kernel_block_x(const CudaSource *src, const CuNode *kernel, long long *v
     if (s.launches == 0 || s.agreeing != s.launches) return false;
     *value = s.value;
     return true;
+}
+
+ByteRange cu_report_range(const CuNode *n) {
+    const CuNode *r = n;
+    while (r->start == r->end && r->parent && r->parent->start == r->start) r = r->parent;
+    return (ByteRange){r->start, r->end};
 }
 
 void cu_snippet(const CudaSource *src, const CuNode *n, char *buf, size_t size) {

@@ -1,9 +1,12 @@
 /* Questions CUDA rules ask of the snapshot AST (cuda_source.h): kernels,
- * launches, loops, constants, statements. */
+ * launches, loops, constants, statements, function bodies and definitions,
+ * where a finding is reported, and searches (cu_find). General facts about
+ * CUDA/C++ code; what a value does across threads is cuda_index.h's. */
 #ifndef ADVISE_CUDA_QUERY_H
 #define ADVISE_CUDA_QUERY_H
 
 #include "cuda_source.h"
+#include "finding.h"
 
 /* Skips the wrappers libclang shows around expressions: implicit casts
  * (UnexposedExpr), parentheses, and C++ functional casts with one child. */
@@ -20,10 +23,22 @@ bool cu_is_call(const CuNode *n, const char *name);
 bool cu_name_in(const char *name, const char *const *list);
 bool cu_is_device_code(const CuNode *fn);            /* __global__ or __device__ */
 CuNode *cu_function_of(const CuNode *n);             /* the enclosing function (decl), or NULL */
+/* The body of a function definition (or lambda): its last child, when that
+ * is a compound statement; NULL for a declaration without a body. */
+CuNode *cu_function_body(const CuNode *fn);
+/* The definition of a function in this file: decl itself when it has a
+ * body, else the top-level declaration with a body that clang names its
+ * definition; NULL when the file does not define it. */
+CuNode *cu_definition_of(const CudaSource *src, const CuNode *decl);
 CuNode *cu_loop_of(const CuNode *n, const CuNode *stop); /* the nearest for/while/do below stop */
 /* The statement holding n: the child of a compound statement (or of a
  * loop/if body without braces). */
 CuNode *cu_statement_of(const CuNode *n);
+/* The variable a declaration statement declares when it declares exactly
+ * one (`int i = ...;`), else NULL. */
+CuNode *cu_single_var_decl(const CuNode *stmt);
+/* `return;` or `{ return; }`: a statement that only leaves a void function. */
+bool cu_is_bare_return(const CuNode *stmt);
 /* The function called by a CallExpr ("" when unknown). */
 const char *cu_callee(const CuNode *call);
 /* A call clang could not resolve (its declaration's header was not found):
@@ -97,12 +112,22 @@ bool cu_is_global_index_x(CuNode *e);
 /* blockDim.x * gridDim.x, in either order (a grid-stride step). */
 bool cu_is_grid_stride_x(CuNode *e);
 
+/* The first node under root (root included, in preorder) that match accepts;
+ * NULL when none does. data is the caller's, handed to match. */
+typedef bool (*CuMatch)(const CuNode *n, void *data);
+CuNode *cu_find(const CuNode *root, CuMatch match, void *data);
+
 /* inner is outer or below it */
 bool cu_contains(const CuNode *outer, const CuNode *inner);
 /* the nearest node holding both a and b, NULL when they are in different trees */
 const CuNode *cu_common_ancestor(const CuNode *a, const CuNode *b);
 /* for, while, do, or range-for */
 bool cu_is_loop(const CuNode *n);
+
+/* Where a finding about n is reported: its own range, or, for a node that
+ * libclang gives an empty range (an argument of a macro call), the nearest
+ * enclosing node that starts at the same place and has one: the macro call. */
+ByteRange cu_report_range(const CuNode *n);
 
 /* The node's text on one line for a message: whitespace runs collapsed to
  * one space, cut with "..." where it does not fit in size. */

@@ -1389,6 +1389,22 @@ static bool periodic_below(const PySource *src, TSNode node, TSNode loop) {
 
 bool py_is_periodic(const PySource *src, TSNode node, TSNode loop) { return periodic_below(src, node, loop); }
 
+bool py_is_cpu_device(const PySource *src, TSNode expr) {
+    if (py_is(expr, "string")) return py_text_eq(src, expr, "\"cpu\"") || py_text_eq(src, expr, "'cpu'");
+    static const char *const device_ctor[] = {"torch.device", NULL};
+    return py_is(expr, "call") && py_callee_is_any(src, expr, device_ctor) &&
+           py_is_cpu_device(src, py_call_positional(expr, 0));
+}
+
+bool py_is_blocking_to_cpu(const PySource *src, TSNode call) {
+    if (!py_method_call(src, call, "to", NULL)) return false;
+    TSNode dev = py_call_positional(call, 0);
+    if (ts_node_is_null(dev)) dev = py_call_keyword(src, call, "device");
+    if (ts_node_is_null(dev) || !py_is_cpu_device(src, dev)) return false;
+    TSNode nb = py_call_keyword(src, call, "non_blocking");
+    return ts_node_is_null(nb) || py_text_eq(src, nb, "False");
+}
+
 bool py_is_sync_call(const PySource *src, TSNode call) {
     static const char *const sync_methods[] = {"item", "cpu", "numpy", "tolist", "synchronize", NULL};
     static const char *const sync_functions[] = {"torch.cuda.synchronize", "torch.cuda.current_stream",

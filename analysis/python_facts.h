@@ -72,6 +72,9 @@ bool py_is_device_expr(const PySource *src, TSNode expr);
 bool py_device_not_cuda(const PySource *src, TSNode expr);
 /* py_is_device_expr and not py_device_not_cuda: a move to it reaches the GPU. */
 bool py_is_cuda_device(const PySource *src, TSNode expr);
+/* The expression spells the CPU itself: "cpu", 'cpu', torch.device("cpu")
+ * (not a variable that holds it). */
+bool py_is_cpu_device(const PySource *src, TSNode expr);
 
 /* A torch factory (torch.zeros, torch.tensor, ...) with no CUDA device=:
  * the tensor is built in host memory. */
@@ -110,6 +113,9 @@ bool py_function_is_step(const PySource *src, TSNode fn);
 /* The call is a host synchronisation point on a CUDA tensor or stream:
  * .item(), .cpu(), .numpy(), .tolist(), torch.cuda.synchronize(), ... */
 bool py_is_sync_call(const PySource *src, TSNode call);
+/* `x.to("cpu")` (or device="cpu") without non_blocking=True: a copy to the
+ * host that waits for the GPU. */
+bool py_is_blocking_to_cpu(const PySource *src, TSNode call);
 
 /* Inside `with torch.no_grad():`, `with torch.inference_mode():`, a function
  * decorated with either, or after torch.set_grad_enabled(False) in scope. */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "finding.h"
+#include "python_expr.h"
 #include "python_facts.h"
 #include "python_workspace.h"
 
@@ -22,11 +23,6 @@ static const char *const dataloader_names[] = {"torch.utils.data.DataLoader", "t
 static const char *const progress_names[] = {"tqdm.tqdm",          "tqdm.auto.tqdm", "tqdm.notebook.tqdm",
                                              "tqdm.std.tqdm",      "tqdm.rich.tqdm", "tqdm.autonotebook.tqdm",
                                              NULL};
-
-static TSNode unparenthesize(TSNode n) {
-    for (int i = 0; i < 8 && py_is(n, "parenthesized_expression"); i++) n = ts_node_named_child(n, 0);
-    return n;
-}
 
 
 bool py_is_dataloader_call(const PySource *src, TSNode n) {
@@ -278,7 +274,7 @@ static TSNode resolve_self_attribute(const LoaderContext *ctx, TSNode expr, int 
 static TSNode resolve_loader(const LoaderContext *ctx, TSNode expr, int depth) {
     TSNode null = {0};
     if (depth > MAX_DEPTH || ts_node_is_null(expr)) return null;
-    expr = unparenthesize(expr);
+    expr = py_unparen(expr);
     if (is_dataloader_call(ctx, expr)) return expr;
     if (py_is(expr, "identifier")) {
         TSNode value = {0};
@@ -295,7 +291,7 @@ static TSNode resolve_loader(const LoaderContext *ctx, TSNode expr, int depth) {
 static TSNode unwrap_iterable(const LoaderContext *ctx, TSNode iter, int *enumerates) {
     *enumerates = 0;
     for (int i = 0; i < 4; i++) {
-        iter = unparenthesize(iter);
+        iter = py_unparen(iter);
         if (!py_is(iter, "call")) break;
         TSNode fn = ts_node_child_by_field_name(iter, "function", 8);
         if (py_is(fn, "identifier") && py_text_eq(ctx->py, fn, "enumerate") &&
@@ -309,7 +305,7 @@ static TSNode unwrap_iterable(const LoaderContext *ctx, TSNode iter, int *enumer
         if (ts_node_is_null(inner)) return (TSNode){0};
         iter = inner;
     }
-    return unparenthesize(iter);
+    return py_unparen(iter);
 }
 
 /* ---- batches ------------------------------------------------------------ */
@@ -338,7 +334,7 @@ static bool read_loop(const LoaderContext *ctx, TSNode loop, TSNode *base, Loop 
     } else if (enumerates > 1) {
         return false;
     }
-    out->batch = unparenthesize(out->batch);
+    out->batch = py_unparen(out->batch);
     return true;
 }
 
@@ -384,7 +380,7 @@ static bool bound_in_loop(const LoaderContext *ctx, const Loop *loop, TSNode nam
 /* expr is the loop's batch or a part of it. *whole says it is the batch object itself. */
 static bool is_batch_expr(const LoaderContext *ctx, const Loop *loop, TSNode expr, bool *whole, int depth) {
     if (depth > MAX_DEPTH || ts_node_is_null(expr)) return false;
-    expr = unparenthesize(expr);
+    expr = py_unparen(expr);
     if (py_is(expr, "subscript")) {
         bool ignored;
         if (!is_batch_expr(ctx, loop, ts_node_child_by_field_name(expr, "value", 5), &ignored, depth + 1)) return false;
@@ -405,7 +401,7 @@ static bool is_batch_expr(const LoaderContext *ctx, const Loop *loop, TSNode exp
         }
         /* {k: v.to(device) for k, v in batch.items()} */
         if (py_is(parent, "for_in_clause") && py_is_within(parent, loop->body)) {
-            TSNode src = unparenthesize(value);
+            TSNode src = py_unparen(value);
             TSNode recv;
             if (py_is(src, "call") && py_call_positional_count(src) == 0 &&
                 (py_method_call(ctx->py, src, "items", &recv) || py_method_call(ctx->py, src, "values", &recv)))

@@ -1,5 +1,6 @@
 #include "python_query.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,14 @@ char *py_text_dup(const PySource *src, TSNode node) {
     return strndup(py_text_ptr(src, node), py_text_len(node));
 }
 
+bool py_short_text(const PySource *src, TSNode node, size_t max, char *buf, size_t size) {
+    const char *text = py_text_ptr(src, node);
+    size_t len = py_text_len(node);
+    if (len > max || memchr(text, '\n', len)) return false;
+    snprintf(buf, size, "%.*s", (int)len, text);
+    return true;
+}
+
 static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\\'; }
 
 bool py_same_text(const PySource *src, TSNode a, TSNode b) {
@@ -34,6 +43,10 @@ bool py_same_text(const PySource *src, TSNode a, TSNode b) {
         if (i == m || j == n) return i == m && j == n;
         if (x[i++] != y[j++]) return false;
     }
+}
+
+bool py_same_text_present(const PySource *src, TSNode a, TSNode b) {
+    return !ts_node_is_null(a) && !ts_node_is_null(b) && py_same_text(src, a, b);
 }
 
 static bool append(char *buf, size_t size, size_t *used, const char *s, size_t len) {
@@ -103,6 +116,21 @@ bool py_method_call(const PySource *src, TSNode call, const char *method, TSNode
     return true;
 }
 
+bool py_value_method_call(const PySource *src, TSNode call, const char *method, TSNode *receiver) {
+    TSNode r;
+    if (!py_is(call, "call") || !py_method_call(src, call, method, &r) || ts_node_is_null(r)) return false;
+    TSNode root = r;
+    while (py_is(root, "attribute")) root = ts_node_child_by_field_name(root, "object", 6);
+    if (py_is(root, "identifier") && py_resolve_import(src, py_text_ptr(src, root), py_text_len(root))) return false;
+    if (receiver) *receiver = r;
+    return true;
+}
+
+bool py_is_builtin_call(const PySource *src, TSNode call, const char *name) {
+    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+    return py_is(fn, "identifier") && py_text_eq(src, fn, name) && !py_resolve_import(src, name, strlen(name));
+}
+
 TSNode py_call_arguments(TSNode call) { return ts_node_child_by_field_name(call, "arguments", 9); }
 
 static bool is_positional(TSNode arg) {
@@ -133,7 +161,7 @@ uint32_t py_call_positional_count(TSNode call) {
     return k;
 }
 
-TSNode py_call_keyword(const PySource *src, TSNode call, const char *name) {
+TSNode py_call_keyword_argument(const PySource *src, TSNode call, const char *name) {
     TSNode null = {0};
     TSNode args = py_call_arguments(call);
     if (!py_is(args, "argument_list")) return null;
@@ -142,9 +170,15 @@ TSNode py_call_keyword(const PySource *src, TSNode call, const char *name) {
         TSNode a = ts_node_named_child(args, i);
         if (!py_is(a, "keyword_argument")) continue;
         TSNode key = ts_node_child_by_field_name(a, "name", 4);
-        if (!ts_node_is_null(key) && py_text_eq(src, key, name)) return ts_node_child_by_field_name(a, "value", 5);
+        if (!ts_node_is_null(key) && py_text_eq(src, key, name)) return a;
     }
     return null;
+}
+
+TSNode py_call_keyword(const PySource *src, TSNode call, const char *name) {
+    TSNode arg = py_call_keyword_argument(src, call, name);
+    if (ts_node_is_null(arg)) return arg;
+    return ts_node_child_by_field_name(arg, "value", 5);
 }
 
 bool py_call_has_splat(TSNode call) {
@@ -155,6 +189,14 @@ bool py_call_has_splat(TSNode call) {
         TSNode a = ts_node_named_child(args, i);
         if (py_is(a, "list_splat") || py_is(a, "dictionary_splat")) return true;
     }
+    return false;
+}
+
+bool py_call_has_argument(TSNode call, const char *type) {
+    TSNode args = py_call_arguments(call);
+    uint32_t n = ts_node_named_child_count(args);
+    for (uint32_t i = 0; i < n; i++)
+        if (py_is(ts_node_named_child(args, i), type)) return true;
     return false;
 }
 
@@ -298,4 +340,16 @@ char *py_keyword_insertion(const PySource *src, TSNode call, const char *kw, con
     }
     *offset = end;
     return format_string(", %s=%s", kw, value);
+}
+
+char *py_functional_prefix(const PySource *src) {
+    for (size_t i = src->import_count; i-- > 0;)
+        if (src->imports[i].qualified && strcmp(src->imports[i].qualified, "torch.nn.functional") == 0)
+            return strdup(src->imports[i].local);
+    for (size_t i = src->import_count; i-- > 0;) {
+        const char *q = src->imports[i].qualified;
+        if (q && strcmp(q, "torch") == 0) return format_string("%s.nn.functional", src->imports[i].local);
+        if (q && strcmp(q, "torch.nn") == 0) return format_string("%s.functional", src->imports[i].local);
+    }
+    return NULL;
 }

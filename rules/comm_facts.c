@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../analysis/growable.h"
 #include "../profiler/comm_kernels.h"
 #include "../profiler/profile_view.h"
 
@@ -51,15 +52,9 @@ bool comm_lines_build(const Profile *p, CommLines *out) {
                           entries[k].process == op->process))
             k++;
         if (k == n) {
-            if (n == cap) {
-                size_t grown = cap ? cap * 2 : 16;
-                Entry *e = realloc(entries, grown * sizeof *e);
-                if (!e) {
-                    free(entries);
-                    return false;
-                }
-                entries = e;
-                cap = grown;
+            if (!array_reserve(&entries, n, &cap, sizeof *entries, 16)) {
+                free(entries);
+                return false;
             }
             entries[n++] = (Entry){.file = site->file, .line = site->line, .process = op->process,
                                    .function_level = site->function_level};

@@ -90,6 +90,18 @@ uint64_t measure_lines_cost(const ProfileView *v, int file, uint32_t first, uint
     return cost;
 }
 
+/* how many operations of one kind ran at the lines, and their time in *total_ns */
+static uint64_t count_of_kind(const ProfOp **ops, size_t n, ProfOpKind kind, uint64_t *total_ns) {
+    uint64_t count = 0;
+    *total_ns = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ops[i]->kind == kind) {
+            count += ops[i]->stats.count;
+            *total_ns += ops[i]->stats.total_ns;
+        }
+    return count;
+}
+
 /* MEASURE_SYNC: the host's waits at the lines, as evidence only.
  * No gain estimate: during the wait the GPU is doing work it must do anyway;
  * removing the sync gains only the GPU idle time it causes afterwards (the
@@ -99,12 +111,8 @@ uint64_t measure_lines_cost(const ProfileView *v, int file, uint32_t first, uint
  * measured no speedup (bench/workloads/compare.sh, 2026-11-30).
  * With two ranks or more, the waits per rank too (measure_sync_per_rank). */
 static bool measure_sync_ops(const MeasureSite *s, Measurement *m, const ProfOp **ops, size_t n) {
-    uint64_t count = 0, total = 0;
-    for (size_t i = 0; i < n; i++)
-        if (ops[i]->kind == PROF_OP_SYNC) {
-            count += ops[i]->stats.count;
-            total += ops[i]->stats.total_ns;
-        }
+    uint64_t total;
+    uint64_t count = count_of_kind(ops, n, PROF_OP_SYNC, &total);
     if (!count) return true;
     uint64_t run = profile_view_run_ns(s->view);
     m->measured = true;
@@ -398,12 +406,8 @@ static bool measure_kernel(const MeasureSite *s, Measurement *m) {
  * Gain (program), for N >= 2 allocations: allocating once, before the loop,
  * saves all but one: time x (N - 1) / N. */
 static bool measure_alloc_ops(const MeasureSite *s, Measurement *m, const ProfOp **ops, size_t n) {
-    uint64_t count = 0, total = 0;
-    for (size_t i = 0; i < n; i++)
-        if (ops[i]->kind == PROF_OP_ALLOC) {
-            count += ops[i]->stats.count;
-            total += ops[i]->stats.total_ns;
-        }
+    uint64_t total;
+    uint64_t count = count_of_kind(ops, n, PROF_OP_ALLOC, &total);
     if (!count) return true;
     m->measured = true;
     m->cost_ns = total;

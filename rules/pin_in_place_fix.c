@@ -64,26 +64,18 @@ static bool ends_with(const char *s, const char *suffix) {
     return n >= k && strcmp(s + n - k, suffix) == 0;
 }
 
-typedef struct {
-    const CuNode *vector;
-    bool refused;
-} Refusal;
-
 /* What makes pinning unsafe beyond the vector's storage: an asynchronous
  * call that uses it (a pageable cudaMemcpyAsync completes or stages before
  * it returns, and the code may rely on that; pinned, it would race with the
  * host), the function pinning or unpinning memory itself (a second
  * registration of the same pages fails), longjmp (it skips the guard's
  * destructor). */
-static bool visit_refusal(CuNode *n, void *data) {
-    Refusal *r = data;
-    if (r->refused) return false;
-    if (n->kind != CXCursor_CallExpr) return true;
+static bool refuses_pinning(const CuNode *n, void *vector) {
+    if (n->kind != CXCursor_CallExpr) return false;
     const char *callee = cu_callee(n);
-    r->refused = strcmp(callee, "longjmp") == 0 || strcmp(callee, "siglongjmp") == 0 ||
-                 strcmp(callee, "cudaHostRegister") == 0 || strcmp(callee, "cudaHostUnregister") == 0 ||
-                 (ends_with(callee, "Async") && cu_mentions(n, r->vector));
-    return !r->refused;
+    return strcmp(callee, "longjmp") == 0 || strcmp(callee, "siglongjmp") == 0 ||
+           strcmp(callee, "cudaHostRegister") == 0 || strcmp(callee, "cudaHostUnregister") == 0 ||
+           (ends_with(callee, "Async") && cu_mentions(n, vector));
 }
 
 /* the indentation one level in, after indent: four spaces, or a tab */
@@ -98,9 +90,7 @@ bool pin_in_place_fix(RuleContext *ctx, Finding *f, const CuNode *decl) {
     if (!src || !src->root || !cu_vector_storage_fixed(decl, &why)) return true;
     if (cu_is_host_registered(src->root, decl)) return true;
     const CuNode *stmt = decl->parent, *fn = cu_function_of(decl);
-    Refusal refusal = {decl, false};
-    cu_walk(fn->children[fn->child_count - 1], visit_refusal, &refusal);
-    if (refusal.refused) return true;
+    if (cu_find(fn->children[fn->child_count - 1], refuses_pinning, (void *)decl)) return true;
     if (stmt->start == stmt->end || !cu_starts_line(src, stmt) || doc->text[stmt->end - 1] != ';') return true;
     bool crlf = false;
     size_t at = insertion_point(doc, stmt, &crlf);

@@ -48,6 +48,19 @@ void pf_lines_free(PfLines *lines) {
     memset(lines, 0, sizeof *lines);
 }
 
+bool pf_file_lines(RuleContext *ctx, PfLines *out) {
+    if (pf_lines_of_file(ctx->profile, ctx->profile_file, out)) return true;
+    ctx->out_of_memory = true;
+    return false;
+}
+
+void pf_each_line(RuleContext *ctx, PfLineVisit visit, const void *data) {
+    PfLines lines;
+    if (!pf_file_lines(ctx, &lines)) return;
+    for (size_t i = 0; i < lines.count && !ctx->out_of_memory; i++) visit(ctx, &lines.lines[i], data);
+    pf_lines_free(&lines);
+}
+
 /* ---- reporting on a line ----------------------------------------------- */
 
 bool pf_line_range(const Document *doc, uint32_t line, size_t *start, size_t *end) {
@@ -373,10 +386,7 @@ void pf_each_user_launch(RuleContext *ctx, double min_share, PfLaunchVisit visit
     uint64_t gpu = profile_view_gpu_ns(ctx->profile);
     if (gpu == 0) return;
     PfLines lines;
-    if (!pf_lines_of_file(ctx->profile, ctx->profile_file, &lines)) {
-        ctx->out_of_memory = true;
-        return;
-    }
+    if (!pf_file_lines(ctx, &lines)) return;
     for (size_t l = 0; l < lines.count && !ctx->out_of_memory; l++) {
         const PfLine *line = &lines.lines[l];
         for (size_t o = 0; o < line->op_count && !ctx->out_of_memory; o++) {

@@ -35,6 +35,13 @@ typedef struct {
  * files), grouped by line, from the view's index. False when memory runs out. */
 bool pf_lines_of_file(const ProfileView *v, int file, PfLines *out);
 void pf_lines_free(PfLines *lines);
+/* The same for the document being checked (ctx->profile_file); false when
+ * memory runs out (the context remembers). */
+bool pf_file_lines(RuleContext *ctx, PfLines *out);
+/* Calls visit for each line of the document that has operations, in line
+ * order, until memory runs out (the context remembers); data is the rule's. */
+typedef void (*PfLineVisit)(RuleContext *ctx, const PfLine *line, const void *data);
+void pf_each_line(RuleContext *ctx, PfLineVisit visit, const void *data);
 
 /* ---- reporting on a line ----------------------------------------------- */
 

@@ -30,6 +30,10 @@ static Finding *report_v(RuleContext *ctx, size_t start, size_t end, const char 
     return f;
 }
 
+void rule_walk_cuda(RuleContext *ctx, CuVisitor visit, void *data) {
+    if (ctx->cuda && ctx->cuda->root) cu_walk(ctx->cuda->root, visit, data);
+}
+
 Finding *rule_report(RuleContext *ctx, size_t start, size_t end, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

@@ -5,7 +5,10 @@
  * To add a rule: one file rules/<language>/<name>.c that defines
  * `const Rule rule_<name>` (the file name with '-' as '_'), and one fixture
  * tests/fixtures/<language>/<CODE>.py. The build registers every file in
- * rules/<language>/ by itself. */
+ * rules/<language>/ by itself. Helpers that several rules of a language
+ * share, and that are not general facts about the language (those belong
+ * to the front ends in analysis/), go in rules/<language>/support/: compiled
+ * in, never registered. */
 #ifndef ADVISE_RULE_H
 #define ADVISE_RULE_H
 
@@ -111,6 +114,9 @@ struct RuleContext {
 /* Walks the parse tree in preorder: the whole module, or only the top-level
  * statements that overlap the context's region. Rules walk with this. */
 void rule_walk(RuleContext *ctx, PyVisitor visit, void *data);
+/* The same for CUDA rules: a preorder walk of the document's whole tree
+ * (they take no region); nothing when the document has no tree. */
+void rule_walk_cuda(RuleContext *ctx, CuVisitor visit, void *data);
 
 Finding *rule_report_cu(RuleContext *ctx, const CuNode *node, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

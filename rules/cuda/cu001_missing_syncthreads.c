@@ -7,6 +7,7 @@
 
 #include "../../analysis/cuda_index.h"
 #include "../../analysis/cuda_query.h"
+#include "../../analysis/growable.h"
 #include "rule.h"
 
 static const char documentation[] =
@@ -169,13 +170,7 @@ static bool function_synchronizes(BarrierCache *c, const char *name) {
     for (int i = 0; i < d.count && !yes; i++) yes = body_has_barrier(c, d.found[i]);
     c->depth--;
     if (c->depth == 0) { /* results inside a recursion may be cut short */
-        if (c->count == c->cap) {
-            size_t cap = c->cap ? c->cap * 2 : 64;
-            BarrierEntry *grown = realloc(c->entries, cap * sizeof *grown);
-            if (!grown) return yes;
-            c->entries = grown;
-            c->cap = cap;
-        }
+        if (!array_reserve(&c->entries, c->count, &c->cap, sizeof *c->entries, 64)) return yes;
         c->entries[c->count++] = (BarrierEntry){name, yes};
     }
     return yes;
@@ -217,23 +212,9 @@ static bool is_barrier(BarrierCache *c, const CuNode *n) {
     return false;
 }
 
-typedef struct {
-    BarrierCache *c;
-    bool found;
-} BodySearch;
+static bool matches_barrier(const CuNode *n, void *cache) { return is_barrier(cache, n); }
 
-static bool visit_body_barrier(CuNode *n, void *data) {
-    BodySearch *s = data;
-    if (s->found) return false;
-    if (is_barrier(s->c, n)) s->found = true;
-    return !s->found;
-}
-
-static bool body_has_barrier(BarrierCache *c, const CuNode *n) {
-    BodySearch s = {c, false};
-    cu_walk((CuNode *)n, visit_body_barrier, &s);
-    return s.found;
-}
+static bool body_has_barrier(BarrierCache *c, const CuNode *n) { return cu_find(n, matches_barrier, c) != NULL; }
 
 /* ---- indices ------------------------------------------------------------------ */
 
@@ -565,15 +546,9 @@ static void add_access(Scan *s, const CuNode *ref) {
     if (rank == 0 && read && x->parent && x->parent->kind != CXCursor_UnexposedExpr &&
         x->parent->kind != CXCursor_MemberRefExpr)
         return; /* a scalar used as an lvalue we do not understand */
-    if (s->acc_count == s->acc_cap) {
-        size_t cap = s->acc_cap ? s->acc_cap * 2 : 32;
-        Access *grown = realloc(s->acc, cap * sizeof *grown);
-        if (!grown) {
-            s->oom = true;
-            return;
-        }
-        s->acc = grown;
-        s->acc_cap = cap;
+    if (!array_reserve(&s->acc, s->acc_count, &s->acc_cap, sizeof *s->acc, 32)) {
+        s->oom = true;
+        return;
     }
     Access *a = &s->acc[s->acc_count++];
     memset(a, 0, sizeof *a);
@@ -603,15 +578,9 @@ static bool visit_scan(CuNode *n, void *data) {
         (n->ref->attrs & CU_ATTR_SHARED))
         add_access(s, n);
     if (is_barrier(s->bc, n)) {
-        if (s->barrier_count == s->barrier_cap) {
-            size_t cap = s->barrier_cap ? s->barrier_cap * 2 : 16;
-            size_t *grown = realloc(s->barriers, cap * sizeof *grown);
-            if (!grown) {
-                s->oom = true;
-                return false;
-            }
-            s->barriers = grown;
-            s->barrier_cap = cap;
+        if (!array_reserve(&s->barriers, s->barrier_count, &s->barrier_cap, sizeof *s->barriers, 16)) {
+            s->oom = true;
+            return false;
         }
         s->barriers[s->barrier_count++] = n->start;
     }

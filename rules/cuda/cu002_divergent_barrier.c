@@ -481,9 +481,7 @@ static bool visit(CuNode *n, void *data) {
     return true;
 }
 
-static void check(RuleContext *ctx) {
-    if (ctx->cuda && ctx->cuda->root) cu_walk(ctx->cuda->root, visit, ctx);
-}
+static void check(RuleContext *ctx) { rule_walk_cuda(ctx, visit, ctx); }
 
 const Rule rule_cu002_divergent_barrier = {
     .code = "CU002",

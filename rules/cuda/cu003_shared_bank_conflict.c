@@ -9,6 +9,7 @@
 
 #include "../../analysis/cuda_index.h"
 #include "../../analysis/cuda_query.h"
+#include "../../analysis/growable.h"
 #include "rule.h"
 
 static const char documentation[] =
@@ -159,15 +160,9 @@ typedef struct {
 static bool visit_refs(CuNode *n, void *data) {
     RefSearch *s = data;
     if (n->kind == CXCursor_DeclRefExpr && n->ref == s->decl) {
-        if (s->count == s->cap) {
-            size_t cap = s->cap ? s->cap * 2 : 16;
-            const CuNode **grown = realloc(s->refs, cap * sizeof *grown);
-            if (!grown) {
-                s->oom = true;
-                return false;
-            }
-            s->refs = grown;
-            s->cap = cap;
+        if (!array_reserve(&s->refs, s->count, &s->cap, sizeof *s->refs, 16)) {
+            s->oom = true;
+            return false;
         }
         s->refs[s->count++] = n;
     }
@@ -280,6 +275,13 @@ static bool padding_edit(const CudaSource *src, const CuNode *decl, long long ro
 
 /* A 1-D array indexed with threadIdx.x times a stride of a multiple of 32
  * words (16 for 8-byte elements): `s[tx * 64 + k]`. */
+/* the type's spelling, for the message */
+static void type_name(CXType t, char *buf, size_t size) {
+    CXString ts = clang_getTypeSpelling(t);
+    snprintf(buf, size, "%s", clang_getCString(ts));
+    clang_disposeString(ts);
+}
+
 static void analyze_flat(RuleContext *ctx, const CuNode *decl, CXType elem_type, long long elem, bool four,
                          const CuNode **refs, size_t ref_count, Indexes *ixs) {
     const CudaSource *src = ctx->cuda;
@@ -302,9 +304,7 @@ static void analyze_flat(RuleContext *ctx, const CuNode *decl, CXType elem_type,
     }
     if (conflict_count == 0) return;
     char type_text[64], access_text[96];
-    CXString ts = clang_getTypeSpelling(elem_type);
-    snprintf(type_text, sizeof type_text, "%s", clang_getCString(ts));
-    clang_disposeString(ts);
+    type_name(elem_type, type_text, sizeof type_text);
     cu_snippet(src, conflicts[0], access_text, sizeof access_text);
     long long stride = coefs[0] < 0 ? -coefs[0] : coefs[0];
     int ways = four ? 32 : 16;
@@ -384,9 +384,7 @@ static void analyze(RuleContext *ctx, const CuNode *decl) {
     if (conflict_count == 0) return;
 
     char type_text[64], access_text[96];
-    CXString ts = clang_getTypeSpelling(type);
-    snprintf(type_text, sizeof type_text, "%s", clang_getCString(ts));
-    clang_disposeString(ts);
+    type_name(type, type_text, sizeof type_text);
     cu_snippet(src, conflicts[0], access_text, sizeof access_text);
     long long stride = coefs[0] * row * elem;
     if (stride < 0) stride = -stride;
@@ -427,9 +425,7 @@ static bool visit(CuNode *n, void *data) {
     return true;
 }
 
-static void check(RuleContext *ctx) {
-    if (ctx->cuda && ctx->cuda->root) cu_walk(ctx->cuda->root, visit, ctx);
-}
+static void check(RuleContext *ctx) { rule_walk_cuda(ctx, visit, ctx); }
 
 const Rule rule_cu003_shared_bank_conflict = {
     .code = "CU003",

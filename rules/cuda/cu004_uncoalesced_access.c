@@ -125,8 +125,6 @@ static long long pointee_size(const CuNode *n) {
     return s < 0 ? -1 : s;
 }
 
-static CuLane lin_of(Analysis *a, const CuNode *n) { return cu_index_lane(a->ix, n); }
-
 /* ---- reporting ---- */
 
 static void append_text(char *buf, size_t size, const char *text, size_t len) {
@@ -202,22 +200,14 @@ static void stride_text(const CudaSource *src, const CuLane *l, long long elem, 
     snprintf(dist, size, "%s elements", mult);
 }
 
-typedef struct {
-    const CuNode *decl;
-    bool found;
-} OneCheck;
-
-static bool visit_one_check(CuNode *n, void *data) {
-    OneCheck *c = data;
-    if (c->found) return false;
-    if (n->kind == CXCursor_BinaryOperator && (n->op == CXBinaryOperator_EQ || n->op == CXBinaryOperator_NE) &&
-        n->child_count == 2) {
-        long long v;
-        if ((cu_refers_to(n->children[0], c->decl) && cu_int_value(n->children[1], &v) && v == 1) ||
-            (cu_refers_to(n->children[1], c->decl) && cu_int_value(n->children[0], &v) && v == 1))
-            c->found = true;
-    }
-    return !c->found;
+/* `decl == 1`, `1 != decl` */
+static bool compares_with_one(const CuNode *n, void *decl) {
+    if (n->kind != CXCursor_BinaryOperator || (n->op != CXBinaryOperator_EQ && n->op != CXBinaryOperator_NE) ||
+        n->child_count != 2)
+        return false;
+    long long v;
+    return (cu_refers_to(n->children[0], decl) && cu_int_value(n->children[1], &v) && v == 1) ||
+           (cu_refers_to(n->children[1], decl) && cu_int_value(n->children[0], &v) && v == 1);
 }
 
 /* the runtime stride is compared with 1 somewhere in the kernel: a unit-stride fast path exists */
@@ -225,9 +215,7 @@ static bool stride_checked_against_one(const Analysis *a, const CuLane *l) {
     for (int i = 0; i < l->factor_count; i++) {
         const CuNode *f = cu_strip((CuNode *)l->factors[i]);
         if (!f || f->kind != CXCursor_DeclRefExpr || !f->ref) continue;
-        OneCheck c = {f->ref, false};
-        cu_walk((CuNode *)a->fn, visit_one_check, &c);
-        if (c.found) return true;
+        if (cu_find(a->fn, compares_with_one, f->ref)) return true;
     }
     return false;
 }
@@ -248,7 +236,7 @@ static bool pins_thread(Analysis *a, const CuNode *cond, int op, int depth) {
     if (t->op == join)
         return pins_thread(a, t->children[0], op, depth + 1) || pins_thread(a, t->children[1], op, depth + 1);
     if (t->op != op) return false;
-    CuLane x = lin_of(a, t->children[0]), y = lin_of(a, t->children[1]);
+    CuLane x = cu_index_lane(a->ix, t->children[0]), y = cu_index_lane(a->ix, t->children[1]);
     return (x.kind == CU_LANE_CONST && y.kind == CU_LANE_ZERO) || (y.kind == CU_LANE_CONST && x.kind == CU_LANE_ZERO);
 }
 
@@ -320,27 +308,14 @@ static const CuNode *row_walk_variable(Analysis *a, const CuNode *access, const 
     return NULL;
 }
 
-typedef struct {
-    CuIndex *ix;
-    const CuNode *found;
-} YWalk;
-
-static bool visit_y(CuNode *n, void *data) {
-    YWalk *w = data;
-    if (w->found) return false;
-    if (cu_is_builtin_member(n, "threadIdx", 'y') ||
-        (n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl &&
-         cu_index_uses_thread(w->ix, n, 'y')))
-        w->found = n;
-    return !w->found;
+static bool carries_thread_y(const CuNode *n, void *ix) {
+    return cu_is_builtin_member(n, "threadIdx", 'y') ||
+           (n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl &&
+            cu_index_uses_thread(ix, n, 'y'));
 }
 
 /* the first use of threadIdx.y (or a variable derived from it) in the index */
-static const CuNode *thread_y_carrier(CuIndex *ix, const CuNode *index) {
-    YWalk w = {ix, NULL};
-    cu_walk((CuNode *)index, visit_y, &w);
-    return w.found;
-}
+static const CuNode *thread_y_carrier(CuIndex *ix, const CuNode *index) { return cu_find(index, carries_thread_y, ix); }
 
 /* the same access twice in one statement (`y[k] = y[k] + 1`) is reported once */
 static bool seen(Analysis *a, const CuNode *base, const CuNode *stmt, const CuNode *index) {
@@ -390,7 +365,7 @@ static bool access_lane(Analysis *a, const CuNode *base, const CuNode *index, Cu
     bool global = false;
     CuLane pl = cu_index_pointer_lane(a->ix, base, elem, &global);
     if (!global) return false;
-    CuLane il = index ? lin_of(a, index) : (CuLane){CU_LANE_ZERO, 0, {0}, 0, NULL};
+    CuLane il = index ? cu_index_lane(a->ix, index) : (CuLane){CU_LANE_ZERO, 0, {0}, 0, NULL};
     if (pl.kind == CU_LANE_UNKNOWN || il.kind == CU_LANE_UNKNOWN) return false;
     /* a runtime part of each: the sum is not analysed */
     if (pl.kind != CU_LANE_ZERO && il.kind != CU_LANE_ZERO) return false;
@@ -622,9 +597,7 @@ static bool visit_kernels(CuNode *n, void *data) {
     return false;
 }
 
-static void check(RuleContext *ctx) {
-    if (ctx->cuda && ctx->cuda->root) cu_walk(ctx->cuda->root, visit_kernels, ctx);
-}
+static void check(RuleContext *ctx) { rule_walk_cuda(ctx, visit_kernels, ctx); }
 
 const Rule rule_cu004_uncoalesced_access = {
     .code = "CU004",

@@ -8,6 +8,7 @@
 
 #include "../../analysis/cuda_index.h"
 #include "../../analysis/cuda_query.h"
+#include "../../analysis/growable.h"
 #include "rule.h"
 
 static const char documentation[] =
@@ -143,13 +144,7 @@ typedef struct {
 static bool already_seen(Scan *s, const CuNode *base) {
     for (size_t i = 0; i < s->seen_count; i++)
         if (s->seen[i] == base) return true;
-    if (s->seen_count == s->seen_cap) {
-        size_t cap = s->seen_cap ? s->seen_cap * 2 : 8;
-        const CuNode **grown = realloc(s->seen, cap * sizeof *grown);
-        if (!grown) return false;
-        s->seen = grown;
-        s->seen_cap = cap;
-    }
+    if (!array_reserve(&s->seen, s->seen_count, &s->seen_cap, sizeof *s->seen, 8)) return false;
     s->seen[s->seen_count++] = base;
     return false;
 }
@@ -227,15 +222,8 @@ static void check_struct_access(Scan *s, const CuNode *access) {
 
 /* ---- misaligned vector casts ---- */
 
-typedef struct {
-    const CuNode *decl;
-    bool modified;
-} ModWalk;
-
-/* an assignment, ++/-- or & of the variable */
-static bool visit_mod(CuNode *x, void *data) {
-    ModWalk *w = data;
-    if (w->modified) return false;
+/* an assignment, ++/-- or & of the variable decl */
+static bool modifies(const CuNode *x, void *decl) {
     const CuNode *target = NULL;
     if (((x->kind == CXCursor_BinaryOperator && x->op == CXBinaryOperator_Assign) ||
          x->kind == CXCursor_CompoundAssignOperator) &&
@@ -245,8 +233,7 @@ static bool visit_mod(CuNode *x, void *data) {
              (x->op == CXUnaryOperator_PreInc || x->op == CXUnaryOperator_PreDec || x->op == CXUnaryOperator_PostInc ||
               x->op == CXUnaryOperator_PostDec || x->op == CXUnaryOperator_AddrOf))
         target = cu_strip(x->children[0]);
-    if (target && target->kind == CXCursor_DeclRefExpr && target->ref == w->decl) w->modified = true;
-    return !w->modified;
+    return target && target->kind == CXCursor_DeclRefExpr && target->ref == decl;
 }
 
 /* the residue of an integer expression modulo m (a power of two), when the code shows it */
@@ -303,9 +290,7 @@ static bool residue(const CuNode *fn, const CuNode *n, long long m, long long *o
             break;
         }
         if (!init) return false;
-        ModWalk w = {d, false};
-        cu_walk((CuNode *)fn, visit_mod, &w);
-        if (w.modified) return false;
+        if (cu_find(fn, modifies, (void *)d)) return false;
         return residue(fn, init, m, out, depth + 1);
     }
     return false;
@@ -443,9 +428,7 @@ static bool visit_kernels(CuNode *n, void *data) {
     return false;
 }
 
-static void check(RuleContext *ctx) {
-    if (ctx->cuda && ctx->cuda->root) cu_walk(ctx->cuda->root, visit_kernels, ctx);
-}
+static void check(RuleContext *ctx) { rule_walk_cuda(ctx, visit_kernels, ctx); }
 
 const Rule rule_cu005_misaligned_vector_access = {
     .code = "CU005",

@@ -76,13 +76,6 @@ static const char documentation[] =
 
 /* --- small helpers ------------------------------------------------------ */
 
-/* where a node that may sit in a macro argument is reported: the macro call */
-static ByteRange report_range(const CuNode *n) {
-    const CuNode *r = n;
-    while (r->start == r->end && r->parent && r->parent->start == r->start) r = r->parent;
-    return (ByteRange){r->start, r->end};
-}
-
 static bool is_pointer_type(const CuNode *n) {
     return n && cu_canonical_type(n).kind == CXType_Pointer;
 }
@@ -520,7 +513,7 @@ static bool visit(CuNode *n, void *data) {
     else if (o.kind == ORIGIN_VECTOR && o.alloc->name && *o.alloc->name)
         snprintf(what, sizeof what, "`%s` is a std::vector", o.alloc->name);
     else snprintf(what, sizeof what, "the buffer comes from %s", origin_words(o.kind));
-    ByteRange at = report_range(n);
+    ByteRange at = cu_report_range(n);
     Finding *f = rule_report(
         c->ctx, at.start, at.end,
         "%s %s pageable host memory (%s): the driver stages it through a pinned buffer, so the copy is "
@@ -529,7 +522,7 @@ static bool visit(CuNode *n, void *data) {
         cu_callee(n), dir == CU_COPY_TO_HOST ? "writes into" : "reads from", what);
     if (!f) return true;
     char *msg = format_string("%s: pageable memory", o.kind == ORIGIN_VECTOR ? "std::vector storage" : "allocated here");
-    if (!msg || !finding_add_related(f, report_range(o.alloc), msg)) c->ctx->out_of_memory = true;
+    if (!msg || !finding_add_related(f, cu_report_range(o.alloc), msg)) c->ctx->out_of_memory = true;
     free(msg);
     offer_fix(c, f, &o, n);
     return true;

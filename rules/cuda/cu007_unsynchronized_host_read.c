@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../../analysis/cuda_host_buffer.h"
+#include "../../analysis/growable.h"
 #include "rule.h"
 
 static const char documentation[] =
@@ -67,25 +68,6 @@ static const char documentation[] =
 
 /* --- small helpers ------------------------------------------------------ */
 
-/* where a node that may sit in a macro argument is reported: the macro call */
-static ByteRange report_range(const CuNode *n) {
-    const CuNode *r = n;
-    while (r->start == r->end && r->parent && r->parent->start == r->start) r = r->parent;
-    return (ByteRange){r->start, r->end};
-}
-
-static CuNode *body_of(const CuNode *fn) {
-    if (!fn || fn->child_count == 0) return NULL;
-    CuNode *last = fn->children[fn->child_count - 1];
-    return last->kind == CXCursor_CompoundStmt ? last : NULL;
-}
-
-static bool is_ancestor(const CuNode *a, const CuNode *n) {
-    for (const CuNode *p = n; p; p = p->parent)
-        if (p == a) return true;
-    return false;
-}
-
 static bool is_assign_target(const CuNode *n) {
     const CuNode *child;
     CuNode *p = cu_logical_parent(n, &child);
@@ -98,19 +80,6 @@ static bool is_address_taken(const CuNode *n) {
     return p && p->kind == CXCursor_UnaryOperator && p->op == CXUnaryOperator_AddrOf;
 }
 
-static bool is_std_vector(const CuNode *n) {
-    if (!n) return false;
-    CXType t = cu_canonical_type(n);
-    CXString s = clang_getTypeSpelling(t);
-    const char *u = clang_getCString(s);
-    if (strncmp(u, "const ", 6) == 0) u += 6;
-    bool yes = strncmp(u, "std::vector<", 12) == 0 || strncmp(u, "std::__1::vector<", 17) == 0 ||
-               strncmp(u, "std::array<", 11) == 0;
-    clang_disposeString(s);
-    return yes;
-}
-
-/* the object of a member call `v.data()` / operator call `v[0]`, or NULL */
 /* --- buffers ------------------------------------------------------------ */
 
 typedef enum { BUF_POINTER, BUF_VECTOR, BUF_SCALAR } BufferMode;
@@ -119,48 +88,6 @@ typedef struct {
     CuNode *base; /* a DeclRefExpr or MemberRefExpr */
     BufferMode mode;
 } Buffer;
-
-/* the variable or field a pointer expression points into:
- * h, h + off, &h[i], v.data(), &v[0], v.begin() */
-static CuNode *buffer_base(CuNode *e, int depth) {
-    e = cu_strip(e);
-    if (!e || depth > 8) return NULL;
-    switch (e->kind) {
-    case CXCursor_DeclRefExpr:
-    case CXCursor_MemberRefExpr: return e->ref ? e : NULL;
-    case CXCursor_BinaryOperator:
-        if ((e->op == CXBinaryOperator_Add || e->op == CXBinaryOperator_Sub) && e->child_count == 2) {
-            CuNode *l = cu_strip(e->children[0]);
-            enum CXTypeKind k = l ? cu_canonical_type(l).kind : CXType_Invalid;
-            if (k == CXType_Pointer || k == CXType_ConstantArray || k == CXType_IncompleteArray)
-                return buffer_base(l, depth + 1);
-            if (e->op == CXBinaryOperator_Add) return buffer_base(e->children[1], depth + 1);
-        }
-        return NULL;
-    case CXCursor_UnaryOperator:
-        if (e->op == CXUnaryOperator_AddrOf && e->child_count == 1) {
-            CuNode *x = cu_strip(e->children[0]);
-            if (x && x->kind == CXCursor_ArraySubscriptExpr && x->child_count == 2)
-                return buffer_base(x->children[0], depth + 1);
-            if (x && x->kind == CXCursor_CallExpr) {
-                const char *method;
-                CuNode *obj = cu_member_call_object(x, &method);
-                if (obj && (strcmp(method, "operator[]") == 0 || strcmp(method, "front") == 0 ||
-                            strcmp(method, "at") == 0))
-                    return buffer_base(obj, depth + 1);
-            }
-        }
-        return NULL;
-    case CXCursor_CallExpr: {
-        const char *method;
-        CuNode *obj = cu_member_call_object(e, &method);
-        static const char *const views[] = {"data", "begin", "end", "cbegin", "cend", NULL};
-        if (obj && cu_name_in(method, views) && is_std_vector(obj)) return buffer_base(obj, depth + 1);
-        return NULL;
-    }
-    default: return NULL;
-    }
-}
 
 /* member text without `this->` and blanks */
 static void normalized_text(const CudaSource *src, const CuNode *n, char *buf, size_t size) {
@@ -195,7 +122,7 @@ static bool buffer_of_copy(CuNode *dst, Buffer *out) {
                 out->mode = BUF_POINTER;
                 return true;
             }
-            if (k != CXType_Pointer && !is_std_vector(x)) {
+            if (k != CXType_Pointer && !cu_is_vector_or_array(x)) {
                 out->base = x;
                 out->mode = BUF_SCALAR;
                 return true;
@@ -203,10 +130,10 @@ static bool buffer_of_copy(CuNode *dst, Buffer *out) {
             return false;
         }
     }
-    CuNode *base = buffer_base(dst, 0);
+    CuNode *base = cu_buffer_reference(dst, CU_BUFFER_CONTAINER);
     if (!base) return false;
     enum CXTypeKind k = cu_canonical_type(base).kind;
-    if (is_std_vector(base)) out->mode = BUF_VECTOR;
+    if (cu_is_vector_or_array(base)) out->mode = BUF_VECTOR;
     else if (k == CXType_Pointer || k == CXType_ConstantArray || k == CXType_IncompleteArray) out->mode = BUF_POINTER;
     else return false;
     out->base = base;
@@ -242,21 +169,15 @@ static bool param_is_read(const CudaSource *src, const CuNode *callee, uint32_t 
 
 static void add_read(Reads *r, CuNode *n) {
     if (cu_function_of(n) != r->fn) return; /* a lambda */
-    if (r->count == r->capacity) {
-        size_t cap = r->capacity ? r->capacity * 2 : 16;
-        CuNode **grown = realloc(r->items, cap * sizeof *grown);
-        if (!grown) {
-            r->oom = true;
-            return;
-        }
-        r->items = grown;
-        r->capacity = cap;
+    if (!array_reserve(&r->items, r->count, &r->capacity, sizeof *r->items, 16)) {
+        r->oom = true;
+        return;
     }
     r->items[r->count++] = n;
 }
 
 static bool matches(Reads *r, CuNode *e) {
-    CuNode *b = buffer_base(e, 0);
+    CuNode *b = cu_buffer_reference(e, CU_BUFFER_CONTAINER);
     return b && same_buffer(r->src, b, r->buf->base);
 }
 
@@ -322,23 +243,17 @@ static bool visit_reads(CuNode *n, void *data) {
     return true;
 }
 
-typedef struct {
-    const CuNode *param;
-    bool found;
-} ParamRead;
-
-static bool visit_param_read(CuNode *n, void *data) {
-    ParamRead *p = data;
-    if (p->found) return false;
+/* an element of param read (indexed or dereferenced, not assigned) */
+static bool reads_param(const CuNode *n, void *param) {
     CuNode *x = NULL;
     if (n->kind == CXCursor_ArraySubscriptExpr && n->child_count == 2) x = n->children[0];
     else if (n->kind == CXCursor_UnaryOperator && n->op == CXUnaryOperator_Deref && n->child_count == 1)
         x = n->children[0];
     if (x) {
-        CuNode *b = buffer_base(x, 0);
-        if (b && b->kind == CXCursor_DeclRefExpr && b->ref == p->param && !is_assign_target(n)) p->found = true;
+        CuNode *b = cu_buffer_reference(x, CU_BUFFER_CONTAINER);
+        if (b && b->kind == CXCursor_DeclRefExpr && b->ref == param && !is_assign_target(n)) return true;
     }
-    return !p->found;
+    return false;
 }
 
 /* a host function of this file whose i-th parameter it indexes or dereferences */
@@ -347,16 +262,14 @@ static bool param_is_read(const CudaSource *src, const CuNode *callee, uint32_t 
     if (!callee || (callee->kind != CXCursor_FunctionDecl && callee->kind != CXCursor_FunctionTemplate) ||
         cu_is_device_code(callee))
         return false;
-    CuNode *body = body_of(callee);
+    CuNode *body = cu_function_body(callee);
     if (!body) return false;
     uint32_t k = 0;
     const CuNode *param = NULL;
     for (uint32_t i = 0; i < callee->child_count; i++)
         if (callee->children[i]->kind == CXCursor_ParmDecl && k++ == index) param = callee->children[i];
     if (!param) return false;
-    ParamRead p = {param, false};
-    cu_walk(body, visit_param_read, &p);
-    return p.found;
+    return cu_find(body, reads_param, (void *)param) != NULL;
 }
 
 static int by_start(const void *a, const void *b) {
@@ -398,7 +311,7 @@ static bool call_may_wait(const CudaSource *src, const CuNode *call, const char 
     if (strncmp(name, "cuda", 4) == 0 || strncmp(name, "__cuda", 6) == 0) return false;
     CuNode *callee = call->ref;
     if (callee && cu_is_function(callee)) {
-        CuNode *body = body_of(callee);
+        CuNode *body = cu_function_body(callee);
         if (body) return depth < 3 && contains_sync(src, body, stream_text, depth + 1);
     }
     /* an unknown function that is handed the stream may wait on it */
@@ -447,27 +360,26 @@ typedef struct {
     const CudaSource *src;
     const Buffer *buf;
     size_t from, to;
-    bool found;
 } Reassign;
 
-static bool visit_reassign(CuNode *n, void *data) {
-    Reassign *r = data;
-    if (r->found) return false;
+/* the buffer's variable assigned or stepped in [from, to) */
+static bool reassigns(const CuNode *n, void *data) {
+    const Reassign *r = data;
     if (n->start >= r->from && n->start < r->to && n->kind == CXCursor_BinaryOperator &&
         n->op == CXBinaryOperator_Assign && n->child_count == 2) {
         CuNode *lhs = cu_strip(n->children[0]);
         if (lhs && (lhs->kind == CXCursor_DeclRefExpr || lhs->kind == CXCursor_MemberRefExpr) &&
             same_buffer(r->src, lhs, r->buf->base))
-            r->found = true;
+            return true;
     }
     if (n->start >= r->from && n->start < r->to && n->kind == CXCursor_UnaryOperator && n->child_count == 1 &&
         n->op >= CXUnaryOperator_PostInc && n->op <= CXUnaryOperator_PreDec) {
         CuNode *x = cu_strip(n->children[0]);
         if (x && (x->kind == CXCursor_DeclRefExpr || x->kind == CXCursor_MemberRefExpr) &&
             same_buffer(r->src, x, r->buf->base))
-            r->found = true;
+            return true;
     }
-    return !r->found;
+    return false;
 }
 
 /* --- control flow ------------------------------------------------------------ */
@@ -501,10 +413,10 @@ static CuNode *statement_after(const CuNode *copy, const CuNode *read, const CuN
         if (p->kind != CXCursor_CompoundStmt) continue;
         uint32_t i = 0;
         while (i < p->child_count && p->children[i] != child) i++;
-        bool in_block = read->start >= p->start && read->end <= p->end && is_ancestor(p, read);
+        bool in_block = read->start >= p->start && read->end <= p->end && cu_contains(p, read);
         for (uint32_t k = i + 1; k < p->child_count; k++) {
             CuNode *s = p->children[k];
-            if (in_block && is_ancestor(s, read)) return s;
+            if (in_block && cu_contains(s, read)) return s;
             if (is_jump(s)) return NULL;
         }
         if (in_block) return NULL; /* the read is before the copy, or inside its statement */
@@ -580,18 +492,16 @@ static bool is_default_stream(const CudaSource *src, CuNode *stream) {
 typedef struct {
     const CuNode *decl;
     size_t from, to;
-    bool found;
 } AssignSearch;
 
-static bool visit_assign(CuNode *n, void *data) {
-    AssignSearch *a = data;
-    if (a->found) return false;
-    if (n->start >= a->from && n->start < a->to && n->kind == CXCursor_BinaryOperator &&
-        n->op == CXBinaryOperator_Assign && n->child_count == 2) {
-        CuNode *lhs = cu_strip(n->children[0]);
-        if (lhs && lhs->ref == a->decl) a->found = true;
-    }
-    return !a->found;
+/* decl assigned in [from, to) */
+static bool assigns(const CuNode *n, void *data) {
+    const AssignSearch *a = data;
+    if (n->start < a->from || n->start >= a->to || n->kind != CXCursor_BinaryOperator ||
+        n->op != CXBinaryOperator_Assign || n->child_count != 2)
+        return false;
+    CuNode *lhs = cu_strip(n->children[0]);
+    return lhs && lhs->ref == a->decl;
 }
 
 /* the stream expression names the same stream again at `at` */
@@ -613,14 +523,13 @@ static bool stream_is_stable(const CuNode *stream, const CuNode *fn, const CuNod
         if (dfn && dfn != fn) return false;
         if (dfn) {
             CuNode *scope = decl->parent ? decl->parent->parent : NULL; /* DeclStmt -> block / for */
-            if (!scope || !is_ancestor(scope, at)) return false;
+            if (!scope || !cu_contains(scope, at)) return false;
         }
     } else {
         return false;
     }
-    AssignSearch a = {decl, copy->end, at->start, false};
-    cu_walk((CuNode *)fn, visit_assign, &a);
-    return !a.found;
+    AssignSearch a = {decl, copy->end, at->start};
+    return !cu_find(fn, assigns, &a);
 }
 
 static void consider_copy(Check *c, CuNode *copy, const CopyApi *api) {
@@ -642,23 +551,16 @@ static void consider_copy(Check *c, CuNode *copy, const CopyApi *api) {
     if (r.count > 1) qsort(r.items, r.count, sizeof *r.items, by_start);
     for (size_t i = 0; i < r.count; i++) {
         CuNode *read = r.items[i];
-        if (read->start < copy->end || is_ancestor(copy, read)) continue;
+        if (read->start < copy->end || cu_contains(copy, read)) continue;
         CuNode *stmt = statement_after(copy, read, fn);
         if (!stmt) continue;
         /* the first read that can follow the copy: is anything waiting before it? */
         if (sync_between(src, fn, copy, read->start, stream_text)) break;
-        Reassign ra = {src, &buf, copy->end, read->start, false};
-        cu_walk(fn, visit_reassign, &ra);
-        if (ra.found) break;
-        if (c->count == c->capacity) {
-            size_t cap = c->capacity ? c->capacity * 2 : 8;
-            Candidate *grown = realloc(c->items, cap * sizeof *grown);
-            if (!grown) {
-                c->ctx->out_of_memory = true;
-                break;
-            }
-            c->items = grown;
-            c->capacity = cap;
+        Reassign ra = {src, &buf, copy->end, read->start};
+        if (cu_find(fn, reassigns, &ra)) break;
+        if (!array_reserve(&c->items, c->count, &c->capacity, sizeof *c->items, 8)) {
+            c->ctx->out_of_memory = true;
+            break;
         }
         Candidate *cand = &c->items[c->count++];
         *cand = (Candidate){copy, read, stmt, fn, NULL, false};
@@ -723,13 +625,13 @@ static void check(RuleContext *ctx) {
             if (cu_is_call(cand->copy, copy_apis[k].name)) api = &copy_apis[k];
         bool known = api && buffer_of_copy(cu_call_arg(cand->copy, api->dst), &buf);
         size_t copy_line = document_line_of(src->doc, cand->copy->start) + 1;
-        ByteRange at = report_range(cand->read);
+        ByteRange at = cu_report_range(cand->read);
         Finding *f = rule_report(ctx, at.start, at.end,
                                     "`%s` is read before the %s on line %zu that fills it has finished: the copy is "
                                     "only queued on its stream, and nothing waits for it before this read",
                                     known ? buffer_name(buf.base) : "buffer", cu_callee(cand->copy), copy_line);
         if (f) {
-            if (!finding_add_related(f, report_range(cand->copy),
+            if (!finding_add_related(f, cu_report_range(cand->copy),
                                      "the asynchronous device-to-host copy"))
                 ctx->out_of_memory = true;
             if (cand->sync) {

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../analysis/cuda_host_buffer.h"
 #include "../../analysis/cuda_query.h"
+#include "../../analysis/growable.h"
 #include "rule.h"
 
 static const char documentation[] =
@@ -83,18 +85,6 @@ static const char documentation[] =
     "depends on the GPU having finished, and hoisting an allocation needs the largest size the\n"
     "loop will ask for; both need a person to decide.\n";
 
-static CuNode *body_of(const CuNode *fn) {
-    if (!fn || fn->child_count == 0) return NULL;
-    CuNode *last = fn->children[fn->child_count - 1];
-    return last->kind == CXCursor_CompoundStmt ? last : NULL;
-}
-
-static bool is_ancestor(const CuNode *a, const CuNode *n) {
-    for (const CuNode *p = n; p; p = p->parent)
-        if (p == a) return true;
-    return false;
-}
-
 static CuNode *loop_body(const CuNode *loop) {
     if (loop->child_count == 0) return NULL;
     return loop->kind == CXCursor_DoStmt ? loop->children[0] : loop->children[loop->child_count - 1];
@@ -168,29 +158,15 @@ static bool is_launch(const CuNode *n, int depth) {
     if (cu_name_in(name, launchers)) return true;
     CuNode *callee = n->ref;
     if (depth < 2 && callee && cu_is_function(callee) && !cu_is_device_code(callee)) {
-        CuNode *body = body_of(callee);
+        CuNode *body = cu_function_body(callee);
         if (body && contains_launch(body, depth + 1)) return true;
     }
     return false;
 }
 
-typedef struct {
-    int depth;
-    bool found;
-} LaunchSearch;
+static bool matches_launch(const CuNode *n, void *depth) { return is_launch(n, *(int *)depth); }
 
-static bool visit_launch(CuNode *n, void *data) {
-    LaunchSearch *s = data;
-    if (s->found) return false;
-    if (is_launch(n, s->depth)) s->found = true;
-    return !s->found;
-}
-
-static bool contains_launch(const CuNode *n, int depth) {
-    LaunchSearch s = {depth, false};
-    cu_walk((CuNode *)n, visit_launch, &s);
-    return s.found;
-}
+static bool contains_launch(const CuNode *n, int depth) { return cu_find(n, matches_launch, &depth) != NULL; }
 
 /* --- what the iteration does with the GPU's results -------------------------- */
 
@@ -204,15 +180,9 @@ static void set_add(DeclSet *s, const CuNode *d) {
     if (!d) return;
     for (size_t i = 0; i < s->count; i++)
         if (s->items[i] == d) return;
-    if (s->count == s->capacity) {
-        size_t cap = s->capacity ? s->capacity * 2 : 16;
-        const CuNode **grown = realloc(s->items, cap * sizeof *grown);
-        if (!grown) {
-            s->oom = true;
-            return;
-        }
-        s->items = grown;
-        s->capacity = cap;
+    if (!array_reserve(&s->items, s->count, &s->capacity, sizeof *s->items, 16)) {
+        s->oom = true;
+        return;
     }
     s->items[s->count++] = d;
 }
@@ -223,41 +193,10 @@ static bool set_has(const DeclSet *s, const CuNode *d) {
     return false;
 }
 
-/* the variable or field a pointer expression points into: p, p + k, &p[k], v.data() */
-static CuNode *buffer_decl(CuNode *e, int depth) {
-    e = cu_strip(e);
-    if (!e || depth > 8) return NULL;
-    switch (e->kind) {
-    case CXCursor_DeclRefExpr:
-    case CXCursor_MemberRefExpr: return e->ref;
-    case CXCursor_BinaryOperator:
-        if ((e->op == CXBinaryOperator_Add || e->op == CXBinaryOperator_Sub) && e->child_count == 2) {
-            CuNode *l = cu_strip(e->children[0]);
-            enum CXTypeKind k = l ? cu_canonical_type(l).kind : CXType_Invalid;
-            if (k == CXType_Pointer || k == CXType_ConstantArray || k == CXType_IncompleteArray)
-                return buffer_decl(l, depth + 1);
-            if (e->op == CXBinaryOperator_Add) return buffer_decl(e->children[1], depth + 1);
-        }
-        return NULL;
-    case CXCursor_UnaryOperator:
-        if (e->op == CXUnaryOperator_AddrOf && e->child_count == 1) {
-            CuNode *x = cu_strip(e->children[0]);
-            if (x && x->kind == CXCursor_ArraySubscriptExpr && x->child_count == 2)
-                return buffer_decl(x->children[0], depth + 1);
-            if (x && (x->kind == CXCursor_DeclRefExpr || x->kind == CXCursor_MemberRefExpr)) return x->ref;
-        }
-        return NULL;
-    case CXCursor_CallExpr:
-        if (e->child_count > 0) {
-            CuNode *m = cu_strip(e->children[0]);
-            const char *name = cu_callee(e);
-            if (m && m->kind == CXCursor_MemberRefExpr && m->child_count == 1 &&
-                (strcmp(name, "data") == 0 || strcmp(name, "get") == 0))
-                return buffer_decl(m->children[0], depth + 1);
-        }
-        return NULL;
-    default: return NULL;
-    }
+/* the variable or field a pointer expression points into: p, p + k, &p[k], &x, v.data(), p.get() */
+static CuNode *buffer_decl(CuNode *e) {
+    CuNode *r = cu_buffer_reference(e, CU_BUFFER_ADDRESS | CU_BUFFER_DATA_GET);
+    return r ? r->ref : NULL;
 }
 
 static bool is_pointer_decl(const CuNode *d) {
@@ -296,7 +235,7 @@ static bool visit_gpu_visible(CuNode *n, void *data) {
     if (cu_launch(n, &l)) {
         if (c->allocations_only) return true;
         for (uint32_t i = 0; i < l.arg_count; i++) {
-            CuNode *d = buffer_decl(l.args[i], 0);
+            CuNode *d = buffer_decl(l.args[i]);
             if (d && is_pointer_decl(d)) set_add(c->set, d);
         }
         return true;
@@ -307,10 +246,10 @@ static bool visit_gpu_visible(CuNode *n, void *data) {
     if ((strcmp(name, "cudaMallocManaged") == 0 || strcmp(name, "cudaHostAlloc") == 0 ||
          strcmp(name, "cudaMallocHost") == 0) &&
         count >= 1)
-        set_add(c->set, buffer_decl(args[0], 0));
+        set_add(c->set, buffer_decl(args[0]));
     if (strcmp(name, "cudaHostGetDevicePointer") == 0 && count >= 2) {
-        set_add(c->set, buffer_decl(args[0], 0));
-        set_add(c->set, buffer_decl(args[1], 0));
+        set_add(c->set, buffer_decl(args[0]));
+        set_add(c->set, buffer_decl(args[1]));
     }
     if (c->allocations_only) return true;
     /* results a library call writes through `&x` (cublasSnrm2(..., &norm), cudaMemcpy(&x, ...)) */
@@ -332,8 +271,8 @@ static bool visit_gpu_visible(CuNode *n, void *data) {
         else if (strcmp(name, "cudaMemcpyToSymbolAsync") == 0) dst = -1, kind = 4;
         else if (strcmp(name, "cudaMemcpyFromSymbolAsync") == 0) src = -1, kind = 4;
         int k = (uint32_t)kind < count ? memcpy_kind(args[kind]) : 0;
-        if (k != 3 && k != 1 && dst >= 0 && (uint32_t)dst < count) set_add(c->set, buffer_decl(args[dst], 0));
-        if (k != 3 && k != 2 && src >= 0 && (uint32_t)src < count) set_add(c->set, buffer_decl(args[src], 0));
+        if (k != 3 && k != 1 && dst >= 0 && (uint32_t)dst < count) set_add(c->set, buffer_decl(args[dst]));
+        if (k != 3 && k != 2 && src >= 0 && (uint32_t)src < count) set_add(c->set, buffer_decl(args[src]));
     }
     return true;
 }
@@ -359,14 +298,14 @@ static bool visit_use(CuNode *n, void *data) {
     if (n->kind == CXCursor_UnaryExpr) return false; /* sizeof */
     switch (n->kind) {
     case CXCursor_ArraySubscriptExpr:
-        if (n->child_count == 2 && set_has(u->set, buffer_decl(n->children[0], 0))) u->found = true;
+        if (n->child_count == 2 && set_has(u->set, buffer_decl(n->children[0]))) u->found = true;
         break;
     case CXCursor_UnaryOperator:
-        if (n->op == CXUnaryOperator_Deref && n->child_count == 1 && set_has(u->set, buffer_decl(n->children[0], 0)))
+        if (n->op == CXUnaryOperator_Deref && n->child_count == 1 && set_has(u->set, buffer_decl(n->children[0])))
             u->found = true;
         break;
     case CXCursor_MemberRefExpr:
-        if (n->child_count == 1 && n->children[0]->end < n->end && set_has(u->set, buffer_decl(n->children[0], 0))) {
+        if (n->child_count == 1 && n->children[0]->end < n->end && set_has(u->set, buffer_decl(n->children[0]))) {
             const char *t = u->src->doc->text + n->children[0]->end;
             if (t[0] == '-' && t[1] == '>') u->found = true;
         }
@@ -380,7 +319,7 @@ static bool visit_use(CuNode *n, void *data) {
         uint32_t count;
         CuNode **args = cu_call_args(n, &count);
         for (uint32_t i = 0; i < count && !u->found; i++)
-            if (set_has(u->set, buffer_decl(args[i], 0))) u->found = true;
+            if (set_has(u->set, buffer_decl(args[i]))) u->found = true;
         break;
     }
     case CXCursor_DeclRefExpr:
@@ -455,34 +394,15 @@ static bool visit_hand_off(CuNode *n, void *data) {
 
 /* the loop's condition reads a local whose address is handed out in the function (`while (r1 > tol)`
  * with `cudaMemcpyAsync(&r1, ...)`): the GPU writes it, and the iteration waits to read it */
-typedef struct {
-    const CuNode *decl;
-    bool found;
-} AddressTaken;
-
-static bool visit_address(CuNode *n, void *data) {
-    AddressTaken *a = data;
-    if (a->found) return false;
-    if (n->kind == CXCursor_UnaryOperator && n->op == CXUnaryOperator_AddrOf && n->child_count == 1 &&
-        cu_refers_to(n->children[0], a->decl))
-        a->found = true;
-    return !a->found;
+static bool takes_address(const CuNode *n, void *decl) {
+    return n->kind == CXCursor_UnaryOperator && n->op == CXUnaryOperator_AddrOf && n->child_count == 1 &&
+           cu_refers_to(n->children[0], decl);
 }
 
-typedef struct {
-    const CuNode *fn;
-    bool found;
-} ConditionRead;
-
-static bool visit_condition_read(CuNode *n, void *data) {
-    ConditionRead *c = data;
-    if (c->found) return false;
-    if (n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl) {
-        AddressTaken a = {n->ref, false};
-        cu_walk((CuNode *)c->fn, visit_address, &a);
-        c->found = a.found;
-    }
-    return !c->found;
+/* a local whose address is handed out somewhere in fn */
+static bool reads_handed_out(const CuNode *n, void *fn) {
+    return n->kind == CXCursor_DeclRefExpr && n->ref && n->ref->kind == CXCursor_VarDecl &&
+           cu_find(fn, takes_address, n->ref);
 }
 
 static bool condition_reads_gpu_result(const CudaSource *src, const CuNode *loop) {
@@ -494,10 +414,8 @@ static bool condition_reads_gpu_result(const CudaSource *src, const CuNode *loop
         cond = cu_guard_of(src, loop, loop->children[loop->child_count - 1], &polarity);
     }
     if (!cond) return false;
-    ConditionRead c = {cu_function_of(loop), false};
-    if (!c.fn) return false;
-    cu_walk((CuNode *)cond, visit_condition_read, &c);
-    return c.found;
+    CuNode *fn = cu_function_of(loop);
+    return fn && cu_find(cond, reads_handed_out, fn);
 }
 
 /* device code of this file prints, and the loop prints on the host: the synchronization flushes the
@@ -512,29 +430,17 @@ static bool visit_device_printf(CuNode *n, void *data) {
     return !*found;
 }
 
-typedef struct {
-    const CudaSource *src;
-    bool found;
-} HostPrint;
-
 /* a print written in the loop (not one inside an error-check macro) */
-static bool visit_host_print(CuNode *n, void *data) {
-    HostPrint *h = data;
-    if (h->found) return false;
+static bool is_host_print(const CuNode *n, void *src) {
     const char *name = called_name(n);
-    if (strcmp(name, "printf") == 0 || strcmp(name, "puts") == 0 || strcmp(name, "fprintf") == 0) {
-        size_t k = strlen(name);
-        h->found = cu_text_len(n) > k && strncmp(cu_text(h->src, n), name, k) == 0;
-    }
-    return !h->found;
+    if (strcmp(name, "printf") != 0 && strcmp(name, "puts") != 0 && strcmp(name, "fprintf") != 0) return false;
+    size_t k = strlen(name);
+    return cu_text_len(n) > k && strncmp(cu_text(src, n), name, k) == 0;
 }
 
 static bool orders_device_printf(const CudaSource *src, const CuNode *loop) {
-    HostPrint print = {src, false};
     bool device = false;
-    cu_walk((CuNode *)loop, visit_host_print, &print);
-    bool host = print.found;
-    if (!host) return false;
+    if (!cu_find(loop, is_host_print, (void *)src)) return false;
     cu_walk(src->root, visit_device_printf, &device);
     return device;
 }
@@ -564,14 +470,6 @@ static bool visit_last_launch(CuNode *n, void *data) {
         return false;
     }
     return true;
-}
-
-/* where a node that may sit in a macro argument is reported: the macro call */
-static void report_range(const CuNode *n, size_t *start, size_t *end) {
-    const CuNode *r = n;
-    while (r->start == r->end && r->parent && r->parent->start == r->start) r = r->parent;
-    *start = r->start;
-    *end = r->end;
 }
 
 static void check_sync(Check *c, CuNode *call) {
@@ -606,8 +504,7 @@ static void check_sync(Check *c, CuNode *call) {
     if (set.oom) c->ctx->out_of_memory = true;
     if (u.found) return;
 
-    size_t start, end;
-    report_range(call, &start, &end);
+    ByteRange at = cu_report_range(call);
     const char *kernel = "a kernel";
     char kbuf[128];
     CuLaunch l;
@@ -618,15 +515,13 @@ static void check_sync(Check *c, CuNode *call) {
         snprintf(kbuf, sizeof kbuf, "`%s`", cu_callee(last.launch));
         kernel = kbuf;
     }
-    Finding *f = rule_report(c->ctx, start, end,
+    Finding *f = rule_report(c->ctx, at.start, at.end,
                              "%s() after launching %s on every iteration of this loop: the host waits for the GPU "
                              "to drain before it queues the next launch, so the GPU idles each iteration; launches "
                              "on a stream already run in order - synchronize once after the loop, or every N "
                              "iterations",
                              cu_callee(call), kernel);
-    size_t ls, le;
-    report_range(last.launch, &ls, &le);
-    if (f && !finding_add_related(f, (ByteRange){ls, le}, "the launch it waits for"))
+    if (f && !finding_add_related(f, cu_report_range(last.launch), "the launch it waits for"))
         c->ctx->out_of_memory = true;
 }
 
@@ -666,25 +561,22 @@ static void check_alloc(Check *c, CuNode *call) {
         for (CuNode *b = target->child_count ? cu_strip(target->children[0]) : NULL; b;
              b = b->child_count ? cu_strip(b->children[0]) : NULL) {
             if (b->kind == CXCursor_ArraySubscriptExpr || b->kind == CXCursor_CallExpr) return;
-            if (b->kind == CXCursor_DeclRefExpr && b->ref && is_ancestor(loop, b->ref)) return;
+            if (b->kind == CXCursor_DeclRefExpr && b->ref && cu_contains(loop, b->ref)) return;
             if (b->kind != CXCursor_MemberRefExpr) break;
         }
     }
     ReleaseSearch r = {target->ref, NULL};
     cu_walk(loop, visit_release, &r);
     if (!r.release) return;
-    size_t start, end;
-    report_range(call, &start, &end);
+    ByteRange at = cu_report_range(call);
     const char *name = target->name && *target->name ? target->name : "the buffer";
-    Finding *f = rule_report(c->ctx, start, end,
+    Finding *f = rule_report(c->ctx, at.start, at.end,
                              "%s() of `%s` on every iteration of this loop, and %s() of it in the same loop: each "
                              "allocation is an expensive driver call and cudaFree synchronizes the device; allocate "
                              "once before the loop (at the largest size) and free after it, or use "
                              "cudaMallocAsync/cudaFreeAsync",
                              cu_callee(call), name, cu_callee(r.release));
-    size_t rs, re;
-    report_range(r.release, &rs, &re);
-    if (f && !finding_add_related(f, (ByteRange){rs, re}, "released here, in the same loop"))
+    if (f && !finding_add_related(f, cu_report_range(r.release), "released here, in the same loop"))
         c->ctx->out_of_memory = true;
 }
 

@@ -8,6 +8,7 @@
 #include "../../analysis/cuda_index.h"
 #include "../../analysis/cuda_query.h"
 #include "../rule.h"
+#include "support/grid_guard.h"
 
 /* streaming multiprocessors of the reference GPU (H200); a profile's device
  * will supply the real count */
@@ -93,42 +94,30 @@ static bool is_source_literal(const CudaSource *src, const CuNode *n) {
     return i == len;
 }
 
-typedef struct {
-    const CuNode *var;
-    bool modified;
-} ModSearch;
-
-static bool visit_mod(CuNode *n, void *data) {
-    ModSearch *s = data;
-    if (s->modified) return false;
-    if (n->kind == CXCursor_DeclRefExpr && n->ref == s->var) {
-        /* climb through member accesses and wrappers to the use */
-        CuNode *use = n;
-        while (use->parent && (is_wrapper(use->parent) || use->parent->kind == CXCursor_MemberRefExpr))
-            use = use->parent;
-        CuNode *p = use->parent;
-        if (!p) return true;
-        if ((p->kind == CXCursor_BinaryOperator && p->op == CXBinaryOperator_Assign && p->children[0] == use) ||
-            (p->kind == CXCursor_CompoundAssignOperator && p->children[0] == use))
-            s->modified = true;
-        if (p->kind == CXCursor_UnaryOperator &&
-            (p->op == CXUnaryOperator_AddrOf || p->op == CXUnaryOperator_PreInc || p->op == CXUnaryOperator_PostInc ||
-             p->op == CXUnaryOperator_PreDec || p->op == CXUnaryOperator_PostDec))
-            s->modified = true;
-        /* passed by reference to a function (no lvalue-to-rvalue wrapper) */
-        if (p->kind == CXCursor_CallExpr && use == n && strcmp(cu_callee(p), "dim3") != 0 &&
-            !(p->child_count && p->children[0] == use))
-            s->modified = true;
-    }
-    return true;
+/* a use of var that may change it */
+static bool modifies(const CuNode *n, void *var) {
+    if (n->kind != CXCursor_DeclRefExpr || n->ref != var) return false;
+    /* climb through member accesses and wrappers to the use */
+    const CuNode *use = n;
+    while (use->parent && (is_wrapper(use->parent) || use->parent->kind == CXCursor_MemberRefExpr)) use = use->parent;
+    const CuNode *p = use->parent;
+    if (!p) return false;
+    if ((p->kind == CXCursor_BinaryOperator && p->op == CXBinaryOperator_Assign && p->children[0] == use) ||
+        (p->kind == CXCursor_CompoundAssignOperator && p->children[0] == use))
+        return true;
+    if (p->kind == CXCursor_UnaryOperator &&
+        (p->op == CXUnaryOperator_AddrOf || p->op == CXUnaryOperator_PreInc || p->op == CXUnaryOperator_PostInc ||
+         p->op == CXUnaryOperator_PreDec || p->op == CXUnaryOperator_PostDec))
+        return true;
+    /* passed by reference to a function (no lvalue-to-rvalue wrapper) */
+    return p->kind == CXCursor_CallExpr && use == n && strcmp(cu_callee(p), "dim3") != 0 &&
+           !(p->child_count && p->children[0] == use);
 }
 
 static bool variable_modified(const CudaSource *src, const CuNode *var) {
-    ModSearch s = {var, false};
     /* a local can only change inside its function; a global anywhere */
     CuNode *fn = cu_function_of(var);
-    cu_walk(fn ? fn : src->root, visit_mod, &s);
-    return s.modified;
+    return cu_find(fn ? fn : src->root, modifies, (void *)var) != NULL;
 }
 
 static bool type_is_dim3(const CuNode *n) {
@@ -207,122 +196,20 @@ static bool scalar_value(const CudaSource *src, CuNode *node, long long *v, CuNo
 
 /* ---- the kernel: may its block size change? ----------------------------- */
 
-/* cond is `i < E` / `E > i` (want_less) or `i >= E` / `E <= i`, with E free of thread indices */
-static bool is_bound(const CudaSource *src, CuNode *cond, const CuNode *index, bool want_less, CuNode **bound) {
-    cond = cu_strip(cond);
-    if (!cond || cond->kind != CXCursor_BinaryOperator || cond->child_count != 2) return false;
-    int lhs_op = want_less ? CXBinaryOperator_LT : CXBinaryOperator_GE;
-    int rhs_op = want_less ? CXBinaryOperator_GT : CXBinaryOperator_LE;
-    CuNode *e = NULL;
-    if (cond->op == lhs_op && cu_refers_to(cond->children[0], index)) e = cond->children[1];
-    else if (cond->op == rhs_op && cu_refers_to(cond->children[1], index)) e = cond->children[0];
-    if (!e || cu_depends_on_thread_or_block(src, e)) return false;
-    if (bound) *bound = e;
-    return true;
-}
-
-/* `i >= E` or `i >= E || ...`: every thread past the end leaves */
-static bool is_exit_bound(const CudaSource *src, CuNode *cond, const CuNode *index, CuNode **bound) {
-    cond = cu_strip(cond);
-    if (cond && cond->kind == CXCursor_BinaryOperator && cond->op == CXBinaryOperator_LOr && cond->child_count == 2)
-        return is_exit_bound(src, cond->children[0], index, bound) ||
-               is_exit_bound(src, cond->children[1], index, bound);
-    return is_bound(src, cond, index, false, bound);
-}
-
-static bool is_return_only(const CuNode *s) {
-    if (!s) return false;
-    if (s->kind == CXCursor_ReturnStmt) return s->child_count == 0;
-    return s->kind == CXCursor_CompoundStmt && s->child_count == 1 && s->children[0]->kind == CXCursor_ReturnStmt &&
-           s->children[0]->child_count == 0;
-}
-
-/* memory or calls before the guard */
-static bool touches_memory(const CuNode *n) {
-    if (n->kind == CXCursor_ArraySubscriptExpr || n->kind == CXCursor_CallExpr ||
-        (n->kind == CXCursor_UnaryOperator && n->op == CXUnaryOperator_Deref) ||
-        (n->kind == CXCursor_MemberRefExpr && !cu_is_any_builtin(n)))
-        return true;
-    for (uint32_t i = 0; i < n->child_count; i++)
-        if (touches_memory(n->children[i])) return true;
-    return false;
-}
-
-typedef enum { GUARD_NONE, GUARD_IF, GUARD_RETURN, GUARD_STRIDE } GuardKind;
-
-typedef struct {
-    GuardKind kind;
-    CuNode *index;  /* the index variable */
-    CuNode *stride; /* a variable holding blockDim.x * gridDim.x, or NULL */
-    CuNode *bound;  /* E in i < E */
-} Guard;
-
-static CuNode *body_of(const CuNode *fn) {
-    for (uint32_t i = 0; i < fn->child_count; i++)
-        if (fn->children[i]->kind == CXCursor_CompoundStmt) return fn->children[i];
-    return NULL;
-}
-
-/* a single-variable declaration and that variable */
-static CuNode *single_var(const CuNode *stmt) {
-    if (!stmt || stmt->kind != CXCursor_DeclStmt || stmt->child_count != 1) return NULL;
-    CuNode *v = stmt->children[0];
-    return v->kind == CXCursor_VarDecl ? v : NULL;
-}
-
-static bool analyse_guard(const CudaSource *src, const CuNode *kernel, Guard *g) {
-    memset(g, 0, sizeof *g);
-    CuNode *body = body_of(kernel);
-    if (!body || body->child_count == 0) return false;
-    uint32_t k = 0;
-    /* declarations first: the index, a grid stride, other pure values */
-    for (; k < body->child_count && body->children[k]->kind == CXCursor_DeclStmt; k++) {
-        CuNode *stmt = body->children[k];
-        if (touches_memory(stmt)) return false;
-        CuNode *v = single_var(stmt), *init = v ? cu_initializer(v) : NULL;
-        if (init && cu_is_global_index_x(init) && !g->index) g->index = v;
-        else if (init && cu_is_grid_stride_x(init) && !g->stride) g->stride = v;
-    }
-    if (k >= body->child_count) return false;
-    CuNode *s = body->children[k];
-    if (s->kind == CXCursor_IfStmt && s->child_count == 2 && g->index) {
-        if (k + 1 == body->child_count && is_bound(src, s->children[0], g->index, true, &g->bound)) {
-            g->kind = GUARD_IF;
-            return true;
-        }
-        if (is_return_only(s->children[1]) && is_exit_bound(src, s->children[0], g->index, &g->bound)) {
-            g->kind = GUARD_RETURN;
-            return true;
-        }
-        return false;
-    }
-    if (s->kind == CXCursor_ForStmt && s->child_count == 4 && k + 1 == body->child_count) {
-        /* for (int i = index; i < E; i += stride) */
-        CuNode *init = s->children[0], *cond = s->children[1], *inc = s->children[2];
-        CuNode *v = single_var(init);
-        if (!v || !cu_is_global_index_x(cu_initializer(v))) return false;
-        if (!is_bound(src, cond, v, true, &g->bound)) return false;
-        if (!inc || inc->kind != CXCursor_CompoundAssignOperator || inc->op != CXBinaryOperator_AddAssign ||
-            inc->child_count != 2 || !cu_refers_to(inc->children[0], v))
-            return false;
-        if (!cu_is_grid_stride_x(inc->children[1]) && !(g->stride && cu_refers_to(inc->children[1], g->stride))) return false;
-        if (g->index) return false; /* a second index would be unused or odd */
-        g->index = v;
-        g->kind = GUARD_STRIDE;
-        return true;
-    }
-    return false;
-}
+/* the block size may change when nothing but the guarded index reads it:
+ * any pure values may be declared before the guard, and an early return
+ * may test more than the bound */
+enum { GUARD_OPTIONS = GRID_GUARD_OTHER_DECLS | GRID_GUARD_EXIT_OR };
 
 typedef struct {
     const CudaSource *src;
-    const Guard *g;
+    const GridGuard *g;
     const CuNode *allowed[4]; /* subtrees where builtins may appear */
     int depth;
     bool bad;
 } BlockUse;
 
-static bool kernel_block_independent(const CudaSource *src, const CuNode *fn, const Guard *g, int depth);
+static bool kernel_block_independent(const CudaSource *src, const CuNode *fn, const GridGuard *g, int depth);
 
 static bool visit_block_use(CuNode *n, void *data) {
     BlockUse *u = data;
@@ -357,15 +244,15 @@ static bool visit_block_use(CuNode *n, void *data) {
 }
 
 /* nothing in fn depends on the block's size or shape beyond the guarded index */
-static bool kernel_block_independent(const CudaSource *src, const CuNode *fn, const Guard *g, int depth) {
+static bool kernel_block_independent(const CudaSource *src, const CuNode *fn, const GridGuard *g, int depth) {
     if (depth > 3) return false;
-    CuNode *body = body_of(fn);
+    CuNode *body = cu_function_body(fn);
     if (!body) return false;
     BlockUse u = {.src = src, .g = g, .depth = depth};
     if (g) {
         u.allowed[0] = cu_initializer(g->index);
         if (g->stride) u.allowed[1] = cu_initializer(g->stride);
-        if (g->kind == GUARD_STRIDE) {
+        if (g->kind == GRID_GUARD_STRIDE) {
             CuNode *loop = g->index->parent->parent; /* VarDecl -> DeclStmt -> ForStmt */
             u.allowed[2] = loop->children[2];
         }
@@ -486,18 +373,6 @@ static bool grid_names_an_argument(const CudaSource *src, const CuLaunch *l) {
 
 /* ---- the check ---------------------------------------------------------- */
 
-static CuNode *definition_of(const CudaSource *src, const CuNode *decl) {
-    if (!decl) return NULL;
-    if (body_of(decl)) return (CuNode *)decl;
-    CXCursor def = clang_getCursorDefinition(decl->cursor);
-    if (clang_Cursor_isNull(def)) return NULL;
-    for (uint32_t i = 0; i < src->root->child_count; i++) {
-        CuNode *n = src->root->children[i];
-        if (clang_equalCursors(n->cursor, def) && body_of(n)) return n;
-    }
-    return NULL;
-}
-
 static bool kernel_uses_blocks(const CuNode *n) {
     if (cu_is_builtin_member(n, "blockIdx", 0) || cu_is_builtin_member(n, "gridDim", 0)) return true;
     for (uint32_t i = 0; i < n->child_count; i++)
@@ -533,10 +408,10 @@ static void check_block(RuleContext *ctx, const CuLaunch *l, const Dims *grid, b
                            threads, warps, WARP - idle, percent, advice);
     if (!f || advice[0]) return;
     /* the fix: round up, when the kernel cannot tell the difference */
-    CuNode *kernel = definition_of(src, l->kernel_decl);
+    CuNode *kernel = cu_definition_of(src, l->kernel_decl);
     if (!d.x_literal || rounded > MAX_BLOCK || !kernel || kernel->kind != CXCursor_FunctionDecl) return;
-    Guard g;
-    if (!analyse_guard(src, kernel, &g) || !kernel_block_independent(src, kernel, &g, 0)) return;
+    GridGuard g;
+    if (!grid_guard_of(src, kernel, GUARD_OPTIONS, &g) || !kernel_block_independent(src, kernel, &g, 0)) return;
     long long shared = 0;
     if (l->shared_bytes && !(cu_int_value(l->shared_bytes, &shared) && shared == 0))
         return; /* dynamic shared memory is sized for a block */
@@ -564,10 +439,10 @@ static void check_grid(RuleContext *ctx, const CuLaunch *l, const Dims *grid) {
     long long threads = block_known ? b.v[0] * b.v[1] * b.v[2] : 0;
     if (block_known && threads * blocks <= 1) return; /* a serial kernel */
     if (grid_names_an_argument(src, l)) return;
-    CuNode *kernel = definition_of(src, l->kernel_decl);
-    if (!kernel || !kernel_uses_blocks(body_of(kernel))) return;
-    Guard g;
-    if (!analyse_guard(src, kernel, &g)) return;
+    CuNode *kernel = cu_definition_of(src, l->kernel_decl);
+    if (!kernel || !kernel_uses_blocks(cu_function_body(kernel))) return;
+    GridGuard g;
+    if (!grid_guard_of(src, kernel, GUARD_OPTIONS, &g)) return;
     /* the work must grow with the problem: a bound that is not a constant, or a
      * constant bound larger than the threads launched */
     long long bound;
@@ -591,7 +466,7 @@ static void check_grid(RuleContext *ctx, const CuLaunch *l, const Dims *grid) {
     if (block_known)
         snprintf(per_sm, sizeof per_sm, " (%lld threads each)", threads);
     const char *plural = blocks == 1 ? "" : "s";
-    if (g.kind == GUARD_STRIDE) {
+    if (g.kind == GRID_GUARD_STRIDE) {
         rule_report_cu(ctx, l->grid,
                        "constant grid of %lld block%s%s: the grid-stride loop runs on at most %lld of the GPU's %d "
                        "SMs and the rest idle; launch a multiple of the SM count (cudaDevAttrMultiProcessorCount) "
@@ -634,10 +509,7 @@ static bool visit(CuNode *n, void *data) {
     return true;
 }
 
-static void check(RuleContext *ctx) {
-    if (!ctx->cuda || !ctx->cuda->root) return;
-    cu_walk(ctx->cuda->root, visit, ctx);
-}
+static void check(RuleContext *ctx) { rule_walk_cuda(ctx, visit, ctx); }
 
 const Rule rule_cu009_launch_config = {
     .code = "CU009",

@@ -9,6 +9,7 @@
 #include "../../analysis/cuda_index.h"
 #include "../../analysis/cuda_query.h"
 #include "../rule.h"
+#include "support/grid_guard.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -129,25 +130,15 @@ static bool is_zero(const CuNode *n) {
 
 /* ---- elementwise kernels ------------------------------------------------ */
 
-static CuNode *single_var(const CuNode *stmt) {
-    if (!stmt || stmt->kind != CXCursor_DeclStmt || stmt->child_count != 1) return NULL;
-    CuNode *v = stmt->children[0];
-    return v->kind == CXCursor_VarDecl ? v : NULL;
-}
-
-static CuNode *body_of(const CuNode *fn) {
-    for (uint32_t i = 0; i < fn->child_count; i++)
-        if (fn->children[i]->kind == CXCursor_CompoundStmt) return fn->children[i];
-    return NULL;
-}
-
 enum { MAX_PARAMS = 32, MAX_STMTS = 64 };
 
-typedef enum { SHAPE_IF, SHAPE_RETURN, SHAPE_STRIDE } Shape;
+/* the kernels it fuses keep only the index and the stride before the guard,
+ * and leave early only on the bound itself: their guards merge */
+enum { GUARD_OPTIONS = 0 };
 
 typedef struct {
     CuNode *def;
-    Shape shape;
+    GridGuardKind shape;
     CuNode *index;   /* the index variable */
     CuNode *stride;  /* a variable holding blockDim.x * gridDim.x */
     CuNode *bound;   /* E in i < E */
@@ -335,26 +326,6 @@ static bool function_is_plain(const CuNode *fn, int depth) {
     return !s.bad;
 }
 
-static bool bound_ok(const CudaSource *src, CuNode *cond, const CuNode *index, bool less, CuNode **bound) {
-    cond = cu_strip(cond);
-    if (!cond || cond->kind != CXCursor_BinaryOperator || cond->child_count != 2) return false;
-    int lhs_op = less ? CXBinaryOperator_LT : CXBinaryOperator_GE;
-    int rhs_op = less ? CXBinaryOperator_GT : CXBinaryOperator_LE;
-    CuNode *e = NULL;
-    if (cond->op == lhs_op && cu_refers_to(cond->children[0], index)) e = cond->children[1];
-    else if (cond->op == rhs_op && cu_refers_to(cond->children[1], index)) e = cond->children[0];
-    if (!e || cu_depends_on_thread_or_block(src, e)) return false;
-    *bound = cu_strip(e);
-    return true;
-}
-
-static bool is_return_only(const CuNode *s) {
-    if (!s) return false;
-    if (s->kind == CXCursor_ReturnStmt) return s->child_count == 0;
-    return s->kind == CXCursor_CompoundStmt && s->child_count == 1 && s->children[0]->kind == CXCursor_ReturnStmt &&
-           s->children[0]->child_count == 0;
-}
-
 static bool add_stmts(Elementwise *k, CuNode *s) {
     if (s->kind == CXCursor_CompoundStmt) {
         for (uint32_t i = 0; i < s->child_count; i++) {
@@ -368,21 +339,9 @@ static bool add_stmts(Elementwise *k, CuNode *s) {
     return true;
 }
 
-static CuNode *definition_of(const CudaSource *src, const CuNode *decl) {
-    if (!decl) return NULL;
-    if (body_of(decl)) return (CuNode *)decl;
-    CXCursor def = clang_getCursorDefinition(decl->cursor);
-    if (clang_Cursor_isNull(def)) return NULL;
-    for (uint32_t i = 0; i < src->root->child_count; i++) {
-        CuNode *n = src->root->children[i];
-        if (clang_equalCursors(n->cursor, def) && body_of(n)) return n;
-    }
-    return NULL;
-}
-
 static bool analyse_kernel(const CudaSource *src, CuNode *decl, Elementwise *k) {
     memset(k, 0, sizeof *k);
-    CuNode *def = definition_of(src, decl);
+    CuNode *def = cu_definition_of(src, decl);
     if (!def || def->kind != CXCursor_FunctionDecl || !(def->attrs & CU_ATTR_GLOBAL)) return false;
     k->def = def;
     for (uint32_t i = 0; i < def->child_count; i++) {
@@ -392,43 +351,17 @@ static bool analyse_kernel(const CudaSource *src, CuNode *decl, Elementwise *k) 
         k->pointer[k->param_count] = is_pointer_type(c);
         k->params[k->param_count++] = c;
     }
-    CuNode *body = body_of(def);
-    uint32_t j = 0;
-    for (; j < body->child_count && body->children[j]->kind == CXCursor_DeclStmt; j++) {
-        CuNode *v = single_var(body->children[j]), *init = v ? cu_initializer(v) : NULL;
-        if (init && cu_is_global_index_x(init) && !k->index) k->index = v;
-        else if (init && cu_is_grid_stride_x(init) && !k->stride) k->stride = v;
-        else return false; /* values computed before the guard: keep it simple */
-    }
-    if (j >= body->child_count) return false;
-    CuNode *s = body->children[j];
-    if (s->kind == CXCursor_IfStmt && s->child_count == 2 && k->index) {
-        if (j + 1 == body->child_count && bound_ok(src, s->children[0], k->index, true, &k->bound)) {
-            k->shape = SHAPE_IF;
-            if (!add_stmts(k, s->children[1])) return false;
-        } else if (is_return_only(s->children[1]) && bound_ok(src, s->children[0], k->index, false, &k->bound)) {
-            k->shape = SHAPE_RETURN;
-            for (uint32_t i = j + 1; i < body->child_count; i++)
-                if (!add_stmts(k, body->children[i])) return false;
-        } else {
-            return false;
-        }
-    } else if (s->kind == CXCursor_ForStmt && s->child_count == 4 && j + 1 == body->child_count && !k->index) {
-        CuNode *v = single_var(s->children[0]), *inc = s->children[2];
-        if (!v || !cu_is_global_index_x(cu_initializer(v))) return false;
-        if (!bound_ok(src, s->children[1], v, true, &k->bound)) return false;
-        if (inc->kind != CXCursor_CompoundAssignOperator || inc->op != CXBinaryOperator_AddAssign ||
-            inc->child_count != 2 || !cu_refers_to(inc->children[0], v))
-            return false;
-        if (!cu_is_grid_stride_x(inc->children[1]) && !(k->stride && cu_refers_to(inc->children[1], k->stride)))
-            return false;
-        k->index = v;
-        k->shape = SHAPE_STRIDE;
-        if (!add_stmts(k, s->children[3])) return false;
-    } else {
-        return false;
-    }
-    k->guard = s;
+    GridGuard g;
+    if (!grid_guard_of(src, def, GUARD_OPTIONS, &g)) return false;
+    k->shape = g.kind;
+    k->index = g.index;
+    k->stride = g.stride;
+    k->bound = cu_strip(g.bound);
+    k->guard = g.guard;
+    if (g.kind == GRID_GUARD_IF && !add_stmts(k, g.guard->children[1])) return false;
+    if (g.kind == GRID_GUARD_STRIDE && !add_stmts(k, g.guard->children[3])) return false;
+    for (uint32_t i = g.guard_at + 1; g.kind == GRID_GUARD_RETURN && i < g.body->child_count; i++)
+        if (!add_stmts(k, g.body->children[i])) return false;
     if (k->stmt_count == 0) return false;
     for (uint32_t i = 0; i < k->stmt_count; i++)
         if (!element_ok(k, k->stmts[i], 0)) return false;
@@ -677,7 +610,7 @@ static void add_fuse_fix(RuleContext *ctx, Finding *f, const Elementwise *ka, co
         if (!parent || (parent->kind != CXCursor_TranslationUnit && parent->kind != CXCursor_LinkageSpec)) return;
     }
     /* `if (i < n) {...}` and `if (i >= n) return; ...` fuse alike */
-    if ((ka->shape == SHAPE_STRIDE) != (kb->shape == SHAPE_STRIDE)) return;
+    if ((ka->shape == GRID_GUARD_STRIDE) != (kb->shape == GRID_GUARD_STRIDE)) return;
     /* the same bound: parameters receiving the same argument, or the same text */
     int pa = ka->bound->kind == CXCursor_DeclRefExpr ? param_index(ka, ka->bound->ref) : -1;
     int pb = kb->bound->kind == CXCursor_DeclRefExpr ? param_index(kb, kb->bound->ref) : -1;
@@ -801,7 +734,7 @@ static void add_fuse_fix(RuleContext *ctx, Finding *f, const Elementwise *ka, co
         }
         buf_str(&k, ") {\n");
         const char *in1 = scoped ? "            " : "        ";
-        if (ka->shape == SHAPE_STRIDE) {
+        if (ka->shape == GRID_GUARD_STRIDE) {
             CuNode *loop = ka->guard;
             CuNode *loop_body = loop->children[3];
             if (ka->stride) {
@@ -939,10 +872,7 @@ static bool visit(CuNode *n, void *data) {
     return true;
 }
 
-static void check(RuleContext *ctx) {
-    if (!ctx->cuda || !ctx->cuda->root) return;
-    cu_walk(ctx->cuda->root, visit, ctx);
-}
+static void check(RuleContext *ctx) { rule_walk_cuda(ctx, visit, ctx); }
 
 const Rule rule_cu010_unfused_elementwise_kernels = {
     .code = "CU010",

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "../../analysis/cuda_query.h"
+#include "../../analysis/growable.h"
 #include "../rule.h"
 
 static const char documentation[] =
@@ -224,20 +225,16 @@ static bool is_error_check(const CuNode *n, int depth) {
 typedef struct {
     size_t after;
     int depth;
-    bool found;
 } CheckSearch;
 
-static bool visit_check(CuNode *n, void *data) {
-    CheckSearch *s = data;
-    if (s->found) return false;
-    if (n->start >= s->after && is_error_check(n, s->depth)) s->found = true;
-    return !s->found;
+static bool is_check_after(const CuNode *n, void *data) {
+    const CheckSearch *s = data;
+    return n->start >= s->after && is_error_check(n, s->depth);
 }
 
 static bool has_check_in(CuNode *root, size_t after, int depth) {
-    CheckSearch s = {after, depth, false};
-    cu_walk(root, visit_check, &s);
-    return s.found;
+    CheckSearch s = {after, depth};
+    return cu_find(root, is_check_after, &s) != NULL;
 }
 
 static bool visit_busy(CuNode *n, void *data) {
@@ -302,15 +299,9 @@ static bool visit_use(CuNode *n, void *data) {
         if (n->kind == CXCursor_OverloadedDeclRef && n->parent && n->parent->kind == CXCursor_DeclRefExpr &&
             s->count && s->uses[s->count - 1] == n->parent)
             return true;
-        if (s->count == s->cap) {
-            size_t cap = s->cap ? s->cap * 2 : 8;
-            const CuNode **grown = realloc(s->uses, cap * sizeof *grown);
-            if (!grown) {
-                s->oom = true;
-                return false;
-            }
-            s->uses = grown;
-            s->cap = cap;
+        if (!array_reserve(&s->uses, s->count, &s->cap, sizeof *s->uses, 8)) {
+            s->oom = true;
+            return false;
         }
         s->uses[s->count++] = n;
         return false;

@@ -63,7 +63,13 @@ static int by_time(const void *a, const void *b) {
     return x->ns > y->ns ? -1 : x->ns < y->ns;
 }
 
-static void check_line(RuleContext *ctx, const PfLine *line, uint64_t kernel_total, uint64_t run) {
+typedef struct {
+    uint64_t kernel_total, run;
+} Totals;
+
+static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
+    const Totals *t = data;
+    uint64_t kernel_total = t->kernel_total, run = t->run;
     const Profile *p = profile_view_profile(ctx->profile);
     KernelSum *sums = calloc(line->op_count ? line->op_count : 1, sizeof *sums);
     if (!sums) {
@@ -144,14 +150,8 @@ static void check_line(RuleContext *ctx, const PfLine *line, uint64_t kernel_tot
 static void check_profile(RuleContext *ctx) {
     uint64_t kernel_total = profile_view_kernel_ns(ctx->profile);
     if (kernel_total == 0) return;
-    uint64_t run = profile_view_run_ns(ctx->profile);
-    PfLines lines;
-    if (!pf_lines_of_file(ctx->profile, ctx->profile_file, &lines)) {
-        ctx->out_of_memory = true;
-        return;
-    }
-    for (size_t i = 0; i < lines.count && !ctx->out_of_memory; i++) check_line(ctx, &lines.lines[i], kernel_total, run);
-    pf_lines_free(&lines);
+    Totals t = {kernel_total, profile_view_run_ns(ctx->profile)};
+    pf_each_line(ctx, check_line, &t);
 }
 
 const Rule rule_pr001_hotspot_kernel = {

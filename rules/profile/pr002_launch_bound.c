@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "profile_facts.h"
+#include "../../analysis/growable.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -159,13 +160,7 @@ static void report(RuleContext *ctx, const PfLines *lines, Run *r, double gap_ns
 }
 
 static bool add_sample(Run *r, uint64_t median, uint64_t count) {
-    if (r->sample_count == r->sample_cap) {
-        size_t cap = r->sample_cap ? r->sample_cap * 2 : 16;
-        Sample *s = realloc(r->samples, cap * sizeof *s);
-        if (!s) return false;
-        r->samples = s;
-        r->sample_cap = cap;
-    }
+    if (!array_reserve(&r->samples, r->sample_count, &r->sample_cap, sizeof *r->samples, 16)) return false;
     r->samples[r->sample_count++] = (Sample){median, count};
     return true;
 }
@@ -177,10 +172,7 @@ static void check_profile(RuleContext *ctx) {
     if (run_ns == 0 || !idle_between_launches(p, &gap_ns, &idle_share)) return;
     if (idle_share < MIN_IDLE_SHARE || gap_ns <= GRAPH_GAP_NS) return;
     PfLines lines;
-    if (!pf_lines_of_file(ctx->profile, ctx->profile_file, &lines)) {
-        ctx->out_of_memory = true;
-        return;
-    }
+    if (!pf_file_lines(ctx, &lines)) return;
     Run r = {0};
     bool open = false;
     for (size_t i = 0; i < lines.count && !ctx->out_of_memory; i++) {

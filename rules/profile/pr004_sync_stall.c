@@ -107,7 +107,8 @@ static const char *sync_words(ProfSyncKind k) {
     }
 }
 
-static void check_line(RuleContext *ctx, const PfLine *line, double run) {
+static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
+    double run = *(const double *)data;
     uint64_t total = 0, count = 0, max = 0;
     uint64_t by_kind[PROF_SYNC_KIND_COUNT] = {0};
     for (size_t i = 0; i < line->op_count; i++) {
@@ -137,13 +138,7 @@ static void check_profile(RuleContext *ctx) {
     const Profile *p = profile_view_profile(ctx->profile);
     double run = (double)profile_view_run_ns(ctx->profile) * (p->process_count > 1 ? p->process_count : 1);
     if (run <= 0) return;
-    PfLines lines;
-    if (!pf_lines_of_file(ctx->profile, ctx->profile_file, &lines)) {
-        ctx->out_of_memory = true;
-        return;
-    }
-    for (size_t i = 0; i < lines.count && !ctx->out_of_memory; i++) check_line(ctx, &lines.lines[i], run);
-    pf_lines_free(&lines);
+    pf_each_line(ctx, check_line, &run);
 }
 
 const Rule rule_pr004_sync_stall = {

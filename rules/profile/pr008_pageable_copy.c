@@ -268,37 +268,38 @@ static void report(RuleContext *ctx, uint32_t line, const Copies *c, const bool 
     if (!ok) ctx->out_of_memory = true;
 }
 
+typedef struct {
+    HostCopies all; /* the run's copies, for the host's side of the estimate */
+    uint64_t run;
+} Totals;
+
+static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
+    const Totals *t = data;
+    static const ProfCopyKind dirs[] = {PROF_COPY_HTOD, PROF_COPY_DTOH};
+    Copies c[2] = {{0}};
+    bool reported[2] = {false, false};
+    uint64_t host[2] = {0, 0};
+    for (size_t d = 0; d < 2; d++) {
+        for (size_t o = 0; o < line->op_count; o++) {
+            const ProfOp *op = line->ops[o];
+            if (!pageable(op, dirs[d])) continue;
+            c[d].count += op->stats.count;
+            c[d].bytes += op->bytes;
+            c[d].ns += op->stats.total_ns;
+        }
+        if (c[d].count < MIN_COPIES || c[d].bytes < MIN_BYTES) continue;
+        /* what they cost, on the GPU or on the host, must be a measurable part of the run */
+        host[d] = host_estimate(&t->all, c[d].bytes);
+        reported[d] = (c[d].ns > host[d] ? c[d].ns : host[d]) >= MIN_SHARE * t->run;
+    }
+    if (reported[0] || reported[1]) report(ctx, line->line, c, reported, host, &t->all, t->run);
+}
+
 static void check_profile(RuleContext *ctx) {
-    const Profile *p = profile_view_profile(ctx->profile);
     uint64_t run = profile_view_run_ns(ctx->profile);
     if (run == 0) return;
-    PfLines lines;
-    if (!pf_lines_of_file(ctx->profile, ctx->profile_file, &lines)) {
-        ctx->out_of_memory = true;
-        return;
-    }
-    static const ProfCopyKind dirs[] = {PROF_COPY_HTOD, PROF_COPY_DTOH};
-    HostCopies all = host_copies_of(p);
-    for (size_t l = 0; l < lines.count && !ctx->out_of_memory; l++) {
-        Copies c[2] = {{0}};
-        bool reported[2] = {false, false};
-        uint64_t host[2] = {0, 0};
-        for (size_t d = 0; d < 2; d++) {
-            for (size_t o = 0; o < lines.lines[l].op_count; o++) {
-                const ProfOp *op = lines.lines[l].ops[o];
-                if (!pageable(op, dirs[d])) continue;
-                c[d].count += op->stats.count;
-                c[d].bytes += op->bytes;
-                c[d].ns += op->stats.total_ns;
-            }
-            if (c[d].count < MIN_COPIES || c[d].bytes < MIN_BYTES) continue;
-            /* what they cost, on the GPU or on the host, must be a measurable part of the run */
-            host[d] = host_estimate(&all, c[d].bytes);
-            reported[d] = (c[d].ns > host[d] ? c[d].ns : host[d]) >= MIN_SHARE * run;
-        }
-        if (reported[0] || reported[1]) report(ctx, lines.lines[l].line, c, reported, host, &all, run);
-    }
-    pf_lines_free(&lines);
+    Totals t = {host_copies_of(profile_view_profile(ctx->profile)), run};
+    pf_each_line(ctx, check_line, &t);
 }
 
 const Rule rule_pr008_pageable_copy = {

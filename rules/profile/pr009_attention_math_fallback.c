@@ -98,7 +98,8 @@ static bool given(const PySource *src, TSNode call, const char *keyword, uint32_
              py_text_eq(src, v, "False"));
 }
 
-static void check_line(RuleContext *ctx, const PfLine *line, uint64_t kernel_total) {
+static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
+    uint64_t kernel_total = *(const uint64_t *)data;
     const Profile *p = profile_view_profile(ctx->profile);
     uint64_t gemm = 0, softmax = 0, ns = 0;
     for (size_t i = 0; i < line->op_count; i++) {
@@ -144,13 +145,7 @@ static void check_profile(RuleContext *ctx) {
     if (!ctx->py || !ctx->py->tree) return;
     uint64_t kernel_total = profile_view_kernel_ns(ctx->profile);
     if (kernel_total == 0) return;
-    PfLines lines;
-    if (!pf_lines_of_file(ctx->profile, ctx->profile_file, &lines)) {
-        ctx->out_of_memory = true;
-        return;
-    }
-    for (size_t i = 0; i < lines.count && !ctx->out_of_memory; i++) check_line(ctx, &lines.lines[i], kernel_total);
-    pf_lines_free(&lines);
+    pf_each_line(ctx, check_line, &kernel_total);
 }
 
 const Rule rule_pr009_attention_math_fallback = {

@@ -77,33 +77,6 @@ static const char documentation[] =
 
 #define MAX_CHAIN 32
 
-static bool is_builtin_call(const PySource *src, TSNode call, const char *name) {
-    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
-    return py_is(fn, "identifier") && py_text_eq(src, fn, name) && !py_resolve_import(src, name, strlen(name));
-}
-
-static bool is_cpu_device(const PySource *src, TSNode expr) {
-    if (py_is(expr, "string")) {
-        char *text = py_text_dup(src, expr);
-        bool yes = text && (strcmp(text, "\"cpu\"") == 0 || strcmp(text, "'cpu'") == 0);
-        free(text);
-        return yes;
-    }
-    static const char *const device_ctor[] = {"torch.device", NULL};
-    return py_is(expr, "call") && py_callee_is_any(src, expr, device_ctor) &&
-           is_cpu_device(src, py_call_positional(expr, 0));
-}
-
-/* `recv.to("cpu")` without non_blocking=True */
-static bool is_blocking_to_cpu(const PySource *src, TSNode call) {
-    if (!py_method_call(src, call, "to", NULL)) return false;
-    TSNode dev = py_call_positional(call, 0);
-    if (ts_node_is_null(dev)) dev = py_call_keyword(src, call, "device");
-    if (ts_node_is_null(dev) || !is_cpu_device(src, dev)) return false;
-    TSNode nb = py_call_keyword(src, call, "non_blocking");
-    return ts_node_is_null(nb) || py_text_eq(src, nb, "False");
-}
-
 /* a method call that copies a tensor's data to the host */
 static bool is_sync_method(const PySource *src, TSNode call, bool include_numpy) {
     static const char *const methods[] = {"item", "cpu", "tolist", NULL};
@@ -112,7 +85,7 @@ static bool is_sync_method(const PySource *src, TSNode call, bool include_numpy)
     for (size_t i = 0; methods[i]; i++)
         if (py_text_eq(src, name, methods[i])) return true;
     if (include_numpy && py_text_eq(src, name, "numpy")) return true;
-    return is_blocking_to_cpu(src, call);
+    return py_is_blocking_to_cpu(src, call);
 }
 
 
@@ -189,12 +162,12 @@ static bool is_host_read(const PySource *src, TSNode call) {
         recv = ts_node_child_by_field_name(ts_node_parent(name), "object", 6);
         return is_host_read_tensor(src, recv);
     }
-    if (is_builtin_call(src, call, "float") || is_builtin_call(src, call, "int") ||
-        is_builtin_call(src, call, "bool")) {
+    if (py_is_builtin_call(src, call, "float") || py_is_builtin_call(src, call, "int") ||
+        py_is_builtin_call(src, call, "bool")) {
         if (py_call_positional_count(call) != 1 || py_call_has_splat(call)) return false;
         return is_host_read_tensor(src, py_call_positional(call, 0));
     }
-    if (is_builtin_call(src, call, "print")) {
+    if (py_is_builtin_call(src, call, "print")) {
         uint32_t n = py_call_positional_count(call);
         for (uint32_t i = 0; i < n; i++) {
             TSNode a = py_call_positional(call, i);
@@ -205,12 +178,7 @@ static bool is_host_read(const PySource *src, TSNode call) {
 }
 
 static void describe(const PySource *src, TSNode call, char *buf, size_t size) {
-    const char *text = py_text_ptr(src, call);
-    size_t len = py_text_len(call);
-    if (len <= 48 && !memchr(text, '\n', len)) {
-        snprintf(buf, size, "%.*s", (int)len, text);
-        return;
-    }
+    if (py_short_text(src, call, 48, buf, size)) return;
     TSNode name = py_method_name_node(call);
     if (!ts_node_is_null(name)) {
         snprintf(buf, size, ".%.*s()", (int)py_text_len(name), py_text_ptr(src, name));

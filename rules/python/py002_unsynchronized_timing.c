@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "rule.h"
+#include "../../analysis/python_expr.h"
 #include "../../analysis/python_index.h"
 
 static const char documentation[] =
@@ -90,17 +91,6 @@ static bool is_clock_read(const PySource *src, TSNode n) {
     return py_is(n, "call") && py_callee_is_any(src, n, clock_names);
 }
 
-static TSNode strip_parens(TSNode n) {
-    for (int i = 0; i < MAX_CHAIN && py_is(n, "parenthesized_expression"); i++) n = ts_node_named_child(n, 0);
-    return n;
-}
-
-static bool is_minus(TSNode n) {
-    if (!py_is(n, "binary_operator")) return false;
-    TSNode op = ts_node_child_by_field_name(n, "operator", 8);
-    return !ts_node_is_null(op) && strcmp(ts_node_type(op), "-") == 0;
-}
-
 /* `name` was last assigned a clock read, in the same scope as `at` and
  * before it: that read */
 static bool clock_binding(const PySource *src, TSNode name, TSNode at, TSNode *read) {
@@ -109,7 +99,7 @@ static bool clock_binding(const PySource *src, TSNode name, TSNode at, TSNode *r
     if (py_binding_before(src, name, py_text_ptr(src, name), py_text_len(name), ts_node_start_byte(name), &value) !=
         BINDING_ASSIGNMENT)
         return false;
-    value = strip_parens(value);
+    value = py_unparen(value);
     if (!is_clock_read(src, value) || ts_node_start_byte(value) >= ts_node_start_byte(at)) return false;
     if (!ts_node_eq(py_scope_of(src, value), py_scope_of(src, at))) return false;
     *read = value;
@@ -130,14 +120,14 @@ static bool visit_later_use(TSNode n, void *data) {
     LaterUse *u = data;
     if (u->found) return false;
     if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
-    if (!is_minus(n) || ts_node_start_byte(n) < ts_node_end_byte(u->read)) return true;
-    TSNode left = strip_parens(ts_node_child_by_field_name(n, "left", 4));
-    TSNode right = strip_parens(ts_node_child_by_field_name(n, "right", 5));
+    if (!py_is_binary(n, "-") || ts_node_start_byte(n) < ts_node_end_byte(u->read)) return true;
+    TSNode left = py_unparen(ts_node_child_by_field_name(n, "left", 4));
+    TSNode right = py_unparen(ts_node_child_by_field_name(n, "right", 5));
     if (!py_is(left, "identifier") || !py_same_text(u->src, left, u->assigned)) return true;
     TSNode value = {0};
     if (py_binding_before(u->src, left, py_text_ptr(u->src, left), py_text_len(left), ts_node_start_byte(left),
                           &value) != BINDING_ASSIGNMENT ||
-        !ts_node_eq(strip_parens(value), u->read))
+        !ts_node_eq(py_unparen(value), u->read))
         return true;
     TSNode first;
     if (clock_binding(u->src, right, u->read, &first)) {
@@ -154,8 +144,8 @@ static bool find_first_read(const PySource *src, TSNode read, TSNode *first, TSN
     TSNode parent = ts_node_parent(read);
     while (py_is(parent, "parenthesized_expression")) parent = ts_node_parent(parent);
     /* time.time() - t0 */
-    if (is_minus(parent) && ts_node_eq(strip_parens(ts_node_child_by_field_name(parent, "left", 4)), read)) {
-        TSNode right = strip_parens(ts_node_child_by_field_name(parent, "right", 5));
+    if (py_is_binary(parent, "-") && ts_node_eq(py_unparen(ts_node_child_by_field_name(parent, "left", 4)), read)) {
+        TSNode right = py_unparen(ts_node_child_by_field_name(parent, "right", 5));
         if (clock_binding(src, right, read, first)) {
             *name = right;
             return true;
@@ -164,7 +154,7 @@ static bool find_first_read(const PySource *src, TSNode read, TSNode *first, TSN
     }
     /* t1 = time.time(); ... t1 - t0 */
     if (py_is(parent, "assignment") &&
-        ts_node_eq(strip_parens(ts_node_child_by_field_name(parent, "right", 5)), read)) {
+        ts_node_eq(py_unparen(ts_node_child_by_field_name(parent, "right", 5)), read)) {
         TSNode left = ts_node_child_by_field_name(parent, "left", 4);
         if (!py_is(left, "identifier")) return false;
         LaterUse u = {.src = src, .read = read, .assigned = left};
@@ -181,45 +171,18 @@ static bool find_first_read(const PySource *src, TSNode read, TSNode *first, TSN
 
 /* ---- what runs between the two reads ----------------------------------- */
 
-static bool is_builtin_call(const PySource *src, TSNode call, const char *name) {
-    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
-    return py_is(fn, "identifier") && py_text_eq(src, fn, name) && !py_resolve_import(src, name, strlen(name));
-}
-
 
 
 
 /* float(t), int(t), bool(t), print(t) on a tensor read its value */
 static bool reads_tensor_value(const PySource *src, TSNode call) {
-    if (!is_builtin_call(src, call, "float") && !is_builtin_call(src, call, "int") &&
-        !is_builtin_call(src, call, "bool") && !is_builtin_call(src, call, "print"))
+    if (!py_is_builtin_call(src, call, "float") && !py_is_builtin_call(src, call, "int") &&
+        !py_is_builtin_call(src, call, "bool") && !py_is_builtin_call(src, call, "print"))
         return false;
     uint32_t n = py_call_positional_count(call);
     for (uint32_t i = 0; i < n; i++)
         if (py_is_tensor(src, py_call_positional(call, i))) return true;
     return false;
-}
-
-static bool is_cpu_device(const PySource *src, TSNode expr) {
-    if (py_is(expr, "string")) {
-        char *text = py_text_dup(src, expr);
-        bool yes = text && (strcmp(text, "\"cpu\"") == 0 || strcmp(text, "'cpu'") == 0);
-        free(text);
-        return yes;
-    }
-    static const char *const device_ctor[] = {"torch.device", NULL};
-    return py_is(expr, "call") && py_callee_is_any(src, expr, device_ctor) &&
-           is_cpu_device(src, py_call_positional(expr, 0));
-}
-
-/* `x.to("cpu")`: a copy to the host, which waits unless non_blocking=True */
-static bool is_blocking_to_cpu(const PySource *src, TSNode call) {
-    if (!py_method_call(src, call, "to", NULL)) return false;
-    TSNode dev = py_call_positional(call, 0);
-    if (ts_node_is_null(dev)) dev = py_call_keyword(src, call, "device");
-    if (ts_node_is_null(dev) || !is_cpu_device(src, dev)) return false;
-    TSNode nb = py_call_keyword(src, call, "non_blocking");
-    return ts_node_is_null(nb) || py_text_eq(src, nb, "False");
 }
 
 /* the callee's name says it waits: `sync()`, `cuda_sync()`, `synchronize()`,
@@ -316,7 +279,7 @@ static TSNode local_def(const PySource *src, TSNode call) {
  * anywhere in its body: a per-iteration `.item()` in an evaluation loop
  * waits for all but the last iteration's work). */
 static bool is_sync_at(const PySource *src, TSNode call, int depth) {
-    if (py_is_sync_call(src, call) || is_blocking_to_cpu(src, call) || reads_tensor_value(src, call) ||
+    if (py_is_sync_call(src, call) || py_is_blocking_to_cpu(src, call) || reads_tensor_value(src, call) ||
         callee_says_sync(src, call) || is_token_decode(src, call))
         return true;
     if (depth >= MAX_HELPER_DEPTH) return false;
@@ -549,10 +512,7 @@ static void add_fix(RuleContext *ctx, Finding *f, TSNode read) {
 /* ---- the check ---------------------------------------------------------- */
 
 static void describe(const PySource *src, TSNode node, char *buf, size_t size) {
-    size_t len = py_text_len(node);
-    const char *text = py_text_ptr(src, node);
-    if (len <= 40 && !memchr(text, '\n', len)) snprintf(buf, size, "%.*s", (int)len, text);
-    else snprintf(buf, size, "the clock");
+    if (!py_short_text(src, node, 40, buf, size)) snprintf(buf, size, "the clock");
 }
 
 static bool visit(TSNode n, void *data) {

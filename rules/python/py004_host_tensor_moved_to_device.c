@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "rule.h"
+#include "../../analysis/python_expr.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -102,24 +103,11 @@ static const Factory *factory_of(const RuleContext *ctx, TSNode call) {
     return NULL;
 }
 
-static bool has_dictionary_splat(TSNode call) {
-    TSNode args = py_call_arguments(call);
-    uint32_t n = ts_node_named_child_count(args);
-    for (uint32_t i = 0; i < n; i++)
-        if (py_is(ts_node_named_child(args, i), "dictionary_splat")) return true;
-    return false;
-}
-
 static bool bound_to_other_device(const RuleContext *ctx, TSNode expr) { return py_device_not_cuda(ctx->py, expr); }
 
 static bool is_cuda_device(const RuleContext *ctx, TSNode expr) { return py_is_cuda_device(ctx->py, expr); }
 
 static bool is_false(const RuleContext *ctx, TSNode n) { return py_text_eq(ctx->py, n, "False"); }
-
-static TSNode unparenthesize(TSNode n) {
-    for (int i = 0; i < 8 && py_is(n, "parenthesized_expression"); i++) n = ts_node_named_child(n, 0);
-    return n;
-}
 
 /* What the move says, in factory terms. */
 typedef struct {
@@ -242,10 +230,10 @@ static bool visit(TSNode n, void *data) {
     TSNode receiver = {0};
     /* the cheap, syntactic tests first; the device test may search bindings */
     if (!py_method_call(ctx->py, n, "cuda", &receiver) && !py_method_call(ctx->py, n, "to", &receiver)) return true;
-    TSNode factory_call = unparenthesize(receiver);
+    TSNode factory_call = py_unparen(receiver);
     if (!py_is(factory_call, "call")) return true;
     const Factory *fac = factory_of(ctx, factory_call);
-    if (!fac || has_dictionary_splat(factory_call)) return true;
+    if (!fac || py_call_has_argument(factory_call, "dictionary_splat")) return true;
     static const char *const deliberate[] = {"device", "out", "pin_memory", "generator", NULL};
     for (size_t i = 0; deliberate[i]; i++)
         if (!ts_node_is_null(py_call_keyword(ctx->py, factory_call, deliberate[i]))) return true;

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "rule.h"
+#include "../../analysis/python_expr.h"
 #include "../../analysis/python_index.h"
 
 static const char documentation[] =
@@ -127,82 +128,12 @@ typedef struct {
 
 /* ---- small syntax helpers ------------------------------------------------ */
 
-static TSNode strip_parens(TSNode n) {
-    for (int i = 0; i < 16 && py_is(n, "parenthesized_expression") && ts_node_named_child_count(n) == 1; i++)
-        n = ts_node_named_child(n, 0);
-    return n;
-}
-
-static bool binop_is(TSNode n, const char *op) {
-    if (!py_is(n, "binary_operator")) return false;
-    TSNode o = ts_node_child_by_field_name(n, "operator", 8);
-    return !ts_node_is_null(o) && strcmp(ts_node_type(o), op) == 0;
-}
-
 static TSNode left_of(TSNode n) { return ts_node_child_by_field_name(n, "left", 4); }
 static TSNode right_of(TSNode n) { return ts_node_child_by_field_name(n, "right", 5); }
 
-static bool int_literal(const PySource *src, TSNode n, long *out) {
-    n = strip_parens(n);
-    long sign = 1;
-    if (py_is(n, "unary_operator")) {
-        TSNode op = ts_node_child_by_field_name(n, "operator", 8);
-        if (ts_node_is_null(op)) return false;
-        if (strcmp(ts_node_type(op), "-") == 0) sign = -1;
-        else if (strcmp(ts_node_type(op), "+") != 0) return false;
-        n = strip_parens(ts_node_child_by_field_name(n, "argument", 8));
-    }
-    if (!py_is(n, "integer") || py_text_len(n) > 18) return false;
-    char buf[24];
-    size_t len = py_text_len(n);
-    memcpy(buf, py_text_ptr(src, n), len);
-    buf[len] = '\0';
-    char *end;
-    long v = strtol(buf, &end, 10);
-    if (*end) return false;
-    *out = sign * v;
-    return true;
-}
-
-/* numeric literal value (integer or float, with sign) */
-static bool number_literal(const PySource *src, TSNode n, double *out) {
-    n = strip_parens(n);
-    double sign = 1;
-    if (py_is(n, "unary_operator")) {
-        TSNode op = ts_node_child_by_field_name(n, "operator", 8);
-        if (ts_node_is_null(op)) return false;
-        if (strcmp(ts_node_type(op), "-") == 0) sign = -1;
-        else if (strcmp(ts_node_type(op), "+") != 0) return false;
-        n = strip_parens(ts_node_child_by_field_name(n, "argument", 8));
-    }
-    if ((!py_is(n, "integer") && !py_is(n, "float")) || py_text_len(n) > 40) return false;
-    char buf[48];
-    size_t len = 0;
-    const char *t = py_text_ptr(src, n);
-    for (size_t i = 0; i < py_text_len(n); i++)
-        if (t[i] != '_') buf[len++] = t[i];
-    buf[len] = '\0';
-    char *end;
-    double v = strtod(buf, &end);
-    if (*end) return false;
-    *out = sign * v;
-    return true;
-}
-
 static bool is_minus_one(const PySource *src, TSNode n) {
     long v;
-    return int_literal(src, n, &v) && v == -1;
-}
-
-/* `recv.name(...)` where recv is not an imported module (F.softmax is a function, not a method) */
-static bool method_call(const PySource *src, TSNode call, const char *name, TSNode *recv) {
-    TSNode r;
-    if (!py_is(call, "call") || !py_method_call(src, call, name, &r) || ts_node_is_null(r)) return false;
-    TSNode root = r;
-    while (py_is(root, "attribute")) root = ts_node_child_by_field_name(root, "object", 6);
-    if (py_is(root, "identifier") && py_resolve_import(src, py_text_ptr(src, root), py_text_len(root))) return false;
-    if (recv) *recv = r;
-    return true;
+    return py_int_literal(src, n, &v) && v == -1;
 }
 
 static bool keywords_within(const PySource *src, TSNode call, const char *const *allowed) {
@@ -217,14 +148,6 @@ static bool keywords_within(const PySource *src, TSNode call, const char *const 
         if (!ok) return false;
     }
     return true;
-}
-
-static bool has_keywords(TSNode call) {
-    TSNode args = py_call_arguments(call);
-    uint32_t n = ts_node_named_child_count(args);
-    for (uint32_t i = 0; i < n; i++)
-        if (py_is(ts_node_named_child(args, i), "keyword_argument")) return true;
-    return false;
 }
 
 static const char *last_component(const char *q) {
@@ -254,7 +177,7 @@ static bool dotted_text(const PySource *src, TSNode n, char *buf, size_t size) {
 /* the base of an assignment target: `a.b[i].c` -> "a.b" */
 static bool target_base(const PySource *src, TSNode n, char *buf, size_t size) {
     for (int i = 0; i < 16; i++) {
-        n = strip_parens(n);
+        n = py_unparen(n);
         if (dotted_text(src, n, buf, size)) return true;
         if (py_is(n, "subscript")) n = ts_node_child_by_field_name(n, "value", 5);
         else if (py_is(n, "attribute")) n = ts_node_child_by_field_name(n, "object", 6);
@@ -284,7 +207,7 @@ typedef struct {
 
 static void check_target(MutationSearch *s, TSNode target, int depth) {
     if (depth > 8 || ts_node_is_null(target)) return;
-    target = strip_parens(target);
+    target = py_unparen(target);
     if (py_is(target, "pattern_list") || py_is(target, "tuple_pattern") || py_is(target, "list_pattern") ||
         py_is(target, "tuple") || py_is(target, "list") || py_is(target, "expression_list")) {
         uint32_t n = ts_node_named_child_count(target);
@@ -460,7 +383,7 @@ static void record(Match *m, TSNode stmt, TSNode value, TSNode read) {
 /* Follows identifiers to the right-hand side of their most recent plain
  * assignment in the same function. Stops at anything else. */
 static TSNode resolve(Match *m, TSNode n) {
-    n = strip_parens(n);
+    n = py_unparen(n);
     for (int hops = 0; py_is(n, "identifier") && hops < 12; hops++) {
         TSNode value = {0};
         BindingKind kind = binding_of(m, n, &value);
@@ -478,7 +401,7 @@ static TSNode resolve(Match *m, TSNode n) {
             mutated_between(m, name, 1, ts_node_end_byte(stmt), ts_node_start_byte(n), false))
             m->unfixable = true;
         record(m, stmt, value, n);
-        n = strip_parens(value);
+        n = py_unparen(value);
     }
     return n;
 }
@@ -488,24 +411,25 @@ static TSNode resolve(Match *m, TSNode n) {
 static bool is_transpose_last(Match *m, TSNode call, bool bmm, TSNode *k) {
     TSNode recv;
     TSNode a = {0}, b = {0};
-    if (py_call_has_splat(call) || has_keywords(call)) return false;
+    if (py_call_has_splat(call) || py_call_has_argument(call, "keyword_argument")) return false;
     static const char *const transpose_funcs[] = {"torch.transpose", "torch.swapaxes", "torch.swapdims", NULL};
     if (py_callee_is_any(m->src, call, transpose_funcs) && py_call_positional_count(call) == 3) {
         *k = py_call_positional(call, 0);
         a = py_call_positional(call, 1);
         b = py_call_positional(call, 2);
-    } else if ((method_call(m->src, call, "transpose", &recv) || method_call(m->src, call, "swapaxes", &recv) ||
-                method_call(m->src, call, "swapdims", &recv)) &&
+    } else if ((py_value_method_call(m->src, call, "transpose", &recv) ||
+                py_value_method_call(m->src, call, "swapaxes", &recv) ||
+                py_value_method_call(m->src, call, "swapdims", &recv)) &&
                py_call_positional_count(call) == 2) {
         *k = recv;
         a = py_call_positional(call, 0);
         b = py_call_positional(call, 1);
-    } else if (method_call(m->src, call, "permute", &recv)) {
+    } else if (py_value_method_call(m->src, call, "permute", &recv)) {
         uint32_t n = py_call_positional_count(call);
         if (n < 3 || n > 8) return false;
         long d[8];
         for (uint32_t i = 0; i < n; i++)
-            if (!int_literal(m->src, py_call_positional(call, i), &d[i])) return false;
+            if (!py_int_literal(m->src, py_call_positional(call, i), &d[i])) return false;
         for (uint32_t i = 0; i + 2 < n; i++)
             if (d[i] != (long)i) return false;
         if (d[n - 2] != (long)n - 1 || d[n - 1] != (long)n - 2) return false;
@@ -515,7 +439,7 @@ static bool is_transpose_last(Match *m, TSNode call, bool bmm, TSNode *k) {
         return false;
     }
     long x, y;
-    if (!int_literal(m->src, a, &x) || !int_literal(m->src, b, &y)) return false;
+    if (!py_int_literal(m->src, a, &x) || !py_int_literal(m->src, b, &y)) return false;
     long lo = x < y ? x : y, hi = x < y ? y : x;
     if (lo == -2 && hi == -1) return true;
     if (bmm && lo == 1 && hi == 2) return true;
@@ -555,18 +479,18 @@ static bool parse_qk(Match *m, TSNode n) {
     static const char *const matmul_funcs[] = {"torch.matmul", NULL};
     static const char *const bmm_funcs[] = {"torch.bmm", NULL};
     TSNode recv;
-    if (binop_is(n, "@")) {
+    if (py_is_binary(n, "@")) {
         m->q = left_of(n);
         return !ts_node_is_null(m->q) && parse_kt(m, right_of(n), false);
     }
-    if (!py_is(n, "call") || py_call_has_splat(n) || has_keywords(n)) return false;
+    if (!py_is(n, "call") || py_call_has_splat(n) || py_call_has_argument(n, "keyword_argument")) return false;
     bool bmm = py_callee_is_any(m->src, n, bmm_funcs);
     if ((bmm || py_callee_is_any(m->src, n, matmul_funcs)) && py_call_positional_count(n) == 2) {
         m->q = py_call_positional(n, 0);
         return parse_kt(m, py_call_positional(n, 1), bmm);
     }
-    bmm = method_call(m->src, n, "bmm", &recv);
-    if ((bmm || method_call(m->src, n, "matmul", &recv)) && py_call_positional_count(n) == 1) {
+    bmm = py_value_method_call(m->src, n, "bmm", &recv);
+    if ((bmm || py_value_method_call(m->src, n, "matmul", &recv)) && py_call_positional_count(n) == 1) {
         m->q = recv;
         return parse_kt(m, py_call_positional(n, 0), bmm);
     }
@@ -575,7 +499,7 @@ static bool parse_qk(Match *m, TSNode n) {
 
 static bool parse_scaled(Match *m, TSNode n) {
     n = resolve(m, n);
-    if (binop_is(n, "*")) {
+    if (py_is_binary(n, "*")) {
         Match saved = *m;
         if (parse_qk(m, left_of(n))) {
             m->scale_kind = SCALE_MUL;
@@ -589,7 +513,7 @@ static bool parse_scaled(Match *m, TSNode n) {
         /* a tensor factor is a multiplicative mask or a bias, not a scale */
         return !py_is_tensor(m->src, m->scale);
     }
-    if (binop_is(n, "/")) {
+    if (py_is_binary(n, "/")) {
         if (!parse_qk(m, left_of(n))) return false;
         m->scale_kind = SCALE_DIV; /* dividing by a tensor is a 0-d scale: recognized, not fixed */
         m->scale = right_of(n);
@@ -602,9 +526,9 @@ static bool parse_scaled(Match *m, TSNode n) {
 /* float('-inf'), -math.inf, -1e9, torch.finfo(x.dtype).min, ... */
 static bool is_large_negative(const PySource *src, TSNode n, int depth) {
     if (depth > 4) return false;
-    n = strip_parens(n);
+    n = py_unparen(n);
     double v;
-    if (number_literal(src, n, &v)) return v <= -1e4;
+    if (py_number_literal(src, n, &v)) return v <= -1e4;
     char q[PY_NAME_MAX];
     if (py_is(n, "call")) {
         TSNode fn = ts_node_child_by_field_name(n, "function", 8);
@@ -627,7 +551,7 @@ static bool is_large_negative(const PySource *src, TSNode n, int depth) {
     }
     if (py_is(n, "unary_operator")) {
         TSNode op = ts_node_child_by_field_name(n, "operator", 8);
-        TSNode arg = strip_parens(ts_node_child_by_field_name(n, "argument", 8));
+        TSNode arg = py_unparen(ts_node_child_by_field_name(n, "argument", 8));
         if (ts_node_is_null(op) || strcmp(ts_node_type(op), "-") != 0) return false;
         if (py_qualified_name(src, arg, q, sizeof q)) {
             if (!strcmp(q, "math.inf") || !strcmp(q, "torch.inf") || !strcmp(q, "numpy.inf")) return true;
@@ -663,7 +587,7 @@ static bool is_large_negative(const PySource *src, TSNode n, int depth) {
 static bool parse_masked(Match *m, TSNode n, int depth) {
     if (depth > MAX_DEPTH) return false;
     n = resolve(m, n);
-    if (binop_is(n, "+")) {
+    if (py_is_binary(n, "+")) {
         Match saved = *m;
         if (parse_masked(m, left_of(n), depth + 1)) {
             if (m->mask_count++ == 0) {
@@ -684,7 +608,7 @@ static bool parse_masked(Match *m, TSNode n, int depth) {
         return false;
     }
     TSNode recv;
-    if (method_call(m->src, n, "masked_fill", &recv)) {
+    if (py_value_method_call(m->src, n, "masked_fill", &recv)) {
         if (py_call_has_splat(n)) return false;
         TSNode cond = py_call_positional(n, 0), value = py_call_positional(n, 1);
         if (ts_node_is_null(cond)) cond = py_call_keyword(m->src, n, "mask");
@@ -716,7 +640,7 @@ static bool is_softmax(Match *m, TSNode n, TSNode *input) {
             if (!ts_node_is_null(dim)) return false;
             dim = py_call_positional(n, 1);
         }
-    } else if (method_call(m->src, n, "softmax", &recv)) {
+    } else if (py_value_method_call(m->src, n, "softmax", &recv)) {
         uint32_t count = py_call_positional_count(n);
         if (count > 1) return false;
         *input = recv;
@@ -740,7 +664,9 @@ static bool is_dropout(Match *m, TSNode n, TSNode *input) {
         return !ts_node_is_null(*input);
     }
     char q[PY_NAME_MAX];
-    if (!py_callee_name(m->src, n, q, sizeof q) || py_call_positional_count(n) != 1 || has_keywords(n)) return false;
+    if (!py_callee_name(m->src, n, q, sizeof q) || py_call_positional_count(n) != 1 ||
+        py_call_has_argument(n, "keyword_argument"))
+        return false;
     const char *last = last_component(q);
     for (const char *p = last; *p; p++)
         if (strncasecmp(p, "drop", 4) == 0) {
@@ -754,16 +680,19 @@ static bool is_dropout(Match *m, TSNode n, TSNode *input) {
 static bool is_cast(Match *m, TSNode n, TSNode *inner) {
     TSNode recv;
     if (!py_is(n, "call") || py_call_has_splat(n)) return false;
-    if (method_call(m->src, n, "float", &recv) && py_call_positional_count(n) == 0 && !has_keywords(n)) {
+    if (py_value_method_call(m->src, n, "float", &recv) && py_call_positional_count(n) == 0 &&
+        !py_call_has_argument(n, "keyword_argument")) {
         *inner = recv;
         return true;
     }
-    if (method_call(m->src, n, "type_as", &recv) && py_call_positional_count(n) == 1 && !has_keywords(n)) {
+    if (py_value_method_call(m->src, n, "type_as", &recv) && py_call_positional_count(n) == 1 &&
+        !py_call_has_argument(n, "keyword_argument")) {
         *inner = recv;
         return true;
     }
     static const char *const to_kw[] = {"dtype", NULL};
-    if (method_call(m->src, n, "to", &recv) && py_call_positional_count(n) + (has_keywords(n) ? 1 : 0) == 1 &&
+    if (py_value_method_call(m->src, n, "to", &recv) &&
+        py_call_positional_count(n) + (py_call_has_argument(n, "keyword_argument") ? 1 : 0) == 1 &&
         keywords_within(m->src, n, to_kw)) {
         *inner = recv;
         return true;
@@ -797,14 +726,14 @@ static bool parse_probs(Match *m, TSNode n) {
 static bool final_operands(const PySource *src, TSNode n, TSNode *p, TSNode *v) {
     static const char *const funcs[] = {"torch.matmul", "torch.bmm", NULL};
     TSNode recv;
-    if (binop_is(n, "@")) {
+    if (py_is_binary(n, "@")) {
         *p = left_of(n);
         *v = right_of(n);
-    } else if (py_is(n, "call") && !py_call_has_splat(n) && !has_keywords(n)) {
+    } else if (py_is(n, "call") && !py_call_has_splat(n) && !py_call_has_argument(n, "keyword_argument")) {
         if (py_callee_is_any(src, n, funcs) && py_call_positional_count(n) == 2) {
             *p = py_call_positional(n, 0);
             *v = py_call_positional(n, 1);
-        } else if ((method_call(src, n, "matmul", &recv) || method_call(src, n, "bmm", &recv)) &&
+        } else if ((py_value_method_call(src, n, "matmul", &recv) || py_value_method_call(src, n, "bmm", &recv)) &&
                    py_call_positional_count(n) == 1) {
             *p = recv;
             *v = py_call_positional(n, 0);
@@ -819,39 +748,34 @@ static bool final_operands(const PySource *src, TSNode n, TSNode *p, TSNode *v) 
 
 /* ---- where the intermediate names are read ------------------------------- */
 
-static bool visit_fused_call(TSNode n, void *data) {
-    void **args = data;
-    const PySource *src = args[0];
-    bool *found = args[1];
-    if (*found) return false;
+static const char *const fused_attention_names[] = {"scaled_dot_product_attention", "flash_attn_func",
+                                                    "flash_attn_varlen_func",       "flash_attn_qkvpacked_func",
+                                                    "memory_efficient_attention",   "flex_attention",
+                                                    NULL};
+static const char *const softmax_names[] = {"softmax", NULL};
+
+typedef struct {
+    const PySource *src;
+    const char *const *names;
+    bool found;
+} CallSearch;
+
+/* a call whose callee's own name (`f(...)`, `x.f(...)`) is one of the names */
+static bool visit_named_call(TSNode n, void *data) {
+    CallSearch *s = data;
+    if (s->found) return false;
     if (!py_is(n, "call")) return true;
     TSNode fn = ts_node_child_by_field_name(n, "function", 8);
     TSNode name = py_is(fn, "attribute") ? ts_node_child_by_field_name(fn, "attribute", 9) : fn;
-    if (py_is(name, "identifier") &&
-        (py_text_eq(src, name, "scaled_dot_product_attention") || py_text_eq(src, name, "flash_attn_func") ||
-         py_text_eq(src, name, "flash_attn_varlen_func") || py_text_eq(src, name, "flash_attn_qkvpacked_func") ||
-         py_text_eq(src, name, "memory_efficient_attention") || py_text_eq(src, name, "flex_attention")))
-        *found = true;
-    return !*found;
+    for (size_t i = 0; py_is(name, "identifier") && s->names[i] && !s->found; i++)
+        s->found = py_text_eq(s->src, name, s->names[i]);
+    return !s->found;
 }
 
-static bool visit_softmax_call(TSNode n, void *data) {
-    void **args = data;
-    const PySource *src = args[0];
-    bool *found = args[1];
-    if (*found) return false;
-    if (!py_is(n, "call")) return true;
-    TSNode fn = ts_node_child_by_field_name(n, "function", 8);
-    TSNode name = py_is(fn, "attribute") ? ts_node_child_by_field_name(fn, "attribute", 9) : fn;
-    if (py_is(name, "identifier") && py_text_eq(src, name, "softmax")) *found = true;
-    return !*found;
-}
-
-static bool scope_calls(const PySource *src, TSNode scope, PyVisitor visitor) {
-    bool found = false;
-    void *args[2] = {(void *)src, &found};
-    py_walk(scope, visitor, args);
-    return found;
+static bool scope_calls(const PySource *src, TSNode scope, const char *const *names) {
+    CallSearch s = {src, names, false};
+    py_walk(scope, visit_named_call, &s);
+    return s.found;
 }
 
 typedef struct {
@@ -977,18 +901,6 @@ static bool visit_use(TSNode n, void *data) {
 
 /* ---- the fix -------------------------------------------------------------- */
 
-static char *functional_prefix(const PySource *src) {
-    for (size_t i = src->import_count; i-- > 0;)
-        if (src->imports[i].qualified && strcmp(src->imports[i].qualified, "torch.nn.functional") == 0)
-            return strdup(src->imports[i].local);
-    for (size_t i = src->import_count; i-- > 0;) {
-        const char *q = src->imports[i].qualified;
-        if (q && strcmp(q, "torch") == 0) return format_string("%s.nn.functional", src->imports[i].local);
-        if (q && strcmp(q, "torch.nn") == 0) return format_string("%s.functional", src->imports[i].local);
-    }
-    return NULL;
-}
-
 static bool name_suggests_scalar(const char *name) {
     static const char *const parts[] = {"scale", "scaling", "sqrt", "dim", "d_k", "dk", "head_size", "d_head",
                                         "d_model", "n_embd", "factor", NULL};
@@ -1004,28 +916,28 @@ static bool name_suggests_scalar(const char *name) {
 /* A Python number as far as the code shows: SDPA's scale must not be a tensor. */
 static bool scalar_like(const Match *m, TSNode n, int depth) {
     if (depth > 8 || ts_node_is_null(n)) return false;
-    n = strip_parens(n);
+    n = py_unparen(n);
     const PySource *src = m->src;
     double v;
-    if (number_literal(src, n, &v)) return true;
+    if (py_number_literal(src, n, &v)) return true;
     if (py_is(n, "unary_operator")) return scalar_like(m, ts_node_child_by_field_name(n, "argument", 8), depth + 1);
     if (py_is(n, "binary_operator")) {
-        if (binop_is(n, "@")) return false;
+        if (py_is_binary(n, "@")) return false;
         return scalar_like(m, left_of(n), depth + 1) && scalar_like(m, right_of(n), depth + 1);
     }
     if (py_is(n, "call")) {
         static const char *const numeric[] = {"math.sqrt", "math.pow", "math.log", "math.exp", "float", "int",
                                               "len", "numpy.sqrt", NULL};
         TSNode recv;
-        return py_callee_is_any(src, n, numeric) || method_call(src, n, "size", &recv) ||
-               method_call(src, n, "dim", &recv);
+        return py_callee_is_any(src, n, numeric) || py_value_method_call(src, n, "size", &recv) ||
+               py_value_method_call(src, n, "dim", &recv);
     }
     if (py_is(n, "subscript")) { /* q.shape[-1], q.size()[-1] */
         TSNode value = ts_node_child_by_field_name(n, "value", 5);
         TSNode recv;
         if (py_is(value, "attribute"))
             return py_text_eq(src, ts_node_child_by_field_name(value, "attribute", 9), "shape");
-        return py_is(value, "call") && method_call(src, value, "size", &recv);
+        return py_is(value, "call") && py_value_method_call(src, value, "size", &recv);
     }
     if (py_is(n, "identifier")) {
         TSNode value;
@@ -1037,7 +949,7 @@ static bool scalar_like(const Match *m, TSNode n, int depth) {
             TSNode type = ts_node_child_by_field_name(value, "type", 4);
             if (!ts_node_is_null(type)) return py_text_eq(src, type, "float") || py_text_eq(src, type, "int");
             TSNode def = ts_node_child_by_field_name(value, "value", 5);
-            if (!ts_node_is_null(def) && number_literal(src, def, &v)) return true;
+            if (!ts_node_is_null(def) && py_number_literal(src, def, &v)) return true;
         }
     }
     if (py_is(n, "identifier") || py_is(n, "attribute")) {
@@ -1060,7 +972,7 @@ static char *scale_text(const Match *m) {
     char *t = py_text_dup(m->src, m->scale);
     if (!t) return NULL;
     if (m->scale_kind == SCALE_MUL) return t;
-    char *out = (is_primary(m->scale) || binop_is(m->scale, "**")) ? format_string("1 / %s", t)
+    char *out = (is_primary(m->scale) || py_is_binary(m->scale, "**")) ? format_string("1 / %s", t)
                                                                      : format_string("1 / (%s)", t);
     free(t);
     return out;
@@ -1070,7 +982,7 @@ static char *scale_text(const Match *m) {
 static char *mask_text(const Match *m) {
     const PySource *src = m->src;
     if (m->mask_kind == MASK_ADD) return py_text_dup(src, m->mask);
-    TSNode cond = strip_parens(m->mask);
+    TSNode cond = py_unparen(m->mask);
     if (py_is(cond, "comparison_operator") && ts_node_named_child_count(cond) == 2 && ts_node_child_count(cond) == 3) {
         TSNode op = ts_node_child(cond, 1);
         const char *flip = NULL;
@@ -1091,7 +1003,7 @@ static char *mask_text(const Match *m) {
             return py_text_dup(src, ts_node_child_by_field_name(cond, "argument", 8));
     }
     TSNode recv;
-    if (method_call(src, cond, "logical_not", &recv) && py_call_positional_count(cond) == 0)
+    if (py_value_method_call(src, cond, "logical_not", &recv) && py_call_positional_count(cond) == 0)
         return py_text_dup(src, recv);
     char *t = py_text_dup(src, cond);
     if (!t) return NULL;
@@ -1127,7 +1039,7 @@ static void add_fix(RuleContext *ctx, Finding *f, const Match *m) {
     for (size_t i = 0; i < m->nstmts; i++)
         if (!statement_lines(src, m->stmts[i], &starts[i], &ends[i])) return;
 
-    char *prefix = functional_prefix(src);
+    char *prefix = py_functional_prefix(src);
     char *q = py_text_dup(src, m->q), *k = py_text_dup(src, m->k), *v = py_text_dup(src, m->v);
     char *scale = scale_text(m);
     char *mask = m->mask_count == 1 ? mask_text(m) : NULL;
@@ -1191,11 +1103,12 @@ static bool split_off_last_dim(const Match *m, TSNode t) {
         BINDING_OTHER)
         return false;
     TSNode recv;
-    if (!method_call(m->src, value, "unbind", &recv) && !method_call(m->src, value, "chunk", &recv) &&
-        !method_call(m->src, value, "split", &recv))
+    if (!py_value_method_call(m->src, value, "unbind", &recv) && !py_value_method_call(m->src, value, "chunk", &recv) &&
+        !py_value_method_call(m->src, value, "split", &recv))
         return false;
     TSNode dim = py_call_keyword(m->src, value, "dim");
-    if (ts_node_is_null(dim)) dim = py_call_positional(value, method_call(m->src, value, "unbind", &recv) ? 0 : 1);
+    if (ts_node_is_null(dim))
+        dim = py_call_positional(value, py_value_method_call(m->src, value, "unbind", &recv) ? 0 : 1);
     return !ts_node_is_null(dim) && is_minus_one(m->src, dim);
 }
 
@@ -1203,15 +1116,15 @@ static bool visit(TSNode n, void *data) {
     State *st = data;
     RuleContext *ctx = st->ctx;
     const PySource *src = ctx->py;
-    if (!binop_is(n, "@") && !py_is(n, "call")) return true;
+    if (!py_is_binary(n, "@") && !py_is(n, "call")) return true;
     TSNode p, v;
     if (!final_operands(src, n, &p, &v)) return true;
     TSNode scope = py_scope_of(src, n);
     if (!ts_node_eq(scope, st->scope)) {
         st->scope = scope;
         st->count = 0;
-        st->has_softmax = scope_calls(src, scope, visit_softmax_call);
-        st->has_fused = st->has_softmax && scope_calls(src, scope, visit_fused_call);
+        st->has_softmax = scope_calls(src, scope, softmax_names);
+        st->has_fused = st->has_softmax && scope_calls(src, scope, fused_attention_names);
     }
     if (!st->has_softmax || st->has_fused) return true;
     Match *m = calloc(1, sizeof *m);

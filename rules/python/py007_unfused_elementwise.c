@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rule.h"
+#include "../../analysis/python_expr.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -77,102 +78,42 @@ static const char documentation[] =
 
 /* ---- small syntax helpers ------------------------------------------------ */
 
-static TSNode strip_parens(TSNode n) {
-    for (int i = 0; i < 16 && py_is(n, "parenthesized_expression") && ts_node_named_child_count(n) == 1; i++)
-        n = ts_node_named_child(n, 0);
-    return n;
-}
-
-static const char *binop(TSNode n) {
-    if (!py_is(n, "binary_operator")) return NULL;
-    TSNode o = ts_node_child_by_field_name(n, "operator", 8);
-    return ts_node_is_null(o) ? NULL : ts_node_type(o);
-}
-
-static bool binop_is(TSNode n, const char *op) {
-    const char *o = binop(n);
-    return o && strcmp(o, op) == 0;
-}
-
 static TSNode left_of(TSNode n) { return ts_node_child_by_field_name(n, "left", 4); }
 static TSNode right_of(TSNode n) { return ts_node_child_by_field_name(n, "right", 5); }
 
-static bool number_literal(const PySource *src, TSNode n, double *out) {
-    n = strip_parens(n);
-    double sign = 1;
-    if (py_is(n, "unary_operator")) {
-        TSNode op = ts_node_child_by_field_name(n, "operator", 8);
-        if (ts_node_is_null(op)) return false;
-        if (strcmp(ts_node_type(op), "-") == 0) sign = -1;
-        else if (strcmp(ts_node_type(op), "+") != 0) return false;
-        n = strip_parens(ts_node_child_by_field_name(n, "argument", 8));
-    }
-    if ((!py_is(n, "integer") && !py_is(n, "float")) || py_text_len(n) > 40) return false;
-    char buf[48];
-    size_t len = 0;
-    const char *t = py_text_ptr(src, n);
-    for (size_t i = 0; i < py_text_len(n); i++)
-        if (t[i] != '_') buf[len++] = t[i];
-    buf[len] = '\0';
-    char *end;
-    double v = strtod(buf, &end);
-    if (*end) return false;
-    *out = sign * v;
-    return true;
-}
-
 static bool literal_near(const PySource *src, TSNode n, double want, double tol) {
     double v;
-    return number_literal(src, n, &v) && fabs(v - want) <= tol;
-}
-
-static bool no_keywords(TSNode call) {
-    TSNode args = py_call_arguments(call);
-    uint32_t n = ts_node_named_child_count(args);
-    for (uint32_t i = 0; i < n; i++)
-        if (py_is(ts_node_named_child(args, i), "keyword_argument")) return false;
-    return true;
-}
-
-/* `recv.name()` where recv is not an imported module */
-static bool method_call(const PySource *src, TSNode call, const char *name, TSNode *recv) {
-    TSNode r;
-    if (!py_is(call, "call") || !py_method_call(src, call, name, &r) || ts_node_is_null(r)) return false;
-    TSNode root = r;
-    while (py_is(root, "attribute")) root = ts_node_child_by_field_name(root, "object", 6);
-    if (py_is(root, "identifier") && py_resolve_import(src, py_text_ptr(src, root), py_text_len(root))) return false;
-    if (recv) *recv = r;
-    return true;
+    return py_number_literal(src, n, &v) && fabs(v - want) <= tol;
 }
 
 /* f(x) for f in names, or x.method() (no other arguments); stores x */
 static bool unary_torch_call(const PySource *src, TSNode n, const char *const *names, const char *method,
                              TSNode *arg) {
-    n = strip_parens(n);
-    if (!py_is(n, "call") || py_call_has_splat(n) || !no_keywords(n)) return false;
+    n = py_unparen(n);
+    if (!py_is(n, "call") || py_call_has_splat(n) || py_call_has_argument(n, "keyword_argument")) return false;
     if (py_callee_is_any(src, n, names) && py_call_positional_count(n) == 1) {
-        *arg = strip_parens(py_call_positional(n, 0));
+        *arg = py_unparen(py_call_positional(n, 0));
         return true;
     }
     TSNode recv;
-    if (method && method_call(src, n, method, &recv) && py_call_positional_count(n) == 0) {
-        *arg = strip_parens(recv);
+    if (method && py_value_method_call(src, n, method, &recv) && py_call_positional_count(n) == 0) {
+        *arg = py_unparen(recv);
         return true;
     }
     return false;
 }
 
 static bool same(const PySource *src, TSNode a, TSNode b) {
-    return !ts_node_is_null(a) && !ts_node_is_null(b) && py_same_text(src, strip_parens(a), strip_parens(b));
+    return !ts_node_is_null(a) && !ts_node_is_null(b) && py_same_text(src, py_unparen(a), py_unparen(b));
 }
 
 #define MAX_FACTORS 8
 
 /* the factors of a product, through parentheses */
 static bool flatten(TSNode n, TSNode *factors, size_t *count, int depth) {
-    n = strip_parens(n);
+    n = py_unparen(n);
     if (depth > 8) return false;
-    if (binop_is(n, "*"))
+    if (py_is_binary(n, "*"))
         return flatten(left_of(n), factors, count, depth + 1) && flatten(right_of(n), factors, count, depth + 1);
     if (*count >= MAX_FACTORS) return false;
     factors[(*count)++] = n;
@@ -186,8 +127,8 @@ static const char *const sigmoid_funcs[] = {"torch.sigmoid", "torch.nn.functiona
 
 /* x * sigmoid(x): the range to replace and the operand */
 static bool match_silu(const PySource *src, TSNode n, size_t *start, TSNode *x) {
-    if (!binop_is(n, "*")) return false;
-    TSNode l = strip_parens(left_of(n)), r = strip_parens(right_of(n)), a;
+    if (!py_is_binary(n, "*")) return false;
+    TSNode l = py_unparen(left_of(n)), r = py_unparen(right_of(n)), a;
     *start = ts_node_start_byte(n);
     if (unary_torch_call(src, r, sigmoid_funcs, "sigmoid", &a)) {
         if (same(src, l, a)) {
@@ -195,7 +136,7 @@ static bool match_silu(const PySource *src, TSNode n, size_t *start, TSNode *x) 
             return true;
         }
         /* c * x * sigmoid(x) is (c * x) * sigmoid(x) */
-        if (binop_is(left_of(n), "*") && same(src, right_of(left_of(n)), a)) {
+        if (py_is_binary(left_of(n), "*") && same(src, right_of(left_of(n)), a)) {
             *start = ts_node_start_byte(right_of(left_of(n)));
             *x = a;
             return true;
@@ -212,60 +153,60 @@ static bool match_silu(const PySource *src, TSNode n, size_t *start, TSNode *x) 
 
 static bool is_pi(const PySource *src, TSNode n) {
     char q[PY_NAME_MAX];
-    n = strip_parens(n);
+    n = py_unparen(n);
     if (py_qualified_name(src, n, q, sizeof q))
         return !strcmp(q, "math.pi") || !strcmp(q, "numpy.pi") || !strcmp(q, "torch.pi");
     return literal_near(src, n, 3.14159265358979, 1e-6);
 }
 
 static bool is_two_over_pi(const PySource *src, TSNode n) {
-    n = strip_parens(n);
-    if (binop_is(n, "/")) return literal_near(src, left_of(n), 2.0, 0) && is_pi(src, right_of(n));
+    n = py_unparen(n);
+    if (py_is_binary(n, "/")) return literal_near(src, left_of(n), 2.0, 0) && is_pi(src, right_of(n));
     return literal_near(src, n, 0.6366197723675814, 1e-7);
 }
 
 /* sqrt(2 / pi) = 0.7978845608... */
 static bool is_sqrt_two_over_pi(const PySource *src, TSNode n) {
     static const char *const sqrt_funcs[] = {"math.sqrt", "numpy.sqrt", NULL};
-    n = strip_parens(n);
+    n = py_unparen(n);
     if (literal_near(src, n, 0.7978845608028654, 1e-6)) return true;
     if (py_is(n, "call") && py_callee_is_any(src, n, sqrt_funcs) && py_call_positional_count(n) == 1)
         return is_two_over_pi(src, py_call_positional(n, 0));
-    if (binop_is(n, "**")) return is_two_over_pi(src, left_of(n)) && literal_near(src, right_of(n), 0.5, 0);
+    if (py_is_binary(n, "**")) return is_two_over_pi(src, left_of(n)) && literal_near(src, right_of(n), 0.5, 0);
     return false;
 }
 
 static bool is_sqrt_two(const PySource *src, TSNode n) {
     static const char *const sqrt_funcs[] = {"math.sqrt", "numpy.sqrt", NULL};
-    n = strip_parens(n);
+    n = py_unparen(n);
     if (literal_near(src, n, 1.4142135623730951, 1e-7)) return true;
     if (py_is(n, "call") && py_callee_is_any(src, n, sqrt_funcs) && py_call_positional_count(n) == 1)
         return literal_near(src, py_call_positional(n, 0), 2.0, 0);
-    if (binop_is(n, "**")) return literal_near(src, left_of(n), 2.0, 0) && literal_near(src, right_of(n), 0.5, 0);
+    if (py_is_binary(n, "**")) return literal_near(src, left_of(n), 2.0, 0) && literal_near(src, right_of(n), 0.5, 0);
     return false;
 }
 
 static bool is_inv_sqrt_two(const PySource *src, TSNode n) {
     static const char *const sqrt_funcs[] = {"math.sqrt", "numpy.sqrt", NULL};
-    n = strip_parens(n);
+    n = py_unparen(n);
     if (literal_near(src, n, 0.7071067811865476, 1e-7)) return true;
-    if (binop_is(n, "/")) return literal_near(src, left_of(n), 1.0, 0) && is_sqrt_two(src, right_of(n));
+    if (py_is_binary(n, "/")) return literal_near(src, left_of(n), 1.0, 0) && is_sqrt_two(src, right_of(n));
     if (py_is(n, "call") && py_callee_is_any(src, n, sqrt_funcs) && py_call_positional_count(n) == 1)
         return literal_near(src, py_call_positional(n, 0), 0.5, 0);
-    if (binop_is(n, "**")) return literal_near(src, left_of(n), 2.0, 0) && literal_near(src, right_of(n), -0.5, 0);
+    if (py_is_binary(n, "**")) return literal_near(src, left_of(n), 2.0, 0) && literal_near(src, right_of(n), -0.5, 0);
     return false;
 }
 
 /* x ** p, torch.pow(x, p), x.pow(p) */
 static bool is_power_of(const PySource *src, TSNode n, TSNode x, double p) {
     static const char *const pow_funcs[] = {"torch.pow", NULL};
-    n = strip_parens(n);
-    if (binop_is(n, "**")) return same(src, left_of(n), x) && literal_near(src, right_of(n), p, 0);
-    if (!py_is(n, "call") || py_call_has_splat(n) || !no_keywords(n)) return false;
+    n = py_unparen(n);
+    if (py_is_binary(n, "**")) return same(src, left_of(n), x) && literal_near(src, right_of(n), p, 0);
+    if (!py_is(n, "call") || py_call_has_splat(n) || py_call_has_argument(n, "keyword_argument")) return false;
     TSNode recv;
     if (py_callee_is_any(src, n, pow_funcs) && py_call_positional_count(n) == 2)
         return same(src, py_call_positional(n, 0), x) && literal_near(src, py_call_positional(n, 1), p, 0);
-    if (method_call(src, n, "pow", &recv) && py_call_positional_count(n) == 1)
+    if (py_value_method_call(src, n, "pow", &recv) && py_call_positional_count(n) == 1)
         return same(src, recv, x) && literal_near(src, py_call_positional(n, 0), p, 0);
     if (p == 2.0) {
         static const char *const square[] = {"torch.square", NULL};
@@ -292,8 +233,8 @@ static bool is_cubic_term(const PySource *src, TSNode n, TSNode x, int p) {
 
 /* a + b in either order, with `which(a)` and `other(b)` */
 static bool sum_of(TSNode n, TSNode *a, TSNode *b) {
-    n = strip_parens(n);
-    if (!binop_is(n, "+")) return false;
+    n = py_unparen(n);
+    if (!py_is_binary(n, "+")) return false;
     *a = left_of(n);
     *b = right_of(n);
     return !ts_node_is_null(*a) && !ts_node_is_null(*b);
@@ -322,9 +263,9 @@ static bool is_tanh_gelu_argument(const PySource *src, TSNode n, TSNode x) {
 
 /* the erf argument: x / sqrt(2) or x * (1 / sqrt(2)) */
 static bool is_erf_gelu_argument(const PySource *src, TSNode n, TSNode x) {
-    n = strip_parens(n);
-    if (binop_is(n, "/")) return same(src, left_of(n), x) && is_sqrt_two(src, right_of(n));
-    if (binop_is(n, "*"))
+    n = py_unparen(n);
+    if (py_is_binary(n, "/")) return same(src, left_of(n), x) && is_sqrt_two(src, right_of(n));
+    if (py_is_binary(n, "*"))
         return (same(src, left_of(n), x) && is_inv_sqrt_two(src, right_of(n))) ||
                (same(src, right_of(n), x) && is_inv_sqrt_two(src, left_of(n)));
     return false;
@@ -339,11 +280,11 @@ static GeluKind match_gelu(const PySource *src, TSNode n, TSNode *x_out) {
     TSNode f[MAX_FACTORS];
     size_t count = 0;
     bool half = false;
-    if (binop_is(n, "/")) {
-        if (!literal_near(src, right_of(n), 2.0, 0) || !binop_is(strip_parens(left_of(n)), "*")) return GELU_NONE;
+    if (py_is_binary(n, "/")) {
+        if (!literal_near(src, right_of(n), 2.0, 0) || !py_is_binary(py_unparen(left_of(n)), "*")) return GELU_NONE;
         half = true;
         if (!flatten(left_of(n), f, &count, 0)) return GELU_NONE;
-    } else if (binop_is(n, "*")) {
+    } else if (py_is_binary(n, "*")) {
         if (!flatten(n, f, &count, 0)) return GELU_NONE;
     } else {
         return GELU_NONE;
@@ -440,18 +381,6 @@ static bool function_is_compiled(const State *s, TSNode fn) {
 
 /* ---- fixes ----------------------------------------------------------------- */
 
-static char *functional_prefix(const PySource *src) {
-    for (size_t i = src->import_count; i-- > 0;)
-        if (src->imports[i].qualified && strcmp(src->imports[i].qualified, "torch.nn.functional") == 0)
-            return strdup(src->imports[i].local);
-    for (size_t i = src->import_count; i-- > 0;) {
-        const char *q = src->imports[i].qualified;
-        if (q && strcmp(q, "torch") == 0) return format_string("%s.nn.functional", src->imports[i].local);
-        if (q && strcmp(q, "torch.nn") == 0) return format_string("%s.functional", src->imports[i].local);
-    }
-    return NULL;
-}
-
 static const char *torch_alias(const PySource *src) {
     for (size_t i = src->import_count; i-- > 0;)
         if (src->imports[i].qualified && strcmp(src->imports[i].qualified, "torch") == 0)
@@ -461,7 +390,7 @@ static const char *torch_alias(const PySource *src) {
 
 static void add_replacement(RuleContext *ctx, Finding *f, const char *title, size_t start, size_t end,
                             const char *function, TSNode x, const char *extra) {
-    char *prefix = functional_prefix(ctx->py);
+    char *prefix = py_functional_prefix(ctx->py);
     char *arg = py_text_dup(ctx->py, x);
     char *text = prefix && arg ? format_string("%s.%s(%s%s)", prefix, function, arg, extra) : NULL;
     if (text) {
@@ -545,7 +474,7 @@ typedef struct {
 
 /* only literals and math constants: evaluated on the host, no kernel */
 static bool is_constant(const PySource *src, TSNode n, int depth) {
-    n = strip_parens(n);
+    n = py_unparen(n);
     if (depth > 16) return false;
     if (py_is(n, "integer") || py_is(n, "float") || py_is(n, "true") || py_is(n, "false") || py_is(n, "none"))
         return true;
@@ -581,7 +510,7 @@ static bool visit_ops(TSNode n, void *data) {
     size_t start = 0;
     if (is_constant(src, n, 0)) return false;
     if (!strcmp(type, "binary_operator")) {
-        if (binop_is(n, "@")) {
+        if (py_is_binary(n, "@")) {
             c->rejected = true;
             return false;
         }

@@ -52,11 +52,6 @@ static const char documentation[] =
     "accept the keyword at all (SGD gained it last). Results may also differ in the last bits\n"
     "from the foreach implementation.\n";
 
-/* null-safe text comparisons (missing fields in broken code are null nodes) */
-static bool text_is(const PySource *src, TSNode n, const char *text) {
-    return !ts_node_is_null(n) && py_text_eq(src, n, text);
-}
-
 
 static const char *const optimizer_names[] = {
     "torch.optim.Adam",      "torch.optim.AdamW",      "torch.optim.SGD",
@@ -242,7 +237,7 @@ static bool visit(TSNode n, void *data) {
         !ts_node_is_null(py_call_keyword(ctx->py, n, "foreach")))
         return true;
     TSNode differentiable = py_call_keyword(ctx->py, n, "differentiable");
-    if (!ts_node_is_null(differentiable) && !text_is(ctx->py, differentiable, "False")) return true;
+    if (!ts_node_is_null(differentiable) && !py_text_eq(ctx->py, differentiable, "False")) return true;
     TSNode callee = ts_node_child_by_field_name(n, "function", 8);
     if (is_shadowed(ctx->py, callee)) return true;
     /* parameters the code keeps in host memory: fused= is for device parameters */
@@ -265,7 +260,7 @@ static bool visit(TSNode n, void *data) {
     TSNode args = py_call_arguments(n);
     if (!py_is(args, "argument_list") || ts_node_child_count(args) == 0) return true;
     TSNode close = ts_node_child(args, ts_node_child_count(args) - 1);
-    if (ts_node_is_missing(close) || !text_is(ctx->py, close, ")")) return true;
+    if (ts_node_is_missing(close) || !py_text_eq(ctx->py, close, ")")) return true;
     size_t offset;
     char *text = py_keyword_insertion(ctx->py, n, "fused", "True", &offset);
     if (text) {

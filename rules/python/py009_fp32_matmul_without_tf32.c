@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "rule.h"
+#include "../../analysis/growable.h"
 #include "../../analysis/python_index.h"
 #include "../../analysis/python_precision.h"
 #include "../../analysis/python_workspace.h"
@@ -107,15 +108,6 @@ static const char documentation[] =
     "rounds matmul inputs to a 10-bit mantissa, which changes results and can hurt code that needs\n"
     "full float32 accuracy (solvers, scientific computing, some evaluation metrics).\n";
 
-/* null-safe text comparisons (missing fields in broken code are null nodes) */
-static bool text_is(const PySource *src, TSNode n, const char *text) {
-    return !ts_node_is_null(n) && py_text_eq(src, n, text);
-}
-
-static bool same_text(const PySource *src, TSNode a, TSNode b) {
-    return !ts_node_is_null(a) && !ts_node_is_null(b) && py_same_text(src, a, b);
-}
-
 typedef struct {
     const PySource *src;
     bool suppressed; /* the program made a precision choice: TF32, autocast, casts, fp64 */
@@ -203,15 +195,9 @@ static bool top_level_collect(TSNode root, TopLevel *top) {
         do {
             TSNode c = ts_tree_cursor_current_node(&cursor);
             if (!ts_node_is_named(c)) continue;
-            if (top->count == cap) {
-                size_t grown_cap = cap ? cap * 2 : 32;
-                TSNode *grown = realloc(top->items, grown_cap * sizeof *grown);
-                if (!grown) {
-                    ok = false;
-                    break;
-                }
-                top->items = grown;
-                cap = grown_cap;
+            if (!array_reserve(&top->items, top->count, &cap, sizeof *top->items, 32)) {
+                ok = false;
+                break;
             }
             top->items[top->count++] = c;
         } while (ts_tree_cursor_goto_next_sibling(&cursor));
@@ -225,9 +211,9 @@ static bool is_main_guard(const PySource *src, TSNode stmt) {
     TSNode cond = ts_node_child_by_field_name(stmt, "condition", 9);
     if (!py_is(cond, "comparison_operator") || ts_node_named_child_count(cond) != 2) return false;
     TSNode a = ts_node_named_child(cond, 0), b = ts_node_named_child(cond, 1);
-    bool main_a = text_is(src, a, "\"__main__\"") || text_is(src, a, "'__main__'");
-    bool main_b = text_is(src, b, "\"__main__\"") || text_is(src, b, "'__main__'");
-    return (text_is(src, a, "__name__") && main_b) || (text_is(src, b, "__name__") && main_a);
+    bool main_a = py_text_eq(src, a, "\"__main__\"") || py_text_eq(src, a, "'__main__'");
+    bool main_b = py_text_eq(src, b, "\"__main__\"") || py_text_eq(src, b, "'__main__'");
+    return (py_text_eq(src, a, "__name__") && main_b) || (py_text_eq(src, b, "__name__") && main_a);
 }
 
 /* identifiers assigned by module-level code: only these can hold a model there */
@@ -244,15 +230,9 @@ static bool visit_assigned(TSNode n, void *data) {
     if (!py_is(n, "assignment")) return true;
     TSNode left = ts_node_child_by_field_name(n, "left", 4);
     if (!py_is(left, "identifier")) return true;
-    if (set->count == set->cap) {
-        size_t cap = set->cap ? set->cap * 2 : 32;
-        TSNode *grown = realloc(set->items, cap * sizeof *grown);
-        if (!grown) {
-            set->failed = true;
-            return false;
-        }
-        set->items = grown;
-        set->cap = cap;
+    if (!array_reserve(&set->items, set->count, &set->cap, sizeof *set->items, 32)) {
+        set->failed = true;
+        return false;
     }
     set->items[set->count++] = left;
     return true;
@@ -260,7 +240,7 @@ static bool visit_assigned(TSNode n, void *data) {
 
 static bool name_assigned(const PySource *src, const NameSet *set, TSNode id) {
     for (size_t i = 0; i < set->count; i++)
-        if (same_text(src, set->items[i], id)) return true;
+        if (py_same_text_present(src, set->items[i], id)) return true;
     return false;
 }
 
@@ -322,7 +302,7 @@ static bool calls_local_gpu_function(const PySource *src, const TopLevel *top, T
         TSNode def = unwrap_definition(top->items[i]);
         if (!py_is(def, "function_definition")) continue;
         TSNode name = ts_node_child_by_field_name(def, "name", 4);
-        if (ts_node_is_null(name) || !same_text(src, name, fn)) continue;
+        if (ts_node_is_null(name) || !py_same_text_present(src, name, fn)) continue;
         TSNode body = ts_node_child_by_field_name(def, "body", 4);
         return !ts_node_is_null(body) && py_does_gpu_work(src, body);
     }
@@ -364,7 +344,7 @@ static bool imports_torch(const PySource *src, TSNode stmt) {
     for (uint32_t i = 0; i < n; i++) {
         TSNode c = ts_node_named_child(stmt, i);
         if (!py_is(c, "dotted_name") || ts_node_named_child_count(c) == 0) continue;
-        if (text_is(src, ts_node_named_child(c, 0), "torch")) return true;
+        if (py_text_eq(src, ts_node_named_child(c, 0), "torch")) return true;
     }
     return false;
 }

@@ -79,15 +79,6 @@ static const char documentation[] =
     "backpropagates through them (for example a training loop that reuses the function)\n"
     "would get an error or silently stop training those parts.\n";
 
-/* null-safe text comparisons (missing fields in broken code are null nodes) */
-static bool text_is(const PySource *src, TSNode n, const char *text) {
-    return !ts_node_is_null(n) && py_text_eq(src, n, text);
-}
-
-static bool same_text(const PySource *src, TSNode a, TSNode b) {
-    return !ts_node_is_null(a) && !ts_node_is_null(b) && py_same_text(src, a, b);
-}
-
 #define MAX_LOOPS 256
 #define MODEL_LOOKUP_BUDGET 256 /* binding searches for the name-based route, per file */
 
@@ -140,7 +131,7 @@ static bool starts_with(const char *s, const char *prefix) { return strncmp(s, p
 
 static bool text_in_list(const PySource *src, TSNode n, const char *const *list) {
     for (size_t i = 0; list[i]; i++)
-        if (text_is(src, n, list[i])) return true;
+        if (py_text_eq(src, n, list[i])) return true;
     return false;
 }
 
@@ -168,7 +159,7 @@ static TSNode strip_module_calls(const PySource *src, TSNode n) {
 static bool train_call_means_eval(const PySource *src, TSNode call) {
     TSNode arg = py_call_positional(call, 0);
     if (ts_node_is_null(arg)) arg = py_call_keyword(src, call, "mode");
-    return !ts_node_is_null(arg) && text_is(src, arg, "False");
+    return !ts_node_is_null(arg) && py_text_eq(src, arg, "False");
 }
 
 /* ---- what a scope does --------------------------------------------------- */
@@ -187,7 +178,7 @@ static bool visit_scope(TSNode n, void *data) {
         TSNode left = ts_node_child_by_field_name(n, "left", 4);
         if (py_is(left, "attribute")) {
             TSNode attr = ts_node_child_by_field_name(left, "attribute", 9);
-            if (!ts_node_is_null(attr) && text_is(src, attr, "requires_grad")) s->info->trains = true;
+            if (!ts_node_is_null(attr) && py_text_eq(src, attr, "requires_grad")) s->info->trains = true;
         }
         return true;
     }
@@ -235,8 +226,8 @@ static bool value_chain_has_eval(const PySource *src, TSNode value) {
     for (int depth = 0; depth < 16 && py_is(value, "call"); depth++) {
         TSNode name = py_method_name_node(value);
         if (ts_node_is_null(name)) return false;
-        if (text_is(src, name, "eval") ||
-            (text_is(src, name, "train") && train_call_means_eval(src, value)))
+        if (py_text_eq(src, name, "eval") ||
+            (py_text_eq(src, name, "train") && train_call_means_eval(src, value)))
             return true;
         value = ts_node_child_by_field_name(ts_node_parent(name), "object", 6);
     }
@@ -250,7 +241,7 @@ static int model_mode(const PySource *src, const ScopeInfo *info, TSNode model, 
     size_t best = 0, before = ts_node_start_byte(call);
     for (size_t i = 0; i < info->switch_count; i++) {
         const Switch *sw = &info->switches[i];
-        if (!same_text(src, sw->receiver, model)) continue;
+        if (!py_same_text_present(src, sw->receiver, model)) continue;
         if (!sw->eval && py_is_within(sw->call, loop)) return MODE_TRAIN;
         size_t start = ts_node_start_byte(sw->call);
         if (start < before && (mode == MODE_UNKNOWN || start >= best)) {
@@ -333,13 +324,13 @@ static bool is_parameter_free_module(const PySource *src, TSNode model) {
 static bool looks_like_model(const PySource *src, TSNode model, TSNode fn) {
     if (py_is_module_instance(src, model)) return !is_parameter_free_module(src, model);
     if (py_is(model, "identifier")) {
-        if (text_is(src, model, "self")) return !ts_node_is_null(fn) && method_of_module(src, fn);
+        if (py_text_eq(src, model, "self")) return !ts_node_is_null(fn) && method_of_module(src, fn);
         return word_names_model(py_text_ptr(src, model), py_text_len(model));
     }
     if (py_is(model, "attribute")) {
         TSNode object = ts_node_child_by_field_name(model, "object", 6);
         TSNode attr = ts_node_child_by_field_name(model, "attribute", 9);
-        return py_is(object, "identifier") && text_is(src, object, "self") && !ts_node_is_null(attr) &&
+        return py_is(object, "identifier") && py_text_eq(src, object, "self") && !ts_node_is_null(attr) &&
                word_names_model(py_text_ptr(src, attr), py_text_len(attr));
     }
     return false;
@@ -368,7 +359,7 @@ static TSNode loop_frozen_model(const PySource *src, TSNode loop) {
         TSNode right = ts_node_child_by_field_name(a, "right", 5);
         if (!py_is(left, "attribute")) continue;
         TSNode attr = ts_node_child_by_field_name(left, "attribute", 9);
-        if (text_is(src, attr, "requires_grad") && text_is(src, right, "False"))
+        if (py_text_eq(src, attr, "requires_grad") && py_text_eq(src, right, "False"))
             return strip_module_calls(src, recv);
     }
     return null;
@@ -394,8 +385,8 @@ static bool visit_index(TSNode n, void *data) {
     if (!py_is(n, "call")) return true;
     TSNode recv;
     if (py_method_call(src, n, "requires_grad_", &recv) &&
-        (text_is(src, py_call_positional(n, 0), "False") ||
-         text_is(src, py_call_keyword(src, n, "requires_grad"), "False"))) {
+        (py_text_eq(src, py_call_positional(n, 0), "False") ||
+         py_text_eq(src, py_call_keyword(src, n, "requires_grad"), "False"))) {
         if (!add_frozen(st, strip_module_calls(src, recv))) st->failed = true;
         return !st->failed;
     }
@@ -431,7 +422,7 @@ static bool callers_disable_grad(State *st, TSNode fn) {
     if (ts_node_is_null(name)) return false;
     for (size_t i = 0; i < st->call_count; i++) {
         const CallSite *c = &st->calls[i];
-        if (!same_text(src, c->name, name)) continue;
+        if (!py_same_text_present(src, c->name, name)) continue;
         if (c->wrapper || py_grad_disabled_at(src, c->call)) return true;
     }
     return false;
@@ -439,7 +430,7 @@ static bool callers_disable_grad(State *st, TSNode fn) {
 
 static bool is_frozen(State *st, TSNode model) {
     for (size_t i = 0; i < st->frozen_count; i++)
-        if (same_text(st->ctx->py, st->frozen[i], model)) return true;
+        if (py_same_text_present(st->ctx->py, st->frozen[i], model)) return true;
     return false;
 }
 

@@ -55,21 +55,6 @@ static const char *const ddp_names[] = {
     NULL,
 };
 
-/* the keyword_argument node `find_unused_parameters=...` of the call */
-static TSNode keyword_node(const PySource *src, TSNode call) {
-    TSNode null = {0};
-    TSNode args = py_call_arguments(call);
-    if (!py_is(args, "argument_list")) return null;
-    uint32_t n = ts_node_named_child_count(args);
-    for (uint32_t i = 0; i < n; i++) {
-        TSNode a = ts_node_named_child(args, i);
-        if (!py_is(a, "keyword_argument")) continue;
-        TSNode key = ts_node_child_by_field_name(a, "name", 4);
-        if (!ts_node_is_null(key) && py_text_eq(src, key, "find_unused_parameters")) return a;
-    }
-    return null;
-}
-
 /* the argument before `arg` (comments skipped), or a null node */
 static TSNode previous_argument(TSNode arg) {
     TSNode p = ts_node_prev_named_sibling(arg);
@@ -134,7 +119,7 @@ static bool visit(TSNode n, void *data) {
     RuleContext *ctx = data;
     const PySource *src = ctx->py;
     if (!py_is(n, "call") || !py_callee_is_any(src, n, ddp_names)) return true;
-    TSNode kw = keyword_node(src, n);
+    TSNode kw = py_call_keyword_argument(src, n, "find_unused_parameters");
     if (ts_node_is_null(kw)) return true;
     TSNode value = ts_node_child_by_field_name(kw, "value", 5);
     if (ts_node_is_null(value) || !py_text_eq(src, value, "True")) return true;

@@ -332,10 +332,7 @@ static int accumulation_of(const PySource *src, TSNode backward, TSNode loop) {
 }
 
 static void describe(const PySource *src, TSNode call, char *buf, size_t size) {
-    size_t len = py_text_len(call);
-    const char *text = py_text_ptr(src, call);
-    if (len <= 40 && !memchr(text, '\n', len)) snprintf(buf, size, "%.*s", (int)len, text);
-    else snprintf(buf, size, ".backward()");
+    if (!py_short_text(src, call, 40, buf, size)) snprintf(buf, size, ".backward()");
 }
 
 static bool node_mentions(const PySource *src, TSNode n, const char *word) {
