@@ -1,5 +1,5 @@
 #define _GNU_SOURCE
-#include "crash_guard.h"
+#include "analysis/crash_guard.h"
 
 #include <pthread.h>
 #include <setjmp.h>

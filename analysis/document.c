@@ -1,4 +1,4 @@
-#include "document.h"
+#include "analysis/document.h"
 
 #include <stdlib.h>
 #include <string.h>

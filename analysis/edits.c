@@ -1,4 +1,4 @@
-#include "edits.h"
+#include "analysis/edits.h"
 
 #include <stdlib.h>
 #include <string.h>

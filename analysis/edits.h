@@ -2,7 +2,7 @@
 #ifndef ADVISE_EDITS_H
 #define ADVISE_EDITS_H
 
-#include "finding.h"
+#include "analysis/finding.h"
 
 /* Applies edits (any order, none overlapping) to text. Returns a new
  * NUL-terminated buffer, or NULL when edits overlap, fall outside the text or

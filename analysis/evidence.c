@@ -1,7 +1,8 @@
 /* Evidence items (evidence.h): building a template from printf text with
  * "{}" placeholders, copying, and rendering it with the unit formatters. */
-#include "evidence.h"
-#include "finding.h"
+#include "analysis/evidence.h"
+#include "analysis/finding.h"
+#include "analysis/base/text_format.h"
 
 #include <assert.h>
 #include <stdio.h>

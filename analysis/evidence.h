@@ -20,7 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "units.h"
+#include "analysis/units.h"
 
 typedef enum {
     EVIDENCE_NOTE,     /* a static fact about the code (a rule's remark) */

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "evidence.h"
+#include "analysis/evidence.h"
 
 typedef enum { /* the LSP DiagnosticSeverity values */
     SEVERITY_ERROR = 1,
@@ -105,10 +105,5 @@ bool finding_take_gain(Finding *f, double seconds, const char *scope, Evidence *
 bool finding_add_related(Finding *f, ByteRange range, const char *message);
 Fix *finding_add_fix(Finding *f, const char *title, bool safe);
 bool fix_add_edit(Fix *fix, size_t start, size_t end, const char *new_text);
-
-/* printf into a fresh heap string (NULL when memory runs out). */
-char *format_string(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* The same with a va_list, which it leaves unread (it reads a copy and then ap). */
-char *format_string_v(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 #endif

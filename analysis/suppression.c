@@ -1,4 +1,4 @@
-#include "suppression.h"
+#include "analysis/suppression.h"
 
 #include <ctype.h>
 #include <stdlib.h>

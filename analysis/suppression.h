@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "document.h"
+#include "analysis/document.h"
 
 typedef struct {
     size_t line;      /* 0-based line the suppression covers */

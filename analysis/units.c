@@ -1,5 +1,5 @@
 /* The words for each unit (units.h): one formatter per unit. */
-#include "units.h"
+#include "analysis/units.h"
 
 #include <math.h>
 #include <stdbool.h>

@@ -1,10 +1,10 @@
-#include "aggregate.h"
+#include "profiler/aggregate.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm_kernels.h"
+#include "profiler/comm_kernels.h"
 
 /* Samples kept per entry for the median: exact up to this many calls, a
  * uniform reservoir sample beyond (Vitter's algorithm R). */

@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 
-#include "profile.h"
+#include "profiler/profile.h"
 
 typedef struct Aggregator Aggregator;
 

@@ -1,4 +1,4 @@
-#include "comm_kernels.h"
+#include "profiler/comm_kernels.h"
 
 #include <ctype.h>
 #include <string.h>

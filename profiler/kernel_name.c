@@ -1,4 +1,4 @@
-#include "kernel_name.h"
+#include "profiler/kernel_name.h"
 
 #include <ctype.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * offline Dwfl per ELF file, cached), nvcc's kernel functions, locations
  * (a frame's line and its inlined call sites), and the public functions. */
 #define _GNU_SOURCE
-#include "native_resolve.h"
+#include "profiler/native_resolve.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>

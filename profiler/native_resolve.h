@@ -41,7 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "profiler/profile.h"
 
 typedef struct NativeResolver NativeResolver;
 

@@ -1,7 +1,7 @@
 /* The profile model: allocation, the appending helpers (which deduplicate
  * files and sites through hash indexes kept beside the Profile), the names of
  * the enums, the path rule, merging parts and hashing the source files. */
-#include "profile.h"
+#include "profiler/profile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,9 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "hash_index.h"
-#include "profile_internal.h"
-#include "sha256.h"
+#include "analysis/base/hash_index.h"
+#include "profiler/profile_internal.h"
+#include "profiler/sha256.h"
+#include "analysis/base/text_format.h"
 
 /* ---- the box around a Profile -------------------------------------------------
  * profile_new hands out the Profile at the start of a larger allocation that
@@ -158,7 +159,7 @@ bool prof_fail(char **error, const char *format, ...) {
     if (!error || *error) return false;
     va_list ap;
     va_start(ap, format);
-    *error = prof_vformat(format, ap);
+    *error = format_string_v(format, ap);
     va_end(ap);
     return false;
 }
@@ -581,24 +582,6 @@ bool profile_set_labels(Profile *p, const char *name, const char *source, const 
     p->created = strdup(stamp);
     p->tool = strdup(tool);
     return p->name && p->source && p->created && p->tool;
-}
-
-char *prof_vformat(const char *fmt, va_list ap) {
-    va_list again;
-    va_copy(again, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (s) vsnprintf(s, (size_t)n + 1, fmt, again);
-    va_end(again);
-    return s;
-}
-
-char *prof_format(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = prof_vformat(fmt, ap);
-    va_end(ap);
-    return s;
 }
 
 /* ---- kernels by name ------------------------------------------------------- */

@@ -292,8 +292,6 @@ static inline uint64_t prof_add_u64(uint64_t a, uint64_t b) { return a > UINT64_
 
 /* printf into a fresh heap string (messages for a person); NULL when out
  * of memory. */
-char *prof_format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-char *prof_vformat(const char *fmt, va_list ap);
 
 /* Sets the labels every profile file carries (name, source, tool; created
  * is now, UTC), replacing what p held. False when out of memory. */

@@ -1,11 +1,11 @@
-#include "profile_check.h"
+#include "profiler/profile_check.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "hash_index.h"
-#include "profile_internal.h"
+#include "analysis/base/hash_index.h"
+#include "profiler/profile_internal.h"
 
 typedef struct {
     const Profile *p;

@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "profile.h"
-#include "profile_json.h"
+#include "profiler/profile.h"
+#include "profiler/profile_json.h"
 
 /* False with *error set (when error is not NULL) on the first broken rule. */
 bool profile_check(const Profile *p, ProfileKind kind, char **error);

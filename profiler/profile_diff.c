@@ -1,7 +1,7 @@
 /* Two profiles side by side (see profile_diff.h). Each side's kernels and
  * call sites are gathered into a list sorted by key and summed where the key
  * repeats; the two lists are then walked together like a merge. */
-#include "profile_diff.h"
+#include "profiler/profile_diff.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "profiler/profile.h"
 
 /* What one profile measured in all, summed over processes and devices. */
 typedef struct {

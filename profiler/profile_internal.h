@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "profiler/profile.h"
 
 /* A resolved site (file >= 0) is known by file, line, function and
  * function_level; an unresolved one by its frames. */

@@ -4,7 +4,7 @@
  * The text is compact JSON with one top-level key per line and one array
  * entry per line, so that two profiles compare well with diff. The same
  * Profile always gives the same bytes. */
-#include "profile_json.h"
+#include "profiler/profile_json.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,8 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "profile_check.h"
-#include "profile_internal.h"
+#include "analysis/base/atomic_file.h"
+#include "profiler/profile_check.h"
+#include "profiler/profile_internal.h"
 
 /* ---- building JSON values --------------------------------------------------------
  * Each builder returns a new value or NULL when out of memory. The profile has
@@ -370,30 +371,6 @@ char *profile_to_json(const Profile *p, ProfileKind kind, char **error) {
 
 /* ---- files ------------------------------------------------------------------------------ */
 
-static bool write_all(int fd, const char *data, size_t length) {
-    while (length > 0) {
-        ssize_t n = write(fd, data, length);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-        data += n;
-        length -= (size_t)n;
-    }
-    return true;
-}
-
-/* makes the rename itself durable; a failure here loses nothing written */
-static void sync_folder_of(const char *path) {
-    const char *slash = strrchr(path, '/');
-    char *folder = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!folder) return;
-    int fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-    free(folder);
-}
-
 bool profile_write_file(const Profile *p, ProfileKind kind, const char *path, char **error) {
     if (error) *error = NULL;
     if (!path || !*path) return prof_fail(error, "no path to write the profile to");
@@ -404,39 +381,13 @@ bool profile_write_file(const Profile *p, ProfileKind kind, const char *path, ch
         free(problem);
         return false;
     }
-    size_t length = strlen(text);
-    size_t template_length = strlen(path) + sizeof ".tmp-XXXXXX";
-    char *temp = malloc(template_length);
-    if (!temp) {
-        free(text);
-        return prof_fail(error, "%s: out of memory", path);
-    }
-    snprintf(temp, template_length, "%s.tmp-XXXXXX", path); /* same folder, so rename is atomic */
-    int fd = mkstemp(temp);
-    if (fd < 0) {
-        int e = errno;
-        free(text);
-        free(temp);
-        return prof_fail(error, "%s: cannot create a file beside it: %s", path, strerror(e));
-    }
-    bool ok = fchmod(fd, 0644) == 0 && write_all(fd, text, length) && fsync(fd) == 0;
-    int e = errno;
-    if (close(fd) != 0 && ok) {
-        ok = false;
-        e = errno;
-    }
-    if (ok && rename(temp, path) != 0) {
-        ok = false;
-        e = errno;
-    }
-    if (ok) {
-        sync_folder_of(path);
-    } else {
-        unlink(temp);
-        prof_fail(error, "%s: cannot write: %s", path, strerror(e));
+    char *problem_writing = NULL;
+    bool ok = atomic_file_write_bytes(path, NULL, text, strlen(text), &problem_writing);
+    if (!ok) {
+        prof_fail(error, "%s", problem_writing ? problem_writing : "out of memory");
+        free(problem_writing);
     }
     free(text);
-    free(temp);
     return ok;
 }
 

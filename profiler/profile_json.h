@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "profile.h"
+#include "profiler/profile.h"
 
 typedef enum {
     PROFILE_FINAL,   /* what `advise profile` and `advise import` write: sites resolved */

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile_check.h"
-#include "profile_internal.h"
-#include "profile_json.h"
+#include "profiler/profile_check.h"
+#include "profiler/profile_internal.h"
+#include "profiler/profile_json.h"
 
 typedef struct {
     ProfileKind kind;

@@ -1,4 +1,4 @@
-#include "profile_set.h"
+#include "profiler/profile_set.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -8,7 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "profile_json.h"
+#include "profiler/profile_json.h"
+#include "analysis/base/text_format.h"
 
 struct ProfileSet {
     ProfileView **views; /* newest first */
@@ -74,7 +75,7 @@ static ProfileView *load_file(const char *path, char **error) {
     Profile *p = profile_read_file(path, PROFILE_FINAL, error);
     if (!p) return NULL;
     ProfileView *v = profile_view_new(p, path);
-    if (!v) *error = prof_format("%s: out of memory", path);
+    if (!v) *error = format_string("%s: out of memory", path);
     return v;
 }
 
@@ -90,7 +91,7 @@ static bool load_folder(ProfileSet *set, const char *dir) {
         ok = grown != NULL;
         if (ok) {
             names = grown;
-            ok = (names[count] = prof_format("%s/%s", dir, e->d_name)) != NULL;
+            ok = (names[count] = format_string("%s/%s", dir, e->d_name)) != NULL;
             if (ok) count++;
         }
     }
@@ -99,7 +100,7 @@ static bool load_folder(ProfileSet *set, const char *dir) {
         char *error = NULL;
         ProfileView *v = load_file(names[i], &error);
         if (v) ok = add_view(set, v);
-        else ok = add_note(set, error ? error : prof_format("%s: unreadable", names[i]));
+        else ok = add_note(set, error ? error : format_string("%s: unreadable", names[i]));
         if (!ok && v) profile_view_free(v);
     }
     for (size_t i = 0; i < count; i++) free(names[i]);
@@ -110,23 +111,23 @@ static bool load_folder(ProfileSet *set, const char *dir) {
 ProfileSet *profile_set_load(const char *path, char **error) {
     struct stat st;
     if (stat(path, &st) != 0) {
-        *error = prof_format("%s: %s", path, strerror(errno));
+        *error = format_string("%s: %s", path, strerror(errno));
         return NULL;
     }
     ProfileSet *set = calloc(1, sizeof *set);
     if (!set) {
-        *error = prof_format("out of memory");
+        *error = format_string("out of memory");
         return NULL;
     }
     if (S_ISDIR(st.st_mode)) {
         if (!load_folder(set, path)) {
-            *error = prof_format("%s: cannot read the folder (or out of memory)", path);
+            *error = format_string("%s: cannot read the folder (or out of memory)", path);
             profile_set_free(set);
             return NULL;
         }
         if (!set->count) {
-            *error = set->note_count ? prof_format("%s: no valid profile there (%s)", path, set->notes[0])
-                                     : prof_format("%s: no profile there (*.json)", path);
+            *error = set->note_count ? format_string("%s: no valid profile there (%s)", path, set->notes[0])
+                                     : format_string("%s: no profile there (*.json)", path);
             profile_set_free(set);
             return NULL;
         }
@@ -135,7 +136,7 @@ ProfileSet *profile_set_load(const char *path, char **error) {
     }
     ProfileView *v = load_file(path, error);
     if (!v || !add_view(set, v)) {
-        if (v) *error = prof_format("out of memory");
+        if (v) *error = format_string("out of memory");
         profile_view_free(v);
         profile_set_free(set);
         return NULL;

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "profile_view.h"
+#include "profiler/profile_view.h"
 
 typedef struct ProfileSet ProfileSet;
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile.h"
+#include "profiler/profile.h"
 
 typedef struct {
     size_t index;

@@ -1,15 +1,16 @@
 /* The ProfileView: one profile with its lookups built once (operations by
  * file and line, per-line costs, kernels by their base name) and the run's
  * totals. Loading a folder's newest profile goes through profile_set.c. */
-#include "profile_view.h"
+#include "profiler/profile_view.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel_name.h"
-#include "profile_set.h"
-#include "sha256.h"
+#include "profiler/kernel_name.h"
+#include "profiler/profile_set.h"
+#include "profiler/sha256.h"
+#include "analysis/base/text_format.h"
 
 typedef struct {
     uint32_t line;
@@ -162,7 +163,7 @@ ProfileView *profile_view_load(const char *path, char **error) {
     if (!set) return NULL;
     ProfileView *v = profile_set_take_newest(set);
     profile_set_free(set);
-    if (!v) *error = prof_format("%s: no profile there", path);
+    if (!v) *error = format_string("%s: no profile there", path);
     return v;
 }
 

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "profiler/profile.h"
 
 typedef struct ProfileView ProfileView;
 

@@ -1,9 +1,9 @@
-#include "rank_table.h"
+#include "profiler/rank_table.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm_kernels.h"
+#include "profiler/comm_kernels.h"
 
 
 static int compare_rows(const void *a, const void *b) {

@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "profiler/profile.h"
 
 typedef struct {
     int process;            /* into the profile's processes */

@@ -1,7 +1,7 @@
 /* SHA-256 as FIPS 180-4 describes it: sections 4.1.2 (functions), 4.2.2
  * (constants), 5.1.1 (padding), 5.3.3 (initial hash value) and 6.2.2 (the
  * hash computation). */
-#include "sha256.h"
+#include "profiler/sha256.h"
 
 #include <string.h>
 

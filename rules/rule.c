@@ -1,27 +1,20 @@
-#include "rule.h"
+#include "rules/rule.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static Finding *report_v(RuleContext *ctx, size_t start, size_t end, const char *fmt, va_list ap) {
-    Finding *f = finding_list_push(ctx->out);
+#include "analysis/base/text_format.h"
+
+Finding *rule_report_v(RuleContext *ctx, size_t start, size_t end, const char *fmt, va_list ap) {
+    char *message = format_string_v(fmt, ap);
+    Finding *f = message ? finding_list_push(ctx->out) : NULL;
     if (!f) {
+        free(message);
         ctx->out_of_memory = true;
         return NULL;
     }
-    va_list copy;
-    va_copy(copy, ap);
-    int n = vsnprintf(NULL, 0, fmt, copy);
-    va_end(copy);
-    char *message = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (!message) {
-        ctx->out->count--;
-        ctx->out_of_memory = true;
-        return NULL;
-    }
-    vsnprintf(message, (size_t)n + 1, fmt, ap);
     f->code = ctx->rule->code;
     f->name = ctx->rule->name;
     f->severity = ctx->rule->severity;
@@ -37,7 +30,7 @@ void rule_walk_cuda(RuleContext *ctx, CuVisitor visit, void *data) {
 Finding *rule_report(RuleContext *ctx, size_t start, size_t end, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    Finding *f = report_v(ctx, start, end, fmt, ap);
+    Finding *f = rule_report_v(ctx, start, end, fmt, ap);
     va_end(ap);
     return f;
 }
@@ -45,7 +38,7 @@ Finding *rule_report(RuleContext *ctx, size_t start, size_t end, const char *fmt
 Finding *rule_report_node(RuleContext *ctx, TSNode node, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    Finding *f = report_v(ctx, ts_node_start_byte(node), ts_node_end_byte(node), fmt, ap);
+    Finding *f = rule_report_v(ctx, ts_node_start_byte(node), ts_node_end_byte(node), fmt, ap);
     va_end(ap);
     return f;
 }
@@ -71,7 +64,7 @@ void rule_walk(RuleContext *ctx, PyVisitor visit, void *data) {
 Finding *rule_report_cu(RuleContext *ctx, const CuNode *node, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    Finding *f = report_v(ctx, node->start, node->end, fmt, ap);
+    Finding *f = rule_report_v(ctx, node->start, node->end, fmt, ap);
     va_end(ap);
     return f;
 }

@@ -12,11 +12,13 @@
 #ifndef ADVISE_RULE_H
 #define ADVISE_RULE_H
 
-#include "../analysis/cuda_source.h"
-#include "../analysis/document.h"
-#include "../analysis/finding.h"
-#include "../analysis/python_facts.h"
-#include "../analysis/python_source.h"
+#include <stdarg.h>
+
+#include "analysis/cuda/cuda_source.h"
+#include "analysis/document.h"
+#include "analysis/finding.h"
+#include "analysis/python/python_facts.h"
+#include "analysis/python/python_source.h"
 
 typedef struct RuleContext RuleContext;
 typedef struct ProfileView ProfileView;
@@ -127,6 +129,9 @@ Finding *rule_report_cu(RuleContext *ctx, const CuNode *node, const char *fmt, .
 Finding *rule_report(RuleContext *ctx, size_t start, size_t end, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 Finding *rule_report_node(RuleContext *ctx, TSNode node, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* rule_report with a va_list (for helpers that report on a rule's behalf). */
+Finding *rule_report_v(RuleContext *ctx, size_t start, size_t end, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 
 /* The registry: every rule, sorted by code. */
 const Rule *const *rules_all(size_t *count);

@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "temp_tree.h"
+#include "tests/temp_tree.h"
 
 typedef struct {
     int status; /* exit code, or -1 when it died of a signal */

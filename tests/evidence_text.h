@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../analysis/evidence.h"
+#include "analysis/evidence.h"
 
 static inline const char *ev(const Evidence *e) {
     static char buffers[8][4096];

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../profiler/profile.h"
-#include "../profiler/sha256.h"
+#include "profiler/profile.h"
+#include "profiler/sha256.h"
 
 /* A profile of one process that ran run_ns, on one H200 whose GPU was busy
  * busy_ns of its span (= run_ns), recorded 2026-11-30 15:19:37 UTC. */

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aggregate.h"
-#include "profile_json.h"
+#include "profiler/aggregate.h"
+#include "profiler/profile_json.h"
 
 static Aggregator *agg;
 

@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 
-#include "cli_harness.h"
+#include "tests/cli_harness.h"
 
 #define H200 "tests/fixtures/profiles/h200/"
 

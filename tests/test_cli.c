@@ -3,8 +3,8 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 
-#include "cli_harness.h"
-#include "../server/source_file.h"
+#include "tests/cli_harness.h"
+#include "server/workspace/source_file.h"
 
 /* PY003 flags the empty_cache(); PY004 offers a safe fix for the .cuda() */
 static const char *const FLAGGED =

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../rules/config.h"
+#include "rules/engine/config.h"
 
 /* ---- helpers ---------------------------------------------------------------- */
 

@@ -15,11 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "temp_tree.h"
+#include "tests/temp_tree.h"
 
-#include "../analysis/cuda_index.h"
-#include "../analysis/cuda_query.h"
-#include "../analysis/cuda_shims.h"
+#include "analysis/cuda/cuda_index.h"
+#include "analysis/cuda/cuda_query.h"
+#include "analysis/cuda/cuda_shims.h"
 
 /* ---- helpers ----------------------------------------------------------------- */
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../analysis/cuda_index.h"
-#include "../analysis/cuda_query.h"
+#include "analysis/cuda/cuda_index.h"
+#include "analysis/cuda/cuda_query.h"
 
 static const char *const FILE_TEXT =
     "#include <cooperative_groups.h>\n"

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aggregate.h"
-#include "cli_harness.h"
-#include "profile_diff.h"
-#include "profile_json.h"
+#include "profiler/aggregate.h"
+#include "tests/cli_harness.h"
+#include "profiler/profile_diff.h"
+#include "profiler/profile_json.h"
 
 #define H200 ADVISE_SOURCE_DIR "/tests/fixtures/profiles/h200/"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../analysis/document.h"
+#include "analysis/document.h"
 
 static Document *doc_of(const char *text) { return document_new("t.py", LANGUAGE_PYTHON, text, strlen(text)); }
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../analysis/edits.h"
+#include "analysis/edits.h"
 
 #define E(s, e, t) ((TextEdit){{(s), (e)}, (char *)(t)})
 #define COUNT(a) (sizeof(a) / sizeof *(a))

@@ -6,7 +6,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "cli_harness.h"
+#include "tests/cli_harness.h"
 
 Test(evaluation, the_tables_print_the_figures_of_a_synthetic_run) {
     RunResult r = harness_run_shell("cd '" ADVISE_SOURCE_DIR "' && python3 tests/gpu/test_evaluate_table.py '" ADVISE_BINARY "'");

@@ -7,9 +7,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../analysis/finding.h"
-#include "../server/finding_json.h"
-#include "evidence_text.h"
+#include "analysis/finding.h"
+#include "server/render/finding_json.h"
+#include "tests/evidence_text.h"
 
 static const char *fmt(Quantity q) {
     static char bufs[4][UNITS_BUF];

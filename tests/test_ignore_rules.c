@@ -34,8 +34,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../server/file_walk.h"
-#include "../server/ignore_rules.h"
+#include "server/workspace/file_walk.h"
+#include "server/workspace/ignore_rules.h"
 
 /* ---- a scratch git work tree ----------------------------------------------- */
 

@@ -5,14 +5,14 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "../rules/engine.h"
-#include "../rules/engine_internal.h"
-#include "../rules/measure.h"
-#include "cli_harness.h"
-#include "evidence_text.h"
-#include "profile_builder.h"
-#include "kernel_name.h"
-#include "profile_json.h"
+#include "rules/engine/engine.h"
+#include "rules/engine/engine_internal.h"
+#include "rules/measure/measure.h"
+#include "tests/cli_harness.h"
+#include "tests/evidence_text.h"
+#include "tests/profile_builder.h"
+#include "profiler/kernel_name.h"
+#include "profiler/profile_json.h"
 
 #define LOOP "tests/fixtures/merge/train_loop.py"
 

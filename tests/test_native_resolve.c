@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../profiler/native_resolve.h"
+#include "profiler/native_resolve.h"
 
 #define FIXTURES ADVISE_SOURCE_DIR "/tests/fixtures/native"
 #define NVCC "/usr/local/cuda/bin/nvcc"

@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "aggregate.h"
-#include "cli_harness.h"
-#include "profile_json.h"
+#include "profiler/aggregate.h"
+#include "tests/cli_harness.h"
+#include "profiler/profile_json.h"
 
 static char project[] = "/tmp/advise-profile-test-XXXXXX";
 static char fake_driver[512];

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_harness.h"
-#include "profile_json.h"
+#include "tests/cli_harness.h"
+#include "profiler/profile_json.h"
 
 #define FIXTURES ADVISE_SOURCE_DIR "/tests/fixtures/profiles/h200"
 

@@ -22,9 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../profiler/profile.h"
-#include "../profiler/profile_json.h"
-#include "../profiler/sha256.h"
+#include "profiler/profile.h"
+#include "profiler/profile_json.h"
+#include "profiler/sha256.h"
 
 /* ---- helpers ------------------------------------------------------------------------- */
 

@@ -11,17 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../analysis/cuda_source.h"
-#include "../analysis/edits.h"
-#include "../analysis/python_source.h"
-#include "../profiler/aggregate.h"
-#include "../profiler/profile_json.h"
-#include "../profiler/profile_view.h"
-#include "../rules/profile_facts.h"
-#include "../rules/rule.h"
-#include "cli_harness.h"
-#include "evidence_text.h"
-#include "profile_builder.h"
+#include "analysis/cuda/cuda_source.h"
+#include "analysis/edits.h"
+#include "analysis/python/python_source.h"
+#include "profiler/aggregate.h"
+#include "profiler/profile_json.h"
+#include "profiler/profile_view.h"
+#include "rules/measure/profile_facts.h"
+#include "rules/rule.h"
+#include "tests/cli_harness.h"
+#include "tests/evidence_text.h"
+#include "tests/profile_builder.h"
+#include "analysis/base/text_format.h"
 
 #define MS 1000000ull
 #define US 1000ull

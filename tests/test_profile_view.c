@@ -8,13 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../profiler/aggregate.h"
-#include "../profiler/kernel_name.h"
-#include "../profiler/profile_json.h"
-#include "../profiler/profile_set.h"
-#include "../profiler/profile_view.h"
-#include "cli_harness.h"
-#include "profile_builder.h"
+#include "profiler/aggregate.h"
+#include "profiler/kernel_name.h"
+#include "profiler/profile_json.h"
+#include "profiler/profile_set.h"
+#include "profiler/profile_view.h"
+#include "tests/cli_harness.h"
+#include "tests/profile_builder.h"
 
 #define H200 ADVISE_SOURCE_DIR "/tests/fixtures/profiles/h200/"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../analysis/python_source.h"
+#include "analysis/python/python_source.h"
 
 static Document *doc_of(const char *text) {
     Document *doc = document_new("t.py", LANGUAGE_PYTHON, text, strlen(text));

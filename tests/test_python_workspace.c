@@ -10,10 +10,10 @@
 #include <unistd.h>
 #include <utime.h>
 
-#include "temp_tree.h"
+#include "tests/temp_tree.h"
 
-#include "../analysis/python_module_facts.h"
-#include "../analysis/python_workspace.h"
+#include "analysis/python/python_module_facts.h"
+#include "analysis/python/python_workspace.h"
 
 /* a project folder (a pyproject.toml marks it), removed when the test process exits */
 static char *temp_project(void) {

@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../profiler/aggregate.h"
-#include "../profiler/profile_json.h"
-#include "../rules/comm_facts.h"
-#include "../rules/engine.h"
-#include "cli_harness.h"
-#include "evidence_text.h"
+#include "profiler/aggregate.h"
+#include "profiler/profile_json.h"
+#include "rules/measure/comm_facts.h"
+#include "rules/engine/engine.h"
+#include "tests/cli_harness.h"
+#include "tests/evidence_text.h"
 
 #define SRC "tests/fixtures/merge/ddp_train.py"
 #define MS 1000000ull

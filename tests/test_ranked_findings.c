@@ -2,7 +2,7 @@
  * the samples with their H200 profiles, one profile, and no profile. */
 #include <criterion/criterion.h>
 
-#include "../server/ranked_findings.h"
+#include "server/render/ranked_findings.h"
 
 #define SAMPLES ADVISE_SOURCE_DIR "/samples"
 

@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aggregate.h"
-#include "cli_harness.h"
-#include "comm_kernels.h"
-#include "profile_check.h"
-#include "profile_json.h"
-#include "rank_table.h"
+#include "profiler/aggregate.h"
+#include "tests/cli_harness.h"
+#include "profiler/comm_kernels.h"
+#include "profiler/profile_check.h"
+#include "profiler/profile_json.h"
+#include "profiler/rank_table.h"
 
 #define ALLREDUCE "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 

@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aggregate.h"
-#include "cli_harness.h"
-#include "profile_json.h"
-#include "../server/report_html.h"
-#include "../server/report_text.h"
+#include "profiler/aggregate.h"
+#include "tests/cli_harness.h"
+#include "profiler/profile_json.h"
+#include "server/render/report_html.h"
+#include "server/render/report_text.h"
 
 /* ---- helpers ------------------------------------------------------------------------ */
 

@@ -9,9 +9,9 @@
 #include <criterion/criterion.h>
 #include <jansson.h>
 
-#include "cli_harness.h"
-#include "rule.h"
-#include "../server/rule_docs.h"
+#include "tests/cli_harness.h"
+#include "rules/rule.h"
+#include "server/render/rule_docs.h"
 
 Test(rule_docs, output_dir_writes_the_index_and_one_page_a_rule) {
     char *dir = temp_dir();

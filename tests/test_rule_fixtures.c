@@ -52,11 +52,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../analysis/edits.h"
-#include "../rules/engine.h"
-#include "../server/check_file.h"
-#include "../server/check_output.h"
-#include "../server/unified_diff.h"
+#include "analysis/edits.h"
+#include "rules/engine/engine.h"
+#include "server/workspace/check_file.h"
+#include "server/cli/check_output.h"
+#include "server/render/unified_diff.h"
 
 typedef struct {
     char code[16];

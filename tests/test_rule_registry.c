@@ -4,7 +4,7 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "../rules/rule.h"
+#include "rules/rule.h"
 
 Test(registry, codes_and_names_are_unique_and_well_formed) {
     size_t count;

@@ -7,7 +7,7 @@
 #include <ctype.h>
 #include <dirent.h>
 
-#include "cli_harness.h"
+#include "tests/cli_harness.h"
 
 typedef struct {
     char code[8];

@@ -9,13 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../analysis/cuda_host_buffer.h"
-#include "../analysis/cuda_query.h"
-#include "../analysis/growable.h"
-#include "../analysis/python_expr.h"
-#include "../analysis/python_facts.h"
-#include "../analysis/python_query.h"
-#include "../rules/cuda/support/grid_guard.h"
+#include "analysis/cuda/cuda_host_buffer.h"
+#include "analysis/cuda/cuda_query.h"
+#include "analysis/base/growable.h"
+#include "analysis/python/python_expr.h"
+#include "analysis/python/python_facts.h"
+#include "analysis/python/python_query.h"
+#include "rules/cuda/support/grid_guard.h"
 
 /* ---- Python ----------------------------------------------------------------- */
 

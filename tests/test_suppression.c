@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../analysis/suppression.h"
-#include "../rules/engine.h"
+#include "analysis/suppression.h"
+#include "rules/engine/engine.h"
 
 /* Reads `#` comments the simple way (the test texts hold no strings with '#'):
  * from '#' to the end of the line, own_line when only blanks precede it. */

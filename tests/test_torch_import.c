@@ -11,12 +11,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli_harness.h"
-#include "profile_json.h"
-#include "torch_api_names.h"
-#include "torch_import.h"
-#include "torch_stacks.h"
-#include "torch_user_code.h"
+#include "tests/cli_harness.h"
+#include "profiler/profile_json.h"
+#include "profiler/import/torch_api_names.h"
+#include "profiler/import/torch_import.h"
+#include "profiler/import/torch_stacks.h"
+#include "profiler/import/torch_user_code.h"
 
 #define TRACES ADVISE_SOURCE_DIR "/tests/fixtures/traces"
 #define PROJECT TRACES "/project"

@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../server/unified_diff.h"
+#include "server/render/unified_diff.h"
 
 static bool have_patch(void) { return system("patch --version >/dev/null 2>&1") == 0; }
 

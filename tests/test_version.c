@@ -11,7 +11,7 @@
 #include <signal.h>
 #include <time.h>
 
-#include "cli_harness.h"
+#include "tests/cli_harness.h"
 
 /* "0.1.0" from `project(advise VERSION 0.1.0 ...)` */
 static char *cmake_version(void) {

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "aggregate.h"
+#include "profiler/aggregate.h"
 
 extern Aggregator *inject_agg;
 /* The project root (absolute, no trailing slash) and its length. */

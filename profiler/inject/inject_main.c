@@ -11,9 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "inject.h"
-#include "profile_json.h"
-#include "source_metrics.h"
+#include "profiler/inject/inject.h"
+#include "profiler/profile_json.h"
+#include "profiler/inject/source_metrics.h"
 
 #define BUFFER_SIZE (8u << 20)
 /* Correlation ids count every CUDA API call, not just launches (PyTorch

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "inject.h"
+#include "profiler/inject/inject.h"
 
 #define MAX_MODULES 512
 #define STACK_WALK 48

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "inject.h"
+#include "profiler/inject/inject.h"
 
 typedef void PyObject;
 typedef int (*TraceFunc)(PyObject *, PyObject *, int, PyObject *);

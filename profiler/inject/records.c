@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "inject.h"
+#include "profiler/inject/inject.h"
 
 static ProfMemKind mem_kind(uint8_t kind) {
     switch (kind) {

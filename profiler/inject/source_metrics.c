@@ -26,8 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "inject.h"
-#include "source_metrics.h"
+#include "profiler/inject/inject.h"
+#include "profiler/inject/source_metrics.h"
 
 /* The metrics we read, in the order of the ProfLineMetrics counters they feed. */
 enum { M_INST, M_GLOBAL, M_GLOBAL_IDEAL, M_SHARED, M_SHARED_IDEAL, M_LOCAL, M_COUNT };

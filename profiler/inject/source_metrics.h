@@ -6,7 +6,7 @@
 #include <cupti.h>
 #include <stdbool.h>
 
-#include "profile.h"
+#include "profiler/profile.h"
 
 /* The kernel to measure (ADVISE_SOURCE_METRICS_KERNEL, mangled), or NULL
  * for a normal profiling run. */

@@ -7,10 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analysis/cuda_index.h"
-#include "../../analysis/cuda_query.h"
-#include "../../analysis/growable.h"
-#include "rule.h"
+#include "analysis/cuda/cuda_index.h"
+#include "analysis/cuda/cuda_query.h"
+#include "analysis/base/growable.h"
+#include "rules/rule.h"
+#include "analysis/base/text_format.h"
 
 static const char documentation[] =
     "## What it does\n"

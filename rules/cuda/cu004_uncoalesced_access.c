@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analysis/cuda_index.h"
-#include "../../analysis/cuda_query.h"
-#include "rule.h"
+#include "analysis/cuda/cuda_index.h"
+#include "analysis/cuda/cuda_query.h"
+#include "rules/rule.h"
 
 static const char documentation[] =
     "## What it does\n"

@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analysis/cuda_host_buffer.h"
-#include "rule.h"
+#include "analysis/cuda/cuda_host_buffer.h"
+#include "rules/rule.h"
+#include "analysis/base/text_format.h"
 
 static const char documentation[] =
     "## What it does\n"

@@ -4,9 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analysis/cuda_host_buffer.h"
-#include "../../analysis/growable.h"
-#include "rule.h"
+#include "analysis/cuda/cuda_host_buffer.h"
+#include "analysis/base/growable.h"
+#include "rules/rule.h"
+#include "analysis/base/text_format.h"
 
 static const char documentation[] =
     "## What it does\n"

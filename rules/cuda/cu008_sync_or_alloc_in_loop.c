@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analysis/cuda_host_buffer.h"
-#include "../../analysis/cuda_query.h"
-#include "../../analysis/growable.h"
-#include "rule.h"
+#include "analysis/cuda/cuda_host_buffer.h"
+#include "analysis/cuda/cuda_query.h"
+#include "analysis/base/growable.h"
+#include "rules/rule.h"
 
 static const char documentation[] =
     "## What it does\n"

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analysis/cuda_index.h"
-#include "../../analysis/cuda_query.h"
-#include "../rule.h"
-#include "support/grid_guard.h"
+#include "analysis/cuda/cuda_index.h"
+#include "analysis/cuda/cuda_query.h"
+#include "rules/rule.h"
+#include "rules/cuda/support/grid_guard.h"
 
 static const char documentation[] =
     "## What it does\n"

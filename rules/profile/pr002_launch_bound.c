@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile_facts.h"
-#include "../../analysis/growable.h"
+#include "rules/measure/profile_facts.h"
+#include "analysis/base/growable.h"
 
 static const char documentation[] =
     "## What it does\n"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile_facts.h"
+#include "rules/measure/profile_facts.h"
 
 static const char documentation[] =
     "## What it does\n"

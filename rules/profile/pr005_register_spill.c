@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../profiler/kernel_name.h"
-#include "profile_facts.h"
+#include "profiler/kernel_name.h"
+#include "rules/measure/profile_facts.h"
 
 static const char documentation[] =
     "## What it does\n"

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../analysis/cuda_host_buffer.h"
-#include "measure.h"
-#include "pin_in_place_fix.h"
-#include "profile_facts.h"
+#include "analysis/cuda/cuda_host_buffer.h"
+#include "rules/measure/measure.h"
+#include "rules/profile/support/pin_in_place_fix.h"
+#include "rules/measure/profile_facts.h"
 
 static const char documentation[] =
     "## What it does\n"

@@ -4,8 +4,8 @@
  * --source-metrics` measured them. Needs a profile. */
 #include <stdio.h>
 
-#include "line_metrics.h"
-#include "profile_facts.h"
+#include "rules/measure/line_metrics.h"
+#include "rules/measure/profile_facts.h"
 
 static const char documentation[] =
     "## What it does\n"

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm_facts.h"
-#include "profile_facts.h"
+#include "rules/measure/comm_facts.h"
+#include "rules/measure/profile_facts.h"
 
 static const char documentation[] =
     "## What it does\n"

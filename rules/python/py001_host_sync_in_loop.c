@@ -2,8 +2,8 @@
  * `print(t)` on a tensor on every iteration of a loop that does GPU work. */
 #include <string.h>
 
-#include "rule.h"
-#include "../../analysis/python_index.h"
+#include "rules/rule.h"
+#include "analysis/python/python_index.h"
 
 static const char documentation[] =
     "## What it does\n"

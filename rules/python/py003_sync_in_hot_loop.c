@@ -2,7 +2,7 @@
  * on every iteration of a loop that does GPU work. */
 #include <string.h>
 
-#include "rule.h"
+#include "rules/rule.h"
 
 static const char documentation[] =
     "## What it does\n"

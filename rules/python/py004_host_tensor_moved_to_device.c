@@ -4,8 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rule.h"
-#include "../../analysis/python_expr.h"
+#include "rules/rule.h"
+#include "analysis/python/python_expr.h"
+#include "analysis/base/text_format.h"
 
 static const char documentation[] =
     "## What it does\n"

@@ -6,9 +6,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "rule.h"
-#include "../../analysis/python_expr.h"
-#include "../../analysis/python_index.h"
+#include "rules/rule.h"
+#include "analysis/python/python_expr.h"
+#include "analysis/python/python_index.h"
+#include "analysis/base/text_format.h"
 
 static const char documentation[] =
     "## What it does\n"

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rule.h"
-#include "../../analysis/python_index.h"
+#include "rules/rule.h"
+#include "analysis/python/python_index.h"
 
 static const char documentation[] =
     "## What it does\n"

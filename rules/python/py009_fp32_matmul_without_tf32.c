@@ -10,11 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rule.h"
-#include "../../analysis/growable.h"
-#include "../../analysis/python_index.h"
-#include "../../analysis/python_precision.h"
-#include "../../analysis/python_workspace.h"
+#include "rules/rule.h"
+#include "analysis/base/growable.h"
+#include "analysis/python/python_index.h"
+#include "analysis/python/python_precision.h"
+#include "analysis/python/python_workspace.h"
+#include "analysis/base/text_format.h"
 
 static const char documentation[] =
     "## What it does\n"

@@ -4,9 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rule.h"
-#include "../../analysis/python_roles.h"
-#include "../../analysis/python_workspace.h"
+#include "rules/rule.h"
+#include "analysis/python/python_roles.h"
+#include "analysis/python/python_workspace.h"
+#include "analysis/base/text_format.h"
 
 static const char documentation[] =
     "## What it does\n"

@@ -3,8 +3,8 @@
  * (one process per GPU) is what PyTorch recommends. */
 #include <string.h>
 
-#include "rule.h"
-#include "../../analysis/python_index.h"
+#include "rules/rule.h"
+#include "analysis/python/python_index.h"
 
 static const char documentation[] =
     "## What it does\n"

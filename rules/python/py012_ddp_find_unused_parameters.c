@@ -3,8 +3,8 @@
  * synchronization in every backward pass. */
 #include <string.h>
 
-#include "rule.h"
-#include "../../analysis/python_index.h"
+#include "rules/rule.h"
+#include "analysis/python/python_index.h"
 
 static const char documentation[] =
     "## What it does\n"

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rule.h"
+#include "rules/rule.h"
 
 static const char documentation[] =
     "## What it does\n"

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rule.h"
-#include "../../analysis/python_loaders.h"
+#include "rules/rule.h"
+#include "analysis/python/python_loaders.h"
 
 static const char documentation[] =
     "## What it does\n"

@@ -1,9 +1,9 @@
 /* The one-element-per-thread guard of a kernel (grid_guard.h). */
-#include "grid_guard.h"
+#include "rules/cuda/support/grid_guard.h"
 
 #include <string.h>
 
-#include "../../../analysis/cuda_index.h"
+#include "analysis/cuda/cuda_index.h"
 
 /* `i < E` (less) or `i >= E` (not less), either way round, with E the same
  * for every thread of the grid */

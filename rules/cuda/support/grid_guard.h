@@ -10,7 +10,7 @@
 #ifndef ADVISE_RULES_CUDA_GRID_GUARD_H
 #define ADVISE_RULES_CUDA_GRID_GUARD_H
 
-#include "../../../analysis/cuda_query.h"
+#include "analysis/cuda/cuda_query.h"
 
 typedef enum { GRID_GUARD_IF, GRID_GUARD_RETURN, GRID_GUARD_STRIDE } GridGuardKind;
 

@@ -1,0 +1,270 @@
+#include "analysis/cuda/include_search.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define MAX_FILES 200000  /* a project bigger than this is searched in part */
+#define MAX_DEPTH 24
+#define LEVELS_WITHOUT_GIT 3
+#define REFRESH_SECONDS 60
+#define MAX_CACHED_PROJECTS 8
+
+typedef struct {
+    char *root;
+    char **paths; /* header-like files, relative to root, sorted */
+    size_t count;
+    time_t read_at;
+    char **learned; /* folders that searches found, in the order found */
+    size_t learned_count;
+} ProjectFiles;
+
+#define MAX_LEARNED 16
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static ProjectFiles cache[MAX_CACHED_PROJECTS];
+static size_t cache_next;
+
+static bool exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static bool is_header_name(const char *name) {
+    const char *dot = strrchr(name, '.');
+    if (!dot) return false;
+    static const char *const ext[] = {".h", ".hpp", ".hh", ".hxx", ".cuh", ".inl", ".inc", ".tcc", ".ipp", NULL};
+    for (size_t i = 0; ext[i]; i++)
+        if (strcmp(dot, ext[i]) == 0) return true;
+    return false;
+}
+
+static bool skipped_folder(const char *name) {
+    return name[0] == '.' || strcmp(name, "node_modules") == 0 || strcmp(name, "__pycache__") == 0 ||
+           strcmp(name, "site-packages") == 0;
+}
+
+char *include_search_project_root(const char *from_dir) {
+    char *cur = realpath(from_dir, NULL);
+    if (!cur) return NULL;
+    char *fallback = strdup(cur);
+    const char *home = getenv("HOME");
+    for (int level = 0;; level++) {
+        char probe[PATH_MAX];
+        snprintf(probe, sizeof probe, "%s/.git", cur);
+        if (exists(probe)) {
+            free(fallback);
+            return cur;
+        }
+        char *slash = strrchr(cur, '/');
+        if (!slash || slash == cur) break;
+        *slash = '\0';
+        if (level < LEVELS_WITHOUT_GIT && !(home && strcmp(cur, home) == 0)) {
+            free(fallback);
+            fallback = strdup(cur);
+        }
+    }
+    free(cur);
+    return fallback;
+}
+
+typedef struct {
+    char **paths;
+    size_t count, cap;
+} PathList;
+
+static void list_add(PathList *l, const char *path) {
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 256;
+        char **grown = realloc(l->paths, cap * sizeof *grown);
+        if (!grown) return;
+        l->paths = grown;
+        l->cap = cap;
+    }
+    char *copy = strdup(path);
+    if (copy) l->paths[l->count++] = copy;
+}
+
+/* rel: the folder relative to root ("" for root itself) */
+static void scan(const char *root, const char *rel, int depth, PathList *out, size_t *seen) {
+    if (depth > MAX_DEPTH || *seen >= MAX_FILES) return;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s%s%s", root, *rel ? "/" : "", rel);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) && *seen < MAX_FILES) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        (*seen)++;
+        char child[PATH_MAX];
+        int n = snprintf(child, sizeof child, "%s%s%s", rel, *rel ? "/" : "", e->d_name);
+        if (n < 0 || (size_t)n >= sizeof child) continue;
+        bool is_dir = e->d_type == DT_DIR, is_reg = e->d_type == DT_REG;
+        if (e->d_type == DT_UNKNOWN || e->d_type == DT_LNK) {
+            char full[PATH_MAX * 2];
+            snprintf(full, sizeof full, "%s/%s", root, child);
+            struct stat st;
+            if (e->d_type == DT_LNK || stat(full, &st) != 0) continue; /* links could loop */
+            is_dir = S_ISDIR(st.st_mode);
+            is_reg = S_ISREG(st.st_mode);
+        }
+        if (is_dir && !skipped_folder(e->d_name)) scan(root, child, depth + 1, out, seen);
+        else if (is_reg && is_header_name(e->d_name)) list_add(out, child);
+    }
+    closedir(d);
+}
+
+static int by_string(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static void project_free(ProjectFiles *p) {
+    for (size_t i = 0; i < p->count; i++) free(p->paths[i]);
+    free(p->paths);
+    for (size_t i = 0; i < p->learned_count; i++) free(p->learned[i]);
+    free(p->learned);
+    free(p->root);
+    memset(p, 0, sizeof *p);
+}
+
+/* The cached file list of root, read again when stale, or (again) when it
+ * was read in an earlier second: a header may have been added since. Call
+ * with the lock held. */
+static const ProjectFiles *project_files(const char *root, bool again) {
+    time_t now = time(NULL);
+    ProjectFiles *slot = NULL;
+    for (size_t i = 0; i < MAX_CACHED_PROJECTS; i++)
+        if (cache[i].root && strcmp(cache[i].root, root) == 0) slot = &cache[i];
+    if (slot && now - slot->read_at < REFRESH_SECONDS && !(again && now > slot->read_at)) return slot;
+    char **learned = NULL;
+    size_t learned_count = 0;
+    if (!slot) {
+        slot = &cache[cache_next];
+        cache_next = (cache_next + 1) % MAX_CACHED_PROJECTS;
+    } else { /* the same project read again: what it learned stays */
+        learned = slot->learned;
+        learned_count = slot->learned_count;
+        slot->learned = NULL;
+        slot->learned_count = 0;
+    }
+    project_free(slot);
+    slot->learned = learned;
+    slot->learned_count = learned_count;
+    PathList list = {0};
+    size_t seen = 0;
+    scan(root, "", 0, &list, &seen);
+    if (list.count) qsort(list.paths, list.count, sizeof *list.paths, by_string);
+    slot->root = strdup(root);
+    slot->paths = list.paths;
+    slot->count = list.count;
+    slot->read_at = now;
+    return slot;
+}
+
+static bool learned_by(const ProjectFiles *p, const char *dir) {
+    for (size_t i = 0; i < p->learned_count; i++)
+        if (strcmp(p->learned[i], dir) == 0) return true;
+    return false;
+}
+
+/* named as folders of shared headers are */
+static bool include_like(const char *dir) {
+    const char *last = strrchr(dir, '/');
+    last = last ? last + 1 : dir;
+    static const char *const names[] = {"include", "includes", "inc", "common", "Common", "headers", "shared", NULL};
+    for (size_t i = 0; names[i]; i++)
+        if (strcmp(last, names[i]) == 0) return true;
+    return false;
+}
+
+static size_t common_prefix(const char *a, const char *b) {
+    size_t n = 0;
+    while (a[n] && a[n] == b[n]) n++;
+    return n;
+}
+
+char *include_search_find(const char *from_dir, const char *spelled) {
+    if (!spelled || !*spelled || spelled[0] == '/' || strstr(spelled, "..")) return NULL;
+    char *root = include_search_project_root(from_dir);
+    char *from = realpath(from_dir, NULL);
+    if (!root || !from) {
+        free(root);
+        free(from);
+        return NULL;
+    }
+    size_t spelled_len = strlen(spelled);
+    char *best = NULL;
+    size_t best_score = 0, best_len = 0;
+    int best_rank = 0;
+    pthread_mutex_lock(&lock);
+    const ProjectFiles *files = project_files(root, false);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (attempt == 1) {
+            if (best) break;
+            files = project_files(root, true); /* a miss: the header may be new */
+        }
+        for (size_t i = 0; i < files->count; i++) {
+            const char *p = files->paths[i];
+            size_t len = strlen(p);
+            if (len < spelled_len || strcmp(p + len - spelled_len, spelled) != 0) continue;
+            if (len > spelled_len && p[len - spelled_len - 1] != '/') continue; /* "xggml.h" is not "ggml.h" */
+            char dir[PATH_MAX];
+            size_t dir_len = len - spelled_len;
+            snprintf(dir, sizeof dir, "%s/%.*s", root, (int)(dir_len ? dir_len - 1 : 0), p);
+            if (!dir_len) snprintf(dir, sizeof dir, "%s", root);
+            /* a folder other files of the project needed, then one named as shared
+             * headers' folders are (include/, common/), then the nearest to the
+             * including file, then the shortest path: a copy of a header inside
+             * another sample's folder loses to the project's shared one */
+            int rank = learned_by(files, dir) ? 2 : include_like(dir) ? 1 : 0;
+            size_t score = common_prefix(dir, from);
+            if (!best || rank > best_rank || (rank == best_rank && score > best_score) ||
+                (rank == best_rank && score == best_score && len < best_len)) {
+                free(best);
+                best = strdup(dir);
+                best_rank = rank;
+                best_score = score;
+                best_len = len;
+            }
+        }
+    }
+    if (best) { /* remembered for the project's next files */
+        ProjectFiles *p = (ProjectFiles *)files;
+        bool known = false;
+        for (size_t i = 0; i < p->learned_count && !known; i++) known = strcmp(p->learned[i], best) == 0;
+        if (!known && p->learned_count < MAX_LEARNED) {
+            char **grown = realloc(p->learned, (p->learned_count + 1) * sizeof *grown);
+            char *copy = grown ? strdup(best) : NULL;
+            if (grown) p->learned = grown;
+            if (copy) p->learned[p->learned_count++] = copy;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    free(root);
+    free(from);
+    return best;
+}
+
+size_t include_search_learned(const char *from_dir, char ***dirs) {
+    *dirs = NULL;
+    char *root = include_search_project_root(from_dir);
+    if (!root) return 0;
+    size_t count = 0;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < MAX_CACHED_PROJECTS; i++) {
+        ProjectFiles *p = &cache[i];
+        if (!p->root || strcmp(p->root, root) != 0 || !p->learned_count) continue;
+        *dirs = calloc(p->learned_count, sizeof **dirs);
+        for (size_t k = 0; *dirs && k < p->learned_count; k++) {
+            (*dirs)[count] = strdup(p->learned[k]);
+            if ((*dirs)[count]) count++;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    free(root);
+    return count;
+}

@@ -1,0 +1,45 @@
+/* Indexes over one parse tree, built lazily and kept with the PySource until
+ * the next reparse: the name bindings of each scope and the calls of each
+ * plain function name. They turn the rules' "where was this name last
+ * assigned?" questions from tree walks into lookups. */
+#ifndef ADVISE_PYTHON_INDEX_H
+#define ADVISE_PYTHON_INDEX_H
+
+#include "analysis/python/python_source.h"
+
+typedef enum {
+    VISIBLE_AFTER_END,        /* x = ... : from the end of the statement */
+    VISIBLE_IN_BODY,          /* for x in ...: from the start of the loop body */
+    VISIBLE_INSIDE_PARENT,    /* comprehension variables: inside the comprehension */
+} BindingVisibility;
+
+typedef struct {
+    const char *name;
+    uint32_t length;
+    uint8_t kind;       /* a BindingKind (python_facts.h) */
+    uint8_t visibility; /* a BindingVisibility */
+    uint32_t start;     /* where the binding node starts */
+    uint32_t from;      /* visible from this offset ... */
+    uint32_t until;     /* ... up to here (VISIBLE_INSIDE_PARENT only) */
+    TSNode value;       /* right-hand side, iterable, or the with-item */
+} PyBinding;
+
+/* The bindings of `name` in the scope (a function body or the module),
+ * outside nested functions, classes and lambdas, in source order. */
+const PyBinding *py_index_bindings(const PySource *src, TSNode scope, const char *name, size_t length,
+                                   size_t *count);
+
+/* Calls whose callee is the bare identifier `name`, in source order. */
+const TSNode *py_index_calls(const PySource *src, const char *name, size_t length, size_t *count);
+
+/* The module-level function or class definition called `name` (decorators
+ * unwrapped); the last one wins, as at run time. A null node when none. */
+TSNode py_index_top_level(const PySource *src, const char *name, size_t length);
+
+/* The innermost function definition, class definition or lambda that
+ * contains node (node itself excluded); a null node at module level. */
+TSNode py_index_enclosing_scope(const PySource *src, TSNode node);
+
+void py_index_free(struct PyIndex *index);
+
+#endif

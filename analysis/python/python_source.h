@@ -1,0 +1,66 @@
+/* The Python front end: a tree-sitter parse tree kept per document (so that
+ * an edit reparses incrementally) and the file's import table, which turns
+ * local names such as `F.softmax` into qualified ones such as
+ * `torch.nn.functional.softmax`. */
+#ifndef ADVISE_PYTHON_SOURCE_H
+#define ADVISE_PYTHON_SOURCE_H
+
+#include <stdbool.h>
+#include <tree_sitter/api.h>
+
+#include "analysis/document.h"
+
+typedef struct {
+    char *local;     /* the name bound in this file: "F" */
+    char *qualified; /* what it stands for: "torch.nn.functional" */
+} PyImport;
+
+struct PyIndex;
+struct PyWorkspaceView;
+struct PyModuleFacts;
+
+typedef struct {
+    const Document *doc; /* not owned; must outlive the source */
+    TSParser *parser;
+    TSTree *tree;
+    PyImport *imports;
+    size_t import_count;
+    bool uses_gpu;   /* the file mentions CUDA devices at all (a torch_xla file that never says "cuda" does not) */
+    bool imports_torch; /* some import names a torch module */
+    bool other_accelerator; /* a torch_xla (TPU) program that never mentions CUDA: not a GPU file */
+    bool has_errors; /* the parse recovered from syntax errors */
+    size_t first_error; /* byte offset of the first syntax error */
+    struct PyIndex *index; /* lazily built lookups (python_index.h); dropped on reparse */
+    /* the project's other modules (python_workspace.h), set by the caller
+     * for facts that cross files; NULL: this file alone. Not owned. */
+    const struct PyWorkspaceView *workspace;
+    const struct PyModuleFacts *module; /* this file's summary in it, or NULL */
+} PySource;
+
+#define PY_PARSE_TIMEOUT_SECONDS 20
+
+/* tree-sitter 0.20 corrupts memory when one node gets more than 65,535
+ * children: a module of that many top-level lines is refused before parsing. */
+#define PY_MAX_TOP_LEVEL_LINES 60000
+bool py_source_too_wide(const Document *doc);
+
+/* Parses doc from scratch. NULL when memory runs out, the grammar's ABI is
+ * not accepted by the tree-sitter library, or parsing takes longer than
+ * PY_PARSE_TIMEOUT_SECONDS (text that is not Python at all). */
+PySource *py_source_new(const Document *doc);
+void py_source_free(PySource *src);
+
+/* Incremental reparse: for each edit call py_source_note_edit (start and
+ * old_end measured in the text before the edit, new_end in the text after
+ * it), then py_source_reparse with the updated document: tree-sitter reuses
+ * the unchanged parts of the old tree. */
+TSPoint py_point_at(const char *text, size_t offset);
+void py_source_note_edit(PySource *src, size_t start, size_t old_end, size_t new_end,
+                         TSPoint start_point, TSPoint old_end_point, TSPoint new_end_point);
+bool py_source_reparse(PySource *src, const Document *doc);
+
+/* The qualified name a local name stands for ("F" -> "torch.nn.functional"),
+ * or NULL when the file does not import it. */
+const char *py_resolve_import(const PySource *src, const char *local, size_t length);
+
+#endif

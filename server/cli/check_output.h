@@ -1,0 +1,50 @@
+/* How `advise check` shows findings: text for people, JSON for programs.
+ * Both receive the same calls from cli_check.c. */
+#ifndef ADVISE_CHECK_OUTPUT_H
+#define ADVISE_CHECK_OUTPUT_H
+
+#include <stdio.h>
+
+#include "analysis/document.h"
+#include "analysis/finding.h"
+
+typedef struct {
+    size_t files_checked;
+    size_t by_severity[5]; /* indexed by Severity */
+    size_t findings;
+    size_t fixable_safe;   /* findings whose first fix is safe */
+    size_t fixable_unsafe; /* findings whose first fix is unsafe */
+    size_t fixed;          /* fixes written (--fix) or shown (--diff) */
+    size_t files_fixed;
+    size_t suppressed;
+    size_t errors;         /* files or paths that could not be checked */
+    size_t parse_failures; /* files checked in part: they did not parse cleanly */
+    size_t fixes_withheld; /* fixes --fix does not apply: their files did not parse cleanly */
+    bool diff_mode;
+    bool fix_mode;
+} CheckSummary;
+
+typedef struct CheckOutput CheckOutput;
+
+typedef enum { FORMAT_TEXT, FORMAT_JSON } OutputFormat;
+
+/* The JSON output's format_version (docs/json-evidence.md): 2 since the
+ * evidence items carry their kind and figures. */
+#define CHECK_JSON_FORMAT_VERSION 2
+
+CheckOutput *check_output_new(OutputFormat format, FILE *out, bool show_source);
+/* Findings of one file, already sorted. */
+void check_output_file(CheckOutput *o, const char *path, const Document *doc, const FindingList *findings);
+/* A file or path that could not be checked (also goes to stderr in text mode). */
+void check_output_error(CheckOutput *o, const char *path, const char *message);
+/* A file that was checked in part: it did not parse cleanly, and its
+ * findings cover what did (stderr in text mode; "parse_failures" in JSON).
+ * line and column are 1-based. */
+void check_output_parse_failure(CheckOutput *o, const char *path, size_t line, size_t column, const char *message);
+void check_output_finish(CheckOutput *o, const CheckSummary *summary);
+void check_output_free(CheckOutput *o);
+
+/* 1-based line and column (in code points) of a byte offset, as shown to people. */
+void display_position(const Document *doc, size_t offset, size_t *line, size_t *column);
+
+#endif

@@ -1,0 +1,473 @@
+/* `advise check`: analyse files and folders, print findings, apply fixes. */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <sys/stat.h>
+
+#include "analysis/edits.h"
+#include "rules/engine/engine.h"
+#include "server/workspace/check_file.h"
+#include "server/cli/check_output.h"
+#include "server/cli/cli.h"
+#include "server/workspace/file_walk.h"
+#include "profiler/profile_store.h"
+#include "server/workspace/source_file.h"
+#include "server/render/unified_diff.h"
+#include "analysis/base/text_format.h"
+
+#define MAX_FIX_PASSES 10
+
+typedef struct {
+    OutputFormat format;
+    bool fix, unsafe_fixes, diff, show_source, quiet;
+    bool error_on_parse_failure; /* a file that does not parse cleanly makes the run exit 2 */
+    const char *config_path;
+    bool no_config;
+    const char *profile_path; /* --profile */
+    bool no_profile;
+    Config cfg;
+    char *project_root;       /* profile paths are relative to it */
+    ProfileSet *profiles;     /* merged when not NULL */
+    PyWorkspaces *workspaces; /* the Python modules of the projects checked, for facts that cross files */
+    size_t files_merged;
+    char *merge_note;         /* "merging profile ..." for stderr, once a file merges */
+} CheckOptions;
+
+static void check_usage(FILE *out) {
+    fputs("usage: advise check [options] [PATHS...]\n"
+          "\n"
+          "Analyses Python and CUDA files, and folders recursively (skipping what .gitignore ignores).\n"
+          "\n"
+          "options:\n"
+          "  --format text|json       output format (default text; json: docs/json-output.md)\n"
+          "  --select LIST            only these rules: codes, prefixes, names or ALL, comma-separated\n"
+          "                           (replaces the config's select)\n"
+          "  --ignore LIST            skip these rules (added to the config's ignore)\n"
+          "  --severity RULE=LEVEL    override a rule's severity (error, warning, info, hint); repeatable\n"
+          "  --fail-on LEVEL          exit 1 when a finding is at or above LEVEL (default warning), or never\n"
+          "  --fix                    apply safe fixes in place (atomic; refuses files changed meanwhile)\n"
+          "  --unsafe-fixes           with --fix or --diff: apply unsafe fixes too\n"
+          "  --diff                   print the fixes as a unified diff; write nothing\n"
+          "  --config FILE            read settings from FILE instead of the nearest advise.toml\n"
+          "  --no-config              ignore advise.toml files\n"
+          "  --max-file-size BYTES    skip larger files (default 10 MiB)\n"
+          "  --profile FILE|DIR       merge a profile, or every profile in a folder (each file takes the\n"
+          "                           newest that mentions it); default: [profile] dir when it holds any\n"
+          "  --no-profile             merge no profile\n"
+          "  --no-source              do not print the source line under each finding\n"
+          "  --quiet                  no summary line\n"
+          "  --error-on-parse-failure exit 2 when a file does not parse cleanly (default: report it, check\n"
+          "                           what parsed, and let its findings decide the exit status)\n"
+          "\n"
+          "exit status: 0 nothing at or above --fail-on, 1 findings at or above it, 2 usage or I/O error,\n"
+          "or a file advise could not analyse\n",
+          out);
+}
+
+enum { OPT_FORMAT = 256, OPT_SELECT, OPT_IGNORE, OPT_SEVERITY, OPT_FAIL_ON, OPT_FIX, OPT_UNSAFE, OPT_DIFF,
+       OPT_CONFIG, OPT_NO_CONFIG, OPT_MAX_SIZE, OPT_NO_SOURCE, OPT_QUIET, OPT_HELP, OPT_PROFILE, OPT_NO_PROFILE,
+       OPT_ERROR_ON_PARSE_FAILURE };
+
+static const struct option long_options[] = {
+    {"format", required_argument, 0, OPT_FORMAT},     {"select", required_argument, 0, OPT_SELECT},
+    {"ignore", required_argument, 0, OPT_IGNORE},     {"severity", required_argument, 0, OPT_SEVERITY},
+    {"fail-on", required_argument, 0, OPT_FAIL_ON},   {"fix", no_argument, 0, OPT_FIX},
+    {"unsafe-fixes", no_argument, 0, OPT_UNSAFE},     {"diff", no_argument, 0, OPT_DIFF},
+    {"config", required_argument, 0, OPT_CONFIG},     {"no-config", no_argument, 0, OPT_NO_CONFIG},
+    {"max-file-size", required_argument, 0, OPT_MAX_SIZE}, {"no-source", no_argument, 0, OPT_NO_SOURCE},
+    {"quiet", no_argument, 0, OPT_QUIET},             {"help", no_argument, 0, OPT_HELP},
+    {"profile", required_argument, 0, OPT_PROFILE},   {"no-profile", no_argument, 0, OPT_NO_PROFILE},
+    {"error-on-parse-failure", no_argument, 0, OPT_ERROR_ON_PARSE_FAILURE},
+    {0, 0, 0, 0}};
+
+/* Command-line settings are collected apart and laid over the config file. */
+typedef struct {
+    StringList select, ignore, severity;
+    const char *fail_on;
+    long long max_size;
+    bool select_given;
+} CommandLineSettings;
+
+static bool apply_fail_on(Config *cfg, const char *text) {
+    if (strcasecmp(text, "never") == 0) {
+        cfg->fail_never = true;
+        return true;
+    }
+    cfg->fail_never = false;
+    return severity_parse(text, &cfg->fail_on);
+}
+
+static int load_settings(CheckOptions *o, const CommandLineSettings *cl, char **root) {
+    if (cli_load_config_file(o->config_path, o->no_config, &o->cfg, root) != EXIT_CLEAN) return EXIT_TROUBLE;
+    if (*root) o->project_root = strdup(*root);
+    if (!*root) *root = realpath(".", NULL);
+    if (!o->project_root) o->project_root = profile_store_root(); /* advise.toml, else .git, else here */
+    if (cl->select_given) {
+        string_list_free(&o->cfg.select);
+        for (size_t i = 0; i < cl->select.count; i++) string_list_add(&o->cfg.select, cl->select.items[i]);
+    }
+    for (size_t i = 0; i < cl->ignore.count; i++) string_list_add(&o->cfg.ignore, cl->ignore.items[i]);
+    char *error = NULL;
+    if (!config_validate(&o->cfg, &error)) {
+        fprintf(stderr, "advise check: %s\n", error);
+        free(error);
+        return EXIT_TROUBLE;
+    }
+    for (size_t i = 0; i < cl->severity.count; i++) {
+        char *item = cl->severity.items[i];
+        char *eq = strchr(item, '=');
+        if (!eq) return cli_usage_error("check", "--severity wants RULE=LEVEL, not '%s'", item);
+        *eq = '\0';
+        bool ok = config_set_severity(&o->cfg, item, eq + 1);
+        *eq = '=';
+        if (!ok) return cli_usage_error("check", "--severity: unknown rule or level in '%s'", item);
+    }
+    if (cl->fail_on && !apply_fail_on(&o->cfg, cl->fail_on))
+        return cli_usage_error("check", "--fail-on wants error, warning, info, hint or never, not '%s'", cl->fail_on);
+    if (cl->max_size > 0) o->cfg.max_file_bytes = (size_t)cl->max_size;
+    return EXIT_CLEAN;
+}
+
+/* "2026-11-30 15:19 UTC on NVIDIA H200" */
+static void describe_profile(const ProfileView *v, char *buf, size_t size) {
+    const Profile *p = profile_view_profile(v);
+    const ProfDevice *d = profile_view_device(v);
+    snprintf(buf, size, "%.10s %.5s UTC%s%s", p->created, strlen(p->created) >= 16 ? p->created + 11 : "",
+             d ? " on " : "", d ? d->name : "");
+}
+
+/* --profile, or [profile] dir when it holds profiles; prepares the line
+ * that says on stderr what is merged (printed when a file first merges). */
+static int load_profiles(CheckOptions *o) {
+    if (o->no_profile) return EXIT_CLEAN;
+    char *error = NULL, *dir = NULL;
+    if (o->profile_path) {
+        o->profiles = profile_set_load(o->profile_path, &error);
+        if (!o->profiles) {
+            fprintf(stderr, "advise check: --profile: %s\n", error ? error : "out of memory");
+            free(error);
+            return EXIT_TROUBLE;
+        }
+    } else {
+        dir = o->project_root ? profile_store_dir(o->project_root, o->cfg.profile_dir) : NULL;
+        struct stat st;
+        if (dir && stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) o->profiles = profile_set_load(dir, &error);
+        free(error); /* an empty or unusable folder: check without a profile */
+        if (!o->profiles) {
+            free(dir);
+            return EXIT_CLEAN;
+        }
+    }
+    const char *const *notes;
+    size_t note_count = profile_set_notes(o->profiles, &notes);
+    for (size_t i = 0; i < note_count && !o->quiet; i++) fprintf(stderr, "advise: skipped profile %s\n", notes[i]);
+    if (o->quiet) {
+        free(dir);
+        return EXIT_CLEAN;
+    }
+    char when[160];
+    const ProfileView *newest = profile_set_at(o->profiles, 0);
+    describe_profile(newest, when, sizeof when);
+    size_t count = profile_set_count(o->profiles);
+    if (count == 1)
+        o->merge_note = format_string("advise: merging profile %s (recorded %s)\n",
+                                      profile_store_display(profile_view_path(newest)), when);
+    else
+        o->merge_note = format_string("advise: merging %zu profiles from %s, each file with the newest that mentions "
+                                      "it (newest recorded %s)\n",
+                                      count, profile_store_display(o->profile_path ? o->profile_path : dir), when);
+    free(dir);
+    return EXIT_CLEAN;
+}
+
+/* Analyses text (with the profile merged when profiles is not NULL); on
+ * success the caller frees *file. */
+static bool analyse(const CheckOptions *o, const char *path, const char *text, size_t len,
+                    const ProfileSource *profiles, CheckedFile *file, char **error) {
+    return check_file_text(path, text, len, &o->cfg, profiles, o->project_root, o->workspaces, file, error);
+}
+
+/* parsed_cleanly: --fix applies fixes only in files that parsed cleanly;
+ * the others' fixes are counted apart, not promised. */
+static void count_findings(CheckSummary *s, const FindingList *findings, const Config *cfg, bool parsed_cleanly,
+                           bool *failing) {
+    for (size_t i = 0; i < findings->count; i++) {
+        const Finding *f = &findings->items[i];
+        s->findings++;
+        s->by_severity[f->severity]++;
+        if (f->fix_count && !parsed_cleanly) s->fixes_withheld++;
+        else if (f->fix_count) {
+            if (f->fixes[0].safe) s->fixable_safe++;
+            else s->fixable_unsafe++;
+        }
+        if (!cfg->fail_never && f->severity <= cfg->fail_on) *failing = true;
+    }
+}
+
+/* Fixes the profile withheld (measured to slow the code down), known by
+ * their rule and the text they cover: later passes run without the profile,
+ * whose line numbers no longer fit the edited text. */
+typedef struct {
+    const char *code;
+    char *text;
+} Withheld;
+
+static void remember_withheld(Withheld **list, size_t *count, const FindingList *findings, const char *text) {
+    for (size_t i = 0; i < findings->count; i++) {
+        const Finding *f = &findings->items[i];
+        if (!f->fixes_withheld) continue;
+        Withheld *grown = realloc(*list, (*count + 1) * sizeof **list);
+        if (!grown) return;
+        *list = grown;
+        char *covered = strndup(text + f->range.start, f->range.end - f->range.start);
+        if (!covered) return;
+        (*list)[(*count)++] = (Withheld){f->code, covered};
+    }
+}
+
+static void drop_withheld(FindingList *findings, const Withheld *list, size_t count, const char *text) {
+    for (size_t i = 0; i < findings->count; i++) {
+        Finding *f = &findings->items[i];
+        size_t len = f->range.end - f->range.start;
+        for (size_t k = 0; f->fix_count && k < count; k++)
+            if (strcmp(list[k].code, f->code) == 0 && strlen(list[k].text) == len &&
+                memcmp(list[k].text, text + f->range.start, len) == 0)
+                finding_drop_fixes(f);
+    }
+}
+
+/* Applies fixes again and again until none is left. Returns the new text
+ * (or NULL when nothing changed) and counts the fixes. The first pass merges
+ * the profile, so that a fix it withholds stays withheld. */
+static char *fix_text(const CheckOptions *o, const char *path, const char *text, size_t len, bool unsafe,
+                      size_t *new_len, size_t *fixed) {
+    char *current = NULL;
+    const char *cur = text;
+    size_t cur_len = len;
+    *fixed = 0;
+    Withheld *withheld = NULL;
+    size_t withheld_count = 0;
+    ProfileSource profiles = {o->profiles, NULL};
+    for (int pass = 0; pass < MAX_FIX_PASSES; pass++) {
+        CheckedFile checked;
+        char *error = NULL;
+        if (!analyse(o, path, cur, cur_len, pass == 0 ? &profiles : NULL, &checked, &error)) {
+            free(error);
+            break;
+        }
+        if (pass == 0) remember_withheld(&withheld, &withheld_count, &checked.findings, cur);
+        else drop_withheld(&checked.findings, withheld, withheld_count, cur);
+        size_t applied = 0, out_len = 0;
+        char *next = checked.report.syntax_error
+                         ? NULL
+                         : fixes_apply(cur, cur_len, &checked.findings, unsafe, &out_len, &applied);
+        checked_file_free(&checked);
+        if (!next) break;
+        if (applied == 0 || (out_len == cur_len && memcmp(next, cur, cur_len) == 0)) {
+            free(next);
+            break;
+        }
+        *fixed += applied;
+        free(current);
+        current = next;
+        cur = current;
+        cur_len = out_len;
+    }
+    for (size_t k = 0; k < withheld_count; k++) free(withheld[k].text);
+    free(withheld);
+    *new_len = cur_len;
+    return current;
+}
+
+static bool check_one(CheckOptions *o, const char *path, CheckOutput *out, CheckSummary *s, bool *failing) {
+    SourceFile file;
+    char *error = NULL;
+    if (!source_file_read(path, o->cfg.max_file_bytes, &file, &error)) {
+        check_output_error(out, path, error);
+        free(error);
+        return false;
+    }
+    bool ok = true;
+    const char *text = file.text;
+    size_t len = file.length;
+    char *fixed_text = NULL;
+    if (o->fix || o->diff) {
+        size_t new_len = 0, fixed = 0;
+        fixed_text = fix_text(o, path, file.text, file.length, o->unsafe_fixes, &new_len, &fixed);
+        if (fixed_text) {
+            if (o->diff) {
+                char *a = format_string("a/%s", path), *b = format_string("b/%s", path);
+                unified_diff_write(stdout, a, b, file.text, file.length, fixed_text, new_len);
+                free(a);
+                free(b);
+                s->fixed += fixed;
+                s->files_fixed++;
+            } else if (source_file_replace(path, &file, fixed_text, new_len, &error)) {
+                s->fixed += fixed;
+                s->files_fixed++;
+                text = fixed_text;
+                len = new_len;
+            } else {
+                check_output_error(out, path, error);
+                free(error);
+                error = NULL;
+                ok = false;
+            }
+        }
+    }
+    CheckedFile checked;
+    ProfileSource profiles = {o->profiles, NULL};
+    if (analyse(o, path, text, len, &profiles, &checked, &error)) {
+        const Document *doc = checked.doc;
+        const EngineReport *report = &checked.report;
+        s->files_checked++;
+        s->suppressed += report->suppressed + checked.merge.suppressed;
+        if (checked.merge.mentioned && o->files_merged++ == 0 && o->merge_note) fputs(o->merge_note, stderr);
+        if (report->syntax_error) {
+            size_t line, col;
+            display_position(doc, report->error_offset, &line, &col);
+            char *msg = format_string("%s%s%s; findings cover the parts that parsed%s",
+                                      doc->language == LANGUAGE_CUDA ? "does not compile here" : "syntax error",
+                                      report->error_message[0] ? ": " : "", report->error_message,
+                                      o->fix || o->diff ? ", and no fixes were applied to it" : "");
+            check_output_parse_failure(out, path, line, col, msg);
+            free(msg);
+            s->parse_failures++;
+            if (o->error_on_parse_failure) ok = false;
+        }
+        if (!o->diff) check_output_file(out, path, doc, &checked.findings);
+        count_findings(s, &checked.findings, &o->cfg, !report->syntax_error, failing);
+        checked_file_free(&checked);
+    } else {
+        check_output_error(out, path, error);
+        free(error);
+        ok = false;
+    }
+    free(fixed_text);
+    source_file_free(&file);
+    return ok;
+}
+
+static void free_cl(CommandLineSettings *cl) {
+    string_list_free(&cl->select);
+    string_list_free(&cl->ignore);
+    string_list_free(&cl->severity);
+}
+
+int cli_check(int argc, char **argv) {
+    CheckOptions o = {.format = FORMAT_TEXT, .show_source = true};
+    CommandLineSettings cl = {0};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
+        switch (c) {
+        case OPT_FORMAT:
+            if (strcmp(optarg, "text") == 0) o.format = FORMAT_TEXT;
+            else if (strcmp(optarg, "json") == 0) o.format = FORMAT_JSON;
+            else {
+                free_cl(&cl);
+                return cli_usage_error("check", "--format wants text or json, not '%s'", optarg);
+            }
+            break;
+        case OPT_SELECT:
+            cl.select_given = true;
+            string_list_add_csv(&cl.select, optarg);
+            break;
+        case OPT_IGNORE: string_list_add_csv(&cl.ignore, optarg); break;
+        case OPT_SEVERITY: string_list_add(&cl.severity, optarg); break;
+        case OPT_FAIL_ON: cl.fail_on = optarg; break;
+        case OPT_FIX: o.fix = true; break;
+        case OPT_UNSAFE: o.unsafe_fixes = true; break;
+        case OPT_DIFF: o.diff = true; break;
+        case OPT_CONFIG: o.config_path = optarg; break;
+        case OPT_NO_CONFIG: o.no_config = true; break;
+        case OPT_MAX_SIZE: {
+            char *end;
+            cl.max_size = strtoll(optarg, &end, 10);
+            if (*end || cl.max_size <= 0) {
+                free_cl(&cl);
+                return cli_usage_error("check", "--max-file-size wants a positive number of bytes, not '%s'", optarg);
+            }
+            break;
+        }
+        case OPT_NO_SOURCE: o.show_source = false; break;
+        case OPT_PROFILE: o.profile_path = optarg; break;
+        case OPT_NO_PROFILE: o.no_profile = true; break;
+        case OPT_QUIET: o.quiet = true; break;
+        case OPT_ERROR_ON_PARSE_FAILURE: o.error_on_parse_failure = true; break;
+        case OPT_HELP:
+        case 'h':
+            check_usage(stdout);
+            free_cl(&cl);
+            return EXIT_CLEAN;
+        default:
+            free_cl(&cl);
+            return cli_usage_error("check", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (o.fix && o.diff) {
+        free_cl(&cl);
+        return cli_usage_error("check", "%s", "--fix and --diff exclude each other (--diff writes nothing)");
+    }
+    if (o.profile_path && o.no_profile) {
+        free_cl(&cl);
+        return cli_usage_error("check", "%s", "--profile and --no-profile exclude each other");
+    }
+    char *root = NULL;
+    int status = load_settings(&o, &cl, &root);
+    free_cl(&cl);
+    if (status == EXIT_CLEAN) status = load_profiles(&o);
+    if (status != EXIT_CLEAN) {
+        config_free(&o.cfg);
+        free(root);
+        free(o.project_root);
+        return status;
+    }
+
+    const char *default_path = ".";
+    const char *const *paths = optind < argc ? (const char *const *)argv + optind : &default_path;
+    size_t path_count = optind < argc ? (size_t)(argc - optind) : 1;
+    FileList files;
+    file_walk(paths, path_count, &o.cfg, root, &files);
+    o.workspaces = py_workspaces_new();
+
+    /* --diff keeps stdout for the patch; the summary goes to stderr */
+    FILE *report_stream = o.diff ? stderr : stdout;
+    CheckOutput *out = check_output_new(o.format, report_stream, o.show_source);
+    CheckSummary summary = {.fix_mode = o.fix, .diff_mode = o.diff};
+    bool failing = false, trouble = false;
+    for (size_t i = 0; i < files.error_count; i++) {
+        check_output_error(out, files.errors[i].path, files.errors[i].message);
+        summary.errors++;
+        trouble = true;
+    }
+    for (size_t i = 0; i < files.count; i++) {
+        if (i > 0 && strcmp(files.files[i], files.files[i - 1]) == 0) continue; /* named twice */
+        if (!check_one(&o, files.files[i], out, &summary, &failing)) {
+            summary.errors++;
+            trouble = true;
+        }
+    }
+    if (!o.quiet || o.format == FORMAT_JSON) check_output_finish(out, &summary);
+    if (o.diff && !o.quiet && o.format == FORMAT_TEXT)
+        fprintf(stderr, "Would fix %zu finding%s in %zu file%s.\n", summary.fixed, summary.fixed == 1 ? "" : "s",
+                summary.files_fixed, summary.files_fixed == 1 ? "" : "s");
+    if (o.profiles && o.profile_path && o.files_merged == 0 && !o.quiet)
+        fprintf(stderr, "advise: the profile mentions none of the checked files; nothing was merged\n");
+    check_output_free(out);
+    file_list_free(&files);
+    config_free(&o.cfg);
+    profile_set_free(o.profiles);
+    py_workspaces_free(o.workspaces);
+    free(o.merge_note);
+    free(o.project_root);
+    free(root);
+    if (trouble) return EXIT_TROUBLE;
+    return failing ? EXIT_FINDINGS : EXIT_CLEAN;
+}

@@ -1,0 +1,167 @@
+/* `advise server`: the Language Server Protocol face of the engine.
+ * The only code, with jsonrpc.c, that knows LSP or JSON-RPC. */
+#ifndef ADVISE_LSP_SERVER_H
+#define ADVISE_LSP_SERVER_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "analysis/document.h"
+#include "analysis/python/python_workspace.h"
+#include "rules/engine/config.h"
+
+typedef struct LspDocument LspDocument;
+typedef struct LspServer LspServer;
+
+/* One open document. The main thread owns text/version; a worker owns the
+ * analysis state while `busy`. Both sides hold server->lock to touch it. */
+struct LspDocument {
+    char *uri;
+    char *path;                 /* file path for file:// URIs, else the URI */
+    Language language;
+    Document *doc;              /* the current text (main thread writes) */
+    int64_t version;
+    /* edits since the worker last parsed, for an incremental reparse */
+    struct PendingEdit *edits;
+    size_t edit_count, edit_capacity;
+    bool edits_overflowed;      /* too many: reparse from scratch */
+    /* scheduling */
+    bool dirty;
+    bool busy;                  /* a worker is analysing it */
+    bool closed;                /* closed while busy: the worker frees it */
+    double due;                 /* monotonic seconds when analysis may start */
+    /* worker-side parse state */
+    Document *parsed_doc;
+    void *parsed_py;            /* PySource* */
+    void *parsed_cuda;          /* CudaSource* (kept for preamble reuse) */
+    bool preamble_built;        /* the warm-up reparse ran */
+    bool crash_reported;        /* the user was told that its analysis crashed */
+    bool results_match_parse;   /* findings refer to parsed_doc's text (before this parse) */
+    /* after a quick pass over the edited function, a full pass follows */
+    bool needs_full;
+    double full_due;
+    /* results of the newest analysis */
+    int64_t analysed_version;   /* -1: none yet */
+    json_t *diagnostics;        /* array of LSP Diagnostic */
+    FindingList findings;       /* in byte offsets of analysed_text */
+    Document *analysed_doc;     /* the text the findings refer to */
+    unsigned long result_serial;
+    /* pull requests waiting for the current version */
+    json_t *waiting_pulls;      /* array of {id, previousResultId} */
+    LspDocument *next;
+};
+
+typedef struct {
+    json_t *id;
+    void (*on_response)(LspServer *s, json_t *result, json_t *error, void *data);
+    void *data;
+    void (*drop)(void *data); /* frees data when no response comes before exit */
+} PendingClientRequest;
+
+struct LspServer {
+    pthread_mutex_t lock;
+    PyWorkspaces *workspaces;   /* the Python modules of the projects open documents belong to (thread-safe) */
+    pthread_cond_t work_ready;
+    pthread_t workers[4];
+    int worker_count;
+    bool stopping;
+    struct ScanThread *scans;    /* advise.checkWorkspace threads, joined at exit */
+
+    /* lifecycle */
+    bool initialized;
+    bool shutdown_requested;
+    /* negotiated */
+    PositionEncoding encoding;
+    bool pull_diagnostics;
+    bool versioned_edits;        /* workspace.workspaceEdit.documentChanges */
+    bool resolve_edits;          /* codeAction.resolveSupport has "edit" */
+    bool client_configuration;   /* workspace/configuration */
+    bool work_done_progress;
+    bool related_information;
+    char *root_path;
+
+    /* settings */
+    Config config;
+    double debounce_seconds;
+    double full_pass_delay;      /* seconds of quiet before the full pass after a quick one */
+    bool quick_pass;             /* re-analyse only the edited top-level statement first */
+    bool refresh_support;        /* workspace.diagnostics.refreshSupport */
+    bool codelens_refresh;       /* workspace.codeLens.refreshSupport */
+
+    /* profiles (lsp_profile.c): the loaded folder, replaced whole by the
+     * watcher thread; readers take a reference under the lock */
+    struct LspProfiles *profiles;    /* NULL until the first load */
+    struct LspProfiles *other_profiles; /* projects of documents outside the workspace's project */
+    StringList told_unmerged;        /* profile folders the user was told about (lsp_profiles_explain_unmerged) */
+    bool profiles_ready;             /* false while the configured folder is read: analyses wait */
+    unsigned profile_generation;     /* bumped when the settings that choose the folder may have changed */
+    pthread_cond_t profile_wake;
+    pthread_t profile_thread;
+    bool profile_thread_started;
+    struct FindingsJob *findings_jobs; /* advise/findings threads, joined at exit */
+
+    LspDocument *documents;
+    unsigned long next_serial;
+
+    /* requests we sent to the client */
+    PendingClientRequest pending[64];
+    int pending_count;
+    long next_request_id;
+};
+
+int lsp_server_run(int in_fd, int out_fd);
+
+/* helpers shared by the lsp_*.c files */
+LspDocument *lsp_find_document(LspServer *s, const char *uri);
+json_t *lsp_range_json(const Document *doc, ByteRange r, PositionEncoding enc);
+bool lsp_range_parse(json_t *range, const Document *doc, PositionEncoding enc, size_t *start, size_t *end);
+void lsp_log(int type, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+double lsp_now(void);
+void lsp_schedule(LspServer *s, LspDocument *d, double delay);
+/* Sends a request to the client; on_response runs on the main thread when
+ * the answer comes. drop (may be NULL) frees data if the server exits first. */
+void lsp_send_request(LspServer *s, const char *method, json_t *params,
+                      void (*on_response)(LspServer *, json_t *, json_t *, void *), void *data,
+                      void (*drop)(void *));
+char *lsp_uri_to_path(const char *uri);
+char *lsp_path_to_uri(const char *path);
+
+/* worker (lsp_worker.c) */
+/* Copies the settings an analysis needs (lock held). */
+void lsp_config_snapshot(const LspServer *s, Config *out);
+bool lsp_workers_start(LspServer *s, int count);
+/* Called last by every thread that may have run libclang: LLVM gives such a
+ * thread an alternate signal stack from the heap, which AddressSanitizer
+ * would try to unmap as its own when the thread ends (and abort); under
+ * ASan the thread switches it off first. Nothing otherwise. */
+void lsp_thread_end(void);
+void lsp_workers_stop(LspServer *s);
+/* Frees everything a document holds (lock held or document detached). */
+void lsp_document_free(LspDocument *d);
+/* Answers the waiting pull requests of d from its current results (lock held). */
+void lsp_answer_pulls(LspServer *s, LspDocument *d);
+json_t *lsp_pull_report(LspDocument *d, const char *previous_result_id);
+
+/* features (lsp_features.c) */
+void lsp_handle_code_action(LspServer *s, json_t *id, json_t *params);
+void lsp_handle_code_action_resolve(LspServer *s, json_t *id, json_t *params);
+void lsp_handle_hover(LspServer *s, json_t *id, json_t *params);
+void lsp_handle_execute_command(LspServer *s, json_t *id, json_t *params);
+/* Waits for the workspace scans (they stop early once s->stopping is set). */
+void lsp_scans_join(LspServer *s);
+json_t *lsp_findings_to_diagnostics(const LspServer *s, const LspDocument *d, const FindingList *findings,
+                                    const Document *doc, int64_t version);
+/* The LSP Diagnostic message of a finding: its message, its first item of
+ * measured evidence after its kind ("measured: ...", else its first item of
+ * any kind: "note: ...") and the estimated gain; all evidence goes in
+ * `data` (finding_json.h). */
+char *lsp_diagnostic_message(const Finding *f);
+/* Applies LSP settings (initializationOptions, didChangeConfiguration or a
+ * workspace/configuration answer); reports problems with window/logMessage. */
+void lsp_apply_settings(LspServer *s, json_t *settings);
+
+/* profiles (lsp_profile.c, lsp_profile_features.c) */
+#include "server/lsp/lsp_profile.h"
+
+#endif

@@ -1,0 +1,546 @@
+/* Analysis workers: take a dirty document whose debounce delay has passed,
+ * reparse it incrementally from a private copy of its text, run the engine,
+ * and publish the diagnostics, unless the document moved on meanwhile
+ * (results for an old version are never published). */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "analysis/crash_guard.h"
+#include "analysis/cuda/cuda_source.h"
+#include "analysis/python/python_source.h"
+#include "rules/engine/engine.h"
+#include "rules/rule.h"
+#include "server/lsp/jsonrpc.h"
+#include "server/lsp/lsp_edits.h"
+#include "server/lsp/lsp_server.h"
+#include "analysis/base/text_format.h"
+
+void lsp_document_free(LspDocument *d) {
+    if (!d) return;
+    free(d->uri);
+    free(d->path);
+    document_free(d->doc);
+    free(d->edits);
+    py_source_free(d->parsed_py);
+    cuda_source_free(d->parsed_cuda);
+    document_free(d->parsed_doc);
+    json_decref(d->diagnostics);
+    finding_list_free(&d->findings);
+    document_free(d->analysed_doc);
+    json_decref(d->waiting_pulls);
+    free(d);
+}
+
+json_t *lsp_pull_report(LspDocument *d, const char *previous_result_id) {
+    char result_id[32];
+    snprintf(result_id, sizeof result_id, "%lu", d->result_serial);
+    if (previous_result_id && strcmp(previous_result_id, result_id) == 0)
+        return json_pack("{s:s,s:s}", "kind", "unchanged", "resultId", result_id);
+    return json_pack("{s:s,s:s,s:O}", "kind", "full", "resultId", result_id, "items",
+                     d->diagnostics ? d->diagnostics : json_array());
+}
+
+void lsp_answer_pulls(LspServer *s, LspDocument *d) {
+    size_t i;
+    json_t *w;
+    json_array_foreach(d->waiting_pulls, i, w)
+        jsonrpc_send_result(json_object_get(w, "id"), lsp_pull_report(d, json_string_value(json_object_get(w, "previous"))));
+    json_array_clear(d->waiting_pulls);
+}
+
+/* picks the document whose analysis is due first: an edited one, or one
+ * whose full pass is due; NULL when none is due (then *wait holds the
+ * seconds to the next due time, or -1) */
+static LspDocument *next_due(LspServer *s, double *wait) {
+    double now = lsp_now(), soonest = -1;
+    if (!s->profiles_ready) { /* the profile folder is being read: the watcher wakes us */
+        *wait = -1;
+        return NULL;
+    }
+    LspDocument *pick = NULL;
+    double pick_due = 0;
+    for (LspDocument *d = s->documents; d; d = d->next) {
+        if (d->busy || d->closed) continue;
+        double due;
+        if (d->dirty) due = d->due;
+        else if (d->needs_full) due = d->full_due;
+        else continue;
+        if (due <= now) {
+            if (!pick || due < pick_due) {
+                pick = d;
+                pick_due = due;
+            }
+        } else if (soonest < 0 || due - now < soonest) {
+            soonest = due - now;
+        }
+    }
+    *wait = soonest;
+    return pick;
+}
+
+static void unlink_document(LspServer *s, LspDocument *d) {
+    LspDocument **pp = &s->documents;
+    while (*pp && *pp != d) pp = &(*pp)->next;
+    if (*pp) *pp = d->next;
+}
+
+/* CUDA: libclang reparses the whole buffer but reuses its precompiled preamble */
+static bool reparse_cuda(LspDocument *d, Document *text, const Config *cfg, char **error) {
+    CudaSource *cuda = d->parsed_cuda;
+    if (cuda && cuda_source_reparse(cuda, text, error)) {
+        document_free(d->parsed_doc);
+        d->parsed_doc = text;
+        return true;
+    }
+    free(*error);
+    *error = NULL;
+    cuda_source_free(cuda);
+    d->parsed_cuda = NULL;
+    CudaFlagOptions options = {cfg->cuda_build_dir, cfg->cuda_gpu_arch, cfg->cuda_path};
+    CudaSource *fresh = cuda_source_new(text, &options, error);
+    if (!fresh) {
+        document_free(text);
+        return false;
+    }
+    document_free(d->parsed_doc);
+    d->parsed_doc = text;
+    d->parsed_cuda = fresh;
+    return true;
+}
+
+/* brings d->parsed_doc / parsed_py up to `text` (runs without the lock) */
+static bool reparse(LspDocument *d, Document *text, struct PendingEdit *edits, size_t edit_count, bool from_scratch) {
+    PySource *py = d->parsed_py;
+    if (py && !from_scratch) {
+        for (size_t i = 0; i < edit_count; i++)
+            py_source_note_edit(py, edits[i].start, edits[i].old_end, edits[i].new_end, edits[i].start_point,
+                                edits[i].old_end_point, edits[i].new_end_point);
+        if (py_source_reparse(py, text)) {
+            document_free(d->parsed_doc);
+            d->parsed_doc = text;
+            return true;
+        }
+    }
+    py_source_free(py);
+    d->parsed_py = NULL;
+    PySource *fresh = py_source_new(text);
+    if (!fresh) {
+        document_free(text);
+        return false;
+    }
+    document_free(d->parsed_doc);
+    d->parsed_doc = text;
+    d->parsed_py = fresh;
+    return true;
+}
+
+/* The span of the new text that the edits touched, and the change in length. */
+static bool edited_span(const struct PendingEdit *edits, size_t count, size_t *a, size_t *b, long long *delta) {
+    if (count == 0) return false;
+    *delta = 0;
+    for (size_t i = 0; i < count; i++) {
+        const struct PendingEdit *e = &edits[i];
+        long long d = (long long)e->new_end - (long long)e->old_end;
+        if (i == 0) {
+            *a = e->start;
+            *b = e->new_end;
+        } else {
+            size_t na = *a < e->start ? *a : (*a >= e->old_end ? (size_t)((long long)*a + d) : e->start);
+            size_t nb = *b <= e->start ? *b : (*b >= e->old_end ? (size_t)((long long)*b + d) : e->new_end);
+            *a = na < e->start ? na : e->start;
+            *b = nb > e->new_end ? nb : e->new_end;
+        }
+        *delta += d;
+    }
+    return true;
+}
+
+/* The top-level statement of the new tree that holds [a, b], if exactly one
+ * does and every other top-level statement parsed cleanly (a syntax error
+ * elsewhere could mean that error recovery reshaped more than this one). */
+static bool single_unit(const PySource *py, size_t a, size_t b, size_t *ua, size_t *ub) {
+    TSNode root = ts_tree_root_node(py->tree);
+    TSTreeCursor cursor = ts_tree_cursor_new(root);
+    bool found = false, errors_elsewhere = false;
+    if (ts_tree_cursor_goto_first_child(&cursor)) {
+        do {
+            TSNode stmt = ts_tree_cursor_current_node(&cursor);
+            size_t s = ts_node_start_byte(stmt), e = ts_node_end_byte(stmt);
+            if (!found && s <= a && b <= e && (a < e || a == b) && ts_node_is_named(stmt) &&
+                !ts_node_is_missing(stmt)) {
+                *ua = s;
+                *ub = e;
+                found = true;
+                continue;
+            }
+            if (ts_node_has_error(stmt) || ts_node_is_missing(stmt)) errors_elsewhere = true;
+        } while (!errors_elsewhere && ts_tree_cursor_goto_next_sibling(&cursor));
+    }
+    ts_tree_cursor_delete(&cursor);
+    return found && !errors_elsewhere;
+}
+
+static bool shift_range(ByteRange *r, size_t ua, size_t ub_old, long long delta) {
+    if (r->end <= ua) return true;
+    if (r->start >= ub_old) {
+        r->start = (size_t)((long long)r->start + delta);
+        r->end = (size_t)((long long)r->end + delta);
+        return true;
+    }
+    return false; /* touches the re-analysed statement */
+}
+
+/* Keeps the old findings outside the re-analysed statement [ua, ub_old) of
+ * the old text, moved to the new text's offsets; fixes and related places
+ * that reach into the statement are dropped (the full pass brings them back).
+ * Findings of whole-file rules (which the quick pass does not run) are kept
+ * inside the statement too, unless they touch the edited span [ea, eb_old):
+ * they stay visible until the full pass confirms or removes them. */
+static void keep_outside(const FindingList *old, size_t ua, size_t ub_old, size_t ea, size_t eb_old, long long delta,
+                         FindingList *out) {
+    for (size_t i = 0; i < old->count; i++) {
+        const Finding *f = &old->items[i];
+        ByteRange r = f->range;
+        const Rule *rule = rule_find(f->code);
+        bool whole_file = rule && rule->whole_file;
+        size_t span_a = whole_file ? ea : ua, span_b = whole_file ? eb_old : ub_old;
+        if (!shift_range(&r, span_a, span_b, delta)) continue;
+        Finding *g = finding_list_push(out);
+        if (!g) return;
+        g->code = f->code;
+        g->name = f->name;
+        g->severity = f->severity;
+        g->range = r;
+        g->message = strdup(f->message);
+        /* the items keep their kinds: what the profile measured stays measured */
+        for (size_t k = 0; k < f->evidence_count; k++) {
+            Evidence copy;
+            if (evidence_copy(&copy, &f->evidence[k])) finding_take_evidence(g, &copy);
+        }
+        if (f->gain.present) {
+            Evidence model;
+            if (evidence_copy(&model, &f->gain.model)) finding_take_gain(g, f->gain.seconds, f->gain.scope, &model);
+        }
+        for (size_t k = 0; k < f->related_count; k++) {
+            ByteRange rr = f->related[k].range;
+            if (shift_range(&rr, span_a, span_b, delta)) finding_add_related(g, rr, f->related[k].message);
+        }
+        for (size_t k = 0; k < f->fix_count; k++) {
+            const Fix *fix = &f->fixes[k];
+            bool ok = true;
+            ByteRange moved[64];
+            for (size_t e = 0; e < fix->edit_count && ok; e++) {
+                if (e >= 64) ok = false;
+                else {
+                    moved[e] = fix->edits[e].range;
+                    ok = shift_range(&moved[e], span_a, span_b, delta);
+                }
+            }
+            if (!ok) continue;
+            Fix *copy = finding_add_fix(g, fix->title, fix->safe);
+            for (size_t e = 0; copy && e < fix->edit_count; e++)
+                fix_add_edit(copy, moved[e].start, moved[e].end, fix->edits[e].new_text);
+        }
+    }
+}
+
+/* Removes the findings of profile rules (the quick pass makes them anew). */
+static bool drop_profile_rule_findings(FindingList *list) {
+    for (size_t i = 0; i < list->count;) {
+        const Rule *rule = rule_find(list->items[i].code);
+        if (rule && rule->check_profile) finding_list_remove(list, i);
+        else i++;
+    }
+    return true;
+}
+
+/* Moves every finding of from to the end of to; false when memory runs out. */
+static bool move_findings(FindingList *from, FindingList *to) {
+    size_t i = 0;
+    for (; i < from->count; i++) {
+        Finding *g = finding_list_push(to);
+        if (!g) break;
+        *g = from->items[i];
+    }
+    bool ok = i == from->count;
+    /* what was not moved stays with from and is freed with it */
+    if (!ok) memmove(from->items, from->items + i, (from->count - i) * sizeof *from->items);
+    from->count -= i;
+    return ok;
+}
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+static void copy_config(const Config *from, Config *to) {
+    config_init(to);
+    to->cuda_build_dir = dup_or_null(from->cuda_build_dir);
+    to->cuda_gpu_arch = dup_or_null(from->cuda_gpu_arch);
+    to->cuda_path = dup_or_null(from->cuda_path);
+    for (size_t i = 0; i < from->select.count; i++) string_list_add(&to->select, from->select.items[i]);
+    for (size_t i = 0; i < from->ignore.count; i++) string_list_add(&to->ignore, from->ignore.items[i]);
+    for (size_t i = 0; i < from->severity_count; i++)
+        config_set_severity(to, from->severity[i].selector, severity_name(from->severity[i].severity));
+}
+
+void lsp_config_snapshot(const LspServer *s, Config *out) {
+    copy_config(&s->config, out);
+    if (s->config.profile_dir) out->profile_dir = strdup(s->config.profile_dir);
+}
+
+/* The workspace index looks for files changed on disk at most this often. */
+#define WORKSPACE_REFRESH_SECONDS 10
+
+/* One analysis pass, run outside the lock under the crash guard: brings the
+ * parse up to the text, runs the rules (only over the edited statement in a
+ * quick pass) and merges the profile. */
+typedef struct {
+    LspDocument *d;
+    Document *text; /* owned until reparsed */
+    struct PendingEdit *edits; /* freed here */
+    size_t edit_count;
+    bool edited, from_scratch, quick_allowed, had_results;
+    const Config *config;
+    LspProfiles *profiles;
+    PyWorkspaces *workspaces;
+    /* results */
+    bool ok, quick, warm_up, crashed;
+    char *error;
+    FindingList findings;
+} AnalysisPass;
+
+static void run_pass(void *arg) {
+    AnalysisPass *p = arg;
+    LspDocument *d = p->d;
+    bool edited = p->edited;
+    const Config *config = p->config;
+    crash_guard_debug_crash_point(d->path);
+    bool ok = true;
+    bool is_cuda = d->language == LANGUAGE_CUDA;
+    p->warm_up = is_cuda && !edited && d->parsed_cuda && d->parsed_doc;
+    if (edited && is_cuda) ok = p->text && reparse_cuda(d, p->text, config, &p->error);
+    /* a CUDA file's first parse skips the precompiled preamble so that its
+     * diagnostics come sooner; this pass builds it, so that edits are fast */
+    else if (p->warm_up)
+        ok = reparse_cuda(d, document_new(d->parsed_doc->path, d->parsed_doc->language, d->parsed_doc->text,
+                                          d->parsed_doc->length),
+                          config, &p->error);
+    else if (edited) ok = p->text && reparse(d, p->text, p->edits, p->edit_count, p->from_scratch);
+    PySource *py = d->parsed_py;
+    /* facts of the project's other modules; this buffer's own go into the index after the pass */
+    PyWorkspace *ws = ok && py && !is_cuda ? py_workspaces_for(p->workspaces, d->path) : NULL;
+    py_workspace_refresh_if_older(ws, WORKSPACE_REFRESH_SECONDS);
+    PyWorkspaceView *view = ws ? py_workspace_view(ws) : NULL;
+    if (py) py_workspace_attach(py, view);
+
+    /* quick pass: only the top-level statement that holds every edit */
+    size_t a = 0, b = 0, ua = 0, ub = 0;
+    long long delta = 0;
+    bool quick = ok && !is_cuda && edited && p->quick_allowed && p->had_results && !p->from_scratch &&
+                 edited_span(p->edits, p->edit_count, &a, &b, &delta) && single_unit(py, a, b, &ua, &ub);
+    free(p->edits);
+    p->edits = NULL;
+    FindingList *findings = &p->findings;
+    if (ok && quick) {
+        keep_outside(&d->findings, ua, (size_t)((long long)ub - delta), a, (size_t)((long long)b - delta), delta,
+                     findings);
+        /* the statement's findings are measured afresh; the profile rules run over the whole new text */
+        FindingList region;
+        finding_list_init(&region);
+        ok = engine_check_region(d->parsed_doc, py, config, (ByteRange){ua, ub}, &region, NULL, &p->error);
+        if (ok && !lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, py, NULL, config, &region)) ok = false;
+        ok = ok && drop_profile_rule_findings(findings) && move_findings(&region, findings);
+        finding_list_free(&region);
+        finding_list_sort(findings);
+    } else if (ok && is_cuda) {
+        ok = engine_check_cuda(d->parsed_doc, d->parsed_cuda, config, findings, NULL, &p->error);
+        ok = ok && lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, NULL, d->parsed_cuda, config, findings);
+    } else if (ok) {
+        ok = engine_check(d->parsed_doc, py, config, findings, NULL, &p->error);
+        ok = ok && lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, py, NULL, config, findings);
+    }
+    if (py) {
+        py_workspace_attach(py, NULL);
+        if (ok && ws) py_workspace_update(ws, py);
+    }
+    py_workspace_view_release(view);
+    p->ok = ok;
+    p->quick = quick;
+}
+
+/* Called with the lock held; returns with it held. */
+static void analyse(LspServer *s, LspDocument *d) {
+    bool edited = d->dirty;
+    int64_t version = d->version;
+    Document *text = NULL;
+    struct PendingEdit *edits = NULL;
+    size_t edit_count = 0;
+    bool from_scratch = false;
+    if (edited) {
+        /* snapshot the text and the edits since the last parse */
+        text = document_new(d->doc->path, d->doc->language, d->doc->text, d->doc->length);
+        edit_count = d->edit_count;
+        edits = edit_count ? malloc(edit_count * sizeof *edits) : NULL;
+        if (edits) memcpy(edits, d->edits, edit_count * sizeof *edits);
+        from_scratch = d->edits_overflowed || (edit_count && !edits) || !d->parsed_py;
+        d->edit_count = 0;
+        d->edits_overflowed = false;
+        d->dirty = false;
+    }
+    d->needs_full = false;
+    d->busy = true;
+    pthread_mutex_unlock(&s->lock);
+    /* the document's project: its advise.toml and profiles, found walking up from it */
+    LspProfiles *profiles = lsp_profiles_for_document(s, d->path);
+    pthread_mutex_lock(&s->lock);
+    Config config; /* the settings as they are now */
+    lsp_config_for_project(s, profiles, &config);
+    bool quick_allowed = s->quick_pass;
+    pthread_mutex_unlock(&s->lock);
+
+    bool is_cuda = d->language == LANGUAGE_CUDA;
+    AnalysisPass pass = {.d = d, .text = text, .edits = edits, .edit_count = edit_count, .edited = edited,
+                         .from_scratch = from_scratch, .quick_allowed = quick_allowed, .config = &config,
+                         .profiles = profiles, .workspaces = s->workspaces, .had_results = d->results_match_parse && d->analysed_version >= 0};
+    finding_list_init(&pass.findings);
+    int sig;
+    if (!crash_guard_run(run_pass, &pass, &sig)) {
+        /* the parse state may be half-built: leave it (leaked), never touch it again */
+        d->parsed_py = NULL;
+        d->parsed_cuda = NULL;
+        d->parsed_doc = NULL;
+        finding_list_init(&pass.findings);
+        pass.ok = false;
+        pass.error = format_string("advise crashed while analysing this file (%s), so it has no findings; this is a "
+                                   "bug in advise, please report it with the file",
+                                   crash_guard_signal_name(sig));
+        pass.crashed = true;
+    }
+    bool ok = pass.ok, quick = pass.quick, warm_up = pass.warm_up;
+    if (ok) lsp_profiles_explain_unmerged(s, profiles, d->path);
+    char *error = pass.error;
+    FindingList findings = pass.findings;
+    Document *analysed = ok ? document_new(d->parsed_doc->path, d->parsed_doc->language, d->parsed_doc->text,
+                                           d->parsed_doc->length)
+                            : NULL;
+    json_t *diagnostics = ok && analysed ? lsp_findings_to_diagnostics(s, d, &findings, analysed, version) : NULL;
+    config_free(&config);
+
+    pthread_mutex_lock(&s->lock);
+    lsp_profiles_unref(profiles);
+    d->busy = false;
+    d->results_match_parse = false;
+    if (!ok || !analysed || !diagnostics) {
+        lsp_log(1, "advise: cannot analyse %s: %s", d->uri, error ? error : "out of memory");
+        if (pass.crashed && !d->crash_reported) { /* once per document: the log may not be open */
+            d->crash_reported = true;
+            jsonrpc_send_notification("window/showMessage",
+                                      json_pack("{s:i,s:s}", "type", 1, "message",
+                                                error ? error : "advise crashed while analysing this file"));
+        }
+        free(error);
+        finding_list_free(&findings);
+        document_free(analysed);
+        json_decref(diagnostics);
+        /* the parse state may be out of step with the edits: start over next time */
+        py_source_free(d->parsed_py);
+        d->parsed_py = NULL;
+        cuda_source_free(d->parsed_cuda);
+        d->parsed_cuda = NULL;
+        d->edits_overflowed = true;
+        return;
+    }
+    if (d->closed) {
+        unlink_document(s, d);
+        finding_list_free(&findings);
+        document_free(analysed);
+        json_decref(diagnostics);
+        lsp_document_free(d);
+        return;
+    }
+    if (version != d->version) {
+        /* an edit came in meanwhile: drop these results, the newer version is queued */
+        finding_list_free(&findings);
+        document_free(analysed);
+        json_decref(diagnostics);
+        return;
+    }
+    bool changed = !d->diagnostics || !json_equal(d->diagnostics, diagnostics) || d->analysed_version != version;
+    finding_list_free(&d->findings);
+    d->findings = findings;
+    document_free(d->analysed_doc);
+    d->analysed_doc = analysed;
+    json_decref(d->diagnostics);
+    d->diagnostics = diagnostics;
+    d->analysed_version = version;
+    d->results_match_parse = true;
+    if (quick || (is_cuda && edited && !d->preamble_built)) {
+        d->needs_full = true;
+        d->full_due = lsp_now() + (quick ? s->full_pass_delay : 0);
+        pthread_cond_broadcast(&s->work_ready);
+    }
+    if (warm_up) d->preamble_built = true;
+    if (changed) d->result_serial = ++s->next_serial;
+    if (s->pull_diagnostics) {
+        lsp_answer_pulls(s, d);
+        if (changed && !edited && s->refresh_support)
+            lsp_send_request(s, "workspace/diagnostic/refresh", NULL, NULL, NULL, NULL);
+    } else if (changed) {
+        /* sent under the lock so that an older version can never overtake a newer one */
+        jsonrpc_send_notification("textDocument/publishDiagnostics",
+                                  json_pack("{s:s,s:I,s:O}", "uri", d->uri, "version", (json_int_t)version,
+                                            "diagnostics", diagnostics));
+    }
+}
+
+void lsp_thread_end(void) {
+#if defined(__SANITIZE_ADDRESS__)
+    stack_t off = {.ss_flags = SS_DISABLE};
+    sigaltstack(&off, NULL);
+#endif
+}
+
+static void *worker_main(void *arg) {
+    LspServer *s = arg;
+    pthread_mutex_lock(&s->lock);
+    while (!s->stopping) {
+        double wait;
+        LspDocument *d = next_due(s, &wait);
+        if (d) {
+            analyse(s, d); /* returns with the lock held */
+            continue;
+        }
+        if (wait < 0) {
+            pthread_cond_wait(&s->work_ready, &s->lock);
+        } else {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            long long ns = ts.tv_nsec + (long long)(wait * 1e9) + 1;
+            ts.tv_sec += ns / 1000000000;
+            ts.tv_nsec = ns % 1000000000;
+            pthread_cond_timedwait(&s->work_ready, &s->lock, &ts);
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    lsp_thread_end();
+    return NULL;
+}
+
+bool lsp_workers_start(LspServer *s, int count) {
+    if (count > (int)(sizeof s->workers / sizeof *s->workers)) count = (int)(sizeof s->workers / sizeof *s->workers);
+    for (int i = 0; i < count; i++) {
+        if (pthread_create(&s->workers[i], NULL, worker_main, s) != 0) return i > 0;
+        s->worker_count++;
+    }
+    return true;
+}
+
+void lsp_workers_stop(LspServer *s) {
+    pthread_mutex_lock(&s->lock);
+    s->stopping = true;
+    pthread_cond_broadcast(&s->work_ready);
+    pthread_mutex_unlock(&s->lock);
+    for (int i = 0; i < s->worker_count; i++) pthread_join(s->workers[i], NULL);
+    s->worker_count = 0;
+}

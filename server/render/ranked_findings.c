@@ -1,0 +1,151 @@
+/* Findings across files, merged with a profile and ranked by cost: the
+ * files are walked as `advise check` walks them and each is checked by
+ * check_file_text, the same code path as `advise check`. */
+#include "server/render/ranked_findings.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/workspace/check_file.h"
+#include "server/cli/check_output.h"
+#include "server/workspace/file_walk.h"
+#include "server/workspace/source_file.h"
+#include "analysis/base/text_format.h"
+
+static bool push(RankedFindings *r, size_t *capacity, RankedFinding item) {
+    if (r->count == *capacity) {
+        size_t grown = *capacity ? *capacity * 2 : 16;
+        RankedFinding *items = realloc(r->items, grown * sizeof *items);
+        if (!items) return false;
+        r->items = items;
+        *capacity = grown;
+    }
+    r->items[r->count++] = item;
+    return true;
+}
+
+/* Moves the findings of one checked file into r. */
+static bool take_findings(RankedFindings *r, size_t *capacity, const char *root, const char *path,
+                          CheckedFile *checked) {
+    char *rel = project_relative_path(root, path);
+    for (size_t i = 0; i < checked->findings.count; i++) {
+        Finding *f = &checked->findings.items[i];
+        RankedFinding item = {.finding = *f, .stale = checked->merge.stale};
+        size_t line, col, end_line, end_col;
+        display_position(checked->doc, f->range.start, &line, &col);
+        display_position(checked->doc, f->range.end, &end_line, &end_col);
+        item.line = (uint32_t)line;
+        item.column = (uint32_t)col;
+        item.end_line = (uint32_t)end_line;
+        item.end_column = (uint32_t)end_col;
+        if (f->gain.present) item.cost_seconds = f->gain.seconds;
+        else if (checked->profile)
+            item.cost_seconds =
+                (double)engine_measured_cost_ns(checked->doc, checked->profile, checked->profile_file, f) / 1e9;
+        item.path = strdup(rel ? rel : path);
+        if (!item.path || !push(r, capacity, item)) {
+            free(item.path);
+            /* the findings not moved yet stay with checked and are freed there */
+            memmove(checked->findings.items, checked->findings.items + i,
+                    (checked->findings.count - i) * sizeof *checked->findings.items);
+            checked->findings.count -= i;
+            free(rel);
+            return false;
+        }
+    }
+    checked->findings.count = 0; /* moved */
+    free(rel);
+    return true;
+}
+
+static int by_cost(const void *a, const void *b) {
+    const RankedFinding *x = a, *y = b;
+    if (x->cost_seconds != y->cost_seconds) return x->cost_seconds > y->cost_seconds ? -1 : 1;
+    if (x->finding.severity != y->finding.severity) return x->finding.severity < y->finding.severity ? -1 : 1;
+    int c = strcmp(x->path, y->path);
+    if (c) return c;
+    if (x->line != y->line) return x->line < y->line ? -1 : 1;
+    if (x->column != y->column) return x->column < y->column ? -1 : 1;
+    return strcmp(x->finding.code, y->finding.code);
+}
+
+static bool collect(const char *const *paths, size_t path_count, const char *root, const Config *cfg,
+                    const ProfileSource *profiles, PyWorkspaces *workspaces, RankedFindings *out, char **error) {
+    memset(out, 0, sizeof *out);
+    PyWorkspaces *own = workspaces ? NULL : py_workspaces_new();
+    if (!workspaces) workspaces = own;
+    FileList files;
+    file_walk(paths, path_count, cfg, root, &files);
+    for (size_t i = 0; i < files.error_count; i++)
+        fprintf(stderr, "advise: %s: %s\n", files.errors[i].path, files.errors[i].message);
+    size_t capacity = 0, readable = 0;
+    bool oom = false;
+    for (size_t i = 0; i < files.count && !oom; i++) {
+        const char *path = files.files[i];
+        if (i > 0 && strcmp(path, files.files[i - 1]) == 0) continue; /* named twice */
+        SourceFile source;
+        char *problem = NULL;
+        if (!source_file_read(path, cfg->max_file_bytes, &source, &problem)) {
+            fprintf(stderr, "advise: %s: %s\n", path, problem);
+            free(problem);
+            continue;
+        }
+        readable++;
+        CheckedFile checked;
+        if (!check_file_text(path, source.text, source.length, cfg, profiles, root, workspaces, &checked, &problem)) {
+            fprintf(stderr, "advise: %s: %s\n", path, problem);
+            free(problem);
+            source_file_free(&source);
+            continue;
+        }
+        out->files_checked++;
+        if (checked.report.syntax_error) {
+            size_t line, col;
+            display_position(checked.doc, checked.report.error_offset, &line, &col);
+            fprintf(stderr, "advise: %s:%zu:%zu: %s%s%s; findings cover the parts that parsed\n", path, line, col,
+                    checked.doc->language == LANGUAGE_CUDA ? "does not compile here" : "syntax error",
+                    checked.report.error_message[0] ? ": " : "", checked.report.error_message);
+        }
+        oom = !take_findings(out, &capacity, root, path, &checked);
+        checked_file_free(&checked);
+        source_file_free(&source);
+    }
+    bool nothing = files.count > 0 ? readable == 0 : files.error_count > 0;
+    file_list_free(&files);
+    py_workspaces_free(own);
+    if (oom || nothing) {
+        *error = format_string(oom ? "out of memory" : "no file could be read");
+        ranked_findings_free(out);
+        return false;
+    }
+    if (out->count) qsort(out->items, out->count, sizeof *out->items, by_cost);
+    return true;
+}
+
+bool ranked_findings_collect(const char *const *paths, size_t path_count, const char *root, const Config *cfg,
+                             const ProfileView *profile, PyWorkspaces *workspaces, RankedFindings *out,
+                             char **error) {
+    ProfileSource source = {NULL, profile};
+    return collect(paths, path_count, root, cfg, &source, workspaces, out, error);
+}
+
+bool ranked_findings_collect_set(const char *const *paths, size_t path_count, const char *root, const Config *cfg,
+                                 const ProfileSet *profiles, PyWorkspaces *workspaces, RankedFindings *out,
+                                 char **error) {
+    ProfileSource source = {profiles, NULL};
+    return collect(paths, path_count, root, cfg, &source, workspaces, out, error);
+}
+
+void ranked_findings_sort(RankedFindings *r) {
+    if (r->count) qsort(r->items, r->count, sizeof *r->items, by_cost);
+}
+
+void ranked_findings_free(RankedFindings *r) {
+    for (size_t i = 0; i < r->count; i++) {
+        free(r->items[i].path);
+        finding_free(&r->items[i].finding);
+    }
+    free(r->items);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,53 @@
+/* The findings of a set of files with a profile merged, ranked by what they
+ * cost: one list for `advise report`, the editor sidebar (`advise/findings`)
+ * and any other face that shows findings across a workspace. */
+#ifndef ADVISE_RANKED_FINDINGS_H
+#define ADVISE_RANKED_FINDINGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "analysis/python/python_workspace.h"
+#include "rules/engine/config.h"
+#include "analysis/finding.h"
+#include "profiler/profile_set.h"
+#include "profiler/profile_view.h"
+
+typedef struct {
+    char *path;          /* relative to the project root */
+    uint32_t line, column; /* 1-based; column in code points */
+    uint32_t end_line, end_column;
+    Finding finding;     /* owned */
+    /* The measured cost used for ranking: the estimated gain when there is
+     * one, else the GPU and host-wait time measured at the finding's lines;
+     * 0 when unmeasured. */
+    double cost_seconds;
+    bool stale;          /* the file changed since it was profiled */
+} RankedFinding;
+
+typedef struct {
+    RankedFinding *items;
+    size_t count;
+    size_t files_checked;
+} RankedFindings;
+
+/* Checks paths (files and folders, walked as `advise check` walks them) with
+ * cfg, merges profile when it is not NULL (engine_merge_profile), and sorts:
+ * (workspaces: the Python workspace indexes to use, or NULL for the call's own)
+ * cost descending, then severity, then path and line. Problems with single
+ * files are reported on stderr as `advise check` does and skipped. False
+ * only when memory runs out or no path could be read (with *error set). */
+bool ranked_findings_collect(const char *const *paths, size_t path_count, const char *root, const Config *cfg,
+                             const ProfileView *profile, PyWorkspaces *workspaces, RankedFindings *out,
+                             char **error);
+/* The same with a set of profiles (a folder): each file is merged with the
+ * newest profile of the set that mentions it (profile_set.h). */
+bool ranked_findings_collect_set(const char *const *paths, size_t path_count, const char *root, const Config *cfg,
+                                 const ProfileSet *profiles, PyWorkspaces *workspaces, RankedFindings *out,
+                                 char **error);
+/* Sorts r as the collect functions do (for callers that collect file by
+ * file, such as the editor's cancellable advise/findings). */
+void ranked_findings_sort(RankedFindings *r);
+void ranked_findings_free(RankedFindings *r);
+
+#endif

@@ -1,0 +1,21 @@
+/* `advise report --format html`: the report as one self-contained page
+ * (inline CSS and SVG, no scripts, nothing fetched): a header, each GPU's
+ * busy and idle time with its largest idle gaps drawn where they happened,
+ * the top kernels, and the findings ranked by cost with their evidence.
+ * Every string from a profile or a finding is HTML-escaped. */
+#ifndef ADVISE_REPORT_HTML_H
+#define ADVISE_REPORT_HTML_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "server/render/report_text.h"
+
+/* Writes the page; false when writing failed. */
+bool report_html_write(FILE *out, const ReportInput *in);
+
+/* Writes s with &, <, >, " and ' replaced by entities (safe in text and in
+ * quoted attributes). NULL writes nothing. */
+void report_html_escape(FILE *out, const char *s);
+
+#endif

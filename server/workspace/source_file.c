@@ -1,0 +1,162 @@
+#include "server/workspace/source_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis/document.h"
+#include "analysis/finding.h"
+#include "analysis/base/atomic_file.h"
+#include "analysis/base/text_format.h"
+
+static bool read_all(int fd, size_t limit, char **out, size_t *length, bool *too_large) {
+    size_t cap = 64 * 1024, n = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf) return false;
+    *too_large = false;
+    for (;;) {
+        if (n == cap) {
+            if (cap > limit) {
+                *too_large = true;
+                break;
+            }
+            char *grown = realloc(buf, cap * 2 + 1);
+            if (!grown) {
+                free(buf);
+                return false;
+            }
+            buf = grown;
+            cap *= 2;
+        }
+        ssize_t got = read(fd, buf + n, cap - n);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            free(buf);
+            return false;
+        }
+        if (got == 0) break;
+        n += (size_t)got;
+        if (n > limit) {
+            *too_large = true;
+            break;
+        }
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *length = n;
+    return true;
+}
+
+bool source_file_read(const char *path, size_t max_bytes, SourceFile *out, char **error) {
+    memset(out, 0, sizeof *out);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+        *error = format_string("cannot open: %s", strerror(errno));
+        return false;
+    }
+    if (fstat(fd, &out->st) != 0) {
+        *error = format_string("cannot stat: %s", strerror(errno));
+        close(fd);
+        return false;
+    }
+    if (!S_ISREG(out->st.st_mode)) {
+        *error = format_string("not a regular file");
+        close(fd);
+        return false;
+    }
+    if ((size_t)out->st.st_size > max_bytes) {
+        *error = format_string("skipped: %.1f MiB is over the %.1f MiB limit (max-file-size)",
+                               out->st.st_size / 1048576.0, max_bytes / 1048576.0);
+        close(fd);
+        return false;
+    }
+    bool too_large = false;
+    bool ok = read_all(fd, max_bytes, &out->text, &out->length, &too_large);
+    int saved = errno;
+    close(fd);
+    if (!ok) {
+        *error = format_string("cannot read: %s", strerror(saved));
+        return false;
+    }
+    if (too_large) {
+        *error = format_string("skipped: the file grew over the %.1f MiB limit while being read", max_bytes / 1048576.0);
+        source_file_free(out);
+        return false;
+    }
+    size_t probe = out->length < 8192 ? out->length : 8192;
+    if (memchr(out->text, '\0', probe) || memchr(out->text, '\0', out->length)) {
+        *error = format_string("skipped: binary file (it contains NUL bytes)");
+        source_file_free(out);
+        return false;
+    }
+    size_t bad;
+    if (!utf8_validate(out->text, out->length, &bad)) {
+        size_t line = 1, col = 1;
+        for (size_t i = 0; i < bad; i++) {
+            if (out->text[i] == '\n') {
+                line++;
+                col = 1;
+            } else if (((unsigned char)out->text[i] & 0xC0) != 0x80) {
+                col++;
+            }
+        }
+        *error = format_string("skipped: invalid UTF-8 at line %zu, column %zu (byte 0x%02X at offset %zu)", line, col,
+                               (unsigned char)out->text[bad], bad);
+        source_file_free(out);
+        return false;
+    }
+    return true;
+}
+
+void source_file_free(SourceFile *f) {
+    free(f->text);
+    f->text = NULL;
+    f->length = 0;
+}
+
+static bool unchanged_on_disk(const char *path, const SourceFile *expected, char **error) {
+    SourceFile now;
+    char *read_error = NULL;
+    if (!source_file_read(path, expected->length + 1, &now, &read_error)) {
+        *error = format_string("not written: cannot re-read the file before writing (%s)", read_error);
+        free(read_error);
+        return false;
+    }
+    bool same = now.length == expected->length && memcmp(now.text, expected->text, now.length) == 0 &&
+                now.st.st_ino == expected->st.st_ino && now.st.st_dev == expected->st.st_dev;
+    source_file_free(&now);
+    if (!same) *error = format_string("not written: the file changed since advise read it; run advise again");
+    return same;
+}
+
+typedef struct {
+    const char *path;
+    const SourceFile *expected;
+} UnchangedCheck;
+
+/* once more right before the rename: an editor may have saved meanwhile */
+static bool still_unchanged(const void *arg, char **error) {
+    const UnchangedCheck *c = arg;
+    return unchanged_on_disk(c->path, c->expected, error);
+}
+
+bool source_file_replace(const char *path, const SourceFile *expected, const char *text, size_t length,
+                         char **error) {
+    if (!unchanged_on_disk(path, expected, error)) return false;
+    UnchangedCheck check = {path, expected};
+    AtomicFileOptions options = {
+        .mode = expected->st.st_mode & 07777, .before_rename = still_unchanged, .check_arg = &check};
+    char *problem = NULL;
+    if (atomic_file_write_bytes(path, &options, text, length, &problem)) return true;
+    /* the check's own message already says "not written: ..." */
+    if (problem && strncmp(problem, "not written", 11) == 0) {
+        *error = problem;
+    } else {
+        *error = format_string("not written: %s", problem ? problem : "out of memory");
+        free(problem);
+    }
+    return false;
+}
