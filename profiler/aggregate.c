@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/base/hash_index.h"
 #include "profiler/comm_kernels.h"
 
 /* Samples kept per entry for the median: exact up to this many calls, a
@@ -64,77 +65,6 @@ static ProfStats stat_finish(const StatAcc *s) {
     if (out.median_ns < out.min_ns) out.median_ns = out.min_ns;
     if (out.median_ns > out.max_ns) out.median_ns = out.max_ns;
     return out;
-}
-
-/* ---- an open-addressing index from a 64-bit hash to entry numbers; the
- * caller compares the entries themselves, so collisions are harmless. */
-typedef struct {
-    uint64_t *hashes;
-    int32_t *slots;     /* entry + 1; 0 = empty */
-    size_t cap;         /* power of two */
-    size_t used;
-} HashIndex;
-
-static bool index_grow(HashIndex *ix) {
-    size_t ncap = ix->cap ? ix->cap * 2 : 64;
-    uint64_t *nh = calloc(ncap, sizeof *nh);
-    int32_t *ns = calloc(ncap, sizeof *ns);
-    if (!nh || !ns) {
-        free(nh);
-        free(ns);
-        return false;
-    }
-    for (size_t i = 0; i < ix->cap; i++) {
-        if (!ix->slots[i]) continue;
-        size_t j = ix->hashes[i] & (ncap - 1);
-        while (ns[j]) j = (j + 1) & (ncap - 1);
-        nh[j] = ix->hashes[i];
-        ns[j] = ix->slots[i];
-    }
-    free(ix->hashes);
-    free(ix->slots);
-    ix->hashes = nh;
-    ix->slots = ns;
-    ix->cap = ncap;
-    return true;
-}
-
-static void index_free(HashIndex *ix) {
-    free(ix->hashes);
-    free(ix->slots);
-    memset(ix, 0, sizeof *ix);
-}
-
-/* Calls same(ctx, entry) for each entry with this hash; returns the match or -1. */
-static int index_find(const HashIndex *ix, uint64_t h, bool (*same)(const void *, int), const void *ctx) {
-    if (!ix->cap) return -1;
-    for (size_t j = h & (ix->cap - 1); ix->slots[j]; j = (j + 1) & (ix->cap - 1))
-        if (ix->hashes[j] == h && same(ctx, ix->slots[j] - 1)) return ix->slots[j] - 1;
-    return -1;
-}
-
-static bool index_put(HashIndex *ix, uint64_t h, int entry) {
-    if ((ix->used + 1) * 2 > ix->cap && !index_grow(ix)) return false;
-    size_t j = h & (ix->cap - 1);
-    while (ix->slots[j]) j = (j + 1) & (ix->cap - 1);
-    ix->hashes[j] = h;
-    ix->slots[j] = entry + 1;
-    ix->used++;
-    return true;
-}
-
-static uint64_t hash_bytes(uint64_t h, const void *data, size_t n) {
-    const unsigned char *p = data;
-    if (!h) h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
-static uint64_t hash_str(uint64_t h, const char *s) {
-    return hash_bytes(h, s ? s : "", s ? strlen(s) + 1 : 1);
 }
 
 static bool str_eq(const char *a, const char *b) {
@@ -253,26 +183,26 @@ Aggregator *agg_new(void) {
 static void named_free(NamedTable *t) {
     for (size_t i = 0; i < t->count; i++) free(t->items[i].name);
     free(t->items);
-    index_free(&t->index);
+    hash_index_free(&t->index);
 }
 
 void agg_free(Aggregator *agg) {
     if (!agg) return;
     for (size_t i = 0; i < agg->file_count; i++) free(agg->files[i]);
     free(agg->files);
-    index_free(&agg->file_index);
+    hash_index_free(&agg->file_index);
     for (size_t i = 0; i < agg->site_count; i++) {
         free(agg->sites[i].function);
         for (size_t f = 0; f < agg->sites[i].frame_count; f++) free(agg->sites[i].frames[f].module);
         free(agg->sites[i].frames);
     }
     free(agg->sites);
-    index_free(&agg->site_index);
+    hash_index_free(&agg->site_index);
     for (size_t i = 0; i < agg->kernel_count; i++) free(agg->kernels[i].key.name);
     free(agg->kernels);
-    index_free(&agg->kernel_index);
+    hash_index_free(&agg->kernel_index);
     free(agg->ops);
-    index_free(&agg->op_index);
+    hash_index_free(&agg->op_index);
     named_free(&agg->apis);
     named_free(&agg->overheads);
     for (size_t i = 0; i < agg->device_count; i++) free(agg->devices[i].name);
@@ -289,16 +219,16 @@ static bool file_same(const void *ctx, int i) {
 }
 
 static int intern_file(Aggregator *agg, const char *path) {
-    uint64_t h = hash_str(0, path);
+    uint64_t h = hash_string(hash_start(), path);
     FileKey key = {agg, path};
-    int found = index_find(&agg->file_index, h, file_same, &key);
+    int found = hash_index_find(&agg->file_index, h, file_same, &key);
     if (found >= 0) return found;
     if (agg->file_count >= MAX_FILES) return -1;
     if (!grow((void **)&agg->files, &agg->file_cap, agg->file_count, sizeof *agg->files)) return -1;
     char *copy = copy_bounded(path);
     if (!copy) return -1;
     int idx = (int)agg->file_count;
-    if (!index_put(&agg->file_index, h, idx)) {
+    if (!hash_index_add(&agg->file_index, h, idx)) {
         free(copy);
         return -1;
     }
@@ -320,12 +250,12 @@ static bool site_same(const void *ctx, int i) {
 }
 
 static uint64_t site_hash(const SiteEntry *s) {
-    uint64_t h = hash_bytes(0, &s->file, sizeof s->file);
+    uint64_t h = hash_bytes(hash_start(), &s->file, sizeof s->file);
     h = hash_bytes(h, &s->line, sizeof s->line);
     h = hash_bytes(h, &s->function_level, sizeof s->function_level);
-    h = hash_str(h, s->function);
+    h = hash_string(h, s->function);
     for (size_t f = 0; f < s->frame_count; f++) {
-        h = hash_str(h, s->frames[f].module);
+        h = hash_string(h, s->frames[f].module);
         h = hash_bytes(h, &s->frames[f].address, sizeof s->frames[f].address);
     }
     return h;
@@ -335,7 +265,7 @@ static uint64_t site_hash(const SiteEntry *s) {
 static int intern_site(Aggregator *agg, const SiteEntry *probe) {
     uint64_t h = site_hash(probe);
     SiteKey key = {agg, probe};
-    int found = index_find(&agg->site_index, h, site_same, &key);
+    int found = hash_index_find(&agg->site_index, h, site_same, &key);
     if (found >= 0) return found;
     if (agg->site_count >= MAX_SITES) {
         agg->dropped_sites++;
@@ -357,7 +287,7 @@ static int intern_site(Aggregator *agg, const SiteEntry *probe) {
         }
     }
     int idx = (int)agg->site_count;
-    if (!index_put(&agg->site_index, h, idx)) {
+    if (!hash_index_add(&agg->site_index, h, idx)) {
         for (size_t f = 0; f < s.frame_count; f++) free(s.frames[f].module);
         free(s.frames);
         free(s.function);
@@ -416,7 +346,7 @@ static bool kernel_same(const void *ctx, int i) {
 }
 
 static uint64_t kernel_hash(const ProfKernel *k) {
-    uint64_t h = hash_str(0, k->name);
+    uint64_t h = hash_string(hash_start(), k->name);
     h = hash_bytes(h, &k->device, sizeof k->device);
     h = hash_bytes(h, k->grid, sizeof k->grid);
     h = hash_bytes(h, k->block, sizeof k->block);
@@ -437,7 +367,7 @@ static int intern_kernel(Aggregator *agg, const AggKernel *in) {
     }
     uint64_t h = kernel_hash(&probe);
     KernelKey key = {agg, &probe};
-    int found = index_find(&agg->kernel_index, h, kernel_same, &key);
+    int found = hash_index_find(&agg->kernel_index, h, kernel_same, &key);
     if (found >= 0) return found;
     if (agg->kernel_count >= MAX_KERNELS ||
         !grow((void **)&agg->kernels, &agg->kernel_cap, agg->kernel_count, sizeof *agg->kernels)) {
@@ -448,7 +378,7 @@ static int intern_kernel(Aggregator *agg, const AggKernel *in) {
     e.key.name = copy_bounded(probe.name);
     if (!e.key.name) return -1;
     int idx = (int)agg->kernel_count;
-    if (!index_put(&agg->kernel_index, h, idx)) {
+    if (!hash_index_add(&agg->kernel_index, h, idx)) {
         free(e.key.name);
         return -1;
     }
@@ -467,13 +397,13 @@ static bool op_same(const void *ctx, int i) {
 static uint64_t op_hash(const ProfOp *op) {
     int32_t fields[7] = {(int32_t)op->kind, op->site, op->kernel, (int32_t)op->copy,
                          (int32_t)op->src, (int32_t)op->dst, (int32_t)op->sync};
-    return hash_bytes(0, fields, sizeof fields);
+    return hash_bytes(hash_start(), fields, sizeof fields);
 }
 
 static void record_op(Aggregator *agg, const ProfOp *probe, uint64_t bytes, uint64_t duration) {
     uint64_t h = op_hash(probe);
     OpKey key = {agg, probe};
-    int idx = index_find(&agg->op_index, h, op_same, &key);
+    int idx = hash_index_find(&agg->op_index, h, op_same, &key);
     if (idx < 0) {
         if (agg->op_count >= MAX_OPS ||
             !grow((void **)&agg->ops, &agg->op_cap, agg->op_count, sizeof *agg->ops)) {
@@ -481,7 +411,7 @@ static void record_op(Aggregator *agg, const ProfOp *probe, uint64_t bytes, uint
             return;
         }
         idx = (int)agg->op_count;
-        if (!index_put(&agg->op_index, h, idx)) {
+        if (!hash_index_add(&agg->op_index, h, idx)) {
             agg->dropped_ops++;
             return;
         }
@@ -648,15 +578,15 @@ static bool named_same(const void *ctx, int i) {
 
 static void named_add(NamedTable *t, const char *name, uint64_t duration) {
     if (!name) return;
-    uint64_t h = hash_str(0, name);
+    uint64_t h = hash_string(hash_start(), name);
     NamedKey key = {t, name};
-    int idx = index_find(&t->index, h, named_same, &key);
+    int idx = hash_index_find(&t->index, h, named_same, &key);
     if (idx < 0) {
         if (t->count >= MAX_NAMED || !grow((void **)&t->items, &t->cap, t->count, sizeof *t->items)) return;
         char *copy = copy_bounded(name);
         if (!copy) return;
         idx = (int)t->count;
-        if (!index_put(&t->index, h, idx)) {
+        if (!hash_index_add(&t->index, h, idx)) {
             free(copy);
             return;
         }

@@ -89,3 +89,11 @@ int hash_index_next(const HashIndex *index, uint64_t hash, size_t *cursor) {
     *cursor = index->capacity;
     return -1;
 }
+
+int hash_index_find(const HashIndex *index, uint64_t hash, bool (*same)(const void *ctx, int position),
+                    const void *ctx) {
+    size_t cursor = 0;
+    for (int position; (position = hash_index_next(index, hash, &cursor)) >= 0;)
+        if (same(ctx, position)) return position;
+    return -1;
+}

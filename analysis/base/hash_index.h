@@ -4,7 +4,8 @@
  * returns, so two different keys with the same hash never get confused.
  *
  * Hashes are seeded once per process at random, so that no file can be
- * crafted to make every key land in the same slot. Internal to profiler/. */
+ * crafted to make every key land in the same slot. The one hash table of
+ * advise: the profile's aggregator, its loader and the analyses use it. */
 #ifndef ADVISE_HASH_INDEX_H
 #define ADVISE_HASH_INDEX_H
 
@@ -31,6 +32,10 @@ bool hash_index_add(HashIndex *index, uint64_t hash, int position);
 /* Visits the positions stored under hash: start with *cursor = 0 and call
  * until it answers -1. */
 int hash_index_next(const HashIndex *index, uint64_t hash, size_t *cursor);
+/* The first position stored under hash for which same(ctx, position)
+ * holds, or -1. */
+int hash_index_find(const HashIndex *index, uint64_t hash, bool (*same)(const void *ctx, int position),
+                    const void *ctx);
 
 /* Seeded hashing of bytes, strings (NULL hashes apart from "") and numbers,
  * chained: h = hash_bytes(hash_start(), ...), h = hash_u64(h, ...). */
