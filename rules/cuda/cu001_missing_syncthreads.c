@@ -905,13 +905,7 @@ static void check(RuleContext *ctx) {
 }
 
 const Rule rule_cu001_missing_syncthreads = {
-    .code = "CU001",
-    .name = "missing-syncthreads",
-    .severity = SEVERITY_WARNING,
-    .languages = LANGUAGE_CUDA,
+    .code = "CU001", .name = "missing-syncthreads", .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_CUDA, .check = check, .whole_file = true,
     .summary = "a __shared__ element written by one thread is read by another with no __syncthreads() between",
-    .documentation = documentation,
-    .check = check,
-    .measure = MEASURE_NONE,
-    .whole_file = true,
-};
+    .documentation = documentation};

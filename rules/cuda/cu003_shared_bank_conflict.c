@@ -429,13 +429,7 @@ static bool visit(CuNode *n, void *data) {
 static void check(RuleContext *ctx) { rule_walk_cuda(ctx, visit, ctx); }
 
 const Rule rule_cu003_shared_bank_conflict = {
-    .code = "CU003",
-    .name = "shared-bank-conflict",
-    .severity = SEVERITY_WARNING,
-    .languages = LANGUAGE_CUDA,
+    .code = "CU003", .name = "shared-bank-conflict", .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_CUDA, .check = check, .whole_file = true, .measure = MEASURE_SHARED_ACCESS,
     .summary = "__shared__ array whose lanes land in one bank (a 2-D tile read down a column, a 1-D stride of 32 words)",
-    .documentation = documentation,
-    .check = check,
-    .measure = MEASURE_SHARED_ACCESS,
-    .whole_file = true,
-};
+    .documentation = documentation};

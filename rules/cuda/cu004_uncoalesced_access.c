@@ -600,12 +600,7 @@ static bool visit_kernels(CuNode *n, void *data) {
 static void check(RuleContext *ctx) { rule_walk_cuda(ctx, visit_kernels, ctx); }
 
 const Rule rule_cu004_uncoalesced_access = {
-    .code = "CU004",
-    .name = "uncoalesced-access",
-    .severity = SEVERITY_WARNING,
-    .languages = LANGUAGE_CUDA,
+    .code = "CU004", .name = "uncoalesced-access", .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_CUDA, .check = check, .measure = MEASURE_GLOBAL_ACCESS,
     .summary = "global-memory access where neighbouring threadIdx.x values land far apart",
-    .documentation = documentation,
-    .check = check,
-    .measure = MEASURE_GLOBAL_ACCESS,
-};
+    .documentation = documentation};

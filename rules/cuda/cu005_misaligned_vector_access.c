@@ -431,13 +431,7 @@ static bool visit_kernels(CuNode *n, void *data) {
 static void check(RuleContext *ctx) { rule_walk_cuda(ctx, visit_kernels, ctx); }
 
 const Rule rule_cu005_misaligned_vector_access = {
-    .code = "CU005",
-    .name = "misaligned-vector-access",
-    .severity = SEVERITY_WARNING,
-    .languages = LANGUAGE_CUDA,
+    .code = "CU005", .name = "misaligned-vector-access", .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_CUDA, .check = check, .whole_file = true, .measure = MEASURE_GLOBAL_ACCESS,
     .summary = "12-byte structs read per thread, or vector casts at an offset that is not a multiple of 4",
-    .documentation = documentation,
-    .check = check,
-    .measure = MEASURE_GLOBAL_ACCESS,
-    .whole_file = true,
-};
+    .documentation = documentation};

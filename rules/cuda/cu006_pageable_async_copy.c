@@ -536,13 +536,7 @@ static void check(RuleContext *ctx) {
 }
 
 const Rule rule_cu006_pageable_async_copy = {
-    .code = "CU006",
-    .name = "pageable-async-copy",
-    .severity = SEVERITY_WARNING,
-    .languages = LANGUAGE_CUDA,
+    .code = "CU006", .name = "pageable-async-copy", .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_CUDA, .check = check, .whole_file = true, .measure = MEASURE_COPY,
     .summary = "cudaMemcpyAsync with pageable host memory (malloc, new, std::vector) runs synchronously",
-    .documentation = documentation,
-    .check = check,
-    .measure = MEASURE_COPY,
-    .whole_file = true,
-};
+    .documentation = documentation};

@@ -597,13 +597,7 @@ static void check(RuleContext *ctx) {
 }
 
 const Rule rule_cu008_sync_or_alloc_in_loop = {
-    .code = "CU008",
-    .name = "sync-or-alloc-in-loop",
-    .severity = SEVERITY_WARNING,
-    .languages = LANGUAGE_CUDA,
+    .code = "CU008", .name = "sync-or-alloc-in-loop", .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_CUDA, .check = check, .whole_file = true, .measure = MEASURE_SYNC,
     .summary = "Device synchronization after every launch, or cudaMalloc/cudaFree, inside a loop",
-    .documentation = documentation,
-    .check = check,
-    .measure = MEASURE_SYNC,
-    .whole_file = true,
-};
+    .documentation = documentation};

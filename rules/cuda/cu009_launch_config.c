@@ -512,13 +512,7 @@ static bool visit(CuNode *n, void *data) {
 static void check(RuleContext *ctx) { rule_walk_cuda(ctx, visit, ctx); }
 
 const Rule rule_cu009_launch_config = {
-    .code = "CU009",
-    .name = "launch-config",
-    .severity = SEVERITY_WARNING,
-    .languages = LANGUAGE_CUDA,
+    .code = "CU009", .name = "launch-config", .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_CUDA, .check = check, .whole_file = true, .measure = MEASURE_GPU_TIME,
     .summary = "Block size not a multiple of 32, or a constant grid smaller than the GPU's SM count",
-    .documentation = documentation,
-    .check = check,
-    .measure = MEASURE_GPU_TIME,
-    .whole_file = true,
-};
+    .documentation = documentation};

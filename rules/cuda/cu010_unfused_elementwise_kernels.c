@@ -875,13 +875,7 @@ static bool visit(CuNode *n, void *data) {
 static void check(RuleContext *ctx) { rule_walk_cuda(ctx, visit, ctx); }
 
 const Rule rule_cu010_unfused_elementwise_kernels = {
-    .code = "CU010",
-    .name = "unfused-elementwise-kernels",
-    .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_CUDA,
+    .code = "CU010", .name = "unfused-elementwise-kernels", .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_CUDA, .check = check, .whole_file = true, .measure = MEASURE_LAUNCHES,
     .summary = "Back-to-back elementwise kernels over the same buffers that one fused kernel could do",
-    .documentation = documentation,
-    .check = check,
-    .measure = MEASURE_LAUNCHES,
-    .whole_file = true,
-};
+    .documentation = documentation};

@@ -725,13 +725,7 @@ static void check(RuleContext *ctx) {
 }
 
 const Rule rule_cu011_unchecked_cuda_error = {
-    .code = "CU011",
-    .name = "unchecked-cuda-error",
-    .severity = SEVERITY_HINT,
-    .languages = LANGUAGE_CUDA,
+    .code = "CU011", .name = "unchecked-cuda-error", .severity = SEVERITY_HINT,
+    .languages = LANGUAGE_CUDA, .check = check, .whole_file = true,
     .summary = "CUDA runtime result discarded, or a kernel launch with no error check after it",
-    .documentation = documentation,
-    .check = check,
-    .measure = MEASURE_NONE,
-    .whole_file = true,
-};
+    .documentation = documentation};

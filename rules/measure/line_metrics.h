@@ -94,6 +94,15 @@ const char *lm_waste_launches_words(const LmWaste *w, char *buf, size_t size);
  * kernel time", and, when other kernels qualify at the line too, "N other
  * kernel(s) running this line VERB(s) REST". False when memory runs out. */
 bool lm_waste_evidence(Finding *f, const LmWaste *w, const char *verb, const char *rest);
+/* A kernel with this share of all kernel time or more makes a severe ratio
+ * (LM_SEVERE_RATIO) or heavy local traffic a warning (PR010-PR012). */
+#define LM_WARNING_KERNEL_SHARE 0.10
+/* Reports the ratio finding of PR010 and PR011 at w's line. fmt takes five
+ * strings, in order: the ratio ("3.2x"), the actual and the ideal count,
+ * the launches in words and the line's share of its kernel's count. A
+ * warning from LM_SEVERE_RATIO in a kernel with LM_WARNING_KERNEL_SHARE.
+ * NULL when memory runs out (ctx remembers). */
+Finding *lm_report_ratio(RuleContext *ctx, const LmWaste *w, const char *fmt);
 
 /* Bytes in so many 32-byte sectors (saturating). */
 uint64_t lm_sector_bytes(uint64_t sectors);

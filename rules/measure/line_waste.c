@@ -208,3 +208,14 @@ bool lm_waste_evidence(Finding *f, const LmWaste *w, const char *verb, const cha
                               w->other_kernels == 1 ? "" : "s", verb, w->other_kernels == 1 ? "s" : "", rest);
     return ok;
 }
+
+Finding *lm_report_ratio(RuleContext *ctx, const LmWaste *w, const char *fmt) {
+    char launches[160], actual[32], ideal[32], share[16], factor[16];
+    double ratio = lm_ratio(w->actual, w->ideal);
+    Finding *f = pf_report_line(ctx, w->line, fmt, units_factor(ratio, factor, sizeof factor),
+                                units_count(w->actual, actual, sizeof actual), units_count(w->ideal, ideal, sizeof ideal),
+                                lm_waste_launches_words(w, launches, sizeof launches),
+                                units_ratio(w->line_share, share, sizeof share));
+    if (f && ratio >= LM_SEVERE_RATIO && w->kernel_share >= LM_WARNING_KERNEL_SHARE) f->severity = SEVERITY_WARNING;
+    return f;
+}

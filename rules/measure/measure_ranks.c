@@ -19,24 +19,38 @@ static bool is_nccl_launch(const Profile *p, const ProfOp *op) {
            comm_kernel_name(p->kernels[op->kernel].name);
 }
 
-/* "rank 0: 100 launches, 340 ms; rank 1: ..." over the rows that have a tally */
-static bool per_rank_launches(const RankTable *t, const Tally *by_process, Evidence *e) {
-    size_t listed = 0, more = 0;
+/* Appends one rank's words to e: sep, then "rank N: ..." */
+typedef bool (*RankWords)(Evidence *e, const char *sep, const char *who, const Tally *c);
+
+/* "rank 0: ...; rank 1: ...; and N more" over the rows that have a tally,
+ * MAX_LISTED of them at most; *listed says how many were written out */
+static bool per_rank(const RankTable *t, const Tally *by_process, Evidence *e, RankWords words, size_t *listed) {
+    size_t more = 0;
     bool ok = true;
+    *listed = 0;
     for (size_t i = 0; ok && i < t->row_count; i++) {
         const RankRow *r = &t->rows[i];
         const Tally *c = &by_process[r->process];
         if (!c->count) continue;
-        if (listed == MAX_LISTED) {
+        if (*listed == MAX_LISTED) {
             more++;
             continue;
         }
         char who[32];
-        ok = evidence_append(e, QV(q_count(c->count), q_ns(c->ns)), "%s%s: {} launch%s, {}", listed++ ? "; " : "",
-                             comm_row_name(r, who, sizeof who), c->count == 1 ? "" : "es");
+        ok = words(e, (*listed)++ ? "; " : "", comm_row_name(r, who, sizeof who), c);
     }
     if (ok && more) ok = evidence_append(e, QV(q_count(more)), "; and {} more");
     return ok;
+}
+
+static bool launch_words(Evidence *e, const char *sep, const char *who, const Tally *c) {
+    return evidence_append(e, QV(q_count(c->count), q_ns(c->ns)), "%s%s: {} launch%s, {}", sep, who,
+                           c->count == 1 ? "" : "es");
+}
+
+static bool wait_words(Evidence *e, const char *sep, const char *who, const Tally *c) {
+    return evidence_append(e, QV(q_count(c->count), q_ns(c->ns / c->count), q_ns(c->ns)),
+                           "%s%s waited {} time%s, {} each on average ({})", sep, who, c->count == 1 ? "" : "s");
 }
 
 /* MEASURE_COMM: the NCCL communication behind a DDP finding, per rank: the
@@ -81,6 +95,7 @@ bool measure_comm(const MeasureSite *s, Measurement *m, const ProfOp *const *ops
         m->measured = true;
         char place[256];
         Evidence e = evidence_new(EVIDENCE_MEASURED);
+        size_t listed_launches;
         if (here)
             ok = evidence_append(&e, NO_VALUES, "NCCL kernels launched at %s: ",
                                  s->first == s->last ? "this line" : "these lines");
@@ -88,7 +103,7 @@ bool measure_comm(const MeasureSite *s, Measurement *m, const ProfOp *const *ops
             ok = evidence_append(&e, QV(q_share(top->ns, lines.total_ns)),
                                  "the run's NCCL kernels came mostly from %s ({} of their time): ",
                                  comm_line_place(p, s->file, top, place, sizeof place));
-        ok = ok && per_rank_launches(&t, by_process, &e) && measure_add_evidence(m, &e);
+        ok = ok && per_rank(&t, by_process, &e, launch_words, &listed_launches) && measure_add_evidence(m, &e);
         evidence_free(&e);
         const RankRow *least = comm_least_exposed(&t);
         bool timed = false; /* profiles before comm_ns existed hold 0 */
@@ -141,21 +156,8 @@ bool measure_sync_per_rank(const MeasureSite *s, Measurement *m, const ProfOp *c
     bool ok = rank_table_build(p, &t);
     Evidence line = evidence_new(EVIDENCE_MEASURED);
     ok = ok && evidence_append(&line, NO_VALUES, "per rank: ");
-    size_t listed = 0, more = 0;
-    for (size_t i = 0; ok && i < t.row_count; i++) {
-        const RankRow *r = &t.rows[i];
-        const Tally *c = &by_process[r->process];
-        if (!c->count) continue;
-        if (listed == MAX_LISTED) {
-            more++;
-            continue;
-        }
-        char who[32];
-        ok = evidence_append(&line, QV(q_count(c->count), q_ns(c->ns / c->count), q_ns(c->ns)),
-                             "%s%s waited {} time%s, {} each on average ({})", listed++ ? "; " : "",
-                             comm_row_name(r, who, sizeof who), c->count == 1 ? "" : "s");
-    }
-    if (ok && more) ok = evidence_append(&line, QV(q_count(more)), "; and {} more");
+    size_t listed = 0;
+    ok = ok && per_rank(&t, by_process, &line, wait_words, &listed);
     if (ok && listed) ok = measure_add_evidence(m, &line);
     evidence_free(&line);
     /* only where the profile shows the ranks meeting in collectives */

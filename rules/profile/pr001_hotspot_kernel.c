@@ -155,13 +155,7 @@ static void check_profile(RuleContext *ctx) {
 }
 
 const Rule rule_pr001_hotspot_kernel = {
-    .code = "PR001",
-    .name = "hotspot-kernel",
-    .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA,
+    .code = "PR001", .name = "hotspot-kernel", .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA, .check_profile = check_profile,
     .summary = "A line whose kernels take at least 10% of the GPU's kernel time (profile)",
-    .documentation = documentation,
-    .check = NULL,
-    .measure = MEASURE_NONE,
-    .check_profile = check_profile,
-};
+    .documentation = documentation};

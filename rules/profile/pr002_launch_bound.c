@@ -219,13 +219,7 @@ static void check_profile(RuleContext *ctx) {
 }
 
 const Rule rule_pr002_launch_bound = {
-    .code = "PR002",
-    .name = "launch-bound",
-    .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA,
+    .code = "PR002", .name = "launch-bound", .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA, .check_profile = check_profile,
     .summary = "Many tiny kernels launched from a line while the GPU idles between them (profile)",
-    .documentation = documentation,
-    .check = NULL,
-    .measure = MEASURE_NONE,
-    .check_profile = check_profile,
-};
+    .documentation = documentation};

@@ -222,13 +222,7 @@ static void check_profile(RuleContext *ctx) {
 }
 
 const Rule rule_pr003_gpu_idle_gap = {
-    .code = "PR003",
-    .name = "gpu-idle-gap",
-    .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA,
+    .code = "PR003", .name = "gpu-idle-gap", .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA, .check_profile = check_profile,
     .summary = "The GPU sat idle 1 ms or more before this line's work arrived (profile)",
-    .documentation = documentation,
-    .check = NULL,
-    .measure = MEASURE_NONE,
-    .check_profile = check_profile,
-};
+    .documentation = documentation};

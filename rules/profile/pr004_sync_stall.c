@@ -142,14 +142,7 @@ static void check_profile(RuleContext *ctx) {
 }
 
 const Rule rule_pr004_sync_stall = {
-    .code = "PR004",
-    .name = "sync-stall",
-    .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA,
+    .code = "PR004", .name = "sync-stall", .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA, .check_profile = check_profile, .subsumed_by = MEASURE_SYNC,
     .summary = "The host waited for the GPU here again and again, for 1% of the run or more (profile)",
-    .documentation = documentation,
-    .check = NULL,
-    .measure = MEASURE_NONE,
-    .check_profile = check_profile,
-    .subsumed_by = MEASURE_SYNC,
-};
+    .documentation = documentation};

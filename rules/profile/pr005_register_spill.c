@@ -161,13 +161,7 @@ static void check_profile(RuleContext *ctx) {
 }
 
 const Rule rule_pr005_register_spill = {
-    .code = "PR005",
-    .name = "register-spill",
-    .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA,
+    .code = "PR005", .name = "register-spill", .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA, .check_profile = check_profile,
     .summary = "A kernel that spills registers to local memory takes 1% of the GPU time or more (profile)",
-    .documentation = documentation,
-    .check = NULL,
-    .measure = MEASURE_NONE,
-    .check_profile = check_profile,
-};
+    .documentation = documentation};

@@ -134,13 +134,7 @@ static void check_profile(RuleContext *ctx) {
 }
 
 const Rule rule_pr006_low_occupancy = {
-    .code = "PR006",
-    .name = "low-occupancy",
-    .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA,
+    .code = "PR006", .name = "low-occupancy", .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA, .check_profile = check_profile,
     .summary = "A kernel taking 5% of the GPU time or more runs below 50% theoretical occupancy (profile)",
-    .documentation = documentation,
-    .check = NULL,
-    .measure = MEASURE_NONE,
-    .check_profile = check_profile,
-};
+    .documentation = documentation};

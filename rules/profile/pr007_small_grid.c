@@ -121,14 +121,8 @@ static void check_profile(RuleContext *ctx) {
 }
 
 const Rule rule_pr007_small_grid = {
-    .code = "PR007",
-    .name = "small-grid",
-    .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA,
+    .code = "PR007", .name = "small-grid", .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA, .check_profile = check_profile,
     .summary = "A kernel taking 5% of the GPU time or more leaves SMs idle: fewer blocks than SMs, or a thin last "
                "wave (profile)",
-    .documentation = documentation,
-    .check = NULL,
-    .measure = MEASURE_NONE,
-    .check_profile = check_profile,
-};
+    .documentation = documentation};

@@ -303,14 +303,7 @@ static void check_profile(RuleContext *ctx) {
 }
 
 const Rule rule_pr008_pageable_copy = {
-    .code = "PR008",
-    .name = "pageable-copy",
-    .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA,
+    .code = "PR008", .name = "pageable-copy", .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA, .check_profile = check_profile, .subsumed_by = MEASURE_COPY,
     .summary = "Copies between the GPU and pageable host memory at this line, with a pinned estimate (profile)",
-    .documentation = documentation,
-    .check = NULL,
-    .measure = MEASURE_NONE,
-    .check_profile = check_profile,
-    .subsumed_by = MEASURE_COPY,
-};
+    .documentation = documentation};

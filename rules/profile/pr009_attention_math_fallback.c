@@ -149,13 +149,7 @@ static void check_profile(RuleContext *ctx) {
 }
 
 const Rule rule_pr009_attention_math_fallback = {
-    .code = "PR009",
-    .name = "attention-math-fallback",
-    .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_PYTHON,
+    .code = "PR009", .name = "attention-math-fallback", .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_PYTHON, .check_profile = check_profile,
     .summary = "scaled_dot_product_attention ran as separate matmul and softmax kernels, not a fused kernel (profile)",
-    .documentation = documentation,
-    .check = NULL,
-    .measure = MEASURE_NONE,
-    .check_profile = check_profile,
-};
+    .documentation = documentation};

@@ -56,21 +56,12 @@ static const char documentation[] =
     "estimated: how much time the extra sectors cost depends on what bounds the kernel. Severity\n"
     "is info, warning from 4x in a kernel with 10% of the kernel time or more.\n";
 
-#define WARNING_SHARE 0.10
-
 static void visit(RuleContext *ctx, const LmWaste *w) {
-    char launches[160], actual[32], ideal[32], share[16], factor[16];
-    double ratio = lm_ratio(w->actual, w->ideal);
-    Finding *f = pf_report_line(ctx, w->line,
-                                "global accesses on this line move %s the sectors coalesced accesses would (%s vs "
-                                "%s %s, %s of its global sectors); make consecutive threads touch consecutive "
-                                "addresses, or stage the data through shared memory",
-                                units_factor(ratio, factor, sizeof factor), units_count(w->actual, actual, sizeof actual),
-                                units_count(w->ideal, ideal, sizeof ideal),
-                                lm_waste_launches_words(w, launches, sizeof launches),
-                                units_ratio(w->line_share, share, sizeof share));
+    Finding *f = lm_report_ratio(ctx, w,
+                                 "global accesses on this line move %s the sectors coalesced accesses would (%s vs "
+                                 "%s %s, %s of its global sectors); make consecutive threads touch consecutive "
+                                 "addresses, or stage the data through shared memory");
     if (!f) return;
-    if (ratio >= LM_SEVERE_RATIO && w->kernel_share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
     bool ok = finding_measured(f, QV(q_bytes(lm_sector_bytes(w->actual)), q_bytes(lm_sector_bytes(w->ideal))),
                                "{} moved in 32-byte sectors where coalesced accesses would move {}");
     ok = ok && lm_waste_evidence(f, w, "move", "2x the ideal or more too");
@@ -80,14 +71,7 @@ static void visit(RuleContext *ctx, const LmWaste *w) {
 static void check_profile(RuleContext *ctx) { lm_each_waste(ctx, LM_GLOBAL, visit); }
 
 const Rule rule_pr010_uncoalesced_global_access = {
-    .code = "PR010",
-    .name = "uncoalesced-global-access",
-    .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_CUDA,
+    .code = "PR010", .name = "uncoalesced-global-access", .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_CUDA, .check_profile = check_profile, .subsumed_by = MEASURE_GLOBAL_ACCESS,
     .summary = "A kernel's line moved 2x or more the global-memory sectors that coalesced accesses would (profile)",
-    .documentation = documentation,
-    .check = NULL,
-    .measure = MEASURE_NONE,
-    .check_profile = check_profile,
-    .subsumed_by = MEASURE_GLOBAL_ACCESS,
-};
+    .documentation = documentation};

@@ -53,35 +53,18 @@ static const char documentation[] =
     "gain is estimated: what the extra passes cost depends on what bounds the kernel. Severity is\n"
     "info, warning from 4x in a kernel with 10% of the kernel time or more.\n";
 
-#define WARNING_SHARE 0.10
-
 static void visit(RuleContext *ctx, const LmWaste *w) {
-    char launches[160], actual[32], ideal[32], share[16], factor[16];
-    double ratio = lm_ratio(w->actual, w->ideal);
-    Finding *f = pf_report_line(ctx, w->line,
-                                "shared-memory accesses on this line take %s the wavefronts of conflict-free "
-                                "accesses (%s vs %s %s, %s of its shared wavefronts): bank conflicts; pad the array "
-                                "(`[32][33]` for a 32 x 32 tile) or swizzle the index",
-                                units_factor(ratio, factor, sizeof factor), units_count(w->actual, actual, sizeof actual),
-                                units_count(w->ideal, ideal, sizeof ideal),
-                                lm_waste_launches_words(w, launches, sizeof launches),
-                                units_ratio(w->line_share, share, sizeof share));
-    if (!f) return;
-    if (ratio >= LM_SEVERE_RATIO && w->kernel_share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
-    if (!lm_waste_evidence(f, w, "take", "2x the ideal or more too")) ctx->out_of_memory = true;
+    Finding *f = lm_report_ratio(ctx, w,
+                                 "shared-memory accesses on this line take %s the wavefronts of conflict-free "
+                                 "accesses (%s vs %s %s, %s of its shared wavefronts): bank conflicts; pad the array "
+                                 "(`[32][33]` for a 32 x 32 tile) or swizzle the index");
+    if (f && !lm_waste_evidence(f, w, "take", "2x the ideal or more too")) ctx->out_of_memory = true;
 }
 
 static void check_profile(RuleContext *ctx) { lm_each_waste(ctx, LM_SHARED, visit); }
 
 const Rule rule_pr011_shared_bank_conflicts = {
-    .code = "PR011",
-    .name = "shared-bank-conflicts",
-    .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_CUDA,
+    .code = "PR011", .name = "shared-bank-conflicts", .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_CUDA, .check_profile = check_profile, .subsumed_by = MEASURE_SHARED_ACCESS,
     .summary = "A kernel's line took 2x or more the shared-memory wavefronts of conflict-free accesses (profile)",
-    .documentation = documentation,
-    .check = NULL,
-    .measure = MEASURE_NONE,
-    .check_profile = check_profile,
-    .subsumed_by = MEASURE_SHARED_ACCESS,
-};
+    .documentation = documentation};

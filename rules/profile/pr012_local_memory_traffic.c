@@ -58,8 +58,6 @@ static const char documentation[] =
     "traffic, and what it costs depends on what bounds the kernel. Severity is info, warning when\n"
     "the kernel takes 10% of the kernel time or more.\n";
 
-#define WARNING_SHARE 0.10
-
 static void visit(RuleContext *ctx, const LmWaste *w) {
     char launches[160], sectors[32], bytes[32], share[16];
     Finding *f = pf_report_line(ctx, w->line,
@@ -72,21 +70,15 @@ static void visit(RuleContext *ctx, const LmWaste *w) {
                                 lm_waste_launches_words(w, launches, sizeof launches),
                                 units_ratio(w->line_share, share, sizeof share));
     if (!f) return;
-    if (w->kernel_share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
+    if (w->kernel_share >= LM_WARNING_KERNEL_SHARE) f->severity = SEVERITY_WARNING;
     if (!lm_waste_evidence(f, w, "move", "local memory too")) ctx->out_of_memory = true;
 }
 
 static void check_profile(RuleContext *ctx) { lm_each_waste(ctx, LM_LOCAL, visit); }
 
 const Rule rule_pr012_local_memory_traffic = {
-    .code = "PR012",
-    .name = "local-memory-traffic",
-    .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_CUDA,
+    .code = "PR012", .name = "local-memory-traffic", .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_CUDA, .check_profile = check_profile,
     .summary = "A kernel's line moved 10% or more of its memory sectors in local memory: spills or a local array "
                "(profile)",
-    .documentation = documentation,
-    .check = NULL,
-    .measure = MEASURE_NONE,
-    .check_profile = check_profile,
-};
+    .documentation = documentation};

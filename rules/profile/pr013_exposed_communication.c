@@ -236,14 +236,7 @@ static void judge(RuleContext *ctx, const RankTable *t, const CommLines *lines, 
 static void check_profile(RuleContext *ctx) { comm_judge_main_line(ctx, judge); }
 
 const Rule rule_pr013_exposed_communication = {
-    .code = "PR013",
-    .name = "exposed-communication",
-    .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA,
+    .code = "PR013", .name = "exposed-communication", .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA, .check_profile = check_profile, .subsumed_by = MEASURE_COMM,
     .summary = "NCCL communication that no compute overlapped took 5% or more of every rank's GPU busy time (profile)",
-    .documentation = documentation,
-    .check = NULL,
-    .measure = MEASURE_NONE,
-    .check_profile = check_profile,
-    .subsumed_by = MEASURE_COMM,
-};
+    .documentation = documentation};

@@ -231,13 +231,8 @@ static void check_profile(RuleContext *ctx) {
 }
 
 const Rule rule_pr014_rank_imbalance = {
-    .code = "PR014",
-    .name = "rank-imbalance",
-    .severity = SEVERITY_INFO,
+    .code = "PR014", .name = "rank-imbalance", .severity = SEVERITY_INFO,
+    .check_profile = check_profile,
     .languages = LANGUAGE_PYTHON, /* the advice is PyTorch's (DistributedSampler, rank-0 work) */
     .summary = "The other ranks wait for one rank at the collectives, or one rank computes 10% more (profile)",
-    .documentation = documentation,
-    .check = NULL,
-    .measure = MEASURE_NONE,
-    .check_profile = check_profile,
-};
+    .documentation = documentation};

@@ -257,12 +257,7 @@ static void check(RuleContext *ctx) {
 }
 
 const Rule rule_py001_host_sync_in_loop = {
-    .code = "PY001",
-    .name = "host-sync-in-loop",
-    .severity = SEVERITY_WARNING,
-    .languages = LANGUAGE_PYTHON,
+    .code = "PY001", .name = "host-sync-in-loop", .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_PYTHON, .check = check, .measure = MEASURE_SYNC,
     .summary = "`.item()`, `.cpu()`, `float(t)` or `print(t)` on a tensor every iteration of a GPU loop",
-    .documentation = documentation,
-    .check = check,
-    .measure = MEASURE_SYNC,
-};
+    .documentation = documentation};

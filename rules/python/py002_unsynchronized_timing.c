@@ -564,12 +564,7 @@ static void check(RuleContext *ctx) {
 }
 
 const Rule rule_py002_unsynchronized_timing = {
-    .code = "PY002",
-    .name = "unsynchronized-timing",
-    .severity = SEVERITY_WARNING,
-    .languages = LANGUAGE_PYTHON,
+    .code = "PY002", .name = "unsynchronized-timing", .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_PYTHON, .check = check,
     .summary = "GPU work timed with a host clock without torch.cuda.synchronize() before the second read",
-    .documentation = documentation,
-    .check = check,
-    .measure = MEASURE_NONE,
-};
+    .documentation = documentation};

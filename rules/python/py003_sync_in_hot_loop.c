@@ -221,12 +221,7 @@ static bool visit(TSNode n, void *data) {
 static void check(RuleContext *ctx) { rule_walk(ctx, visit, ctx); }
 
 const Rule rule_py003_sync_in_hot_loop = {
-    .code = "PY003",
-    .name = "sync-in-hot-loop",
-    .severity = SEVERITY_WARNING,
-    .languages = LANGUAGE_PYTHON,
+    .code = "PY003", .name = "sync-in-hot-loop", .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_PYTHON, .check = check, .measure = MEASURE_SYNC,
     .summary = "torch.cuda.synchronize() every iteration, or empty_cache() in a loop",
-    .documentation = documentation,
-    .check = check,
-    .measure = MEASURE_SYNC,
-};
+    .documentation = documentation};

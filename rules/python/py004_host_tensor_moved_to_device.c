@@ -255,12 +255,7 @@ static bool visit(TSNode n, void *data) {
 static void check(RuleContext *ctx) { rule_walk(ctx, visit, ctx); }
 
 const Rule rule_py004_host_tensor_moved_to_device = {
-    .code = "PY004",
-    .name = "host-tensor-moved-to-device",
-    .severity = SEVERITY_WARNING,
-    .languages = LANGUAGE_PYTHON,
+    .code = "PY004", .name = "host-tensor-moved-to-device", .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_PYTHON, .check = check, .measure = MEASURE_COPY_AVOIDED,
     .summary = "Tensor created on the host by a torch factory, then moved to the GPU",
-    .documentation = documentation,
-    .check = check,
-    .measure = MEASURE_COPY_AVOIDED,
-};
+    .documentation = documentation};

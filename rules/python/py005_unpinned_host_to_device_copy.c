@@ -146,13 +146,8 @@ static void check(RuleContext *ctx) {
 }
 
 const Rule rule_py005_unpinned_host_to_device_copy = {
-    .code = "PY005",
-    .name = "unpinned-host-to-device-copy",
-    .severity = SEVERITY_WARNING,
-    .languages = LANGUAGE_PYTHON,
-    .summary = "DataLoader batches copied to the GPU from unpinned memory, or without non_blocking=True",
-    .documentation = documentation,
-    .check = check,
-    .measure = MEASURE_COPY,
+    .code = "PY005", .name = "unpinned-host-to-device-copy", .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_PYTHON, .check = check, .measure = MEASURE_COPY,
     .whole_file = true, /* loaders and the loops over them sit in different functions */
-};
+    .summary = "DataLoader batches copied to the GPU from unpinned memory, or without non_blocking=True",
+    .documentation = documentation};

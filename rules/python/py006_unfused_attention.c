@@ -1177,12 +1177,7 @@ static void check(RuleContext *ctx) {
 }
 
 const Rule rule_py006_unfused_attention = {
-    .code = "PY006",
-    .name = "unfused-attention",
-    .severity = SEVERITY_WARNING,
-    .languages = LANGUAGE_PYTHON,
+    .code = "PY006", .name = "unfused-attention", .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_PYTHON, .check = check, .measure = MEASURE_ATTENTION,
     .summary = "softmax(q @ k^T) @ v written out instead of F.scaled_dot_product_attention",
-    .documentation = documentation,
-    .check = check,
-    .measure = MEASURE_ATTENTION,
-};
+    .documentation = documentation};

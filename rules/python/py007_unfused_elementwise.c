@@ -706,13 +706,8 @@ static void check(RuleContext *ctx) {
 }
 
 const Rule rule_py007_unfused_elementwise = {
-    .code = "PY007",
-    .name = "unfused-elementwise",
-    .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_PYTHON,
-    .summary = "SiLU, GELU or a chain of elementwise ops written out instead of a fused kernel",
-    .documentation = documentation,
-    .check = check,
-    .measure = MEASURE_LAUNCHES,
+    .code = "PY007", .name = "unfused-elementwise", .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_PYTHON, .check = check, .measure = MEASURE_LAUNCHES,
     .whole_file = true, /* functions passed to torch.compile anywhere in the file */
-};
+    .summary = "SiLU, GELU or a chain of elementwise ops written out instead of a fused kernel",
+    .documentation = documentation};

@@ -277,12 +277,7 @@ static void check(RuleContext *ctx) {
 }
 
 const Rule rule_py008_unfused_optimizer = {
-    .code = "PY008",
-    .name = "unfused-optimizer",
-    .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_PYTHON,
+    .code = "PY008", .name = "unfused-optimizer", .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_PYTHON, .check = check, .measure = MEASURE_OPTIMIZER,
     .summary = "Adam/AdamW/SGD on CUDA without fused=True",
-    .documentation = documentation,
-    .check = check,
-    .measure = MEASURE_OPTIMIZER,
-};
+    .documentation = documentation};

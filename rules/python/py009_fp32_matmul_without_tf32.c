@@ -546,13 +546,8 @@ static void check(RuleContext *ctx) {
 }
 
 const Rule rule_py009_fp32_matmul_without_tf32 = {
-    .code = "PY009",
-    .name = "fp32-matmul-without-tf32",
-    .severity = SEVERITY_HINT,
-    .languages = LANGUAGE_PYTHON,
-    .summary = "float32 matmuls without TF32, autocast or a half-precision cast",
-    .documentation = documentation,
-    .check = check,
-    .measure = MEASURE_FP32_GEMM,
+    .code = "PY009", .name = "fp32-matmul-without-tf32", .severity = SEVERITY_HINT,
+    .languages = LANGUAGE_PYTHON, .check = check, .measure = MEASURE_FP32_GEMM,
     .whole_file = true, /* one finding per program */
-};
+    .summary = "float32 matmuls without TF32, autocast or a half-precision cast",
+    .documentation = documentation};

@@ -103,12 +103,7 @@ static bool visit(TSNode n, void *data) {
 static void check(RuleContext *ctx) { rule_walk(ctx, visit, ctx); }
 
 const Rule rule_py011_data_parallel_instead_of_ddp = {
-    .code = "PY011",
-    .name = "data-parallel-instead-of-ddp",
-    .severity = SEVERITY_WARNING,
-    .languages = LANGUAGE_PYTHON,
+    .code = "PY011", .name = "data-parallel-instead-of-ddp", .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_PYTHON, .check = check, .measure = MEASURE_GPU_TIME,
     .summary = "torch.nn.DataParallel where DistributedDataParallel is faster",
-    .documentation = documentation,
-    .check = check,
-    .measure = MEASURE_GPU_TIME,
-};
+    .documentation = documentation};

@@ -140,12 +140,8 @@ static bool visit(TSNode n, void *data) {
 static void check(RuleContext *ctx) { rule_walk(ctx, visit, ctx); }
 
 const Rule rule_py012_ddp_find_unused_parameters = {
-    .code = "PY012",
-    .name = "ddp-find-unused-parameters",
-    .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_PYTHON,
-    .summary = "DistributedDataParallel with find_unused_parameters=True",
-    .documentation = documentation,
-    .check = check,
+    .code = "PY012", .name = "ddp-find-unused-parameters", .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_PYTHON, .check = check,
     .measure = MEASURE_COMM, /* its cost shows in backward(), where the all-reduce runs */
-};
+    .summary = "DistributedDataParallel with find_unused_parameters=True",
+    .documentation = documentation};

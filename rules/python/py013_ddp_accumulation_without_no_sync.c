@@ -411,13 +411,8 @@ static void check(RuleContext *ctx) {
 }
 
 const Rule rule_py013_ddp_accumulation_without_no_sync = {
-    .code = "PY013",
-    .name = "ddp-accumulation-without-no-sync",
-    .severity = SEVERITY_WARNING,
-    .languages = LANGUAGE_PYTHON,
-    .summary = "Gradient accumulation on a DDP model without no_sync(): an all-reduce on every micro-step",
-    .documentation = documentation,
-    .check = check,
+    .code = "PY013", .name = "ddp-accumulation-without-no-sync", .severity = SEVERITY_WARNING,
+    .languages = LANGUAGE_PYTHON, .check = check, .measure = MEASURE_COMM,
     .whole_file = true, /* the DDP model is assigned elsewhere in the file */
-    .measure = MEASURE_COMM,
-};
+    .summary = "Gradient accumulation on a DDP model without no_sync(): an all-reduce on every micro-step",
+    .documentation = documentation};

@@ -132,13 +132,8 @@ static void check(RuleContext *ctx) {
 }
 
 const Rule rule_py014_dataloader_without_workers = {
-    .code = "PY014",
-    .name = "dataloader-without-workers",
-    .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_PYTHON,
-    .summary = "a DataLoader feeding the GPU loads its batches in the training process (num_workers=0)",
-    .documentation = documentation,
-    .check = check,
-    .measure = MEASURE_NONE,
+    .code = "PY014", .name = "dataloader-without-workers", .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_PYTHON, .check = check,
     .whole_file = true, /* loaders and the loops over them sit in different functions */
-};
+    .summary = "a DataLoader feeding the GPU loads its batches in the training process (num_workers=0)",
+    .documentation = documentation};
