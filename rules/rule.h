@@ -24,8 +24,9 @@ typedef struct RuleContext RuleContext;
 typedef struct ProfileView ProfileView;
 
 /* How a profile's measurements attach to a static finding of this rule
- * (rules/measure.c computes evidence, estimated gain and severity; each
- * model is documented there and in docs/models.md):
+ * (rules/engine/profile_merge.c computes evidence, estimated gain and
+ * severity through the models in rules/measure/, each documented there and
+ * in docs/models.md):
  *   MEASURE_SYNC      host waits at the finding's lines (syncs, .item())
  *   MEASURE_COPY      copies at the lines: bytes, bandwidth, pinned estimate
  *   MEASURE_COPY_AVOIDED  the copies at the lines, which the fix removes (the
@@ -36,7 +37,7 @@ typedef struct ProfileView ProfileView;
  *   MEASURE_GLOBAL_ACCESS  MEASURE_KERNEL, and the global-memory sectors
  *                     against the ideal that the profile's per-line
  *                     metrics measured at the finding's lines and related
- *                     lines (rules/measure_lines.c)
+ *                     lines (rules/measure/measure_lines.c)
  *   MEASURE_SHARED_ACCESS  the same with shared-memory wavefronts (bank
  *                     conflicts)
  *   MEASURE_ALLOC     allocations at the lines (allocation in a loop)

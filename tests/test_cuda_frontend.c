@@ -1,4 +1,4 @@
-/* The CUDA front end (analysis/cuda_flags.c, analysis/cuda_source.c):
+/* The CUDA front end (analysis/cuda/cuda_flags.c, analysis/cuda/cuda_source.c):
  * compile_commands.json discovery as clangd does it, nvcc flag translation,
  * defaults without a database, finding the toolkit, unsaved buffers,
  * reparsing, broken files, diagnostics in headers, and the launch and
@@ -871,7 +871,7 @@ Test(cuda_source, errors_in_project_headers_are_reported_at_the_include) {
     document_free(doc);
 }
 
-/* ---- what nvcc compiles parses (analysis/cuda_shims.c, include_search.c) -------- */
+/* ---- what nvcc compiles parses (analysis/cuda/cuda_shims.c, include_search.c) -------- */
 
 /* Valid CUDA that nvcc 13 compiles and clang 19 rejected: cache-hinted loads
  * and stores of vector types, min/max and isfinite in __host__ __device__

@@ -1,4 +1,4 @@
-/* The shared CUDA index analysis (analysis/cuda_index.c): how values vary
+/* The shared CUDA index analysis (analysis/cuda/cuda_index.c): how values vary
  * across a block's threads, the lane coefficient through locals, splits,
  * masks, base pointers and cooperative-groups ranks, and divergence. */
 #include <criterion/criterion.h>

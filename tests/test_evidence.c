@@ -1,7 +1,7 @@
 /* Typed evidence: the one formatter of each unit (analysis/units.h) at its
  * edges, and evidence items (analysis/evidence.h) built from printf text
  * with "{}" placeholders and rendered back, braces and percent signs in
- * names included; their JSON (server/finding_json.h). */
+ * names included; their JSON (server/render/finding_json.h). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* .gitignore semantics (server/ignore_rules.c, as server/file_walk.c uses it)
+/* .gitignore semantics (server/workspace/ignore_rules.c, as server/workspace/file_walk.c uses it)
  * checked against git itself.
  *
  * Every case builds a real tree in a fresh `git init` folder, writes its

@@ -1,4 +1,4 @@
-/* Merging a profile into findings (rules/measure.c, measure_models.c): each
+/* Merging a profile into findings (rules/engine/profile_merge.c, rules/measure/measure_models.c): each
  * model's evidence and gain on synthetic profiles with exact figures,
  * severity raised by cost share, demoted or hidden in cold code, kept when
  * the user set it, and marked stale when the file changed. */
@@ -593,7 +593,7 @@ Test(measure, foreach_optimizer_kernels_and_the_fused_gain) {
     free(error);
 }
 
-/* ---- per-line SASS metrics: CU003, CU004, CU005 (rules/measure_lines.c) ---------------------- */
+/* ---- per-line SASS metrics: CU003, CU004, CU005 (rules/measure/measure_lines.c) ---------------------- */
 
 /* One parse of a CUDA sample for many merges (libclang is the slow part). */
 typedef struct {

@@ -1,5 +1,5 @@
 /* The profile rules (rules/profile/, PR001-PR012) and their shared helpers
- * (rules/profile_facts.h): the occupancy calculator and name helpers against
+ * (rules/measure/profile_facts.h): the occupancy calculator and name helpers against
  * known values; each rule on synthetic profiles built with the aggregator or
  * read from tests/fixtures/profile/ (JSON), with a positive case and correct
  * look-alikes that must not fire; and every rule on the profiles recorded on
@@ -1033,7 +1033,7 @@ Test(pr008, python_advice_and_a_cheap_line) {
     profile_view_free(v);
 }
 
-/* Pinning a std::vector in place (rules/pin_in_place_fix.c): offered where
+/* Pinning a std::vector in place (rules/profile/support/pin_in_place_fix.c): offered where
  * the copies gain more than pinning their bytes costs the host, and only for
  * a vector whose storage stays put. */
 static const char pin_cu[] = "#include <cuda_runtime.h>\n"                                                 /* 1 */

@@ -406,7 +406,7 @@ Test(robustness, two_megabyte_file) {
 }
 
 /* Every tree-sitter node function advise calls answers a null node as an
- * empty leaf (analysis/tree_sitter_null_safe.c, linked with --wrap) instead
+ * empty leaf (analysis/python/tree_sitter_null_safe.c, linked with --wrap) instead
  * of dereferencing it: `class X:` has no "superclasses" field, and asking
  * that null node for its children crashed the process. */
 Test(robustness, null_nodes_read_as_empty_leaves) {

@@ -1,4 +1,4 @@
-/* The workspace index (analysis/python_workspace.h): facts that cross
+/* The workspace index (analysis/python/python_workspace.h): facts that cross
  * Python files, resolved through imports (absolute, relative, re-exported,
  * src/ layouts), and kept current incrementally. */
 #include <criterion/criterion.h>

@@ -1,7 +1,7 @@
 /* Multi-GPU findings at the host line: PR013 (exposed communication) and
  * PR014 (rank imbalance) on two-rank profiles built with the aggregator
  * and merged as `advise profile` merges its parts, each with look-alikes
- * that must not fire; the NCCL lines they share (rules/comm_facts.c); and
+ * that must not fire; the NCCL lines they share (rules/measure/comm_facts.c); and
  * the communication figures that static findings get from such profiles
  * (MEASURE_COMM for PY012 and PY013, the per-rank waits of PY001). The
  * source is tests/fixtures/merge/ddp_train.py. */

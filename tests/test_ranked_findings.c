@@ -1,4 +1,4 @@
-/* Findings across files ranked by what they cost (server/ranked_findings.c):
+/* Findings across files ranked by what they cost (server/render/ranked_findings.c):
  * the samples with their H200 profiles, one profile, and no profile. */
 #include <criterion/criterion.h>
 

@@ -1,4 +1,4 @@
-/* The rules' documentation pages and their index (server/rule_docs.c):
+/* The rules' documentation pages and their index (server/render/rule_docs.c):
  * what `advise rules --format markdown --output-dir DIR` writes, that
  * `advise rule CODE` prints the same page, and that the index's fix column,
  * which is read from each rule's "## Fix safety" section, says what the

@@ -55,7 +55,7 @@
 #include "analysis/edits.h"
 #include "rules/engine/engine.h"
 #include "server/workspace/check_file.h"
-#include "server/cli/check_output.h"
+#include "server/render/check_output.h"
 #include "server/render/unified_diff.h"
 
 typedef struct {

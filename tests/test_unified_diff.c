@@ -1,4 +1,4 @@
-/* The unified diff of `advise check --diff` (server/unified_diff.c) made
+/* The unified diff of `advise check --diff` (server/render/unified_diff.c) made
  * round trips: for each before/after pair the test writes "before", makes
  * the diff with unified_diff_write, applies it with GNU patch, and the
  * result must equal "after" byte for byte. patch runs strictly (no fuzz,

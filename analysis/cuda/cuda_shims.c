@@ -29,7 +29,7 @@ static const char texture_fetch_functions_h[] =
  * as it collides with nvcc's. */
 static const char nvcc_compat_h[] =
     "/* advise: declarations nvcc makes and clang 19's CUDA headers lack.\n"
-    " * Written by advise (analysis/cuda_shims.c); safe to delete. */\n"
+    " * Written by advise (analysis/cuda/cuda_shims.c); safe to delete. */\n"
     "#ifndef ADVISE_NVCC_COMPAT_H\n"
     "#define ADVISE_NVCC_COMPAT_H\n"
     "#if defined(__CUDA__) && defined(__cplusplus)\n"
@@ -104,7 +104,7 @@ static const char nvcc_compat_h[] =
  * header uses attributes clang rejects. Declarations only. */
 static const char omp_h[] =
     "/* advise: the OpenMP runtime API, declared for parsing only (clang's omp.h is not installed).\n"
-    " * Written by advise (analysis/cuda_shims.c); safe to delete. */\n"
+    " * Written by advise (analysis/cuda/cuda_shims.c); safe to delete. */\n"
     "#ifndef ADVISE_OMP_H\n"
     "#define ADVISE_OMP_H\n"
     "#ifdef __cplusplus\n"

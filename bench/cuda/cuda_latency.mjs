@@ -119,7 +119,7 @@ function firstLine(cmd, args) {
 }
 
 // ---------------------------------------------------------------- the flags both servers get
-// advise writes the header shim here (analysis/cuda_flags.c: cuda_shim_dir);
+// advise writes the header shim here (analysis/cuda/cuda_flags.c: cuda_shim_dir);
 // create it the same way when advise has not run yet
 function shimDir() {
     const base = process.env.XDG_CACHE_HOME || path.join(process.env.HOME || '/tmp', '.cache');

@@ -4,7 +4,7 @@
    pageable memory (std::vector) and from pinned memory, the time
    cudaHostRegister / cudaHostUnregister take to pin and unpin the vector's
    pages, and the time cudaMallocHost / cudaFreeHost take. Medians of REPS.
-   advise's pageable-copy gain model (rules/measure_models.c) is checked
+   advise's pageable-copy gain model (rules/measure/measure_models.c) is checked
    against these figures.
 
        nvcc -O2 -o pin_cost pin_cost.cu && ./pin_cost            */

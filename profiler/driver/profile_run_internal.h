@@ -1,5 +1,5 @@
 /* What `advise profile` and its --source-metrics re-runs share (internal to
- * server/profile_run.c and server/source_metrics_run.c). */
+ * profiler/driver/profile_run.c and profiler/driver/source_metrics_run.c). */
 #ifndef ADVISE_PROFILE_RUN_INTERNAL_H
 #define ADVISE_PROFILE_RUN_INTERNAL_H
 

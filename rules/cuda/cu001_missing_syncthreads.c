@@ -79,7 +79,7 @@ static const char *const block_barriers[] = {"__syncthreads", "__syncthreads_cou
 typedef struct {
     const CudaSource *src;
     const CuNode *fn;
-    CuIndex *ix; /* thread dependence, locals' values, divergence (analysis/cuda_index.h) */
+    CuIndex *ix; /* thread dependence, locals' values, divergence (analysis/cuda/cuda_index.h) */
 } Fn;
 
 static bool is_local_var(const Fn *f, const CuNode *decl) {

@@ -32,7 +32,7 @@ static const char documentation[] =
     "transactions for one instruction, and 8x (floats) to 32x (bytes) more DRAM traffic than the data\n"
     "used. Memory-bound kernels slow down by about that factor.\n"
     "\n"
-    "The lane's coefficient comes from the analysis CU003 shares (analysis/cuda_index.c): it follows\n"
+    "The lane's coefficient comes from the analysis CU003 shares (analysis/cuda/cuda_index.c): it follows\n"
     "local variables, a flat index split into a row and a column (`b = idx / T; t = idx % T;`: the\n"
     "remainder moves with the lane, the quotient only every T lanes), shifts and masks, per-thread base\n"
     "pointers (`float *row = out + b * T * C + t * C;` then `row[i]`), and cooperative-groups ranks\n"
@@ -106,7 +106,7 @@ typedef struct {
     RuleContext *ctx;
     const CudaSource *src;
     const CuNode *fn;
-    CuIndex *ix; /* thread dependence and lane coefficients (analysis/cuda_index.h) */
+    CuIndex *ix; /* thread dependence and lane coefficients (analysis/cuda/cuda_index.h) */
     /* reported (base declaration, statement, index text) triples in this kernel */
     const CuNode **seen_base, **seen_stmt;
     char **seen_index;

@@ -1,4 +1,4 @@
-/* What engine.c shares with measure.c (the profile merge): the last step of
+/* What engine.c shares with profile_merge.c: the last step of
  * every run of rules over a document. */
 #ifndef ADVISE_ENGINE_INTERNAL_H
 #define ADVISE_ENGINE_INTERNAL_H

@@ -1,5 +1,5 @@
 /* A profile's per-line SASS metrics (Profile.line_metrics, from `advise
- * profile --source-metrics`) as the merge (rules/measure_lines.c) and the
+ * profile --source-metrics`) as the merge (rules/measure/measure_lines.c) and the
  * profile rules PR010-PR012 read them: sums over a finding's lines, a
  * kernel's totals, the thresholds they share and the words for them.
  *

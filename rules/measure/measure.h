@@ -1,6 +1,6 @@
-/* Internals of merging a profile into findings (rules/measure.c): the
+/* Internals of merging a profile into findings (rules/engine/profile_merge.c): the
  * models that turn what a finding's lines cost into evidence and an
- * estimated gain (rules/measure_models.c, each documented there and in the
+ * estimated gain (rules/measure/measure_models.c, each documented there and in the
  * docs/models.md). Their figures go into the evidence as numbers
  * (analysis/evidence.h), written in words where findings are shown. */
 #ifndef ADVISE_MEASURE_H
@@ -58,7 +58,7 @@ typedef struct {
 /* Runs the model of kind; false only when memory runs out. */
 bool measure_apply(Measure kind, const MeasureSite *site, Measurement *m);
 /* The per-line metrics part of MEASURE_GLOBAL_ACCESS and
- * MEASURE_SHARED_ACCESS (rules/measure_lines.c), after the kernel's time. */
+ * MEASURE_SHARED_ACCESS (rules/measure/measure_lines.c), after the kernel's time. */
 bool measure_line_access(Measure kind, const MeasureSite *site, Measurement *m);
 void measurement_free(Measurement *m);
 
@@ -72,7 +72,7 @@ bool measure_add_evidence(Measurement *m, Evidence *e);
 bool measure_gain(Measurement *m, double seconds, const char *scope, const Quantity *values, size_t count,
                   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
-/* Multi-rank profiles (rules/measure_ranks.c). MEASURE_COMM's model, over
+/* Multi-rank profiles (rules/measure/measure_ranks.c). MEASURE_COMM's model, over
  * the operations at the finding's lines. */
 bool measure_comm(const MeasureSite *s, Measurement *m, const ProfOp *const *ops, size_t n);
 /* For a sync finding in a profile of two ranks or more: the waits at the

@@ -1,6 +1,6 @@
 /* MEASURE_GLOBAL_ACCESS and MEASURE_SHARED_ACCESS, after the kernel's time
  * (MEASURE_KERNEL, measure_models.c): what the profile's per-line SASS
- * metrics (`advise profile --source-metrics`, rules/line_metrics.h)
+ * metrics (`advise profile --source-metrics`, rules/measure/line_metrics.h)
  * measured at the finding's lines and its related lines (CU003 marks the
  * array and relates the conflicting accesses): the global-memory sectors
  * (CU004, CU005) or shared-memory wavefronts (CU003) against the ideal.

@@ -80,7 +80,7 @@ static const char documentation[] =
     "the GPU time and that host estimate must reach 1% of the run.\n"
     "\n"
     "The pinned estimate and the gain are the profile merge's copy model (`MEASURE_COPY`,\n"
-    "rules/measure_models.c), the same figures a CU006, PY004 or PY005 finding at the line gets:\n"
+    "rules/measure/measure_models.c), the same figures a CU006, PY004 or PY005 finding at the line gets:\n"
     "pinned time = bytes / pinned bandwidth + 1.5 µs per copy, the pinned bandwidth being the\n"
     "profile's own pinned copies in the same direction (256 KiB or more per copy on average), else\n"
     "50 GB/s (PCIe Gen5 x16, as an H100/H200 host reaches it: 4 MB into pinned memory in 78 µs).\n"

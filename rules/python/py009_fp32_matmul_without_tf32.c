@@ -3,7 +3,7 @@
  * the first matmul-type site of an entry-point file, or at the construction
  * of a model whose matmul work is in another module of the project; silent
  * when any module of the program makes a precision choice. The analyses
- * live in analysis/python_precision.c (this file) and the workspace index
+ * live in analysis/python/python_precision.c (this file) and the workspace index
  * (other modules). */
 #include <ctype.h>
 #include <stdio.h>

@@ -12,7 +12,7 @@
 #include "analysis/edits.h"
 #include "rules/engine/engine.h"
 #include "server/workspace/check_file.h"
-#include "server/cli/check_output.h"
+#include "server/render/check_output.h"
 #include "server/cli/cli.h"
 #include "server/workspace/file_walk.h"
 #include "profiler/profile_store.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "server/workspace/check_file.h"
-#include "server/cli/check_output.h"
+#include "server/render/check_output.h"
 #include "server/workspace/file_walk.h"
 #include "server/workspace/source_file.h"
 #include "analysis/base/text_format.h"

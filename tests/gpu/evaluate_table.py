@@ -49,7 +49,7 @@ import tempfile
 # launches, copies and memsets; the host's time in the call for allocations).
 QUANTITIES = {"gpu": ("launch", "memcpy", "memset"), "kernel": ("launch",), "copy": ("memcpy",), "alloc": ("alloc",)}
 
-# The quantity each rule's gain model counts (rules/measure_models.c, the
+# The quantity each rule's gain model counts (rules/measure/measure_models.c, the
 # rules' "The numbers" in `advise rule CODE`); a variant's saving is measured
 # in it, so that time the fix does not touch (the other quantities) adds no
 # noise to the comparison.

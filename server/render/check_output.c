@@ -1,4 +1,4 @@
-#include "server/cli/check_output.h"
+#include "server/render/check_output.h"
 
 #include <jansson.h>
 #include <stdlib.h>

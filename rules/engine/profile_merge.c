@@ -1,5 +1,5 @@
-/* engine_merge_profile: a profile's measurements merged into the findings of
- * one document.
+/* engine_merge_profile (engine.h; engine.c runs the static checks): a
+ * profile's measurements merged into the findings of one document.
  *
  * For each static finding whose rule has a Measure, the model of that
  * Measure (measure_models.c) reads what the finding's lines (or its kernel)
