@@ -7,7 +7,11 @@
 # It also runs tests/profile_schema_check.mjs, which needs the same pinned npm
 # install (ajv): the profile JSON Schema against the C writer's fixtures; and
 # tests/report/screenshot.sh, which renders `advise report --format html` in
-# headless Chromium when one is installed (skipped otherwise).
+# headless Chromium when one is installed (skipped otherwise); and the VS Code
+# extension's tests (editors/vscode/test/run.sh: its .vsix, unit tests of its
+# models against the server, and an end-to-end test in code-server driven by
+# Chromium), unless ADVISE_E2E_VSCODE=0 (scripts/test.sh sets it for the
+# sanitizer run: the extension is tested once per suite).
 # Installs what is missing (nodejs + npm and neovim with apt-get, as root or
 # with sudo; the npm packages with `npm ci`), runs both clients against the
 # server binary and the schema check, and exits non-zero if any fails.
@@ -68,8 +72,16 @@ elif [ "$shot_status" -ne 0 ]; then
     status=1
 fi
 
+# ---- the VS Code extension (editors/vscode): once per suite ------------------------
+if [ "${ADVISE_E2E_VSCODE:-1}" != 0 ]; then
+    echo "== VS Code extension: editors/vscode/test/run.sh"
+    sh "$repo/editors/vscode/test/run.sh" "$binary" </dev/null || status=1
+else
+    echo "e2e: the VS Code extension's tests are not run with this binary (ADVISE_E2E_VSCODE=0)"
+fi
+
 if [ "$status" -ne 0 ]; then
     echo "e2e: FAILED" >&2
     exit 1
 fi
-echo "== end-to-end: both clients, the profile schema check and the report rendering passed"
+echo "== end-to-end: both clients, the profile schema check, the report rendering and the VS Code extension passed"
