@@ -25,14 +25,20 @@ export const DOCUMENT_SELECTOR = [
 
 export type ServerState = 'starting' | 'running' | 'stopped' | 'crashed' | 'missing';
 
-/** Tells the server the code action kinds the editor asks for on save. */
-class FixAllKinds implements StaticFeature {
+/**
+ * Tells the server the code action kinds the editor asks for on save, and,
+ * once the client's own features are set up (features initialize in the
+ * order they were registered, this one last), installs advise's handlers:
+ * on every start, restarts included.
+ */
+class AdviseFeature implements StaticFeature {
+    constructor(private readonly onInitialize: () => void) {}
     getState() { return { kind: 'static' as const }; }
     fillClientCapabilities(capabilities: ClientCapabilities): void {
         const set = capabilities.textDocument?.codeAction?.codeActionLiteralSupport?.codeActionKind?.valueSet;
         if (set) for (const k of ['source.fixAll', 'source.fixAll.advise']) if (!set.includes(k)) set.push(k);
     }
-    initialize(): void { /* nothing */ }
+    initialize(): void { this.onInitialize(); }
     clear(): void { /* nothing */ }
 }
 
@@ -131,12 +137,11 @@ export class AdviseClient implements vscode.Disposable {
             },
         };
         const client = new LanguageClient('advise', 'advise', serverOptions, clientOptions);
-        client.registerFeature(new FixAllKinds());
+        client.registerFeature(new AdviseFeature(() => this.hookNotifications(client)));
         this.client = client;
         this.disposables.push(client.onDidChangeState((e) => {
             if (e.newState === State.Running) {
                 this.serverVersion = client.initializeResult?.serverInfo?.version ?? '';
-                this.hookNotifications(client);
                 this.setState('running');
             } else if (e.newState === State.Starting) {
                 this.setState('starting');
@@ -160,7 +165,8 @@ export class AdviseClient implements vscode.Disposable {
             this.profileEmitter.fire({ profiles: params?.profiles ?? [], why: Methods.profileChanged });
         });
         // The code lens feature answers workspace/codeLens/refresh by asking
-        // for lenses again; this handler does that too, and tells the views.
+        // for lenses again; this handler replaces its handler (it is set up
+        // after it), does the same, and tells the views.
         const lenses = client.getFeature(CodeLensRequest.method) as unknown as
             { getAllProviders?: () => Iterable<{ onDidChangeCodeLensEmitter?: vscode.EventEmitter<void> }> };
         client.onRequest(CodeLensRefreshRequest.type, async () => {

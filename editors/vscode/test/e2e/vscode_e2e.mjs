@@ -21,7 +21,7 @@
 // to --out.
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync }
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync }
     from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -195,6 +195,28 @@ async function openWorkbench(folder) {
     await until('the workbench', () => page.$('.monaco-workbench .part.editor'), WAIT);
 }
 
+/** the `advise server` processes this test's code-server started (its descendants) */
+function adviseServers() {
+    const parent = new Map();
+    for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+        try {
+            const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+            parent.set(Number(pid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+        } catch { /* gone */ }
+    }
+    const out = [];
+    for (const pid of parent.keys()) {
+        let p = pid, mine = false;
+        for (let i = 0; i < 64 && p > 1; i++) { if (p === server.pid) { mine = true; break; } p = parent.get(p) ?? 0; }
+        if (!mine) continue;
+        try {
+            const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+            if (argv[0] === advise && argv[1] === 'server') out.push(pid);
+        } catch { /* gone */ }
+    }
+    return out;
+}
+
 // ---- expectations from the CLI --------------------------------------------------------------
 
 function topOfReport(cwd) {
@@ -288,15 +310,56 @@ try {
     }
     await shot('1-samples');
 
-    // ---- 2. a scratch copy: a quick fix from the Findings view, then fix-all on save ----
+    // ---- 2. a scratch copy laid out as the repository: a profile arrives, the server crashes,
+    //         a quick fix from the Findings view, then fix-all on save ----
     const quickName = 'benchmark_matmul.py', saveName = 'train_classifier.py';
-    copyFileSync(join(samples, 'python', quickName), join(dirs.scratch, quickName));
-    copyFileSync(join(samples, 'python', saveName), join(dirs.scratch, saveName));
-    const original = readFileSync(join(dirs.scratch, quickName), 'utf8');
+    const scratchDir = join(dirs.scratch, 'samples', 'python');
+    mkdirSync(scratchDir, { recursive: true });
+    copyFileSync(join(samples, 'python', quickName), join(scratchDir, quickName));
+    copyFileSync(join(samples, 'python', saveName), join(scratchDir, saveName));
+    const original = readFileSync(join(scratchDir, quickName), 'utf8');
     const expectedQuick = fixedCopy(join(samples, 'python', quickName), quickName, '', 'PY002');
     check(expectedQuick !== original, 'advise check --fix --select PY002 changes the sample (the fix to expect)');
     await openWorkbench(dirs.scratch);
     await openAdviseContainer();
+    const unprofiled = await until('the scratch findings in the Findings view', async () => {
+        const r = await rowsOf('Findings');
+        return r && r.some((x) => x.level === 2 && x.label.includes('PY002')) ? r : null;
+    });
+    check(!unprofiled.some((x) => x.level === 2 && x.label.includes(' — about ')), 'without a profile no finding shows a gain',
+          unprofiled.map((x) => x.label).join('\n'));
+
+    // a profile arrives (written beside, then renamed, as advise profile does): the server
+    // re-reads the folder and tells the client, which refreshes the view
+    const profiles = join(dirs.scratch, '.advise', 'profiles');
+    mkdirSync(profiles, { recursive: true });
+    copyFileSync(join(samples, 'profiles', 'benchmark_matmul.json'), join(profiles, '.incoming.tmp'));
+    renameSync(join(profiles, '.incoming.tmp'), join(profiles, 'benchmark_matmul.json'));
+    const tProfile = Date.now();
+    await until('the Findings view to show the new profile\'s gains', async () => {
+        const r = await rowsOf('Findings');
+        return r && r.some((x) => x.level === 2 && x.label.includes(' — about ')) ? r : null;
+    }, 30000).then(() => check(true, `a new profile refreshes the Findings view with gains (${((Date.now() - tProfile) / 1000).toFixed(1)} s)`))
+        .catch((e) => check(false, 'a new profile refreshes the Findings view with gains', e.message));
+
+    // the server crashes: the client restarts it (after its back-off) and the views come back
+    const pids = adviseServers();
+    check(pids.length === 1, 'one advise server runs for the window', pids.join(' '));
+    if (pids.length) {
+        process.kill(pids[0], 'SIGKILL');
+        const restarted = await until('a new advise server after the crash', () => {
+            const now = adviseServers();
+            return now.length && !now.includes(pids[0]) ? now : null;
+        }, 30000).catch(() => null);
+        check(restarted, 'the client restarts advise server after it was killed', restarted?.join(' '));
+        await sleep(1500);
+        const back = await until('the findings after the restart', async () => {
+            const r = await rowsOf('Findings');
+            return r && r.some((x) => x.level === 2 && x.label.includes('PY002')) ? r : null;
+        }, 30000).catch(() => null);
+        check(back, 'the Findings view lists the findings again after the restart');
+    }
+
     const py002 = await until('PY002 in the Findings view', async () => {
         const r = await rowsOf('Findings');
         return r?.find((x) => x.level === 2 && x.label.includes('PY002'));
@@ -310,9 +373,9 @@ try {
     await until('the fix in the editor (dirty)', () => page.$(`.tab.dirty[aria-label^="${quickName}"]`), 30000);
     await page.keyboard.down('Control'); await page.keyboard.press('s'); await page.keyboard.up('Control');
     const fixed = await until('the fixed file on disk', () => {
-        const t = readFileSync(join(dirs.scratch, quickName), 'utf8');
+        const t = readFileSync(join(scratchDir, quickName), 'utf8');
         return t !== original ? t : null;
-    }, 20000).catch(() => readFileSync(join(dirs.scratch, quickName), 'utf8'));
+    }, 20000).catch(() => readFileSync(join(scratchDir, quickName), 'utf8'));
     check(fixed === expectedQuick, 'Apply fix (PY002) from the Findings view, saved, equals advise check --fix --select PY002',
           diffHint(expectedQuick, fixed));
     await shot('2-quick-fix');
@@ -321,7 +384,7 @@ try {
     mkdirSync(join(dirs.scratch, '.vscode'), { recursive: true });
     writeFileSync(join(dirs.scratch, '.vscode', 'settings.json'),
                   JSON.stringify({ 'editor.codeActionsOnSave': { 'source.fixAll.advise': 'explicit' } }, null, 2));
-    const saveOriginal = readFileSync(join(dirs.scratch, saveName), 'utf8');
+    const saveOriginal = readFileSync(join(scratchDir, saveName), 'utf8');
     const typed = '# saved by the e2e test';
     const expectedSave = fixedCopy(join(samples, 'python', saveName), saveName, typed, null);
     check(expectedSave !== saveOriginal + typed, 'advise check --fix changes the second sample (the fixes to expect)');
@@ -339,9 +402,9 @@ try {
     await sleep(2500); // the server analyses the edit
     await page.keyboard.down('Control'); await page.keyboard.press('s'); await page.keyboard.up('Control');
     const saved = await until('the saved file with its fixes', () => {
-        const t = readFileSync(join(dirs.scratch, saveName), 'utf8');
+        const t = readFileSync(join(scratchDir, saveName), 'utf8');
         return t !== saveOriginal && t !== saveOriginal + typed ? t : null;
-    }, 20000).catch(() => readFileSync(join(dirs.scratch, saveName), 'utf8'));
+    }, 20000).catch(() => readFileSync(join(scratchDir, saveName), 'utf8'));
     check(saved === expectedSave, 'editor.codeActionsOnSave source.fixAll.advise applies the safe fixes on save (= advise check --fix)',
           diffHint(expectedSave, saved));
     await shot('3-fix-all-on-save');
