@@ -180,9 +180,14 @@ static void refresh_clients(LspServer *s) {
     for (LspDocument *d = s->documents; d; d = d->next)
         if (!d->closed && d->language != LANGUAGE_UNKNOWN) lsp_schedule(s, d, 0);
     bool pull = s->pull_diagnostics && s->refresh_support, lenses = s->codelens_refresh;
+    /* for editor views over the profiles (sidebars, heat maps): the files now merged */
+    json_t *paths = json_array();
+    for (size_t i = 0; s->profiles && s->profiles->set && i < profile_set_count(s->profiles->set); i++)
+        json_array_append_new(paths, json_string(profile_view_path(profile_set_at(s->profiles->set, i))));
     pthread_mutex_unlock(&s->lock);
     if (pull) lsp_send_request(s, "workspace/diagnostic/refresh", NULL, NULL, NULL, NULL);
     if (lenses) lsp_send_request(s, "workspace/codeLens/refresh", NULL, NULL, NULL, NULL);
+    jsonrpc_send_notification("advise/profileChanged", json_pack("{s:o}", "profiles", paths));
 }
 
 static void wait_ms(LspServer *s, int ms) {

@@ -12,6 +12,7 @@
 #include "rules/measure/line_metrics.h"
 #include "server/workspace/file_walk.h"
 #include "server/render/finding_json.h"
+#include "profiler/kernel_name.h"
 #include "server/lsp/jsonrpc.h"
 #include "server/lsp/lsp_server.h"
 #include "server/render/ranked_findings.h"
@@ -263,27 +264,6 @@ static void appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...) 
     *len += k;
 }
 
-/* the part of a demangled name before its parameters ("relu(float*, int)" ->
- * "relu"), cut at 80 bytes with an ellipsis (template kernels run long) */
-static void short_kernel(const char *name, char *buf, size_t size) {
-    size_t n = 0;
-    int depth = 0;
-    for (; name[n]; n++) {
-        if (name[n] == '<') depth++;
-        else if (name[n] == '>' && depth > 0) depth--;
-        else if (name[n] == '(' && depth == 0) break;
-    }
-    size_t max = size - 4 < 80 ? size - 4 : 80;
-    bool cut = n > max;
-    if (cut) {
-        n = max;
-        while (n > 0 && ((unsigned char)name[n] & 0xC0) == 0x80) n--;
-    }
-    memcpy(buf, name, n);
-    if (cut) memcpy(buf + n, "\xE2\x80\xA6", 3), n += 3;
-    buf[n] = '\0';
-}
-
 static void op_line(char **md, size_t *len, size_t *cap, const ProfileView *v, const ProfOp *op) {
     const Profile *p = profile_view_profile(v);
     uint64_t gpu_total = profile_view_gpu_ns(v), run = profile_view_run_ns(v);
@@ -295,7 +275,7 @@ static void op_line(char **md, size_t *len, size_t *cap, const ProfileView *v, c
     case PROF_OP_LAUNCH: {
         char name[160] = "kernel";
         if (op->kernel >= 0 && (size_t)op->kernel < p->kernel_count && p->kernels[op->kernel].name)
-            short_kernel(p->kernels[op->kernel].name, name, sizeof name);
+            kernel_short_name(p->kernels[op->kernel].name, name, sizeof name);
         units_share(op->stats.total_ns, gpu_total, share, sizeof share);
         appendf(md, len, cap, "- kernel `%s`: %llu %s, %s median, %s in all (%s of GPU time)\n", name, count,
                 count == 1 ? "launch" : "launches", median, total, share);
@@ -362,6 +342,14 @@ static void line_metrics_hover(char **md, size_t *len, size_t *cap, const Profil
     }
 }
 
+#define HOVER_MAX_OPS 32
+
+/* by time, most first: GPU time for launches and copies, host time for waits and allocations */
+static int hottest_first(const void *a, const void *b) {
+    const ProfOp *x = *(const ProfOp *const *)a, *y = *(const ProfOp *const *)b;
+    return (x->stats.total_ns < y->stats.total_ns) - (x->stats.total_ns > y->stats.total_ns);
+}
+
 char *lsp_profile_hover(LspServer *s, const LspDocument *d, const Document *doc, size_t offset) {
     LspProfiles *p = s->profiles;
     if (!p || !p->set) return NULL;
@@ -372,13 +360,17 @@ char *lsp_profile_hover(LspServer *s, const LspDocument *d, const Document *doc,
     size_t len = 0, cap = 0;
     char about[256];
     if (v) {
-        const ProfOp *ops[32];
-        size_t n = profile_view_ops_in(v, file, (uint32_t)line + 1, (uint32_t)line + 1, ops, 32);
-        if (n) {
+        /* every operation of the line, hottest first; the first 32 are listed */
+        size_t n = profile_view_ops_in(v, file, (uint32_t)line + 1, (uint32_t)line + 1, NULL, 0);
+        const ProfOp **ops = n ? malloc(n * sizeof *ops) : NULL;
+        if (ops) {
+            profile_view_ops_in(v, file, (uint32_t)line + 1, (uint32_t)line + 1, ops, n);
+            qsort(ops, n, sizeof *ops, hottest_first);
             describe(v, about, sizeof about);
             appendf(&md, &len, &cap, "**Measured at this line** (profile %s)\n\n", about);
-            for (size_t i = 0; i < n && i < 32; i++) op_line(&md, &len, &cap, v, ops[i]);
-            if (n > 32) appendf(&md, &len, &cap, "- and %zu more\n", n - 32);
+            for (size_t i = 0; i < n && i < HOVER_MAX_OPS; i++) op_line(&md, &len, &cap, v, ops[i]);
+            if (n > HOVER_MAX_OPS) appendf(&md, &len, &cap, "- and %zu more\n", n - HOVER_MAX_OPS);
+            free(ops);
         }
         line_metrics_hover(&md, &len, &cap, v, file, (uint32_t)line + 1);
     }

@@ -457,6 +457,8 @@ static const struct {
     {"workspace/executeCommand", lsp_handle_execute_command},
     {"textDocument/codeLens", lsp_handle_code_lens},
     {"advise/findings", lsp_handle_findings},
+    {"advise/profileSummary", lsp_handle_profile_summary},
+    {"advise/lineCosts", lsp_handle_line_costs},
 };
 
 static const struct {
