@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "analysis/base/growable.h"
 #include "analysis/python/python_module_facts.h"
 
 #define MAX_FILES 20000           /* Python files indexed per workspace */
@@ -179,13 +180,7 @@ static void scan(const char *dir, int depth, PathList *out) {
         if (S_ISDIR(st.st_mode)) {
             if (!skipped_folder(e->d_name)) scan(child, depth + 1, out);
         } else if (S_ISREG(st.st_mode) && n > 3 && strcmp(child + n - 3, ".py") == 0) {
-            if (out->count == out->cap) {
-                size_t cap = out->cap ? out->cap * 2 : 64;
-                char **grown = realloc(out->paths, cap * sizeof *grown);
-                if (!grown) break;
-                out->paths = grown;
-                out->cap = cap;
-            }
+            if (!array_reserve(&out->paths, out->count, &out->cap, sizeof *out->paths, 64)) break;
             char *copy = strdup(child);
             if (copy) out->paths[out->count++] = copy;
         }
