@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/base/growable.h"
 #include "rules/measure/line_metrics.h"
 #include "server/workspace/file_walk.h"
 #include "server/render/finding_json.h"
@@ -83,12 +84,7 @@ static KernelName *kernels_of(const Document *doc, size_t *count) {
         if ((at > 0 && ident_char(text[at - 1])) || ident_char(text[at + 10])) continue;
         KernelName k;
         if (!kernel_after(text, doc->length, at + 10, &k)) continue;
-        if (*count == cap) {
-            cap = cap ? cap * 2 : 8;
-            KernelName *grown = realloc(out, cap * sizeof *grown);
-            if (!grown) break;
-            out = grown;
-        }
+        if (!array_reserve(&out, *count, &cap, sizeof *out, 8)) break;
         out[(*count)++] = k;
     }
     return out;
@@ -251,14 +247,7 @@ static void appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...) 
     va_end(ap);
     if (n < 0) return;
     size_t k = (size_t)n < sizeof piece ? (size_t)n : sizeof piece - 1;
-    if (*len + k + 1 > *cap) {
-        size_t grown = *cap ? *cap : 512;
-        while (*len + k + 1 > grown) grown *= 2;
-        char *b = realloc(*buf, grown);
-        if (!b) return;
-        *buf = b;
-        *cap = grown;
-    }
+    if (!array_reserve_n(buf, *len, k + 1, cap, 1, 512)) return;
     memcpy(*buf + *len, piece, k + 1);
     *len += k;
 }
@@ -537,15 +526,9 @@ static void *findings_main(void *arg) {
         if (!ok) continue;
         all.files_checked += part.files_checked;
         for (size_t k = 0; k < part.count && !oom; k++) {
-            if (all.count == capacity) {
-                size_t grown = capacity ? capacity * 2 : 32;
-                RankedFinding *items = realloc(all.items, grown * sizeof *items);
-                if (!items) {
-                    oom = true;
-                    break;
-                }
-                all.items = items;
-                capacity = grown;
+            if (!array_reserve(&all.items, all.count, &capacity, sizeof *all.items, 32)) {
+                oom = true;
+                break;
             }
             all.items[all.count++] = part.items[k];
             part.items[k] = (RankedFinding){0}; /* moved */
