@@ -41,7 +41,7 @@ struct PyIndex {
     size_t call_count;
     bool calls_built;
     CallsOfName *by_name; /* calls found per name, in source order */
-    size_t by_name_count;
+    size_t by_name_count, by_name_cap;
     NamedCall *defs; /* top-level definitions, sorted by name then position */
     size_t def_count;
     bool defs_built;
@@ -232,9 +232,7 @@ static bool ident_char(char c) {
 static CallsOfName *find_calls(const PySource *src, struct PyIndex *ix, const char *name, size_t length) {
     for (size_t i = 0; i < ix->by_name_count; i++)
         if (ix->by_name[i].length == length && memcmp(ix->by_name[i].name, name, length) == 0) return &ix->by_name[i];
-    CallsOfName *grown = realloc(ix->by_name, (ix->by_name_count + 1) * sizeof *grown);
-    if (!grown) return NULL;
-    ix->by_name = grown;
+    if (!array_reserve(&ix->by_name, ix->by_name_count, &ix->by_name_cap, sizeof *ix->by_name, 8)) return NULL;
     CallsOfName *entry = &ix->by_name[ix->by_name_count];
     memset(entry, 0, sizeof *entry);
     entry->name = malloc(length + 1);

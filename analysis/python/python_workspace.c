@@ -423,7 +423,7 @@ void py_workspace_forget_editor(PyWorkspace *ws, const char *path) {
 struct PyWorkspaces {
     pthread_mutex_t lock;
     PyWorkspace **items;
-    size_t count;
+    size_t count, cap;
 };
 
 PyWorkspaces *py_workspaces_new(void) {
@@ -457,9 +457,8 @@ PyWorkspace *py_workspaces_for(PyWorkspaces *all, const char *path) {
     for (size_t i = 0; i < all->count && !found; i++)
         if (strcmp(all->items[i]->root, root) == 0) found = all->items[i];
     if (!found) {
-        PyWorkspace **grown = realloc(all->items, (all->count + 1) * sizeof *grown);
-        PyWorkspace *ws = grown ? py_workspace_new(root) : NULL;
-        if (grown) all->items = grown;
+        bool room = array_reserve(&all->items, all->count, &all->cap, sizeof *all->items, 4);
+        PyWorkspace *ws = room ? py_workspace_new(root) : NULL;
         if (ws) {
             all->items[all->count++] = ws;
             found = ws;

@@ -424,12 +424,10 @@ typedef struct {
     Document *doc;
 } ReadDoc;
 
-static const Document *doc_for(ReadDoc **docs, size_t *count, const char *path, size_t max_bytes) {
+static const Document *doc_for(ReadDoc **docs, size_t *count, size_t *cap, const char *path, size_t max_bytes) {
     for (size_t i = 0; i < *count; i++)
         if (strcmp((*docs)[i].path, path) == 0) return (*docs)[i].doc;
-    ReadDoc *grown = realloc(*docs, (*count + 1) * sizeof **docs);
-    if (!grown) return NULL;
-    *docs = grown;
+    if (!array_reserve(docs, *count, cap, sizeof **docs, 8)) return NULL;
     SourceFile src;
     char *error = NULL;
     Document *doc = NULL;
@@ -446,13 +444,13 @@ static const Document *doc_for(ReadDoc **docs, size_t *count, const char *path, 
 static json_t *findings_json(const LspServer *s, const char *root, const RankedFindings *r, size_t max_bytes) {
     json_t *out = json_array();
     ReadDoc *docs = NULL;
-    size_t doc_count = 0;
+    size_t doc_count = 0, doc_cap = 0;
     for (size_t i = 0; i < r->count; i++) {
         const RankedFinding *item = &r->items[i];
         const Finding *f = &item->finding;
         char *abs = item->path[0] == '/' ? strdup(item->path) : format_string("%s/%s", strcmp(root, "/") ? root : "", item->path);
         if (!abs) continue;
-        const Document *doc = doc_for(&docs, &doc_count, abs, max_bytes);
+        const Document *doc = doc_for(&docs, &doc_count, &doc_cap, abs, max_bytes);
         json_t *range;
         if (doc) {
             /* RankedFinding columns count code points: the file as read gives the client's encoding */
