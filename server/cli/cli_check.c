@@ -9,6 +9,7 @@
 
 #include <sys/stat.h>
 
+#include "analysis/base/growable.h"
 #include "analysis/edits.h"
 #include "rules/engine/engine.h"
 #include "server/workspace/check_file.h"
@@ -217,13 +218,12 @@ typedef struct {
     char *text;
 } Withheld;
 
-static void remember_withheld(Withheld **list, size_t *count, const FindingList *findings, const char *text) {
+static void remember_withheld(Withheld **list, size_t *count, size_t *cap, const FindingList *findings,
+                              const char *text) {
     for (size_t i = 0; i < findings->count; i++) {
         const Finding *f = &findings->items[i];
         if (!f->fixes_withheld) continue;
-        Withheld *grown = realloc(*list, (*count + 1) * sizeof **list);
-        if (!grown) return;
-        *list = grown;
+        if (!array_reserve(list, *count, cap, sizeof **list, 8)) return;
         char *covered = strndup(text + f->range.start, f->range.end - f->range.start);
         if (!covered) return;
         (*list)[(*count)++] = (Withheld){f->code, covered};
@@ -251,7 +251,7 @@ static char *fix_text(const CheckOptions *o, const char *path, const char *text,
     size_t cur_len = len;
     *fixed = 0;
     Withheld *withheld = NULL;
-    size_t withheld_count = 0;
+    size_t withheld_count = 0, withheld_cap = 0;
     ProfileSource profiles = {o->profiles, NULL};
     for (int pass = 0; pass < MAX_FIX_PASSES; pass++) {
         CheckedFile checked;
@@ -260,7 +260,7 @@ static char *fix_text(const CheckOptions *o, const char *path, const char *text,
             free(error);
             break;
         }
-        if (pass == 0) remember_withheld(&withheld, &withheld_count, &checked.findings, cur);
+        if (pass == 0) remember_withheld(&withheld, &withheld_count, &withheld_cap, &checked.findings, cur);
         else drop_withheld(&checked.findings, withheld, withheld_count, cur);
         size_t applied = 0, out_len = 0;
         char *next = checked.report.syntax_error

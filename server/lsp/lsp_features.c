@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "analysis/base/growable.h"
 #include "analysis/edits.h"
 #include "rules/engine/engine.h"
 #include "advise_version.h"
@@ -386,9 +387,10 @@ void lsp_handle_hover(LspServer *s, json_t *id, json_t *params) {
     char *figures = lsp_profile_hover(s, d, d->analysed_doc, offset);
     if (figures) {
         size_t n = strlen(figures);
-        if (n + 1 > cap) md = realloc(md, cap = n + 1);
-        memcpy(md, figures, n + 1);
-        len = n;
+        if (array_reserve_n(&md, 0, n + 1, &cap, 1, 4096)) {
+            memcpy(md, figures, n + 1);
+            len = n;
+        }
         free(figures);
     }
     bool any_finding = false;
@@ -403,9 +405,9 @@ void lsp_handle_hover(LspServer *s, json_t *id, json_t *params) {
         free(measured);
         if (!part) continue;
         size_t n = strlen(part);
-        if (len + n + 1 > cap) {
-            while (len + n + 1 > cap) cap *= 2;
-            md = realloc(md, cap);
+        if (!array_reserve_n(&md, len, n + 1, &cap, 1, 4096)) {
+            free(part);
+            continue;
         }
         memcpy(md + len, part, n + 1);
         len += n;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/base/growable.h"
 #include "rules/measure/line_metrics.h"
 #include "server/workspace/file_walk.h"
 #include "server/render/finding_json.h"
@@ -84,12 +85,7 @@ static KernelName *kernels_of(const Document *doc, size_t *count) {
         if ((at > 0 && ident_char(text[at - 1])) || ident_char(text[at + 10])) continue;
         KernelName k;
         if (!kernel_after(text, doc->length, at + 10, &k)) continue;
-        if (*count == cap) {
-            cap = cap ? cap * 2 : 8;
-            KernelName *grown = realloc(out, cap * sizeof *grown);
-            if (!grown) break;
-            out = grown;
-        }
+        if (!array_reserve(&out, *count, &cap, sizeof *out, 8)) break;
         out[(*count)++] = k;
     }
     return out;
@@ -252,14 +248,7 @@ static void appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...) 
     va_end(ap);
     if (n < 0) return;
     size_t k = (size_t)n < sizeof piece ? (size_t)n : sizeof piece - 1;
-    if (*len + k + 1 > *cap) {
-        size_t grown = *cap ? *cap : 512;
-        while (*len + k + 1 > grown) grown *= 2;
-        char *b = realloc(*buf, grown);
-        if (!b) return;
-        *buf = b;
-        *cap = grown;
-    }
+    if (!array_reserve_n(buf, *len, k + 1, cap, 1, 512)) return;
     memcpy(*buf + *len, piece, k + 1);
     *len += k;
 }
@@ -427,12 +416,10 @@ typedef struct {
     Document *doc;
 } ReadDoc;
 
-static const Document *doc_for(ReadDoc **docs, size_t *count, const char *path, size_t max_bytes) {
+static const Document *doc_for(ReadDoc **docs, size_t *count, size_t *cap, const char *path, size_t max_bytes) {
     for (size_t i = 0; i < *count; i++)
         if (strcmp((*docs)[i].path, path) == 0) return (*docs)[i].doc;
-    ReadDoc *grown = realloc(*docs, (*count + 1) * sizeof **docs);
-    if (!grown) return NULL;
-    *docs = grown;
+    if (!array_reserve(docs, *count, cap, sizeof **docs, 8)) return NULL;
     SourceFile src;
     char *error = NULL;
     Document *doc = NULL;
@@ -449,13 +436,13 @@ static const Document *doc_for(ReadDoc **docs, size_t *count, const char *path, 
 static json_t *findings_json(const LspServer *s, const char *root, const RankedFindings *r, size_t max_bytes) {
     json_t *out = json_array();
     ReadDoc *docs = NULL;
-    size_t doc_count = 0;
+    size_t doc_count = 0, doc_cap = 0;
     for (size_t i = 0; i < r->count; i++) {
         const RankedFinding *item = &r->items[i];
         const Finding *f = &item->finding;
         char *abs = item->path[0] == '/' ? strdup(item->path) : format_string("%s/%s", strcmp(root, "/") ? root : "", item->path);
         if (!abs) continue;
-        const Document *doc = doc_for(&docs, &doc_count, abs, max_bytes);
+        const Document *doc = doc_for(&docs, &doc_count, &doc_cap, abs, max_bytes);
         json_t *range;
         if (doc) {
             /* RankedFinding columns count code points: the file as read gives the client's encoding */
@@ -529,15 +516,9 @@ static void *findings_main(void *arg) {
         if (!ok) continue;
         all.files_checked += part.files_checked;
         for (size_t k = 0; k < part.count && !oom; k++) {
-            if (all.count == capacity) {
-                size_t grown = capacity ? capacity * 2 : 32;
-                RankedFinding *items = realloc(all.items, grown * sizeof *items);
-                if (!items) {
-                    oom = true;
-                    break;
-                }
-                all.items = items;
-                capacity = grown;
+            if (!array_reserve(&all.items, all.count, &capacity, sizeof *all.items, 32)) {
+                oom = true;
+                break;
             }
             all.items[all.count++] = part.items[k];
             part.items[k] = (RankedFinding){0}; /* moved */

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis/base/growable.h"
 #include "analysis/python/python_source.h"
 #include "advise_version.h"
 #include "server/lsp/jsonrpc.h"
@@ -297,14 +298,10 @@ static void note_edit(LspDocument *d, size_t start, size_t old_end, size_t new_e
             d->edits_overflowed = true;
             return;
         }
-        size_t cap = d->edit_capacity ? d->edit_capacity * 2 : 8;
-        struct PendingEdit *grown = realloc(d->edits, cap * sizeof *grown);
-        if (!grown) {
+        if (!array_reserve(&d->edits, d->edit_count, &d->edit_capacity, sizeof *d->edits, 8)) {
             d->edits_overflowed = true;
             return;
         }
-        d->edits = grown;
-        d->edit_capacity = cap;
     }
     d->edits[d->edit_count++] = (struct PendingEdit){start, old_end, new_end, sp, op, np};
 }

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/base/growable.h"
+
 #define CONTEXT 3
 #define MAX_EDIT_DISTANCE 4000
 
@@ -24,13 +26,9 @@ static Line *split_lines(const char *s, size_t n, size_t *count) {
     for (size_t i = 0; i <= n; i++) {
         if (i == n ? i > start : s[i] == '\n') {
             size_t end = i == n ? n : i + 1;
-            if (k == cap) {
-                Line *grown = realloc(lines, (cap *= 2) * sizeof *grown);
-                if (!grown) {
-                    free(lines);
-                    return NULL;
-                }
-                lines = grown;
+            if (!array_reserve(&lines, k, &cap, sizeof *lines, 16)) {
+                free(lines);
+                return NULL;
             }
             lines[k++] = (Line){s + start, end - start};
             start = end;
