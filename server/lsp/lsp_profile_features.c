@@ -455,7 +455,7 @@ static json_t *findings_json(const LspServer *s, const char *root, const RankedF
                               (int)item->end_column - 1);
         }
         json_t *evidence = finding_evidence_json(f), *gain = finding_gain_json(f);
-        char *uri = lsp_path_to_uri(abs);
+        char *uri = file_uri_from_path(abs);
         json_array_append_new(out, json_pack("{s:s,s:o,s:s,s:s,s:i,s:s,s:o,s:o,s:f,s:b}", "uri", uri, "range", range,
                                              "code", f->code, "name", f->name, "severity", (int)f->severity, "message",
                                              f->message, "evidence", evidence, "gain", gain, "cost_seconds",
@@ -588,7 +588,7 @@ void lsp_findings_reap(LspServer *s, bool all) {
 
 /* a path of params.paths: a file:// URI, an absolute path, or one relative to the workspace */
 static char *param_path(const char *workspace, const char *given) {
-    if (strncmp(given, "file://", 7) == 0) return lsp_uri_to_path(given);
+    if (strncmp(given, "file://", 7) == 0) return file_uri_to_path(given);
     if (given[0] == '/') return strdup(given);
     return format_string("%s/%s", strcmp(workspace, "/") ? workspace : "", given);
 }

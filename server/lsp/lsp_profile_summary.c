@@ -43,7 +43,7 @@ static json_t *site_location(const LspProfiles *lp, const Profile *p, int site) 
     const ProfSite *s = &p->sites[site];
     if (s->file < 0 || (size_t)s->file >= p->file_count || s->line == 0) return json_null();
     char *path = format_string("%s/%s", lp->root, p->files[s->file].path);
-    char *uri = path ? lsp_path_to_uri(path) : NULL;
+    char *uri = path ? file_uri_from_path(path) : NULL;
     free(path);
     if (!uri) return json_null();
     int line = (int)s->line - 1;
@@ -186,7 +186,7 @@ static char *param_path(json_t *id, json_t *params, const char **uri, bool requi
         if (required) jsonrpc_send_error(id, JSONRPC_INVALID_PARAMS, "uri is missing");
         return NULL;
     }
-    char *path = lsp_uri_to_path(*uri);
+    char *path = file_uri_to_path(*uri);
     if (!path) jsonrpc_send_error(id, JSONRPC_INVALID_PARAMS, "uri is not a file: URI");
     return path;
 }

@@ -37,45 +37,6 @@ void lsp_log(int type, const char *fmt, ...) {
 
 /* ---- URIs --------------------------------------------------------------- */
 
-static int hex(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-char *lsp_uri_to_path(const char *uri) {
-    if (strncmp(uri, "file://", 7) != 0) return strdup(uri);
-    const char *p = uri + 7;
-    if (strncmp(p, "localhost/", 10) == 0) p += 9;
-    char *out = malloc(strlen(p) + 1), *o = out;
-    if (!out) return NULL;
-    for (; *p; p++) {
-        if (*p == '%' && hex(p[1]) >= 0 && hex(p[2]) >= 0) {
-            char c = (char)(hex(p[1]) * 16 + hex(p[2]));
-            *o++ = c ? c : '?';
-            p += 2;
-        } else {
-            *o++ = *p;
-        }
-    }
-    *o = '\0';
-    return out;
-}
-
-char *lsp_path_to_uri(const char *path) {
-    size_t n = strlen(path);
-    char *out = malloc(n * 3 + 8), *o = out;
-    if (!out) return NULL;
-    o += sprintf(o, "file://");
-    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-        if (isalnum(*p) || strchr("/-_.~", *p)) *o++ = (char)*p;
-        else o += sprintf(o, "%%%02X", *p);
-    }
-    *o = '\0';
-    return out;
-}
-
 /* ---- documents ------------------------------------------------------------ */
 
 LspDocument *lsp_find_document(LspServer *s, const char *uri) {
@@ -225,7 +186,7 @@ static void handle_initialize(LspServer *s, json_t *id, json_t *params) {
     json_t *folders = json_object_get(params, "workspaceFolders");
     if (json_is_array(folders) && json_array_size(folders) > 0)
         root_uri = string_at(json_array_get(folders, 0), "uri");
-    if (root_uri) s->root_path = lsp_uri_to_path(root_uri);
+    if (root_uri) s->root_path = file_uri_to_path(root_uri);
     else if (string_at(params, "rootPath")) s->root_path = strdup(string_at(params, "rootPath"));
     json_t *options = json_object_get(params, "initializationOptions");
     pthread_mutex_lock(&s->lock);
@@ -272,7 +233,7 @@ static void handle_did_open(LspServer *s, json_t *params) {
     }
     LspDocument *d = calloc(1, sizeof *d);
     d->uri = strdup(uri);
-    d->path = lsp_uri_to_path(uri);
+    d->path = file_uri_to_path(uri);
     const char *lang = string_at(td, "languageId");
     d->language = language_for_path(d->path);
     if (lang && strcmp(lang, "python") == 0) d->language = LANGUAGE_PYTHON;

@@ -10,6 +10,7 @@
 #include "analysis/document.h"
 #include "analysis/python/python_workspace.h"
 #include "rules/engine/config.h"
+#include "server/workspace/file_uri.h"
 
 typedef struct LspDocument LspDocument;
 typedef struct LspServer LspServer;
@@ -124,8 +125,6 @@ void lsp_schedule(LspServer *s, LspDocument *d, double delay);
 void lsp_send_request(LspServer *s, const char *method, json_t *params,
                       void (*on_response)(LspServer *, json_t *, json_t *, void *), void *data,
                       void (*drop)(void *));
-char *lsp_uri_to_path(const char *uri);
-char *lsp_path_to_uri(const char *path);
 
 /* worker (lsp_worker.c) */
 /* Copies the settings an analysis needs (lock held). */
