@@ -296,6 +296,7 @@ static bool check_one(CheckOptions *o, const char *path, CheckOutput *out, Check
     const char *text = file.text;
     size_t len = file.length;
     char *fixed_text = NULL;
+    ProfileView *moved = NULL;
     if (o->fix || o->diff) {
         size_t new_len = 0, fixed = 0;
         fixed_text = fix_text(o, path, file.text, file.length, o->unsafe_fixes, &new_len, &fixed);
@@ -312,6 +313,9 @@ static bool check_one(CheckOptions *o, const char *path, CheckOutput *out, Check
                 s->files_fixed++;
                 text = fixed_text;
                 len = new_len;
+                ProfileSource before = {o->profiles, NULL};
+                moved = profile_after_fixes(&before, o->project_root, path, file.text, file.length, fixed_text,
+                                            new_len);
             } else {
                 check_output_error(out, path, error);
                 free(error);
@@ -321,7 +325,8 @@ static bool check_one(CheckOptions *o, const char *path, CheckOutput *out, Check
         }
     }
     CheckedFile checked;
-    ProfileSource profiles = {o->profiles, NULL};
+    /* after --fix, the profile moved onto the fixed text's lines when it measured the text before */
+    ProfileSource profiles = {moved ? NULL : o->profiles, moved};
     if (analyse(o, path, text, len, &profiles, &checked, &error)) {
         const Document *doc = checked.doc;
         const EngineReport *report = &checked.report;
@@ -349,6 +354,7 @@ static bool check_one(CheckOptions *o, const char *path, CheckOutput *out, Check
         ok = false;
     }
     free(fixed_text);
+    profile_view_free(moved);
     source_file_free(&file);
     return ok;
 }

@@ -191,7 +191,8 @@ void lsp_handle_code_lens(LspServer *s, json_t *id, json_t *params) {
     if (d && p && p->set) {
         const Document *doc = d->doc; /* the text as it is now (the main thread owns it) */
         int file;
-        const ProfileView *v = lsp_profiles_view_for(p, d->path, &file);
+        ProfileView *moved; /* the profile moved onto the edited text's lines */
+        const ProfileView *v = lsp_profiles_view_through(p, d->path, doc, &d->line_map, &file, &moved);
         bool stale = v && profile_view_freshness(v, file, doc->text, doc->length) == PROFILE_STALE;
         char title[256];
         if (v) {
@@ -214,6 +215,7 @@ void lsp_handle_code_lens(LspServer *s, json_t *id, json_t *params) {
                                   lens(s, doc, uri, (ByteRange){kernels[i].start, kernels[i].end}, title, stale));
         }
         free(kernels);
+        profile_view_free(moved);
     }
     pthread_mutex_unlock(&s->lock);
     jsonrpc_send_result(id, sort_by_line(lenses));
@@ -343,7 +345,8 @@ char *lsp_profile_hover(LspServer *s, const LspDocument *d, const Document *doc,
     LspProfiles *p = s->profiles;
     if (!p || !p->set) return NULL;
     int file;
-    const ProfileView *v = lsp_profiles_view_for(p, d->path, &file);
+    ProfileView *moved; /* the profile moved onto the edited text's lines */
+    const ProfileView *v = lsp_profiles_view_through(p, d->path, doc, &d->line_map, &file, &moved);
     size_t line = document_line_of(doc, offset);
     char *md = NULL;
     size_t len = 0, cap = 0;
@@ -384,6 +387,7 @@ char *lsp_profile_hover(LspServer *s, const LspDocument *d, const Document *doc,
     free(kernels);
     if (md && v && profile_view_freshness(v, file, doc->text, doc->length) == PROFILE_STALE)
         appendf(&md, &len, &cap, "\n_The file changed since it was profiled: lines may have moved._\n");
+    profile_view_free(moved);
     return md;
 }
 

@@ -153,30 +153,45 @@ static json_t *profile_json(const LspProfiles *lp, const ProfileView *v) {
     return o ? o : json_null();
 }
 
-/* Whether the document's text differs from the profiled file's: the open
- * document's text when the editor has it, else the file on disk. */
-static bool stale_for(LspServer *s, const ProfileView *v, int file, const char *uri, const char *path) {
-    bool stale = false, known = false;
-    pthread_mutex_lock(&s->lock);
-    LspDocument *d = lsp_find_document(s, uri);
-    if (d && d->doc) {
-        stale = profile_view_freshness(v, file, d->doc->text, d->doc->length) == PROFILE_STALE;
-        known = true;
-    }
-    pthread_mutex_unlock(&s->lock);
-    if (known) return stale;
-    SourceFile f;
-    char *error = NULL;
+/* Whether the file on disk differs from the profiled file (for documents
+ * the editor does not have open). Lock not held. */
+static bool stale_on_disk(LspServer *s, const ProfileView *v, int file, const char *path) {
     pthread_mutex_lock(&s->lock);
     size_t max_bytes = s->config.max_file_bytes;
     pthread_mutex_unlock(&s->lock);
+    SourceFile f;
+    char *error = NULL;
     if (!source_file_read(path, max_bytes, &f, &error)) {
         free(error);
         return false;
     }
-    stale = profile_view_freshness(v, file, f.text, f.length) == PROFILE_STALE;
+    bool stale = profile_view_freshness(v, file, f.text, f.length) == PROFILE_STALE;
     source_file_free(&f);
     return stale;
+}
+
+/* The view that applies to the document: for an open one, moved onto its
+ * lines through the edits since it was profiled (*moved, freed by the
+ * caller), with *stale from its text; else the profile's own, *stale from
+ * the file on disk. NULL when no profile mentions it. Lock not held. */
+static const ProfileView *document_view(LspServer *s, const LspProfiles *lp, const char *uri, const char *path,
+                                        int *file, ProfileView **moved, bool *stale) {
+    *moved = NULL;
+    *stale = false;
+    if (!lp) return NULL;
+    pthread_mutex_lock(&s->lock);
+    LspDocument *d = lsp_find_document(s, uri);
+    const ProfileView *v = NULL;
+    bool open = d && d->doc;
+    if (open) {
+        v = lsp_profiles_view_through(lp, path, d->doc, &d->line_map, file, moved);
+        *stale = v && profile_view_freshness(v, *file, d->doc->text, d->doc->length) == PROFILE_STALE;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (open) return v;
+    v = lsp_profiles_view_for(lp, path, file);
+    *stale = v && stale_on_disk(s, v, *file, path);
+    return v;
 }
 
 /* The uri param as a path; sends the error and answers NULL when absent. */
@@ -210,11 +225,13 @@ void lsp_handle_profile_summary(LspServer *s, json_t *id, json_t *params) {
             json_array_append_new(profiles, profile_json(lp, profile_set_at(lp->set, i)));
     if (path) {
         int file;
-        const ProfileView *v = lp ? lsp_profiles_view_for(lp, path, &file) : NULL;
+        ProfileView *moved;
+        bool stale;
+        const ProfileView *v = document_view(s, lp, uri, path, &file, &moved, &stale);
         json_decref(document);
         document = json_pack("{s:s,s:o,s:b}", "uri", uri, "profile",
-                             v ? json_string(profile_view_path(v)) : json_null(), "stale",
-                             v && stale_for(s, v, file, uri, path));
+                             v ? json_string(profile_view_path(v)) : json_null(), "stale", stale);
+        profile_view_free(moved);
     }
     pthread_mutex_lock(&s->lock);
     if (lp) lsp_profiles_unref(lp);
@@ -229,7 +246,9 @@ void lsp_handle_line_costs(LspServer *s, json_t *id, json_t *params) {
     if (!path) return;
     LspProfiles *lp = lsp_profiles_for_document(s, path);
     int file;
-    const ProfileView *v = lp ? lsp_profiles_view_for(lp, path, &file) : NULL;
+    ProfileView *moved;
+    bool stale;
+    const ProfileView *v = document_view(s, lp, uri, path, &file, &moved, &stale);
     json_t *lines = json_array();
     uint64_t gpu_total = v ? profile_view_gpu_ns(v) : 0;
     if (v) {
@@ -247,8 +266,9 @@ void lsp_handle_line_costs(LspServer *s, json_t *id, json_t *params) {
     }
     json_t *result = json_pack("{s:s,s:o,s:b,s:s,s:f,s:o}", "uri", uri, "profile",
                                v ? json_string(profile_view_path(v)) : json_null(), "stale",
-                               v && stale_for(s, v, file, uri, path), "denominator", LSP_SHARE_DENOMINATOR,
+                               stale, "denominator", LSP_SHARE_DENOMINATOR,
                                "total_gpu_seconds", seconds(gpu_total), "lines", lines);
+    profile_view_free(moved);
     pthread_mutex_lock(&s->lock);
     if (lp) lsp_profiles_unref(lp);
     pthread_mutex_unlock(&s->lock);

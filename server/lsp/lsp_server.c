@@ -294,6 +294,9 @@ static void handle_did_change(LspServer *s, json_t *params) {
             continue;
         }
         if (!range) d->edits_overflowed = true; /* a full replacement: parse afresh */
+        /* the profile's lines follow the edit; a full replacement loses them */
+        if (range) line_map_replace(&d->line_map, d->doc, start, end, json_string_value(text), json_string_length(text));
+        else line_map_free(&d->line_map);
         TSPoint sp = py_point_at(d->doc->text, start), op = py_point_at(d->doc->text, end);
         size_t len = json_string_length(text);
         if (!document_replace(d->doc, start, end, json_string_value(text), len)) {

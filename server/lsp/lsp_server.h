@@ -9,6 +9,7 @@
 
 #include "analysis/document.h"
 #include "analysis/python/python_workspace.h"
+#include "analysis/line_map.h"
 #include "rules/engine/config.h"
 #include "server/workspace/file_uri.h"
 
@@ -27,6 +28,9 @@ struct LspDocument {
     struct PendingEdit *edits;
     size_t edit_count, edit_capacity;
     bool edits_overflowed;      /* too many: reparse from scratch */
+    /* where the lines of the profiled text went through the edits since it
+     * was open unchanged (profile figures follow them; main thread writes) */
+    LineMap line_map;
     /* scheduling */
     bool dirty;
     bool busy;                  /* a worker is analysing it */
