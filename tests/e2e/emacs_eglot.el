@@ -155,7 +155,13 @@
           (with-current-buffer buffer (setq tabulated-list-entries nil))
           (eglot-handle-notification (advise--server) 'advise/profileChanged :profiles [])
           (advise-test--check (advise-test--wait (lambda () (buffer-local-value 'tabulated-list-entries buffer)) 60)
-                              "advise/profileChanged refreshes the list"))
+                              "advise/profileChanged refreshes the list")
+          ;; g (revert-buffer) asks again
+          (with-current-buffer buffer
+            (setq tabulated-list-entries nil)
+            (revert-buffer))
+          (advise-test--check (advise-test--wait (lambda () (buffer-local-value 'tabulated-list-entries buffer)) 60)
+                              "g (revert-buffer) asks for the findings again"))
 
         ;; a missing binary: a clear error, no process
         (let* ((advise-program (expand-file-name "no-such/advise" workspace))
