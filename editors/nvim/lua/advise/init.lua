@@ -262,7 +262,8 @@ function M.attach(bufnr)
   if not binary_found() then return nil end
   local id
   if vim.lsp.start then
-    id = vim.lsp.start(client_config(root), { bufnr = bufnr })
+    -- 0.8.x attaches the current buffer whatever opts.bufnr says (0.9 reads it)
+    api.nvim_buf_call(bufnr, function() id = vim.lsp.start(client_config(root), { bufnr = bufnr }) end)
   else
     id = state.clients[root]
     local client = id and vim.lsp.get_client_by_id(id)
