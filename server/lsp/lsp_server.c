@@ -458,6 +458,9 @@ static bool dispatch(LspServer *s, json_t *msg, int *code) {
     }
     const char *method = json_string_value(method_json);
     json_t *params = json_object_get(msg, "params");
+    /* "params": null is taken as no params: Eglot (jsonrpc.el) sends it with
+     * shutdown and exit, whose params are void in LSP */
+    if (json_is_null(params)) params = NULL;
     if (params && !json_is_object(params) && !json_is_array(params)) {
         if (id) jsonrpc_send_error(id, JSONRPC_INVALID_REQUEST, "params must be an object or an array");
         return true;
