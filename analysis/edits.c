@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/base/growable.h"
+
 static int compare_edits(const void *a, const void *b) {
     const TextEdit *x = *(const TextEdit *const *)a, *y = *(const TextEdit *const *)b;
     if (x->range.start != y->range.start) return x->range.start < y->range.start ? -1 : 1;
@@ -76,14 +78,9 @@ char *fixes_apply(const char *text, size_t length, const FindingList *findings, 
                 clash = fix->edits[e].range.start < fix->edits[k].range.end &&
                         fix->edits[k].range.start < fix->edits[e].range.end;
         if (clash) continue;
-        if (count + fix->edit_count > cap) {
-            while (count + fix->edit_count > cap) cap *= 2;
-            TextEdit *grown = realloc(chosen, cap * sizeof *grown);
-            if (!grown) {
-                free(chosen);
-                return NULL;
-            }
-            chosen = grown;
+        if (!array_reserve_n(&chosen, count, fix->edit_count, &cap, sizeof *chosen, 16)) {
+            free(chosen);
+            return NULL;
         }
         memcpy(chosen + count, fix->edits, fix->edit_count * sizeof *chosen);
         count += fix->edit_count;

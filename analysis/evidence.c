@@ -1,6 +1,7 @@
 /* Evidence items (evidence.h): building a template from printf text with
  * "{}" placeholders, copying, and rendering it with the unit formatters. */
 #include "analysis/evidence.h"
+#include "analysis/base/growable.h"
 #include "analysis/finding.h"
 #include "analysis/base/text_format.h"
 
@@ -50,16 +51,9 @@ typedef struct {
 
 static void put(Buf *b, const char *s, size_t n) {
     if (b->failed) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (b->len + n + 1 > cap) cap *= 2;
-        char *grown = realloc(b->s, cap);
-        if (!grown) {
-            b->failed = true;
-            return;
-        }
-        b->s = grown;
-        b->cap = cap;
+    if (!array_reserve_n(&b->s, b->len, n + 1, &b->cap, 1, 64)) { /* + 1: the NUL */
+        b->failed = true;
+        return;
     }
     memcpy(b->s + b->len, s, n);
     b->len += n;

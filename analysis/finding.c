@@ -6,6 +6,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "analysis/base/growable.h"
+
 const char *severity_name(Severity s) {
     switch (s) {
     case SEVERITY_ERROR: return "error";
@@ -68,13 +70,7 @@ void finding_list_free(FindingList *list) {
 }
 
 Finding *finding_list_push(FindingList *list) {
-    if (list->count == list->capacity) {
-        size_t cap = list->capacity ? list->capacity * 2 : 8;
-        Finding *items = realloc(list->items, cap * sizeof *items);
-        if (!items) return NULL;
-        list->items = items;
-        list->capacity = cap;
-    }
+    if (!array_reserve(&list->items, list->count, &list->capacity, sizeof *list->items, 8)) return NULL;
     Finding *f = &list->items[list->count++];
     memset(f, 0, sizeof *f);
     return f;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/base/growable.h"
 #include "analysis/base/hash_index.h"
 #include "profiler/comm_kernels.h"
 
@@ -163,16 +164,6 @@ struct Aggregator {
     uint64_t dropped_kernels, dropped_ops, dropped_sites;
 };
 
-static bool grow(void **items, size_t *cap, size_t count, size_t size) {
-    if (count < *cap) return true;
-    size_t ncap = *cap ? *cap * 2 : 16;
-    void *n = realloc(*items, ncap * size);
-    if (!n) return false;
-    *items = n;
-    *cap = ncap;
-    return true;
-}
-
 Aggregator *agg_new(void) {
     Aggregator *agg = calloc(1, sizeof *agg);
     if (!agg) return NULL;
@@ -224,7 +215,7 @@ static int intern_file(Aggregator *agg, const char *path) {
     int found = hash_index_find(&agg->file_index, h, file_same, &key);
     if (found >= 0) return found;
     if (agg->file_count >= MAX_FILES) return -1;
-    if (!grow((void **)&agg->files, &agg->file_cap, agg->file_count, sizeof *agg->files)) return -1;
+    if (!array_reserve(&agg->files, agg->file_count, &agg->file_cap, sizeof *agg->files, 16)) return -1;
     char *copy = copy_bounded(path);
     if (!copy) return -1;
     int idx = (int)agg->file_count;
@@ -271,7 +262,7 @@ static int intern_site(Aggregator *agg, const SiteEntry *probe) {
         agg->dropped_sites++;
         return -1;
     }
-    if (!grow((void **)&agg->sites, &agg->site_cap, agg->site_count, sizeof *agg->sites)) return -1;
+    if (!array_reserve(&agg->sites, agg->site_count, &agg->site_cap, sizeof *agg->sites, 16)) return -1;
     SiteEntry s = *probe;
     s.function = copy_bounded(probe->function);
     s.frames = NULL;
@@ -370,7 +361,7 @@ static int intern_kernel(Aggregator *agg, const AggKernel *in) {
     int found = hash_index_find(&agg->kernel_index, h, kernel_same, &key);
     if (found >= 0) return found;
     if (agg->kernel_count >= MAX_KERNELS ||
-        !grow((void **)&agg->kernels, &agg->kernel_cap, agg->kernel_count, sizeof *agg->kernels)) {
+        !array_reserve(&agg->kernels, agg->kernel_count, &agg->kernel_cap, sizeof *agg->kernels, 16)) {
         agg->dropped_kernels++;
         return -1;
     }
@@ -406,7 +397,7 @@ static void record_op(Aggregator *agg, const ProfOp *probe, uint64_t bytes, uint
     int idx = hash_index_find(&agg->op_index, h, op_same, &key);
     if (idx < 0) {
         if (agg->op_count >= MAX_OPS ||
-            !grow((void **)&agg->ops, &agg->op_cap, agg->op_count, sizeof *agg->ops)) {
+            !array_reserve(&agg->ops, agg->op_count, &agg->op_cap, sizeof *agg->ops, 16)) {
             agg->dropped_ops++;
             return;
         }
@@ -582,7 +573,7 @@ static void named_add(NamedTable *t, const char *name, uint64_t duration) {
     NamedKey key = {t, name};
     int idx = hash_index_find(&t->index, h, named_same, &key);
     if (idx < 0) {
-        if (t->count >= MAX_NAMED || !grow((void **)&t->items, &t->cap, t->count, sizeof *t->items)) return;
+        if (t->count >= MAX_NAMED || !array_reserve(&t->items, t->count, &t->cap, sizeof *t->items, 16)) return;
         char *copy = copy_bounded(name);
         if (!copy) return;
         idx = (int)t->count;

@@ -105,3 +105,26 @@ bool kernel_elementwise_op(const char *name, char *op, size_t size) {
     }
     return false;
 }
+
+void kernel_short_name(const char *name, char *buf, size_t size) {
+    size_t n = 0;
+    int depth = 0;
+    for (; name[n]; n++) {
+        if (name[n] == '<') depth++;
+        else if (name[n] == '>' && depth > 0) depth--;
+        else if (name[n] == '(' && depth == 0) {
+            static const char anonymous[] = "(anonymous namespace)";
+            if (strncmp(name + n, anonymous, sizeof anonymous - 1) != 0) break;
+            n += sizeof anonymous - 2; /* a namespace, not the parameters */
+        }
+    }
+    size_t max = size - 4 < 80 ? size - 4 : 80;
+    bool cut = n > max;
+    if (cut) {
+        n = max;
+        while (n > 0 && ((unsigned char)name[n] & 0xC0) == 0x80) n--;
+    }
+    memcpy(buf, name, n);
+    if (cut) memcpy(buf + n, "\xE2\x80\xA6", 3), n += 3;
+    buf[n] = '\0';
+}

@@ -13,6 +13,11 @@
 /* Heap string ("" when nothing is left); NULL only when memory runs out. */
 char *kernel_base_name(const char *demangled);
 
+/* The part of a demangled name before its parameters ("relu(float*, int)"
+ * -> "relu") into buf, cut at 80 bytes with an ellipsis (template kernels
+ * run long); for people: hovers, sidebars. size must be at least 8. */
+void kernel_short_name(const char *demangled, char *buf, size_t size);
+
 /* A float32 matrix product on CUDA cores (FFMA), not tensor cores: cuBLAS
  * and CUTLASS name them `..._sgemm_...` or `xmma_gemm_f32f32_f32f32_..._ffma_`;
  * their TF32 versions say `tf32` or `tensor`. */

@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/base/growable.h"
+
 /* libstdc++'s demangler (declared here: this is C). */
 char *__cxa_demangle(const char *mangled, char *buffer, size_t *length, int *status);
 
@@ -340,13 +342,7 @@ static Module *module_for(NativeResolver *r, const char *path) {
         if (r->modules[i].hash == h && strcmp(r->modules[i].path, path) == 0)
             return r->modules[i].dwfl ? &r->modules[i] : NULL;
     if (r->count >= MAX_MODULE_ENTRIES) return NULL;
-    if (r->count == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 16;
-        Module *grown = realloc(r->modules, cap * sizeof *grown);
-        if (!grown) return NULL;
-        r->modules = grown;
-        r->cap = cap;
-    }
+    if (!array_reserve(&r->modules, r->count, &r->cap, sizeof *r->modules, 16)) return NULL;
     Module m = {.path = strdup(path), .hash = h};
     if (!m.path) return NULL;
     if (r->loaded < MAX_LOADED_MODULES) {
@@ -412,13 +408,7 @@ static const CuKernels *cu_kernels(Module *m, Dwarf_Die *cu) {
     Dwarf_Off off = dwarf_dieoffset(cu);
     for (size_t i = 0; i < m->cu_count; i++)
         if (m->cus[i].cu_offset == off) return &m->cus[i];
-    if (m->cu_count == m->cu_cap) {
-        size_t cap = m->cu_cap ? m->cu_cap * 2 : 8;
-        CuKernels *grown = realloc(m->cus, cap * sizeof *grown);
-        if (!grown) return NULL;
-        m->cus = grown;
-        m->cu_cap = cap;
-    }
+    if (!array_reserve(&m->cus, m->cu_count, &m->cu_cap, sizeof *m->cus, 8)) return NULL;
     CuKernels s = {.cu_offset = off};
     size_t cap = 0;
     Dwarf_Die child;
@@ -427,13 +417,7 @@ static const CuKernels *cu_kernels(Module *m, Dwarf_Die *cu) {
             if (dwarf_tag(&child) != DW_TAG_subprogram) continue;
             const char *name = die_name(&child);
             if (!name || !starts_with(name, DEVICE_STUB) || !name[strlen(DEVICE_STUB)]) continue;
-            if (s.count == cap) {
-                size_t c = cap ? cap * 2 : 4;
-                CuKernel *grown = realloc(s.kernels, c * sizeof *grown);
-                if (!grown) break;
-                s.kernels = grown;
-                cap = c;
-            }
+            if (!array_reserve(&s.kernels, s.count, &cap, sizeof *s.kernels, 4)) break;
             CuKernel k = {.mangled = strdup(name + strlen(DEVICE_STUB))};
             if (!k.mangled) break;
             char *demangled = native_demangle(k.mangled);

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/base/growable.h"
 #include "analysis/base/hash_index.h"
 #include "profiler/profile_internal.h"
 #include "profiler/sha256.h"
@@ -98,19 +99,22 @@ void profile_free(Profile *p) {
 }
 
 /* Makes room for extra more entries after count in *array; room remembers the
- * capacity of arrays we allocated. False when out of memory. */
+ * capacity of arrays we allocated, which double (from 8); without a room the
+ * array gets exactly what it needs (arrays that a merge fills once). False
+ * when out of memory. */
 static bool reserve(void **array, size_t count, size_t extra, size_t size, Room *room) {
     size_t capacity = room && *array && *array == room->array ? room->capacity : count;
     if (capacity < count) capacity = count; /* grown in place by other code: no room we know of */
     if (extra <= capacity - count) return true;
     if (extra > (size_t)INT_MAX - count) return false; /* positions are ints */
-    size_t wanted = count + extra;
-    size_t grown = room ? (capacity < 8 ? 8 : capacity * 2) : wanted;
-    if (grown < wanted) grown = wanted;
-    void *bigger = realloc(*array, grown * size);
+    if (room) {
+        if (!array_reserve_n(array, count, extra, &capacity, size, 8)) return false;
+        *room = (Room){*array, capacity};
+        return true;
+    }
+    void *bigger = realloc(*array, (count + extra) * size);
     if (!bigger) return false;
     *array = bigger;
-    if (room) *room = (Room){bigger, grown};
     return true;
 }
 

@@ -290,8 +290,6 @@ ProfKernelTotal *profile_kernels_by_name(const Profile *p, size_t *count);
 /* a + b, at most UINT64_MAX (sums of counts and durations) */
 static inline uint64_t prof_add_u64(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 
-/* printf into a fresh heap string (messages for a person); NULL when out
- * of memory. */
 
 /* Sets the labels every profile file carries (name, source, tool; created
  * is now, UTC), replacing what p held. False when out of memory. */

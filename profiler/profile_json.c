@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "analysis/base/atomic_file.h"
+#include "analysis/base/growable.h"
 #include "profiler/profile_check.h"
 #include "profiler/profile_internal.h"
 
@@ -261,16 +262,9 @@ static void append(Text *t, const char *s, size_t n) {
         t->too_big = true;
         return;
     }
-    if (n > t->capacity - t->length) {
-        size_t capacity = t->capacity ? t->capacity : 4096;
-        while (n > capacity - t->length) capacity *= 2;
-        char *grown = realloc(t->data, capacity);
-        if (!grown) {
-            t->ok = false;
-            return;
-        }
-        t->data = grown;
-        t->capacity = capacity;
+    if (!array_reserve_n(&t->data, t->length, n, &t->capacity, 1, 4096)) {
+        t->ok = false;
+        return;
     }
     memcpy(t->data + t->length, s, n);
     t->length += n;

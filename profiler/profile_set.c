@@ -8,32 +8,29 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "analysis/base/growable.h"
 #include "profiler/profile_json.h"
 #include "analysis/base/text_format.h"
 
 struct ProfileSet {
     ProfileView **views; /* newest first */
-    size_t count;
+    size_t count, cap;
     char **notes;
-    size_t note_count;
+    size_t note_count, note_cap;
 };
 
 static bool add_view(ProfileSet *set, ProfileView *v) {
-    ProfileView **grown = realloc(set->views, (set->count + 1) * sizeof *grown);
-    if (!grown) return false;
-    set->views = grown;
+    if (!array_reserve(&set->views, set->count, &set->cap, sizeof *set->views, 8)) return false;
     set->views[set->count++] = v;
     return true;
 }
 
 static bool add_note(ProfileSet *set, char *note) {
     if (!note) return false;
-    char **grown = realloc(set->notes, (set->note_count + 1) * sizeof *grown);
-    if (!grown) {
+    if (!array_reserve(&set->notes, set->note_count, &set->note_cap, sizeof *set->notes, 4)) {
         free(note);
         return false;
     }
-    set->notes = grown;
     set->notes[set->note_count++] = note;
     return true;
 }
@@ -83,14 +80,12 @@ static bool load_folder(ProfileSet *set, const char *dir) {
     DIR *d = opendir(dir);
     if (!d) return false;
     char **names = NULL;
-    size_t count = 0;
+    size_t count = 0, cap = 0;
     bool ok = true;
     for (struct dirent *e; ok && (e = readdir(d));) {
         if (e->d_name[0] == '.' || !ends_with(e->d_name, ".json")) continue;
-        char **grown = realloc(names, (count + 1) * sizeof *grown);
-        ok = grown != NULL;
+        ok = array_reserve(&names, count, &cap, sizeof *names, 16);
         if (ok) {
-            names = grown;
             ok = (names[count] = format_string("%s/%s", dir, e->d_name)) != NULL;
             if (ok) count++;
         }

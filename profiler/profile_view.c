@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/base/growable.h"
 #include "profiler/kernel_name.h"
 #include "profiler/profile_set.h"
 #include "profiler/sha256.h"
@@ -31,7 +32,7 @@ struct ProfileView {
     char **kernel_base; /* base name of each kernel */
     uint64_t run_ns, gpu_ns, kernel_ns, busy_ns;
     char **notes;
-    size_t note_count;
+    size_t note_count, note_cap;
 };
 
 static int compare_line_op(const void *a, const void *b) {
@@ -168,9 +169,7 @@ ProfileView *profile_view_load(const char *path, char **error) {
 }
 
 bool profile_view_add_note(ProfileView *v, const char *note) {
-    char **grown = realloc(v->notes, (v->note_count + 1) * sizeof *grown);
-    if (!grown) return false;
-    v->notes = grown;
+    if (!array_reserve(&v->notes, v->note_count, &v->note_cap, sizeof *v->notes, 4)) return false;
     if (!(v->notes[v->note_count] = strdup(note))) return false;
     v->note_count++;
     return true;

@@ -246,3 +246,23 @@ Test(check_profile, fix_leaves_out_what_the_profile_withholds, .timeout = 120) {
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
     cr_expect_eq(system(cmd), 0);
 }
+
+/* After --fix, the figures follow the code: the fixes insert a line above
+ * `running_loss += loss.item()` (line 111), and its measured figures are
+ * reported at line 112, fresh (no "older than this file" caveat), because
+ * the text before the fixes was what the profile measured. */
+Test(check_profile, figures_follow_the_lines_through_fixes, .timeout = 120) {
+    char *dir = project("[profile]\ndir = \"profiles\"\n");
+    RunResult r = run_advise_at(dir, "check", "--fail-on", "never", "--fix", "--unsafe-fixes",
+                                "samples/python/train_classifier.py");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    const char *at = strstr(r.out, "samples/python/train_classifier.py:112:29: PY001");
+    cr_expect(at, "PY001 moved down with its line:\n%s", r.out);
+    cr_expect(at && strstr(at, "= measured: this `loss.item()` ran 100 times"), "%s", r.out);
+    cr_expect_null(strstr(r.out, "profile is older than this file"), "%s", r.out);
+    run_result_free(&r);
+    /* a second check sees a file that differs from the profiled one: stale, as before */
+    r = run_advise_at(dir, "check", "--fail-on", "never", "samples/python/train_classifier.py");
+    cr_expect(strstr(r.out, "profile is older than this file"), "%s", r.out);
+    run_result_free(&r);
+}

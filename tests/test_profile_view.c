@@ -233,3 +233,24 @@ Test(profile_view, folders_newest_and_every_profile) {
     free(error);
     rmdir(dir);
 }
+
+/* kernel_short_name: what hovers and sidebars show of a kernel */
+Test(kernel_name, short_names_stop_at_the_parameters_not_at_anonymous_namespaces) {
+    char buf[96];
+    kernel_short_name("relu(float*, int)", buf, sizeof buf);
+    cr_expect_str_eq(buf, "relu");
+    kernel_short_name("void at::native::(anonymous namespace)::apply<at::T<float, 3>>(at::T<float, 3>)", buf,
+                      sizeof buf);
+    cr_expect_str_eq(buf, "void at::native::(anonymous namespace)::apply<at::T<float, 3>>");
+    kernel_short_name("sm80_xmma_gemm_f32f32_tn_n", buf, sizeof buf);
+    cr_expect_str_eq(buf, "sm80_xmma_gemm_f32f32_tn_n");
+    /* long template names are cut with an ellipsis, on a character boundary */
+    char longer[300];
+    memset(longer, 'k', sizeof longer - 1);
+    longer[sizeof longer - 1] = '\0';
+    kernel_short_name(longer, buf, sizeof buf);
+    cr_expect_eq(strlen(buf), 80 + 3, "%zu bytes: %s", strlen(buf), buf);
+    cr_expect_str_eq(buf + 80, "\xE2\x80\xA6");
+    kernel_short_name("(anonymous namespace)", buf, sizeof buf);
+    cr_expect_str_eq(buf, "(anonymous namespace)");
+}

@@ -5,6 +5,7 @@
  * pointer points into (cuda_host_buffer), the grid guard CU009 and CU010
  * share (rules/cuda/support/grid_guard) and growable arrays. */
 #include <criterion/criterion.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,5 +236,59 @@ Test(growable, doubles_from_the_first_capacity) {
     }
     cr_expect_eq(cap, 128u, "8, 16, 32, 64, 128");
     cr_expect_eq(items[99], 99);
+    free(items);
+}
+
+Test(growable, reserve_n_from_empty_takes_the_first_capacity_or_more) {
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    cr_assert(array_reserve_n(&text, len, 0, &cap, 1, 64), "nothing wanted: nothing to do");
+    cr_expect_null(text);
+    cr_expect_eq(cap, 0u);
+    cr_assert(array_reserve_n(&text, len, 10, &cap, 1, 64));
+    cr_assert_not_null(text);
+    cr_expect_eq(cap, 64u);
+    free(text);
+    text = NULL, cap = 0;
+    cr_assert(array_reserve_n(&text, len, 200, &cap, 1, 64));
+    cr_expect_eq(cap, 256u, "64 doubled until 200 fit");
+    free(text);
+}
+
+Test(growable, reserve_n_keeps_the_contents_and_doubles_until_they_fit) {
+    char *text = NULL;
+    size_t len = 0, cap = 0;
+    for (int k = 0; k < 50; k++) {
+        char piece[16];
+        int n = snprintf(piece, sizeof piece, "%d,", k);
+        cr_assert(array_reserve_n(&text, len, (size_t)n + 1, &cap, 1, 8));
+        memcpy(text + len, piece, (size_t)n + 1);
+        len += (size_t)n;
+        cr_assert_leq(len + 1, cap);
+    }
+    cr_expect_eq(cap & (cap - 1), 0u, "8 doubled: a power of two");
+    cr_expect(strncmp(text, "0,1,2,3,", 8) == 0);
+    cr_expect(strcmp(text + len - 6, "48,49,") == 0);
+    size_t before = cap;
+    cr_assert(array_reserve_n(&text, len, cap - len, &cap, 1, 8), "fits exactly: no growth");
+    cr_expect_eq(cap, before);
+    cr_assert(array_reserve_n(&text, len, 5 * before, &cap, 1, 8));
+    cr_expect_eq(cap, 8 * before, "doubled three times at once");
+    cr_expect(strcmp(text + len - 6, "48,49,") == 0);
+    free(text);
+}
+
+Test(growable, reserve_n_refuses_counts_that_overflow) {
+    long *items = NULL;
+    size_t cap = 0;
+    cr_assert(array_reserve(&items, 0, &cap, sizeof *items, 4));
+    items[0] = 42;
+    long *was = items;
+    cr_expect(!array_reserve_n(&items, 1, SIZE_MAX, &cap, sizeof *items, 4), "count + more wraps around");
+    cr_expect(!array_reserve_n(&items, SIZE_MAX / sizeof *items, 1, &cap, sizeof *items, 4), "bytes overflow");
+    cr_expect(!array_reserve(&items, SIZE_MAX, &cap, sizeof *items, 4));
+    cr_expect_eq(items, was, "the array is as it was");
+    cr_expect_eq(cap, 4u);
+    cr_expect_eq(items[0], 42);
     free(items);
 }

@@ -189,7 +189,7 @@ Test(version, language_server_reports_the_cmake_project_version, .timeout = 120)
     cr_expect_str_eq(json_string_value(json_object_get(info, "version")), version);
     json_decref(init);
 
-    /* a diagnostic links to the rule's page in a cache folder named after the version */
+    /* a diagnostic links to the rule's page in the repository's docs/ (generated from this version's registry) */
     server_send(&s, json_pack("{s:s,s:s,s:{}}", "jsonrpc", "2.0", "method", "initialized", "params"));
     server_send(&s, json_pack("{s:s,s:s,s:{s:{s:s,s:s,s:i,s:s}}}", "jsonrpc", "2.0", "method",
                               "textDocument/didOpen", "params", "textDocument", "uri", "file:///w/a.py",
@@ -200,7 +200,7 @@ Test(version, language_server_reports_the_cmake_project_version, .timeout = 120)
     json_t *first = json_array_get(json_object_get(json_object_get(published, "params"), "diagnostics"), 0);
     const char *href = json_string_value(json_object_get(json_object_get(first, "codeDescription"), "href"));
     char expected[1024];
-    snprintf(expected, sizeof expected, "file://%s/advise/rules-%s/PY004.md", cache, version);
+    snprintf(expected, sizeof expected, "file://%s/docs/rules/PY004.md", ADVISE_SOURCE_DIR);
     cr_expect_str_eq(href ? href : "(none)", expected);
     json_decref(published);
     server_stop(&s);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/base/growable.h"
 #include "analysis/cuda/cuda_query.h"
 
 /* ---- the function's assignments, gathered once ----------------------------- */
@@ -117,13 +118,7 @@ static const CuNode *local_ref(const CuNode *n) {
 }
 
 static void add_def(CuIndex *ix, const CuNode *decl, DefKind kind, int op, const CuNode *rhs, const CuNode *at) {
-    if (ix->def_count == ix->def_cap) {
-        size_t cap = ix->def_cap ? ix->def_cap * 2 : 32;
-        Def *grown = realloc(ix->defs, cap * sizeof *grown);
-        if (!grown) return;
-        ix->defs = grown;
-        ix->def_cap = cap;
-    }
+    if (!array_reserve(&ix->defs, ix->def_count, &ix->def_cap, sizeof *ix->defs, 32)) return;
     ix->defs[ix->def_count++] = (Def){decl, kind, op, rhs, at};
 }
 
@@ -152,13 +147,7 @@ static void gather_defs(CuIndex *ix) {
 static VarEntry *var_entry(CuIndex *ix, const CuNode *decl) {
     for (size_t i = 0; i < ix->var_count; i++)
         if (ix->vars[i].decl == decl) return &ix->vars[i];
-    if (ix->var_count == ix->var_cap) {
-        size_t cap = ix->var_cap ? ix->var_cap * 2 : 16;
-        VarEntry *grown = realloc(ix->vars, cap * sizeof *grown);
-        if (!grown) return NULL;
-        ix->vars = grown;
-        ix->var_cap = cap;
-    }
+    if (!array_reserve(&ix->vars, ix->var_count, &ix->var_cap, sizeof *ix->vars, 16)) return NULL;
     VarEntry *e = &ix->vars[ix->var_count++];
     memset(e, 0, sizeof *e);
     e->decl = decl;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "analysis/base/growable.h"
 #include "analysis/finding.h"
 #include "analysis/cuda/include_search.h"
 #include "analysis/base/text_format.h"
@@ -146,13 +147,7 @@ static enum CXChildVisitResult visit(CXCursor c, CXCursor parent, CXClientData d
     if (!n->ref_name) n->ref_name = "";
     if (b->parent && !add_child(b->src, b->parent, n)) return CXChildVisit_Break;
     if (clang_isDeclaration(kind)) {
-        if (b->decl_count == b->decl_cap) {
-            size_t cap = b->decl_cap ? b->decl_cap * 2 : 256;
-            CuNode **grown = realloc(b->decls, cap * sizeof *grown);
-            if (!grown) return CXChildVisit_Break;
-            b->decls = grown;
-            b->decl_cap = cap;
-        }
+        if (!array_reserve(&b->decls, b->decl_count, &b->decl_cap, sizeof *b->decls, 256)) return CXChildVisit_Break;
         b->decls[b->decl_count++] = n;
     }
     CuNode *saved = b->parent;

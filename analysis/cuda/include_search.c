@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "analysis/base/growable.h"
+
 #define MAX_FILES 200000  /* a project bigger than this is searched in part */
 #define MAX_DEPTH 24
 #define LEVELS_WITHOUT_GIT 3
@@ -80,13 +82,7 @@ typedef struct {
 } PathList;
 
 static void list_add(PathList *l, const char *path) {
-    if (l->count == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 256;
-        char **grown = realloc(l->paths, cap * sizeof *grown);
-        if (!grown) return;
-        l->paths = grown;
-        l->cap = cap;
-    }
+    if (!array_reserve(&l->paths, l->count, &l->cap, sizeof *l->paths, 256)) return;
     char *copy = strdup(path);
     if (copy) l->paths[l->count++] = copy;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/base/growable.h"
 #include "analysis/python/python_facts.h"
 #include "analysis/python/python_query.h"
 
@@ -40,7 +41,7 @@ struct PyIndex {
     size_t call_count;
     bool calls_built;
     CallsOfName *by_name; /* calls found per name, in source order */
-    size_t by_name_count;
+    size_t by_name_count, by_name_cap;
     NamedCall *defs; /* top-level definitions, sorted by name then position */
     size_t def_count;
     bool defs_built;
@@ -58,15 +59,9 @@ typedef struct {
 
 static void add(Collector *c, TSNode id, BindingKind kind, BindingVisibility vis, uint32_t start, uint32_t from,
                 uint32_t until, TSNode value) {
-    if (c->count == c->capacity) {
-        size_t cap = c->capacity ? c->capacity * 2 : 32;
-        PyBinding *grown = realloc(c->items, cap * sizeof *grown);
-        if (!grown) {
-            c->failed = true;
-            return;
-        }
-        c->items = grown;
-        c->capacity = cap;
+    if (!array_reserve(&c->items, c->count, &c->capacity, sizeof *c->items, 32)) {
+        c->failed = true;
+        return;
     }
     c->items[c->count++] = (PyBinding){py_text_ptr(c->src, id), (uint32_t)py_text_len(id), (uint8_t)kind,
                                        (uint8_t)vis, start, from, until, value};
@@ -237,9 +232,7 @@ static bool ident_char(char c) {
 static CallsOfName *find_calls(const PySource *src, struct PyIndex *ix, const char *name, size_t length) {
     for (size_t i = 0; i < ix->by_name_count; i++)
         if (ix->by_name[i].length == length && memcmp(ix->by_name[i].name, name, length) == 0) return &ix->by_name[i];
-    CallsOfName *grown = realloc(ix->by_name, (ix->by_name_count + 1) * sizeof *grown);
-    if (!grown) return NULL;
-    ix->by_name = grown;
+    if (!array_reserve(&ix->by_name, ix->by_name_count, &ix->by_name_cap, sizeof *ix->by_name, 8)) return NULL;
     CallsOfName *entry = &ix->by_name[ix->by_name_count];
     memset(entry, 0, sizeof *entry);
     entry->name = malloc(length + 1);
@@ -263,12 +256,7 @@ static CallsOfName *find_calls(const PySource *src, struct PyIndex *ix, const ch
         if (!py_is(id, "identifier") || ts_node_start_byte(id) != at) continue;
         TSNode call = ts_node_parent(id);
         if (!py_is(call, "call") || !ts_node_eq(ts_node_child_by_field_name(call, "function", 8), id)) continue;
-        if (entry->count == cap) {
-            cap = cap ? cap * 2 : 8;
-            TSNode *more = realloc(entry->nodes, cap * sizeof *more);
-            if (!more) break;
-            entry->nodes = more;
-        }
+        if (!array_reserve(&entry->nodes, entry->count, &cap, sizeof *entry->nodes, 8)) break;
         entry->nodes[entry->count++] = call;
     }
     return entry;
@@ -295,12 +283,7 @@ static void build_defs(const PySource *src, struct PyIndex *ix) {
             if (!py_is(c, "function_definition") && !py_is(c, "class_definition")) continue;
             TSNode name = ts_node_child_by_field_name(c, "name", 4);
             if (ts_node_is_null(name)) continue;
-            if (ix->def_count == cap) {
-                cap = cap ? cap * 2 : 32;
-                NamedCall *grown = realloc(ix->defs, cap * sizeof *grown);
-                if (!grown) break;
-                ix->defs = grown;
-            }
+            if (!array_reserve(&ix->defs, ix->def_count, &cap, sizeof *ix->defs, 32)) break;
             ix->defs[ix->def_count++] = (NamedCall){py_text_ptr(src, name), (uint32_t)py_text_len(name), c};
         } while (ts_tree_cursor_goto_next_sibling(&cursor));
     }
@@ -332,12 +315,8 @@ static void build_top_level(const PySource *src, struct PyIndex *ix) {
     if (ts_tree_cursor_goto_first_child(&cursor)) {
         do {
             TSNode n = ts_tree_cursor_current_node(&cursor);
-            if (ix->scope_node_count == cap) {
-                cap = cap ? cap * 2 : 64;
-                ScopeNode *grown = realloc(ix->scopes_by_start, cap * sizeof *grown);
-                if (!grown) break;
-                ix->scopes_by_start = grown;
-            }
+            if (!array_reserve(&ix->scopes_by_start, ix->scope_node_count, &cap, sizeof *ix->scopes_by_start, 64))
+                break;
             ix->scopes_by_start[ix->scope_node_count++] =
                 (ScopeNode){n, ts_node_start_byte(n), ts_node_end_byte(n), -1};
         } while (ts_tree_cursor_goto_next_sibling(&cursor));

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/base/growable.h"
 #include "analysis/finding.h"
 #include "analysis/python/python_expr.h"
 #include "analysis/python/python_facts.h"
@@ -50,15 +51,9 @@ static void mark(LoaderContext *ctx, Marks *marks, TSNode loader) {
     size_t start = ts_node_start_byte(loader);
     for (size_t i = 0; i < marks->count; i++)
         if (marks->starts[i] == start) return;
-    if (marks->count == marks->capacity) {
-        size_t cap = marks->capacity ? marks->capacity * 2 : 8;
-        size_t *grown = realloc(marks->starts, cap * sizeof *grown);
-        if (!grown) {
-            ctx->out_of_memory = true;
-            return;
-        }
-        marks->starts = grown;
-        marks->capacity = cap;
+    if (!array_reserve(&marks->starts, marks->count, &marks->capacity, sizeof *marks->starts, 8)) {
+        ctx->out_of_memory = true;
+        return;
     }
     marks->starts[marks->count++] = start;
 }
@@ -81,15 +76,9 @@ static bool visit_collect_call(TSNode n, void *data) {
     CallSites *sites = data;
     if (sites->failed) return false;
     if (!py_is(n, "call") || !py_is(ts_node_child_by_field_name(n, "function", 8), "identifier")) return true;
-    if (sites->count == sites->capacity) {
-        size_t cap = sites->capacity ? sites->capacity * 2 : 64;
-        TSNode *grown = realloc(sites->calls, cap * sizeof *grown);
-        if (!grown) {
-            sites->failed = true;
-            return false;
-        }
-        sites->calls = grown;
-        sites->capacity = cap;
+    if (!array_reserve(&sites->calls, sites->count, &sites->capacity, sizeof *sites->calls, 64)) {
+        sites->failed = true;
+        return false;
     }
     sites->calls[sites->count++] = n;
     return true;
@@ -429,13 +418,9 @@ static bool is_batch_expr(const LoaderContext *ctx, const Loop *loop, TSNode exp
 
 static void add_move(State *st, TSNode loader, TSNode call, TSNode non_blocking, bool whole) {
     PyGpuLoaders *out = st->out;
-    if (out->move_count % 16 == 0) {
-        PyBatchMove *grown = realloc(out->moves, (out->move_count + 16) * sizeof *grown);
-        if (!grown) {
-            st->ctx->out_of_memory = true;
-            return;
-        }
-        out->moves = grown;
+    if (!array_reserve(&out->moves, out->move_count, &out->move_cap, sizeof *out->moves, 16)) {
+        st->ctx->out_of_memory = true;
+        return;
     }
     out->moves[out->move_count++] = (PyBatchMove){loader, call, non_blocking, whole};
 }
@@ -596,13 +581,9 @@ static bool visit_loop(TSNode n, void *data) {
 
 
 static void add_loader(PyGpuLoaders *out, TSNode call, const char *path, unsigned line, bool *oom) {
-    if (out->loader_count % 8 == 0) {
-        PyGpuLoader *grown = realloc(out->loaders, (out->loader_count + 8) * sizeof *grown);
-        if (!grown) {
-            *oom = true;
-            return;
-        }
-        out->loaders = grown;
+    if (!array_reserve(&out->loaders, out->loader_count, &out->loader_cap, sizeof *out->loaders, 8)) {
+        *oom = true;
+        return;
     }
     out->loaders[out->loader_count++] = (PyGpuLoader){call, path, line};
 }

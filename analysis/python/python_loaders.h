@@ -27,9 +27,9 @@ typedef struct {
 typedef struct {
     PyGpuLoader *loaders; /* DataLoader(...) calls whose batches go to the GPU: this file's loops first, in
                              source order, then those other modules feed */
-    size_t loader_count;
+    size_t loader_count, loader_cap;
     PyBatchMove *moves;  /* the moves in loops over those loaders that this file binds (not over parameters) */
-    size_t move_count;
+    size_t move_count, move_cap;
     bool out_of_memory;
 } PyGpuLoaders;
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/base/growable.h"
 #include "analysis/finding.h"
 #include "analysis/python/python_facts.h"
 #include "analysis/python/python_index.h"
@@ -26,15 +27,16 @@ typedef struct {
     PyGpuLoaders fed; /* calls of imported functions whose results go to the GPU as batches */
 } Extract;
 
-/* makes room for one more item in an array of `count` items (capacity doubles at powers of two) */
+/* makes room for one more item in an array of `count` items; the arrays keep
+ * no capacity, it is the power of two at or above count: full at 0 and at
+ * each power of two (array_reserve doubles it then), else there is room,
+ * which a capacity of count + 1 says */
 static bool grow(Extract *x, void **items, size_t count, size_t size) {
-    if (count != 0 && (count & (count - 1)) != 0) return true;
-    void *grown = realloc(*items, (count ? count * 2 : 1) * size);
-    if (!grown) {
+    size_t cap = count != 0 && (count & (count - 1)) != 0 ? count + 1 : count;
+    if (!array_reserve(items, count, &cap, size, 1)) {
         x->oom = true;
         return false;
     }
-    *items = grown;
     return true;
 }
 
@@ -432,13 +434,7 @@ static unsigned function_role(Extract *x, TSNode fn) {
     if (py_function_named_like_evaluation(x->src, fn) || py_function_switches_to_eval(x->src, fn))
         role |= ROLE_EVALUATES;
     if (py_function_is_test_or_step_hook(x->src, fn)) role |= ROLE_HOOK;
-    if (x->role_count == x->role_cap) {
-        size_t cap = x->role_cap ? x->role_cap * 2 : 16;
-        void *grown = realloc(x->roles, cap * sizeof *x->roles);
-        if (!grown) return role;
-        x->roles = grown;
-        x->role_cap = cap;
-    }
+    if (!array_reserve(&x->roles, x->role_count, &x->role_cap, sizeof *x->roles, 16)) return role;
     x->roles[x->role_count].start = start;
     x->roles[x->role_count++].role = role;
     return role;

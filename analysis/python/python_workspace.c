@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "analysis/base/growable.h"
 #include "analysis/python/python_module_facts.h"
 
 #define MAX_FILES 20000           /* Python files indexed per workspace */
@@ -179,13 +180,7 @@ static void scan(const char *dir, int depth, PathList *out) {
         if (S_ISDIR(st.st_mode)) {
             if (!skipped_folder(e->d_name)) scan(child, depth + 1, out);
         } else if (S_ISREG(st.st_mode) && n > 3 && strcmp(child + n - 3, ".py") == 0) {
-            if (out->count == out->cap) {
-                size_t cap = out->cap ? out->cap * 2 : 64;
-                char **grown = realloc(out->paths, cap * sizeof *grown);
-                if (!grown) break;
-                out->paths = grown;
-                out->cap = cap;
-            }
+            if (!array_reserve(&out->paths, out->count, &out->cap, sizeof *out->paths, 64)) break;
             char *copy = strdup(child);
             if (copy) out->paths[out->count++] = copy;
         }
@@ -428,7 +423,7 @@ void py_workspace_forget_editor(PyWorkspace *ws, const char *path) {
 struct PyWorkspaces {
     pthread_mutex_t lock;
     PyWorkspace **items;
-    size_t count;
+    size_t count, cap;
 };
 
 PyWorkspaces *py_workspaces_new(void) {
@@ -462,9 +457,8 @@ PyWorkspace *py_workspaces_for(PyWorkspaces *all, const char *path) {
     for (size_t i = 0; i < all->count && !found; i++)
         if (strcmp(all->items[i]->root, root) == 0) found = all->items[i];
     if (!found) {
-        PyWorkspace **grown = realloc(all->items, (all->count + 1) * sizeof *grown);
-        PyWorkspace *ws = grown ? py_workspace_new(root) : NULL;
-        if (grown) all->items = grown;
+        bool room = array_reserve(&all->items, all->count, &all->cap, sizeof *all->items, 4);
+        PyWorkspace *ws = room ? py_workspace_new(root) : NULL;
         if (ws) {
             all->items[all->count++] = ws;
             found = ws;

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis/base/growable.h"
 #include "profiler/native_resolve.h"
 #include "profiler/profile.h"
 #include "profiler/profile_json.h"
@@ -227,12 +228,7 @@ Profile *merge_parts(const char *parts_dir) {
     struct dirent *e;
     while ((e = readdir(d))) {
         if (strncmp(e->d_name, "part-", 5) != 0) continue;
-        if (count == cap) {
-            cap = cap ? cap * 2 : 8;
-            char **n = realloc(names, cap * sizeof *n);
-            if (!n) break;
-            names = n;
-        }
+        if (!array_reserve(&names, count, &cap, sizeof *names, 8)) break;
         names[count++] = strdup(e->d_name);
     }
     closedir(d);

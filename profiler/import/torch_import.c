@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "analysis/base/growable.h"
 #include "profiler/aggregate.h"
 #include "profiler/import/torch_api_names.h"
 #include "profiler/import/torch_stacks.h"
@@ -65,18 +66,6 @@ typedef struct {
     int64_t host_pid;
     bool has_host_pid;
 } Collected;
-
-/* Grows *items (of size each) to hold one more; false when out of memory */
-static bool reserve(void **items, size_t *cap, size_t count, size_t size) {
-    if (count < *cap) return true;
-    size_t n = *cap ? *cap * 2 : 1024;
-    if (n > SIZE_MAX / size) return false;
-    void *grown = realloc(*items, n * size);
-    if (!grown) return false;
-    *items = grown;
-    *cap = n;
-    return true;
-}
 
 /* ---- reading fields that may be missing or of the wrong type */
 
@@ -281,7 +270,7 @@ static bool take_event(Import *im, const json_t *e) {
     case CAT_KERNEL:
     case CAT_MEMCPY:
     case CAT_MEMSET: {
-        if (!reserve((void **)&c->gpu, &c->gpu_cap, c->gpu_count, sizeof *c->gpu)) return false;
+        if (!array_reserve(&c->gpu, c->gpu_count, &c->gpu_cap, sizeof *c->gpu, 1024)) return false;
         GpuEvent *g = &c->gpu[c->gpu_count];
         if (!read_gpu(e, cat, g)) break;
         c->gpu_count++;
@@ -290,7 +279,7 @@ static bool take_event(Import *im, const json_t *e) {
     }
     case CAT_RUNTIME:
     case CAT_DRIVER: {
-        if (!reserve((void **)&c->calls, &c->call_cap, c->call_count, sizeof *c->calls)) return false;
+        if (!array_reserve(&c->calls, c->call_count, &c->call_cap, sizeof *c->calls, 1024)) return false;
         HostCall *h = &c->calls[c->call_count];
         if (!read_host(e, cat == CAT_DRIVER, h)) break;
         c->call_count++;
@@ -301,7 +290,7 @@ static bool take_event(Import *im, const json_t *e) {
         return true;
     }
     case CAT_PYTHON: {
-        if (!reserve((void **)&c->spans, &c->span_cap, c->span_count, sizeof *c->spans)) return false;
+        if (!array_reserve(&c->spans, c->span_count, &c->span_cap, sizeof *c->spans, 1024)) return false;
         TorchSpan *s = &c->spans[c->span_count];
         const char *name;
         if (!read_python(e, s, &name)) break;

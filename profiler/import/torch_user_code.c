@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "analysis/base/growable.h"
 #include "profiler/profile.h"
 #include "analysis/base/text_format.h"
 
@@ -152,13 +153,7 @@ static bool ends_with(const char *s, const char *tail) {
 }
 
 static bool index_add(TorchUserCode *uc, const char *rel) {
-    if (uc->file_count == uc->file_cap) {
-        size_t cap = uc->file_cap ? uc->file_cap * 2 : 256;
-        IndexedFile *grown = realloc(uc->files, cap * sizeof *grown);
-        if (!grown) return false;
-        uc->files = grown;
-        uc->file_cap = cap;
-    }
+    if (!array_reserve(&uc->files, uc->file_count, &uc->file_cap, sizeof *uc->files, 256)) return false;
     char *copy = strdup(rel);
     if (!copy) return false;
     const char *slash = strrchr(copy, '/');
@@ -296,15 +291,9 @@ static int classify(TorchUserCode *uc, const char *name) {
         free(rel);
         return -1;
     }
-    if (uc->frame_count == uc->frame_cap) {
-        size_t cap = uc->frame_cap ? uc->frame_cap * 2 : 64;
-        TorchFrame *grown = realloc(uc->frames, cap * sizeof *grown);
-        if (!grown) {
-            free(rel);
-            return -2;
-        }
-        uc->frames = grown;
-        uc->frame_cap = cap;
+    if (!array_reserve(&uc->frames, uc->frame_count, &uc->frame_cap, sizeof *uc->frames, 64)) {
+        free(rel);
+        return -2;
     }
     char *fn = strdup(function);
     if (!fn || uc->frame_count >= INT_MAX) {

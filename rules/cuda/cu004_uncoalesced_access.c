@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/base/growable.h"
 #include "analysis/cuda/cuda_index.h"
 #include "analysis/cuda/cuda_query.h"
 #include "rules/rule.h"
@@ -326,20 +327,15 @@ static bool seen(Analysis *a, const CuNode *base, const CuNode *stmt, const CuNo
             free(text);
             return true;
         }
-    if (a->seen_count == a->seen_cap) {
-        size_t cap = a->seen_cap ? a->seen_cap * 2 : 16;
-        const CuNode **b = realloc(a->seen_base, cap * sizeof *b);
-        if (b) a->seen_base = b;
-        const CuNode **st = b ? realloc(a->seen_stmt, cap * sizeof *st) : NULL;
-        if (st) a->seen_stmt = st;
-        char **t = st ? realloc(a->seen_index, cap * sizeof *t) : NULL;
-        if (t) a->seen_index = t;
-        if (!b || !st || !t) {
-            free(text);
-            return false;
-        }
-        a->seen_cap = cap;
+    /* three arrays of one capacity: each grows alike, the capacity changes once all have */
+    size_t base_cap = a->seen_cap, stmt_cap = a->seen_cap, index_cap = a->seen_cap;
+    if (!array_reserve(&a->seen_base, a->seen_count, &base_cap, sizeof *a->seen_base, 16) ||
+        !array_reserve(&a->seen_stmt, a->seen_count, &stmt_cap, sizeof *a->seen_stmt, 16) ||
+        !array_reserve(&a->seen_index, a->seen_count, &index_cap, sizeof *a->seen_index, 16)) {
+        free(text);
+        return false;
     }
+    a->seen_cap = base_cap;
     a->seen_base[a->seen_count] = base;
     a->seen_stmt[a->seen_count] = stmt;
     a->seen_index[a->seen_count++] = text;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/base/growable.h"
 #include "analysis/cuda/cuda_index.h"
 #include "analysis/cuda/cuda_query.h"
 #include "rules/rule.h"
@@ -78,16 +79,9 @@ typedef struct {
 
 static void buf_add(Buf *b, const char *s, size_t n) {
     if (b->failed) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *grown = realloc(b->data, cap);
-        if (!grown) {
-            b->failed = true;
-            return;
-        }
-        b->data = grown;
-        b->cap = cap;
+    if (!array_reserve_n(&b->data, b->len, n + 1, &b->cap, 1, 256)) { /* + 1: the NUL */
+        b->failed = true;
+        return;
     }
     memcpy(b->data + b->len, s, n);
     b->len += n;

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "analysis/base/growable.h"
 #include "rules/engine/config.h"
 #include "analysis/base/text_format.h"
 
@@ -117,13 +118,9 @@ static bool parse_string(Reader *r, char **out) {
             default: free(s); return fail(r, "unsupported escape in string", NULL);
             }
         }
-        if (n + 2 > cap) {
-            char *grown = realloc(s, cap *= 2);
-            if (!grown) {
-                free(s);
-                return fail(r, "out of memory", NULL);
-            }
-            s = grown;
+        if (!array_reserve_n(&s, n, 2, &cap, 1, 32)) { /* c and, at the end, the NUL */
+            free(s);
+            return fail(r, "out of memory", NULL);
         }
         s[n++] = c;
     }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/base/growable.h"
 #include "rules/rule.h"
 #include "analysis/python/python_roles.h"
 #include "analysis/python/python_workspace.h"
@@ -122,10 +123,11 @@ typedef struct {
 
 /* makes room for item `count` of an array whose capacity doubles at each
  * power of two; returns the array (maybe moved), or NULL when memory runs out
- * (the old array is then left as it was) */
+ * (the old array is then left as it was). The arrays keep no capacity: full
+ * at 0 and at each power of two, else there is room, which count + 1 says */
 static void *grow(void *items, size_t count, size_t size) {
-    if (count != 0 && (count & (count - 1)) != 0) return items;
-    return realloc(items, (count ? count * 2 : 1) * size);
+    size_t cap = count != 0 && (count & (count - 1)) != 0 ? count + 1 : count;
+    return array_reserve(&items, count, &cap, size, 1) ? items : NULL;
 }
 
 static bool starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }

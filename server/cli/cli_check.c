@@ -9,6 +9,7 @@
 
 #include <sys/stat.h>
 
+#include "analysis/base/growable.h"
 #include "analysis/edits.h"
 #include "rules/engine/engine.h"
 #include "server/workspace/check_file.h"
@@ -217,13 +218,12 @@ typedef struct {
     char *text;
 } Withheld;
 
-static void remember_withheld(Withheld **list, size_t *count, const FindingList *findings, const char *text) {
+static void remember_withheld(Withheld **list, size_t *count, size_t *cap, const FindingList *findings,
+                              const char *text) {
     for (size_t i = 0; i < findings->count; i++) {
         const Finding *f = &findings->items[i];
         if (!f->fixes_withheld) continue;
-        Withheld *grown = realloc(*list, (*count + 1) * sizeof **list);
-        if (!grown) return;
-        *list = grown;
+        if (!array_reserve(list, *count, cap, sizeof **list, 8)) return;
         char *covered = strndup(text + f->range.start, f->range.end - f->range.start);
         if (!covered) return;
         (*list)[(*count)++] = (Withheld){f->code, covered};
@@ -251,7 +251,7 @@ static char *fix_text(const CheckOptions *o, const char *path, const char *text,
     size_t cur_len = len;
     *fixed = 0;
     Withheld *withheld = NULL;
-    size_t withheld_count = 0;
+    size_t withheld_count = 0, withheld_cap = 0;
     ProfileSource profiles = {o->profiles, NULL};
     for (int pass = 0; pass < MAX_FIX_PASSES; pass++) {
         CheckedFile checked;
@@ -260,7 +260,7 @@ static char *fix_text(const CheckOptions *o, const char *path, const char *text,
             free(error);
             break;
         }
-        if (pass == 0) remember_withheld(&withheld, &withheld_count, &checked.findings, cur);
+        if (pass == 0) remember_withheld(&withheld, &withheld_count, &withheld_cap, &checked.findings, cur);
         else drop_withheld(&checked.findings, withheld, withheld_count, cur);
         size_t applied = 0, out_len = 0;
         char *next = checked.report.syntax_error
@@ -296,6 +296,7 @@ static bool check_one(CheckOptions *o, const char *path, CheckOutput *out, Check
     const char *text = file.text;
     size_t len = file.length;
     char *fixed_text = NULL;
+    ProfileView *moved = NULL;
     if (o->fix || o->diff) {
         size_t new_len = 0, fixed = 0;
         fixed_text = fix_text(o, path, file.text, file.length, o->unsafe_fixes, &new_len, &fixed);
@@ -312,6 +313,9 @@ static bool check_one(CheckOptions *o, const char *path, CheckOutput *out, Check
                 s->files_fixed++;
                 text = fixed_text;
                 len = new_len;
+                ProfileSource before = {o->profiles, NULL};
+                moved = profile_after_fixes(&before, o->project_root, path, file.text, file.length, fixed_text,
+                                            new_len);
             } else {
                 check_output_error(out, path, error);
                 free(error);
@@ -321,7 +325,8 @@ static bool check_one(CheckOptions *o, const char *path, CheckOutput *out, Check
         }
     }
     CheckedFile checked;
-    ProfileSource profiles = {o->profiles, NULL};
+    /* after --fix, the profile moved onto the fixed text's lines when it measured the text before */
+    ProfileSource profiles = {moved ? NULL : o->profiles, moved};
     if (analyse(o, path, text, len, &profiles, &checked, &error)) {
         const Document *doc = checked.doc;
         const EngineReport *report = &checked.report;
@@ -349,6 +354,7 @@ static bool check_one(CheckOptions *o, const char *path, CheckOutput *out, Check
         ok = false;
     }
     free(fixed_text);
+    profile_view_free(moved);
     source_file_free(&file);
     return ok;
 }

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "analysis/base/growable.h"
 #include "analysis/finding.h"
 #include "analysis/base/text_format.h"
 
@@ -49,13 +50,7 @@ static bool fill(JsonRpcReader *r, size_t want) {
         r->pos = 0;
     }
     while (r->len - r->pos < want) {
-        if (r->len == r->cap) {
-            size_t cap = r->cap * 2;
-            char *grown = realloc(r->buf, cap);
-            if (!grown) return false;
-            r->buf = grown;
-            r->cap = cap;
-        }
+        if (!array_reserve(&r->buf, r->len, &r->cap, 1, 64 * 1024)) return false; /* doubles when full */
         ssize_t n = read(r->fd, r->buf + r->len, r->cap - r->len);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "analysis/base/growable.h"
 #include "analysis/edits.h"
 #include "rules/engine/engine.h"
 #include "advise_version.h"
@@ -18,6 +19,7 @@
 #include "server/workspace/file_walk.h"
 #include "server/render/finding_json.h"
 #include "server/lsp/jsonrpc.h"
+#include "server/render/rule_links.h"
 #include "server/lsp/lsp_server.h"
 #include "server/render/rule_docs.h"
 #include "server/workspace/source_file.h"
@@ -116,7 +118,7 @@ char *lsp_diagnostic_message(const Finding *f) {
 json_t *lsp_findings_to_diagnostics(const LspServer *s, const LspDocument *d, const FindingList *findings,
                                     const Document *doc, int64_t version) {
     json_t *out = json_array();
-    const char *dir = rule_docs_dir();
+    const char *dir = NULL; /* the cache copy of the pages: only when the repository's cannot be found */
     for (size_t i = 0; i < findings->count; i++) {
         const Finding *f = &findings->items[i];
         json_t *fixes = json_array();
@@ -128,13 +130,15 @@ json_t *lsp_findings_to_diagnostics(const LspServer *s, const LspDocument *d, co
                                  "version", (json_int_t)version, "code", f->code, "name", f->name, "fixes", fixes,
                                  "evidence", finding_evidence_json(f), "gain", finding_gain_json(f));
         free(message);
-        if (dir[0]) {
-            char href[1400];
-            snprintf(href, sizeof href, "%s/%s.md", dir, f->code);
-            char *uri = lsp_path_to_uri(href);
-            json_object_set_new(diag, "codeDescription", json_pack("{s:s}", "href", uri));
-            free(uri);
+        char *href = rule_page_link(f->code);
+        if (!href && !dir) dir = rule_docs_dir();
+        if (!href && dir[0]) {
+            char *page = format_string("%s/%s.md", dir, f->code);
+            href = page ? file_uri_from_path(page) : NULL;
+            free(page);
         }
+        if (href) json_object_set_new(diag, "codeDescription", json_pack("{s:s}", "href", href));
+        free(href);
         if (f->related_count && s->related_information) {
             json_t *related = json_array();
             for (size_t k = 0; k < f->related_count; k++)
@@ -386,9 +390,10 @@ void lsp_handle_hover(LspServer *s, json_t *id, json_t *params) {
     char *figures = lsp_profile_hover(s, d, d->analysed_doc, offset);
     if (figures) {
         size_t n = strlen(figures);
-        if (n + 1 > cap) md = realloc(md, cap = n + 1);
-        memcpy(md, figures, n + 1);
-        len = n;
+        if (array_reserve_n(&md, 0, n + 1, &cap, 1, 4096)) {
+            memcpy(md, figures, n + 1);
+            len = n;
+        }
         free(figures);
     }
     bool any_finding = false;
@@ -403,9 +408,9 @@ void lsp_handle_hover(LspServer *s, json_t *id, json_t *params) {
         free(measured);
         if (!part) continue;
         size_t n = strlen(part);
-        if (len + n + 1 > cap) {
-            while (len + n + 1 > cap) cap *= 2;
-            md = realloc(md, cap);
+        if (!array_reserve_n(&md, len, n + 1, &cap, 1, 4096)) {
+            free(part);
+            continue;
         }
         memcpy(md + len, part, n + 1);
         len += n;
@@ -482,7 +487,7 @@ static void *scan_workspace(void *arg) {
         if (w->token && (i % 16 == 0 || i + 1 == files.count))
             progress(w->token, json_pack("{s:s,s:s,s:i}", "kind", "report", "message", files.files[i], "percentage",
                                          (int)(100 * i / (files.count ? files.count : 1))));
-        char *uri = lsp_path_to_uri(files.files[i]);
+        char *uri = file_uri_from_path(files.files[i]);
         pthread_mutex_lock(&s->lock);
         bool open = lsp_find_document(s, uri) != NULL, stopping = s->stopping;
         pthread_mutex_unlock(&s->lock);

@@ -27,7 +27,9 @@
 #include "rules/engine/engine.h"
 #include "server/lsp/jsonrpc.h"
 #include "server/lsp/lsp_server.h"
+#include "profiler/profile_remap.h"
 #include "profiler/profile_store.h"
+#include "profiler/sha256.h"
 #include "analysis/base/text_format.h"
 
 #define POLL_MS 300
@@ -180,9 +182,14 @@ static void refresh_clients(LspServer *s) {
     for (LspDocument *d = s->documents; d; d = d->next)
         if (!d->closed && d->language != LANGUAGE_UNKNOWN) lsp_schedule(s, d, 0);
     bool pull = s->pull_diagnostics && s->refresh_support, lenses = s->codelens_refresh;
+    /* for editor views over the profiles (sidebars, heat maps): the files now merged */
+    json_t *paths = json_array();
+    for (size_t i = 0; s->profiles && s->profiles->set && i < profile_set_count(s->profiles->set); i++)
+        json_array_append_new(paths, json_string(profile_view_path(profile_set_at(s->profiles->set, i))));
     pthread_mutex_unlock(&s->lock);
     if (pull) lsp_send_request(s, "workspace/diagnostic/refresh", NULL, NULL, NULL, NULL);
     if (lenses) lsp_send_request(s, "workspace/codeLens/refresh", NULL, NULL, NULL, NULL);
+    jsonrpc_send_notification("advise/profileChanged", json_pack("{s:o}", "profiles", paths));
 }
 
 static void wait_ms(LspServer *s, int ms) {
@@ -369,15 +376,71 @@ const ProfileView *lsp_profiles_view_for(const LspProfiles *p, const char *path,
     return v;
 }
 
-bool lsp_profiles_merge(const LspProfiles *p, const char *path, const Document *doc, const PySource *py,
-                        const CudaSource *cuda, const Config *cfg, FindingList *findings) {
+/* hex sha256 of a text */
+static void text_sha256(const Document *text, char hex[SHA256_HEX_CHARS + 1]) {
+    Sha256 h;
+    uint8_t digest[SHA256_DIGEST_BYTES];
+    sha256_init(&h);
+    sha256_update(&h, text->text, text->length);
+    sha256_final(&h, digest);
+    sha256_hex(digest, hex);
+}
+
+const ProfileView *lsp_profiles_view_through(const LspProfiles *p, const char *path, const Document *text,
+                                             const LineMap *map, int *file, ProfileView **owned) {
+    *owned = NULL;
+    const ProfileView *v = lsp_profiles_view_for(p, path, file);
+    if (!v || !map || !line_map_valid(map) || map->count != text->line_count || line_map_is_identity(map)) return v;
+    const Profile *profile = profile_view_profile(v);
+    const char *recorded = profile->files[*file].sha256;
+    if (!recorded || strcmp(recorded, map->baseline_sha256) != 0) return v; /* the map follows another text */
+    char now[SHA256_HEX_CHARS + 1];
+    text_sha256(text, now);
+    if (strcmp(now, recorded) == 0) return v; /* edited back to what was profiled */
+    uint32_t *to = line_map_baseline_to_current(map);
+    Profile *moved = to ? profile_remap_lines(profile, *file, to, map->baseline_count, now) : NULL;
+    free(to);
+    ProfileView *mv = moved ? profile_view_new(moved, profile_view_path(v)) : NULL;
+    if (!mv) {
+        profile_free(moved);
+        return v; /* out of memory: the figures show stale */
+    }
+    int moved_file = profile_view_file(mv, profile->files[*file].path);
+    if (moved_file < 0) {
+        profile_view_free(mv);
+        return v;
+    }
+    *file = moved_file;
+    *owned = mv;
+    return mv;
+}
+
+bool lsp_profiles_start_line_map(const LspProfiles *p, const char *path, const Document *text, LineMap *map) {
     int file;
     const ProfileView *v = lsp_profiles_view_for(p, path, &file);
+    const char *recorded = v ? profile_view_profile(v)->files[file].sha256 : NULL;
+    if (!recorded) return false;
+    if (line_map_valid(map) && strcmp(map->baseline_sha256, recorded) == 0 && line_map_is_identity(map))
+        return false; /* already follows it */
+    char now[SHA256_HEX_CHARS + 1];
+    text_sha256(text, now);
+    if (strcmp(now, recorded) != 0) return false; /* not the profiled text: nothing to follow from */
+    line_map_free(map);
+    return line_map_start(map, text, recorded);
+}
+
+bool lsp_profiles_merge(const LspProfiles *p, const char *path, const Document *doc, const PySource *py,
+                        const CudaSource *cuda, const Config *cfg, const LineMap *map, FindingList *findings) {
+    int file;
+    ProfileView *owned;
+    const ProfileView *v = lsp_profiles_view_through(p, path, doc, map, &file, &owned);
     if (!v) return true;
     Config merged = *cfg; /* shallow: only the cold setting differs */
     merged.profile_cold = p->cold;
-    return engine_merge_profile_parsed(doc, py, cuda, profile_view_profile(v)->files[file].path, v, &merged, findings,
-                                       NULL);
+    bool ok = engine_merge_profile_parsed(doc, py, cuda, profile_view_profile(v)->files[file].path, v, &merged,
+                                          findings, NULL);
+    profile_view_free(owned);
+    return ok;
 }
 
 /* ---- projects of documents ----------------------------------------------------- */

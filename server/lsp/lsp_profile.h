@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "analysis/cuda/cuda_source.h"
+#include "analysis/line_map.h"
 #include "analysis/python/python_source.h"
 #include "profiler/profile_set.h"
 #include "rules/engine/config.h"
@@ -70,11 +71,24 @@ void lsp_profiles_explain_unmerged(LspServer *s, const LspProfiles *p, const cha
  * there; NULL when no profile mentions it. Any thread. */
 const ProfileView *lsp_profiles_view_for(const LspProfiles *p, const char *path, int *file);
 
+/* The view of path's profile as it applies to text: when text is not what
+ * was profiled but map (edits since it was; may be NULL) follows it there
+ * from the profiled text, a copy of the profile moved onto text's lines,
+ * also returned in *owned for the caller to free (profile_view_free);
+ * else the profile's own view (*owned NULL), or NULL when no profile
+ * mentions the file. *file: the file's index in the view returned. */
+const ProfileView *lsp_profiles_view_through(const LspProfiles *p, const char *path, const Document *text,
+                                             const LineMap *map, int *file, ProfileView **owned);
+/* Starts map as the identity over text when text is what path's profile
+ * measured (its sha256 matches) and map does not already follow that text.
+ * True when it started one. */
+bool lsp_profiles_start_line_map(const LspProfiles *p, const char *path, const Document *text, LineMap *map);
+
 /* Merges the profile that mentions path into findings (engine_merge_profile_parsed
- * with the parse the caller holds). True when nothing was to be merged;
- * false only when memory runs out. */
+ * with the parse the caller holds), through map (lsp_profiles_view_through).
+ * True when nothing was to be merged; false only when memory runs out. */
 bool lsp_profiles_merge(const LspProfiles *p, const char *path, const Document *doc, const PySource *py,
-                        const CudaSource *cuda, const Config *cfg, FindingList *findings);
+                        const CudaSource *cuda, const Config *cfg, const LineMap *map, FindingList *findings);
 
 /* requests (lsp_profile_features.c) */
 void lsp_handle_code_lens(LspServer *s, json_t *id, json_t *params);
@@ -82,6 +96,12 @@ void lsp_handle_code_lens(LspServer *s, json_t *id, json_t *params);
  * or NULL when the profile has none there. */
 char *lsp_profile_hover(LspServer *s, const LspDocument *d, const Document *doc, size_t offset);
 void lsp_handle_findings(LspServer *s, json_t *id, json_t *params);
+
+/* advise/profileSummary and advise/lineCosts (lsp_profile_summary.c) */
+void lsp_handle_profile_summary(LspServer *s, json_t *id, json_t *params);
+void lsp_handle_line_costs(LspServer *s, json_t *id, json_t *params);
+/* What a line's share of GPU time divides by, named wherever a share is shown. */
+#define LSP_SHARE_DENOMINATOR "the run's GPU time (kernels and copies)"
 /* $/cancelRequest of an advise/findings request; false when id is not one. */
 bool lsp_findings_cancel(LspServer *s, json_t *id);
 /* window/workDoneProgress/cancel */

@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/base/growable.h"
 #include "rules/measure/line_metrics.h"
 #include "server/workspace/file_walk.h"
 #include "server/render/finding_json.h"
+#include "profiler/kernel_name.h"
 #include "server/lsp/jsonrpc.h"
 #include "server/lsp/lsp_server.h"
 #include "server/render/ranked_findings.h"
@@ -83,12 +85,7 @@ static KernelName *kernels_of(const Document *doc, size_t *count) {
         if ((at > 0 && ident_char(text[at - 1])) || ident_char(text[at + 10])) continue;
         KernelName k;
         if (!kernel_after(text, doc->length, at + 10, &k)) continue;
-        if (*count == cap) {
-            cap = cap ? cap * 2 : 8;
-            KernelName *grown = realloc(out, cap * sizeof *grown);
-            if (!grown) break;
-            out = grown;
-        }
+        if (!array_reserve(&out, *count, &cap, sizeof *out, 8)) break;
         out[(*count)++] = k;
     }
     return out;
@@ -194,7 +191,8 @@ void lsp_handle_code_lens(LspServer *s, json_t *id, json_t *params) {
     if (d && p && p->set) {
         const Document *doc = d->doc; /* the text as it is now (the main thread owns it) */
         int file;
-        const ProfileView *v = lsp_profiles_view_for(p, d->path, &file);
+        ProfileView *moved; /* the profile moved onto the edited text's lines */
+        const ProfileView *v = lsp_profiles_view_through(p, d->path, doc, &d->line_map, &file, &moved);
         bool stale = v && profile_view_freshness(v, file, doc->text, doc->length) == PROFILE_STALE;
         char title[256];
         if (v) {
@@ -217,6 +215,7 @@ void lsp_handle_code_lens(LspServer *s, json_t *id, json_t *params) {
                                   lens(s, doc, uri, (ByteRange){kernels[i].start, kernels[i].end}, title, stale));
         }
         free(kernels);
+        profile_view_free(moved);
     }
     pthread_mutex_unlock(&s->lock);
     jsonrpc_send_result(id, sort_by_line(lenses));
@@ -251,37 +250,9 @@ static void appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...) 
     va_end(ap);
     if (n < 0) return;
     size_t k = (size_t)n < sizeof piece ? (size_t)n : sizeof piece - 1;
-    if (*len + k + 1 > *cap) {
-        size_t grown = *cap ? *cap : 512;
-        while (*len + k + 1 > grown) grown *= 2;
-        char *b = realloc(*buf, grown);
-        if (!b) return;
-        *buf = b;
-        *cap = grown;
-    }
+    if (!array_reserve_n(buf, *len, k + 1, cap, 1, 512)) return;
     memcpy(*buf + *len, piece, k + 1);
     *len += k;
-}
-
-/* the part of a demangled name before its parameters ("relu(float*, int)" ->
- * "relu"), cut at 80 bytes with an ellipsis (template kernels run long) */
-static void short_kernel(const char *name, char *buf, size_t size) {
-    size_t n = 0;
-    int depth = 0;
-    for (; name[n]; n++) {
-        if (name[n] == '<') depth++;
-        else if (name[n] == '>' && depth > 0) depth--;
-        else if (name[n] == '(' && depth == 0) break;
-    }
-    size_t max = size - 4 < 80 ? size - 4 : 80;
-    bool cut = n > max;
-    if (cut) {
-        n = max;
-        while (n > 0 && ((unsigned char)name[n] & 0xC0) == 0x80) n--;
-    }
-    memcpy(buf, name, n);
-    if (cut) memcpy(buf + n, "\xE2\x80\xA6", 3), n += 3;
-    buf[n] = '\0';
 }
 
 static void op_line(char **md, size_t *len, size_t *cap, const ProfileView *v, const ProfOp *op) {
@@ -295,7 +266,7 @@ static void op_line(char **md, size_t *len, size_t *cap, const ProfileView *v, c
     case PROF_OP_LAUNCH: {
         char name[160] = "kernel";
         if (op->kernel >= 0 && (size_t)op->kernel < p->kernel_count && p->kernels[op->kernel].name)
-            short_kernel(p->kernels[op->kernel].name, name, sizeof name);
+            kernel_short_name(p->kernels[op->kernel].name, name, sizeof name);
         units_share(op->stats.total_ns, gpu_total, share, sizeof share);
         appendf(md, len, cap, "- kernel `%s`: %llu %s, %s median, %s in all (%s of GPU time)\n", name, count,
                 count == 1 ? "launch" : "launches", median, total, share);
@@ -362,23 +333,36 @@ static void line_metrics_hover(char **md, size_t *len, size_t *cap, const Profil
     }
 }
 
+#define HOVER_MAX_OPS 32
+
+/* by time, most first: GPU time for launches and copies, host time for waits and allocations */
+static int hottest_first(const void *a, const void *b) {
+    const ProfOp *x = *(const ProfOp *const *)a, *y = *(const ProfOp *const *)b;
+    return (x->stats.total_ns < y->stats.total_ns) - (x->stats.total_ns > y->stats.total_ns);
+}
+
 char *lsp_profile_hover(LspServer *s, const LspDocument *d, const Document *doc, size_t offset) {
     LspProfiles *p = s->profiles;
     if (!p || !p->set) return NULL;
     int file;
-    const ProfileView *v = lsp_profiles_view_for(p, d->path, &file);
+    ProfileView *moved; /* the profile moved onto the edited text's lines */
+    const ProfileView *v = lsp_profiles_view_through(p, d->path, doc, &d->line_map, &file, &moved);
     size_t line = document_line_of(doc, offset);
     char *md = NULL;
     size_t len = 0, cap = 0;
     char about[256];
     if (v) {
-        const ProfOp *ops[32];
-        size_t n = profile_view_ops_in(v, file, (uint32_t)line + 1, (uint32_t)line + 1, ops, 32);
-        if (n) {
+        /* every operation of the line, hottest first; the first 32 are listed */
+        size_t n = profile_view_ops_in(v, file, (uint32_t)line + 1, (uint32_t)line + 1, NULL, 0);
+        const ProfOp **ops = n ? malloc(n * sizeof *ops) : NULL;
+        if (ops) {
+            profile_view_ops_in(v, file, (uint32_t)line + 1, (uint32_t)line + 1, ops, n);
+            qsort(ops, n, sizeof *ops, hottest_first);
             describe(v, about, sizeof about);
             appendf(&md, &len, &cap, "**Measured at this line** (profile %s)\n\n", about);
-            for (size_t i = 0; i < n && i < 32; i++) op_line(&md, &len, &cap, v, ops[i]);
-            if (n > 32) appendf(&md, &len, &cap, "- and %zu more\n", n - 32);
+            for (size_t i = 0; i < n && i < HOVER_MAX_OPS; i++) op_line(&md, &len, &cap, v, ops[i]);
+            if (n > HOVER_MAX_OPS) appendf(&md, &len, &cap, "- and %zu more\n", n - HOVER_MAX_OPS);
+            free(ops);
         }
         line_metrics_hover(&md, &len, &cap, v, file, (uint32_t)line + 1);
     }
@@ -403,6 +387,7 @@ char *lsp_profile_hover(LspServer *s, const LspDocument *d, const Document *doc,
     free(kernels);
     if (md && v && profile_view_freshness(v, file, doc->text, doc->length) == PROFILE_STALE)
         appendf(&md, &len, &cap, "\n_The file changed since it was profiled: lines may have moved._\n");
+    profile_view_free(moved);
     return md;
 }
 
@@ -435,12 +420,10 @@ typedef struct {
     Document *doc;
 } ReadDoc;
 
-static const Document *doc_for(ReadDoc **docs, size_t *count, const char *path, size_t max_bytes) {
+static const Document *doc_for(ReadDoc **docs, size_t *count, size_t *cap, const char *path, size_t max_bytes) {
     for (size_t i = 0; i < *count; i++)
         if (strcmp((*docs)[i].path, path) == 0) return (*docs)[i].doc;
-    ReadDoc *grown = realloc(*docs, (*count + 1) * sizeof **docs);
-    if (!grown) return NULL;
-    *docs = grown;
+    if (!array_reserve(docs, *count, cap, sizeof **docs, 8)) return NULL;
     SourceFile src;
     char *error = NULL;
     Document *doc = NULL;
@@ -457,13 +440,13 @@ static const Document *doc_for(ReadDoc **docs, size_t *count, const char *path, 
 static json_t *findings_json(const LspServer *s, const char *root, const RankedFindings *r, size_t max_bytes) {
     json_t *out = json_array();
     ReadDoc *docs = NULL;
-    size_t doc_count = 0;
+    size_t doc_count = 0, doc_cap = 0;
     for (size_t i = 0; i < r->count; i++) {
         const RankedFinding *item = &r->items[i];
         const Finding *f = &item->finding;
         char *abs = item->path[0] == '/' ? strdup(item->path) : format_string("%s/%s", strcmp(root, "/") ? root : "", item->path);
         if (!abs) continue;
-        const Document *doc = doc_for(&docs, &doc_count, abs, max_bytes);
+        const Document *doc = doc_for(&docs, &doc_count, &doc_cap, abs, max_bytes);
         json_t *range;
         if (doc) {
             /* RankedFinding columns count code points: the file as read gives the client's encoding */
@@ -476,7 +459,7 @@ static json_t *findings_json(const LspServer *s, const char *root, const RankedF
                               (int)item->end_column - 1);
         }
         json_t *evidence = finding_evidence_json(f), *gain = finding_gain_json(f);
-        char *uri = lsp_path_to_uri(abs);
+        char *uri = file_uri_from_path(abs);
         json_array_append_new(out, json_pack("{s:s,s:o,s:s,s:s,s:i,s:s,s:o,s:o,s:f,s:b}", "uri", uri, "range", range,
                                              "code", f->code, "name", f->name, "severity", (int)f->severity, "message",
                                              f->message, "evidence", evidence, "gain", gain, "cost_seconds",
@@ -537,15 +520,9 @@ static void *findings_main(void *arg) {
         if (!ok) continue;
         all.files_checked += part.files_checked;
         for (size_t k = 0; k < part.count && !oom; k++) {
-            if (all.count == capacity) {
-                size_t grown = capacity ? capacity * 2 : 32;
-                RankedFinding *items = realloc(all.items, grown * sizeof *items);
-                if (!items) {
-                    oom = true;
-                    break;
-                }
-                all.items = items;
-                capacity = grown;
+            if (!array_reserve(&all.items, all.count, &capacity, sizeof *all.items, 32)) {
+                oom = true;
+                break;
             }
             all.items[all.count++] = part.items[k];
             part.items[k] = (RankedFinding){0}; /* moved */
@@ -615,7 +592,7 @@ void lsp_findings_reap(LspServer *s, bool all) {
 
 /* a path of params.paths: a file:// URI, an absolute path, or one relative to the workspace */
 static char *param_path(const char *workspace, const char *given) {
-    if (strncmp(given, "file://", 7) == 0) return lsp_uri_to_path(given);
+    if (strncmp(given, "file://", 7) == 0) return file_uri_to_path(given);
     if (given[0] == '/') return strdup(given);
     return format_string("%s/%s", strcmp(workspace, "/") ? workspace : "", given);
 }

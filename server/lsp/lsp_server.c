@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis/base/growable.h"
 #include "analysis/python/python_source.h"
 #include "advise_version.h"
 #include "server/lsp/jsonrpc.h"
@@ -35,45 +36,6 @@ void lsp_log(int type, const char *fmt, ...) {
 }
 
 /* ---- URIs --------------------------------------------------------------- */
-
-static int hex(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-char *lsp_uri_to_path(const char *uri) {
-    if (strncmp(uri, "file://", 7) != 0) return strdup(uri);
-    const char *p = uri + 7;
-    if (strncmp(p, "localhost/", 10) == 0) p += 9;
-    char *out = malloc(strlen(p) + 1), *o = out;
-    if (!out) return NULL;
-    for (; *p; p++) {
-        if (*p == '%' && hex(p[1]) >= 0 && hex(p[2]) >= 0) {
-            char c = (char)(hex(p[1]) * 16 + hex(p[2]));
-            *o++ = c ? c : '?';
-            p += 2;
-        } else {
-            *o++ = *p;
-        }
-    }
-    *o = '\0';
-    return out;
-}
-
-char *lsp_path_to_uri(const char *path) {
-    size_t n = strlen(path);
-    char *out = malloc(n * 3 + 8), *o = out;
-    if (!out) return NULL;
-    o += sprintf(o, "file://");
-    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-        if (isalnum(*p) || strchr("/-_.~", *p)) *o++ = (char)*p;
-        else o += sprintf(o, "%%%02X", *p);
-    }
-    *o = '\0';
-    return out;
-}
 
 /* ---- documents ------------------------------------------------------------ */
 
@@ -224,7 +186,7 @@ static void handle_initialize(LspServer *s, json_t *id, json_t *params) {
     json_t *folders = json_object_get(params, "workspaceFolders");
     if (json_is_array(folders) && json_array_size(folders) > 0)
         root_uri = string_at(json_array_get(folders, 0), "uri");
-    if (root_uri) s->root_path = lsp_uri_to_path(root_uri);
+    if (root_uri) s->root_path = file_uri_to_path(root_uri);
     else if (string_at(params, "rootPath")) s->root_path = strdup(string_at(params, "rootPath"));
     json_t *options = json_object_get(params, "initializationOptions");
     pthread_mutex_lock(&s->lock);
@@ -271,7 +233,7 @@ static void handle_did_open(LspServer *s, json_t *params) {
     }
     LspDocument *d = calloc(1, sizeof *d);
     d->uri = strdup(uri);
-    d->path = lsp_uri_to_path(uri);
+    d->path = file_uri_to_path(uri);
     const char *lang = string_at(td, "languageId");
     d->language = language_for_path(d->path);
     if (lang && strcmp(lang, "python") == 0) d->language = LANGUAGE_PYTHON;
@@ -297,14 +259,10 @@ static void note_edit(LspDocument *d, size_t start, size_t old_end, size_t new_e
             d->edits_overflowed = true;
             return;
         }
-        size_t cap = d->edit_capacity ? d->edit_capacity * 2 : 8;
-        struct PendingEdit *grown = realloc(d->edits, cap * sizeof *grown);
-        if (!grown) {
+        if (!array_reserve(&d->edits, d->edit_count, &d->edit_capacity, sizeof *d->edits, 8)) {
             d->edits_overflowed = true;
             return;
         }
-        d->edits = grown;
-        d->edit_capacity = cap;
     }
     d->edits[d->edit_count++] = (struct PendingEdit){start, old_end, new_end, sp, op, np};
 }
@@ -336,6 +294,9 @@ static void handle_did_change(LspServer *s, json_t *params) {
             continue;
         }
         if (!range) d->edits_overflowed = true; /* a full replacement: parse afresh */
+        /* the profile's lines follow the edit; a full replacement loses them */
+        if (range) line_map_replace(&d->line_map, d->doc, start, end, json_string_value(text), json_string_length(text));
+        else line_map_free(&d->line_map);
         TSPoint sp = py_point_at(d->doc->text, start), op = py_point_at(d->doc->text, end);
         size_t len = json_string_length(text);
         if (!document_replace(d->doc, start, end, json_string_value(text), len)) {
@@ -457,6 +418,8 @@ static const struct {
     {"workspace/executeCommand", lsp_handle_execute_command},
     {"textDocument/codeLens", lsp_handle_code_lens},
     {"advise/findings", lsp_handle_findings},
+    {"advise/profileSummary", lsp_handle_profile_summary},
+    {"advise/lineCosts", lsp_handle_line_costs},
 };
 
 static const struct {
@@ -495,6 +458,9 @@ static bool dispatch(LspServer *s, json_t *msg, int *code) {
     }
     const char *method = json_string_value(method_json);
     json_t *params = json_object_get(msg, "params");
+    /* "params": null is taken as no params: Eglot (jsonrpc.el) sends it with
+     * shutdown and exit, whose params are void in LSP */
+    if (json_is_null(params)) params = NULL;
     if (params && !json_is_object(params) && !json_is_array(params)) {
         if (id) jsonrpc_send_error(id, JSONRPC_INVALID_REQUEST, "params must be an object or an array");
         return true;

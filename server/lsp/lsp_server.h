@@ -9,7 +9,9 @@
 
 #include "analysis/document.h"
 #include "analysis/python/python_workspace.h"
+#include "analysis/line_map.h"
 #include "rules/engine/config.h"
+#include "server/workspace/file_uri.h"
 
 typedef struct LspDocument LspDocument;
 typedef struct LspServer LspServer;
@@ -26,6 +28,9 @@ struct LspDocument {
     struct PendingEdit *edits;
     size_t edit_count, edit_capacity;
     bool edits_overflowed;      /* too many: reparse from scratch */
+    /* where the lines of the profiled text went through the edits since it
+     * was open unchanged (profile figures follow them; main thread writes) */
+    LineMap line_map;
     /* scheduling */
     bool dirty;
     bool busy;                  /* a worker is analysing it */
@@ -124,8 +129,6 @@ void lsp_schedule(LspServer *s, LspDocument *d, double delay);
 void lsp_send_request(LspServer *s, const char *method, json_t *params,
                       void (*on_response)(LspServer *, json_t *, json_t *, void *), void *data,
                       void (*drop)(void *));
-char *lsp_uri_to_path(const char *uri);
-char *lsp_path_to_uri(const char *path);
 
 /* worker (lsp_worker.c) */
 /* Copies the settings an analysis needs (lock held). */

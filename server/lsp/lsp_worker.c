@@ -23,6 +23,7 @@ void lsp_document_free(LspDocument *d) {
     free(d->path);
     document_free(d->doc);
     free(d->edits);
+    line_map_free(&d->line_map);
     py_source_free(d->parsed_py);
     cuda_source_free(d->parsed_cuda);
     document_free(d->parsed_doc);
@@ -303,6 +304,7 @@ typedef struct {
     bool edited, from_scratch, quick_allowed, had_results;
     const Config *config;
     LspProfiles *profiles;
+    const LineMap *line_map; /* the snapshot's: where the profiled lines went */
     PyWorkspaces *workspaces;
     /* results */
     bool ok, quick, warm_up, crashed;
@@ -349,16 +351,16 @@ static void run_pass(void *arg) {
         FindingList region;
         finding_list_init(&region);
         ok = engine_check_region(d->parsed_doc, py, config, (ByteRange){ua, ub}, &region, NULL, &p->error);
-        if (ok && !lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, py, NULL, config, &region)) ok = false;
+        if (ok && !lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, py, NULL, config, p->line_map, &region)) ok = false;
         ok = ok && drop_profile_rule_findings(findings) && move_findings(&region, findings);
         finding_list_free(&region);
         finding_list_sort(findings);
     } else if (ok && is_cuda) {
         ok = engine_check_cuda(d->parsed_doc, d->parsed_cuda, config, findings, NULL, &p->error);
-        ok = ok && lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, NULL, d->parsed_cuda, config, findings);
+        ok = ok && lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, NULL, d->parsed_cuda, config, p->line_map, findings);
     } else if (ok) {
         ok = engine_check(d->parsed_doc, py, config, findings, NULL, &p->error);
-        ok = ok && lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, py, NULL, config, findings);
+        ok = ok && lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, py, NULL, config, p->line_map, findings);
     }
     if (py) {
         py_workspace_attach(py, NULL);
@@ -390,6 +392,8 @@ static void analyse(LspServer *s, LspDocument *d) {
     }
     d->needs_full = false;
     d->busy = true;
+    LineMap line_map; /* it follows d->doc, which the parse below reads (or a snapshot of it) */
+    line_map_copy(&line_map, &d->line_map);
     pthread_mutex_unlock(&s->lock);
     /* the document's project: its advise.toml and profiles, found walking up from it */
     LspProfiles *profiles = lsp_profiles_for_document(s, d->path);
@@ -402,7 +406,7 @@ static void analyse(LspServer *s, LspDocument *d) {
     bool is_cuda = d->language == LANGUAGE_CUDA;
     AnalysisPass pass = {.d = d, .text = text, .edits = edits, .edit_count = edit_count, .edited = edited,
                          .from_scratch = from_scratch, .quick_allowed = quick_allowed, .config = &config,
-                         .profiles = profiles, .workspaces = s->workspaces, .had_results = d->results_match_parse && d->analysed_version >= 0};
+                         .profiles = profiles, .line_map = &line_map, .workspaces = s->workspaces, .had_results = d->results_match_parse && d->analysed_version >= 0};
     finding_list_init(&pass.findings);
     int sig;
     if (!crash_guard_run(run_pass, &pass, &sig)) {
@@ -426,6 +430,7 @@ static void analyse(LspServer *s, LspDocument *d) {
                             : NULL;
     json_t *diagnostics = ok && analysed ? lsp_findings_to_diagnostics(s, d, &findings, analysed, version) : NULL;
     config_free(&config);
+    line_map_free(&line_map);
 
     pthread_mutex_lock(&s->lock);
     lsp_profiles_unref(profiles);
@@ -466,6 +471,8 @@ static void analyse(LspServer *s, LspDocument *d) {
         json_decref(diagnostics);
         return;
     }
+    /* the text analysed is what the profile measured: from here on its figures follow the edits */
+    if (profiles) lsp_profiles_start_line_map(profiles, d->path, analysed, &d->line_map);
     bool changed = !d->diagnostics || !json_equal(d->diagnostics, diagnostics) || d->analysed_version != version;
     finding_list_free(&d->findings);
     d->findings = findings;

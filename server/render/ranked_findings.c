@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/base/growable.h"
 #include "server/workspace/check_file.h"
 #include "server/render/check_output.h"
 #include "server/workspace/file_walk.h"
@@ -14,13 +15,7 @@
 #include "analysis/base/text_format.h"
 
 static bool push(RankedFindings *r, size_t *capacity, RankedFinding item) {
-    if (r->count == *capacity) {
-        size_t grown = *capacity ? *capacity * 2 : 16;
-        RankedFinding *items = realloc(r->items, grown * sizeof *items);
-        if (!items) return false;
-        r->items = items;
-        *capacity = grown;
-    }
+    if (!array_reserve(&r->items, r->count, capacity, sizeof *r->items, 16)) return false;
     r->items[r->count++] = item;
     return true;
 }

@@ -1,6 +1,7 @@
 /* The rules' documentation as markdown, written one way for every reader:
  * `advise rule CODE` (stdout), the pages the language server links each
- * diagnostic to (codeDescription.href, in a cache folder), and the
+ * diagnostic to when the repository's are not found (codeDescription.href,
+ * in a cache folder; rule_links.h), and the
  * repository's docs/rules.md with docs/rules/<CODE>.md, which
  * `advise rules --format markdown --output-dir docs` regenerates from the
  * registry (tests/check_rule_docs.sh fails when the committed ones differ). */

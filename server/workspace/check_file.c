@@ -1,7 +1,10 @@
 #include "server/workspace/check_file.h"
 
 #include "analysis/crash_guard.h"
+#include "analysis/base/line_diff.h"
 #include "analysis/base/text_format.h"
+#include "profiler/profile_remap.h"
+#include "profiler/sha256.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -120,4 +123,26 @@ void checked_file_free(CheckedFile *f) {
     document_free(f->doc);
     memset(f, 0, sizeof *f);
     f->profile_file = -1;
+}
+
+ProfileView *profile_after_fixes(const ProfileSource *profiles, const char *root, const char *path,
+                                 const char *before, size_t before_len, const char *after, size_t after_len) {
+    int file;
+    const ProfileView *view = profile_for(profiles, root, path, &file);
+    if (!view || profile_view_freshness(view, file, before, before_len) != PROFILE_FRESH) return NULL;
+    size_t lines = 0;
+    uint32_t *to = line_diff_matches(before, before_len, after, after_len, &lines);
+    if (!to) return NULL;
+    Sha256 h;
+    uint8_t digest[SHA256_DIGEST_BYTES];
+    char hex[SHA256_HEX_CHARS + 1];
+    sha256_init(&h);
+    sha256_update(&h, after, after_len);
+    sha256_final(&h, digest);
+    sha256_hex(digest, hex);
+    Profile *moved = profile_remap_lines(profile_view_profile(view), file, to, (uint32_t)lines, hex);
+    free(to);
+    ProfileView *v = moved ? profile_view_new(moved, profile_view_path(view)) : NULL;
+    if (!v) profile_free(moved);
+    return v;
 }

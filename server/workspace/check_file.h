@@ -34,6 +34,14 @@ bool check_file_text(const char *path, const char *text, size_t length, const Co
                      char **error);
 void checked_file_free(CheckedFile *f);
 
+/* path's profile moved onto `after`, the text fixes made of `before`, so
+ * that its figures stay on the lines they measured (lines the fixes changed
+ * lose theirs): a heap view (profile_view_free), or NULL when no profile
+ * mentions path, before is not the text it measured, or the texts are too
+ * far apart to follow. */
+ProfileView *profile_after_fixes(const ProfileSource *profiles, const char *root, const char *path,
+                                 const char *before, size_t before_len, const char *after, size_t after_len);
+
 /* path relative to root ('/'-separated), heap; NULL when it is not below
  * root or cannot be resolved. */
 char *project_relative_path(const char *root, const char *path);

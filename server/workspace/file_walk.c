@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "analysis/base/growable.h"
 #include "server/workspace/ignore_rules.h"
 
 #define MAX_DEPTH 64
@@ -79,13 +80,11 @@ static void walk_dir(Walk *w, const char *shown, const char *abs, int depth) {
         return;
     }
     char **names = NULL;
-    size_t n = 0;
+    size_t n = 0, cap = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        char **grown = realloc(names, (n + 1) * sizeof *grown);
-        if (!grown) break;
-        names = grown;
+        if (!array_reserve(&names, n, &cap, sizeof *names, 16)) break;
         names[n] = strdup(e->d_name);
         if (names[n]) n++;
     }
