@@ -58,7 +58,7 @@ export function profileNode(p: ProfileInfo, options: { current?: boolean; stale?
                 id: `${p.path}#kernel${i}`,
                 label: k.name,
                 description: `${formatShare(k.share)} · ${formatSeconds(k.gpu_seconds)} · ${formatCount(k.launches)} launch${k.launches === 1 ? '' : 'es'}`,
-                tooltip: `${k.name}: ${formatSeconds(k.gpu_seconds)} on the GPU, ${formatShare(k.share)} of the run's GPU time, ` +
+                tooltip: `${k.full_name || k.name}: ${formatSeconds(k.gpu_seconds)} on the GPU, ${formatShare(k.share)} of the run's GPU time, ` +
                     `${formatCount(k.launches)} launches${k.location ? '' : ' (no line of this project launched it)'}`,
                 icon: 'symbol-function',
                 location: k.location,

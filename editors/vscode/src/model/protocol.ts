@@ -45,7 +45,9 @@ export interface Finding {
 }
 
 export interface KernelSummary {
+    /** the short name; full_name is the whole (demangled) one */
     name: string;
+    full_name?: string;
     gpu_seconds: number;
     share: number;
     launches: number;
