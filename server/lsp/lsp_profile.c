@@ -425,7 +425,9 @@ bool lsp_profiles_merge(const LspProfiles *p, const char *path, const Document *
     ProfileView *owned;
     const ProfileView *v = lsp_profiles_view_through(p, path, doc, map, &file, &owned);
     if (!v) return true;
-    Config merged = *cfg; /* shallow: only the cold setting differs */
+    /* shallow: only the cold setting differs. It shares cfg's lists (and their
+     * caps): it is only read (passed as const), never grown or freed. */
+    Config merged = *cfg;
     merged.profile_cold = p->cold;
     bool ok = engine_merge_profile_parsed(doc, py, cuda, profile_view_profile(v)->files[file].path, v, &merged,
                                           findings, NULL);
