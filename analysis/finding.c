@@ -42,7 +42,7 @@ void finding_drop_fixes(Finding *f) {
     }
     free(f->fixes);
     f->fixes = NULL;
-    f->fix_count = 0;
+    f->fix_count = f->fix_cap = 0;
     f->fixes_withheld = true;
 }
 
@@ -96,13 +96,11 @@ void finding_list_sort(FindingList *list) {
 }
 
 bool finding_take_evidence(Finding *f, Evidence *e) {
-    Evidence *grown = e->text ? realloc(f->evidence, (f->evidence_count + 1) * sizeof *grown) : NULL;
-    if (!grown) {
+    if (!e->text || !array_reserve(&f->evidence, f->evidence_count, &f->evidence_cap, sizeof *f->evidence, 4)) {
         bool empty = !e->text;
         evidence_free(e);
         return empty;
     }
-    f->evidence = grown;
     f->evidence[f->evidence_count++] = *e;
     *e = evidence_new(e->kind);
     return true;
@@ -136,9 +134,7 @@ bool finding_set_gain(Finding *f, double seconds, const char *scope, const Quant
 }
 
 bool finding_add_related(Finding *f, ByteRange range, const char *message) {
-    RelatedLocation *r = realloc(f->related, (f->related_count + 1) * sizeof *r);
-    if (!r) return false;
-    f->related = r;
+    if (!array_reserve(&f->related, f->related_count, &f->related_cap, sizeof *f->related, 4)) return false;
     char *m = strdup(message);
     if (!m) return false;
     f->related[f->related_count++] = (RelatedLocation){range, m};
@@ -146,9 +142,7 @@ bool finding_add_related(Finding *f, ByteRange range, const char *message) {
 }
 
 Fix *finding_add_fix(Finding *f, const char *title, bool safe) {
-    Fix *fixes = realloc(f->fixes, (f->fix_count + 1) * sizeof *fixes);
-    if (!fixes) return NULL;
-    f->fixes = fixes;
+    if (!array_reserve(&f->fixes, f->fix_count, &f->fix_cap, sizeof *f->fixes, 2)) return NULL;
     char *t = strdup(title);
     if (!t) return NULL;
     Fix *fix = &f->fixes[f->fix_count++];
@@ -157,9 +151,7 @@ Fix *finding_add_fix(Finding *f, const char *title, bool safe) {
 }
 
 bool fix_add_edit(Fix *fix, size_t start, size_t end, const char *new_text) {
-    TextEdit *e = realloc(fix->edits, (fix->edit_count + 1) * sizeof *e);
-    if (!e) return false;
-    fix->edits = e;
+    if (!array_reserve(&fix->edits, fix->edit_count, &fix->edit_cap, sizeof *fix->edits, 4)) return false;
     char *t = strdup(new_text ? new_text : "");
     if (!t) return false;
     fix->edits[fix->edit_count++] = (TextEdit){{start, end}, t};

@@ -34,6 +34,7 @@ typedef struct {
     bool safe; /* behaviour-preserving: `advise check --fix` applies only these */
     TextEdit *edits;
     size_t edit_count;
+    size_t edit_cap; /* room in edits (array_reserve) */
 } Fix;
 
 typedef struct {
@@ -57,13 +58,16 @@ typedef struct {
     char *message;
     Evidence *evidence; /* in the order added: the rule's notes, then what a profile measured */
     size_t evidence_count;
+    size_t evidence_cap; /* room in evidence (array_reserve) */
     Gain gain;
     Fix *fixes;
     size_t fix_count;
+    size_t fix_cap; /* room in fixes (array_reserve) */
     bool fixes_withheld; /* a measurement showed the fixes would not help; they were dropped */
     RelatedLocation *related;
     size_t related_count;
-} Finding;
+    size_t related_cap; /* room in related (array_reserve) */
+} Finding; /* moved whole (memmove, *g = *f) between lists: the caps go with their arrays */
 
 typedef struct {
     Finding *items;

@@ -1,13 +1,13 @@
 #include "analysis/suppression.h"
 
+#include "analysis/base/growable.h"
+
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
 static bool push(Suppressions *s, Suppression item) {
-    Suppression *grown = realloc(s->items, (s->count + 1) * sizeof *grown);
-    if (!grown) return false;
-    s->items = grown;
+    if (!array_reserve(&s->items, s->count, &s->cap, sizeof *s->items, 4)) return false;
     s->items[s->count++] = item;
     return true;
 }
@@ -15,6 +15,8 @@ static bool push(Suppressions *s, Suppression item) {
 static void free_item(Suppression *item) {
     for (size_t i = 0; i < item->selector_count; i++) free(item->selectors[i]);
     free(item->selectors);
+    item->selectors = NULL;
+    item->selector_count = item->selector_cap = 0;
 }
 
 /* parses "[A, b-c]" into selectors; returns false on malformed lists */
@@ -30,9 +32,8 @@ static bool parse_selectors(const char *p, const char *end, Suppression *item, c
         const char *start = p;
         while (p < end && (isalnum((unsigned char)*p) || *p == '-' || *p == '_')) p++;
         if (p == start) return false;
-        char **grown = realloc(item->selectors, (item->selector_count + 1) * sizeof *grown);
-        if (!grown) return false;
-        item->selectors = grown;
+        if (!array_reserve(&item->selectors, item->selector_count, &item->selector_cap, sizeof *item->selectors, 4))
+            return false;
         char *sel = strndup(start, (size_t)(p - start));
         if (!sel) return false;
         item->selectors[item->selector_count++] = sel;
@@ -86,11 +87,12 @@ void suppressions_add_comment(Suppressions *s, const Document *doc, size_t start
              * after its end, for a block comment over several lines) */
             copy.line = document_line_of(doc, end > start ? end - 1 : start) + 1;
             copy.selectors = NULL;
-            copy.selector_count = 0;
+            copy.selector_count = copy.selector_cap = 0;
             bool ok = true;
             if (item.selector_count) {
                 copy.selectors = calloc(item.selector_count, sizeof *copy.selectors);
                 ok = copy.selectors != NULL;
+                if (ok) copy.selector_cap = item.selector_count;
                 for (size_t i = 0; ok && i < item.selector_count; i++) {
                     copy.selectors[i] = strdup(item.selectors[i]);
                     ok = copy.selectors[i] != NULL;
@@ -153,5 +155,5 @@ void suppressions_free(Suppressions *s) {
     for (size_t i = 0; i < s->count; i++) free_item(&s->items[i]);
     free(s->items);
     s->items = NULL;
-    s->count = 0;
+    s->count = s->cap = 0;
 }

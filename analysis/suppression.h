@@ -20,11 +20,13 @@ typedef struct {
     bool all_rules;
     char **selectors; /* rule codes or names as written */
     size_t selector_count;
+    size_t selector_cap; /* room in selectors (array_reserve) */
 } Suppression;
 
 typedef struct {
     Suppression *items;
     size_t count;
+    size_t cap; /* room in items (array_reserve) */
 } Suppressions;
 
 /* Reads one comment's text [start, end) of doc and records what it

@@ -215,13 +215,8 @@ int profile_view_file_matching(const ProfileView *v, const char *relative, const
 
 ProfileFreshness profile_view_freshness(const ProfileView *v, int file, const char *text, size_t length) {
     if (file < 0 || (size_t)file >= v->p->file_count || !v->p->files[file].sha256) return PROFILE_NO_HASH;
-    Sha256 s;
-    uint8_t digest[SHA256_DIGEST_BYTES];
     char hex[SHA256_HEX_CHARS + 1];
-    sha256_init(&s);
-    sha256_update(&s, text, length);
-    sha256_final(&s, digest);
-    sha256_hex(digest, hex);
+    sha256_hex_of(text, length, hex);
     return strcmp(hex, v->p->files[file].sha256) == 0 ? PROFILE_FRESH : PROFILE_STALE;
 }
 
@@ -253,6 +248,24 @@ size_t profile_view_lines(const ProfileView *v, int file, const ProfileLineCost 
     if (file < 0 || (size_t)file >= v->p->file_count) return 0;
     *out = v->files[file].lines;
     return v->files[file].line_count;
+}
+
+const ProfileLineCost *profile_view_line(const ProfileView *v, int file, uint32_t line) {
+    const ProfileLineCost *lines;
+    size_t n = profile_view_lines(v, file, &lines), lo = 0, hi = n;
+    while (lo < hi) { /* sorted by line */
+        size_t mid = lo + (hi - lo) / 2;
+        if (lines[mid].line < line) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < n && lines[lo].line == line ? &lines[lo] : NULL;
+}
+
+uint64_t profile_line_gpu_ns(const ProfileLineCost *c) { return prof_add_u64(c->kernel_ns, c->copy_ns); }
+
+double profile_view_line_share(const ProfileView *v, const ProfileLineCost *c) {
+    uint64_t total = profile_view_gpu_ns(v);
+    return total && c ? (double)profile_line_gpu_ns(c) / (double)total : 0;
 }
 
 bool profile_view_kernel(const ProfileView *v, const char *function, ProfStats *sum, const ProfKernel **example) {

@@ -71,6 +71,16 @@ typedef struct {
 
 /* Every line of file with a cost, sorted by line. *out points into the view. */
 size_t profile_view_lines(const ProfileView *v, int file, const ProfileLineCost **out);
+/* The cost of one line (1-based), or NULL when the profile has none there. */
+const ProfileLineCost *profile_view_line(const ProfileView *v, int file, uint32_t line);
+
+/* A line's share: its GPU work (kernels, copies and memsets) over the
+ * run's GPU time (profile_view_gpu_ns), 0 when there is none. The one
+ * percentage a line is shown with, in lenses, hovers, heat maps and
+ * findings, always named PROFILE_LINE_SHARE_OF. */
+uint64_t profile_line_gpu_ns(const ProfileLineCost *c);
+double profile_view_line_share(const ProfileView *v, const ProfileLineCost *c);
+#define PROFILE_LINE_SHARE_OF "of GPU time"
 
 /* A kernel's figures summed over its launch configurations, found by the
  * function's name ("transpose_naive" matches "transpose_naive(float*, ...)",

@@ -110,3 +110,12 @@ void sha256_hex(const uint8_t digest[SHA256_DIGEST_BYTES], char hex[SHA256_HEX_C
     }
     hex[SHA256_HEX_CHARS] = '\0';
 }
+
+void sha256_hex_of(const void *data, size_t length, char hex[SHA256_HEX_CHARS + 1]) {
+    Sha256 s;
+    uint8_t digest[SHA256_DIGEST_BYTES];
+    sha256_init(&s);
+    sha256_update(&s, data, length);
+    sha256_final(&s, digest);
+    sha256_hex(digest, hex);
+}

@@ -23,5 +23,7 @@ void sha256_final(Sha256 *s, uint8_t digest[SHA256_DIGEST_BYTES]);
 
 /* The digest as 64 lowercase hex digits and a terminating NUL. */
 void sha256_hex(const uint8_t digest[SHA256_DIGEST_BYTES], char hex[SHA256_HEX_CHARS + 1]);
+/* The digest of length bytes of data, as hex (what profiles record per file). */
+void sha256_hex_of(const void *data, size_t length, char hex[SHA256_HEX_CHARS + 1]);
 
 #endif

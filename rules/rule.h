@@ -8,7 +8,11 @@
  * rules/<language>/ by itself. Helpers that several rules of a language
  * share, and that are not general facts about the language (those belong
  * to the front ends in analysis/), go in rules/<language>/support/: compiled
- * in, never registered. */
+ * in, never registered. Then record the fixture's snapshot (message, column
+ * and fix safety of each finding: ADVISE_UPDATE_SNAPSHOTS=1
+ * build/test_rule_fixtures), add the rule's line to FIX_SAFETY in
+ * tests/test_rule_fixtures.c when it makes fixes, and regenerate the pages
+ * (build/advise rules --format markdown --output-dir docs). */
 #ifndef ADVISE_RULE_H
 #define ADVISE_RULE_H
 

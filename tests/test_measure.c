@@ -126,8 +126,8 @@ Test(measure, launches_fused_gain_and_warning) {
     Finding *f = at(&c, "PY007", 10);
     cr_assert(f);
     show(f);
-    cr_expect(has_evidence(f, "this line launched 2 kernels 200 times: 20.0 ms of GPU time (100 \xC2\xB5s each on "
-                              "average, 91% of all GPU time)"));
+    cr_expect(has_evidence(f, "this line launched 2 kernels 200 times: 20.0 ms on the GPU (100 \xC2\xB5s each on "
+                              "average, 91% of GPU time)"));
     cr_expect(fabs(f->gain.seconds - 0.010) < 1e-9, "(N - 1) / N of 20 ms: %g", f->gain.seconds);
     cr_expect_eq(f->severity, SEVERITY_WARNING, "2%% of the run raises info to warning");
     checked_free(&c);
@@ -271,8 +271,8 @@ Test(measure, evidence_kinds_through_the_merge) {
     cr_expect_eq(f->evidence[0].kind, EVIDENCE_NOTE);
     cr_expect_str_eq(ev(&f->evidence[0]), "a note of the rule's {}");
     cr_expect_eq(f->evidence[1].kind, EVIDENCE_MEASURED);
-    cr_expect_str_eq(f->evidence[1].text, "this line launched {0} kernels {1} times: {2} of GPU time ({3} each on "
-                                          "average, {4} of all GPU time)");
+    cr_expect_str_eq(f->evidence[1].text, "this line launched {0} kernels {1} times: {2} on the GPU ({3} each on "
+                                          "average, {4} of GPU time)");
     cr_expect_eq(f->evidence[1].value_count, 5);
     cr_expect_eq(f->evidence[1].values[2].unit, UNIT_SECONDS);
     cr_expect_float_eq(f->evidence[1].values[2].value, 0.020, 1e-12);
@@ -376,7 +376,7 @@ Test(measure, alloc_sync_fallback_and_gpu_time_models) {
 
     site.first = site.last = 7;
     cr_assert(measure_apply(MEASURE_GPU_TIME, &site, &m));
-    cr_expect_str_eq(ev(&m.evidence[0]), "this line ran 402 \xC2\xB5s of GPU work (4 kernel launches, 2 copies; 100% of all "
+    cr_expect_str_eq(ev(&m.evidence[0]), "this line ran 402 \xC2\xB5s of GPU work (4 kernel launches, 2 copies; 100% of "
                                     "GPU time)");
     cr_expect_not(m.has_gain);
     measurement_free(&m);

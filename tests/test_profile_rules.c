@@ -397,7 +397,7 @@ static const char hot_py[] = "import torch\n"
                              "    s = z.sum()\n"
                              "    return s + 1\n";
 
-Test(pr001, lines_with_a_large_share_of_kernel_time) {
+Test(pr001, lines_with_a_large_share_of_gpu_time) {
     Builder b = builder();
     int gemm = site(&b, "hot.py", 3, "step"), relu = site(&b, "hot.py", 4, "step");
     int sum = site(&b, "hot.py", 5, "step"), add = site(&b, "hot.py", 6, "step");
@@ -418,16 +418,16 @@ Test(pr001, lines_with_a_large_share_of_kernel_time) {
     cr_expect_eq(l.count, 2, "%s", all);
     const Finding *f = at_line(&l, &s, 3);
     cr_assert_not_null(f, "%s", all);
-    cr_expect_str_eq(f->message, "75% of GPU kernel time \xc2\xb7 1.00 ms avg \xc2\xb7 300 calls: "
+    cr_expect_str_eq(f->message, "75% of GPU time \xc2\xb7 1.00 ms avg \xc2\xb7 300 calls: "
                                  "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8");
     cr_expect_eq(f->severity, SEVERITY_WARNING);
     cr_expect(has_evidence(f, "grid [128, 1, 1], block [128, 1, 1], 255 registers/thread"));
     cr_expect_not(f->gain.present, "no gain model for a hotspot");
     f = at_line(&l, &s, 4);
     cr_assert_not_null(f, "%s", all);
-    cr_expect(strncmp(f->message, "19% of GPU kernel time", 22) == 0, "%s", f->message);
+    cr_expect(strncmp(f->message, "19% of GPU time", 15) == 0, "%s", f->message);
     cr_expect_eq(f->severity, SEVERITY_INFO);
-    cr_expect_null(at_line(&l, &s, 5), "3.8%% of kernel time is below 10%%");
+    cr_expect_null(at_line(&l, &s, 5), "3.8%% of GPU time is below 10%%");
     cr_expect_null(at_line(&l, &s, 6));
     expect_line_ranges(&l, &s);
     free(all);
@@ -826,7 +826,7 @@ Test(pr005, spills_at_the_definition_and_the_launch) {
     const Finding *f = at_line(&l, &x.s, def);
     cr_assert_not_null(f, "no finding at the definition:%s", all);
     cr_expect(strstr(f->message, "`spill` uses 48 bytes of local memory per thread"), "%s", f->message);
-    cr_expect(strstr(f->message, "21% of GPU kernel time"), "%s", f->message);
+    cr_expect(strstr(f->message, "of GPU time"), "%s", f->message);
     cr_expect_eq(f->severity, SEVERITY_WARNING);
     f = at_line(&l, &x.s, launch);
     cr_assert_not_null(f, "no finding at the launch:%s", all);
@@ -1223,7 +1223,7 @@ Test(pr009, sdpa_on_the_math_path) {
     const Finding *f = &l.items[0];
     cr_expect_eq(finding_line(&x.s, f), marker_line(&x.s, "# @math"));
     cr_expect(strstr(f->message, "scaled_dot_product_attention ran on the math path: 200 matmul and 100 softmax "
-                                 "kernels, no fused attention kernel (17% of GPU kernel time); likely because of its "
+                                 "kernels, no fused attention kernel (17% of GPU time); likely because of its "
                                  "explicit `attn_mask`"),
               "%s", f->message);
     cr_expect_null(strstr(f->message, "dropout_p"), "the call has no dropout");

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/base/growable.h"
 #include "analysis/cuda/cuda_shims.h"
 #include "analysis/finding.h"
 #include "analysis/base/text_format.h"
@@ -17,9 +18,7 @@
 #define CLANG_RESOURCE_DIR "/usr/lib/llvm-19/lib/clang/19"
 
 static bool add(CudaFlags *f, const char *arg) {
-    char **grown = realloc(f->args, (f->count + 1) * sizeof *grown);
-    if (!grown) return false;
-    f->args = grown;
+    if (!array_reserve(&f->args, f->count, &f->cap, sizeof *f->args, 16)) return false;
     char *copy = strdup(arg);
     if (!copy) return false;
     f->args[f->count++] = copy;

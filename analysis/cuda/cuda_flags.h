@@ -12,6 +12,7 @@
 typedef struct {
     char **args; /* clang arguments, without the input file */
     size_t count;
+    size_t cap; /* room in args (array_reserve); dropping arguments keeps it */
     char *directory;     /* the working directory of the compile command */
     char *database;      /* the compile_commands.json used, or NULL */
     bool database_inferred; /* it does not list the file: the command is a neighbour's */

@@ -278,12 +278,11 @@ static void remember_missing(CudaSource *src, char *header) {
             free(header);
             return;
         }
-    char **grown = realloc(src->missing_headers, (src->missing_header_count + 1) * sizeof *grown);
-    if (!grown) {
+    if (!array_reserve(&src->missing_headers, src->missing_header_count, &src->missing_header_cap,
+                       sizeof *src->missing_headers, 4)) {
         free(header);
         return;
     }
-    src->missing_headers = grown;
     src->missing_headers[src->missing_header_count++] = header;
 }
 
@@ -295,7 +294,7 @@ static void forget_errors(CudaSource *src) {
     for (size_t i = 0; i < src->missing_header_count; i++) free(src->missing_headers[i]);
     free(src->missing_headers);
     src->missing_headers = NULL;
-    src->missing_header_count = 0;
+    src->missing_header_count = src->missing_header_cap = 0;
 }
 
 /* Records an error of the file: the first one's place and words, and the count. */

@@ -49,6 +49,7 @@ typedef struct {
     size_t error_count;  /* errors of the file (not those nvcc would accept) */
     char **missing_headers; /* headers the file (or a project header) includes that were not found */
     size_t missing_header_count;
+    size_t missing_header_cap; /* room in missing_headers (array_reserve) */
     size_t inferred_includes; /* -I folders found by include_search (no database) */
     double parse_seconds;
     /* node storage */

@@ -25,6 +25,7 @@ typedef struct {
     time_t read_at;
     char **learned; /* folders that searches found, in the order found */
     size_t learned_count;
+    size_t learned_cap; /* room in learned (array_reserve); moves with it */
 } ProjectFiles;
 
 #define MAX_LEARNED 16
@@ -137,19 +138,21 @@ static const ProjectFiles *project_files(const char *root, bool again) {
         if (cache[i].root && strcmp(cache[i].root, root) == 0) slot = &cache[i];
     if (slot && now - slot->read_at < REFRESH_SECONDS && !(again && now > slot->read_at)) return slot;
     char **learned = NULL;
-    size_t learned_count = 0;
+    size_t learned_count = 0, learned_cap = 0;
     if (!slot) {
         slot = &cache[cache_next];
         cache_next = (cache_next + 1) % MAX_CACHED_PROJECTS;
     } else { /* the same project read again: what it learned stays */
         learned = slot->learned;
         learned_count = slot->learned_count;
+        learned_cap = slot->learned_cap;
         slot->learned = NULL;
-        slot->learned_count = 0;
+        slot->learned_count = slot->learned_cap = 0;
     }
     project_free(slot);
     slot->learned = learned;
     slot->learned_count = learned_count;
+    slot->learned_cap = learned_cap;
     PathList list = {0};
     size_t seen = 0;
     scan(root, "", 0, &list, &seen);
@@ -233,9 +236,8 @@ char *include_search_find(const char *from_dir, const char *spelled) {
         bool known = false;
         for (size_t i = 0; i < p->learned_count && !known; i++) known = strcmp(p->learned[i], best) == 0;
         if (!known && p->learned_count < MAX_LEARNED) {
-            char **grown = realloc(p->learned, (p->learned_count + 1) * sizeof *grown);
-            char *copy = grown ? strdup(best) : NULL;
-            if (grown) p->learned = grown;
+            bool room = array_reserve(&p->learned, p->learned_count, &p->learned_cap, sizeof *p->learned, 4);
+            char *copy = room ? strdup(best) : NULL;
             if (copy) p->learned[p->learned_count++] = copy;
         }
     }

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE /* memmem */
 #include "analysis/python/python_source.h"
 
+#include "analysis/base/growable.h"
 #include "analysis/finding.h"
 #include "analysis/python/python_index.h"
 #include "analysis/python/python_query.h"
@@ -18,7 +19,7 @@ static void clear_imports(PySource *src) {
     }
     free(src->imports);
     src->imports = NULL;
-    src->import_count = 0;
+    src->import_count = src->import_cap = 0;
 }
 
 static char *node_dup(const PySource *src, TSNode n) {
@@ -43,9 +44,7 @@ static char *dotted_dup(const PySource *src, TSNode n) {
 
 static void add_import(PySource *src, char *local, char *qualified) {
     if (!local || !qualified) goto drop;
-    PyImport *grown = realloc(src->imports, (src->import_count + 1) * sizeof *grown);
-    if (!grown) goto drop;
-    src->imports = grown;
+    if (!array_reserve(&src->imports, src->import_count, &src->import_cap, sizeof *src->imports, 8)) goto drop;
     src->imports[src->import_count++] = (PyImport){local, qualified};
     return;
 drop:

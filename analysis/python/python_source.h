@@ -25,6 +25,7 @@ typedef struct {
     TSTree *tree;
     PyImport *imports;
     size_t import_count;
+    size_t import_cap; /* room in imports (array_reserve) */
     bool uses_gpu;   /* the file mentions CUDA devices at all (a torch_xla file that never says "cuda" does not) */
     bool imports_torch; /* some import names a torch module */
     bool other_accelerator; /* a torch_xla (TPU) program that never mentions CUDA: not a GPU file */

@@ -1,4 +1,5 @@
 #include "rules/engine/config.h"
+#include "analysis/base/growable.h"
 #include "analysis/base/text_format.h"
 
 #include <limits.h>
@@ -21,7 +22,7 @@ void string_list_free(StringList *list) {
     for (size_t i = 0; i < list->count; i++) free(list->items[i]);
     free(list->items);
     list->items = NULL;
-    list->count = 0;
+    list->count = list->cap = 0;
 }
 
 void config_free(Config *cfg) {
@@ -39,9 +40,7 @@ void config_free(Config *cfg) {
 }
 
 bool string_list_add(StringList *list, const char *s) {
-    char **grown = realloc(list->items, (list->count + 1) * sizeof *grown);
-    if (!grown) return false;
-    list->items = grown;
+    if (!array_reserve(&list->items, list->count, &list->cap, sizeof *list->items, 8)) return false;
     char *copy = strdup(s);
     if (!copy) return false;
     list->items[list->count++] = copy;
@@ -113,9 +112,7 @@ Severity config_rule_severity(const Config *cfg, const Rule *rule, Severity repo
 bool config_set_severity(Config *cfg, const char *selector, const char *severity) {
     Severity s;
     if (!severity_parse(severity, &s) || !config_selector_valid(selector)) return false;
-    SeverityOverride *grown = realloc(cfg->severity, (cfg->severity_count + 1) * sizeof *grown);
-    if (!grown) return false;
-    cfg->severity = grown;
+    if (!array_reserve(&cfg->severity, cfg->severity_count, &cfg->severity_cap, sizeof *cfg->severity, 4)) return false;
     char *copy = strdup(selector);
     if (!copy) return false;
     cfg->severity[cfg->severity_count++] = (SeverityOverride){copy, s};

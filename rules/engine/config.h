@@ -19,6 +19,7 @@ typedef struct {
 typedef struct {
     char **items;
     size_t count;
+    size_t cap; /* room in items (array_reserve); a copy made by hand is a new list (string_list_add) */
 } StringList;
 
 /* What a merged profile does to a static finding in code it shows cold
@@ -30,6 +31,7 @@ typedef struct {
     StringList ignore;
     SeverityOverride *severity;
     size_t severity_count;
+    size_t severity_cap; /* room in severity (array_reserve) */
     Severity fail_on;   /* findings at or above this fail `advise check` */
     bool fail_never;
     StringList exclude; /* gitignore-style patterns, relative to the project root */

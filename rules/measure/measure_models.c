@@ -360,7 +360,7 @@ static bool measure_launch_ops(const MeasureSite *s, Measurement *m, const ProfO
     if (!measure_evidence(m, EVIDENCE_MEASURED,
                           QV(q_count(kernels), q_count(launches), q_ns(ns), q_ns(ns / launches),
                              q_share(ns, profile_view_gpu_ns(s->view))),
-                          "%s launched {} kernel%s {} times: {} of GPU time ({} each on average, {} of all GPU time)",
+                          "%s launched {} kernel%s {} times: {} on the GPU ({} each on average, {} of GPU time)",
                           here(s), kernels == 1 ? "" : "s"))
         return false;
     if (kernels < 2) return true;
@@ -437,7 +437,7 @@ static bool measure_gpu_time(const MeasureSite *s, Measurement *m, const ProfOp 
     m->cost_ns = ns;
     return measure_evidence(m, EVIDENCE_MEASURED,
                             QV(q_ns(ns), q_count(launches), q_count(copies), q_share(ns, profile_view_gpu_ns(s->view))),
-                            "%s ran {} of GPU work ({} kernel launch%s, {} cop%s; {} of all GPU time)", here(s),
+                            "%s ran {} of GPU work ({} kernel launch%s, {} cop%s; {} of GPU time)", here(s),
                             launches == 1 ? "" : "es", copies == 1 ? "y" : "ies");
 }
 

@@ -1,5 +1,5 @@
 /* PR001 hotspot-kernel: a line whose kernel launches take a large share of
- * the GPU's kernel time. Needs a profile. */
+ * the run's GPU time. Needs a profile. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,9 +8,9 @@
 
 static const char documentation[] =
     "## What it does\n"
-    "Needs a profile (`advise profile`). Shows the lines whose kernels take at least 10% of all\n"
-    "the GPU kernel time the profile measured (and at least 1% of the run): `31% of GPU kernel\n"
-    "time · 1.20 ms avg · 500 calls: <kernel>`. The kernel named is the one with the most time at the line (its launch\n"
+    "Needs a profile (`advise profile`). Shows the lines whose kernels take at least 10% of the\n"
+    "GPU time the profile measured (and at least 1% of the run): `31% of GPU time · 1.20 ms avg ·\n"
+    "500 calls: <kernel>`. The kernel named is the one with the most time at the line (its launch\n"
     "configurations summed); when the line launches several kernels (a model's forward pass, a\n"
     "library call) the message says how many more. The evidence lists the top kernels with their\n"
     "launch shape and registers per thread.\n"
@@ -26,7 +26,7 @@ static const char documentation[] =
     "## Example\n"
     "```python\n"
     "for step in range(steps):\n"
-    "    y = x @ w          # PR001: 79% of GPU kernel time · 2.36 ms avg · 330 calls: sm80_xmma_gemm_f32f32_...\n"
+    "    y = x @ w          # PR001: 79% of GPU time · 2.36 ms avg · 330 calls: sm80_xmma_gemm_f32f32_...\n"
     "    z = torch.relu(y)\n"
     "```\n"
     "\n"
@@ -41,8 +41,10 @@ static const char documentation[] =
     "No fix: the finding points at where the time goes, not at a change.\n"
     "\n"
     "## The numbers\n"
-    "Share = the GPU time of the kernels launched from the line / the GPU time of every kernel in\n"
-    "the profile (all devices and processes). `avg` = that time / the launches. A line whose\n"
+    "A line is reported when the GPU time of the kernels launched from it is 10% or more of the\n"
+    "run's GPU time (kernels, copies and memsets of all devices and processes). The share shown is\n"
+    "the line's: all its GPU work (kernels, copies, memsets) over that GPU time, the same share\n"
+    "its code lens, hover and heat map show. `avg` = the kernels' time / their launches. A line whose\n"
     "kernels take less than 1% of the run's wall time is not reported, whatever its share: the\n"
     "GPU's work is not where that run's time goes (look at idle gaps, PR003, and host waits,\n"
     "PR004). Severity is info, warning from 30%. No gain is estimated: how much faster a kernel\n"
@@ -64,12 +66,12 @@ static int by_time(const void *a, const void *b) {
 }
 
 typedef struct {
-    uint64_t kernel_total, run;
+    uint64_t gpu_total, run;
 } Totals;
 
 static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
     const Totals *t = data;
-    uint64_t kernel_total = t->kernel_total, run = t->run;
+    uint64_t gpu_total = t->gpu_total, run = t->run;
     const Profile *p = profile_view_profile(ctx->profile);
     KernelSum *sums = calloc(line->op_count ? line->op_count : 1, sizeof *sums);
     if (!sums) {
@@ -94,7 +96,7 @@ static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
             sums[j].example_ns = op->stats.total_ns;
         }
     }
-    double share = (double)ns / kernel_total;
+    double share = (double)ns / gpu_total;
     /* lines whose kernels are under 1% of the run: the GPU's work is not where its time goes */
     if (n == 0 || launches == 0 || share < SHARE || (run > 0 && ns * 100 < run)) {
         free(sums);
@@ -105,8 +107,11 @@ static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
     char pct[16], avg[24], calls[32], kname[112], more[48] = "";
     pf_kernel_display_name(sums[0].name, kname, sizeof kname);
     if (n > 1) snprintf(more, sizeof more, " and %zu other kernel%s", n - 1, n == 2 ? "" : "s");
-    Finding *f = pf_report_line(ctx, line->line, "%s of GPU kernel time \xc2\xb7 %s avg \xc2\xb7 %s call%s: %s%s",
-                                units_ratio(share, pct, sizeof pct), units_ns(ns / launches, avg, sizeof avg),
+    /* the line's one share (all its GPU work), as its lens and hover show it */
+    const ProfileLineCost *cost = profile_view_line(ctx->profile, ctx->profile_file, line->line);
+    double line_share = cost ? profile_view_line_share(ctx->profile, cost) : share;
+    Finding *f = pf_report_line(ctx, line->line, "%s " PROFILE_LINE_SHARE_OF " \xc2\xb7 %s avg \xc2\xb7 %s call%s: %s%s",
+                                units_ratio(line_share, pct, sizeof pct), units_ns(ns / launches, avg, sizeof avg),
                                 units_count(launches, calls, sizeof calls), launches == 1 ? "" : "s", kname, more);
     if (!f) {
         free(sums);
@@ -114,8 +119,8 @@ static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
     }
     if (share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
 
-    bool ok = finding_measured(f, QV(q_ns(ns), q_count(launches), q_ns(kernel_total)),
-                               "kernels launched here: {} on the GPU in {} launches, of {} of kernel time in the "
+    bool ok = finding_measured(f, QV(q_ns(ns), q_count(launches), q_ns(gpu_total)),
+                               "kernels launched here: {} on the GPU in {} launches, of {} of GPU time in the "
                                "profile");
     if (run > 0) {
         /* kernel time is summed over every GPU of the run, so it is set
@@ -133,9 +138,9 @@ static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
         char name[160];
         ok = finding_measured(
             f,
-            QV(q_ns(sums[i].ns), q_ratio((double)sums[i].ns / kernel_total), q_count(sums[i].launches),
+            QV(q_ns(sums[i].ns), q_ratio((double)sums[i].ns / gpu_total), q_count(sums[i].launches),
                q_ns(k->stats.median_ns)),
-            "%s: {} ({} of kernel time), {} launch%s, median {}; grid [%u, %u, %u], block [%u, %u, %u], %u "
+            "%s: {} ({} of GPU time), {} launch%s, median {}; grid [%u, %u, %u], block [%u, %u, %u], %u "
             "registers/thread",
             pf_kernel_display_name(sums[i].name, name, sizeof name), sums[i].launches == 1 ? "" : "es", k->grid[0],
             k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2], k->registers);
@@ -148,14 +153,14 @@ static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
 }
 
 static void check_profile(RuleContext *ctx) {
-    uint64_t kernel_total = profile_view_kernel_ns(ctx->profile);
-    if (kernel_total == 0) return;
-    Totals t = {kernel_total, profile_view_run_ns(ctx->profile)};
+    /* no kernels, no hotspot */
+    if (profile_view_kernel_ns(ctx->profile) == 0 || profile_view_gpu_ns(ctx->profile) == 0) return;
+    Totals t = {profile_view_gpu_ns(ctx->profile), profile_view_run_ns(ctx->profile)};
     pf_each_line(ctx, check_line, &t);
 }
 
 const Rule rule_pr001_hotspot_kernel = {
     .code = "PR001", .name = "hotspot-kernel", .severity = SEVERITY_INFO,
     .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA, .check_profile = check_profile,
-    .summary = "A line whose kernels take at least 10% of the GPU's kernel time (profile)",
+    .summary = "A line whose kernels take at least 10% of the run's GPU time (profile)",
     .documentation = documentation};

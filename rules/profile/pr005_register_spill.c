@@ -1,5 +1,5 @@
 /* PR005 register-spill: a kernel that uses local memory (register spills or
- * a local array) and takes a measurable share of the GPU's kernel time.
+ * a local array) and takes a measurable share of the run's GPU time.
  * Needs a profile. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@ static const char documentation[] =
     "## What it does\n"
     "Needs a profile (`advise profile`). Reports kernels whose compiled code uses local memory\n"
     "(`local_per_thread` above 0 in the profile, as CUPTI reports it) and that take at least 1%\n"
-    "of the GPU's kernel time: at each line of this file that launches one, and, in a CUDA file\n"
+    "of the run's GPU time: at each line of this file that launches one, and, in a CUDA file\n"
     "that defines the kernel (`__global__` function of that name), at its definition.\n"
     "\n"
     "Not reported: kernels of vendor libraries and frameworks (cuBLAS, cuDNN, CUTLASS, PyTorch's\n"
@@ -50,11 +50,11 @@ static const char documentation[] =
     "## The numbers\n"
     "`local_per_thread` is the local memory the kernel's compiled code reserves per thread (spill\n"
     "slots and stack arrays together; the profile cannot tell them apart). The share is the GPU\n"
-    "time of the kernel's configurations that use local memory over all kernel time. No gain is\n"
+    "time of the kernel's configurations that use local memory over the run's GPU time. No gain is\n"
     "estimated: what spills cost depends on how often the spilled values are touched, which only\n"
     "a device-level metric (`smsp__sass_sectors_mem_local`) measures: with a profile made by\n"
     "`advise profile --source-metrics`, PR012 reports the lines where that traffic is. Severity\n"
-    "is info, warning from 10% of the kernel time.\n";
+    "is info, warning from 10% of the GPU time.\n";
 
 #define MIN_SHARE 0.01
 #define WARNING_SHARE 0.10
@@ -105,19 +105,19 @@ static bool collect(const Profile *p, Spillers *s) {
     return true;
 }
 
-static void report(RuleContext *ctx, uint32_t line, const Spiller *s, uint64_t kernel_total, const char *where) {
+static void report(RuleContext *ctx, uint32_t line, const Spiller *s, uint64_t gpu_total, const char *where) {
     char name[112], pct[16];
-    double share = (double)s->ns / kernel_total;
+    double share = (double)s->ns / gpu_total;
     Finding *f = pf_report_line(ctx, line,
                                 "`%s` %s %u bytes of local memory per thread (register spills or a local array); %s "
-                                "of GPU kernel time",
+                                "of GPU time",
                                 pf_kernel_display_name(s->example->name, name, sizeof name), where, s->local_max,
                                 units_ratio(share, pct, sizeof pct));
     if (!f) return;
     if (share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
     const ProfKernel *k = s->example;
     bool ok = finding_measured(f, QV(q_ns(s->ns), q_ratio(share)),
-                               "{} of GPU time in its configurations that use local memory ({} of kernel time)");
+                               "{} on the GPU in its configurations that use local memory ({} of GPU time)");
     ok = ok && finding_measured(f, NO_VALUES, "%u registers/thread, %u bytes of local memory/thread, block [%u, %u, %u]",
                                 k->registers, k->local_per_thread, k->block[0], k->block[1], k->block[2]);
     if (!ok) ctx->out_of_memory = true;
@@ -136,8 +136,8 @@ static bool launches_spiller(const Profile *p, const PfLine *line, const Spiller
 
 static void check_profile(RuleContext *ctx) {
     const Profile *p = profile_view_profile(ctx->profile);
-    uint64_t kernel_total = profile_view_kernel_ns(ctx->profile);
-    if (kernel_total == 0) return;
+    uint64_t gpu_total = profile_view_gpu_ns(ctx->profile); /* shares are of GPU time, as everywhere */
+    if (gpu_total == 0 || profile_view_kernel_ns(ctx->profile) == 0) return;
     Spillers s;
     PfLines lines = {0};
     if (!collect(p, &s) || (s.count && !pf_lines_of_file(ctx->profile, ctx->profile_file, &lines))) {
@@ -148,13 +148,13 @@ static void check_profile(RuleContext *ctx) {
     for (size_t i = 0; i < s.count && !ctx->out_of_memory; i++) {
         const Spiller *sp = &s.items[i];
         /* the ones that matter and are the user's */
-        if (sp->ns < MIN_SHARE * kernel_total || !pf_kernel_is_users(ctx, sp->example)) continue;
+        if (sp->ns < MIN_SHARE * gpu_total || !pf_kernel_is_users(ctx, sp->example)) continue;
         uint32_t def_line = 0;
         if (ctx->cuda && pf_cuda_kernel_definition(ctx->cuda, sp->base, &def_line))
-            report(ctx, def_line, sp, kernel_total, "uses");
+            report(ctx, def_line, sp, gpu_total, "uses");
         for (size_t l = 0; l < lines.count && !ctx->out_of_memory; l++)
             if (lines.lines[l].line != def_line && launches_spiller(p, &lines.lines[l], &s, (int)i))
-                report(ctx, lines.lines[l].line, sp, kernel_total, "launched here uses");
+                report(ctx, lines.lines[l].line, sp, gpu_total, "launched here uses");
     }
     pf_lines_free(&lines);
     spillers_free(&s);

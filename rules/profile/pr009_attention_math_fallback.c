@@ -52,7 +52,7 @@ static const char documentation[] =
     "\n"
     "## The numbers\n"
     "The matmul and softmax kernels launched from the line (by name), and their GPU time as a\n"
-    "share of all kernel time; reported from 1%. No gain is estimated: a fused kernel's speed-up\n"
+    "share of the run's GPU time; reported from 1%. No gain is estimated: a fused kernel's speed-up\n"
     "depends on the sequence length, head size and dtype. Severity is info, warning from 10%.\n";
 
 #define MIN_SHARE 0.01
@@ -99,7 +99,7 @@ static bool given(const PySource *src, TSNode call, const char *keyword, uint32_
 }
 
 static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
-    uint64_t kernel_total = *(const uint64_t *)data;
+    uint64_t gpu_total = *(const uint64_t *)data;
     const Profile *p = profile_view_profile(ctx->profile);
     uint64_t gemm = 0, softmax = 0, ns = 0;
     for (size_t i = 0; i < line->op_count; i++) {
@@ -116,7 +116,7 @@ static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
         }
     }
     if (softmax == 0 || gemm < 2 * softmax) return;
-    double share = (double)ns / kernel_total;
+    double share = (double)ns / gpu_total;
     if (share < MIN_SHARE) return;
     SdpaSearch s = {.src = ctx->py};
     if (!pf_line_range(ctx->doc, line->line, &s.start, &s.end)) return;
@@ -132,7 +132,7 @@ static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
     char g[32], sm[32], pct[16];
     Finding *f = pf_report_line(ctx, line->line,
                                 "scaled_dot_product_attention ran on the math path: %s matmul and %s softmax kernels, "
-                                "no fused attention kernel (%s of GPU kernel time); likely because of %s",
+                                "no fused attention kernel (%s of GPU time); likely because of %s",
                                 units_count(gemm, g, sizeof g), units_count(softmax, sm, sizeof sm),
                                 units_ratio(share, pct, sizeof pct), why);
     if (!f) return;
@@ -143,9 +143,9 @@ static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
 
 static void check_profile(RuleContext *ctx) {
     if (!ctx->py || !ctx->py->tree) return;
-    uint64_t kernel_total = profile_view_kernel_ns(ctx->profile);
-    if (kernel_total == 0) return;
-    pf_each_line(ctx, check_line, &kernel_total);
+    uint64_t gpu_total = profile_view_gpu_ns(ctx->profile); /* shares are of GPU time, as everywhere */
+    if (gpu_total == 0 || profile_view_kernel_ns(ctx->profile) == 0) return;
+    pf_each_line(ctx, check_line, &gpu_total);
 }
 
 const Rule rule_pr009_attention_math_fallback = {

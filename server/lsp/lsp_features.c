@@ -713,7 +713,7 @@ void lsp_apply_settings(LspServer *s, json_t *settings) {
         for (size_t i = 0; i < s->config.severity_count; i++) free(s->config.severity[i].selector);
         free(s->config.severity);
         s->config.severity = NULL;
-        s->config.severity_count = 0;
+        s->config.severity_count = s->config.severity_cap = 0;
         const char *key;
         json_t *level;
         json_object_foreach(v, key, level) {

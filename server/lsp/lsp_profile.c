@@ -376,16 +376,6 @@ const ProfileView *lsp_profiles_view_for(const LspProfiles *p, const char *path,
     return v;
 }
 
-/* hex sha256 of a text */
-static void text_sha256(const Document *text, char hex[SHA256_HEX_CHARS + 1]) {
-    Sha256 h;
-    uint8_t digest[SHA256_DIGEST_BYTES];
-    sha256_init(&h);
-    sha256_update(&h, text->text, text->length);
-    sha256_final(&h, digest);
-    sha256_hex(digest, hex);
-}
-
 const ProfileView *lsp_profiles_view_through(const LspProfiles *p, const char *path, const Document *text,
                                              const LineMap *map, int *file, ProfileView **owned) {
     *owned = NULL;
@@ -395,7 +385,7 @@ const ProfileView *lsp_profiles_view_through(const LspProfiles *p, const char *p
     const char *recorded = profile->files[*file].sha256;
     if (!recorded || strcmp(recorded, map->baseline_sha256) != 0) return v; /* the map follows another text */
     char now[SHA256_HEX_CHARS + 1];
-    text_sha256(text, now);
+    sha256_hex_of(text->text, text->length, now);
     if (strcmp(now, recorded) == 0) return v; /* edited back to what was profiled */
     uint32_t *to = line_map_baseline_to_current(map);
     Profile *moved = to ? profile_remap_lines(profile, *file, to, map->baseline_count, now) : NULL;
@@ -423,7 +413,7 @@ bool lsp_profiles_start_line_map(const LspProfiles *p, const char *path, const D
     if (line_map_valid(map) && strcmp(map->baseline_sha256, recorded) == 0 && line_map_is_identity(map))
         return false; /* already follows it */
     char now[SHA256_HEX_CHARS + 1];
-    text_sha256(text, now);
+    sha256_hex_of(text->text, text->length, now);
     if (strcmp(now, recorded) != 0) return false; /* not the profiled text: nothing to follow from */
     line_map_free(map);
     return line_map_start(map, text, recorded);
@@ -435,7 +425,9 @@ bool lsp_profiles_merge(const LspProfiles *p, const char *path, const Document *
     ProfileView *owned;
     const ProfileView *v = lsp_profiles_view_through(p, path, doc, map, &file, &owned);
     if (!v) return true;
-    Config merged = *cfg; /* shallow: only the cold setting differs */
+    /* shallow: only the cold setting differs. It shares cfg's lists (and their
+     * caps): it is only read (passed as const), never grown or freed. */
+    Config merged = *cfg;
     merged.profile_cold = p->cold;
     bool ok = engine_merge_profile_parsed(doc, py, cuda, profile_view_profile(v)->files[file].path, v, &merged,
                                           findings, NULL);

@@ -100,8 +100,8 @@ void lsp_handle_findings(LspServer *s, json_t *id, json_t *params);
 /* advise/profileSummary and advise/lineCosts (lsp_profile_summary.c) */
 void lsp_handle_profile_summary(LspServer *s, json_t *id, json_t *params);
 void lsp_handle_line_costs(LspServer *s, json_t *id, json_t *params);
-/* What a line's share of GPU time divides by, named wherever a share is shown. */
-#define LSP_SHARE_DENOMINATOR "the run's GPU time (kernels and copies)"
+/* What a line's share divides by (profile_view_line_share), in words. */
+#define LSP_SHARE_DENOMINATOR "the run's GPU time (kernels, copies and memsets)"
 /* $/cancelRequest of an advise/findings request; false when id is not one. */
 bool lsp_findings_cancel(LspServer *s, json_t *id);
 /* window/workDoneProgress/cancel */

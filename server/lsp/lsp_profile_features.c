@@ -106,22 +106,24 @@ static const ProfileView *kernel_view(const LspProfiles *p, const ProfileView *o
 
 static const char *plural(uint64_t n, const char *one, const char *many) { return n == 1 ? one : many; }
 
-/* "31% GPU · 1.20 ms avg · 500 calls" for a line worth a lens (GPU time of
- * at least 1% of all, or host waits of at least 1% of the run); false otherwise. */
+/* "31% of GPU time · 1.20 ms avg · 500 calls" for a line worth a lens (GPU
+ * time of at least 1% of all, or host waits of at least 1% of the run);
+ * false otherwise. The share is the line's one (profile_view_line_share). */
 static bool line_title(const ProfileView *v, const ProfileLineCost *c, char *buf, size_t size) {
-    uint64_t gpu_total = profile_view_gpu_ns(v), run = profile_view_run_ns(v);
-    uint64_t gpu = c->kernel_ns + c->copy_ns, calls = c->launches + c->copies;
-    bool hot = gpu && calls && gpu_total && gpu * 100 >= gpu_total;
+    uint64_t run = profile_view_run_ns(v);
+    uint64_t gpu = profile_line_gpu_ns(c), calls = c->launches + c->copies;
+    double line_share = profile_view_line_share(v, c);
+    bool hot = gpu && calls && line_share >= 0.01;
     bool waits = c->sync_ns && c->syncs && run && c->sync_ns * 100 >= run;
     if (!hot && !waits) return false;
     char share[16], avg[32];
     size_t n = 0;
     buf[0] = '\0';
     if (hot) {
-        units_share(gpu, gpu_total, share, sizeof share);
+        units_ratio(line_share, share, sizeof share);
         units_ns(gpu / calls, avg, sizeof avg);
-        n += (size_t)snprintf(buf + n, size - n, "%s GPU \xC2\xB7 %s avg \xC2\xB7 %llu %s", share, avg,
-                              (unsigned long long)calls, plural(calls, "call", "calls"));
+        n += (size_t)snprintf(buf + n, size - n, "%s " PROFILE_LINE_SHARE_OF " \xC2\xB7 %s avg \xC2\xB7 %llu %s", share,
+                              avg, (unsigned long long)calls, plural(calls, "call", "calls"));
     }
     if (waits && n < size) {
         units_share(c->sync_ns, run, share, sizeof share);
@@ -136,8 +138,8 @@ static void kernel_title(const ProfileView *v, const ProfStats *sum, char *buf, 
     char share[16], avg[32];
     units_share(sum->total_ns, profile_view_gpu_ns(v), share, sizeof share);
     units_ns(sum->count ? sum->total_ns / sum->count : 0, avg, sizeof avg);
-    snprintf(buf, size, "%s GPU \xC2\xB7 %s avg \xC2\xB7 %llu %s", share, avg, (unsigned long long)sum->count,
-             plural(sum->count, "launch", "launches"));
+    snprintf(buf, size, "%s " PROFILE_LINE_SHARE_OF " \xC2\xB7 %s avg \xC2\xB7 %llu %s", share, avg,
+             (unsigned long long)sum->count, plural(sum->count, "launch", "launches"));
 }
 
 static json_t *lens(const LspServer *s, const Document *doc, const char *uri, ByteRange r, const char *title,
@@ -257,7 +259,7 @@ static void appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...) 
 
 static void op_line(char **md, size_t *len, size_t *cap, const ProfileView *v, const ProfOp *op) {
     const Profile *p = profile_view_profile(v);
-    uint64_t gpu_total = profile_view_gpu_ns(v), run = profile_view_run_ns(v);
+    uint64_t run = profile_view_run_ns(v);
     char median[32], total[32], share[16], bytes[32], rate[32];
     units_ns(op->stats.median_ns, median, sizeof median);
     units_ns(op->stats.total_ns, total, sizeof total);
@@ -267,25 +269,22 @@ static void op_line(char **md, size_t *len, size_t *cap, const ProfileView *v, c
         char name[160] = "kernel";
         if (op->kernel >= 0 && (size_t)op->kernel < p->kernel_count && p->kernels[op->kernel].name)
             kernel_short_name(p->kernels[op->kernel].name, name, sizeof name);
-        units_share(op->stats.total_ns, gpu_total, share, sizeof share);
-        appendf(md, len, cap, "- kernel `%s`: %llu %s, %s median, %s in all (%s of GPU time)\n", name, count,
-                count == 1 ? "launch" : "launches", median, total, share);
+        appendf(md, len, cap, "- kernel `%s`: %llu %s, %s median, %s in all\n", name, count,
+                count == 1 ? "launch" : "launches", median, total);
         break;
     }
     case PROF_OP_MEMCPY:
-        units_share(op->stats.total_ns, gpu_total, share, sizeof share);
         units_bytes(op->bytes, bytes, sizeof bytes);
         if (op->stats.total_ns) units_rate((double)op->bytes * 1e9 / (double)op->stats.total_ns, rate, sizeof rate);
         else snprintf(rate, sizeof rate, "?");
-        appendf(md, len, cap, "- %s, %s to %s memory: %llu %s, %s at %s, %s median, %s in all (%s of GPU time)\n",
+        appendf(md, len, cap, "- %s, %s to %s memory: %llu %s, %s at %s, %s median, %s in all\n",
                 copy_name(op->copy), memory_name(op->src), memory_name(op->dst), count, count == 1 ? "copy" : "copies",
-                bytes, rate, median, total, share);
+                bytes, rate, median, total);
         break;
     case PROF_OP_MEMSET:
-        units_share(op->stats.total_ns, gpu_total, share, sizeof share);
         units_bytes(op->bytes, bytes, sizeof bytes);
-        appendf(md, len, cap, "- memset of %s memory: %llu %s, %s, %s in all (%s of GPU time)\n", memory_name(op->dst),
-                count, count == 1 ? "memset" : "memsets", bytes, total, share);
+        appendf(md, len, cap, "- memset of %s memory: %llu %s, %s, %s in all\n", memory_name(op->dst), count,
+                count == 1 ? "memset" : "memsets", bytes, total);
         break;
     case PROF_OP_SYNC:
         units_share(op->stats.total_ns, run, share, sizeof share);
@@ -360,6 +359,14 @@ char *lsp_profile_hover(LspServer *s, const LspDocument *d, const Document *doc,
             qsort(ops, n, sizeof *ops, hottest_first);
             describe(v, about, sizeof about);
             appendf(&md, &len, &cap, "**Measured at this line** (profile %s)\n\n", about);
+            const ProfileLineCost *cost = profile_view_line(v, file, (uint32_t)line + 1);
+            if (cost && profile_line_gpu_ns(cost)) {
+                char share[16], gpu[32];
+                units_ratio(profile_view_line_share(v, cost), share, sizeof share);
+                units_ns(profile_line_gpu_ns(cost), gpu, sizeof gpu);
+                appendf(&md, &len, &cap, "The line: **%s " PROFILE_LINE_SHARE_OF "** (%s of kernels, copies and memsets)\n\n",
+                        share, gpu);
+            }
             for (size_t i = 0; i < n && i < HOVER_MAX_OPS; i++) op_line(&md, &len, &cap, v, ops[i]);
             if (n > HOVER_MAX_OPS) appendf(&md, &len, &cap, "- and %zu more\n", n - HOVER_MAX_OPS);
             free(ops);

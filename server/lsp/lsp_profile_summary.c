@@ -255,11 +255,10 @@ void lsp_handle_line_costs(LspServer *s, json_t *id, json_t *params) {
         const ProfileLineCost *c;
         size_t n = profile_view_lines(v, file, &c);
         for (size_t i = 0; i < n; i++) {
-            uint64_t gpu = c[i].kernel_ns + c[i].copy_ns;
+            uint64_t gpu = profile_line_gpu_ns(&c[i]);
             if (c[i].line == 0 || (!gpu && !c[i].sync_ns)) continue;
             json_array_append_new(lines, json_pack("{s:i,s:f,s:f,s:f,s:I}", "line", (int)c[i].line - 1, "gpu_seconds",
-                                                   seconds(gpu), "share",
-                                                   gpu_total ? (double)gpu / (double)gpu_total : 0.0,
+                                                   seconds(gpu), "share", profile_view_line_share(v, &c[i]),
                                                    "host_wait_seconds", seconds(c[i].sync_ns), "launches",
                                                    (json_int_t)c[i].launches));
         }

@@ -133,13 +133,8 @@ ProfileView *profile_after_fixes(const ProfileSource *profiles, const char *root
     size_t lines = 0;
     uint32_t *to = line_diff_matches(before, before_len, after, after_len, &lines);
     if (!to) return NULL;
-    Sha256 h;
-    uint8_t digest[SHA256_DIGEST_BYTES];
     char hex[SHA256_HEX_CHARS + 1];
-    sha256_init(&h);
-    sha256_update(&h, after, after_len);
-    sha256_final(&h, digest);
-    sha256_hex(digest, hex);
+    sha256_hex_of(after, after_len, hex);
     Profile *moved = profile_remap_lines(profile_view_profile(view), file, to, (uint32_t)lines, hex);
     free(to);
     ProfileView *v = moved ? profile_view_new(moved, profile_view_path(view)) : NULL;

@@ -42,17 +42,13 @@ bool file_walk_supported(const char *path) {
 }
 
 bool file_list_add_error(FileList *list, const char *path, const char *message) {
-    PathError *grown = realloc(list->errors, (list->error_count + 1) * sizeof *grown);
-    if (!grown) return false;
-    list->errors = grown;
+    if (!array_reserve(&list->errors, list->error_count, &list->error_cap, sizeof *list->errors, 4)) return false;
     list->errors[list->error_count++] = (PathError){strdup(path), strdup(message)};
     return true;
 }
 
 static void add_file(FileList *list, const char *path) {
-    char **grown = realloc(list->files, (list->count + 1) * sizeof *grown);
-    if (!grown) return;
-    list->files = grown;
+    if (!array_reserve(&list->files, list->count, &list->cap, sizeof *list->files, 16)) return;
     list->files[list->count] = strdup(path);
     if (list->files[list->count]) list->count++;
 }

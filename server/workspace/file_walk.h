@@ -17,8 +17,10 @@ typedef struct {
 typedef struct {
     char **files; /* sorted, as the user would write them (relative stays relative) */
     size_t count;
+    size_t cap; /* room in files (array_reserve) */
     PathError *errors;
     size_t error_count;
+    size_t error_cap; /* room in errors (array_reserve) */
 } FileList;
 
 /* root: the folder `exclude` patterns are relative to (the config's folder

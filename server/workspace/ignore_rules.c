@@ -1,5 +1,7 @@
 #include "server/workspace/ignore_rules.h"
 
+#include "analysis/base/growable.h"
+
 #include <ctype.h>
 #include <limits.h>
 #include <stdio.h>
@@ -171,13 +173,11 @@ static void add_pattern(IgnoreRules *rules, const char *base, const char *line, 
     if (memchr(line, '/', len)) p.anchored = true;
     p.pattern = strndup(line, len);
     p.base = strdup(base);
-    IgnorePattern *grown = p.pattern && p.base ? realloc(rules->items, (rules->count + 1) * sizeof *grown) : NULL;
-    if (!grown) {
+    if (!p.pattern || !p.base || !array_reserve(&rules->items, rules->count, &rules->cap, sizeof *rules->items, 8)) {
         free(p.pattern);
         free(p.base);
         return;
     }
-    rules->items = grown;
     rules->items[rules->count++] = p;
 }
 
@@ -277,4 +277,5 @@ void ignore_rules_free(IgnoreRules *rules) {
     ignore_rules_truncate(rules, 0);
     free(rules->items);
     rules->items = NULL;
+    rules->cap = 0;
 }

@@ -17,6 +17,7 @@ typedef struct {
 typedef struct {
     IgnorePattern *items;
     size_t count;
+    size_t cap; /* room in items (array_reserve); truncating keeps it */
 } IgnoreRules;
 
 /* Adds the patterns of one .gitignore-format text, relative to base. */

@@ -627,7 +627,7 @@ async function profileSession() {
     const waits = (lenses || []).find((l) => l.range.start.line === sync1.range.start.line);
     check(waits && waits.command?.title === '3.1% of the run waiting \u00b7 5.68 ms avg \u00b7 15 syncs',
           'profile: a code lens over the synchronize line', show(lenses));
-    check((lenses || []).some((l) => /^72% GPU \u00b7 2\.36 ms avg \u00b7 330 calls$/.test(l.command?.title)),
+    check((lenses || []).some((l) => /^72% of GPU time \u00b7 2\.36 ms avg \u00b7 330 calls$/.test(l.command?.title)),
           'profile: a code lens over the hot matmul line', show(lenses?.map((l) => l.command?.title)));
     if (waits) {
         const ran = await s.request(P.ExecuteCommandRequest.type, waits.command, 'profile: the lens command');
