@@ -8,6 +8,7 @@ import { ExecuteCommandRequest, WorkDoneProgress, WorkDoneProgressBegin, WorkDon
 import { AdviseClient } from './client';
 import { findAdvise } from './binary';
 import { ReadOnlyDocuments } from './readonly';
+import { shellQuote, withCsp } from './model/text';
 
 const LAST_COMMAND_KEY = 'advise.lastProfileCommand';
 
@@ -25,11 +26,6 @@ function binaryOrSay(advise: AdviseClient): string | undefined {
         if (c) void vscode.commands.executeCommand('workbench.action.openSettings', 'advise.path');
     });
     return undefined;
-}
-
-/** a word for a POSIX shell */
-export function shellQuote(word: string): string {
-    return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
 let profileTerminal: vscode.Terminal | undefined;
@@ -127,15 +123,6 @@ export async function applySafeFixes(advise: AdviseClient, arg?: unknown): Promi
             return undefined;
         }
     }
-}
-
-const REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:";
-
-/** the report page with a strict Content-Security-Policy in its head (no scripts, nothing fetched) */
-export function withCsp(html: string): string {
-    const meta = `<meta http-equiv="Content-Security-Policy" content="${REPORT_CSP}">`;
-    if (/<head[^>]*>/i.test(html)) return html.replace(/<head[^>]*>/i, (m) => `${m}\n${meta}`);
-    return `<!DOCTYPE html><html><head>${meta}</head><body>${html}</body></html>`;
 }
 
 let reportPanel: vscode.WebviewPanel | undefined;

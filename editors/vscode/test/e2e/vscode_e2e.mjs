@@ -334,6 +334,12 @@ try {
     }
     await shot('1-samples');
 
+    // the HTML report in a webview (advise report --format html, run by the extension)
+    await runCommand('advise: Open report');
+    const report = await until('the report\'s webview tab', () => page.$('.tab[aria-label^="advise report: samples"]'), 60000)
+        .catch(() => null);
+    check(report, 'advise: Open report shows the HTML report in a webview tab');
+
     // ---- 2. a scratch copy laid out as the repository: a profile arrives, the server crashes,
     //         a quick fix from the Findings view, then fix-all on save ----
     const quickName = 'benchmark_matmul.py', saveName = 'train_classifier.py';

@@ -81,3 +81,19 @@ test('the gain in words: estimated, else measured, with the share of the run', (
                  'torch.randn() fills this tensor in host memory and then copies it to the GPU — about 16.7 ms, 0.6% of the run');
     assert.equal(findingLabel(base), 'torch.randn() fills this tensor in host memory and then copies it to the GPU');
 });
+
+test('a shell word for the profiling terminal', async () => {
+    const { shellQuote } = await import('../../src/model/text');
+    assert.equal(shellQuote('/usr/local/bin/advise'), '/usr/local/bin/advise');
+    assert.equal(shellQuote('/home/me/my tools/advise'), "'/home/me/my tools/advise'");
+    assert.equal(shellQuote("/tmp/it's/advise"), "'/tmp/it'\\''s/advise'");
+    assert.equal(shellQuote('/x/$(rm -rf ~)/advise'), "'/x/$(rm -rf ~)/advise'");
+});
+
+test('the report page gets a Content-Security-Policy that runs and loads nothing', async () => {
+    const { withCsp } = await import('../../src/model/text');
+    const page = withCsp('<!DOCTYPE html>\n<html><head><title>r</title></head><body><p>x</p></body></html>');
+    assert.match(page, /<head>\n<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:">/);
+    assert.ok(!/script-src/.test(page));
+    assert.match(withCsp('<p>bare</p>'), /^<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy"[^>]*><\/head><body><p>bare<\/p><\/body><\/html>$/);
+});
