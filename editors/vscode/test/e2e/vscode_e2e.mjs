@@ -7,8 +7,9 @@
 // 1. Opens the repository's samples/ folder (read only: its files are hashed
 //    before and after), opens the advise view container and waits for the
 //    Findings view to list the ranked findings: the first group and the first
-//    finding are those `advise report` ranks first. Takes the sidebar
-//    screenshot (--screenshot).
+//    finding are those `advise report` ranks first (also when grouped by
+//    rule). Opens the top finding's file: the heat map shades its hot lines.
+//    Takes the sidebar screenshot (--screenshot), then opens the HTML report.
 // 2. Opens a scratch COPY of two samples in a temporary folder: applies the
 //    PY002 quick fix from the Findings view's context menu ("Apply fix"),
 //    saves with Ctrl+S, and compares the file with `advise check --fix
@@ -309,6 +310,20 @@ try {
     check(/ — about \d[\d.]* (ns|µs|ms|s)/.test(items[0]?.label ?? ''), 'the first finding says its estimated gain', items[0]?.label);
     check(items.some((r) => / — (about|costs) /.test(r.label)) && items.some((r) => /^(error|warning|info|hint) [A-Z]{2}\d{3}: /.test(r.label)),
           'findings carry their severity, code and gain', items.slice(0, 5).map((r) => r.label).join('\n'));
+
+    // grouped by rule, then by file again (the view title's toggle, here from the palette)
+    await runCommand('advise: Group findings by rule');
+    const byRule = await until('the findings grouped by rule', async () => {
+        const r = await rowsOf('Findings');
+        const g = r?.find((x) => x.level === 1);
+        return g && g.text.startsWith(`${top.code} `) ? g : null;
+    }, 15000).catch(() => null);
+    check(byRule, `grouped by rule, the first group is ${top.code}'s`, byRule?.text);
+    await runCommand('advise: Group findings by file');
+    await until('the findings grouped by file again', async () => {
+        const r = await rowsOf('Findings');
+        return r?.find((x) => x.level === 1)?.text.startsWith(topFile);
+    }, 15000).catch(() => null);
 
     // the Profile view, when the server reports profiles
     await page.evaluate(() => {
