@@ -37,6 +37,12 @@ class AdviseFeature implements StaticFeature {
     fillClientCapabilities(capabilities: ClientCapabilities): void {
         const set = capabilities.textDocument?.codeAction?.codeActionLiteralSupport?.codeActionKind?.valueSet;
         if (set) for (const k of ['source.fixAll', 'source.fixAll.advise']) if (!set.includes(k)) set.push(k);
+        // Pushed diagnostics, not pulled: the client pulls only for documents it
+        // sees in a tab, and missed a document opened from quick open after a
+        // restart (seen in code-server 4.139); the server pushes for every open
+        // document, with its version, and again when a profile changes.
+        if (capabilities.textDocument) delete capabilities.textDocument.diagnostic;
+        if (capabilities.workspace) delete capabilities.workspace.diagnostics;
     }
     initialize(): void { this.onInitialize(); }
     clear(): void { /* nothing */ }

@@ -17,7 +17,9 @@
 //    "editor.codeActionsOnSave": {"source.fixAll.advise": "explicit"}, edits
 //    the second sample, saves, and compares it with `advise check --fix`.
 //    Before the fixes, a profile copied into the scratch folder must refresh
-//    the view with gains, and a killed `advise server` must be restarted.
+//    the view with gains, and a killed `advise server` must be restarted;
+//    after them, "Open rule documentation" and "Ignore on this line" (saved:
+//    the suppression comment is on the line, the finding leaves the view).
 // 3. Restarts code-server with workspace trust on and opens an untrusted
 //    folder whose settings name another binary (a script that leaves a mark):
 //    the findings still come (from the machine's advise.path), the script
@@ -85,7 +87,10 @@ mkdirSync(join(dirs.user, 'User'), { recursive: true });
 // advise.path is machine-overridable: in code-server (a remote window) the
 // machine's settings give it, as a user would set it there
 mkdirSync(join(dirs.user, 'Machine'), { recursive: true });
-writeFileSync(join(dirs.user, 'Machine', 'settings.json'), JSON.stringify({ 'advise.path': advise }, null, 2));
+writeFileSync(join(dirs.user, 'Machine', 'settings.json'), JSON.stringify({
+    'advise.path': advise,
+    ...(process.env.ADVISE_VSCODE_E2E_TRACE ? { 'advise.trace.server': 'verbose' } : {}),   // for debugging: the messages in the logs
+}, null, 2));
 writeFileSync(join(dirs.user, 'User', 'settings.json'), JSON.stringify({
     'workbench.startupEditor': 'none',
     'workbench.tips.enabled': false,
@@ -150,7 +155,8 @@ async function rowsOf(title) {
         if (!pane) return null;
         return [...pane.querySelectorAll('.monaco-list-row')]
             .map((r) => ({ label: r.getAttribute('aria-label') ?? '', level: Number(r.getAttribute('aria-level') ?? 0),
-                           index: Number(r.getAttribute('data-index') ?? 0), text: r.textContent ?? '' }))
+                           index: Number(r.getAttribute('data-index') ?? 0), text: r.textContent ?? '',
+                           expanded: r.getAttribute('aria-expanded') === 'true' }))
             .sort((a, b) => a.index - b.index);
     }, title);
 }
@@ -453,6 +459,36 @@ try {
     check(saved === expectedSave, 'editor.codeActionsOnSave source.fixAll.advise applies the safe fixes on save (= advise check --fix)',
           diffHint(expectedSave, saved));
     await shot('3-fix-all-on-save');
+
+    // the rule's documentation, then "Ignore on this line", from a finding's context menu
+    const menuOf = async (code) => {
+        const r = await until(`${code} in the Findings view`, async () =>
+            (await rowsOf('Findings'))?.find((x) => x.level === 2 && x.label.includes(` ${code}: `)), 30000);
+        await (await page.$(`.pane .monaco-list-row[data-index="${r.index}"]`)).click({ button: 'right' });
+        return until('the context menu', async () => { const m = await menuItems(); return m.length ? m : null; }, 10000);
+    };
+    // the first file's group is long: fold it so that the second file's findings are on screen
+    const firstGroup = (await rowsOf('Findings')).find((x) => x.level === 1 && x.text.includes(quickName));
+    if (firstGroup?.expanded) await (await page.$(`.pane .monaco-list-row[data-index="${firstGroup.index}"]`)).click();
+    await (await menuOf('PY001')).find((m) => m.text === 'Open rule documentation').e.click();
+    const docTab = await until('the rule page', () => page.$('.tab[aria-label*="PY001"]'), 20000).catch(() => null);
+    check(docTab, 'Open rule documentation shows PY001\'s page', docTab ? await docTab.evaluate((e) => e.getAttribute('aria-label')) : undefined);
+    const beforeIgnore = readFileSync(join(scratchDir, saveName), 'utf8');
+    await (await menuOf('PY001')).find((m) => m.text === 'Ignore on this line').e.click();
+    await until('the suppression in the editor (dirty)', () => page.$(`.tab.dirty[aria-label^="${saveName}"]`), 30000);
+    await page.keyboard.down('Control'); await page.keyboard.press('s'); await page.keyboard.up('Control');
+    const ignored = await until('the suppression on disk', () => {
+        const t = readFileSync(join(scratchDir, saveName), 'utf8');
+        return t !== beforeIgnore ? t : null;
+    }, 20000).catch(() => beforeIgnore);
+    const marked = ignored.split('\n').filter((l) => /# advise: ignore\[PY001\]/.test(l));
+    check(marked.length === 1 && marked[0].includes('loss.item()'),
+          'Ignore on this line writes "# advise: ignore[PY001]" on the loss.item() line', marked.join('\n') || diffHint(beforeIgnore, ignored));
+    const gone = await until('PY001 gone from the Findings view', async () => {
+        const r = await rowsOf('Findings');
+        return r && r.some((x) => x.level === 2) && !r.some((x) => x.label.includes(' PY001: ')) ? r : null;
+    }, 20000).catch(() => null);
+    check(gone, 'after the save the Findings view no longer lists the ignored PY001');
 
     // ---- 3. Restricted Mode (workspace trust on, the folder untrusted), in the light theme ----
     // the workspace names a binary of its own: it must not be used; profiling must not be offered
