@@ -78,7 +78,8 @@ async function until(what, f, ms = WAIT, every = 250) {
 // ---- a private code-server ------------------------------------------------------------
 
 const work = mkdtempSync(join(tmpdir(), 'advise-vscode-e2e-'));
-const out = resolve(args.out ?? join(work, 'out'));
+// screenshots: --out, else a folder of their own, kept when a check failed
+const out = resolve(args.out ?? mkdtempSync(join(tmpdir(), 'advise-vscode-e2e-shots-')));
 mkdirSync(out, { recursive: true });
 const dirs = { user: join(work, 'user'), ext: join(work, 'extensions'), config: join(work, 'config'),
                data: join(work, 'data'), chrome: join(work, 'chrome'), scratch: join(work, 'scratch'), expected: join(work, 'expected') };
@@ -159,6 +160,18 @@ async function rowsOf(title) {
                            expanded: r.getAttribute('aria-expanded') === 'true' }))
             .sort((a, b) => a.index - b.index);
     }, title);
+}
+
+/** waits until the rows of a view stay the same for `quiet` ms (a refresh after a save has landed) */
+async function settle(title, quiet = 1500, ms = 20000) {
+    const end = Date.now() + ms;
+    let last = JSON.stringify(await rowsOf(title)), since = Date.now();
+    while (Date.now() < end) {
+        await sleep(250);
+        const now = JSON.stringify(await rowsOf(title));
+        if (now !== last) { last = now; since = Date.now(); }
+        else if (Date.now() - since >= quiet) return;
+    }
 }
 
 async function openAdviseContainer() {
@@ -462,6 +475,7 @@ try {
 
     // the rule's documentation, then "Ignore on this line", from a finding's context menu
     const menuOf = async (code) => {
+        await settle('Findings');
         const r = await until(`${code} in the Findings view`, async () =>
             (await rowsOf('Findings'))?.find((x) => x.level === 2 && x.label.includes(` ${code}: `)), 30000);
         await (await page.$(`.pane .monaco-list-row[data-index="${r.index}"]`)).click({ button: 'right' });
@@ -545,6 +559,7 @@ try {
 } finally {
     await cleanup();
     if (!process.env.ADVISE_VSCODE_E2E_KEEP) rmSync(work, { recursive: true, force: true, maxRetries: 3 });
+    if (!args.out && !failed) rmSync(out, { recursive: true, force: true });
 }
 
 function diffHint(want, got) {
@@ -555,7 +570,7 @@ function diffHint(want, got) {
     return 'different';
 }
 
-console.log(`# ${((Date.now() - started) / 1000).toFixed(1)} s in all; screenshots in ${out}`);
+console.log(`# ${((Date.now() - started) / 1000).toFixed(1)} s in all${failed || args.out ? `; screenshots in ${out}` : ''}`);
 console.log(`${failed ? 'FAIL' : 'PASS'}: the advise extension in code-server`);
 console.log(`vscode-e2e: ${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);
