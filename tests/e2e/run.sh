@@ -14,7 +14,11 @@
 # sarif-multitool and the SARIF 2.1.0 schema (both from the pinned npm
 # package @microsoft/sarif-multitool); and
 # tests/report/screenshot.sh, which renders `advise report --format html` in
-# headless Chromium when one is installed (skipped otherwise).
+# headless Chromium when one is installed (skipped otherwise); and the VS Code
+# extension's tests (editors/vscode/test/run.sh: its .vsix, unit tests of its
+# models against the server, and an end-to-end test in code-server driven by
+# Chromium), unless ADVISE_E2E_VSCODE=0 (scripts/test.sh sets it for the
+# sanitizer run: the extension is tested once per suite).
 # Installs what is missing (nodejs + npm, neovim, emacs-nox and elpa-eglot
 # with apt-get, as root or with sudo; the npm packages with `npm ci`), runs
 # the clients against the server binary and the schema check, and exits
@@ -114,8 +118,21 @@ elif [ "$shot_status" -ne 0 ]; then
     status=1
 fi
 
+# ---- the VS Code extension (editors/vscode): once per suite ------------------------
+if [ "${ADVISE_E2E_VSCODE:-1}" != 0 ]; then
+    echo "== editors: the VS Code extension (editors/vscode/test/run.sh)"
+    if sh "$repo/editors/vscode/test/run.sh" "$binary" </dev/null; then
+        echo "PASS: editors/vscode"
+    else
+        echo "FAIL: editors/vscode"
+        status=1
+    fi
+else
+    echo "e2e: the VS Code extension's tests are not run with this binary (ADVISE_E2E_VSCODE=0)"
+fi
+
 if [ "$status" -ne 0 ]; then
     echo "e2e: FAILED" >&2
     exit 1
 fi
-echo "== end-to-end: the clients, the editor plugins, the profile schema and SARIF checks and the report rendering passed"
+echo "== end-to-end: the clients, the editor plugins, the profile schema and SARIF checks, the report rendering and the VS Code extension passed"
