@@ -9,6 +9,7 @@
 
 #include <sys/stat.h>
 
+#include "analysis/base/atomic_file.h"
 #include "analysis/base/growable.h"
 #include "analysis/edits.h"
 #include "rules/engine/engine.h"
@@ -29,6 +30,8 @@ typedef struct {
     bool error_on_parse_failure; /* a file that does not parse cleanly makes the run exit 2 */
     const char *config_path;
     bool no_config;
+    const char *output_path;  /* -o/--output: written atomically at the end */
+    const char *stdin_name;   /* --stdin-filename: what the text read from stdin ("-") is checked as */
     const char *profile_path; /* --profile */
     bool no_profile;
     Config cfg;
@@ -45,7 +48,11 @@ static void check_usage(FILE *out) {
           "Analyses Python and CUDA files, and folders recursively (skipping what .gitignore ignores).\n"
           "\n"
           "options:\n"
-          "  --format text|json       output format (default text; json: docs/json-output.md)\n"
+          "  --format FORMAT          text (default), json (docs/json-output.md), or for pull-request checks\n"
+          "                           sarif, github or gitlab (docs/ci.md)\n"
+          "  -o, --output FILE        write the findings to FILE (atomically) instead of stdout\n"
+          "  --stdin-filename NAME    with the path -: check stdin as the file NAME (language, config,\n"
+          "                           profile and the paths shown)\n"
           "  --select LIST            only these rules: codes, prefixes, names or ALL, comma-separated\n"
           "                           (replaces the config's select)\n"
           "  --ignore LIST            skip these rules (added to the config's ignore)\n"
@@ -72,7 +79,7 @@ static void check_usage(FILE *out) {
 
 enum { OPT_FORMAT = 256, OPT_SELECT, OPT_IGNORE, OPT_SEVERITY, OPT_FAIL_ON, OPT_FIX, OPT_UNSAFE, OPT_DIFF,
        OPT_CONFIG, OPT_NO_CONFIG, OPT_MAX_SIZE, OPT_NO_SOURCE, OPT_QUIET, OPT_HELP, OPT_PROFILE, OPT_NO_PROFILE,
-       OPT_ERROR_ON_PARSE_FAILURE };
+       OPT_ERROR_ON_PARSE_FAILURE, OPT_STDIN_FILENAME };
 
 static const struct option long_options[] = {
     {"format", required_argument, 0, OPT_FORMAT},     {"select", required_argument, 0, OPT_SELECT},
@@ -84,6 +91,7 @@ static const struct option long_options[] = {
     {"quiet", no_argument, 0, OPT_QUIET},             {"help", no_argument, 0, OPT_HELP},
     {"profile", required_argument, 0, OPT_PROFILE},   {"no-profile", no_argument, 0, OPT_NO_PROFILE},
     {"error-on-parse-failure", no_argument, 0, OPT_ERROR_ON_PARSE_FAILURE},
+    {"output", required_argument, 0, 'o'},            {"stdin-filename", required_argument, 0, OPT_STDIN_FILENAME},
     {0, 0, 0, 0}};
 
 /* Command-line settings are collected apart and laid over the config file. */
@@ -284,10 +292,13 @@ static char *fix_text(const CheckOptions *o, const char *path, const char *text,
     return current;
 }
 
-static bool check_one(CheckOptions *o, const char *path, CheckOutput *out, CheckSummary *s, bool *failing) {
-    SourceFile file;
+/* stdin: the text read from stdin, checked as path (--fix refused before) */
+static bool check_one(CheckOptions *o, const char *path, const SourceFile *stdin_text, CheckOutput *out,
+                      CheckSummary *s, bool *failing) {
+    SourceFile file = {0};
     char *error = NULL;
-    if (!source_file_read(path, o->cfg.max_file_bytes, &file, &error)) {
+    if (stdin_text) file = *stdin_text;
+    else if (!source_file_read(path, o->cfg.max_file_bytes, &file, &error)) {
         check_output_error(out, path, error);
         free(error);
         return false;
@@ -355,8 +366,46 @@ static bool check_one(CheckOptions *o, const char *path, CheckOutput *out, Check
     }
     free(fixed_text);
     profile_view_free(moved);
-    source_file_free(&file);
+    if (!stdin_text) source_file_free(&file);
     return ok;
+}
+
+/* The whole of stdin, checked as source_file_read checks a file. */
+static bool read_stdin(SourceFile *out, size_t max_bytes) {
+    size_t len = 0, cap = 65536;
+    char *buf = malloc(cap + 1);
+    size_t n;
+    while (buf && (n = fread(buf + len, 1, cap - len, stdin)) > 0) {
+        len += n;
+        if (len > max_bytes) {
+            fprintf(stderr, "advise check: stdin is over the %zu-byte limit\n", max_bytes);
+            free(buf);
+            return false;
+        }
+        if (len == cap) {
+            char *grown = realloc(buf, cap * 2 + 1);
+            if (!grown) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = grown;
+            cap *= 2;
+        }
+    }
+    if (!buf) {
+        fputs("advise check: out of memory reading stdin\n", stderr);
+        return false;
+    }
+    buf[len] = '\0';
+    size_t bad = 0;
+    if (memchr(buf, '\0', len) || !utf8_validate(buf, len, &bad)) {
+        fprintf(stderr, "advise check: stdin is not UTF-8 text (byte %zu)\n", bad);
+        free(buf);
+        return false;
+    }
+    *out = (SourceFile){.text = buf, .length = len};
+    return true;
 }
 
 static void free_cl(CommandLineSettings *cl) {
@@ -371,16 +420,16 @@ int cli_check(int argc, char **argv) {
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "ho:", long_options, NULL)) != -1) {
         switch (c) {
         case OPT_FORMAT:
-            if (strcmp(optarg, "text") == 0) o.format = FORMAT_TEXT;
-            else if (strcmp(optarg, "json") == 0) o.format = FORMAT_JSON;
-            else {
+            if (!output_format_parse(optarg, &o.format)) {
                 free_cl(&cl);
-                return cli_usage_error("check", "--format wants text or json, not '%s'", optarg);
+                return cli_usage_error("check", "--format wants text, json, sarif, github or gitlab, not '%s'", optarg);
             }
             break;
+        case 'o': o.output_path = optarg; break;
+        case OPT_STDIN_FILENAME: o.stdin_name = optarg; break;
         case OPT_SELECT:
             cl.select_given = true;
             string_list_add_csv(&cl.select, optarg);
@@ -425,6 +474,19 @@ int cli_check(int argc, char **argv) {
         free_cl(&cl);
         return cli_usage_error("check", "%s", "--profile and --no-profile exclude each other");
     }
+    bool from_stdin = false;
+    for (int i = optind; i < argc; i++)
+        if (strcmp(argv[i], "-") == 0) from_stdin = true;
+    if (from_stdin && (argc - optind != 1 || !o.stdin_name || !*o.stdin_name || o.fix)) {
+        free_cl(&cl);
+        return cli_usage_error("check", "%s",
+                               o.fix ? "--fix cannot write to stdin (-); use --diff"
+                                     : "reading stdin (-) wants it as the only path, and --stdin-filename NAME");
+    }
+    if (o.stdin_name && !from_stdin) {
+        free_cl(&cl);
+        return cli_usage_error("check", "%s", "--stdin-filename goes with the path - (stdin)");
+    }
     char *root = NULL;
     int status = load_settings(&o, &cl, &root);
     free_cl(&cl);
@@ -439,13 +501,27 @@ int cli_check(int argc, char **argv) {
     const char *default_path = ".";
     const char *const *paths = optind < argc ? (const char *const *)argv + optind : &default_path;
     size_t path_count = optind < argc ? (size_t)(argc - optind) : 1;
-    FileList files;
-    file_walk(paths, path_count, &o.cfg, root, &files);
+    FileList files = {0};
+    SourceFile stdin_text = {0};
+    if (!from_stdin) file_walk(paths, path_count, &o.cfg, root, &files);
+    else if (!read_stdin(&stdin_text, o.cfg.max_file_bytes)) {
+        config_free(&o.cfg);
+        profile_set_free(o.profiles);
+        free(o.merge_note);
+        free(o.project_root);
+        free(root);
+        return EXIT_TROUBLE;
+    }
     o.workspaces = py_workspaces_new();
 
-    /* --diff keeps stdout for the patch; the summary goes to stderr */
-    FILE *report_stream = o.diff ? stderr : stdout;
-    CheckOutput *out = check_output_new(o.format, report_stream, o.show_source);
+    /* --diff keeps stdout for the patch; the summary goes to stderr; -o FILE: into memory, then the file */
+    char *buffer = NULL;
+    size_t buffer_size = 0;
+    FILE *report_stream = o.output_path ? open_memstream(&buffer, &buffer_size) : o.diff ? stderr : stdout;
+    if (!report_stream) report_stream = stdout;
+    const char *summary_file = o.format == FORMAT_GITHUB ? getenv("GITHUB_STEP_SUMMARY") : NULL;
+    CheckOutputOptions output_options = {o.show_source, o.project_root, summary_file};
+    CheckOutput *out = check_output_new(o.format, report_stream, &output_options);
     CheckSummary summary = {.fix_mode = o.fix, .diff_mode = o.diff};
     bool failing = false, trouble = false;
     for (size_t i = 0; i < files.error_count; i++) {
@@ -455,12 +531,26 @@ int cli_check(int argc, char **argv) {
     }
     for (size_t i = 0; i < files.count; i++) {
         if (i > 0 && strcmp(files.files[i], files.files[i - 1]) == 0) continue; /* named twice */
-        if (!check_one(&o, files.files[i], out, &summary, &failing)) {
+        if (!check_one(&o, files.files[i], NULL, out, &summary, &failing)) {
             summary.errors++;
             trouble = true;
         }
     }
-    if (!o.quiet || o.format == FORMAT_JSON) check_output_finish(out, &summary);
+    if (from_stdin && !check_one(&o, o.stdin_name, &stdin_text, out, &summary, &failing)) {
+        summary.errors++;
+        trouble = true;
+    }
+    if (!o.quiet || o.format != FORMAT_TEXT) check_output_finish(out, &summary);
+    if (o.output_path && report_stream != stdout) {
+        fclose(report_stream);
+        char *error = NULL;
+        if (!atomic_file_write_bytes(o.output_path, NULL, buffer ? buffer : "", buffer ? buffer_size : 0, &error)) {
+            fprintf(stderr, "advise check: %s: %s\n", o.output_path, error ? error : "cannot write");
+            free(error);
+            trouble = true;
+        }
+        free(buffer);
+    }
     if (o.diff && !o.quiet && o.format == FORMAT_TEXT)
         fprintf(stderr, "Would fix %zu finding%s in %zu file%s.\n", summary.fixed, summary.fixed == 1 ? "" : "s",
                 summary.files_fixed, summary.files_fixed == 1 ? "" : "s");
@@ -468,6 +558,7 @@ int cli_check(int argc, char **argv) {
         fprintf(stderr, "advise: the profile mentions none of the checked files; nothing was merged\n");
     check_output_free(out);
     file_list_free(&files);
+    free(stdin_text.text);
     config_free(&o.cfg);
     profile_set_free(o.profiles);
     py_workspaces_free(o.workspaces);

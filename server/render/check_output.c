@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "advise_version.h" /* ADVISE_VERSION: project(VERSION) in CMakeLists.txt */
+#include "server/render/check_pr_output.h"
 #include "server/render/finding_json.h"
 
 struct CheckOutput {
@@ -14,7 +15,18 @@ struct CheckOutput {
     json_t *findings; /* JSON mode */
     json_t *errors;
     json_t *parse_failures;
+    PrOutput *pr; /* SARIF, GitHub, GitLab */
 };
+
+bool output_format_parse(const char *name, OutputFormat *out) {
+    static const char *const names[] = {"text", "json", "sarif", "github", "gitlab"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (strcmp(name, names[i]) == 0) {
+            *out = (OutputFormat)i;
+            return true;
+        }
+    return false;
+}
 
 void display_position(const Document *doc, size_t offset, size_t *line, size_t *column) {
     Position p = document_position_at(doc, offset, POSITION_UTF32);
@@ -22,12 +34,20 @@ void display_position(const Document *doc, size_t offset, size_t *line, size_t *
     *column = (size_t)p.character + 1;
 }
 
-CheckOutput *check_output_new(OutputFormat format, FILE *out, bool show_source) {
+CheckOutput *check_output_new(OutputFormat format, FILE *out, const CheckOutputOptions *options) {
     CheckOutput *o = calloc(1, sizeof *o);
     if (!o) return NULL;
     o->format = format;
     o->out = out;
-    o->show_source = show_source;
+    o->show_source = options && options->show_source;
+    if (format >= FORMAT_SARIF) {
+        o->pr = pr_output_new(format == FORMAT_SARIF ? PR_SARIF : format == FORMAT_GITHUB ? PR_GITHUB : PR_GITLAB, out,
+                              options ? options->root : NULL, options ? options->step_summary : NULL);
+        if (!o->pr) {
+            free(o);
+            return NULL;
+        }
+    }
     if (format == FORMAT_JSON) {
         o->findings = json_array();
         o->errors = json_array();
@@ -131,6 +151,10 @@ static json_t *json_finding(const char *path, const Document *doc, const Finding
 }
 
 void check_output_file(CheckOutput *o, const char *path, const Document *doc, const FindingList *findings) {
+    if (o->pr) {
+        pr_output_file(o->pr, path, doc, findings);
+        return;
+    }
     for (size_t i = 0; i < findings->count; i++) {
         if (o->format == FORMAT_TEXT) text_finding(o, path, doc, &findings->items[i]);
         else json_array_append_new(o->findings, json_finding(path, doc, &findings->items[i]));
@@ -139,11 +163,13 @@ void check_output_file(CheckOutput *o, const char *path, const Document *doc, co
 
 void check_output_error(CheckOutput *o, const char *path, const char *message) {
     fprintf(stderr, "advise: %s: %s\n", path, message);
+    if (o->pr) pr_output_error(o->pr, path, message);
     if (o->format == FORMAT_JSON) json_array_append_new(o->errors, json_pack("{s:s,s:s}", "path", path, "message", message));
 }
 
 void check_output_parse_failure(CheckOutput *o, const char *path, size_t line, size_t column, const char *message) {
     fprintf(stderr, "advise: %s:%zu:%zu: %s\n", path, line, column, message);
+    if (o->pr) pr_output_parse_failure(o->pr, path, line, column, message);
     if (o->format == FORMAT_JSON)
         json_array_append_new(o->parse_failures, json_pack("{s:s,s:I,s:I,s:s}", "path", path, "line", (json_int_t)line,
                                                            "column", (json_int_t)column, "message", message));
@@ -152,6 +178,10 @@ void check_output_parse_failure(CheckOutput *o, const char *path, size_t line, s
 static void plural(FILE *out, size_t n, const char *one, const char *many) { fprintf(out, "%zu %s", n, n == 1 ? one : many); }
 
 void check_output_finish(CheckOutput *o, const CheckSummary *s) {
+    if (o->pr) {
+        pr_output_finish(o->pr, s->files_checked);
+        return;
+    }
     if (o->format == FORMAT_JSON) {
         json_t *summary = json_pack(
             "{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "files_checked", (json_int_t)s->files_checked,
@@ -214,5 +244,6 @@ void check_output_free(CheckOutput *o) {
     json_decref(o->findings);
     json_decref(o->errors);
     json_decref(o->parse_failures);
+    pr_output_free(o->pr);
     free(o);
 }

@@ -1,5 +1,6 @@
-/* How `advise check` shows findings: text for people, JSON for programs.
- * Both receive the same calls from cli_check.c. */
+/* How `advise check` shows findings: text for people, JSON for programs,
+ * SARIF, GitHub annotations and GitLab Code Quality for pull-request checks
+ * (check_pr_output.h). All receive the same calls from cli_check.c. */
 #ifndef ADVISE_CHECK_OUTPUT_H
 #define ADVISE_CHECK_OUTPUT_H
 
@@ -26,13 +27,22 @@ typedef struct {
 
 typedef struct CheckOutput CheckOutput;
 
-typedef enum { FORMAT_TEXT, FORMAT_JSON } OutputFormat;
+typedef enum { FORMAT_TEXT, FORMAT_JSON, FORMAT_SARIF, FORMAT_GITHUB, FORMAT_GITLAB } OutputFormat;
+
+/* "text", "json", "sarif", "github", "gitlab"; false if unknown. */
+bool output_format_parse(const char *name, OutputFormat *out);
+
+typedef struct {
+    bool show_source;         /* text: the source line and a caret under each finding */
+    const char *root;         /* the project root (absolute): SARIF's %SRCROOT%, relative paths; may be NULL */
+    const char *step_summary; /* github: a file to append a Markdown summary to ($GITHUB_STEP_SUMMARY), or NULL */
+} CheckOutputOptions;
 
 /* The JSON output's format_version (docs/json-evidence.md): 2 since the
  * evidence items carry their kind and figures. */
 #define CHECK_JSON_FORMAT_VERSION 2
 
-CheckOutput *check_output_new(OutputFormat format, FILE *out, bool show_source);
+CheckOutput *check_output_new(OutputFormat format, FILE *out, const CheckOutputOptions *options);
 /* Findings of one file, already sorted. */
 void check_output_file(CheckOutput *o, const char *path, const Document *doc, const FindingList *findings);
 /* A file or path that could not be checked (also goes to stderr in text mode). */

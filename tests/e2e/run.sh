@@ -9,7 +9,10 @@
 #   - emacs_eglot.el: the Emacs package (editors/emacs/advise.el) with
 #     Debian's Emacs and elpa-eglot, in batch mode.
 # It also runs tests/profile_schema_check.mjs, which needs the same pinned npm
-# install (ajv): the profile JSON Schema against the C writer's fixtures; and
+# install (ajv): the profile JSON Schema against the C writer's fixtures;
+# sarif_validate.sh: `advise check --format sarif samples/` through
+# sarif-multitool and the SARIF 2.1.0 schema (both from the pinned npm
+# package @microsoft/sarif-multitool); and
 # tests/report/screenshot.sh, which renders `advise report --format html` in
 # headless Chromium when one is installed (skipped otherwise); and the VS Code
 # extension's tests (editors/vscode/test/run.sh: its .vsix, unit tests of its
@@ -60,6 +63,10 @@ fi
 status=0
 echo "== profile format: profiler/profile.schema.json (ajv) against tests/fixtures/profiles"
 timeout 60 node "$repo/tests/profile_schema_check.mjs" </dev/null || status=1
+
+# ---- SARIF: advise check --format sarif samples/ (sarif-multitool and the 2.1.0 schema) ----
+echo "== SARIF: advise check --format sarif samples/ (sarif-multitool validate, ajv and the 2.1.0 schema)"
+timeout 300 sh "$here/sarif_validate.sh" "$binary" </dev/null || status=1
 
 # ---- the clients ------------------------------------------------------------------
 # each one gets a wall-clock limit on top of its own timeouts
@@ -128,4 +135,4 @@ if [ "$status" -ne 0 ]; then
     echo "e2e: FAILED" >&2
     exit 1
 fi
-echo "== end-to-end: the clients, the editor plugins, the profile schema check, the report rendering and the VS Code extension passed"
+echo "== end-to-end: the clients, the editor plugins, the profile schema and SARIF checks, the report rendering and the VS Code extension passed"
