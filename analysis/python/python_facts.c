@@ -640,9 +640,7 @@ static bool local_loss_function_call(const PySource *src, TSNode call, int depth
     return false;
 }
 
-/* the function a bare call names: a def at module level, or one nested in
- * a function around the call (`def _forward(): ...` inside a training loop) */
-static TSNode local_function_of_call(const PySource *src, TSNode call) {
+TSNode py_local_function_of_call(const PySource *src, TSNode call) {
     TSNode null = {0};
     TSNode fn = ts_node_child_by_field_name(call, "function", 8);
     if (!py_is(fn, "identifier") || py_resolve_import(src, py_text_ptr(src, fn), py_text_len(fn))) return null;
@@ -702,7 +700,7 @@ static bool visit_return(TSNode n, void *data) {
  * tensor, or, for index >= 0, a tuple whose element `index` is */
 static bool local_call_returns_tensor(const PySource *src, TSNode call, int index, int depth) {
     if (depth > MAX_DEPTH - 6) return false;
-    TSNode def = local_function_of_call(src, call);
+    TSNode def = py_local_function_of_call(src, call);
     if (ts_node_is_null(def) || py_is_within(call, def)) return false; /* recursion */
     TSNode body = ts_node_child_by_field_name(def, "body", 4);
     ReturnSearch s = {src, index, depth + 4, 0, true};
@@ -1554,7 +1552,7 @@ static bool function_has_busy_loop(const PySource *src, TSNode fn, bool paramete
  * loop that calls what it was handed (`run_benchmark(fn, a, b)`,
  * `train_one_epoch(...)`): a whole sweep, not a step */
 static bool calls_local_loop(const PySource *src, TSNode call) {
-    TSNode def = local_function_of_call(src, call);
+    TSNode def = py_local_function_of_call(src, call);
     if (ts_node_is_null(def) || py_is_within(call, def)) return false;
     LoopSearch s = {src, false};
     py_walk(ts_node_child_by_field_name(def, "body", 4), visit_gpu_loop, &s);

@@ -43,6 +43,12 @@ size_t py_reaching_bindings(const PySource *src, TSNode id, PyReachingBinding *o
  * hands to backward(), a parameter annotated Tensor or given tensors by the
  * file's calls. Everything else is "don't know" (false). */
 bool py_is_tensor(const PySource *src, TSNode expr);
+
+/* The def of this file that a bare call names: one nested in a function
+ * around the call (`def _forward(): ...` inside a training loop), else one at
+ * module level; a null node for imported or rebound names, and calls that
+ * are not bare names. */
+TSNode py_local_function_of_call(const PySource *src, TSNode call);
 /* The expression is a torch.nn.Module instance (a model or a loss): built
  * from a torch.nn class or a class of this file deriving from one, or a name
  * whose calls feed the loss the code hands to backward (a model or loss

@@ -251,28 +251,6 @@ static bool visit_helper_sync(TSNode n, void *data) {
     return !s->found;
 }
 
-/* the function of this file that a bare call names (at module level, or
- * nested in a function around the call) */
-static TSNode local_def(const PySource *src, TSNode call) {
-    TSNode null = {0};
-    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
-    if (!py_is(fn, "identifier") || py_resolve_import(src, py_text_ptr(src, fn), py_text_len(fn))) return null;
-    for (TSNode outer = py_enclosing_function(src, call); !ts_node_is_null(outer);
-         outer = py_enclosing_function(src, outer)) {
-        TSNode body = ts_node_child_by_field_name(outer, "body", 4);
-        uint32_t n = ts_node_named_child_count(body);
-        for (uint32_t i = 0; i < n; i++) {
-            TSNode c = ts_node_named_child(body, i);
-            if (py_is(c, "decorated_definition")) c = ts_node_child_by_field_name(c, "definition", 10);
-            if (!py_is(c, "function_definition")) continue;
-            TSNode name = ts_node_child_by_field_name(c, "name", 4);
-            if (!ts_node_is_null(name) && py_same_text(src, name, fn)) return c;
-        }
-    }
-    TSNode def = py_index_top_level(src, py_text_ptr(src, fn), py_text_len(fn));
-    return py_is(def, "function_definition") ? def : null;
-}
-
 /* The call makes the host wait for the GPU (or, for a helper of unknown
  * content, may well do so: `synchronize()`, `cuda_sync()`): a sync call, a
  * copy to the host, reading a tensor's value, decoding token ids, a barrier,
@@ -284,7 +262,7 @@ static bool is_sync_at(const PySource *src, TSNode call, int depth) {
         callee_says_sync(src, call) || is_token_decode(src, call))
         return true;
     if (depth >= MAX_HELPER_DEPTH) return false;
-    TSNode def = local_def(src, call);
+    TSNode def = py_local_function_of_call(src, call);
     if (ts_node_is_null(def) || py_is_within(call, def)) return false;
     TSNode body = ts_node_child_by_field_name(def, "body", 4);
     if (ts_node_is_null(body)) return false;
@@ -388,7 +366,7 @@ static bool call_does_gpu_work(const Region *r, TSNode call) {
     if (py_call_does_gpu_work(src, call)) return true;
     if (is_placement(src, call)) return false;
     /* a helper of this file that does GPU work */
-    TSNode def = local_def(src, call);
+    TSNode def = py_local_function_of_call(src, call);
     if (!ts_node_is_null(def) && !py_is_within(call, def)) {
         TSNode body = ts_node_child_by_field_name(def, "body", 4);
         return !ts_node_is_null(body) && py_does_gpu_work(src, body);
