@@ -7,6 +7,7 @@
 
 #include "analysis/base/growable.h"
 #include "analysis/finding.h"
+#include "analysis/cuda/cuda_pch.h"
 #include "analysis/cuda/include_search.h"
 #include "analysis/base/text_format.h"
 
@@ -404,23 +405,65 @@ static bool has_include(const CudaFlags *f, const char *dir) {
     return false;
 }
 
-/* a fresh parse of doc into src->tu */
-static enum CXErrorCode parse_tu(CudaSource *src, const Document *doc) {
+/* clang turned the precompiled prefix down (a header changed since it was
+ * built): a fatal error that names it. */
+static bool pch_refused(CXTranslationUnit tu, const char *pch) {
+    unsigned n = clang_getNumDiagnostics(tu);
+    bool refused = false;
+    for (unsigned i = 0; i < n && !refused; i++) {
+        CXDiagnostic d = clang_getDiagnostic(tu, i);
+        if (clang_getDiagnosticSeverity(d) >= CXDiagnostic_Error) {
+            CXString s = clang_getDiagnosticSpelling(d);
+            const char *m = clang_getCString(s);
+            refused = m && (strstr(m, pch) || strstr(m, "precompiled header") || strstr(m, "PCH file"));
+            clang_disposeString(s);
+        }
+        clang_disposeDiagnostic(d);
+    }
+    return refused;
+}
+
+static enum CXErrorCode parse_with(CudaSource *src, const Document *doc, const char *pch) {
     const char *path = main_path(doc);
     struct CXUnsavedFile unsaved = {path, doc->text, (unsigned long)doc->length};
     unsigned opts = CXTranslationUnit_PrecompiledPreamble |
                     CXTranslationUnit_KeepGoing | CXTranslationUnit_SkipFunctionBodies |
                     CXTranslationUnit_LimitSkipFunctionBodiesToPreamble |
                     CXTranslationUnit_IgnoreNonErrorsFromIncludedFiles;
-    double t0 = now();
-    enum CXErrorCode e = clang_parseTranslationUnit2(src->index, path, (const char *const *)src->flags.args,
-                                                     (int)src->flags.count, &unsaved, 1, opts, &src->tu);
-    src->parse_seconds = now() - t0;
+    const char **args = (const char **)src->flags.args;
+    size_t count = src->flags.count;
+    if (pch) { /* the same flags, and what they make clang read before the first line, read from pch */
+        args = malloc((count + 2) * sizeof *args);
+        if (!args) return CXError_Failure;
+        if (count) memcpy(args, src->flags.args, count * sizeof *args);
+        args[count++] = "-include-pch";
+        args[count++] = pch;
+    }
+    enum CXErrorCode e = clang_parseTranslationUnit2(src->index, path, args, (int)count, &unsaved, 1, opts, &src->tu);
+    if (pch) free(args);
     if (e != CXError_Success && src->tu) {
         clang_disposeTranslationUnit(src->tu);
         src->tu = NULL;
     }
     return src->tu ? e : (e == CXError_Success ? CXError_Failure : e);
+}
+
+/* a fresh parse of doc into src->tu, with the precompiled CUDA prefix for
+ * its flags when there is one (cuda_pch.h), else as clang reads it */
+static enum CXErrorCode parse_tu(CudaSource *src, const Document *doc) {
+    double t0 = now();
+    const char *pch = cuda_pch_for(&src->flags);
+    enum CXErrorCode e = pch ? parse_with(src, doc, pch) : CXError_Failure;
+    if (pch && e == CXError_Success && pch_refused(src->tu, pch)) {
+        clang_disposeTranslationUnit(src->tu);
+        src->tu = NULL;
+        e = CXError_Failure;
+    }
+    if (pch && e != CXError_Success) cuda_pch_reject(pch);
+    src->used_pch = pch && e == CXError_Success;
+    if (!src->used_pch) e = parse_with(src, doc, NULL);
+    src->parse_seconds = now() - t0;
+    return e;
 }
 
 /* Without a compile database, headers of the project that the build would

@@ -1,0 +1,214 @@
+/* The precompiled CUDA prefix (cuda_pch.h): one header per flag list, in a
+ * private temporary folder. */
+#include "analysis/cuda/cuda_pch.h"
+
+#include <clang-c/Index.h>
+#include <dirent.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis/base/growable.h"
+
+#define MAX_HEADERS 32 /* a project whose files all have flags of their own gets no more */
+
+typedef enum {
+    PCH_SEEN,     /* asked for once: parsed without a header */
+    PCH_BUILDING, /* a thread builds it */
+    PCH_READY,
+    PCH_FAILED,   /* the build failed or clang rejected it: never again */
+} PchState;
+
+typedef struct {
+    char *key; /* the arguments, each ended by '\0' */
+    size_t key_len;
+    PchState state;
+    char *path;
+} PchEntry;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static PchEntry *entries;
+static size_t entry_count, entry_cap, headers_started;
+static char folder[PATH_MAX]; /* "" until made */
+static bool folder_failed;
+static CudaPchStats stats;
+
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static bool enabled, eager;
+
+static void read_env(void) {
+    const char *v = getenv("ADVISE_CUDA_PCH");
+    enabled = !(v && strcmp(v, "0") == 0);
+    eager = v && strcmp(v, "eager") == 0;
+}
+
+bool cuda_pch_enabled(void) {
+    pthread_once(&env_once, read_env);
+    return enabled;
+}
+
+/* atexit: the headers and their folder go */
+static void remove_folder(void) {
+    if (!folder[0]) return;
+    DIR *d = opendir(folder);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            char path[PATH_MAX + 256];
+            snprintf(path, sizeof path, "%s/%s", folder, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(folder);
+}
+
+/* Under the lock. */
+static bool make_folder(void) {
+    if (folder[0]) return true;
+    if (folder_failed) return false;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(folder, sizeof folder, "%s/advise-pch-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(folder)) {
+        folder[0] = '\0';
+        folder_failed = true;
+        return false;
+    }
+    atexit(remove_folder);
+    return true;
+}
+
+static bool eligible(const CudaFlags *flags) {
+    if (!flags->language || strcmp(flags->language, "cuda") != 0) return false;
+    for (size_t i = 0; i < flags->count; i++) /* a database's own precompiled header: leave it alone */
+        if (strncmp(flags->args[i], "-include-pch", 12) == 0 || strncmp(flags->args[i], "-include-pth", 12) == 0)
+            return false;
+    return true;
+}
+
+static char *key_of(const CudaFlags *flags, size_t *len) {
+    size_t n = 0;
+    for (size_t i = 0; i < flags->count; i++) n += strlen(flags->args[i]) + 1;
+    char *key = malloc(n ? n : 1);
+    if (!key) return NULL;
+    size_t at = 0;
+    for (size_t i = 0; i < flags->count; i++) {
+        size_t k = strlen(flags->args[i]) + 1;
+        memcpy(key + at, flags->args[i], k);
+        at += k;
+    }
+    *len = n;
+    return key;
+}
+
+static PchEntry *find(const char *key, size_t len) {
+    for (size_t i = 0; i < entry_count; i++)
+        if (entries[i].key_len == len && memcmp(entries[i].key, key, len) == 0) return &entries[i];
+    return NULL;
+}
+
+static bool has_errors(CXTranslationUnit tu) {
+    unsigned n = clang_getNumDiagnostics(tu);
+    bool errors = false;
+    for (unsigned i = 0; i < n && !errors; i++) {
+        CXDiagnostic d = clang_getDiagnostic(tu, i);
+        errors = clang_getDiagnosticSeverity(d) >= CXDiagnostic_Error;
+        clang_disposeDiagnostic(d);
+    }
+    return errors;
+}
+
+/* An empty file parsed with flags, saved as a precompiled header: what
+ * clang reads before the first line. Bodies of functions are skipped, as
+ * libclang's preamble skips those of the headers a file includes. */
+static bool build(const CudaFlags *flags, const char *path) {
+    char main_file[PATH_MAX + 32];
+    snprintf(main_file, sizeof main_file, "%s/prefix.cu", folder);
+    CXIndex index = clang_createIndex(0, 0);
+    if (!index) return false;
+    struct CXUnsavedFile empty = {main_file, "", 0};
+    unsigned options = CXTranslationUnit_Incomplete | CXTranslationUnit_ForSerialization |
+                       CXTranslationUnit_SkipFunctionBodies;
+    CXTranslationUnit tu = NULL;
+    enum CXErrorCode e = clang_parseTranslationUnit2(index, main_file, (const char *const *)flags->args,
+                                                     (int)flags->count, &empty, 1, options, &tu);
+    bool ok = e == CXError_Success && tu && !has_errors(tu) &&
+              clang_saveTranslationUnit(tu, path, clang_defaultSaveOptions(tu)) == CXSaveError_None;
+    if (tu) clang_disposeTranslationUnit(tu);
+    clang_disposeIndex(index);
+    if (!ok) unlink(path);
+    return ok;
+}
+
+const char *cuda_pch_for(const CudaFlags *flags) {
+    if (!cuda_pch_enabled() || !eligible(flags)) return NULL;
+    size_t len = 0;
+    char *key = key_of(flags, &len);
+    if (!key) return NULL;
+    pthread_mutex_lock(&lock);
+    PchEntry *e = find(key, len);
+    const char *ready = NULL;
+    char *to_build = NULL;
+    if (!e && array_reserve(&entries, entry_count, &entry_cap, sizeof *entries, 8)) {
+        entries[entry_count] = (PchEntry){key, len, PCH_SEEN, NULL};
+        key = NULL;
+        if (eager) e = &entries[entry_count];
+        entry_count++;
+    }
+    if (e && e->state == PCH_READY) {
+        ready = e->path;
+        stats.used++;
+    } else if (e && e->state == PCH_SEEN && headers_started < MAX_HEADERS && make_folder()) {
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/prefix-%zu.pch", folder, ++headers_started);
+        e->path = strdup(path);
+        if (e->path) {
+            e->state = PCH_BUILDING;
+            to_build = strdup(path);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    free(key);
+    if (!to_build) return ready;
+
+    /* built outside the lock: the others parse without it meanwhile. A
+     * crash that unwinds out of here (crash_guard.h) leaves it BUILDING,
+     * and nobody asks again. */
+    bool ok = build(flags, to_build);
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < entry_count; i++) {
+        if (!entries[i].path || strcmp(entries[i].path, to_build) != 0) continue;
+        entries[i].state = ok ? PCH_READY : PCH_FAILED;
+        if (ok) {
+            ready = entries[i].path;
+            stats.built++;
+            stats.used++;
+        } else {
+            stats.failed++;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    free(to_build);
+    return ready;
+}
+
+void cuda_pch_reject(const char *path) {
+    if (!path) return;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < entry_count; i++)
+        if (entries[i].path && strcmp(entries[i].path, path) == 0 && entries[i].state != PCH_FAILED) {
+            entries[i].state = PCH_FAILED;
+            stats.failed++;
+        }
+    pthread_mutex_unlock(&lock);
+}
+
+void cuda_pch_stats(CudaPchStats *out) {
+    pthread_mutex_lock(&lock);
+    *out = stats;
+    pthread_mutex_unlock(&lock);
+}
