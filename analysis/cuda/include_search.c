@@ -164,10 +164,147 @@ static const ProjectFiles *project_files(const char *root, bool again) {
     return slot;
 }
 
-static bool learned_by(const ProjectFiles *p, const char *dir) {
-    for (size_t i = 0; i < p->learned_count; i++)
-        if (strcmp(p->learned[i], dir) == 0) return true;
+static bool listed(char *const *list, size_t count, const char *dir) {
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(list[i], dir) == 0) return true;
     return false;
+}
+
+/* Adds dir to a list of learned folders unless it holds it or is full. */
+static void learn(char ***list, size_t *count, size_t *cap, const char *dir) {
+    if (listed(*list, *count, dir) || *count >= MAX_LEARNED) return;
+    char *copy = array_reserve(list, *count, cap, sizeof **list, 4) ? strdup(dir) : NULL;
+    if (copy) (*list)[(*count)++] = copy;
+}
+
+static void list_free(char **list, size_t count) {
+    for (size_t i = 0; i < count; i++) free(list[i]);
+    free(list);
+}
+
+/* ---- learning in the files' order (include_search.h) ---- */
+
+typedef struct {
+    char *root;
+    char **learned;
+    size_t count, cap;
+} RunProject;
+
+struct IncludeLearning {
+    pthread_mutex_t lock;
+    RunProject *projects;
+    size_t count, cap;
+};
+
+typedef struct {
+    char *root;
+    char **start; /* the run's folders for root when the file first asked */
+    size_t start_count;
+    char **known; /* start, then what the file found */
+    size_t known_count, known_cap;
+} LessonProject;
+
+struct IncludeLesson {
+    IncludeLearning *run;
+    LessonProject *projects;
+    size_t count, cap;
+};
+
+static _Thread_local IncludeLesson *current_lesson;
+
+IncludeLearning *include_learning_new(void) {
+    IncludeLearning *run = calloc(1, sizeof *run);
+    if (run && pthread_mutex_init(&run->lock, NULL) != 0) {
+        free(run);
+        return NULL;
+    }
+    return run;
+}
+
+void include_learning_free(IncludeLearning *run) {
+    if (!run) return;
+    for (size_t i = 0; i < run->count; i++) {
+        free(run->projects[i].root);
+        list_free(run->projects[i].learned, run->projects[i].count);
+    }
+    free(run->projects);
+    pthread_mutex_destroy(&run->lock);
+    free(run);
+}
+
+/* Under run->lock. */
+static RunProject *run_project(IncludeLearning *run, const char *root, bool make) {
+    for (size_t i = 0; i < run->count; i++)
+        if (strcmp(run->projects[i].root, root) == 0) return &run->projects[i];
+    if (!make || !array_reserve(&run->projects, run->count, &run->cap, sizeof *run->projects, 4)) return NULL;
+    char *copy = strdup(root);
+    if (!copy) return NULL;
+    run->projects[run->count] = (RunProject){copy, NULL, 0, 0};
+    return &run->projects[run->count++];
+}
+
+/* The lesson's view of root, made from the run's folders the first time. */
+static LessonProject *lesson_project(IncludeLesson *l, const char *root) {
+    for (size_t i = 0; i < l->count; i++)
+        if (strcmp(l->projects[i].root, root) == 0) return &l->projects[i];
+    if (!array_reserve(&l->projects, l->count, &l->cap, sizeof *l->projects, 2)) return NULL;
+    LessonProject p = {.root = strdup(root)};
+    if (!p.root) return NULL;
+    pthread_mutex_lock(&l->run->lock);
+    RunProject *r = run_project(l->run, root, false);
+    size_t start_cap = 0;
+    for (size_t i = 0; r && i < r->count; i++) {
+        learn(&p.start, &p.start_count, &start_cap, r->learned[i]);
+        learn(&p.known, &p.known_count, &p.known_cap, r->learned[i]);
+    }
+    pthread_mutex_unlock(&l->run->lock);
+    l->projects[l->count] = p;
+    return &l->projects[l->count++];
+}
+
+void include_lesson_begin(IncludeLearning *run) {
+    include_lesson_free(include_lesson_end());
+    if (!run) return;
+    current_lesson = calloc(1, sizeof *current_lesson);
+    if (current_lesson) current_lesson->run = run;
+}
+
+IncludeLesson *include_lesson_end(void) {
+    IncludeLesson *l = current_lesson;
+    current_lesson = NULL;
+    return l;
+}
+
+void include_lesson_free(IncludeLesson *l) {
+    if (!l) return;
+    for (size_t i = 0; i < l->count; i++) {
+        free(l->projects[i].root);
+        list_free(l->projects[i].start, l->projects[i].start_count);
+        list_free(l->projects[i].known, l->projects[i].known_count);
+    }
+    free(l->projects);
+    free(l);
+}
+
+bool include_learning_commit(IncludeLearning *run, IncludeLesson *l) {
+    if (!l) return true;
+    bool same = true;
+    pthread_mutex_lock(&run->lock);
+    for (size_t i = 0; i < l->count && same; i++) {
+        const LessonProject *p = &l->projects[i];
+        RunProject *r = run_project(run, p->root, false);
+        size_t now = r ? r->count : 0;
+        same = now == p->start_count;
+        for (size_t k = 0; same && k < now; k++) same = strcmp(r->learned[k], p->start[k]) == 0;
+    }
+    for (size_t i = 0; i < l->count && same; i++) {
+        const LessonProject *p = &l->projects[i];
+        RunProject *r = run_project(run, p->root, true);
+        for (size_t k = p->start_count; r && k < p->known_count; k++) learn(&r->learned, &r->count, &r->cap, p->known[k]);
+    }
+    pthread_mutex_unlock(&run->lock);
+    include_lesson_free(l);
+    return same;
 }
 
 /* named as folders of shared headers are */
@@ -191,6 +328,12 @@ char *include_search_find(const char *from_dir, const char *spelled) {
     char *root = include_search_project_root(from_dir);
     char *from = realpath(from_dir, NULL);
     if (!root || !from) {
+        free(root);
+        free(from);
+        return NULL;
+    }
+    LessonProject *lesson = current_lesson ? lesson_project(current_lesson, root) : NULL;
+    if (current_lesson && !lesson) { /* out of memory: no search rather than one the run cannot repeat */
         free(root);
         free(from);
         return NULL;
@@ -219,7 +362,9 @@ char *include_search_find(const char *from_dir, const char *spelled) {
              * headers' folders are (include/, common/), then the nearest to the
              * including file, then the shortest path: a copy of a header inside
              * another sample's folder loses to the project's shared one */
-            int rank = learned_by(files, dir) ? 2 : include_like(dir) ? 1 : 0;
+            bool was_learned = lesson ? listed(lesson->known, lesson->known_count, dir)
+                                      : listed(files->learned, files->learned_count, dir);
+            int rank = was_learned ? 2 : include_like(dir) ? 1 : 0;
             size_t score = common_prefix(dir, from);
             if (!best || rank > best_rank || (rank == best_rank && score > best_score) ||
                 (rank == best_rank && score == best_score && len < best_len)) {
@@ -231,15 +376,11 @@ char *include_search_find(const char *from_dir, const char *spelled) {
             }
         }
     }
-    if (best) { /* remembered for the project's next files */
+    if (best && lesson) { /* remembered for the file's next searches, and by the run at commit */
+        learn(&lesson->known, &lesson->known_count, &lesson->known_cap, best);
+    } else if (best) { /* remembered for the project's next files */
         ProjectFiles *p = (ProjectFiles *)files;
-        bool known = false;
-        for (size_t i = 0; i < p->learned_count && !known; i++) known = strcmp(p->learned[i], best) == 0;
-        if (!known && p->learned_count < MAX_LEARNED) {
-            bool room = array_reserve(&p->learned, p->learned_count, &p->learned_cap, sizeof *p->learned, 4);
-            char *copy = room ? strdup(best) : NULL;
-            if (copy) p->learned[p->learned_count++] = copy;
-        }
+        learn(&p->learned, &p->learned_count, &p->learned_cap, best);
     }
     pthread_mutex_unlock(&lock);
     free(root);
@@ -252,6 +393,14 @@ size_t include_search_learned(const char *from_dir, char ***dirs) {
     char *root = include_search_project_root(from_dir);
     if (!root) return 0;
     size_t count = 0;
+    if (current_lesson) {
+        LessonProject *p = lesson_project(current_lesson, root);
+        *dirs = p && p->known_count ? calloc(p->known_count, sizeof **dirs) : NULL;
+        for (size_t k = 0; *dirs && k < p->known_count; k++)
+            if (((*dirs)[count] = strdup(p->known[k]))) count++;
+        free(root);
+        return count;
+    }
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < MAX_CACHED_PROJECTS; i++) {
         ProjectFiles *p = &cache[i];
