@@ -17,7 +17,7 @@ Test(ranked_findings, samples_with_their_profiles, .timeout = 300) {
     string_list_add(&cfg.ignore, "PR");
     const char *paths[] = {SAMPLES};
     RankedFindings r;
-    cr_assert(ranked_findings_collect_set(paths, 1, ADVISE_SOURCE_DIR, &cfg, set, NULL, &r, &error), "%s", error);
+    cr_assert(ranked_findings_collect_set(paths, 1, ADVISE_SOURCE_DIR, &cfg, set, NULL, NULL, &r, &error), "%s", error);
     cr_expect_eq(r.files_checked, 11);
     cr_expect_eq(r.count, 42);
     for (size_t i = 1; i < r.count; i++)

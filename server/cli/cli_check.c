@@ -14,6 +14,7 @@
 #include "analysis/edits.h"
 #include "rules/engine/engine.h"
 #include "server/workspace/check_file.h"
+#include "server/workspace/check_pool.h"
 #include "server/render/check_output.h"
 #include "server/cli/cli.h"
 #include "server/workspace/file_walk.h"
@@ -40,6 +41,7 @@ typedef struct {
     PyWorkspaces *workspaces; /* the Python modules of the projects checked, for facts that cross files */
     size_t files_merged;
     char *merge_note;         /* "merging profile ..." for stderr, once a file merges */
+    unsigned jobs;            /* -j: files analysed at once */
 } CheckOptions;
 
 static void check_usage(FILE *out) {
@@ -71,6 +73,8 @@ static void check_usage(FILE *out) {
           "  --quiet                  no summary line\n"
           "  --error-on-parse-failure exit 2 when a file does not parse cleanly (default: report it, check\n"
           "                           what parsed, and let its findings decide the exit status)\n"
+          "  -j, --jobs N             analyse N files at once (default: one per CPU); the output is the\n"
+          "                           same whatever N is\n"
           "\n"
           "exit status: 0 nothing at or above --fail-on, 1 findings at or above it, 2 usage or I/O error,\n"
           "or a file advise could not analyse\n",
@@ -80,6 +84,13 @@ static void check_usage(FILE *out) {
 enum { OPT_FORMAT = 256, OPT_SELECT, OPT_IGNORE, OPT_SEVERITY, OPT_FAIL_ON, OPT_FIX, OPT_UNSAFE, OPT_DIFF,
        OPT_CONFIG, OPT_NO_CONFIG, OPT_MAX_SIZE, OPT_NO_SOURCE, OPT_QUIET, OPT_HELP, OPT_PROFILE, OPT_NO_PROFILE,
        OPT_ERROR_ON_PARSE_FAILURE, OPT_STDIN_FILENAME };
+
+/* -j/--jobs: a usage error unless a positive number */
+static bool parse_jobs(const char *text, unsigned *jobs) {
+    if (check_pool_parse_jobs(text, jobs)) return true;
+    cli_usage_error("check", "-j wants a positive number of files to analyse at once, not '%s'", text);
+    return false;
+}
 
 static const struct option long_options[] = {
     {"format", required_argument, 0, OPT_FORMAT},     {"select", required_argument, 0, OPT_SELECT},
@@ -92,7 +103,7 @@ static const struct option long_options[] = {
     {"profile", required_argument, 0, OPT_PROFILE},   {"no-profile", no_argument, 0, OPT_NO_PROFILE},
     {"error-on-parse-failure", no_argument, 0, OPT_ERROR_ON_PARSE_FAILURE},
     {"output", required_argument, 0, 'o'},            {"stdin-filename", required_argument, 0, OPT_STDIN_FILENAME},
-    {0, 0, 0, 0}};
+    {"jobs", required_argument, 0, 'j'},              {0, 0, 0, 0}};
 
 /* Command-line settings are collected apart and laid over the config file. */
 typedef struct {
@@ -292,58 +303,97 @@ static char *fix_text(const CheckOptions *o, const char *path, const char *text,
     return current;
 }
 
-/* stdin: the text read from stdin, checked as path (--fix refused before) */
-static bool check_one(CheckOptions *o, const char *path, const SourceFile *stdin_text, CheckOutput *out,
-                      CheckSummary *s, bool *failing) {
+/* One file as check_one leaves it for emit_one. */
+typedef struct {
+    const char *path;
+    bool read;           /* file holds its text */
+    SourceFile file;     /* the text read (owned unless it is stdin's) */
+    bool own_file;
+    char *error;         /* it could not be read, or analysed */
+    bool analysed;       /* checked holds the analysis */
+    CheckedFile checked; /* of the text after the fixes, with --fix */
+    char *fixed_text;    /* --fix or --diff: the text after the fixes, or NULL when none applies */
+    size_t fixed_len, fixed;
+    ProfileView *moved;  /* --fix: the profile moved onto the fixed text's lines */
+} FileResult;
+
+static void file_result_free(FileResult *r) {
+    free(r->error);
+    if (r->analysed) checked_file_free(&r->checked);
+    free(r->fixed_text);
+    profile_view_free(r->moved);
+    if (r->own_file) source_file_free(&r->file);
+    memset(r, 0, sizeof *r);
+}
+
+/* stdin: the text read from stdin, checked as path (--fix refused before).
+ * Reads and analyses; writes nothing and prints nothing, so that it can run
+ * on a worker thread (check_pool.h): emit_one does that, in the files'
+ * order. --fix analyses the fixed text here; emit_one writes it. */
+static void check_one(const CheckOptions *o, const char *path, const SourceFile *stdin_text, FileResult *r) {
+    r->path = path;
     SourceFile file = {0};
-    char *error = NULL;
     if (stdin_text) file = *stdin_text;
-    else if (!source_file_read(path, o->cfg.max_file_bytes, &file, &error)) {
-        check_output_error(out, path, error);
-        free(error);
+    else if (!source_file_read(path, o->cfg.max_file_bytes, &file, &r->error)) return;
+    r->read = true;
+    r->file = file;
+    r->own_file = !stdin_text;
+    const char *text = file.text;
+    size_t len = file.length;
+    if (o->fix || o->diff) {
+        r->fixed_text = fix_text(o, path, file.text, file.length, o->unsafe_fixes, &r->fixed_len, &r->fixed);
+        if (r->fixed_text && o->fix) {
+            text = r->fixed_text;
+            len = r->fixed_len;
+            ProfileSource before = {o->profiles, NULL};
+            r->moved = profile_after_fixes(&before, o->project_root, path, file.text, file.length, r->fixed_text,
+                                           r->fixed_len);
+        }
+    }
+    /* after --fix, the profile moved onto the fixed text's lines when it measured the text before */
+    ProfileSource profiles = {r->moved ? NULL : o->profiles, r->moved};
+    r->analysed = analyse(o, path, text, len, &profiles, &r->checked, &r->error);
+}
+
+/* Prints and counts what check_one found, and writes --fix's text; false
+ * when the file could not be checked (or written). */
+static bool emit_one(CheckOptions *o, FileResult *r, CheckOutput *out, CheckSummary *s, bool *failing) {
+    const char *path = r->path;
+    if (!r->read) {
+        check_output_error(out, path, r->error);
         return false;
     }
     bool ok = true;
-    const char *text = file.text;
-    size_t len = file.length;
-    char *fixed_text = NULL;
-    ProfileView *moved = NULL;
-    if (o->fix || o->diff) {
-        size_t new_len = 0, fixed = 0;
-        fixed_text = fix_text(o, path, file.text, file.length, o->unsafe_fixes, &new_len, &fixed);
-        if (fixed_text) {
-            if (o->diff) {
-                char *a = format_string("a/%s", path), *b = format_string("b/%s", path);
-                unified_diff_write(stdout, a, b, file.text, file.length, fixed_text, new_len);
-                free(a);
-                free(b);
-                s->fixed += fixed;
-                s->files_fixed++;
-            } else if (source_file_replace(path, &file, fixed_text, new_len, &error)) {
-                s->fixed += fixed;
-                s->files_fixed++;
-                text = fixed_text;
-                len = new_len;
-                ProfileSource before = {o->profiles, NULL};
-                moved = profile_after_fixes(&before, o->project_root, path, file.text, file.length, fixed_text,
-                                            new_len);
-            } else {
-                check_output_error(out, path, error);
-                free(error);
-                error = NULL;
-                ok = false;
-            }
+    if (r->fixed_text && o->diff) {
+        char *a = format_string("a/%s", path), *b = format_string("b/%s", path);
+        unified_diff_write(stdout, a, b, r->file.text, r->file.length, r->fixed_text, r->fixed_len);
+        free(a);
+        free(b);
+        s->fixed += r->fixed;
+        s->files_fixed++;
+    } else if (r->fixed_text) {
+        char *error = NULL;
+        if (source_file_replace(path, &r->file, r->fixed_text, r->fixed_len, &error)) {
+            s->fixed += r->fixed;
+            s->files_fixed++;
+        } else {
+            check_output_error(out, path, error);
+            free(error);
+            ok = false;
+            /* the file keeps the text it had: its findings are that text's */
+            if (r->analysed) checked_file_free(&r->checked);
+            free(r->error);
+            r->error = NULL;
+            ProfileSource profiles = {o->profiles, NULL};
+            r->analysed = analyse(o, path, r->file.text, r->file.length, &profiles, &r->checked, &r->error);
         }
     }
-    CheckedFile checked;
-    /* after --fix, the profile moved onto the fixed text's lines when it measured the text before */
-    ProfileSource profiles = {moved ? NULL : o->profiles, moved};
-    if (analyse(o, path, text, len, &profiles, &checked, &error)) {
-        const Document *doc = checked.doc;
-        const EngineReport *report = &checked.report;
+    if (r->analysed) {
+        const Document *doc = r->checked.doc;
+        const EngineReport *report = &r->checked.report;
         s->files_checked++;
-        s->suppressed += report->suppressed + checked.merge.suppressed;
-        if (checked.merge.mentioned && o->files_merged++ == 0 && o->merge_note) fputs(o->merge_note, stderr);
+        s->suppressed += report->suppressed + r->checked.merge.suppressed;
+        if (r->checked.merge.mentioned && o->files_merged++ == 0 && o->merge_note) fputs(o->merge_note, stderr);
         if (report->syntax_error) {
             size_t line, col;
             display_position(doc, report->error_offset, &line, &col);
@@ -356,18 +406,82 @@ static bool check_one(CheckOptions *o, const char *path, const SourceFile *stdin
             s->parse_failures++;
             if (o->error_on_parse_failure) ok = false;
         }
-        if (!o->diff) check_output_file(out, path, doc, &checked.findings);
-        count_findings(s, &checked.findings, &o->cfg, !report->syntax_error, failing);
-        checked_file_free(&checked);
+        if (!o->diff) check_output_file(out, path, doc, &r->checked.findings);
+        count_findings(s, &r->checked.findings, &o->cfg, !report->syntax_error, failing);
     } else {
-        check_output_error(out, path, error);
-        free(error);
+        check_output_error(out, path, r->error);
         ok = false;
     }
-    free(fixed_text);
-    profile_view_free(moved);
-    if (!stdin_text) source_file_free(&file);
     return ok;
+}
+
+/* The files of a run, checked by the pool (check_pool.h) and emitted in order. */
+typedef struct {
+    CheckOptions *o;
+    const char *const *paths;
+    size_t count;
+    FileResult *held;  /* --fix: every result, emitted once all are analysed */
+    CheckOutput *out;
+    CheckSummary *summary;
+    bool *failing, *trouble;
+} CheckRun;
+
+static void run_work(void *ctx, size_t i, void *result) {
+    CheckRun *run = ctx;
+    check_one(run->o, run->paths[i], NULL, result);
+}
+
+static void run_discard(void *ctx, size_t i, void *result) {
+    (void)ctx;
+    (void)i;
+    file_result_free(result);
+}
+
+static void run_emit_result(CheckRun *run, FileResult *r) {
+    if (!emit_one(run->o, r, run->out, run->summary, run->failing)) {
+        run->summary->errors++;
+        *run->trouble = true;
+    }
+    file_result_free(r);
+}
+
+static void run_emit(void *ctx, size_t i, void *result) {
+    CheckRun *run = ctx;
+    if (run->held) run->held[i] = *(FileResult *)result; /* --fix: written once every file was read */
+    else run_emit_result(run, result);
+}
+
+/* paths: sorted, a path named twice appears twice (checked once) */
+static void check_files(CheckRun *run, unsigned jobs) {
+    CheckOptions *o = run->o;
+    const char **unique = run->count ? malloc(run->count * sizeof *unique) : NULL;
+    size_t n = 0;
+    for (size_t i = 0; unique && i < run->count; i++)
+        if (i == 0 || strcmp(run->paths[i], run->paths[i - 1]) != 0) /* named twice: once */
+            unique[n++] = run->paths[i];
+    if (run->count && !unique) {
+        fputs("advise check: out of memory\n", stderr);
+        *run->trouble = true;
+        return;
+    }
+    run->paths = unique;
+    run->count = n;
+    check_pool_index_projects(o->workspaces, unique, n);
+    /* --fix writes after every file was read: no file's analysis sees another's fixes half made */
+    run->held = o->fix && n ? calloc(n, sizeof *run->held) : NULL;
+    CheckPool pool = {.count = n,
+                      .jobs = o->fix && n && !run->held ? 1 : jobs, /* no room to hold them: write as it goes */
+                      .result_size = sizeof(FileResult),
+                      .progress = isatty(STDERR_FILENO),
+                      .ordered_learning = true,
+                      .work = run_work,
+                      .discard = run_discard,
+                      .emit = run_emit,
+                      .ctx = run};
+    check_pool_run(&pool);
+    for (size_t i = 0; run->held && i < n; i++) run_emit_result(run, &run->held[i]);
+    free(run->held);
+    free(unique);
 }
 
 /* The whole of stdin, checked as source_file_read checks a file. */
@@ -415,12 +529,12 @@ static void free_cl(CommandLineSettings *cl) {
 }
 
 int cli_check(int argc, char **argv) {
-    CheckOptions o = {.format = FORMAT_TEXT, .show_source = true};
+    CheckOptions o = {.format = FORMAT_TEXT, .show_source = true, .jobs = check_pool_default_jobs()};
     CommandLineSettings cl = {0};
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "ho:", long_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "ho:j:", long_options, NULL)) != -1) {
         switch (c) {
         case OPT_FORMAT:
             if (!output_format_parse(optarg, &o.format)) {
@@ -429,6 +543,12 @@ int cli_check(int argc, char **argv) {
             }
             break;
         case 'o': o.output_path = optarg; break;
+        case 'j':
+            if (!parse_jobs(optarg, &o.jobs)) {
+                free_cl(&cl);
+                return EXIT_TROUBLE;
+            }
+            break;
         case OPT_STDIN_FILENAME: o.stdin_name = optarg; break;
         case OPT_SELECT:
             cl.select_given = true;
@@ -529,16 +649,12 @@ int cli_check(int argc, char **argv) {
         summary.errors++;
         trouble = true;
     }
-    for (size_t i = 0; i < files.count; i++) {
-        if (i > 0 && strcmp(files.files[i], files.files[i - 1]) == 0) continue; /* named twice */
-        if (!check_one(&o, files.files[i], NULL, out, &summary, &failing)) {
-            summary.errors++;
-            trouble = true;
-        }
-    }
-    if (from_stdin && !check_one(&o, o.stdin_name, &stdin_text, out, &summary, &failing)) {
-        summary.errors++;
-        trouble = true;
+    CheckRun run = {&o, (const char *const *)files.files, files.count, NULL, out, &summary, &failing, &trouble};
+    check_files(&run, o.jobs);
+    if (from_stdin) {
+        FileResult r = {0};
+        check_one(&o, o.stdin_name, &stdin_text, &r);
+        run_emit_result(&run, &r);
     }
     if (!o.quiet || o.format != FORMAT_TEXT) check_output_finish(out, &summary);
     if (o.output_path && report_stream != stdout) {

@@ -21,6 +21,7 @@
 #include "server/render/ranked_findings.h"
 #include "server/render/report_html.h"
 #include "server/render/report_text.h"
+#include "server/workspace/check_pool.h"
 
 static void report_usage(FILE *out) {
     fputs("usage: advise report [options] [PATHS...]\n"
@@ -38,6 +39,8 @@ static void report_usage(FILE *out) {
           "  -o, --output FILE    write to FILE (atomically, replacing it) instead of stdout; - is stdout\n"
           "  --config FILE        read settings from FILE instead of the nearest advise.toml\n"
           "  --no-config          ignore advise.toml files\n"
+          "  -j, --jobs N         analyse N files at once (default: one per CPU); the report is the same\n"
+          "                       whatever N is\n"
           "\n"
           "exit status: 0 report written, 2 usage or I/O error, or a profile that cannot be read\n",
           out);
@@ -61,6 +64,7 @@ typedef struct {
     bool no_profile;
     const char *config_path;
     bool no_config;
+    unsigned jobs; /* -j */
 } ReportOptions;
 
 /* The settings and the project root (the folder of advise.toml, else the
@@ -162,15 +166,16 @@ static const struct option long_options[] = {
     {"format", required_argument, 0, OPT_FORMAT},   {"output", required_argument, 0, 'o'},
     {"profile", required_argument, 0, OPT_PROFILE}, {"no-profile", no_argument, 0, OPT_NO_PROFILE},
     {"config", required_argument, 0, OPT_CONFIG},   {"no-config", no_argument, 0, OPT_NO_CONFIG},
-    {"help", no_argument, 0, OPT_HELP},             {0, 0, 0, 0},
+    {"help", no_argument, 0, OPT_HELP},             {"jobs", required_argument, 0, 'j'},
+    {0, 0, 0, 0},
 };
 
 int cli_report(int argc, char **argv) {
-    ReportOptions o = {0};
+    ReportOptions o = {.jobs = check_pool_default_jobs()};
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "ho:", long_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "ho:j:", long_options, NULL)) != -1) {
         switch (c) {
         case OPT_FORMAT:
             if (strcmp(optarg, "text") == 0) o.html = false;
@@ -178,6 +183,11 @@ int cli_report(int argc, char **argv) {
             else return cli_usage_error("report", "--format wants text or html, not '%s'", optarg);
             break;
         case 'o': o.output = optarg; break;
+        case 'j':
+            if (!check_pool_parse_jobs(optarg, &o.jobs))
+                return cli_usage_error("report", "-j wants a positive number of files to analyse at once, not '%s'",
+                                       optarg);
+            break;
         case OPT_PROFILE: o.profile_path = optarg; break;
         case OPT_NO_PROFILE: o.no_profile = true; break;
         case OPT_CONFIG: o.config_path = optarg; break;
@@ -208,7 +218,8 @@ int cli_report(int argc, char **argv) {
     size_t path_count = optind < argc ? (size_t)(argc - optind) : 1;
     RankedFindings findings = {0};
     char *error = NULL;
-    if (!ranked_findings_collect_set(paths, path_count, root, &cfg, set, NULL, &findings, &error)) {
+    RankedCollectRun run = {o.jobs, isatty(STDERR_FILENO)};
+    if (!ranked_findings_collect_set(paths, path_count, root, &cfg, set, NULL, &run, &findings, &error)) {
         status = fail("%s", error ? error : "out of memory");
         free(error);
     } else {

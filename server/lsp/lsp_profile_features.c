@@ -521,7 +521,7 @@ static void *findings_main(void *arg) {
         char *error = NULL;
         bool ok = job->profiles && job->profiles->set
                       ? ranked_findings_collect_set(one, 1, job->root, &job->cfg, job->profiles->set,
-                                                    job->s->workspaces, &part, &error)
+                                                    job->s->workspaces, NULL, &part, &error)
                       : ranked_findings_collect(one, 1, job->root, &job->cfg, NULL, job->s->workspaces, &part, &error);
         free(error); /* the file could not be read: said on stderr, skipped */
         if (!ok) continue;

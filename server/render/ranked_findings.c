@@ -9,6 +9,7 @@
 
 #include "analysis/base/growable.h"
 #include "server/workspace/check_file.h"
+#include "server/workspace/check_pool.h"
 #include "server/render/check_output.h"
 #include "server/workspace/file_walk.h"
 #include "server/workspace/source_file.h"
@@ -65,8 +66,74 @@ static int by_cost(const void *a, const void *b) {
     return strcmp(x->finding.code, y->finding.code);
 }
 
+/* One file as collect_one leaves it for take_one. */
+typedef struct {
+    bool read;          /* it could be read */
+    bool checked_ok;    /* checked holds its analysis */
+    char *problem;      /* else what went wrong */
+    CheckedFile checked;
+} CollectedFile;
+
+typedef struct {
+    const char *const *paths;
+    const char *root;
+    const Config *cfg;
+    const ProfileSource *profiles;
+    PyWorkspaces *workspaces;
+    RankedFindings *out;
+    size_t capacity, readable;
+    bool oom;
+} Collection;
+
+/* On a worker thread (check_pool.h): reads and checks one file. */
+static void collect_one(void *ctx, size_t i, void *result) {
+    Collection *c = ctx;
+    CollectedFile *f = result;
+    const char *path = c->paths[i];
+    SourceFile source;
+    if (!source_file_read(path, c->cfg->max_file_bytes, &source, &f->problem)) return;
+    f->read = true;
+    f->checked_ok = check_file_text(path, source.text, source.length, c->cfg, c->profiles, c->root, c->workspaces,
+                                    &f->checked, &f->problem);
+    source_file_free(&source);
+}
+
+static void discard_one(void *ctx, size_t i, void *result) {
+    (void)ctx;
+    (void)i;
+    CollectedFile *f = result;
+    free(f->problem);
+    if (f->checked_ok) checked_file_free(&f->checked);
+    memset(f, 0, sizeof *f);
+}
+
+/* On the calling thread, in the files' order: says what went wrong, takes
+ * the findings. */
+static void take_one(void *ctx, size_t i, void *result) {
+    Collection *c = ctx;
+    CollectedFile *f = result;
+    const char *path = c->paths[i];
+    if (f->read) c->readable++;
+    if (!f->checked_ok) {
+        fprintf(stderr, "advise: %s: %s\n", path, f->problem ? f->problem : "out of memory");
+    } else {
+        c->out->files_checked++;
+        const EngineReport *report = &f->checked.report;
+        if (report->syntax_error) {
+            size_t line, col;
+            display_position(f->checked.doc, report->error_offset, &line, &col);
+            fprintf(stderr, "advise: %s:%zu:%zu: %s%s%s; findings cover the parts that parsed\n", path, line, col,
+                    f->checked.doc->language == LANGUAGE_CUDA ? "does not compile here" : "syntax error",
+                    report->error_message[0] ? ": " : "", report->error_message);
+        }
+        if (!c->oom) c->oom = !take_findings(c->out, &c->capacity, c->root, path, &f->checked);
+    }
+    discard_one(ctx, i, result);
+}
+
 static bool collect(const char *const *paths, size_t path_count, const char *root, const Config *cfg,
-                    const ProfileSource *profiles, PyWorkspaces *workspaces, RankedFindings *out, char **error) {
+                    const ProfileSource *profiles, PyWorkspaces *workspaces, const RankedCollectRun *run,
+                    RankedFindings *out, char **error) {
     memset(out, 0, sizeof *out);
     PyWorkspaces *own = workspaces ? NULL : py_workspaces_new();
     if (!workspaces) workspaces = own;
@@ -74,43 +141,31 @@ static bool collect(const char *const *paths, size_t path_count, const char *roo
     file_walk(paths, path_count, cfg, root, &files);
     for (size_t i = 0; i < files.error_count; i++)
         fprintf(stderr, "advise: %s: %s\n", files.errors[i].path, files.errors[i].message);
-    size_t capacity = 0, readable = 0;
-    bool oom = false;
-    for (size_t i = 0; i < files.count && !oom; i++) {
-        const char *path = files.files[i];
-        if (i > 0 && strcmp(path, files.files[i - 1]) == 0) continue; /* named twice */
-        SourceFile source;
-        char *problem = NULL;
-        if (!source_file_read(path, cfg->max_file_bytes, &source, &problem)) {
-            fprintf(stderr, "advise: %s: %s\n", path, problem);
-            free(problem);
-            continue;
-        }
-        readable++;
-        CheckedFile checked;
-        if (!check_file_text(path, source.text, source.length, cfg, profiles, root, workspaces, &checked, &problem)) {
-            fprintf(stderr, "advise: %s: %s\n", path, problem);
-            free(problem);
-            source_file_free(&source);
-            continue;
-        }
-        out->files_checked++;
-        if (checked.report.syntax_error) {
-            size_t line, col;
-            display_position(checked.doc, checked.report.error_offset, &line, &col);
-            fprintf(stderr, "advise: %s:%zu:%zu: %s%s%s; findings cover the parts that parsed\n", path, line, col,
-                    checked.doc->language == LANGUAGE_CUDA ? "does not compile here" : "syntax error",
-                    checked.report.error_message[0] ? ": " : "", checked.report.error_message);
-        }
-        oom = !take_findings(out, &capacity, root, path, &checked);
-        checked_file_free(&checked);
-        source_file_free(&source);
+    const char **unique = files.count ? malloc(files.count * sizeof *unique) : NULL;
+    size_t count = 0;
+    for (size_t i = 0; unique && i < files.count; i++)
+        if (i == 0 || strcmp(files.files[i], files.files[i - 1]) != 0) /* named twice: once */
+            unique[count++] = files.files[i];
+    Collection c = {unique, root, cfg, profiles, workspaces, out, 0, 0, files.count && !unique};
+    if (unique) {
+        check_pool_index_projects(workspaces, unique, count);
+        CheckPool pool = {.count = count,
+                          .jobs = run ? run->jobs : 1,
+                          .result_size = sizeof(CollectedFile),
+                          .progress = run && run->progress,
+                          .ordered_learning = run != NULL, /* the editor's calls, one file each, learn as before */
+                          .work = collect_one,
+                          .discard = discard_one,
+                          .emit = take_one,
+                          .ctx = &c};
+        check_pool_run(&pool);
     }
-    bool nothing = files.count > 0 ? readable == 0 : files.error_count > 0;
+    bool nothing = files.count > 0 ? c.readable == 0 : files.error_count > 0;
+    free(unique);
     file_list_free(&files);
     py_workspaces_free(own);
-    if (oom || nothing) {
-        *error = format_string(oom ? "out of memory" : "no file could be read");
+    if (c.oom || nothing) {
+        *error = format_string(c.oom ? "out of memory" : "no file could be read");
         ranked_findings_free(out);
         return false;
     }
@@ -122,14 +177,14 @@ bool ranked_findings_collect(const char *const *paths, size_t path_count, const 
                              const ProfileView *profile, PyWorkspaces *workspaces, RankedFindings *out,
                              char **error) {
     ProfileSource source = {NULL, profile};
-    return collect(paths, path_count, root, cfg, &source, workspaces, out, error);
+    return collect(paths, path_count, root, cfg, &source, workspaces, NULL, out, error);
 }
 
 bool ranked_findings_collect_set(const char *const *paths, size_t path_count, const char *root, const Config *cfg,
-                                 const ProfileSet *profiles, PyWorkspaces *workspaces, RankedFindings *out,
-                                 char **error) {
+                                 const ProfileSet *profiles, PyWorkspaces *workspaces, const RankedCollectRun *run,
+                                 RankedFindings *out, char **error) {
     ProfileSource source = {profiles, NULL};
-    return collect(paths, path_count, root, cfg, &source, workspaces, out, error);
+    return collect(paths, path_count, root, cfg, &source, workspaces, run, out, error);
 }
 
 void ranked_findings_sort(RankedFindings *r) {

@@ -40,11 +40,19 @@ typedef struct {
 bool ranked_findings_collect(const char *const *paths, size_t path_count, const char *root, const Config *cfg,
                              const ProfileView *profile, PyWorkspaces *workspaces, RankedFindings *out,
                              char **error);
+/* How a collection runs: files analysed at once (check_pool.h; the result
+ * is the same whatever the number), and a progress line on stderr. */
+typedef struct {
+    unsigned jobs;
+    bool progress;
+} RankedCollectRun;
+
 /* The same with a set of profiles (a folder): each file is merged with the
- * newest profile of the set that mentions it (profile_set.h). */
+ * newest profile of the set that mentions it (profile_set.h). run: NULL for
+ * one file at a time, no progress line. */
 bool ranked_findings_collect_set(const char *const *paths, size_t path_count, const char *root, const Config *cfg,
-                                 const ProfileSet *profiles, PyWorkspaces *workspaces, RankedFindings *out,
-                                 char **error);
+                                 const ProfileSet *profiles, PyWorkspaces *workspaces, const RankedCollectRun *run,
+                                 RankedFindings *out, char **error);
 /* Sorts r as the collect functions do (for callers that collect file by
  * file, such as the editor's cancellable advise/findings). */
 void ranked_findings_sort(RankedFindings *r);
