@@ -300,7 +300,8 @@ bool include_learning_commit(IncludeLearning *run, IncludeLesson *l) {
     for (size_t i = 0; i < l->count && same; i++) {
         const LessonProject *p = &l->projects[i];
         RunProject *r = run_project(run, p->root, true);
-        for (size_t k = p->start_count; r && k < p->known_count; k++) learn(&r->learned, &r->count, &r->cap, p->known[k]);
+        for (size_t k = p->start_count; r && k < p->known_count; k++)
+            learn(&r->learned, &r->count, &r->cap, p->known[k]);
     }
     pthread_mutex_unlock(&run->lock);
     include_lesson_free(l);
