@@ -9,11 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "analysis/base/growable.h"
 
 #define MAX_HEADERS 32 /* a project whose files all have flags of their own gets no more */
+#define WAIT_SECONDS 60 /* for another thread's build, at most */
 
 typedef enum {
     PCH_SEEN,     /* asked for once: parsed without a header */
@@ -30,6 +32,7 @@ typedef struct {
 } PchEntry;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t built = PTHREAD_COND_INITIALIZER; /* a build ended */
 static PchEntry *entries;
 static size_t entry_count, entry_cap, headers_started;
 static char folder[PATH_MAX]; /* "" until made */
@@ -159,6 +162,15 @@ const char *cuda_pch_for(const CudaFlags *flags) {
         if (eager) e = &entries[entry_count];
         entry_count++;
     }
+    if (e && e->state == PCH_BUILDING) { /* another thread builds it: a parse without it would cost more */
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += WAIT_SECONDS;
+        size_t at = (size_t)(e - entries); /* entries may move while the lock is let go */
+        while (entries[at].state == PCH_BUILDING)
+            if (pthread_cond_timedwait(&built, &lock, &until) != 0) break; /* its builder never came back */
+        e = &entries[at];
+    }
     if (e && e->state == PCH_READY) {
         ready = e->path;
         stats.used++;
@@ -175,9 +187,9 @@ const char *cuda_pch_for(const CudaFlags *flags) {
     free(key);
     if (!to_build) return ready;
 
-    /* built outside the lock: the others parse without it meanwhile. A
-     * crash that unwinds out of here (crash_guard.h) leaves it BUILDING,
-     * and nobody asks again. */
+    /* built outside the lock; the threads that want it meanwhile wait. A
+     * crash that unwinds out of here (crash_guard.h) leaves it BUILDING:
+     * they wait WAIT_SECONDS and parse without it. */
     bool ok = build(flags, to_build);
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < entry_count; i++) {
@@ -191,6 +203,7 @@ const char *cuda_pch_for(const CudaFlags *flags) {
             stats.failed++;
         }
     }
+    pthread_cond_broadcast(&built);
     pthread_mutex_unlock(&lock);
     free(to_build);
     return ready;

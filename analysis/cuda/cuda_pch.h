@@ -16,7 +16,7 @@
  * ADVISE_CUDA_PCH=0 turns it off, ADVISE_CUDA_PCH=eager builds it for the
  * first file already (both for benchmarks and debugging).
  * Thread-safe: a thread that asks while another builds the same header
- * parses without one rather than waiting. */
+ * waits for it (a minute at most, then parses without it). */
 #ifndef ADVISE_CUDA_PCH_H
 #define ADVISE_CUDA_PCH_H
 
