@@ -3,8 +3,8 @@
 # it into build/. Installs with apt-get: build-essential cmake pkg-config
 # python3 libjansson-dev libtree-sitter-dev libcriterion-dev libclang-19-dev libdw-dev openssl
 # ca-certificates neovim (the end-to-end LSP tests drive it headless), git
-# and patch (tests compare .gitignore handling with git and apply --diff
-# output with patch), and
+# and patch (tests compare .gitignore handling with git, run check
+# --diff-base in scratch repositories, and apply --diff output with patch), and
 # nodejs + npm when npm is absent (npm fetches the pinned tree-sitter-python
 # grammar at build time, and the end-to-end tests' client libraries).
 #

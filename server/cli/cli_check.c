@@ -7,6 +7,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <libgen.h>
 #include <sys/stat.h>
 
 #include "analysis/base/atomic_file.h"
@@ -14,6 +15,7 @@
 #include "analysis/edits.h"
 #include "rules/engine/engine.h"
 #include "server/workspace/check_file.h"
+#include "server/render/check_filter.h"
 #include "server/render/check_output.h"
 #include "server/cli/cli.h"
 #include "server/workspace/file_walk.h"
@@ -40,6 +42,10 @@ typedef struct {
     PyWorkspaces *workspaces; /* the Python modules of the projects checked, for facts that cross files */
     size_t files_merged;
     char *merge_note;         /* "merging profile ..." for stderr, once a file merges */
+    const char *diff_base;      /* --diff-base REF */
+    const char *baseline_path;  /* --baseline FILE */
+    const char *write_baseline; /* --write-baseline FILE */
+    CheckFilter *filter;        /* what is reported, when one of the three is given (check_filter.h) */
 } CheckOptions;
 
 static void check_usage(FILE *out) {
@@ -72,14 +78,25 @@ static void check_usage(FILE *out) {
           "  --error-on-parse-failure exit 2 when a file does not parse cleanly (default: report it, check\n"
           "                           what parsed, and let its findings decide the exit status)\n"
           "\n"
+          "pull-request checks (docs/ci.md):\n"
+          "  --diff-base REF          report only findings on lines added or changed since the git revision\n"
+          "                           REF: the working tree against it (staged, unstaged, untracked files;\n"
+          "                           renames followed, moved lines count as added); a finding counts when\n"
+          "                           a line of it or of its related locations changed; files without a\n"
+          "                           changed line are not checked\n"
+          "  --baseline FILE          report only findings whose fingerprint FILE does not hold; the summary\n"
+          "                           says how many known ones were left out and how many were fixed\n"
+          "  --write-baseline FILE    record every finding of this run in FILE (sorted JSON, one finding a\n"
+          "                           line, written atomically); exits 0 unless a path had problems\n"
+          "\n"
           "exit status: 0 nothing at or above --fail-on, 1 findings at or above it, 2 usage or I/O error,\n"
-          "or a file advise could not analyse\n",
+          "or a file advise could not analyse. With --diff-base or --baseline only the findings reported count.\n",
           out);
 }
 
 enum { OPT_FORMAT = 256, OPT_SELECT, OPT_IGNORE, OPT_SEVERITY, OPT_FAIL_ON, OPT_FIX, OPT_UNSAFE, OPT_DIFF,
        OPT_CONFIG, OPT_NO_CONFIG, OPT_MAX_SIZE, OPT_NO_SOURCE, OPT_QUIET, OPT_HELP, OPT_PROFILE, OPT_NO_PROFILE,
-       OPT_ERROR_ON_PARSE_FAILURE, OPT_STDIN_FILENAME };
+       OPT_ERROR_ON_PARSE_FAILURE, OPT_STDIN_FILENAME, OPT_DIFF_BASE, OPT_BASELINE, OPT_WRITE_BASELINE };
 
 static const struct option long_options[] = {
     {"format", required_argument, 0, OPT_FORMAT},     {"select", required_argument, 0, OPT_SELECT},
@@ -92,6 +109,8 @@ static const struct option long_options[] = {
     {"profile", required_argument, 0, OPT_PROFILE},   {"no-profile", no_argument, 0, OPT_NO_PROFILE},
     {"error-on-parse-failure", no_argument, 0, OPT_ERROR_ON_PARSE_FAILURE},
     {"output", required_argument, 0, 'o'},            {"stdin-filename", required_argument, 0, OPT_STDIN_FILENAME},
+    {"diff-base", required_argument, 0, OPT_DIFF_BASE}, {"baseline", required_argument, 0, OPT_BASELINE},
+    {"write-baseline", required_argument, 0, OPT_WRITE_BASELINE},
     {0, 0, 0, 0}};
 
 /* Command-line settings are collected apart and laid over the config file. */
@@ -191,6 +210,50 @@ static int load_profiles(CheckOptions *o) {
                                       "it (newest recorded %s)\n",
                                       count, profile_store_display(o->profile_path ? o->profile_path : dir), when);
     free(dir);
+    return EXIT_CLEAN;
+}
+
+/* --diff-base, --baseline, --write-baseline: the filter of what is
+ * reported. git runs in the folder of the first path (or in it). */
+static int load_filter(CheckOptions *o, const char *first_path) {
+    if (!o->diff_base && !o->baseline_path && !o->write_baseline) return EXIT_CLEAN;
+    char *error = NULL;
+    GitChanges *changes = NULL;
+    Baseline *baseline = NULL;
+    if (o->diff_base) {
+        struct stat st;
+        char *copy = strdup(first_path);
+        char *where = copy && stat(first_path, &st) == 0 && S_ISDIR(st.st_mode) ? strdup(copy)
+                      : copy                                                   ? strdup(dirname(copy))
+                                                                               : NULL;
+        free(copy);
+        changes = where ? git_changes_load(where, o->diff_base, &error) : NULL;
+        free(where);
+        if (!changes) {
+            fprintf(stderr, "advise check: %s\n", error ? error : "out of memory");
+            free(error);
+            return EXIT_TROUBLE;
+        }
+    }
+    if (o->baseline_path) {
+        baseline = calloc(1, sizeof *baseline);
+        if (!baseline || !baseline_read(o->baseline_path, baseline, &error)) {
+            fprintf(stderr, "advise check: --baseline: %s\n", error ? error : "out of memory");
+            free(error);
+            free(baseline);
+            git_changes_free(changes);
+            return EXIT_TROUBLE;
+        }
+    }
+    CheckFilterOptions options = {o->project_root, changes, o->diff_base, baseline, o->write_baseline != NULL};
+    o->filter = check_filter_new(&options);
+    if (!o->filter) {
+        fputs("advise check: out of memory\n", stderr);
+        git_changes_free(changes);
+        if (baseline) baseline_free(baseline);
+        free(baseline);
+        return EXIT_TROUBLE;
+    }
     return EXIT_CLEAN;
 }
 
@@ -297,6 +360,12 @@ static bool check_one(CheckOptions *o, const char *path, const SourceFile *stdin
                       CheckSummary *s, bool *failing) {
     SourceFile file = {0};
     char *error = NULL;
+    FilterVerdict verdict = o->filter ? check_filter_file(o->filter, path, &error) : FILTER_CHECK;
+    if (verdict != FILTER_CHECK) { /* --diff-base: no line changed (skip), or outside the repository */
+        if (verdict == FILTER_REFUSE) check_output_error(out, path, error);
+        free(error);
+        return verdict == FILTER_SKIP;
+    }
     if (stdin_text) file = *stdin_text;
     else if (!source_file_read(path, o->cfg.max_file_bytes, &file, &error)) {
         check_output_error(out, path, error);
@@ -356,8 +425,12 @@ static bool check_one(CheckOptions *o, const char *path, const SourceFile *stdin
             s->parse_failures++;
             if (o->error_on_parse_failure) ok = false;
         }
-        if (!o->diff) check_output_file(out, path, doc, &checked.findings);
+        /* --diff-base, --baseline: only what they let through is shown and counted */
+        char(*prints)[SHA256_HEX_CHARS + 1] =
+            o->filter ? check_filter_findings(o->filter, path, doc, &checked.findings, !report->syntax_error) : NULL;
+        if (!o->diff) check_output_file_fingerprinted(out, path, doc, &checked.findings, prints);
         count_findings(s, &checked.findings, &o->cfg, !report->syntax_error, failing);
+        free(prints);
         checked_file_free(&checked);
     } else {
         check_output_error(out, path, error);
@@ -430,6 +503,9 @@ int cli_check(int argc, char **argv) {
             break;
         case 'o': o.output_path = optarg; break;
         case OPT_STDIN_FILENAME: o.stdin_name = optarg; break;
+        case OPT_DIFF_BASE: o.diff_base = optarg; break;
+        case OPT_BASELINE: o.baseline_path = optarg; break;
+        case OPT_WRITE_BASELINE: o.write_baseline = optarg; break;
         case OPT_SELECT:
             cl.select_given = true;
             string_list_add_csv(&cl.select, optarg);
@@ -474,6 +550,17 @@ int cli_check(int argc, char **argv) {
         free_cl(&cl);
         return cli_usage_error("check", "%s", "--profile and --no-profile exclude each other");
     }
+    const char *filter_problem =
+        (o.diff_base || o.baseline_path || o.write_baseline) && (o.fix || o.diff)
+            ? "--fix and --diff fix whole files: they do not go with --diff-base, --baseline or --write-baseline"
+        : o.baseline_path && o.write_baseline
+            ? "--baseline and --write-baseline exclude each other: write the new baseline in a run of its own"
+        : o.diff_base && o.write_baseline ? "--write-baseline records every finding: it does not go with --diff-base"
+                                          : NULL;
+    if (filter_problem) {
+        free_cl(&cl);
+        return cli_usage_error("check", "%s", filter_problem);
+    }
     bool from_stdin = false;
     for (int i = optind; i < argc; i++)
         if (strcmp(argv[i], "-") == 0) from_stdin = true;
@@ -487,11 +574,18 @@ int cli_check(int argc, char **argv) {
         free_cl(&cl);
         return cli_usage_error("check", "%s", "--stdin-filename goes with the path - (stdin)");
     }
+    if (from_stdin && o.diff_base) {
+        free_cl(&cl);
+        return cli_usage_error("check", "%s", "--diff-base compares files on disk with git: it does not read stdin (-)");
+    }
     char *root = NULL;
     int status = load_settings(&o, &cl, &root);
     free_cl(&cl);
     if (status == EXIT_CLEAN) status = load_profiles(&o);
+    if (status == EXIT_CLEAN) status = load_filter(&o, optind < argc ? argv[optind] : ".");
     if (status != EXIT_CLEAN) {
+        profile_set_free(o.profiles);
+        free(o.merge_note);
         config_free(&o.cfg);
         free(root);
         free(o.project_root);
@@ -505,6 +599,7 @@ int cli_check(int argc, char **argv) {
     SourceFile stdin_text = {0};
     if (!from_stdin) file_walk(paths, path_count, &o.cfg, root, &files);
     else if (!read_stdin(&stdin_text, o.cfg.max_file_bytes)) {
+        check_filter_free(o.filter);
         config_free(&o.cfg);
         profile_set_free(o.profiles);
         free(o.merge_note);
@@ -540,6 +635,22 @@ int cli_check(int argc, char **argv) {
         summary.errors++;
         trouble = true;
     }
+    if (o.filter) check_filter_summarise(o.filter, &summary);
+    if (o.write_baseline) {
+        char *error = NULL;
+        if (check_filter_write_baseline(o.filter, o.write_baseline, &summary.baseline_recorded, &error)) {
+            summary.baseline_written = o.write_baseline;
+            failing = false; /* what it recorded is known from now on */
+            if (!o.quiet && o.format != FORMAT_TEXT && o.format != FORMAT_JSON)
+                fprintf(stderr, "advise: recorded %zu finding%s in %s\n", summary.baseline_recorded,
+                        summary.baseline_recorded == 1 ? "" : "s", o.write_baseline);
+        } else {
+            fprintf(stderr, "advise check: --write-baseline %s: %s\n", o.write_baseline,
+                    error ? error : "cannot write");
+            free(error);
+            trouble = true;
+        }
+    }
     if (!o.quiet || o.format != FORMAT_TEXT) check_output_finish(out, &summary);
     if (o.output_path && report_stream != stdout) {
         fclose(report_stream);
@@ -557,6 +668,7 @@ int cli_check(int argc, char **argv) {
     if (o.profiles && o.profile_path && o.files_merged == 0 && !o.quiet)
         fprintf(stderr, "advise: the profile mentions none of the checked files; nothing was merged\n");
     check_output_free(out);
+    check_filter_free(o.filter);
     file_list_free(&files);
     free(stdin_text.text);
     config_free(&o.cfg);
