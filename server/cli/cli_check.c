@@ -12,6 +12,7 @@
 
 #include "analysis/base/atomic_file.h"
 #include "analysis/base/growable.h"
+#include "analysis/cuda/cuda_flags.h"
 #include "analysis/edits.h"
 #include "rules/engine/engine.h"
 #include "server/workspace/check_file.h"
@@ -30,6 +31,7 @@ typedef struct {
     OutputFormat format;
     bool fix, unsafe_fixes, diff, show_source, quiet;
     bool error_on_parse_failure; /* a file that does not parse cleanly makes the run exit 2 */
+    bool require_cuda;           /* CUDA files skipped for want of the toolkit make the run exit 2 */
     const char *config_path;
     bool no_config;
     const char *output_path;  /* -o/--output: written atomically at the end */
@@ -77,6 +79,8 @@ static void check_usage(FILE *out) {
           "  --quiet                  no summary line\n"
           "  --error-on-parse-failure exit 2 when a file does not parse cleanly (default: report it, check\n"
           "                           what parsed, and let its findings decide the exit status)\n"
+          "  --require-cuda           exit 2 when CUDA files are skipped because no CUDA toolkit is found\n"
+          "                           (default: skip them, say so once, and let the other files decide)\n"
           "\n"
           "pull-request checks (docs/ci.md):\n"
           "  --diff-base REF          report only findings on lines added or changed since the git revision\n"
@@ -96,7 +100,7 @@ static void check_usage(FILE *out) {
 
 enum { OPT_FORMAT = 256, OPT_SELECT, OPT_IGNORE, OPT_SEVERITY, OPT_FAIL_ON, OPT_FIX, OPT_UNSAFE, OPT_DIFF,
        OPT_CONFIG, OPT_NO_CONFIG, OPT_MAX_SIZE, OPT_NO_SOURCE, OPT_QUIET, OPT_HELP, OPT_PROFILE, OPT_NO_PROFILE,
-       OPT_ERROR_ON_PARSE_FAILURE, OPT_STDIN_FILENAME, OPT_DIFF_BASE, OPT_BASELINE, OPT_WRITE_BASELINE };
+       OPT_ERROR_ON_PARSE_FAILURE, OPT_STDIN_FILENAME, OPT_REQUIRE_CUDA, OPT_DIFF_BASE, OPT_BASELINE, OPT_WRITE_BASELINE };
 
 static const struct option long_options[] = {
     {"format", required_argument, 0, OPT_FORMAT},     {"select", required_argument, 0, OPT_SELECT},
@@ -108,6 +112,7 @@ static const struct option long_options[] = {
     {"quiet", no_argument, 0, OPT_QUIET},             {"help", no_argument, 0, OPT_HELP},
     {"profile", required_argument, 0, OPT_PROFILE},   {"no-profile", no_argument, 0, OPT_NO_PROFILE},
     {"error-on-parse-failure", no_argument, 0, OPT_ERROR_ON_PARSE_FAILURE},
+    {"require-cuda", no_argument, 0, OPT_REQUIRE_CUDA},
     {"output", required_argument, 0, 'o'},            {"stdin-filename", required_argument, 0, OPT_STDIN_FILENAME},
     {"diff-base", required_argument, 0, OPT_DIFF_BASE}, {"baseline", required_argument, 0, OPT_BASELINE},
     {"write-baseline", required_argument, 0, OPT_WRITE_BASELINE},
@@ -355,6 +360,19 @@ static char *fix_text(const CheckOptions *o, const char *path, const char *text,
     return current;
 }
 
+/* A CUDA file on a machine without the CUDA toolkit: every one would fail
+ * to compile, so it is counted instead, and the reason said once at the end. */
+static bool skipped_without_cuda(const CheckOptions *o, const char *path, CheckSummary *s) {
+    if (language_for_path(path) != LANGUAGE_CUDA) return false;
+    CudaFlagOptions options = {o->cfg.cuda_build_dir, o->cfg.cuda_gpu_arch, o->cfg.cuda_path};
+    char *reason = cuda_toolkit_missing(path, &options);
+    if (!reason) return false;
+    s->cuda_skipped++;
+    if (!s->cuda_skip_reason) s->cuda_skip_reason = reason;
+    else free(reason);
+    return true;
+}
+
 /* stdin: the text read from stdin, checked as path (--fix refused before) */
 static bool check_one(CheckOptions *o, const char *path, const SourceFile *stdin_text, CheckOutput *out,
                       CheckSummary *s, bool *failing) {
@@ -366,6 +384,7 @@ static bool check_one(CheckOptions *o, const char *path, const SourceFile *stdin
         free(error);
         return verdict == FILTER_SKIP;
     }
+    if (skipped_without_cuda(o, path, s)) return true;
     if (stdin_text) file = *stdin_text;
     else if (!source_file_read(path, o->cfg.max_file_bytes, &file, &error)) {
         check_output_error(out, path, error);
@@ -532,6 +551,7 @@ int cli_check(int argc, char **argv) {
         case OPT_NO_PROFILE: o.no_profile = true; break;
         case OPT_QUIET: o.quiet = true; break;
         case OPT_ERROR_ON_PARSE_FAILURE: o.error_on_parse_failure = true; break;
+        case OPT_REQUIRE_CUDA: o.require_cuda = true; break;
         case OPT_HELP:
         case 'h':
             check_usage(stdout);
@@ -652,6 +672,15 @@ int cli_check(int argc, char **argv) {
         }
     }
     if (!o.quiet || o.format != FORMAT_TEXT) check_output_finish(out, &summary);
+    if (summary.cuda_skipped) { /* once, whatever the format: the findings stream holds the rest */
+        fprintf(stderr, "advise: %s %zu CUDA file%s: %s. Install the CUDA toolkit, or set CUDA_PATH or [cuda] "
+                        "cuda-path in advise.toml%s\n",
+                o.require_cuda ? "could not analyse" : "skipped", summary.cuda_skipped,
+                summary.cuda_skipped == 1 ? "" : "s", summary.cuda_skip_reason,
+                o.require_cuda ? "" : " (--require-cuda makes this an error)");
+        if (o.require_cuda) trouble = true;
+    }
+    free(summary.cuda_skip_reason);
     if (o.output_path && report_stream != stdout) {
         fclose(report_stream);
         char *error = NULL;

@@ -213,6 +213,10 @@ void check_output_finish(CheckOutput *o, const CheckSummary *s) {
             json_object_set_new(summary, "baseline",
                                 json_pack("{s:I,s:I,s:I}", "new", (json_int_t)s->findings, "known",
                                           (json_int_t)s->baseline_known, "fixed", (json_int_t)s->baseline_fixed));
+        if (s->cuda_skipped)
+            json_object_set_new(summary, "cuda_skipped",
+                                json_pack("{s:I,s:s}", "files", (json_int_t)s->cuda_skipped, "reason",
+                                          s->cuda_skip_reason ? s->cuda_skip_reason : ""));
         if (s->baseline_written)
             json_object_set_new(summary, "baseline_written",
                                 json_pack("{s:s,s:I}", "path", s->baseline_written, "findings",
@@ -255,6 +259,11 @@ void check_output_finish(CheckOutput *o, const CheckSummary *s) {
         fputs(".", out);
     }
     if (s->errors) fprintf(out, " %zu %s had problems (see the messages on stderr).", s->errors, s->errors == 1 ? "path" : "paths");
+    if (s->cuda_skipped) {
+        fputc(' ', out);
+        plural(out, s->cuda_skipped, "CUDA file", "CUDA files");
+        fputs(" not analysed: no CUDA toolkit (see stderr).", out);
+    }
     if (s->diff_base) {
         fprintf(out, " Only lines changed since %s: ", s->diff_base);
         plural(out, s->outside_changes, "finding", "findings");

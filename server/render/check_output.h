@@ -24,6 +24,9 @@ typedef struct {
     size_t fixes_withheld; /* fixes --fix does not apply: their files did not parse cleanly */
     bool diff_mode;
     bool fix_mode;
+    /* CUDA files not analysed: the toolkit is missing (cuda_toolkit_missing says why) */
+    size_t cuda_skipped;
+    char *cuda_skip_reason;       /* the first file's reason; owned by the caller */
     /* --diff-base REF (check_filter.h): only findings on lines changed since REF are counted above */
     const char *diff_base;        /* REF as given, or NULL */
     const char *diff_base_commit; /* the commit it names */

@@ -321,7 +321,18 @@ static void sarif_filter_properties(json_t *run, json_t *results, const CheckSum
     json_object_set_new(run, "properties", props);
 }
 
+/* One notification for every CUDA file left out for want of the toolkit. */
+static void sarif_cuda_skipped(PrOutput *o, const CheckSummary *s) {
+    if (!s->cuda_skipped) return;
+    char *msg = format_string("%zu CUDA file%s not analysed: %s", s->cuda_skipped, s->cuda_skipped == 1 ? "" : "s",
+                              s->cuda_skip_reason ? s->cuda_skip_reason : "no CUDA toolkit");
+    json_array_append_new(o->notifications, json_pack("{s:s,s:{s:s},s:{s:s}}", "level", "warning", "message", "text",
+                                                      msg, "descriptor", "id", "cuda-toolkit-missing"));
+    free(msg);
+}
+
 static void sarif_finish(PrOutput *o, const CheckSummary *s) {
+    sarif_cuda_skipped(o, s);
     char *information_uri = NULL;
     json_t *driver = json_pack("{s:s,s:s,s:s,s:o}", "name", "advise", "version", ADVISE_VERSION, "semanticVersion",
                                ADVISE_VERSION, "rules", sarif_rules(&information_uri));
@@ -486,11 +497,21 @@ static void github_summary(const PrOutput *o, size_t files_checked, size_t left_
     fclose(s);
 }
 
-static void github_finish(PrOutput *o, size_t files_checked, const char *note) {
+static void github_finish(PrOutput *o, const CheckSummary *s, const char *note) {
+    size_t files_checked = s->files_checked;
     if (o->count) qsort(o->items, o->count, sizeof *o->items, gh_compare);
     size_t by_type[3] = {0};
     for (size_t i = 0; i < o->count; i++) by_type[gh_type(o->items[i].severity)]++;
     size_t caps[3] = {GITHUB_ANNOTATION_CAP, GITHUB_ANNOTATION_CAP, GITHUB_ANNOTATION_CAP};
+    if (s->cuda_skipped) { /* said once, first, in a warning's place */
+        char *msg = format_string("%zu CUDA file%s not analysed: %s", s->cuda_skipped, s->cuda_skipped == 1 ? "" : "s",
+                                  s->cuda_skip_reason ? s->cuda_skip_reason : "no CUDA toolkit");
+        char *escaped = msg ? github_escape(msg, false) : NULL;
+        fprintf(o->out, "::warning title=advise: CUDA files not analysed::%s\n", escaped ? escaped : "");
+        free(escaped);
+        free(msg);
+        caps[1]--;
+    }
     size_t left_out = 0;
     for (int t = 0; t < 3; t++) left_out += by_type[t] > caps[t] ? by_type[t] - caps[t] : 0;
     if (left_out && by_type[2] >= caps[2]) { /* the closing notice takes a notice's place */
@@ -598,7 +619,7 @@ static char *filter_note(const CheckSummary *s) {
 void pr_output_finish(PrOutput *o, const CheckSummary *s) {
     char *note = filter_note(s);
     if (o->format == PR_SARIF) sarif_finish(o, s);
-    else if (o->format == PR_GITHUB) github_finish(o, s->files_checked, note);
+    else if (o->format == PR_GITHUB) github_finish(o, s, note);
     else {
         json_dumpf(o->results, o->out, JSON_INDENT(2));
         fputc('\n', o->out);
