@@ -89,7 +89,7 @@ Test(check_profile, json_on_the_training_sample) {
     cr_assert(item, "%s", r.out);
     json_t *model = json_object_get(json_object_get(item, "gain"), "model");
     cr_expect_str_eq(json_string_value(json_object_get(model, "kind")), "model");
-    cr_expect(strstr(json_string_value(json_object_get(model, "text")), "x (1 - 7/24)"), "%s", r.out);
+    cr_expect(strstr(json_string_value(json_object_get(model, "text")), "x (1 - 0.38)"), "%s", r.out);
     item = finding_at(doc, "PY010", 63);
     cr_assert(item);
     cr_expect_eq(json_array_size(json_object_get(item, "evidence")), 0);
