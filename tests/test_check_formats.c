@@ -76,7 +76,12 @@ Test(sarif, structure_rules_and_results) {
                                           : rules[i]->severity == SEVERITY_WARNING ? "warning"
                                                                                    : "note") == 0));
         json_t *tags = json_object_get(json_object_get(r, "properties"), "tags");
-        cr_expect_str_eq(json_string_value(json_array_get(tags, 0)), "performance");
+        /* correctness or performance, then the languages, then profile for rules that need one */
+        cr_expect_str_eq(json_string_value(json_array_get(tags, 0)), rules[i]->correctness ? "correctness" : "performance");
+        if (strcmp(rules[i]->code, "CU001") == 0 || strcmp(rules[i]->code, "PY002") == 0 ||
+            strcmp(rules[i]->code, "CU011") == 0)
+            cr_expect(rules[i]->correctness, "%s is about wrong results", rules[i]->code);
+        if (strcmp(rules[i]->code, "PY001") == 0) cr_expect(!rules[i]->correctness);
     }
     json_t *results = sarif_results(doc);
     cr_assert_eq(json_array_size(results), 1, "%s", json_dumps(results, 0));

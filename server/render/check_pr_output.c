@@ -269,7 +269,7 @@ static json_t *sarif_rules(char **information_uri) {
         const Rule *r = rules[i];
         char *full = first_paragraph(r->documentation, r->summary);
         char *page = rule_page_text(r);
-        json_t *tags = json_pack("[s]", "performance");
+        json_t *tags = json_pack("[s]", r->correctness ? "correctness" : "performance");
         char langs[64];
         snprintf(langs, sizeof langs, "%s", rule_languages_text(r->languages));
         for (char *t = strtok(langs, ","); t; t = strtok(NULL, ","))
