@@ -76,7 +76,7 @@ static void check_usage(FILE *out) {
           "                           newest that mentions it); default: [profile] dir when it holds any\n"
           "  --no-profile             merge no profile\n"
           "  --no-source              do not print the source line under each finding\n"
-          "  --quiet                  no summary line\n"
+          "  --quiet                  no summary line and no notes on what was merged (warnings stay)\n"
           "  --error-on-parse-failure exit 2 when a file does not parse cleanly (default: report it, check\n"
           "                           what parsed, and let its findings decide the exit status)\n"
           "  --require-cuda           exit 2 when CUDA files are skipped because no CUDA toolkit is found\n"
@@ -198,7 +198,8 @@ static int load_profiles(CheckOptions *o) {
     }
     const char *const *notes;
     size_t note_count = profile_set_notes(o->profiles, &notes);
-    for (size_t i = 0; i < note_count && !o->quiet; i++) fprintf(stderr, "advise: skipped profile %s\n", notes[i]);
+    /* warnings, which --quiet does not hide: a profile the user may think was merged was not */
+    for (size_t i = 0; i < note_count; i++) fprintf(stderr, "advise: skipped profile %s\n", notes[i]);
     if (o->quiet) {
         free(dir);
         return EXIT_CLEAN;
@@ -694,7 +695,7 @@ int cli_check(int argc, char **argv) {
     if (o.diff && !o.quiet && o.format == FORMAT_TEXT)
         fprintf(stderr, "Would fix %zu finding%s in %zu file%s.\n", summary.fixed, summary.fixed == 1 ? "" : "s",
                 summary.files_fixed, summary.files_fixed == 1 ? "" : "s");
-    if (o.profiles && o.profile_path && o.files_merged == 0 && !o.quiet)
+    if (o.profiles && o.profile_path && o.files_merged == 0) /* a warning: --quiet keeps it */
         fprintf(stderr, "advise: the profile mentions none of the checked files; nothing was merged\n");
     check_output_free(out);
     check_filter_free(o.filter);
