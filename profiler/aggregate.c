@@ -594,6 +594,12 @@ void agg_api(Aggregator *agg, const char *name, uint64_t duration_ns) {
     pthread_mutex_unlock(&agg->lock);
 }
 
+void agg_api_batch(Aggregator *agg, const char *const *names, const uint64_t *durations, size_t count) {
+    pthread_mutex_lock(&agg->lock);
+    for (size_t i = 0; i < count; i++) named_add(&agg->apis, names[i], durations[i]);
+    pthread_mutex_unlock(&agg->lock);
+}
+
 void agg_overhead(Aggregator *agg, const char *kind, uint64_t duration_ns) {
     pthread_mutex_lock(&agg->lock);
     named_add(&agg->overheads, kind, duration_ns);

@@ -69,6 +69,8 @@ void agg_sync(Aggregator *agg, ProfSyncKind kind, uint64_t duration_ns, int site
 void agg_alloc(Aggregator *agg, ProfMemKind kind, uint64_t bytes, uint64_t duration_ns, int site);
 /* Host time in one CUDA API function (name copied). */
 void agg_api(Aggregator *agg, const char *name, uint64_t duration_ns);
+/* count calls at once (names[i] took durations[i]), under one lock */
+void agg_api_batch(Aggregator *agg, const char *const *names, const uint64_t *durations, size_t count);
 void agg_overhead(Aggregator *agg, const char *kind, uint64_t duration_ns);
 /* Device facts (copied; the device's ordinal is dev->id). */
 void agg_device(Aggregator *agg, const ProfDevice *dev);

@@ -86,6 +86,10 @@ typedef struct Rule {
     /* Python rules are skipped in files that neither import torch nor
      * mention CUDA; set this for a rule that applies to them anyway. */
     bool runs_without_torch;
+    /* The finding is about results being wrong (a race, a read before the
+     * copy lands, a lost error, a timing that measures the wrong thing), not
+     * about speed: reports list these apart, before the ranking by cost. */
+    bool correctness;
     /* How measurements attach to this rule's findings (see Measure). */
     Measure measure;
     /* Profile rules (rules/profile/): findings only a profile can give. Set

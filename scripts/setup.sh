@@ -2,9 +2,10 @@
 # Installs what advise needs on Debian 12 (only what is missing) and builds
 # it into build/. Installs with apt-get: build-essential cmake pkg-config
 # python3 libjansson-dev libtree-sitter-dev libcriterion-dev libclang-19-dev libdw-dev openssl
-# ca-certificates neovim (the end-to-end LSP tests drive it headless), git
-# and patch (tests compare .gitignore handling with git and apply --diff
-# output with patch), and
+# ca-certificates neovim (the end-to-end LSP tests drive it headless),
+# python3-yaml (tests/check_ci_recipes.sh parses docs/ci.md's workflows), git
+# and patch (tests compare .gitignore handling with git, run check
+# --diff-base in scratch repositories, and apply --diff output with patch), and
 # nodejs + npm when npm is absent (npm fetches the pinned tree-sitter-python
 # grammar at build time, and the end-to-end tests' client libraries).
 #
@@ -12,7 +13,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-packages="build-essential cmake pkg-config python3 libjansson-dev libtree-sitter-dev libcriterion-dev libclang-19-dev libdw-dev openssl ca-certificates neovim git patch"
+packages="build-essential cmake pkg-config python3 python3-yaml libjansson-dev libtree-sitter-dev libcriterion-dev libclang-19-dev libdw-dev openssl ca-certificates neovim git patch"
 command -v npm >/dev/null 2>&1 || packages="$packages nodejs npm"
 
 missing=""

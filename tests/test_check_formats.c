@@ -76,7 +76,12 @@ Test(sarif, structure_rules_and_results) {
                                           : rules[i]->severity == SEVERITY_WARNING ? "warning"
                                                                                    : "note") == 0));
         json_t *tags = json_object_get(json_object_get(r, "properties"), "tags");
-        cr_expect_str_eq(json_string_value(json_array_get(tags, 0)), "performance");
+        /* correctness or performance, then the languages, then profile for rules that need one */
+        cr_expect_str_eq(json_string_value(json_array_get(tags, 0)), rules[i]->correctness ? "correctness" : "performance");
+        if (strcmp(rules[i]->code, "CU001") == 0 || strcmp(rules[i]->code, "PY002") == 0 ||
+            strcmp(rules[i]->code, "CU011") == 0)
+            cr_expect(rules[i]->correctness, "%s is about wrong results", rules[i]->code);
+        if (strcmp(rules[i]->code, "PY001") == 0) cr_expect(!rules[i]->correctness);
     }
     json_t *results = sarif_results(doc);
     cr_assert_eq(json_array_size(results), 1, "%s", json_dumps(results, 0));
@@ -284,5 +289,104 @@ Test(output, stdin_checked_as_stdin_filename) {
     r = run_advise_at(dir, "check", "--no-config", "-");
     cr_expect_eq(r.status, 2, "%s%s", r.out, r.err);
     cr_expect(strstr(r.err, "--stdin-filename") != NULL, "%s", r.err);
+    run_result_free(&r);
+}
+
+/* ---- a runner without the CUDA toolkit --------------------------------------------------- */
+
+static const char *const KERNEL_CU = "__global__ void k(float *a) { a[threadIdx.x] = 1.0f; }\n"
+                                     "void run(float *d) { k<<<1, 32>>>(d); }\n";
+
+/* Runs `advise check --no-config ARGS...` in dir with CUDA_PATH pointing at a folder without the toolkit. */
+static RunResult check_without_cuda(const char *dir, const char *const *args, size_t n) {
+    char *empty = path_in(dir, "no-toolkit");
+    mkdir(empty, 0755);
+    setenv("CUDA_PATH", empty, 1);
+    const char *argv[16] = {"check", "--no-config", "--no-profile"};
+    size_t k = 3;
+    for (size_t i = 0; i < n && k < 15; i++) argv[k++] = args[i];
+    argv[k] = NULL;
+    RunResult r = run_advise_in(dir, argv);
+    unsetenv("CUDA_PATH");
+    return r;
+}
+
+Test(no_cuda, cuda_files_skipped_once_and_the_run_stays_green) {
+    char *dir = temp_dir();
+    make_file(dir, "a.cu", KERNEL_CU);
+    make_file(dir, "b.cu", KERNEL_CU);
+    make_file(dir, "loop.py", FLAGGED);
+    const char *args[] = {"--fail-on", "never", "."};
+    RunResult r = check_without_cuda(dir, args, 3);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    /* one line on stderr for both files, naming the reason */
+    cr_expect(strstr(r.err, "advise: skipped 2 CUDA files: CUDA_PATH is "), "%s", r.err);
+    cr_expect(strstr(r.err, "no-toolkit, which has no include/cuda_runtime.h"), "%s", r.err);
+    cr_expect_null(strstr(strstr(r.err, "skipped 2") + 1, "skipped"), "said once: %s", r.err);
+    cr_expect_null(strstr(r.out, "a.cu"), "no finding or parse failure for a.cu: %s", r.out);
+    cr_expect(strstr(r.out, "PY003"), "the Python file is still checked: %s", r.out);
+    cr_expect(strstr(r.out, "in 1 file (") && strstr(r.out, "2 CUDA files not analysed: no CUDA toolkit"), "%s", r.out);
+    run_result_free(&r);
+}
+
+Test(no_cuda, require_cuda_makes_it_an_error) {
+    char *dir = temp_dir();
+    make_file(dir, "a.cu", KERNEL_CU);
+    const char *args[] = {"--require-cuda", "a.cu"};
+    RunResult r = check_without_cuda(dir, args, 2);
+    cr_expect_eq(r.status, 2, "%s", r.err);
+    cr_expect(strstr(r.err, "advise: could not analyse 1 CUDA file: CUDA_PATH is "), "%s", r.err);
+    cr_expect_null(strstr(r.err, "--require-cuda makes"), "%s", r.err);
+    run_result_free(&r);
+}
+
+Test(no_cuda, one_notice_in_sarif_json_and_github) {
+    char *dir = temp_dir();
+    make_file(dir, "a.cu", KERNEL_CU);
+    make_file(dir, "b.cuh", KERNEL_CU);
+    const char *sarif_args[] = {"--format", "sarif", "."};
+    RunResult r = check_without_cuda(dir, sarif_args, 3);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    json_t *doc = json_loads(r.out, 0, NULL);
+    cr_assert_not_null(doc, "%s", r.out);
+    json_t *run = json_array_get(json_object_get(doc, "runs"), 0);
+    json_t *notes = json_object_get(json_array_get(json_object_get(run, "invocations"), 0), "toolExecutionNotifications");
+    cr_assert_eq(json_array_size(notes), 1, "one notification for both files");
+    json_t *note = json_array_get(notes, 0);
+    cr_expect_str_eq(json_string_value(json_object_get(note, "level")), "warning");
+    cr_expect_str_eq(json_string_value(json_object_get(json_object_get(note, "descriptor"), "id")), "cuda-toolkit-missing");
+    cr_expect(strstr(json_string_value(json_object_get(json_object_get(note, "message"), "text")),
+                     "2 CUDA files not analysed: CUDA_PATH is "));
+    cr_expect_eq(json_array_size(sarif_results(doc)), 0);
+    json_decref(doc);
+    run_result_free(&r);
+
+    const char *json_args[] = {"--format", "json", "."};
+    r = check_without_cuda(dir, json_args, 3);
+    doc = json_loads(r.out, 0, NULL);
+    cr_assert_not_null(doc, "%s", r.out);
+    json_t *skipped = json_object_get(json_object_get(doc, "summary"), "cuda_skipped");
+    cr_expect_eq(json_integer_value(json_object_get(skipped, "files")), 2);
+    cr_expect(strstr(json_string_value(json_object_get(skipped, "reason")), "no include/cuda_runtime.h"));
+    cr_expect_eq(json_array_size(json_object_get(doc, "parse_failures")), 0);
+    json_decref(doc);
+    run_result_free(&r);
+
+    const char *github_args[] = {"--format", "github", "."};
+    r = check_without_cuda(dir, github_args, 3);
+    cr_expect(strstr(r.out, "::warning title=advise: CUDA files not analysed::2 CUDA files not analysed: CUDA_PATH is "),
+              "%s", r.out);
+    run_result_free(&r);
+}
+
+Test(no_cuda, a_configured_toolkit_path_without_the_toolkit_is_named) {
+    char *dir = temp_dir();
+    make_file(dir, "a.cu", KERNEL_CU);
+    make_file(dir, "advise.toml", "[cuda]\ncuda-path = \"/nowhere/cuda\"\n");
+    RunResult r = run_advise_at(dir, "check", "--no-profile", "a.cu");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "skipped 1 CUDA file: the CUDA toolkit configured in advise.toml ([cuda] cuda-path = "
+                            "\"/nowhere/cuda\") has no include/cuda_runtime.h"),
+              "%s", r.err);
     run_result_free(&r);
 }

@@ -89,7 +89,7 @@ Test(check_profile, json_on_the_training_sample) {
     cr_assert(item, "%s", r.out);
     json_t *model = json_object_get(json_object_get(item, "gain"), "model");
     cr_expect_str_eq(json_string_value(json_object_get(model, "kind")), "model");
-    cr_expect(strstr(json_string_value(json_object_get(model, "text")), "x (1 - 7/24)"), "%s", r.out);
+    cr_expect(strstr(json_string_value(json_object_get(model, "text")), "x (1 - 0.38)"), "%s", r.out);
     item = finding_at(doc, "PY010", 63);
     cr_assert(item);
     cr_expect_eq(json_array_size(json_object_get(item, "evidence")), 0);
@@ -264,5 +264,24 @@ Test(check_profile, figures_follow_the_lines_through_fixes, .timeout = 120) {
     /* a second check sees a file that differs from the profiled one: stale, as before */
     r = run_advise_at(dir, "check", "--fail-on", "never", "samples/python/train_classifier.py");
     cr_expect(strstr(r.out, "profile is older than this file"), "%s", r.out);
+    run_result_free(&r);
+}
+
+/* --quiet drops the summary and the note on what was merged, never a warning:
+ * a profile skipped as unreadable, or one that mentions none of the files. */
+Test(check_profile, quiet_keeps_the_warnings) {
+    char *dir = project("[profile]\ndir = \"profiles\"\n");
+    write_text(path_in(dir, "profiles/broken.json"), "{ not a profile");
+    RunResult r = run_advise_at(dir, "check", "--quiet", "--fail-on", "never", "samples/python/train_classifier.py");
+    cr_expect(strstr(r.err, "advise: skipped profile "), "%s", r.err);
+    cr_expect(strstr(r.err, "broken.json"), "%s", r.err);
+    cr_expect_null(strstr(r.err, "advise: merging"), "the merge note is not a warning: %s", r.err);
+    cr_expect_null(strstr(r.out, "Found "), "no summary line: %s", r.out);
+    run_result_free(&r);
+
+    write_text(path_in(dir, "other.py"), "import torch\n");
+    r = run_advise_at(dir, "check", "--quiet", "--profile", "profiles/train_classifier.json", "other.py");
+    cr_expect(strstr(r.err, "advise: the profile mentions none of the checked files; nothing was merged"), "%s",
+              r.err);
     run_result_free(&r);
 }

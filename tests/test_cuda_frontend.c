@@ -629,16 +629,30 @@ Test(cuda_toolkit, found_through_cuda_path) {
     free(found);
 }
 
-Test(cuda_toolkit, a_cuda_path_without_headers_is_skipped) {
+/* The user's CUDA_PATH wins: a wrong one is reported (cuda_toolkit_missing), never replaced by
+ * /usr/local/cuda or an nvcc on PATH, whose headers may be another version. */
+Test(cuda_toolkit, a_cuda_path_without_headers_is_reported_not_replaced) {
     char *root = temp_dir();
     setenv("CUDA_PATH", root, 1); /* no include/cuda_runtime.h */
-    setenv("PATH", "/nonexistent", 1);
     char *found = cuda_find_toolkit(NULL);
-    if (is_file("/usr/local/cuda/include/cuda_runtime.h"))
-        cr_expect_str_eq(found, "/usr/local/cuda");
-    else
-        cr_expect_null(found);
+    cr_expect_null(found, "%s", found);
     free(found);
+    char *cu = put(root, "k.cu", "");
+    char *reason = cuda_toolkit_missing(cu, NULL);
+    cr_assert_not_null(reason);
+    cr_expect_str_eq(reason, fmt("CUDA_PATH is %s, which has no include/cuda_runtime.h", root));
+    free(reason);
+    /* a C++ or C file needs no toolkit to be analysed */
+    cr_expect_null(cuda_toolkit_missing(put(root, "host.cpp", ""), NULL));
+    cr_expect_null(cuda_toolkit_missing(put(root, "plain.c", ""), NULL));
+    /* a configured path is checked the same way, and named */
+    put(root, "tk/include/cuda_runtime.h", "");
+    CudaFlagOptions configured = {NULL, NULL, fmt("%s/tk", root)};
+    cr_expect_null(cuda_toolkit_missing(cu, &configured));
+    configured.cuda_path = "/nowhere";
+    reason = cuda_toolkit_missing(cu, &configured);
+    cr_expect(reason && strstr(reason, "([cuda] cuda-path = \"/nowhere\") has no include/cuda_runtime.h"), "%s", reason);
+    free(reason);
 }
 
 Test(cuda_toolkit, found_through_nvcc_on_path) {

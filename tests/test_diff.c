@@ -470,3 +470,75 @@ Test(diff, gpu_description_counts_the_devices_that_worked) {
     agg_free(agg);
     free(err);
 }
+
+/* ---- --fail-if-slower: the CI gate --------------------------------------------------- */
+
+Test(diff_cli, fail_if_slower_passes_a_speedup_and_fails_a_slowdown) {
+    /* GPU time (kernels + copies + memsets): 6.69 ms in transpose.json, 3.20 ms in transpose_fixed.json */
+    RunResult r = run_advise("diff", "--fail-if-slower", "5", H200 "transpose.json", H200 "transpose_fixed.json");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "advise diff: GPU time 6.69 ms -> 3.20 ms (-52.3%): within the 5.0% threshold\n"), "%s",
+              r.err);
+    run_result_free(&r);
+    r = run_advise("diff", "--fail-if-slower", "5%", H200 "transpose_fixed.json", H200 "transpose.json");
+    cr_expect_eq(r.status, 1, "%s", r.err);
+    cr_expect(strstr(r.err, "GPU time 3.20 ms -> 6.69 ms (+109.4%): slower past the 5.0% threshold\n"), "%s", r.err);
+    cr_expect(strstr(r.out, "Totals"), "the comparison is still printed: %s", r.out);
+    run_result_free(&r);
+    /* a threshold above the slowdown passes */
+    r = run_advise("diff", "--fail-if-slower", "150", H200 "transpose_fixed.json", H200 "transpose.json");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    run_result_free(&r);
+    /* the same profile twice is not slower, at a threshold of 0 */
+    r = run_advise("diff", "--fail-if-slower", "0", H200 "transpose.json", H200 "transpose.json");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.err, "(+0.0%): within the 0.0% threshold"), "%s", r.err);
+    run_result_free(&r);
+}
+
+Test(diff_cli, fail_if_slower_by_wall_time_and_in_json) {
+    RunResult r = run_advise("diff", "--fail-if-slower", "50", "--metric", "wall", H200 "transpose_fixed.json",
+                             H200 "transpose.json");
+    cr_expect_eq(r.status, 1, "%s", r.err);
+    cr_expect(strstr(r.err, "wall time 258 ms -> 445 ms (+72.5%): slower past the 50.0% threshold"), "%s", r.err);
+    run_result_free(&r);
+    r = run_advise("diff", "--format", "json", "--fail-if-slower", "5", H200 "transpose_fixed.json",
+                   H200 "transpose.json");
+    cr_expect_eq(r.status, 1);
+    json_error_t jerr;
+    json_t *doc = json_loads(r.out, 0, &jerr);
+    cr_assert_not_null(doc, "%s", jerr.text);
+    json_t *gate = json_object_get(doc, "gate");
+    cr_expect_str_eq(json_string_value(json_object_get(gate, "metric")), "gpu");
+    cr_expect_eq(json_integer_value(json_object_get(gate, "before_ns")), 3195932);
+    cr_expect_eq(json_integer_value(json_object_get(gate, "after_ns")), 6693374);
+    cr_expect(json_is_true(json_object_get(gate, "slower")));
+    cr_expect_float_eq(json_real_value(json_object_get(gate, "change_pct")), 100.0 * (6693374.0 / 3195932.0 - 1), 1e-9);
+    json_decref(doc);
+    run_result_free(&r);
+    /* without the option, no gate in the JSON */
+    r = run_advise("diff", "--format", "json", H200 "transpose_fixed.json", H200 "transpose.json");
+    doc = json_loads(r.out, 0, &jerr);
+    cr_assert_not_null(doc);
+    cr_expect_null(json_object_get(doc, "gate"));
+    json_decref(doc);
+    run_result_free(&r);
+}
+
+Test(diff_cli, fail_if_slower_usage_errors) {
+    const char *bad[] = {"x", "-1", "", "5x", "nan"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        RunResult r = run_advise("diff", "--fail-if-slower", bad[i], H200 "transpose.json", H200 "transpose.json");
+        cr_expect_eq(r.status, 2, "'%s' accepted", bad[i]);
+        cr_expect(strstr(r.err, "--fail-if-slower wants a percentage"), "%s", r.err);
+        run_result_free(&r);
+    }
+    RunResult r = run_advise("diff", "--metric", "wall", H200 "transpose.json", H200 "transpose.json");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "--metric goes with --fail-if-slower"), "%s", r.err);
+    run_result_free(&r);
+    r = run_advise("diff", "--fail-if-slower", "5", "--metric", "cpu", H200 "transpose.json", H200 "transpose.json");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "--metric wants gpu or wall"), "%s", r.err);
+    run_result_free(&r);
+}

@@ -562,8 +562,20 @@ static uint64_t multi_tensor_ns(const Profile *p) {
     return ns;
 }
 
-/* PY008 measures the program's foreach optimizer kernels; the gain follows
- * the memory passes of a fused step: 7 of 24 for Adam, 5 of 8 for SGD. */
+/* the multi-tensor kernels launched from one line (of the only profiled file) */
+static uint64_t multi_tensor_ns_at(const Profile *p, uint32_t line) {
+    uint64_t ns = 0;
+    for (size_t i = 0; i < p->op_count; i++) {
+        const ProfOp *op = &p->ops[i];
+        if (op->kind == PROF_OP_LAUNCH && op->site >= 0 && p->sites[op->site].line == line &&
+            strstr(p->kernels[op->kernel].name, "multi_tensor_apply_kernel"))
+            ns += op->stats.total_ns;
+    }
+    return ns;
+}
+
+/* PY008 measures the foreach kernels its optimizer's steps launched; the
+ * gain follows the fused step's measured share: 0.38 for Adam, 5/8 for SGD. */
 Test(measure, foreach_optimizer_kernels_and_the_fused_gain) {
     char *error = NULL;
     Profile *p = profile_read_file(ADVISE_SOURCE_DIR "/samples/profiles/train_classifier.json", PROFILE_FINAL, &error);
@@ -575,22 +587,61 @@ Test(measure, foreach_optimizer_kernels_and_the_fused_gain) {
     Finding *f = first_of(&c, "PY008");
     cr_assert(f);
     show(f);
-    cr_expect(has_evidence(f, "multi-tensor (foreach) kernels, the optimizer's step among them, ran 800 times in 8 kinds"));
+    /* every multi-tensor kernel of this run was launched by optimizer.step() (line 110) */
+    cr_expect(has_evidence(f, "this optimizer's steps launched multi-tensor (foreach) kernels 800 times, 8 kinds"));
     cr_assert(f->gain.present);
-    cr_expect(fabs(f->gain.seconds - (double)ns / 1e9 * (1 - 7.0 / 24.0)) < 1e-12, "%g", f->gain.seconds);
-    cr_expect(strstr(ev(&f->gain.model), "7/24"));
+    cr_expect(fabs(f->gain.seconds - (double)ns / 1e9 * (1 - 0.38)) < 1e-12, "%g", f->gain.seconds);
+    cr_expect(strstr(ev(&f->gain.model), "0.38"));
     checked_free(&c);
 
     p = profile_read_file(ADVISE_SOURCE_DIR "/tests/fixtures/profiles/h200/resnet50_step.json", PROFILE_FINAL, &error);
     cr_assert(p, "%s", error);
     ns = multi_tensor_ns(p);
+    uint64_t step_ns = multi_tensor_ns_at(p, 29); /* optimizer.step(); zero_grad() at 27 runs foreach kernels too */
+    cr_assert(step_ns > 0 && step_ns < ns, "%llu of %llu", (unsigned long long)step_ns, (unsigned long long)ns);
     check_with(&c, "bench/workloads/resnet50_step.py", p, NULL);
     f = first_of(&c, "PY008");
     cr_assert(f);
     cr_assert(f->gain.present);
-    cr_expect(fabs(f->gain.seconds - (double)ns / 1e9 * (1 - 5.0 / 8.0)) < 1e-12, "SGD: %g", f->gain.seconds);
+    cr_expect(fabs(f->gain.seconds - (double)step_ns / 1e9 * (1 - 5.0 / 8.0)) < 1e-12, "SGD: %g", f->gain.seconds);
     checked_free(&c);
     free(error);
+}
+
+#define STEPS "tests/fixtures/merge/optimizer_steps.py"
+
+/* optimizer_steps.py: AdamW (line 4) stepped at 16, Adam (5) never stepped,
+ * SGD (6) stepped by a GradScaler at 17; clip_grad_norm_'s foreach kernels
+ * at 15 belong to no optimizer. */
+Test(measure, optimizer_kernels_are_told_apart_by_the_step_line) {
+    Profile *p = pb_new(1000000000, 250000000);
+    const char *mt = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<TensorListMetadata<4>, "
+                     "FusedAdamMathFunctor<float, 4>>(TensorListMetadata<4>, FusedAdamMathFunctor<float, 4>)";
+    const char *norm = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<TensorListMetadata<1>, "
+                       "LpNormFunctor<float, 2>>(TensorListMetadata<1>, LpNormFunctor<float, 2>)";
+    const char *sgd = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<TensorListMetadata<3>, "
+                      "BinaryOpListAlphaFunctor<float, 3>>(TensorListMetadata<3>, BinaryOpListAlphaFunctor<float, 3>)";
+    pb_launch(p, STEPS, 15, norm, 200, 3000000);
+    pb_launch(p, STEPS, 16, mt, 100, 10000000);
+    pb_launch(p, STEPS, 17, sgd, 100, 4000000);
+    pb_launch(p, STEPS, 12, "void at::native::vectorized_elementwise_kernel<4, sum>(int, T)", 100, 2000000);
+    Checked c;
+    check_with(&c, STEPS, p, NULL);
+    Finding *adamw = at(&c, "PY008", 4), *spare = at(&c, "PY008", 5), *head = at(&c, "PY008", 6);
+    cr_assert(adamw && spare && head, "three PY008 findings");
+    show(adamw);
+    cr_expect(has_evidence(adamw, "this optimizer's steps launched multi-tensor (foreach) kernels 100 times, 1 kind: "
+                                  "10.0 ms"),
+              "clip_grad_norm_'s kernels at line 15 are not counted");
+    cr_assert(adamw->gain.present);
+    cr_expect(fabs(adamw->gain.seconds - 0.010 * (1 - 0.38)) < 1e-12, "%g", adamw->gain.seconds);
+    /* never stepped: no figures at all */
+    cr_expect_eq(spare->evidence_count, 0);
+    cr_expect(!spare->gain.present);
+    /* stepped through scaler.step(head) */
+    cr_assert(head->gain.present);
+    cr_expect(fabs(head->gain.seconds - 0.004 * (1 - 5.0 / 8.0)) < 1e-12, "%g", head->gain.seconds);
+    checked_free(&c);
 }
 
 /* ---- per-line SASS metrics: CU003, CU004, CU005 (rules/measure/measure_lines.c) ---------------------- */

@@ -641,3 +641,37 @@ Test(report_cli, usage_and_io_errors_exit_2) {
     cr_expect(strstr(r.out, "usage: advise report"));
     run_result_free(&r);
 }
+
+/* Before the ranked list: the findings about wrong results apart (errors
+ * first), then the largest gains with their fixes, at most five. */
+Test(report_cli, correctness_apart_and_what_to_do_first, .timeout = 180) {
+    RunResult r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--profile", "samples/profiles", "samples/");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    const char *correct = strstr(r.out, "\nCorrectness first: 12 findings can make results wrong");
+    const char *todo = strstr(r.out, "\nWhat to do first (the largest estimated gains;");
+    const char *ranked = strstr(r.out, "\nrank ");
+    cr_assert(correct && todo && ranked, "%s", r.out);
+    cr_expect(correct < todo && todo < ranked, "correctness, then what to do first, then the ranked list");
+    /* errors before hints: CU007 and CU002 are listed before any CU011 */
+    const char *cu007 = strstr(correct, "CU007 unsynchronized-host-read"), *cu002 = strstr(correct, "CU002 divergent");
+    const char *cu011 = strstr(correct, "CU011 unchecked-cuda-error");
+    cr_expect(cu007 && cu002 && cu011 && cu007 < cu011 && cu002 < cu011, "%.2000s", correct);
+    cr_expect(strstr(correct, "  ... and 2 more in the list below\n"), "%.2000s", correct);
+    /* the largest gain first, with its fix; no correctness finding among them */
+    cr_expect(strstr(todo, "  1. about 821 ms for the whole program  samples/python/benchmark_matmul.py:49  PY009 "
+                           "fp32-matmul-without-tf32\n     fix: Enable TF32 matmuls"),
+              "%.1500s", todo);
+    cr_expect(strstr(todo, "\n  5. about ") && !strstr(todo, "\n  6. about "), "%.1500s", todo);
+    const char *todo_end = ranked;
+    for (const char *p = todo; p && p < todo_end; p = strstr(p + 1, "CU0"))
+        cr_expect(strncmp(p, "CU011", 5) && strncmp(p, "CU007", 5), "a correctness finding ranked among gains");
+    run_result_free(&r);
+
+    r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--profile", "samples/profiles", "--format", "html", "-o", "-", "samples/");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    const char *c_html = strstr(r.out, "<section id=\"correctness\">"), *f_html = strstr(r.out, "<section id=\"first\">");
+    const char *findings_html = strstr(r.out, "<section id=\"findings\">");
+    cr_expect(c_html && f_html && findings_html && c_html < f_html && f_html < findings_html);
+    cr_expect(strstr(r.out, "<span class=\"fix\">fix: Enable TF32 matmuls"), "the fix in the first list");
+    run_result_free(&r);
+}

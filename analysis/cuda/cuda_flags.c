@@ -50,8 +50,9 @@ char *cuda_find_toolkit(const char *hint) {
     }
     const char *env = getenv("CUDA_PATH");
     if (env && *env) {
+        /* set by the user: it wins, and a wrong one is reported (cuda_toolkit_missing), not replaced */
         snprintf(probe, sizeof probe, "%s/include/cuda_runtime.h", env);
-        if (is_file(probe)) return strdup(env);
+        return is_file(probe) ? strdup(env) : NULL;
     }
     const char *path = getenv("PATH");
     if (path) {
@@ -568,6 +569,37 @@ bool cuda_flags_for_file(const char *path, const CudaFlagOptions *options, CudaF
     free(dir);
     add_defaults(out, path);
     return true;
+}
+
+static bool holds_toolkit(const char *dir) {
+    char probe[PATH_MAX];
+    return (size_t)snprintf(probe, sizeof probe, "%s/include/cuda_runtime.h", dir) < sizeof probe && is_file(probe);
+}
+
+char *cuda_toolkit_missing(const char *path, const CudaFlagOptions *options) {
+    if (strcmp(cuda_flags_language(path, NULL), "cuda") != 0) return NULL;
+    if (options && options->cuda_path) {
+        if (holds_toolkit(options->cuda_path)) return NULL;
+        return format_string("the CUDA toolkit configured in advise.toml ([cuda] cuda-path = \"%s\") has no "
+                             "include/cuda_runtime.h",
+                             options->cuda_path);
+    }
+    char *found = cuda_find_toolkit(NULL);
+    if (found) {
+        free(found);
+        return NULL;
+    }
+    /* a compile database may name an nvcc whose toolkit is elsewhere */
+    CudaFlags flags = {0};
+    bool has_toolkit = cuda_flags_for_file(path, options, &flags) && flags.cuda_path && holds_toolkit(flags.cuda_path);
+    bool cuda = flags.language && strcmp(flags.language, "cuda") == 0;
+    cuda_flags_free(&flags);
+    if (has_toolkit || !cuda) return NULL;
+    const char *env = getenv("CUDA_PATH");
+    if (env && *env)
+        return format_string("CUDA_PATH is %s, which has no include/cuda_runtime.h", env);
+    return format_string("no CUDA toolkit was found (CUDA_PATH is not set, no nvcc on PATH, no "
+                         "/usr/local/cuda/include/cuda_runtime.h)");
 }
 
 void cuda_flags_free(CudaFlags *f) {

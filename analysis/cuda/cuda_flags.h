@@ -51,8 +51,17 @@ void cuda_flags_free(CudaFlags *flags);
 void cuda_flags_translate(const char *const *in, size_t n, CudaFlags *out);
 
 /* The CUDA toolkit: the hint (from a database), CUDA_PATH, nvcc on PATH,
- * /usr/local/cuda. Heap string or NULL. */
+ * /usr/local/cuda. Heap string or NULL. A CUDA_PATH set to a folder
+ * without the toolkit gives NULL: the user's setting is never replaced by a
+ * toolkit found elsewhere. */
 char *cuda_find_toolkit(const char *hint);
+
+/* Why `path` (a file advise analyses as CUDA/C++) cannot be analysed here for want of the CUDA toolkit (heap
+ * string: the configured path, CUDA_PATH or the search that failed), or NULL
+ * when it can: it is not parsed as CUDA, or a toolkit is there. A CUDA file
+ * needs the toolkit's headers: without them every such file would fail to
+ * compile, so `advise check` skips them and says so once. */
+char *cuda_toolkit_missing(const char *path, const CudaFlagOptions *options);
 
 /* The search for compile_commands.json: `dir`, each parent, and their build/
  * subfolders, as clangd does. Heap path of the folder or NULL. */

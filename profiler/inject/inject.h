@@ -49,6 +49,11 @@ void native_sites_start(void);
 bool native_sites_wanted(void);
 int native_site(void);
 
+/* API call durations, batched per thread (api_times.c); flush_all hands
+ * every thread's batch to the aggregator (at exit). */
+void api_time_add(const char *name, uint64_t duration_ns);
+void api_times_flush_all(void);
+
 /* Activity buffers: feed every record of a completed buffer to the aggregator. */
 void records_consume(uint8_t *buffer, size_t valid_size);
 

@@ -63,8 +63,9 @@ int correlation_get(uint32_t correlation) {
 }
 
 /* ---- call sites */
-static __thread int outer_site = -2;   /* site of the enclosing API call on this thread (-2: none) */
-static __thread int api_nesting;
+static __thread int outer_site = -1;   /* site of the outermost API call running on this thread */
+static __thread int api_nesting;       /* API calls running on this thread, nested */
+static __thread uint64_t api_enter_ns; /* when the outermost one began */
 
 int callsite_current(void) {
     int site = -1;
@@ -113,49 +114,58 @@ typedef struct {
     size_t size;
 } AllocParams;
 
-static __thread uint64_t api_enter_ns[4];
-
 static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* What each callback id is, classified once when callbacks are enabled. */
+static uint8_t runtime_watch[CUPTI_RUNTIME_TRACE_CBID_SIZE];
+static uint8_t driver_watch[CUPTI_DRIVER_TRACE_CBID_SIZE];
+
+static Watch watch_of(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE) return runtime_watch[cbid];
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE) return driver_watch[cbid];
+    return WATCH_NONE;
+}
+
+/* The runtime calls the driver: a launch is a runtime callback around a
+ * driver one. Only the outermost call on a thread finds the site and takes
+ * the time; a nested one just shares its site, so a launch pays for one
+ * site lookup and two clock reads. */
 static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                             const void *data) {
     (void)userdata;
-    (void)cbid;
     const CUpti_CallbackData *cb = data;
     if (cb->callbackSite == CUPTI_API_ENTER) {
-        int site;
-        if (outer_site != -2) {
-            site = outer_site; /* a driver call made by the runtime call around it */
-        } else {
-            site = callsite_current();
-            outer_site = site;
+        if (api_nesting++ > 0) {
+            correlation_put(cb->correlationId, outer_site);
+            return;
         }
-        if (api_nesting < 4) api_enter_ns[api_nesting] = now_ns();
-        api_nesting++;
-        correlation_put(cb->correlationId, site);
+        outer_site = callsite_current();
+        correlation_put(cb->correlationId, outer_site);
+        api_enter_ns = now_ns();
         return;
     }
-    api_nesting = api_nesting > 0 ? api_nesting - 1 : 0;
-    uint64_t took = api_nesting < 4 ? now_ns() - api_enter_ns[api_nesting] : 0;
-    int site = outer_site == -2 ? -1 : outer_site;
-    if (api_nesting == 0) outer_site = -2;
-    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || api_nesting == 0) agg_api(inject_agg, cb->functionName, took);
-    if (classify(cb->functionName) == WATCH_ALLOC && cb->functionParams &&
-        (domain == CUPTI_CB_DOMAIN_RUNTIME_API || api_nesting == 0)) {
+    if (api_nesting == 0) return; /* an exit whose entry came before we subscribed */
+    if (--api_nesting > 0) return;
+    uint64_t took = now_ns() - api_enter_ns;
+    api_time_add(cb->functionName, took);
+    if (watch_of(domain, cbid) == WATCH_ALLOC && cb->functionParams) {
         const AllocParams *p = cb->functionParams;
-        agg_alloc(inject_agg, alloc_kind(cb->functionName), p->size, took, site);
+        agg_alloc(inject_agg, alloc_kind(cb->functionName), p->size, took, outer_site);
     }
+    outer_site = -1;
 }
 
-static void enable_watched(CUpti_CallbackDomain domain, CUpti_CallbackId limit) {
+static void enable_watched(CUpti_CallbackDomain domain, CUpti_CallbackId limit, uint8_t *table) {
     for (CUpti_CallbackId id = 1; id < limit; id++) {
         const char *name = NULL;
         if (cuptiGetCallbackName(domain, id, &name) != CUPTI_SUCCESS || !name) continue;
-        if (classify(name) != WATCH_NONE) cuptiEnableCallback(1, subscriber, domain, id);
+        Watch w = classify(name);
+        table[id] = (uint8_t)w;
+        if (w != WATCH_NONE) cuptiEnableCallback(1, subscriber, domain, id);
     }
 }
 
@@ -238,6 +248,7 @@ static void at_exit(void) {
     if (!start_error) {
         cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         /* nothing new is attributed after this point */
+        api_times_flush_all();
     }
     write_part();
 }
@@ -305,8 +316,14 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
         fail("cuptiActivityRegisterCallbacks", r);
         return 1;
     }
+    /* ADVISE_PROFILE_ACTIVITY=kernels: kernels alone (bench/overhead measures what the other kinds cost) */
+    const char *kinds = getenv("ADVISE_PROFILE_ACTIVITY");
+    bool kernels_only = kinds && strcmp(kinds, "kernels") == 0;
     for (size_t i = 0; i < sizeof activity_kinds / sizeof *activity_kinds; i++)
-        if ((r = cuptiActivityEnable(activity_kinds[i])) != CUPTI_SUCCESS &&
+        if (kernels_only && activity_kinds[i] != CUPTI_ACTIVITY_KIND_DEVICE &&
+            activity_kinds[i] != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
+            continue;
+        else if ((r = cuptiActivityEnable(activity_kinds[i])) != CUPTI_SUCCESS &&
             activity_kinds[i] != CUPTI_ACTIVITY_KIND_OVERHEAD) {
             fail("cuptiActivityEnable", r);
             return 1;
@@ -315,8 +332,8 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
      * (the least overhead; see docs/profiling.md). */
     const char *sites = getenv("ADVISE_PROFILE_SITES");
     if (sites && strcmp(sites, "0") == 0) return 1;
-    enable_watched(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
-    enable_watched(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
+    enable_watched(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, runtime_watch);
+    enable_watched(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, driver_watch);
     native_sites_start();
     python_sites_start();
     return 1;

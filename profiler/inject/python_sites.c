@@ -1,10 +1,16 @@
 /* Python call sites without holding the GIL at launch time.
  *
- * A profile hook (PyEval_SetProfileAllThreads, Python 3.12+; the calling
- * thread only before that) runs with the GIL on every Python call and return
- * and keeps, per thread, a stack of the frames that run user code (files in
- * the project, not in site-packages). It holds a reference on each, so a
- * frame it points to is never freed under us. A CUDA callback on the same
+ * A hook runs with the GIL when Python functions start and return and keeps,
+ * per thread, a stack of the frames that run user code (files in the
+ * project, not in site-packages). It holds a reference on each, so a frame
+ * it points to is never freed under us.
+ *
+ * On Python 3.12+ the hook is a sys.monitoring tool (PEP 669) that listens
+ * to function starts, resumptions, returns, yields and unwinds only, and
+ * answers DISABLE for library code: after its first call, a library
+ * function runs uninstrumented, so the cost stays with the few user
+ * functions. Before 3.12 (or when every tool id is taken) it is a profile
+ * hook (PyEval_SetProfile), which also runs on every C call. A CUDA callback on the same
  * thread then reads the innermost user frame's current line: that thread is
  * inside a C call, so its frames cannot change meanwhile, and reading a line
  * number allocates nothing. Taking the GIL inside a driver callback instead
@@ -25,7 +31,19 @@
 typedef void PyObject;
 typedef int (*TraceFunc)(PyObject *, PyObject *, int, PyObject *);
 
+typedef long Py_ssize_t_;
+typedef PyObject *(*FastCall)(PyObject *, PyObject *const *, Py_ssize_t_);
+
 enum { TRACE_CALL = 0, TRACE_RETURN = 3 };
+
+/* PyMethodDef, as the C API lays it out */
+typedef struct {
+    const char *name;
+    void *meth;
+    int flags;
+    const char *doc;
+} MethodDef;
+enum { METH_FASTCALL_ = 0x0080 };
 
 static struct {
     int (*is_initialized)(void);
@@ -36,6 +54,13 @@ static struct {
     PyObject *(*frame_back)(PyObject *);          /* new reference */
     PyObject *(*frame_code)(PyObject *);          /* new reference */
     int (*frame_line)(PyObject *);
+    int (*frame_lasti)(PyObject *);               /* 3.11+; NULL before */
+    PyObject *(*import)(const char *);
+    PyObject *(*call_method)(PyObject *, const char *, const char *, ...);
+    PyObject *(*cfunction_new)(MethodDef *, PyObject *, PyObject *);
+    PyObject *(*err_occurred)(void);
+    long (*as_long)(PyObject *);
+    PyObject *none;
     PyObject *(*get_attr)(PyObject *, const char *);
     const char *(*as_utf8)(PyObject *);
     void (*incref)(PyObject *);
@@ -65,11 +90,13 @@ static __thread UserFrame user_stack[STACK_DEPTH];
 static __thread int user_depth; /* may exceed STACK_DEPTH; only the first entries are kept */
 static __thread bool ran_python; /* the hook has run on this thread */
 
-/* (code info, line) -> site, per thread: most launches repeat a few lines. */
+/* (code info, instruction offset) -> site, per thread: most launches repeat
+ * a few lines. Keyed by the offset, which costs nothing to read, because
+ * finding a line number scans the code object's location table. */
 #define SITE_CACHE 256
 static __thread struct {
     const CodeInfo *info;
-    int line;
+    int lasti;
     int site;
 } site_cache[SITE_CACHE];
 
@@ -161,7 +188,21 @@ static void push(PyObject *frame, const CodeInfo *info) {
     user_depth++;
 }
 
+static void pop(PyObject *frame) {
+    if (user_depth <= 0) return;
+    int top = user_depth - 1;
+    if (top >= STACK_DEPTH) {
+        user_depth--; /* beyond what we keep: trust the nesting */
+    } else if (user_stack[top].frame == frame) {
+        py.decref(frame);
+        user_stack[top].frame = NULL;
+        user_depth--;
+    }
+}
+
 static int profile_hook(PyObject *self, PyObject *frame, int what, PyObject *arg) {
+    (void)self;
+    (void)arg;
     ran_python = true;
     if (what == TRACE_CALL) {
         PyObject *code = py.frame_code(frame);
@@ -169,17 +210,128 @@ static int profile_hook(PyObject *self, PyObject *frame, int what, PyObject *arg
         const CodeInfo *info = code_info(code);
         py.decref(code);
         if (info && info->user) push(frame, info);
-    } else if (what == TRACE_RETURN && user_depth > 0) {
-        int top = user_depth - 1;
-        if (top >= STACK_DEPTH) {
-            user_depth--; /* beyond what we keep: trust the nesting */
-        } else if (user_stack[top].frame == frame) {
-            py.decref(frame);
-            user_stack[top].frame = NULL;
-            user_depth--;
-        }
+    } else if (what == TRACE_RETURN) {
+        pop(frame);
     }
     return 0;
+}
+
+/* ---- sys.monitoring (3.12+): the callbacks get (code, offset[, value]) and
+ * run in the frame that starts or leaves. */
+static PyObject *monitoring_disable; /* sys.monitoring.DISABLE */
+
+static PyObject *none(void) {
+    py.incref(py.none);
+    return py.none;
+}
+
+static PyObject *disable(void) {
+    py.incref(monitoring_disable);
+    return monitoring_disable;
+}
+
+/* PY_START, PY_RESUME: local events, which DISABLE turns off for that code */
+static PyObject *on_enter(PyObject *self, PyObject *const *args, Py_ssize_t_ nargs) {
+    (void)self;
+    ran_python = true;
+    if (nargs < 1) return none();
+    const CodeInfo *info = code_info(args[0]);
+    if (!info || !info->user) return disable();
+    PyObject *frame = py.get_frame();
+    if (frame) push(frame, info);
+    return none();
+}
+
+/* PY_THROW is not a local event: DISABLE would raise in the user's code. */
+static PyObject *on_throw(PyObject *self, PyObject *const *args, Py_ssize_t_ nargs) {
+    (void)self;
+    ran_python = true;
+    const CodeInfo *info = nargs >= 1 ? code_info(args[0]) : NULL;
+    PyObject *frame = info && info->user ? py.get_frame() : NULL;
+    if (frame) push(frame, info);
+    return none();
+}
+
+/* PY_RETURN, PY_YIELD */
+static PyObject *on_leave(PyObject *self, PyObject *const *args, Py_ssize_t_ nargs) {
+    (void)self;
+    if (nargs < 1) return none();
+    const CodeInfo *info = code_info(args[0]);
+    if (!info || !info->user) return disable();
+    PyObject *frame = py.get_frame();
+    if (frame) pop(frame);
+    return none();
+}
+
+/* PY_UNWIND cannot be disabled: it costs only when an exception leaves a function. */
+static PyObject *on_unwind(PyObject *self, PyObject *const *args, Py_ssize_t_ nargs) {
+    (void)self;
+    if (nargs < 1 || user_depth <= 0) return none();
+    const CodeInfo *info = code_info(args[0]);
+    PyObject *frame = info && info->user ? py.get_frame() : NULL;
+    if (frame) pop(frame);
+    return none();
+}
+
+static MethodDef enter_def = {"advise_enter", (void *)on_enter, METH_FASTCALL_, NULL};
+static MethodDef leave_def = {"advise_leave", (void *)on_leave, METH_FASTCALL_, NULL};
+static MethodDef throw_def = {"advise_throw", (void *)on_throw, METH_FASTCALL_, NULL};
+static MethodDef unwind_def = {"advise_unwind", (void *)on_unwind, METH_FASTCALL_, NULL};
+
+static long event_bit(PyObject *events, const char *name) {
+    PyObject *v = py.get_attr(events, name);
+    long bit = v ? py.as_long(v) : 0;
+    if (v) py.decref(v);
+    py.err_clear();
+    return bit > 0 ? bit : 0;
+}
+
+static bool call_ok(PyObject *r) {
+    if (!r) {
+        py.err_clear();
+        return false;
+    }
+    py.decref(r);
+    return true;
+}
+
+/* Registers the callbacks under the first free tool id; false (nothing
+ * left registered) when sys.monitoring is missing or every id is taken. */
+static bool install_monitoring(void) {
+    if (!py.import || !py.call_method || !py.cfunction_new || !py.none || !py.as_long) return false;
+    PyObject *sys = py.import("sys");
+    PyObject *mon = sys ? py.get_attr(sys, "monitoring") : NULL;
+    if (sys) py.decref(sys);
+    if (!mon) {
+        py.err_clear();
+        return false;
+    }
+    static const int tool_ids[] = {2, 3, 4}; /* PROFILER_ID, then the unnamed ones */
+    int tool = -1;
+    for (size_t i = 0; i < sizeof tool_ids / sizeof *tool_ids && tool < 0; i++)
+        if (call_ok(py.call_method(mon, "use_tool_id", "is", tool_ids[i], "advise"))) tool = tool_ids[i];
+    PyObject *events = tool >= 0 ? py.get_attr(mon, "events") : NULL;
+    monitoring_disable = events ? py.get_attr(mon, "DISABLE") : NULL;
+    bool ok = events && monitoring_disable;
+    long mask = 0;
+    struct {
+        const char *event;
+        MethodDef *def;
+    } hooks[] = {{"PY_START", &enter_def},  {"PY_RESUME", &enter_def}, {"PY_THROW", &throw_def},
+                 {"PY_RETURN", &leave_def}, {"PY_YIELD", &leave_def},  {"PY_UNWIND", &unwind_def}};
+    for (size_t i = 0; ok && i < sizeof hooks / sizeof *hooks; i++) {
+        long bit = event_bit(events, hooks[i].event);
+        PyObject *fn = bit ? py.cfunction_new(hooks[i].def, NULL, NULL) : NULL;
+        ok = fn && call_ok(py.call_method(mon, "register_callback", "ilO", tool, bit, fn));
+        if (fn) py.decref(fn);
+        mask |= bit;
+    }
+    if (ok) ok = call_ok(py.call_method(mon, "set_events", "il", tool, mask));
+    if (!ok && tool >= 0) call_ok(py.call_method(mon, "free_tool_id", "i", tool));
+    if (events) py.decref(events);
+    py.decref(mon);
+    py.err_clear();
+    return ok;
 }
 
 /* Frames already running when the hook arrives (the script's module frame,
@@ -203,10 +355,19 @@ static void seed_current_thread(void) {
     }
 }
 
+/* ADVISE_PROFILE_PYTHON_HOOK=setprofile forces the profile hook (to compare
+ * the two in bench/overhead). */
+static bool monitoring_wanted(void) {
+    const char *v = getenv("ADVISE_PROFILE_PYTHON_HOOK");
+    return !v || strcmp(v, "setprofile") != 0;
+}
+
 static int install_hook(void *unused) {
     (void)unused;
-    if (py.set_profile_all) py.set_profile_all(profile_hook, NULL);
-    else py.set_profile(profile_hook, NULL);
+    if (!monitoring_wanted() || !install_monitoring()) {
+        if (py.set_profile_all) py.set_profile_all(profile_hook, NULL);
+        else py.set_profile(profile_hook, NULL);
+    }
     seed_current_thread();
     __atomic_store_n(&active, true, __ATOMIC_RELEASE);
     return 0;
@@ -215,6 +376,8 @@ static int install_hook(void *unused) {
 #define LOAD(field, symbol) (*(void **)&py.field = dlsym(RTLD_DEFAULT, symbol))
 
 void python_sites_start(void) {
+    const char *hook = getenv("ADVISE_PROFILE_PYTHON_HOOK"); /* off: no Python call sites (bench/overhead) */
+    if (hook && strcmp(hook, "off") == 0) return;
     LOAD(is_initialized, "Py_IsInitialized");
     if (!py.is_initialized || !py.is_initialized()) return;
     LOAD(add_pending_call, "Py_AddPendingCall");
@@ -224,6 +387,12 @@ void python_sites_start(void) {
     LOAD(frame_back, "PyFrame_GetBack");
     LOAD(frame_code, "PyFrame_GetCode");
     LOAD(frame_line, "PyFrame_GetLineNumber");
+    LOAD(frame_lasti, "PyFrame_GetLasti");
+    LOAD(import, "PyImport_ImportModule");
+    LOAD(call_method, "PyObject_CallMethod");
+    LOAD(cfunction_new, "PyCFunction_NewEx");
+    LOAD(none, "_Py_NoneStruct");
+    LOAD(as_long, "PyLong_AsLong");
     LOAD(get_attr, "PyObject_GetAttrString");
     LOAD(as_utf8, "PyUnicode_AsUTF8");
     LOAD(incref, "Py_IncRef");
@@ -255,18 +424,25 @@ int python_site(void) {
     int top = (user_depth <= STACK_DEPTH ? user_depth : STACK_DEPTH) - 1;
     const UserFrame *uf = &user_stack[top];
     if (!uf->frame) return -1;
-    int line = py.frame_line(uf->frame);
-    if (line <= 0) return -1;
-    unsigned slot = (unsigned)(((uintptr_t)uf->info >> 4) ^ (unsigned)line * 2654435761u) & (SITE_CACHE - 1);
-    if (site_cache[slot].info == uf->info && site_cache[slot].line == line) {
+    int lasti = py.frame_lasti ? py.frame_lasti(uf->frame) : -1;
+    int line = -1;
+    if (lasti < 0) { /* before 3.11: the line itself is the key */
+        line = py.frame_line(uf->frame);
+        if (line <= 0) return -1;
+        lasti = -2 - line;
+    }
+    unsigned slot = (unsigned)(((uintptr_t)uf->info >> 4) ^ (unsigned)lasti * 2654435761u) & (SITE_CACHE - 1);
+    if (site_cache[slot].info == uf->info && site_cache[slot].lasti == lasti) {
         __atomic_store_n(&last_user_site, site_cache[slot].site, __ATOMIC_RELAXED);
         return site_cache[slot].site;
     }
+    if (line < 0) line = py.frame_line(uf->frame);
+    if (line <= 0) return -1;
     int site = agg_site(inject_agg, uf->info->file, (uint32_t)line, uf->info->function);
     __atomic_store_n(&last_user_site, site, __ATOMIC_RELAXED);
     if (site >= 0) {
         site_cache[slot].info = uf->info;
-        site_cache[slot].line = line;
+        site_cache[slot].lasti = lasti;
         site_cache[slot].site = site;
     }
     return site;

@@ -905,7 +905,7 @@ static void check(RuleContext *ctx) {
 }
 
 const Rule rule_cu001_missing_syncthreads = {
-    .code = "CU001", .name = "missing-syncthreads", .severity = SEVERITY_WARNING,
+    .code = "CU001", .name = "missing-syncthreads", .severity = SEVERITY_WARNING, .correctness = true,
     .languages = LANGUAGE_CUDA, .check = check, .whole_file = true,
     .summary = "a __shared__ element written by one thread is read by another with no __syncthreads() between",
     .documentation = documentation};

@@ -484,7 +484,7 @@ static bool visit(CuNode *n, void *data) {
 static void check(RuleContext *ctx) { rule_walk_cuda(ctx, visit, ctx); }
 
 const Rule rule_cu002_divergent_barrier = {
-    .code = "CU002", .name = "divergent-barrier", .severity = SEVERITY_ERROR,
+    .code = "CU002", .name = "divergent-barrier", .severity = SEVERITY_ERROR, .correctness = true,
     .languages = LANGUAGE_CUDA, .check = check,
     .summary = "__syncthreads() under a condition that depends on the thread index",
     .documentation = documentation};

@@ -656,7 +656,7 @@ static void check(RuleContext *ctx) {
 }
 
 const Rule rule_cu007_unsynchronized_host_read = {
-    .code = "CU007", .name = "unsynchronized-host-read", .severity = SEVERITY_ERROR,
+    .code = "CU007", .name = "unsynchronized-host-read", .severity = SEVERITY_ERROR, .correctness = true,
     .languages = LANGUAGE_CUDA, .check = check, .whole_file = true,
     .summary = "Host reads a buffer that an asynchronous device-to-host copy fills, before synchronizing",
     .documentation = documentation};

@@ -725,7 +725,7 @@ static void check(RuleContext *ctx) {
 }
 
 const Rule rule_cu011_unchecked_cuda_error = {
-    .code = "CU011", .name = "unchecked-cuda-error", .severity = SEVERITY_HINT,
+    .code = "CU011", .name = "unchecked-cuda-error", .severity = SEVERITY_HINT, .correctness = true,
     .languages = LANGUAGE_CUDA, .check = check, .whole_file = true,
     .summary = "CUDA runtime result discarded, or a kernel launch with no error check after it",
     .documentation = documentation};

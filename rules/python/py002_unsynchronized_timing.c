@@ -542,7 +542,7 @@ static void check(RuleContext *ctx) {
 }
 
 const Rule rule_py002_unsynchronized_timing = {
-    .code = "PY002", .name = "unsynchronized-timing", .severity = SEVERITY_WARNING,
+    .code = "PY002", .name = "unsynchronized-timing", .severity = SEVERITY_WARNING, .correctness = true,
     .languages = LANGUAGE_PYTHON, .check = check,
     .summary = "GPU work timed with a host clock without torch.cuda.synchronize() before the second read",
     .documentation = documentation};

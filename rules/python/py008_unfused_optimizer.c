@@ -229,6 +229,46 @@ static bool step_is_compiled(const PySource *src, TSNode call) {
     return s.found;
 }
 
+/* ---- the optimizer's steps: where its own kernels are launched ---------- */
+
+typedef struct {
+    RuleContext *ctx;
+    Finding *finding;
+    TSNode optimizer; /* the name it is bound to */
+    size_t added;
+} StepSites;
+
+#define MAX_STEP_SITES 4 /* related places are few: the profile is read at these lines */
+
+/* `optimizer.step()`, or `scaler.step(optimizer)` (GradScaler steps it) */
+static bool visit_step_site(TSNode n, void *data) {
+    StepSites *s = data;
+    const PySource *src = s->ctx->py;
+    TSNode recv;
+    if (s->added >= MAX_STEP_SITES || !py_method_call(src, n, "step", &recv)) return s->added < MAX_STEP_SITES;
+    bool ours = py_same_text(src, recv, s->optimizer);
+    if (!ours) {
+        TSNode first = py_call_positional(n, 0);
+        ours = !ts_node_is_null(first) && py_same_text(src, first, s->optimizer);
+    }
+    if (!ours) return true;
+    if (!finding_add_related(s->finding, (ByteRange){ts_node_start_byte(n), ts_node_end_byte(n)},
+                             "this optimizer's step: its kernels are measured here"))
+        s->ctx->out_of_memory = true;
+    s->added++;
+    return true;
+}
+
+/* The profile tells this optimizer's kernels from other foreach work
+ * (zero_grad, clip_grad_norm_) by the line that launched them: its step
+ * calls in this file become related places (MEASURE_OPTIMIZER reads them). */
+static void relate_steps(RuleContext *ctx, Finding *f, TSNode call) {
+    TSNode name = assigned_name(call);
+    if (ts_node_is_null(name)) return;
+    StepSites s = {ctx, f, name, 0};
+    py_walk(ts_tree_root_node(ctx->py->tree), visit_step_site, &s);
+}
+
 static bool visit(TSNode n, void *data) {
     RuleContext *ctx = data;
     if (!py_is(n, "call") || !py_callee_is_any(ctx->py, n, optimizer_names)) return true;
@@ -256,6 +296,7 @@ static bool visit(TSNode n, void *data) {
                                   "fused=True does the whole update in one pass over memory",
                                   short_name);
     if (!f) return true;
+    relate_steps(ctx, f, n);
     /* a call that the parser closed with a MISSING ')' gets no fix */
     TSNode args = py_call_arguments(n);
     if (!py_is(args, "argument_list") || ts_node_child_count(args) == 0) return true;

@@ -7,14 +7,17 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <libgen.h>
 #include <sys/stat.h>
 
 #include "analysis/base/atomic_file.h"
 #include "analysis/base/growable.h"
+#include "analysis/cuda/cuda_flags.h"
 #include "analysis/edits.h"
 #include "rules/engine/engine.h"
 #include "server/workspace/check_file.h"
 #include "server/workspace/check_pool.h"
+#include "server/render/check_filter.h"
 #include "server/render/check_output.h"
 #include "server/cli/cli.h"
 #include "server/workspace/file_walk.h"
@@ -29,6 +32,7 @@ typedef struct {
     OutputFormat format;
     bool fix, unsafe_fixes, diff, show_source, quiet;
     bool error_on_parse_failure; /* a file that does not parse cleanly makes the run exit 2 */
+    bool require_cuda;           /* CUDA files skipped for want of the toolkit make the run exit 2 */
     const char *config_path;
     bool no_config;
     const char *output_path;  /* -o/--output: written atomically at the end */
@@ -42,6 +46,10 @@ typedef struct {
     size_t files_merged;
     char *merge_note;         /* "merging profile ..." for stderr, once a file merges */
     unsigned jobs;            /* -j: files analysed at once */
+    const char *diff_base;      /* --diff-base REF */
+    const char *baseline_path;  /* --baseline FILE */
+    const char *write_baseline; /* --write-baseline FILE */
+    CheckFilter *filter;        /* what is reported, when one of the three is given (check_filter.h) */
 } CheckOptions;
 
 static void check_usage(FILE *out) {
@@ -70,20 +78,33 @@ static void check_usage(FILE *out) {
           "                           newest that mentions it); default: [profile] dir when it holds any\n"
           "  --no-profile             merge no profile\n"
           "  --no-source              do not print the source line under each finding\n"
-          "  --quiet                  no summary line\n"
+          "  --quiet                  no summary line and no notes on what was merged (warnings stay)\n"
           "  --error-on-parse-failure exit 2 when a file does not parse cleanly (default: report it, check\n"
           "                           what parsed, and let its findings decide the exit status)\n"
           "  -j, --jobs N             analyse N files at once (default: one per CPU); the output is the\n"
           "                           same whatever N is\n"
+          "  --require-cuda           exit 2 when CUDA files are skipped because no CUDA toolkit is found\n"
+          "                           (default: skip them, say so once, and let the other files decide)\n"
+          "\n"
+          "pull-request checks (docs/ci.md):\n"
+          "  --diff-base REF          report only findings on lines added or changed since the git revision\n"
+          "                           REF: the working tree against it (staged, unstaged, untracked files;\n"
+          "                           renames followed, moved lines count as added); a finding counts when\n"
+          "                           a line of it or of its related locations changed; files without a\n"
+          "                           changed line are not checked\n"
+          "  --baseline FILE          report only findings whose fingerprint FILE does not hold; the summary\n"
+          "                           says how many known ones were left out and how many were fixed\n"
+          "  --write-baseline FILE    record every finding of this run in FILE (sorted JSON, one finding a\n"
+          "                           line, written atomically); exits 0 unless a path had problems\n"
           "\n"
           "exit status: 0 nothing at or above --fail-on, 1 findings at or above it, 2 usage or I/O error,\n"
-          "or a file advise could not analyse\n",
+          "or a file advise could not analyse. With --diff-base or --baseline only the findings reported count.\n",
           out);
 }
 
 enum { OPT_FORMAT = 256, OPT_SELECT, OPT_IGNORE, OPT_SEVERITY, OPT_FAIL_ON, OPT_FIX, OPT_UNSAFE, OPT_DIFF,
        OPT_CONFIG, OPT_NO_CONFIG, OPT_MAX_SIZE, OPT_NO_SOURCE, OPT_QUIET, OPT_HELP, OPT_PROFILE, OPT_NO_PROFILE,
-       OPT_ERROR_ON_PARSE_FAILURE, OPT_STDIN_FILENAME };
+       OPT_ERROR_ON_PARSE_FAILURE, OPT_STDIN_FILENAME, OPT_REQUIRE_CUDA, OPT_DIFF_BASE, OPT_BASELINE, OPT_WRITE_BASELINE };
 
 /* -j/--jobs: a usage error unless a positive number */
 static bool parse_jobs(const char *text, unsigned *jobs) {
@@ -102,8 +123,12 @@ static const struct option long_options[] = {
     {"quiet", no_argument, 0, OPT_QUIET},             {"help", no_argument, 0, OPT_HELP},
     {"profile", required_argument, 0, OPT_PROFILE},   {"no-profile", no_argument, 0, OPT_NO_PROFILE},
     {"error-on-parse-failure", no_argument, 0, OPT_ERROR_ON_PARSE_FAILURE},
+    {"require-cuda", no_argument, 0, OPT_REQUIRE_CUDA},
     {"output", required_argument, 0, 'o'},            {"stdin-filename", required_argument, 0, OPT_STDIN_FILENAME},
-    {"jobs", required_argument, 0, 'j'},              {0, 0, 0, 0}};
+    {"jobs", required_argument, 0, 'j'},
+    {"diff-base", required_argument, 0, OPT_DIFF_BASE}, {"baseline", required_argument, 0, OPT_BASELINE},
+    {"write-baseline", required_argument, 0, OPT_WRITE_BASELINE},
+    {0, 0, 0, 0}};
 
 /* Command-line settings are collected apart and laid over the config file. */
 typedef struct {
@@ -185,7 +210,8 @@ static int load_profiles(CheckOptions *o) {
     }
     const char *const *notes;
     size_t note_count = profile_set_notes(o->profiles, &notes);
-    for (size_t i = 0; i < note_count && !o->quiet; i++) fprintf(stderr, "advise: skipped profile %s\n", notes[i]);
+    /* warnings, which --quiet does not hide: a profile the user may think was merged was not */
+    for (size_t i = 0; i < note_count; i++) fprintf(stderr, "advise: skipped profile %s\n", notes[i]);
     if (o->quiet) {
         free(dir);
         return EXIT_CLEAN;
@@ -202,6 +228,50 @@ static int load_profiles(CheckOptions *o) {
                                       "it (newest recorded %s)\n",
                                       count, profile_store_display(o->profile_path ? o->profile_path : dir), when);
     free(dir);
+    return EXIT_CLEAN;
+}
+
+/* --diff-base, --baseline, --write-baseline: the filter of what is
+ * reported. git runs in the folder of the first path (or in it). */
+static int load_filter(CheckOptions *o, const char *first_path) {
+    if (!o->diff_base && !o->baseline_path && !o->write_baseline) return EXIT_CLEAN;
+    char *error = NULL;
+    GitChanges *changes = NULL;
+    Baseline *baseline = NULL;
+    if (o->diff_base) {
+        struct stat st;
+        char *copy = strdup(first_path);
+        char *where = copy && stat(first_path, &st) == 0 && S_ISDIR(st.st_mode) ? strdup(copy)
+                      : copy                                                   ? strdup(dirname(copy))
+                                                                               : NULL;
+        free(copy);
+        changes = where ? git_changes_load(where, o->diff_base, &error) : NULL;
+        free(where);
+        if (!changes) {
+            fprintf(stderr, "advise check: %s\n", error ? error : "out of memory");
+            free(error);
+            return EXIT_TROUBLE;
+        }
+    }
+    if (o->baseline_path) {
+        baseline = calloc(1, sizeof *baseline);
+        if (!baseline || !baseline_read(o->baseline_path, baseline, &error)) {
+            fprintf(stderr, "advise check: --baseline: %s\n", error ? error : "out of memory");
+            free(error);
+            free(baseline);
+            git_changes_free(changes);
+            return EXIT_TROUBLE;
+        }
+    }
+    CheckFilterOptions options = {o->project_root, changes, o->diff_base, baseline, o->write_baseline != NULL};
+    o->filter = check_filter_new(&options);
+    if (!o->filter) {
+        fputs("advise check: out of memory\n", stderr);
+        git_changes_free(changes);
+        if (baseline) baseline_free(baseline);
+        free(baseline);
+        return EXIT_TROUBLE;
+    }
     return EXIT_CLEAN;
 }
 
@@ -306,10 +376,12 @@ static char *fix_text(const CheckOptions *o, const char *path, const char *text,
 /* One file as check_one leaves it for emit_one. */
 typedef struct {
     const char *path;
+    FilterVerdict verdict; /* --diff-base: check it, skip it (no line changed), or refuse it (outside the repository) */
+    char *cuda_skip_reason; /* not analysed: no CUDA toolkit (cuda_toolkit_missing), or NULL */
     bool read;           /* file holds its text */
     SourceFile file;     /* the text read (owned unless it is stdin's) */
     bool own_file;
-    char *error;         /* it could not be read, or analysed */
+    char *error;         /* it could not be read, or analysed, or was refused */
     bool analysed;       /* checked holds the analysis */
     CheckedFile checked; /* of the text after the fixes, with --fix */
     char *fixed_text;    /* --fix or --diff: the text after the fixes, or NULL when none applies */
@@ -319,11 +391,21 @@ typedef struct {
 
 static void file_result_free(FileResult *r) {
     free(r->error);
+    free(r->cuda_skip_reason);
     if (r->analysed) checked_file_free(&r->checked);
     free(r->fixed_text);
     profile_view_free(r->moved);
     if (r->own_file) source_file_free(&r->file);
     memset(r, 0, sizeof *r);
+}
+
+/* Why a CUDA file cannot be analysed on this machine (no CUDA toolkit: every
+ * such file would fail to compile), or NULL; emit_one counts it, and the
+ * reason is said once at the end. */
+static char *cuda_skip_reason(const CheckOptions *o, const char *path) {
+    if (language_for_path(path) != LANGUAGE_CUDA) return NULL;
+    CudaFlagOptions options = {o->cfg.cuda_build_dir, o->cfg.cuda_gpu_arch, o->cfg.cuda_path};
+    return cuda_toolkit_missing(path, &options);
 }
 
 /* stdin: the text read from stdin, checked as path (--fix refused before).
@@ -332,6 +414,10 @@ static void file_result_free(FileResult *r) {
  * order. --fix analyses the fixed text here; emit_one writes it. */
 static void check_one(const CheckOptions *o, const char *path, const SourceFile *stdin_text, FileResult *r) {
     r->path = path;
+    /* --diff-base: a file with no changed line is not read (the filter locks its own state) */
+    r->verdict = o->filter ? check_filter_file(o->filter, path, &r->error) : FILTER_CHECK;
+    if (r->verdict != FILTER_CHECK) return;
+    if ((r->cuda_skip_reason = cuda_skip_reason(o, path))) return;
     SourceFile file = {0};
     if (stdin_text) file = *stdin_text;
     else if (!source_file_read(path, o->cfg.max_file_bytes, &file, &r->error)) return;
@@ -359,6 +445,18 @@ static void check_one(const CheckOptions *o, const char *path, const SourceFile 
  * when the file could not be checked (or written). */
 static bool emit_one(CheckOptions *o, FileResult *r, CheckOutput *out, CheckSummary *s, bool *failing) {
     const char *path = r->path;
+    if (r->verdict != FILTER_CHECK) { /* --diff-base: no line changed (skip), or outside the repository */
+        if (r->verdict == FILTER_REFUSE) check_output_error(out, path, r->error);
+        return r->verdict == FILTER_SKIP;
+    }
+    if (r->cuda_skip_reason) {
+        s->cuda_skipped++;
+        if (!s->cuda_skip_reason) {
+            s->cuda_skip_reason = r->cuda_skip_reason;
+            r->cuda_skip_reason = NULL;
+        }
+        return true;
+    }
     if (!r->read) {
         check_output_error(out, path, r->error);
         return false;
@@ -406,8 +504,14 @@ static bool emit_one(CheckOptions *o, FileResult *r, CheckOutput *out, CheckSumm
             s->parse_failures++;
             if (o->error_on_parse_failure) ok = false;
         }
-        if (!o->diff) check_output_file(out, path, doc, &r->checked.findings);
+        /* --diff-base, --baseline: only what they let through is shown and counted (in the files' order,
+         * on this thread: a baseline's entries are matched first come, first served) */
+        char(*prints)[SHA256_HEX_CHARS + 1] =
+            o->filter ? check_filter_findings(o->filter, path, doc, &r->checked.findings, !report->syntax_error)
+                      : NULL;
+        if (!o->diff) check_output_file_fingerprinted(out, path, doc, &r->checked.findings, prints);
         count_findings(s, &r->checked.findings, &o->cfg, !report->syntax_error, failing);
+        free(prints);
     } else {
         check_output_error(out, path, r->error);
         ok = false;
@@ -550,6 +654,9 @@ int cli_check(int argc, char **argv) {
             }
             break;
         case OPT_STDIN_FILENAME: o.stdin_name = optarg; break;
+        case OPT_DIFF_BASE: o.diff_base = optarg; break;
+        case OPT_BASELINE: o.baseline_path = optarg; break;
+        case OPT_WRITE_BASELINE: o.write_baseline = optarg; break;
         case OPT_SELECT:
             cl.select_given = true;
             string_list_add_csv(&cl.select, optarg);
@@ -576,6 +683,7 @@ int cli_check(int argc, char **argv) {
         case OPT_NO_PROFILE: o.no_profile = true; break;
         case OPT_QUIET: o.quiet = true; break;
         case OPT_ERROR_ON_PARSE_FAILURE: o.error_on_parse_failure = true; break;
+        case OPT_REQUIRE_CUDA: o.require_cuda = true; break;
         case OPT_HELP:
         case 'h':
             check_usage(stdout);
@@ -594,6 +702,17 @@ int cli_check(int argc, char **argv) {
         free_cl(&cl);
         return cli_usage_error("check", "%s", "--profile and --no-profile exclude each other");
     }
+    const char *filter_problem =
+        (o.diff_base || o.baseline_path || o.write_baseline) && (o.fix || o.diff)
+            ? "--fix and --diff fix whole files: they do not go with --diff-base, --baseline or --write-baseline"
+        : o.baseline_path && o.write_baseline
+            ? "--baseline and --write-baseline exclude each other: write the new baseline in a run of its own"
+        : o.diff_base && o.write_baseline ? "--write-baseline records every finding: it does not go with --diff-base"
+                                          : NULL;
+    if (filter_problem) {
+        free_cl(&cl);
+        return cli_usage_error("check", "%s", filter_problem);
+    }
     bool from_stdin = false;
     for (int i = optind; i < argc; i++)
         if (strcmp(argv[i], "-") == 0) from_stdin = true;
@@ -607,11 +726,18 @@ int cli_check(int argc, char **argv) {
         free_cl(&cl);
         return cli_usage_error("check", "%s", "--stdin-filename goes with the path - (stdin)");
     }
+    if (from_stdin && o.diff_base) {
+        free_cl(&cl);
+        return cli_usage_error("check", "%s", "--diff-base compares files on disk with git: it does not read stdin (-)");
+    }
     char *root = NULL;
     int status = load_settings(&o, &cl, &root);
     free_cl(&cl);
     if (status == EXIT_CLEAN) status = load_profiles(&o);
+    if (status == EXIT_CLEAN) status = load_filter(&o, optind < argc ? argv[optind] : ".");
     if (status != EXIT_CLEAN) {
+        profile_set_free(o.profiles);
+        free(o.merge_note);
         config_free(&o.cfg);
         free(root);
         free(o.project_root);
@@ -625,6 +751,7 @@ int cli_check(int argc, char **argv) {
     SourceFile stdin_text = {0};
     if (!from_stdin) file_walk(paths, path_count, &o.cfg, root, &files);
     else if (!read_stdin(&stdin_text, o.cfg.max_file_bytes)) {
+        check_filter_free(o.filter);
         config_free(&o.cfg);
         profile_set_free(o.profiles);
         free(o.merge_note);
@@ -656,7 +783,32 @@ int cli_check(int argc, char **argv) {
         check_one(&o, o.stdin_name, &stdin_text, &r);
         run_emit_result(&run, &r);
     }
+    if (o.filter) check_filter_summarise(o.filter, &summary);
+    if (o.write_baseline) {
+        char *error = NULL;
+        if (check_filter_write_baseline(o.filter, o.write_baseline, &summary.baseline_recorded, &error)) {
+            summary.baseline_written = o.write_baseline;
+            failing = false; /* what it recorded is known from now on */
+            if (!o.quiet && o.format != FORMAT_TEXT && o.format != FORMAT_JSON)
+                fprintf(stderr, "advise: recorded %zu finding%s in %s\n", summary.baseline_recorded,
+                        summary.baseline_recorded == 1 ? "" : "s", o.write_baseline);
+        } else {
+            fprintf(stderr, "advise check: --write-baseline %s: %s\n", o.write_baseline,
+                    error ? error : "cannot write");
+            free(error);
+            trouble = true;
+        }
+    }
     if (!o.quiet || o.format != FORMAT_TEXT) check_output_finish(out, &summary);
+    if (summary.cuda_skipped) { /* once, whatever the format: the findings stream holds the rest */
+        fprintf(stderr, "advise: %s %zu CUDA file%s: %s. Install the CUDA toolkit, or set CUDA_PATH or [cuda] "
+                        "cuda-path in advise.toml%s\n",
+                o.require_cuda ? "could not analyse" : "skipped", summary.cuda_skipped,
+                summary.cuda_skipped == 1 ? "" : "s", summary.cuda_skip_reason,
+                o.require_cuda ? "" : " (--require-cuda makes this an error)");
+        if (o.require_cuda) trouble = true;
+    }
+    free(summary.cuda_skip_reason);
     if (o.output_path && report_stream != stdout) {
         fclose(report_stream);
         char *error = NULL;
@@ -670,9 +822,10 @@ int cli_check(int argc, char **argv) {
     if (o.diff && !o.quiet && o.format == FORMAT_TEXT)
         fprintf(stderr, "Would fix %zu finding%s in %zu file%s.\n", summary.fixed, summary.fixed == 1 ? "" : "s",
                 summary.files_fixed, summary.files_fixed == 1 ? "" : "s");
-    if (o.profiles && o.profile_path && o.files_merged == 0 && !o.quiet)
+    if (o.profiles && o.profile_path && o.files_merged == 0) /* a warning: --quiet keeps it */
         fprintf(stderr, "advise: the profile mentions none of the checked files; nothing was merged\n");
     check_output_free(out);
+    check_filter_free(o.filter);
     file_list_free(&files);
     free(stdin_text.text);
     config_free(&o.cfg);

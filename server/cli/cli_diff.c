@@ -24,8 +24,13 @@ static void diff_usage(FILE *out) {
           "options:\n"
           "  --format text|json   output format (default text; json: docs/json-output.md)\n"
           "  --limit N            text: at most N rows per table section (default 15; 0: all)\n"
+          "  --fail-if-slower PCT exit 1 when AFTER is more than PCT percent slower than BEFORE, by the\n"
+          "                       --metric (for CI gates: docs/ci.md)\n"
+          "  --metric gpu|wall    what --fail-if-slower compares: gpu (default), the GPU time of every\n"
+          "                       kernel, copy and memset; or wall, the longest process's wall time\n"
           "\n"
-          "exit status: 0 compared, 2 usage error or a profile that cannot be read\n",
+          "exit status: 0 compared (and not slower past --fail-if-slower), 1 slower past it,\n"
+          "2 usage error or a profile that cannot be read\n",
           out);
 }
 
@@ -251,7 +256,7 @@ static void json_set_figures(json_t *o, DiffSide side, DiffFigures b, DiffFigure
 }
 
 static bool write_json(FILE *out, const char *path_b, const char *path_a, const Profile *b, const Profile *a,
-                       const ProfileDiff *d) {
+                       const ProfileDiff *d, json_t *gate) {
     json_t *warnings = json_array();
     if (d->older > 0) json_array_append_new(warnings, json_string("AFTER is the older profile"));
     if (d->different_gpu) json_array_append_new(warnings, json_string("recorded on different GPUs"));
@@ -276,16 +281,65 @@ static bool write_json(FILE *out, const char *path_b, const char *path_a, const 
                             json_profile(path_a, a, d->after_gpu, &d->after), "older",
                             d->older < 0 ? "before" : d->older > 0 ? "after" : "same", "created_gap_s",
                             (json_int_t)d->created_gap_s, "warnings", warnings, "kernels", kernels, "sites", sites);
+    if (gate) json_object_set_new(doc, "gate", gate);
     return cli_write_json(out, doc);
+}
+
+/* ---- the gate: --fail-if-slower ---------------------------------------------------- */
+
+typedef struct {
+    bool wanted;
+    double threshold_pct;
+    bool wall;               /* --metric wall; else GPU time */
+    uint64_t before_ns, after_ns;
+    double change_pct;       /* (after / before - 1) * 100; 0 when before is 0 */
+    bool slower;             /* past the threshold */
+} SlowdownGate;
+
+static uint64_t gate_metric(const ProfileTotals *t, bool wall) {
+    return wall ? t->wall_ns : t->kernel_ns + t->copy_ns + t->memset_ns;
+}
+
+static void gate_judge(SlowdownGate *g, const ProfileDiff *d) {
+    g->before_ns = gate_metric(&d->before, g->wall);
+    g->after_ns = gate_metric(&d->after, g->wall);
+    g->change_pct = g->before_ns ? 100.0 * ((double)g->after_ns / (double)g->before_ns - 1.0) : 0.0;
+    /* nothing measured before: any GPU time after is not a slowdown of anything */
+    g->slower = g->before_ns > 0 && g->change_pct > g->threshold_pct;
+}
+
+/* One line on stderr: the verdict CI logs show. */
+static void gate_report(const SlowdownGate *g, const ProfileDiff *d) {
+    char b[32], a[32];
+    units_ns(g->before_ns, b, sizeof b);
+    units_ns(g->after_ns, a, sizeof a);
+    const char *what = g->wall ? "wall time" : "GPU time";
+    if (g->before_ns == 0)
+        fprintf(stderr, "advise diff: BEFORE measured no %s; nothing to compare against (not failing)\n", what);
+    else
+        fprintf(stderr, "advise diff: %s %s -> %s (%+.1f%%): %s the %.1f%% threshold\n", what, b, a, g->change_pct,
+                g->slower ? "slower past" : "within", g->threshold_pct);
+    if (d->different_gpu || d->different_command)
+        fprintf(stderr, "advise diff: warning: the profiles were recorded %s; the comparison may not be fair\n",
+                d->different_gpu ? "on different GPUs" : "from different commands");
+}
+
+static json_t *gate_json(const SlowdownGate *g) {
+    return json_pack("{s:s,s:f,s:o,s:o,s:o,s:b}", "metric", g->wall ? "wall" : "gpu", "threshold_pct",
+                     g->threshold_pct, "before_ns", cli_json_u64(g->before_ns), "after_ns",
+                     cli_json_u64(g->after_ns), "change_pct", g->before_ns ? json_real(g->change_pct) : json_null(),
+                     "slower", g->slower);
 }
 
 /* ---- the command ------------------------------------------------------------------ */
 
-enum { OPT_FORMAT = 256, OPT_LIMIT, OPT_HELP };
+enum { OPT_FORMAT = 256, OPT_LIMIT, OPT_HELP, OPT_FAIL_IF_SLOWER, OPT_METRIC };
 
 static const struct option long_options[] = {
     {"format", required_argument, 0, OPT_FORMAT},
     {"limit", required_argument, 0, OPT_LIMIT},
+    {"fail-if-slower", required_argument, 0, OPT_FAIL_IF_SLOWER},
+    {"metric", required_argument, 0, OPT_METRIC},
     {"help", no_argument, 0, OPT_HELP},
     {0, 0, 0, 0},
 };
@@ -293,6 +347,8 @@ static const struct option long_options[] = {
 int cli_diff(int argc, char **argv) {
     bool json = false;
     size_t limit = DEFAULT_LIMIT;
+    SlowdownGate gate = {0};
+    bool metric_given = false;
     optind = 1;
     opterr = 0;
     int c;
@@ -308,11 +364,29 @@ int cli_diff(int argc, char **argv) {
             limit = (size_t)n;
             break;
         }
+        case OPT_FAIL_IF_SLOWER: {
+            char *end;
+            double pct = strtod(optarg, &end);
+            if (end != optarg && *end == '%') end++;
+            if (!*optarg || *end || !(pct >= 0 && pct <= 1e6))
+                return cli_usage_error("diff", "--fail-if-slower wants a percentage such as 5, not '%s'", optarg);
+            gate.wanted = true;
+            gate.threshold_pct = pct;
+            break;
+        }
+        case OPT_METRIC:
+            if (strcmp(optarg, "gpu") != 0 && strcmp(optarg, "wall") != 0)
+                return cli_usage_error("diff", "--metric wants gpu or wall, not '%s'", optarg);
+            gate.wall = strcmp(optarg, "wall") == 0;
+            metric_given = true;
+            break;
         case OPT_HELP:
         case 'h': diff_usage(stdout); return EXIT_CLEAN;
         default: return cli_usage_error("diff", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
+    if (metric_given && !gate.wanted)
+        return cli_usage_error("diff", "%s", "--metric goes with --fail-if-slower");
     if (argc - optind != 2)
         return cli_usage_error("diff", "wants two profiles, BEFORE and AFTER (%d given)", argc - optind);
     const char *path_b = argv[optind], *path_a = argv[optind + 1];
@@ -330,12 +404,17 @@ int cli_diff(int argc, char **argv) {
         status = EXIT_TROUBLE;
     } else {
         bool ok = true;
-        if (json) ok = write_json(stdout, path_b, path_a, b, a, &d);
+        if (gate.wanted) gate_judge(&gate, &d);
+        if (json) ok = write_json(stdout, path_b, path_a, b, a, &d, gate.wanted ? gate_json(&gate) : NULL);
         else write_text(stdout, path_b, path_a, b, a, &d, limit);
         if (fflush(stdout) != 0 || ferror(stdout)) ok = false;
         if (!ok) {
             fputs("advise diff: could not write the output\n", stderr);
             status = EXIT_TROUBLE;
+        }
+        if (gate.wanted) {
+            gate_report(&gate, &d);
+            if (status == EXIT_CLEAN && gate.slower) status = EXIT_FINDINGS;
         }
         profile_diff_free(&d);
     }

@@ -151,8 +151,13 @@ static json_t *json_finding(const char *path, const Document *doc, const Finding
 }
 
 void check_output_file(CheckOutput *o, const char *path, const Document *doc, const FindingList *findings) {
+    check_output_file_fingerprinted(o, path, doc, findings, NULL);
+}
+
+void check_output_file_fingerprinted(CheckOutput *o, const char *path, const Document *doc,
+                                     const FindingList *findings, const char (*fingerprints)[SHA256_HEX_CHARS + 1]) {
     if (o->pr) {
-        pr_output_file(o->pr, path, doc, findings);
+        pr_output_file(o->pr, path, doc, findings, fingerprints);
         return;
     }
     for (size_t i = 0; i < findings->count; i++) {
@@ -179,7 +184,7 @@ static void plural(FILE *out, size_t n, const char *one, const char *many) { fpr
 
 void check_output_finish(CheckOutput *o, const CheckSummary *s) {
     if (o->pr) {
-        pr_output_finish(o->pr, s->files_checked);
+        pr_output_finish(o->pr, s);
         return;
     }
     if (o->format == FORMAT_JSON) {
@@ -198,6 +203,24 @@ void check_output_finish(CheckOutput *o, const CheckSummary *s) {
                                 ADVISE_VERSION, "findings", o->findings, "errors", o->errors, "parse_failures",
                                 o->parse_failures, "summary", summary);
         o->findings = o->errors = o->parse_failures = NULL;
+        if (s->diff_base)
+            json_object_set_new(summary, "diff_base",
+                                json_pack("{s:s,s:s,s:I,s:I}", "ref", s->diff_base, "commit",
+                                          s->diff_base_commit ? s->diff_base_commit : "", "outside_changes",
+                                          (json_int_t)s->outside_changes, "files_unchanged",
+                                          (json_int_t)s->files_unchanged));
+        if (s->baseline)
+            json_object_set_new(summary, "baseline",
+                                json_pack("{s:I,s:I,s:I}", "new", (json_int_t)s->findings, "known",
+                                          (json_int_t)s->baseline_known, "fixed", (json_int_t)s->baseline_fixed));
+        if (s->cuda_skipped)
+            json_object_set_new(summary, "cuda_skipped",
+                                json_pack("{s:I,s:s}", "files", (json_int_t)s->cuda_skipped, "reason",
+                                          s->cuda_skip_reason ? s->cuda_skip_reason : ""));
+        if (s->baseline_written)
+            json_object_set_new(summary, "baseline_written",
+                                json_pack("{s:s,s:I}", "path", s->baseline_written, "findings",
+                                          (json_int_t)s->baseline_recorded));
         json_dumpf(doc, o->out, JSON_INDENT(2));
         fputc('\n', o->out);
         json_decref(doc);
@@ -236,6 +259,28 @@ void check_output_finish(CheckOutput *o, const CheckSummary *s) {
         fputs(".", out);
     }
     if (s->errors) fprintf(out, " %zu %s had problems (see the messages on stderr).", s->errors, s->errors == 1 ? "path" : "paths");
+    if (s->cuda_skipped) {
+        fputc(' ', out);
+        plural(out, s->cuda_skipped, "CUDA file", "CUDA files");
+        fputs(" not analysed: no CUDA toolkit (see stderr).", out);
+    }
+    if (s->diff_base) {
+        fprintf(out, " Only lines changed since %s: ", s->diff_base);
+        plural(out, s->outside_changes, "finding", "findings");
+        fputs(" on other lines left out, ", out);
+        plural(out, s->files_unchanged, "unchanged file", "unchanged files");
+        fputs(" not checked.", out);
+    }
+    if (s->baseline) {
+        fputs(" Baseline: ", out);
+        plural(out, s->baseline_known, "known finding", "known findings");
+        fprintf(out, " left out, %zu fixed.", s->baseline_fixed);
+    }
+    if (s->baseline_written) {
+        fputs(" Recorded ", out);
+        plural(out, s->baseline_recorded, "finding", "findings");
+        fprintf(out, " in %s.", s->baseline_written);
+    }
     fputc('\n', out);
 }
 

@@ -8,6 +8,7 @@
 
 #include "analysis/document.h"
 #include "analysis/finding.h"
+#include "profiler/sha256.h"
 
 typedef struct {
     size_t files_checked;
@@ -23,6 +24,21 @@ typedef struct {
     size_t fixes_withheld; /* fixes --fix does not apply: their files did not parse cleanly */
     bool diff_mode;
     bool fix_mode;
+    /* CUDA files not analysed: the toolkit is missing (cuda_toolkit_missing says why) */
+    size_t cuda_skipped;
+    char *cuda_skip_reason;       /* the first file's reason; owned by the caller */
+    /* --diff-base REF (check_filter.h): only findings on lines changed since REF are counted above */
+    const char *diff_base;        /* REF as given, or NULL */
+    const char *diff_base_commit; /* the commit it names */
+    size_t outside_changes;       /* findings left out: on lines REF already had */
+    size_t files_unchanged;       /* files not analysed: no line changed since REF */
+    /* --baseline FILE: only findings it does not hold are counted above */
+    bool baseline;
+    size_t baseline_known; /* findings left out: the baseline holds them */
+    size_t baseline_fixed; /* its findings gone from files checked in this run */
+    /* --write-baseline FILE */
+    const char *baseline_written; /* FILE once written, else NULL */
+    size_t baseline_recorded;
 } CheckSummary;
 
 typedef struct CheckOutput CheckOutput;
@@ -45,6 +61,11 @@ typedef struct {
 CheckOutput *check_output_new(OutputFormat format, FILE *out, const CheckOutputOptions *options);
 /* Findings of one file, already sorted. */
 void check_output_file(CheckOutput *o, const char *path, const Document *doc, const FindingList *findings);
+/* The same with their fingerprints (SARIF, GitLab) given: [i] for
+ * findings->items[i], computed over the file's whole list before a filter
+ * dropped some (check_filter.h); NULL: computed from findings. */
+void check_output_file_fingerprinted(CheckOutput *o, const char *path, const Document *doc,
+                                     const FindingList *findings, const char (*fingerprints)[SHA256_HEX_CHARS + 1]);
 /* A file or path that could not be checked (also goes to stderr in text mode). */
 void check_output_error(CheckOutput *o, const char *path, const char *message);
 /* A file that was checked in part: it did not parse cleanly, and its

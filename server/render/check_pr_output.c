@@ -269,7 +269,7 @@ static json_t *sarif_rules(char **information_uri) {
         const Rule *r = rules[i];
         char *full = first_paragraph(r->documentation, r->summary);
         char *page = rule_page_text(r);
-        json_t *tags = json_pack("[s]", "performance");
+        json_t *tags = json_pack("[s]", r->correctness ? "correctness" : "performance");
         char langs[64];
         snprintf(langs, sizeof langs, "%s", rule_languages_text(r->languages));
         for (char *t = strtok(langs, ","); t; t = strtok(NULL, ","))
@@ -298,7 +298,41 @@ static json_t *sarif_rules(char **information_uri) {
     return out;
 }
 
-static void sarif_finish(PrOutput *o) {
+/* SARIF's baselineState on every result (all reported ones are new; the
+ * known ones are left out like the other formats leave them out), and the
+ * counts in the run's property bag: the fixed ones are no results ("absent"
+ * results would be shown as alerts by readers that ignore baselineState). */
+static void sarif_filter_properties(json_t *run, json_t *results, const CheckSummary *s) {
+    if (!s->diff_base && !s->baseline) return;
+    json_t *props = json_object();
+    if (s->diff_base)
+        json_object_set_new(props, "diffBase",
+                            json_pack("{s:s,s:s,s:I,s:I}", "ref", s->diff_base, "commit",
+                                      s->diff_base_commit ? s->diff_base_commit : "", "outsideChanges",
+                                      (json_int_t)s->outside_changes, "filesUnchanged",
+                                      (json_int_t)s->files_unchanged));
+    if (s->baseline) {
+        json_object_set_new(props, "baseline",
+                            json_pack("{s:I,s:I,s:I}", "new", (json_int_t)s->findings, "unchanged",
+                                      (json_int_t)s->baseline_known, "absent", (json_int_t)s->baseline_fixed));
+        for (size_t i = 0; i < json_array_size(results); i++)
+            json_object_set_new(json_array_get(results, i), "baselineState", json_string("new"));
+    }
+    json_object_set_new(run, "properties", props);
+}
+
+/* One notification for every CUDA file left out for want of the toolkit. */
+static void sarif_cuda_skipped(PrOutput *o, const CheckSummary *s) {
+    if (!s->cuda_skipped) return;
+    char *msg = format_string("%zu CUDA file%s not analysed: %s", s->cuda_skipped, s->cuda_skipped == 1 ? "" : "s",
+                              s->cuda_skip_reason ? s->cuda_skip_reason : "no CUDA toolkit");
+    json_array_append_new(o->notifications, json_pack("{s:s,s:{s:s},s:{s:s}}", "level", "warning", "message", "text",
+                                                      msg, "descriptor", "id", "cuda-toolkit-missing"));
+    free(msg);
+}
+
+static void sarif_finish(PrOutput *o, const CheckSummary *s) {
+    sarif_cuda_skipped(o, s);
     char *information_uri = NULL;
     json_t *driver = json_pack("{s:s,s:s,s:s,s:o}", "name", "advise", "version", ADVISE_VERSION, "semanticVersion",
                                ADVISE_VERSION, "rules", sarif_rules(&information_uri));
@@ -308,6 +342,7 @@ static void sarif_finish(PrOutput *o) {
                                    o->notifications);
     json_t *run = json_pack("{s:{s:o},s:[o],s:s,s:o}", "tool", "driver", driver, "invocations", invocation,
                             "columnKind", "utf16CodeUnits", "results", o->results);
+    sarif_filter_properties(run, o->results, s);
     o->results = o->notifications = NULL;
     if (o->root) {
         char *uri = file_uri_from_path(o->root);
@@ -427,7 +462,7 @@ static void markdown_cell(FILE *out, const char *s) {
     }
 }
 
-static void github_summary(const PrOutput *o, size_t files_checked, size_t left_out) {
+static void github_summary(const PrOutput *o, size_t files_checked, size_t left_out, const char *note) {
     FILE *s = fopen(o->step_summary, "a");
     if (!s) {
         fprintf(stderr, "advise: cannot append to $GITHUB_STEP_SUMMARY (%s)\n", o->step_summary);
@@ -439,6 +474,7 @@ static void github_summary(const PrOutput *o, size_t files_checked, size_t left_
             o->count, o->count == 1 ? "" : "s", files_checked, files_checked == 1 ? "" : "s", by_type[0],
             by_type[0] == 1 ? "" : "s", by_type[1], by_type[1] == 1 ? "" : "s", by_type[2],
             by_type[2] == 1 ? "" : "s");
+    if (note) fprintf(s, "\nFiltered: %s.\n", note);
     if (o->count) {
         size_t top = o->count < SUMMARY_TOP ? o->count : SUMMARY_TOP;
         fprintf(s, "\nTop %zu, ranked by estimated gain (measured by a profile), then severity:\n\n", top);
@@ -461,11 +497,21 @@ static void github_summary(const PrOutput *o, size_t files_checked, size_t left_
     fclose(s);
 }
 
-static void github_finish(PrOutput *o, size_t files_checked) {
+static void github_finish(PrOutput *o, const CheckSummary *s, const char *note) {
+    size_t files_checked = s->files_checked;
     if (o->count) qsort(o->items, o->count, sizeof *o->items, gh_compare);
     size_t by_type[3] = {0};
     for (size_t i = 0; i < o->count; i++) by_type[gh_type(o->items[i].severity)]++;
     size_t caps[3] = {GITHUB_ANNOTATION_CAP, GITHUB_ANNOTATION_CAP, GITHUB_ANNOTATION_CAP};
+    if (s->cuda_skipped) { /* said once, first, in a warning's place */
+        char *msg = format_string("%zu CUDA file%s not analysed: %s", s->cuda_skipped, s->cuda_skipped == 1 ? "" : "s",
+                                  s->cuda_skip_reason ? s->cuda_skip_reason : "no CUDA toolkit");
+        char *escaped = msg ? github_escape(msg, false) : NULL;
+        fprintf(o->out, "::warning title=advise: CUDA files not analysed::%s\n", escaped ? escaped : "");
+        free(escaped);
+        free(msg);
+        caps[1]--;
+    }
     size_t left_out = 0;
     for (int t = 0; t < 3; t++) left_out += by_type[t] > caps[t] ? by_type[t] - caps[t] : 0;
     if (left_out && by_type[2] >= caps[2]) { /* the closing notice takes a notice's place */
@@ -494,20 +540,26 @@ static void github_finish(PrOutput *o, size_t files_checked) {
                 "warnings and %d notices per step); run advise check for all %zu\n",
                 left_out, left_out == 1 ? "" : "s", GITHUB_ANNOTATION_CAP, GITHUB_ANNOTATION_CAP,
                 GITHUB_ANNOTATION_CAP, o->count);
-    if (o->step_summary) github_summary(o, files_checked, left_out);
+    if (o->step_summary) github_summary(o, files_checked, left_out, note);
 }
 
 /* ---- the interface ------------------------------------------------------------------ */
 
-void pr_output_file(PrOutput *o, const char *path, const Document *doc, const FindingList *findings) {
+void pr_output_file(PrOutput *o, const char *path, const Document *doc, const FindingList *findings,
+                    const char (*fingerprints)[SHA256_HEX_CHARS + 1]) {
     if (!findings->count) return;
-    char (*hex)[SHA256_HEX_CHARS + 1] = calloc(findings->count, sizeof *hex);
-    if (!hex) return;
-    if (o->format != PR_GITHUB) finding_fingerprints(doc, findings, hex);
+    char (*hex)[SHA256_HEX_CHARS + 1] = NULL;
+    if (!fingerprints && o->format != PR_GITHUB) {
+        hex = calloc(findings->count, sizeof *hex);
+        if (!hex) return;
+        finding_fingerprints(doc, findings, hex);
+        fingerprints = (const char (*)[SHA256_HEX_CHARS + 1])hex;
+    }
     for (size_t i = 0; i < findings->count; i++) {
         const Finding *f = &findings->items[i];
-        if (o->format == PR_SARIF) json_array_append_new(o->results, sarif_result(o, path, doc, f, hex[i]));
-        else if (o->format == PR_GITLAB) json_array_append_new(o->results, gitlab_issue(o, path, doc, f, hex[i]));
+        if (o->format == PR_SARIF) json_array_append_new(o->results, sarif_result(o, path, doc, f, fingerprints[i]));
+        else if (o->format == PR_GITLAB)
+            json_array_append_new(o->results, gitlab_issue(o, path, doc, f, fingerprints[i]));
         else github_collect(o, path, doc, f);
     }
     free(hex);
@@ -546,13 +598,34 @@ void pr_output_parse_failure(PrOutput *o, const char *path, size_t line, size_t 
     }
 }
 
-void pr_output_finish(PrOutput *o, size_t files_checked) {
-    if (o->format == PR_SARIF) sarif_finish(o);
-    else if (o->format == PR_GITHUB) github_finish(o, files_checked);
+/* "only lines changed since main: 3 findings on other lines left out; baseline: ..." for GitHub's step
+ * summary and stderr; NULL when neither filter was on */
+static char *filter_note(const CheckSummary *s) {
+    if (!s->diff_base && !s->baseline) return NULL;
+    char *diff = s->diff_base ? format_string("only lines changed since %s: %zu finding%s on other lines left out, "
+                                              "%zu unchanged file%s not checked",
+                                              s->diff_base, s->outside_changes, s->outside_changes == 1 ? "" : "s",
+                                              s->files_unchanged, s->files_unchanged == 1 ? "" : "s")
+                              : NULL;
+    char *base = s->baseline ? format_string("baseline: %zu new, %zu known (left out), %zu fixed", s->findings,
+                                             s->baseline_known, s->baseline_fixed)
+                             : NULL;
+    char *note = format_string("%s%s%s", diff ? diff : "", diff && base ? "; " : "", base ? base : "");
+    free(diff);
+    free(base);
+    return note;
+}
+
+void pr_output_finish(PrOutput *o, const CheckSummary *s) {
+    char *note = filter_note(s);
+    if (o->format == PR_SARIF) sarif_finish(o, s);
+    else if (o->format == PR_GITHUB) github_finish(o, s, note);
     else {
         json_dumpf(o->results, o->out, JSON_INDENT(2));
         fputc('\n', o->out);
     }
+    if (note && o->format != PR_SARIF) fprintf(stderr, "advise: %s\n", note); /* GitLab's report has no place for it */
+    free(note);
 }
 
 void pr_output_free(PrOutput *o) {

@@ -11,6 +11,7 @@
 #include "analysis/document.h"
 #include "analysis/finding.h"
 #include "profiler/sha256.h"
+#include "server/render/check_output.h"
 
 typedef enum { PR_SARIF, PR_GITHUB, PR_GITLAB } PrFormat;
 
@@ -24,11 +25,14 @@ typedef struct PrOutput PrOutput;
  * relative (SARIF's %SRCROOT%); step_summary: a file to append a Markdown
  * summary to (GitHub's $GITHUB_STEP_SUMMARY), or NULL. */
 PrOutput *pr_output_new(PrFormat format, FILE *out, const char *root, const char *step_summary);
-void pr_output_file(PrOutput *o, const char *path, const Document *doc, const FindingList *findings);
+/* fingerprints: [i] for findings->items[i] (check_output_file_fingerprinted), or NULL */
+void pr_output_file(PrOutput *o, const char *path, const Document *doc, const FindingList *findings,
+                    const char (*fingerprints)[SHA256_HEX_CHARS + 1]);
 void pr_output_error(PrOutput *o, const char *path, const char *message);
 /* line and column: 1-based, column in code points */
 void pr_output_parse_failure(PrOutput *o, const char *path, size_t line, size_t column, const char *message);
-void pr_output_finish(PrOutput *o, size_t files_checked);
+/* summary: the run's counts (files checked; --diff-base and --baseline) */
+void pr_output_finish(PrOutput *o, const CheckSummary *summary);
 void pr_output_free(PrOutput *o);
 
 /* The stable fingerprint of each finding of one file (hex[i] for

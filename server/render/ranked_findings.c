@@ -2,6 +2,7 @@
  * files are walked as `advise check` walks them and each is checked by
  * check_file_text, the same code path as `advise check`. */
 #include "server/render/ranked_findings.h"
+#include "rules/rule.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,6 +190,27 @@ bool ranked_findings_collect_set(const char *const *paths, size_t path_count, co
 
 void ranked_findings_sort(RankedFindings *r) {
     if (r->count) qsort(r->items, r->count, sizeof *r->items, by_cost);
+}
+
+bool ranked_finding_is_correctness(const RankedFinding *r) {
+    const Rule *rule = r->finding.code ? rule_find(r->finding.code) : NULL;
+    return rule && rule->correctness;
+}
+
+void ranked_findings_first(const RankedFindings *r, RankedFirst *out) {
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; r && i < r->count; i++) {
+        const RankedFinding *item = &r->items[i];
+        if (ranked_finding_is_correctness(item)) out->correctness_total++;
+        else if (item->finding.gain.present && item->finding.gain.seconds > 0 && !item->stale &&
+                 out->first_count < RANKED_FIRST_MAX)
+            out->first[out->first_count++] = i; /* in gain order: the cost of a finding with a gain is its gain */
+    }
+    /* the wrong results that matter most first: by severity, then in the list's order */
+    for (int sev = SEVERITY_ERROR; sev <= SEVERITY_HINT; sev++)
+        for (size_t i = 0; r && i < r->count && out->correctness_count < RANKED_CORRECTNESS_SHOWN; i++)
+            if (r->items[i].finding.severity == (Severity)sev && ranked_finding_is_correctness(&r->items[i]))
+                out->correctness[out->correctness_count++] = i;
 }
 
 void ranked_findings_free(RankedFindings *r) {

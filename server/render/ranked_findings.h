@@ -58,4 +58,21 @@ bool ranked_findings_collect_set(const char *const *paths, size_t path_count, co
 void ranked_findings_sort(RankedFindings *r);
 void ranked_findings_free(RankedFindings *r);
 
+/* What a report shows before its ranked list: the findings about wrong
+ * results (Rule.correctness), apart and never ranked by cost, and "what to
+ * do first": the findings with the largest estimated gains, at most
+ * RANKED_FIRST_MAX (indexes into the sorted list, largest gain first). */
+#define RANKED_FIRST_MAX 5
+#define RANKED_CORRECTNESS_SHOWN 10
+typedef struct {
+    size_t first[RANKED_FIRST_MAX];
+    size_t first_count;
+    size_t correctness[RANKED_CORRECTNESS_SHOWN];
+    size_t correctness_count; /* shown: at most RANKED_CORRECTNESS_SHOWN */
+    size_t correctness_total;
+} RankedFirst;
+
+void ranked_findings_first(const RankedFindings *r, RankedFirst *out);
+bool ranked_finding_is_correctness(const RankedFinding *r);
+
 #endif

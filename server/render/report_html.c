@@ -595,6 +595,57 @@ static void write_finding(FILE *out, size_t rank, const RankedFinding *r) {
     fputs("</td></tr>\n", out);
 }
 
+/* Before the ranked table: what makes results wrong, then what to do first. */
+static void write_first(FILE *out, const RankedFindings *r) {
+    RankedFirst first;
+    ranked_findings_first(r, &first);
+    if (first.correctness_total) {
+        fprintf(out, "<section id=\"correctness\">\n<h2>Correctness first</h2>\n<p>%zu finding%s can make results "
+                     "wrong; they are listed apart, not ranked by cost.</p>\n<ul>\n",
+                first.correctness_total, first.correctness_total == 1 ? "" : "s");
+        for (size_t i = 0; i < first.correctness_count; i++) {
+            const RankedFinding *item = &r->items[first.correctness[i]];
+            fputs("<li><code>", out);
+            esc(out, item->path);
+            fprintf(out, ":%u</code> %s ", item->line, item->finding.code);
+            esc(out, item->finding.name);
+            fputs(": ", out);
+            esc(out, item->finding.message ? item->finding.message : "");
+            fputs("</li>\n", out);
+        }
+        if (first.correctness_total > first.correctness_count)
+            fprintf(out, "<li class=\"note\">and %zu more in the findings below</li>\n",
+                    first.correctness_total - first.correctness_count);
+        fputs("</ul>\n</section>\n", out);
+    }
+    if (!first.first_count) return;
+    fputs("<section id=\"first\">\n<h2>What to do first</h2>\n<p class=\"note\">The largest estimated gains; each is "
+          "an upper bound, and two gains do not add up.</p>\n<ol>\n",
+          out);
+    for (size_t i = 0; i < first.first_count; i++) {
+        const RankedFinding *item = &r->items[first.first[i]];
+        const Finding *f = &item->finding;
+        char gain[UNITS_BUF];
+        units_seconds(f->gain.seconds, gain, sizeof gain);
+        fprintf(out, "<li><span class=\"gain\">about %s</span> ", gain);
+        esc(out, scope_words(f->gain.scope));
+        fputs(" <code>", out);
+        esc(out, item->path);
+        fprintf(out, ":%u</code> %s ", item->line, f->code);
+        esc(out, f->name);
+        fputs("<br>", out);
+        if (f->fix_count) {
+            fputs("<span class=\"fix\">fix: ", out);
+            esc(out, f->fixes[0].title);
+            fputs("</span>", out);
+        } else {
+            esc(out, f->message ? f->message : "");
+        }
+        fputs("</li>\n", out);
+    }
+    fputs("</ol>\n</section>\n", out);
+}
+
 static void write_findings(FILE *out, const ReportInput *in) {
     const RankedFindings *r = in->findings;
     size_t count = r ? r->count : 0;
@@ -625,6 +676,7 @@ bool report_html_write(FILE *out, const ReportInput *in) {
     }
     fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<main>\n", STYLE);
     write_header(out, in);
+    if (in->findings) write_first(out, in->findings);
     if (in->profile_count) {
         write_gpu_time(out, in);
         write_top_kernels(out, in);

@@ -163,9 +163,59 @@ static void write_finding(FILE *out, size_t rank, const RankedFinding *r) {
     if (r->stale) fputs("     stale: the file changed since it was profiled; the figures describe the old code\n", out);
 }
 
+/* The first sentence of a message, cut at width code points' worth of bytes. */
+static void write_short(FILE *out, const char *text, int width) {
+    if (!text) return;
+    size_t n = strcspn(text, "\n");
+    const char *stop = strstr(text, "; ");
+    if (stop && (size_t)(stop - text) < n) n = (size_t)(stop - text);
+    if (n > (size_t)width) {
+        n = (size_t)width;
+        while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80) n--; /* not inside a UTF-8 sequence */
+        fprintf(out, "%.*s...", (int)n, text);
+    } else {
+        fprintf(out, "%.*s", (int)n, text);
+    }
+}
+
+/* Before the ranked list: what makes results wrong, then what to do first. */
+static void write_first(FILE *out, const RankedFindings *r) {
+    RankedFirst first;
+    ranked_findings_first(r, &first);
+    if (first.correctness_total) {
+        fprintf(out, "\nCorrectness first: %zu finding%s can make results wrong (listed apart, not ranked by cost):\n",
+                first.correctness_total, first.correctness_total == 1 ? "" : "s");
+        for (size_t i = 0; i < first.correctness_count; i++) {
+            const RankedFinding *item = &r->items[first.correctness[i]];
+            fprintf(out, "  %s:%u  %s %s: ", item->path, item->line, item->finding.code, item->finding.name);
+            write_short(out, item->finding.message, 110);
+            fputc('\n', out);
+        }
+        if (first.correctness_total > first.correctness_count)
+            fprintf(out, "  ... and %zu more in the list below\n", first.correctness_total - first.correctness_count);
+    }
+    if (!first.first_count) return;
+    fputs("\nWhat to do first (the largest estimated gains; each is an upper bound, and two gains do not add up):\n",
+          out);
+    for (size_t i = 0; i < first.first_count; i++) {
+        const RankedFinding *item = &r->items[first.first[i]];
+        const Finding *f = &item->finding;
+        char gain[UNITS_BUF];
+        units_seconds(f->gain.seconds, gain, sizeof gain);
+        fprintf(out, "  %zu. about %s %s  %s:%u  %s %s\n     ", i + 1, gain, scope_words(f->gain.scope), item->path,
+                item->line, f->code, f->name);
+        if (f->fix_count) fprintf(out, "fix: %s\n", f->fixes[0].title);
+        else {
+            write_short(out, f->message, 150);
+            fputc('\n', out);
+        }
+    }
+}
+
 bool report_text_write(FILE *out, const ReportInput *in) {
     write_header(out, in);
     const RankedFindings *r = in->findings;
+    if (r) write_first(out, r);
     size_t count = r ? r->count : 0, files = r ? r->files_checked : 0;
     size_t by_severity[5] = {0}, measured = 0;
     for (size_t i = 0; i < count; i++) {

@@ -1,0 +1,111 @@
+"""The profiler's overhead per training step, beside torch.profiler, in one
+run on one GPU.
+
+    python3 bench/overhead/run.py --profile BUNDLE/advise-profile [--reps 3]
+        [--models gpt-small,tlm-small,gpt2] [--variants plain,advise,...]
+        [--old-profile OLD/advise-profile] [--json OUT.json]
+
+Each model of models.py is trained by step.py once per variant and
+repetition, the variants interleaved (rotated each repetition), and the
+median step time of each variant is printed with its overhead against the
+plain run and the spread of its repetitions. Variants:
+
+  plain            no profiler
+  advise           advise-profile as shipped
+  advise-old       --old-profile, another build (the one before a change)
+  setprofile       advise with the pre-3.12 Python hook (PyEval_SetProfile)
+  no-python        advise without Python call sites (CUPTI callbacks only)
+  activity-only    advise with ADVISE_PROFILE_SITES=0 (no callbacks, no sites)
+  kernels-only     activity-only, and of the activity kinds only kernels (ADVISE_PROFILE_ACTIVITY=kernels)
+  torch.profiler   torch.profiler, CPU+CUDA activities, with_stack=True
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ALL = ["plain", "advise", "advise-old", "setprofile", "no-python", "activity-only", "kernels-only", "torch.profiler"]
+
+
+def command(variant, args, model, out):
+    step = [sys.executable, os.path.join(HERE, "step.py"), "--model", model, "--steps", str(args.steps)]
+    env = {}
+    if variant == "plain":
+        return step, env
+    if variant == "torch.profiler":
+        return step + ["--torch-profiler"], env
+    binary = args.old_profile if variant == "advise-old" else args.profile
+    if variant == "setprofile":
+        env["ADVISE_PROFILE_PYTHON_HOOK"] = "setprofile"
+    elif variant == "no-python":
+        env["ADVISE_PROFILE_PYTHON_HOOK"] = "off"
+    elif variant == "activity-only":
+        env["ADVISE_PROFILE_SITES"] = "0"
+    elif variant == "kernels-only":
+        env["ADVISE_PROFILE_SITES"] = "0"
+        env["ADVISE_PROFILE_ACTIVITY"] = "kernels"
+    return [binary, "-o", out, "--"] + step, env
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--profile", required=True, help="advise-profile binary")
+    parser.add_argument("--old-profile", help="another advise-profile, for the advise-old variant")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--models", default="gpt-small,tlm-small,gpt2")
+    parser.add_argument("--variants", default=",".join(v for v in ALL if v != "advise-old"))
+    parser.add_argument("--json", help="write every measurement here")
+    args = parser.parse_args()
+    args.profile = os.path.abspath(args.profile)
+    if args.old_profile:
+        args.old_profile = os.path.abspath(args.old_profile)
+    variants = args.variants.split(",")
+    models = args.models.split(",")
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip()
+    print(f"GPU: {gpu}; date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
+          f"python {sys.version.split()[0]}; reps: {args.reps}; steps: {args.steps}", flush=True)
+    results = {m: {v: [] for v in variants} for m in models}
+    groups = {m: {v: [] for v in variants} for m in models}
+    with tempfile.TemporaryDirectory() as tmp:
+        for rep in range(args.reps):
+            for model in models:
+                order = variants[rep % len(variants):] + variants[:rep % len(variants)]
+                for variant in order:
+                    cmd, extra = command(variant, args, model, os.path.join(tmp, f"{model}-{variant}-{rep}.json"))
+                    env = dict(os.environ, **extra)
+                    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=HERE)
+                    lines = [l for l in done.stdout.splitlines() if l.startswith("{")]
+                    if done.returncode != 0 or not lines:
+                        print(f"  {model} {variant}: exit {done.returncode}\n{done.stderr[-2000:]}", flush=True)
+                        continue
+                    r = json.loads(lines[-1])
+                    results[model][variant].append(r["step_ms"])
+                    groups[model][variant].append(r["groups_ms"])
+                    print(f"  rep {rep} {model:10s} {variant:15s} {r['step_ms']:8.3f} ms/step "
+                          f"(groups {' '.join(f'{g:.3f}' for g in r['groups_ms'])})", flush=True)
+    print()
+    print(f"{'model':10s} {'variant':15s} {'ms/step':>8s} {'overhead':>9s} {'reps (ms)':s}")
+    for model in models:
+        base = statistics.median(results[model]["plain"]) if results[model].get("plain") else None
+        for variant in variants:
+            xs = results[model][variant]
+            if not xs:
+                print(f"{model:10s} {variant:15s} {'failed':>8s}")
+                continue
+            med = statistics.median(xs)
+            over = f"{100 * (med / base - 1):+8.1f}%" if base else ""
+            print(f"{model:10s} {variant:15s} {med:8.3f} {over:>9s} {' '.join(f'{x:.3f}' for x in xs)}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"gpu": gpu, "results": results, "groups": groups}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""One training run of the overhead benchmark: builds a model of models.py,
+trains it on random tokens with AdamW, and prints one JSON line with the
+median time of a training step. Steps are timed in groups of --group
+between two device synchronizations, so the CPU runs ahead of the GPU as it
+does in real training.
+
+    python3 bench/overhead/step.py --model gpt-small [--steps 60] [--torch-profiler]
+
+With --torch-profiler the timed steps run under torch.profiler (CPU and
+CUDA activities, with_stack=True), the setting that gives lines.
+"""
+import argparse
+import contextlib
+import json
+import statistics
+import time
+
+import torch
+
+from models import MODELS
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", choices=sorted(MODELS) + ["launches"], required=True)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--warmup", type=int, default=15)
+    parser.add_argument("--group", type=int, default=10)
+    parser.add_argument("--torch-profiler", action="store_true")
+    args = parser.parse_args()
+    if args.model == "launches":
+        return launches(args)
+    make, kwargs, batch, context, bf16 = MODELS[args.model]
+    torch.manual_seed(0)
+    model = make(**kwargs).cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    vocab = kwargs["vocab"]
+    data = [(torch.randint(0, vocab, (batch, context), device="cuda"),
+             torch.randint(0, vocab, (batch, context), device="cuda")) for _ in range(4)]
+
+    def step(i):
+        x, y = data[i % len(data)]
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+            loss = model(x, y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    for i in range(args.warmup):
+        step(i)
+    torch.cuda.synchronize()
+    with torch_profiler(args.torch_profiler):
+        per_step = []
+        for g in range(0, args.steps, args.group):
+            start = time.perf_counter()
+            for i in range(g, g + args.group):
+                step(i)
+            torch.cuda.synchronize()
+            per_step.append((time.perf_counter() - start) / args.group)
+    report(args.model, per_step)
+
+
+def report(model, per_step):
+    print(json.dumps({"model": model, "step_ms": 1000 * statistics.median(per_step),
+                      "min_ms": 1000 * min(per_step), "groups_ms": [round(1000 * s, 4) for s in per_step]}))
+
+
+def launches(args):
+    """A "step" of 100 tiny kernels: the cost of one launch, in isolation."""
+    x = torch.zeros(16, device="cuda")
+    def step():
+        for _ in range(100):
+            x.add_(1)
+    for _ in range(args.warmup * 10):
+        step()
+    torch.cuda.synchronize()
+    with torch_profiler(args.torch_profiler):
+        per_step = []
+        for g in range(0, args.steps, args.group):
+            start = time.perf_counter()
+            for _ in range(args.group):
+                step()
+            torch.cuda.synchronize()
+            per_step.append((time.perf_counter() - start) / args.group)
+    report("launches", per_step)
+
+
+def torch_profiler(wanted):
+    if not wanted:
+        return contextlib.nullcontext()
+    acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    return torch.profiler.profile(activities=acts, with_stack=True)
+
+
+if __name__ == "__main__":
+    main()
