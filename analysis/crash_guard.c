@@ -105,6 +105,17 @@ bool crash_guard_run(void (*fn)(void *arg), void *arg, int *signal_number) {
 #endif
 }
 
+void crash_guard_thread_end(void) {
+    stack_t off, old;
+    memset(&off, 0, sizeof off);
+    off.ss_flags = SS_DISABLE;
+    if (sigaltstack(&off, &old) != 0) return; /* on it: leave it */
+#ifndef ADVISE_NO_CRASH_GUARD
+    free(alternate_stack); /* the kernel no longer points at it (another library's, if it took over, is its own) */
+    alternate_stack = NULL;
+#endif
+}
+
 const char *crash_guard_signal_name(int signal_number) {
     switch (signal_number) {
     case SIGSEGV: return "segmentation fault";

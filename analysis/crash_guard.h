@@ -22,6 +22,13 @@ void crash_guard_install(void);
  * signal's number in *signal_number. */
 bool crash_guard_run(void (*fn)(void *arg), void *arg, int *signal_number);
 
+/* Call on a thread that ran guarded work (or libclang) before it exits:
+ * takes its alternate signal stack down and frees ours. A library may have
+ * put its own there (LLVM does, on the first thread that registers its
+ * handlers), and AddressSanitizer unmaps whatever stack a thread has at its
+ * end: a stack it did not map makes it abort. */
+void crash_guard_thread_end(void);
+
 /* "segmentation fault" for SIGSEGV and so on. */
 const char *crash_guard_signal_name(int signal_number);
 

@@ -79,14 +79,14 @@ static void expect_same_parses(const char *dir, const char *files, size_t file_c
     run_result_free(&pch);
 }
 
-Test(cuda_pch, fixtures_parse_the_same_with_and_without_it, .timeout = 600) {
+Test(cuda_pch, fixtures_parse_the_same_with_and_without_it, .timeout = 300) {
     char *files = cuda_fixture_list();
     size_t n = count_of(files, ".cu");
     cr_assert(n >= 20, "the CUDA fixtures: %s", files);
     expect_same_parses(ADVISE_SOURCE_DIR, files, n);
 }
 
-Test(cuda_pch, fixtures_have_the_same_findings_with_and_without_it, .timeout = 600) {
+Test(cuda_pch, fixtures_have_the_same_findings_with_and_without_it, .timeout = 300) {
     char *files = cuda_fixture_list();
     RunResult plain = check_json(ADVISE_SOURCE_DIR, "0", files), pch = check_json(ADVISE_SOURCE_DIR, "1", files);
     cr_assert_eq(plain.status, 0, "%s", plain.err);

@@ -67,6 +67,7 @@ static void *worker(void *arg) {
         pthread_cond_signal(&p->finished_one);
     }
     pthread_mutex_unlock(&p->lock);
+    crash_guard_thread_end();
     return NULL;
 }
 
