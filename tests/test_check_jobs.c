@@ -125,6 +125,34 @@ Test(check_jobs, diff_and_output_file, .timeout = 300) {
     run_result_free(&four);
 }
 
+/* A baseline's matching (first come, first served) and the CUDA files skipped
+ * for want of the toolkit are counted on the main thread, in the files' order. */
+Test(check_jobs, baseline_and_a_runner_without_cuda, .timeout = 300) {
+    char *dir = project();
+    char *baseline = path_in(dir, "baseline.json");
+    const char *record[] = {"check", "--no-config", "--write-baseline", baseline, "py", NULL};
+    RunResult r = advise_jobs(dir, "4", record);
+    cr_assert_eq(r.status, 2, "py/binary.py cannot be checked: %s", r.err);
+    struct stat st;
+    cr_assert(stat(baseline, &st) == 0 && st.st_size > 0, "the baseline is written all the same");
+    run_result_free(&r);
+    char *empty = path_in(dir, "no-toolkit");
+    mkdir(empty, 0755);
+    setenv("CUDA_PATH", empty, 1);
+    for (int f = 0; f < 2; f++) {
+        const char *format = f ? "sarif" : "json";
+        const char *args[] = {"check", "--no-config", "--format", format, "--baseline", baseline, ".", NULL};
+        RunResult one = advise_jobs(dir, "1", args), four = advise_jobs(dir, "4", args);
+        cr_expect(strstr(one.err, "CUDA file"), "the skip is said: %s", one.err);
+        cr_expect(strstr(one.out, f ? "cuda-toolkit-missing" : "\"cuda_skipped\""), "%s", one.out);
+        cr_expect(strstr(one.out, f ? "\"unchanged\"" : "\"known\""), "the baseline's counts: %s", one.out);
+        expect_same(&one, &four, format);
+        run_result_free(&one);
+        run_result_free(&four);
+    }
+    unsetenv("CUDA_PATH");
+}
+
 /* every file of dir (but .git), with its contents */
 static char *tree_contents(const char *dir) {
     char command[2048];
