@@ -460,8 +460,8 @@ static enum CXErrorCode parse_tu(CudaSource *src, const Document *doc) {
         e = CXError_Failure;
     }
     if (pch && e != CXError_Success) cuda_pch_reject(pch);
-    src->used_pch = pch && e == CXError_Success;
-    if (!src->used_pch) e = parse_with(src, doc, NULL);
+    src->pch = pch && e == CXError_Success ? pch : NULL;
+    if (!src->pch) e = parse_with(src, doc, NULL);
     src->parse_seconds = now() - t0;
     return e;
 }
@@ -558,6 +558,16 @@ bool cuda_source_reparse(CudaSource *src, const Document *doc, char **error) {
             src->tu = NULL;
             *error = format_string("libclang failed to reparse the file (error %d)", rc);
             return false;
+        }
+        if (src->pch && pch_refused(src->tu, src->pch)) { /* the CUDA headers changed since it was built */
+            cuda_pch_reject(src->pch);
+            clang_disposeTranslationUnit(src->tu);
+            src->tu = NULL;
+            enum CXErrorCode e = parse_tu(src, doc); /* without it */
+            if (e != CXError_Success) {
+                *error = format_string("%s", error_text(e));
+                return false;
+            }
         }
     }
     if (!snapshot(src)) {
