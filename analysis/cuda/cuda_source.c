@@ -460,8 +460,8 @@ static enum CXErrorCode parse_tu(CudaSource *src, const Document *doc) {
         e = CXError_Failure;
     }
     if (pch && e != CXError_Success) cuda_pch_reject(pch);
-    src->used_pch = pch && e == CXError_Success;
-    if (!src->used_pch) e = parse_with(src, doc, NULL);
+    src->pch = pch && e == CXError_Success ? pch : NULL;
+    if (!src->pch) e = parse_with(src, doc, NULL);
     src->parse_seconds = now() - t0;
     return e;
 }
@@ -552,12 +552,23 @@ bool cuda_source_reparse(CudaSource *src, const Document *doc, char **error) {
         double t0 = now();
         int rc = clang_reparseTranslationUnit(src->tu, 1, &unsaved, clang_defaultReparseOptions(src->tu));
         src->parse_seconds = now() - t0;
-        if (rc != 0) {
+        /* the CUDA headers changed since the precompiled prefix was built (a long
+         * editor session): libclang fails the reparse, or reports the header */
+        bool stale_pch = src->pch && (rc != 0 || pch_refused(src->tu, src->pch));
+        if (rc != 0 || stale_pch) {
             /* libclang: after a failed reparse the only safe call is dispose */
             clang_disposeTranslationUnit(src->tu);
             src->tu = NULL;
-            *error = format_string("libclang failed to reparse the file (error %d)", rc);
-            return false;
+            if (!stale_pch) {
+                *error = format_string("libclang failed to reparse the file (error %d)", rc);
+                return false;
+            }
+            cuda_pch_reject(src->pch);
+            enum CXErrorCode e = parse_tu(src, doc); /* afresh, without it */
+            if (e != CXError_Success) {
+                *error = format_string("%s", error_text(e));
+                return false;
+            }
         }
     }
     if (!snapshot(src)) {

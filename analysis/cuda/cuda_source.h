@@ -52,7 +52,7 @@ typedef struct {
     size_t missing_header_cap; /* room in missing_headers (array_reserve) */
     size_t inferred_includes; /* -I folders found by include_search (no database) */
     double parse_seconds;
-    bool used_pch;       /* the last parse read the precompiled CUDA prefix (cuda_pch.h) */
+    const char *pch;     /* the precompiled CUDA prefix the last parse read (cuda_pch.h), or NULL */
     /* node storage */
     struct CuArena *arena;
 } CudaSource;
