@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analysis/base/read_bounded.h"
 #include "analysis/base/atomic_file.h"
 #include "analysis/base/growable.h"
 #include "profiler/profile_check.h"
@@ -414,38 +415,19 @@ Profile *profile_read_file(const char *path, ProfileKind kind, char **error) {
         return NULL;
     }
     /* read to the end even if the file grew since fstat, up to the cap */
-    size_t capacity = (size_t)st.st_size + 1, length = 0;
-    char *text = malloc(capacity);
-    bool ok = text != NULL;
-    while (ok) {
-        if (length == capacity) {
-            if (capacity > PROFILE_MAX_FILE_BYTES) {
-                ok = prof_fail(error, "%s: more than the %u bytes a profile may have", path, PROFILE_MAX_FILE_BYTES);
-                break;
-            }
-            size_t grown = capacity * 2 > (size_t)PROFILE_MAX_FILE_BYTES + 1 ? (size_t)PROFILE_MAX_FILE_BYTES + 1
-                                                                                : capacity * 2;
-            char *bigger = realloc(text, grown);
-            if (!bigger) {
-                ok = false;
-                break;
-            }
-            text = bigger;
-            capacity = grown;
-        }
-        ssize_t n = read(fd, text + length, capacity - length);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            ok = prof_fail(error, "%s: %s", path, strerror(errno));
-            break;
-        }
-        if (n == 0) break;
-        length += (size_t)n;
-    }
+    char *text = NULL;
+    size_t length = 0;
+    bool too_large = false;
+    bool ok = read_fd_bounded(fd, PROFILE_MAX_FILE_BYTES, &text, &length, &too_large);
+    int saved = errno;
     close(fd);
     if (!ok) {
-        prof_fail(error, "%s: out of memory", path); /* unless a message is set already */
+        prof_fail(error, "%s: %s", path, saved == ENOMEM ? "out of memory" : strerror(saved));
+        return NULL;
+    }
+    if (too_large) {
         free(text);
+        prof_fail(error, "%s: more than the %u bytes a profile may have", path, PROFILE_MAX_FILE_BYTES);
         return NULL;
     }
     char *problem = NULL;

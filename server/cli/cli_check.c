@@ -1,4 +1,5 @@
 /* `advise check`: analyse files and folders, print findings, apply fixes. */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 #include "analysis/base/atomic_file.h"
 #include "analysis/base/growable.h"
+#include "analysis/base/read_bounded.h"
 #include "analysis/cuda/cuda_flags.h"
 #include "analysis/edits.h"
 #include "rules/engine/engine.h"
@@ -590,32 +592,18 @@ static void check_files(CheckRun *run, unsigned jobs) {
 
 /* The whole of stdin, checked as source_file_read checks a file. */
 static bool read_stdin(SourceFile *out, size_t max_bytes) {
-    size_t len = 0, cap = 65536;
-    char *buf = malloc(cap + 1);
-    size_t n;
-    while (buf && (n = fread(buf + len, 1, cap - len, stdin)) > 0) {
-        len += n;
-        if (len > max_bytes) {
-            fprintf(stderr, "advise check: stdin is over the %zu-byte limit\n", max_bytes);
-            free(buf);
-            return false;
-        }
-        if (len == cap) {
-            char *grown = realloc(buf, cap * 2 + 1);
-            if (!grown) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = grown;
-            cap *= 2;
-        }
-    }
-    if (!buf) {
-        fputs("advise check: out of memory reading stdin\n", stderr);
+    char *buf = NULL;
+    size_t len = 0;
+    bool too_large = false;
+    if (!read_fd_bounded(STDIN_FILENO, max_bytes, &buf, &len, &too_large)) {
+        fprintf(stderr, "advise check: cannot read stdin: %s\n", strerror(errno));
         return false;
     }
-    buf[len] = '\0';
+    if (too_large) {
+        fprintf(stderr, "advise check: stdin is over the %zu-byte limit\n", max_bytes);
+        free(buf);
+        return false;
+    }
     size_t bad = 0;
     if (memchr(buf, '\0', len) || !utf8_validate(buf, len, &bad)) {
         fprintf(stderr, "advise check: stdin is not UTF-8 text (byte %zu)\n", bad);

@@ -1,14 +1,17 @@
 #include "server/render/baseline.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "analysis/base/atomic_file.h"
 #include "analysis/base/growable.h"
+#include "analysis/base/read_bounded.h"
 #include "analysis/base/text_format.h"
 
 #define FINGERPRINT_NAME "adviseFinding/v1"
@@ -58,48 +61,31 @@ void baseline_sort(Baseline *b) {
 /* ---- reading ---------------------------------------------------------------------- */
 
 static char *read_bounded(const char *file, size_t *len, char **error) {
-    FILE *f = fopen(file, "rb");
-    if (!f) {
+    int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
         *error = format_string("cannot read it: %s", strerror(errno));
         return NULL;
     }
     struct stat st;
-    if (fstat(fileno(f), &st) == 0 && !S_ISREG(st.st_mode)) {
-        fclose(f);
+    if (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+        close(fd);
         *error = strdup("not a regular file");
         return NULL;
     }
-    size_t cap = 65536, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (n > BASELINE_MAX_BYTES) {
-            free(buf);
-            fclose(f);
-            *error = format_string("over %u MiB: too large for a baseline", BASELINE_MAX_BYTES >> 20);
-            return NULL;
-        }
-        if (got == 0) break;
-        if (n == cap) {
-            char *grown = realloc(buf, cap * 2);
-            if (!grown) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = grown;
-            cap *= 2;
-        }
-    }
-    bool failed = ferror(f);
-    fclose(f);
-    if (!buf || failed) {
-        *error = strdup(buf ? "read error" : "out of memory");
-        free(buf);
+    char *buf = NULL;
+    bool too_large = false;
+    bool ok = read_fd_bounded(fd, BASELINE_MAX_BYTES, &buf, len, &too_large);
+    int saved = errno;
+    close(fd);
+    if (!ok) {
+        *error = saved == ENOMEM ? strdup("out of memory") : format_string("read error: %s", strerror(saved));
         return NULL;
     }
-    *len = n;
+    if (too_large) {
+        free(buf);
+        *error = format_string("over %u MiB: too large for a baseline", BASELINE_MAX_BYTES >> 20);
+        return NULL;
+    }
     return buf;
 }
 

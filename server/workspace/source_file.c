@@ -10,45 +10,8 @@
 #include "analysis/document.h"
 #include "analysis/finding.h"
 #include "analysis/base/atomic_file.h"
+#include "analysis/base/read_bounded.h"
 #include "analysis/base/text_format.h"
-
-static bool read_all(int fd, size_t limit, char **out, size_t *length, bool *too_large) {
-    size_t cap = 64 * 1024, n = 0;
-    char *buf = malloc(cap + 1);
-    if (!buf) return false;
-    *too_large = false;
-    for (;;) {
-        if (n == cap) {
-            if (cap > limit) {
-                *too_large = true;
-                break;
-            }
-            char *grown = realloc(buf, cap * 2 + 1);
-            if (!grown) {
-                free(buf);
-                return false;
-            }
-            buf = grown;
-            cap *= 2;
-        }
-        ssize_t got = read(fd, buf + n, cap - n);
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            free(buf);
-            return false;
-        }
-        if (got == 0) break;
-        n += (size_t)got;
-        if (n > limit) {
-            *too_large = true;
-            break;
-        }
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *length = n;
-    return true;
-}
 
 bool source_file_read(const char *path, size_t max_bytes, SourceFile *out, char **error) {
     memset(out, 0, sizeof *out);
@@ -74,7 +37,7 @@ bool source_file_read(const char *path, size_t max_bytes, SourceFile *out, char 
         return false;
     }
     bool too_large = false;
-    bool ok = read_all(fd, max_bytes, &out->text, &out->length, &too_large);
+    bool ok = read_fd_bounded(fd, max_bytes, &out->text, &out->length, &too_large);
     int saved = errno;
     close(fd);
     if (!ok) {
