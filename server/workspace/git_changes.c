@@ -478,6 +478,20 @@ static GitChanges *changes_new(const char *top, const char *commit) {
     return c;
 }
 
+/* The last step of parse and load: the files sorted for lookup; c, or NULL
+ * (and c freed) when a step failed. */
+static GitChanges *changes_done(GitChanges *c, bool ok, char **error) {
+    if (ok && !finish_files(c)) {
+        *error = strdup("out of memory");
+        ok = false;
+    }
+    if (!ok) {
+        git_changes_free(c);
+        return NULL;
+    }
+    return c;
+}
+
 static bool add_untracked(GitChanges *c, const char *rel) {
     size_t n = strlen(rel);
     if (n == 0 || rel[n - 1] == '/') return true; /* a nested repository */
@@ -500,15 +514,7 @@ GitChanges *git_changes_parse(const char *top, const char *diff, size_t diff_len
             *error = strdup("out of memory");
             ok = false;
         }
-    if (ok && !finish_files(c)) {
-        *error = strdup("out of memory");
-        ok = false;
-    }
-    if (!ok) {
-        git_changes_free(c);
-        return NULL;
-    }
-    return c;
+    return changes_done(c, ok, error);
 }
 
 static char *trimmed(const char *s, size_t len) {
@@ -597,15 +603,7 @@ GitChanges *git_changes_load(const char *where, const char *ref, char **error) {
         }
         free(r.out);
     }
-    if (ok && !finish_files(c)) {
-        *error = strdup("out of memory");
-        ok = false;
-    }
-    if (!ok) {
-        git_changes_free(c);
-        return NULL;
-    }
-    return c;
+    return changes_done(c, ok, error);
 }
 
 void git_changes_free(GitChanges *c) {
