@@ -355,16 +355,13 @@ static void seed_current_thread(void) {
     }
 }
 
-/* ADVISE_PROFILE_PYTHON_HOOK=setprofile forces the profile hook (to compare
- * the two in bench/overhead). */
-static bool monitoring_wanted(void) {
-    const char *v = getenv("ADVISE_PROFILE_PYTHON_HOOK");
-    return !v || strcmp(v, "setprofile") != 0;
-}
+/* ADVISE_PROFILE_PYTHON_HOOK (bench/overhead takes the profiler apart with
+ * it): "setprofile" forces the profile hook, "off" records no Python sites. */
+static bool force_setprofile; /* read at start: the program may change its environment later */
 
 static int install_hook(void *unused) {
     (void)unused;
-    if (!monitoring_wanted() || !install_monitoring()) {
+    if (force_setprofile || !install_monitoring()) {
         if (py.set_profile_all) py.set_profile_all(profile_hook, NULL);
         else py.set_profile(profile_hook, NULL);
     }
@@ -376,8 +373,9 @@ static int install_hook(void *unused) {
 #define LOAD(field, symbol) (*(void **)&py.field = dlsym(RTLD_DEFAULT, symbol))
 
 void python_sites_start(void) {
-    const char *hook = getenv("ADVISE_PROFILE_PYTHON_HOOK"); /* off: no Python call sites (bench/overhead) */
+    const char *hook = getenv("ADVISE_PROFILE_PYTHON_HOOK");
     if (hook && strcmp(hook, "off") == 0) return;
+    force_setprofile = hook && strcmp(hook, "setprofile") == 0;
     LOAD(is_initialized, "Py_IsInitialized");
     if (!py.is_initialized || !py.is_initialized()) return;
     LOAD(add_pending_call, "Py_AddPendingCall");
