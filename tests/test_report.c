@@ -644,7 +644,7 @@ Test(report_cli, usage_and_io_errors_exit_2) {
 
 /* Before the ranked list: the findings about wrong results apart (errors
  * first), then the largest gains with their fixes, at most five. */
-Test(report_cli, correctness_apart_and_what_to_do_first, .timeout = 180) {
+Test(report_cli, correctness_apart_and_what_to_do_first, .timeout = 120) {
     RunResult r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--profile", "samples/profiles", "samples/");
     cr_assert_eq(r.status, 0, "%s", r.err);
     const char *correct = strstr(r.out, "\nCorrectness first: 12 findings can make results wrong");
