@@ -21,29 +21,35 @@
 #define GAPS_PER_DEVICE 16
 #define PENDING_INTERVALS 16384
 
+/* count and total are weighted (a record of a sampled window stands for
+ * `weight` calls: trace_sampling.c); the reservoir samples records. */
 typedef struct {
     uint64_t count, total, min, max;
+    uint64_t records;
     uint64_t samples[RESERVOIR];
     uint64_t rng;
 } StatAcc;
 
-static void stat_add(StatAcc *s, uint64_t v) {
-    if (s->count == 0 || v < s->min) s->min = v;
+static void stat_add_weighted(StatAcc *s, uint64_t v, uint64_t weight) {
+    if (s->records == 0 || v < s->min) s->min = v;
     if (v > s->max) s->max = v;
-    s->total += v;
-    if (s->count < RESERVOIR) {
-        s->samples[s->count] = v;
+    s->total += v * weight;
+    s->count += weight;
+    if (s->records < RESERVOIR) {
+        s->samples[s->records] = v;
     } else {
         /* xorshift64: deterministic, so one run's profile is reproducible */
         s->rng = s->rng ? s->rng : 0x9E3779B97F4A7C15ull;
         s->rng ^= s->rng << 13;
         s->rng ^= s->rng >> 7;
         s->rng ^= s->rng << 17;
-        uint64_t j = s->rng % (s->count + 1);
+        uint64_t j = s->rng % (s->records + 1);
         if (j < RESERVOIR) s->samples[j] = v;
     }
-    s->count++;
+    s->records++;
 }
+
+static void stat_add(StatAcc *s, uint64_t v) { stat_add_weighted(s, v, 1); }
 
 static int cmp_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -54,7 +60,7 @@ static ProfStats stat_finish(const StatAcc *s) {
     ProfStats out = {0};
     if (s->count == 0) return out;
     uint64_t tmp[RESERVOIR];
-    size_t n = s->count < RESERVOIR ? (size_t)s->count : RESERVOIR;
+    size_t n = s->records < RESERVOIR ? (size_t)s->records : RESERVOIR;
     memcpy(tmp, s->samples, n * sizeof *tmp);
     qsort(tmp, n, sizeof *tmp, cmp_u64);
     out.count = s->count;
@@ -119,6 +125,8 @@ typedef struct {
     uint64_t start, end;
     int site;
     bool comm;          /* an NCCL kernel (comm_kernels.h); else compute */
+    uint32_t window;    /* trace window tag (trace_sampling.c): idle gaps lie within one */
+    uint32_t weight;    /* >= 1 */
 } Interval;
 
 /* The union of one class of intervals (compute or communication), swept the
@@ -131,6 +139,7 @@ typedef struct {
 typedef struct {
     uint64_t start, duration;
     int before, after;
+    uint32_t weight;
 } Gap;
 
 typedef struct {
@@ -139,6 +148,8 @@ typedef struct {
     uint64_t first, busy_end, busy;
     Union compute, comm;
     int last_site;
+    uint32_t last_window;   /* of the interval that set busy_end */
+    bool weighted;          /* some interval had a weight above 1 */
     Interval *pending;
     size_t pending_count;
     Gap gaps[GAPS_PER_DEVICE];
@@ -391,7 +402,7 @@ static uint64_t op_hash(const ProfOp *op) {
     return hash_bytes(hash_start(), fields, sizeof fields);
 }
 
-static void record_op(Aggregator *agg, const ProfOp *probe, uint64_t bytes, uint64_t duration) {
+static void record_op(Aggregator *agg, const ProfOp *probe, uint64_t bytes, uint64_t duration, uint64_t weight) {
     uint64_t h = op_hash(probe);
     OpKey key = {agg, probe};
     int idx = hash_index_find(&agg->op_index, h, op_same, &key);
@@ -410,8 +421,8 @@ static void record_op(Aggregator *agg, const ProfOp *probe, uint64_t bytes, uint
         agg->ops[idx].key = *probe;
         agg->op_count++;
     }
-    agg->ops[idx].bytes += bytes;
-    stat_add(&agg->ops[idx].acc, duration);
+    agg->ops[idx].bytes += bytes * weight;
+    stat_add_weighted(&agg->ops[idx].acc, duration, weight);
 }
 
 /* A site index from a caller is trusted only if it exists. */
@@ -449,14 +460,14 @@ static int cmp_interval(const void *a, const void *b) {
 
 /* Adds [start, end) to a union swept in start order: only the part beyond
  * the watermark counts. */
-static void union_add(Union *u, uint64_t start, uint64_t end) {
+static void union_add(Union *u, uint64_t start, uint64_t end, uint64_t weight) {
     if (!u->started) {
         u->started = true;
         u->end = start;
     }
     uint64_t from = start > u->end ? start : u->end;
     if (end > from) {
-        u->total += end - from;
+        u->total += (end - from) * weight;
         u->end = end;
     }
 }
@@ -478,24 +489,28 @@ static void timeline_sweep(DeviceTimeline *t) {
             t->started = true;
             t->first = iv->start;
             t->busy_end = iv->start;
-        } else if (iv->start > t->busy_end) {
+        } else if (iv->start > t->busy_end && iv->window == t->last_window) {
+            /* between two windows lies untraced work: no gap is measured there */
             Gap g = {.start = t->busy_end - t->first, .duration = iv->start - t->busy_end,
-                     .before = t->last_site, .after = iv->site};
+                     .before = t->last_site, .after = iv->site, .weight = iv->weight};
             keep_gap(t, &g);
         }
         if (iv->start < t->first) t->first = iv->start;
-        union_add(iv->comm ? &t->comm : &t->compute, iv->start, iv->end);
+        if (iv->weight > 1) t->weighted = true;
+        union_add(iv->comm ? &t->comm : &t->compute, iv->start, iv->end, iv->weight);
         uint64_t from = iv->start > t->busy_end ? iv->start : t->busy_end;
         if (iv->end > from) {
-            t->busy += iv->end - from;
+            t->busy += (iv->end - from) * iv->weight;
             t->busy_end = iv->end;
             t->last_site = iv->site;
+            t->last_window = iv->window;
         }
     }
     t->pending_count = 0;
 }
 
-static void timeline_add(Aggregator *agg, uint32_t device, uint64_t start, uint64_t end, int site, bool comm) {
+static void timeline_add(Aggregator *agg, uint32_t device, uint64_t start, uint64_t end, int site, bool comm,
+                         uint32_t window, uint32_t weight) {
     if (end < start) return;
     DeviceTimeline *t = timeline_for(agg, device);
     if (!t) return;
@@ -504,7 +519,7 @@ static void timeline_add(Aggregator *agg, uint32_t device, uint64_t start, uint6
         if (!t->pending) return;
     }
     if (t->pending_count == PENDING_INTERVALS) timeline_sweep(t);
-    t->pending[t->pending_count++] = (Interval){start, end, site, comm};
+    t->pending[t->pending_count++] = (Interval){start, end, site, comm, window, weight};
 }
 
 /* ---- public record functions */
@@ -512,19 +527,21 @@ static uint64_t span(uint64_t start, uint64_t end) {
     return end > start ? end - start : 0;
 }
 
+static uint32_t weight_of(uint32_t weight) { return weight ? weight : 1; }
+
 void agg_kernel(Aggregator *agg, const AggKernel *k) {
     pthread_mutex_lock(&agg->lock);
     int site = checked_site(agg, k->site);
     int kernel = intern_kernel(agg, k);
     uint64_t d = span(k->start_ns, k->end_ns);
     if (kernel >= 0) {
-        stat_add(&agg->kernels[kernel].acc, d);
+        stat_add_weighted(&agg->kernels[kernel].acc, d, weight_of(k->weight));
         ProfOp probe = {.kind = PROF_OP_LAUNCH, .site = site, .kernel = kernel};
-        record_op(agg, &probe, 0, d);
+        record_op(agg, &probe, 0, d, weight_of(k->weight));
     }
     /* a kernel past the table's cap is judged by its name on each record */
     bool comm = kernel >= 0 ? agg->kernels[kernel].comm : comm_kernel_name(k->name);
-    timeline_add(agg, k->device, k->start_ns, k->end_ns, site, comm);
+    timeline_add(agg, k->device, k->start_ns, k->end_ns, site, comm, k->window, weight_of(k->weight));
     pthread_mutex_unlock(&agg->lock);
 }
 
@@ -533,8 +550,8 @@ void agg_memcpy(Aggregator *agg, const AggCopy *c) {
     int site = checked_site(agg, c->site);
     ProfOp probe = {.kind = PROF_OP_MEMCPY, .site = site, .kernel = -1, .copy = c->copy,
                     .src = c->src, .dst = c->dst};
-    record_op(agg, &probe, c->bytes, span(c->start_ns, c->end_ns));
-    timeline_add(agg, c->device, c->start_ns, c->end_ns, site, false);
+    record_op(agg, &probe, c->bytes, span(c->start_ns, c->end_ns), weight_of(c->weight));
+    timeline_add(agg, c->device, c->start_ns, c->end_ns, site, false, c->window, weight_of(c->weight));
     pthread_mutex_unlock(&agg->lock);
 }
 
@@ -542,22 +559,22 @@ void agg_memset(Aggregator *agg, const AggMemset *m) {
     pthread_mutex_lock(&agg->lock);
     int site = checked_site(agg, m->site);
     ProfOp probe = {.kind = PROF_OP_MEMSET, .site = site, .kernel = -1, .dst = m->dst};
-    record_op(agg, &probe, m->bytes, span(m->start_ns, m->end_ns));
-    timeline_add(agg, m->device, m->start_ns, m->end_ns, site, false);
+    record_op(agg, &probe, m->bytes, span(m->start_ns, m->end_ns), weight_of(m->weight));
+    timeline_add(agg, m->device, m->start_ns, m->end_ns, site, false, m->window, weight_of(m->weight));
     pthread_mutex_unlock(&agg->lock);
 }
 
 void agg_sync(Aggregator *agg, ProfSyncKind kind, uint64_t duration_ns, int site) {
     pthread_mutex_lock(&agg->lock);
     ProfOp probe = {.kind = PROF_OP_SYNC, .site = checked_site(agg, site), .kernel = -1, .sync = kind};
-    record_op(agg, &probe, 0, duration_ns);
+    record_op(agg, &probe, 0, duration_ns, 1);
     pthread_mutex_unlock(&agg->lock);
 }
 
 void agg_alloc(Aggregator *agg, ProfMemKind kind, uint64_t bytes, uint64_t duration_ns, int site) {
     pthread_mutex_lock(&agg->lock);
     ProfOp probe = {.kind = PROF_OP_ALLOC, .site = checked_site(agg, site), .kernel = -1, .dst = kind};
-    record_op(agg, &probe, bytes, duration_ns);
+    record_op(agg, &probe, bytes, duration_ns, 1);
     pthread_mutex_unlock(&agg->lock);
 }
 
@@ -725,6 +742,8 @@ static bool build(Aggregator *agg, Profile *p, const ProfProcess *proc) {
         int dev = device_index(agg, t->device);
         if (dev < 0) continue;
         uint64_t span_ns = t->busy_end > t->first ? t->busy_end - t->first : 0;
+        /* an estimate from sampled windows cannot exceed the span it was measured over */
+        if (t->weighted && t->busy > span_ns) t->busy = span_ns;
         if (t->busy > span_ns) span_ns = t->busy;
         /* busy = compute union comm, so busy - compute is the communication that
          * no compute overlapped; clamped for the approximation of late batches */
@@ -738,7 +757,8 @@ static bool build(Aggregator *agg, Profile *p, const ProfProcess *proc) {
             p->gaps[p->gap_count++] = (ProfGap){.process = 0, .device = dev, .start_ns = t->gaps[g].start,
                                                 .duration_ns = t->gaps[g].duration,
                                                 .before_site = t->gaps[g].before,
-                                                .after_site = t->gaps[g].after};
+                                                .after_site = t->gaps[g].after,
+                                                .weight = t->gaps[g].weight};
     }
     p->dropped_kernels = agg->dropped_kernels;
     p->dropped_ops = agg->dropped_ops;

@@ -41,6 +41,7 @@ typedef struct {
     uint32_t registers, static_shared, dynamic_shared, local_per_thread;
     uint64_t start_ns, end_ns;
     int site;                   /* from agg_site, or -1 */
+    uint32_t window, weight;    /* trace window tag and weight (0 or 1: itself) */
 } AggKernel;
 
 typedef struct {
@@ -50,6 +51,7 @@ typedef struct {
     uint64_t bytes;
     uint64_t start_ns, end_ns;
     int site;
+    uint32_t window, weight;    /* trace window tag and weight (0 or 1: itself) */
 } AggCopy;
 
 typedef struct {
@@ -58,6 +60,7 @@ typedef struct {
     uint64_t bytes;
     uint64_t start_ns, end_ns;
     int site;
+    uint32_t window, weight;    /* trace window tag and weight (0 or 1: itself) */
 } AggMemset;
 
 void agg_kernel(Aggregator *agg, const AggKernel *k);

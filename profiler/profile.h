@@ -27,6 +27,21 @@ typedef struct {
     uint64_t max_ns;
 } ProfStats;
 
+/* How one process was traced, and what the profiler cost it per launch
+ * (profiler/inject/trace_sampling.c). All zero when unknown (imported
+ * traces, profiles written before it existed). After a prefix traced in
+ * full, one window of device work in trace_every was traced and each of its
+ * records counted trace_every times: kernel and op counts and totals, busy
+ * time and gap weights are then estimates. The launch figures let rules take
+ * the profiler's own cost out of the idle time they measured. */
+typedef struct {
+    uint32_t trace_every;            /* 1: every launch traced; 0: unknown */
+    uint64_t launches;               /* device work calls (launches, copies, memsets) seen */
+    uint64_t traced_launches, traced_launch_api_ns;     /* host time inside traced calls */
+    uint64_t untraced_launches, untraced_launch_api_ns; /* ... and inside untraced ones */
+    uint64_t callback_ns;            /* the profiler's own callback time on those calls */
+} ProfCalibration;
+
 /* One process that took part in the run (several with child processes or
  * distributed launchers). rank/world_size are -1 when not distributed. */
 typedef struct {
@@ -36,6 +51,7 @@ typedef struct {
     int world_size;
     uint64_t wall_ns;       /* from CUDA start-up to exit in this process */
     char *error;            /* why nothing (or not everything) was recorded, or NULL */
+    ProfCalibration calibration;
 } ProfProcess;
 
 typedef struct {
@@ -175,7 +191,10 @@ typedef struct {
     uint64_t duration_ns;
     int before_site;
     int after_site;
+    uint32_t weight;        /* gaps it stands for: trace_every in a sampled window; 0 or 1: itself */
 } ProfGap;
+
+static inline uint64_t prof_gap_weight(const ProfGap *g) { return g->weight ? g->weight : 1; }
 
 /* Per-instruction SASS metrics of one kernel, summed over the instructions
  * of one CUDA source line (`advise profile --source-metrics`; the kernel must

@@ -176,6 +176,11 @@ static bool processes_ok(Check *c) {
             !rank_ok(c, at, "world_size", proc->world_size) || !integer_ok(c, at, "wall_ns", proc->wall_ns) ||
             !string_ok(c, at, "error", proc->error, true))
             return false;
+        const ProfCalibration *k = &proc->calibration;
+        if (k->trace_every > (1u << 20))
+            return prof_fail(c->error, "%s.calibration.trace_every: %u is more than %u", at, k->trace_every, 1u << 20);
+        if (k->trace_every && (k->traced_launches > k->launches || k->untraced_launches > k->launches))
+            return prof_fail(c->error, "%s.calibration: more traced or untraced launches than launches", at);
     }
     return true;
 }
@@ -386,6 +391,8 @@ static bool gaps_ok(Check *c) {
             !index_ok(c, at, "before_site", g->before_site, p->site_count, "sites", true) ||
             !index_ok(c, at, "after_site", g->after_site, p->site_count, "sites", true))
             return false;
+        if (g->weight > (1u << 20))
+            return prof_fail(c->error, "%s.weight: %u is more than %u", at, g->weight, 1u << 20);
     }
     return true;
 }

@@ -84,6 +84,18 @@ static json_t *process_json(const Profile *p, size_t i) {
     put(&o, "world_size", index_or_null(proc->world_size));
     put(&o, "wall_ns", integer(proc->wall_ns));
     put(&o, "error", string_or_null(proc->error));
+    const ProfCalibration *c = &proc->calibration;
+    if (c->trace_every) { /* written only when known (imported traces have none) */
+        Obj k = obj_new();
+        put(&k, "trace_every", integer(c->trace_every));
+        put(&k, "launches", integer(c->launches));
+        put(&k, "traced_launches", integer(c->traced_launches));
+        put(&k, "traced_launch_api_ns", integer(c->traced_launch_api_ns));
+        put(&k, "untraced_launches", integer(c->untraced_launches));
+        put(&k, "untraced_launch_api_ns", integer(c->untraced_launch_api_ns));
+        put(&k, "callback_ns", integer(c->callback_ns));
+        put(&o, "calibration", obj_done(&k));
+    }
     return obj_done(&o);
 }
 
@@ -228,6 +240,7 @@ static json_t *gap_json(const Profile *p, size_t i) {
     put(&o, "duration_ns", integer(g->duration_ns));
     put(&o, "before_site", index_or_null(g->before_site));
     put(&o, "after_site", index_or_null(g->after_site));
+    if (g->weight > 1) put(&o, "weight", integer(g->weight)); /* absent: 1 */
     return obj_done(&o);
 }
 

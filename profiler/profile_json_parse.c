@@ -223,6 +223,25 @@ static bool entry_object(Reader *r, json_t *e, const char *at) {
     return json_is_object(e) || prof_fail(r->error, "%s: must be an object", at);
 }
 
+/* Added later, optional: absent (imported traces, older files) reads as all zero. */
+static bool read_calibration(Reader *r, json_t *process, const char *process_at, ProfCalibration *c) {
+    json_t *o = json_object_get(process, "calibration");
+    if (!o) return true;
+    char at[64];
+    snprintf(at, sizeof at, "%s.calibration", process_at);
+    if (!json_is_object(o)) return FAIL(r, process_at, "calibration", "must be an object");
+    uint64_t every;
+    if (!uint_value(r, member(r, o, at, "trace_every"), at, "trace_every", 1, 1u << 20, &every) ||
+        !get_u64(r, o, at, "launches", &c->launches) || !get_u64(r, o, at, "traced_launches", &c->traced_launches) ||
+        !get_u64(r, o, at, "traced_launch_api_ns", &c->traced_launch_api_ns) ||
+        !get_u64(r, o, at, "untraced_launches", &c->untraced_launches) ||
+        !get_u64(r, o, at, "untraced_launch_api_ns", &c->untraced_launch_api_ns) ||
+        !get_u64(r, o, at, "callback_ns", &c->callback_ns))
+        return false;
+    c->trace_every = (uint32_t)every;
+    return true;
+}
+
 static bool read_processes(Reader *r, json_t *root, Profile *p) {
     const char *key = "processes";
     json_t *a;
@@ -239,7 +258,8 @@ static bool read_processes(Reader *r, json_t *root, Profile *p) {
             !get_optional_int(r, e, at, "rank", &proc->rank) ||
             !get_optional_int(r, e, at, "local_rank", &proc->local_rank) ||
             !get_optional_int(r, e, at, "world_size", &proc->world_size) ||
-            !get_u64(r, e, at, "wall_ns", &proc->wall_ns) || !get_string(r, e, at, "error", true, &proc->error))
+            !get_u64(r, e, at, "wall_ns", &proc->wall_ns) || !get_string(r, e, at, "error", true, &proc->error) ||
+            !read_calibration(r, e, at, &proc->calibration))
             return false;
         proc->pid = (int64_t)pid;
     }
@@ -488,6 +508,10 @@ static bool read_gaps(Reader *r, json_t *root, Profile *p) {
             !get_index(r, e, at, "before_site", true, &g->before_site) ||
             !get_index(r, e, at, "after_site", true, &g->after_site))
             return false;
+        uint64_t weight = 1;
+        json_t *w = json_object_get(e, "weight"); /* added later: absent reads as 1 */
+        if (w && !uint_value(r, w, at, "weight", 1, 1u << 20, &weight)) return false;
+        g->weight = (uint32_t)weight;
     }
     return true;
 }

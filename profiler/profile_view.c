@@ -31,6 +31,7 @@ struct ProfileView {
     FileIndex *files; /* one per profile file */
     char **kernel_base; /* base name of each kernel */
     uint64_t run_ns, gpu_ns, kernel_ns, busy_ns;
+    uint64_t idle_ns, profiler_ns; /* idle summed over timelines; the profiler's own launch cost */
     char **notes;
     size_t note_count, note_cap;
 };
@@ -105,6 +106,21 @@ static bool index_files(ProfileView *v) {
     return true;
 }
 
+/* What the profiler added to the launching threads' time: its callbacks,
+ * and on each traced launch what tracing added over an untraced one. Tracing
+ * every launch leaves nothing to compare with, so then only the callbacks
+ * count (the figure is a lower bound). */
+static uint64_t profiler_cost_ns(const ProfCalibration *c) {
+    if (!c->trace_every) return 0;
+    uint64_t cost = c->callback_ns;
+    if (c->traced_launches && c->untraced_launches) {
+        double traced = (double)c->traced_launch_api_ns / (double)c->traced_launches;
+        double untraced = (double)c->untraced_launch_api_ns / (double)c->untraced_launches;
+        if (traced > untraced) cost += (uint64_t)((traced - untraced) * (double)c->traced_launches);
+    }
+    return cost;
+}
+
 static void compute_totals(ProfileView *v) {
     const Profile *p = v->p;
     for (size_t i = 0; i < p->process_count; i++)
@@ -113,7 +129,9 @@ static void compute_totals(ProfileView *v) {
     for (size_t i = 0; i < p->timeline_count; i++) {
         if (p->timelines[i].span_ns > span) span = p->timelines[i].span_ns;
         v->busy_ns += p->timelines[i].busy_ns;
+        v->idle_ns += p->timelines[i].idle_ns;
     }
+    for (size_t i = 0; i < p->process_count; i++) v->profiler_ns += profiler_cost_ns(&p->processes[i].calibration);
     if (!v->run_ns) v->run_ns = span;
     for (size_t i = 0; i < p->kernel_count; i++) v->kernel_ns += p->kernels[i].stats.total_ns;
     v->gpu_ns = v->kernel_ns;
@@ -186,6 +204,11 @@ uint64_t profile_view_run_ns(const ProfileView *v) { return v->run_ns; }
 uint64_t profile_view_gpu_ns(const ProfileView *v) { return v->gpu_ns; }
 uint64_t profile_view_kernel_ns(const ProfileView *v) { return v->kernel_ns; }
 uint64_t profile_view_busy_ns(const ProfileView *v) { return v->busy_ns; }
+uint64_t profile_view_idle_ns(const ProfileView *v) { return v->idle_ns; }
+uint64_t profile_view_profiler_ns(const ProfileView *v) { return v->profiler_ns; }
+uint64_t profile_view_recoverable_idle_ns(const ProfileView *v) {
+    return v->idle_ns > v->profiler_ns ? v->idle_ns - v->profiler_ns : 0;
+}
 
 const ProfDevice *profile_view_device(const ProfileView *v) {
     return v->p->device_count ? &v->p->devices[0] : NULL;

@@ -39,6 +39,17 @@ uint64_t profile_view_kernel_ns(const ProfileView *v);
 /* GPU busy time (union of kernel, copy and memset intervals), summed over
  * the timelines of all devices. */
 uint64_t profile_view_busy_ns(const ProfileView *v);
+/* GPU idle time (span - busy), summed over the timelines of all devices. */
+uint64_t profile_view_idle_ns(const ProfileView *v);
+/* The profiler's own cost on the threads that launched GPU work, as its
+ * calibration measured it in the run (ProfCalibration): in a launch-bound
+ * run it shows up as GPU idle time that an unprofiled run does not have.
+ * 0 when the profile has no calibration (imported traces, older files). */
+uint64_t profile_view_profiler_ns(const ProfileView *v);
+/* Idle time less the profiler's cost (never below 0): the most that any
+ * change could recover from the GPU's idle time. Gains taken from idle time
+ * add up to no more than this (profile_merge.c). */
+uint64_t profile_view_recoverable_idle_ns(const ProfileView *v);
 /* The first device described (the profiled GPU), or NULL. */
 const ProfDevice *profile_view_device(const ProfileView *v);
 

@@ -90,6 +90,10 @@ typedef struct Rule {
      * copy lands, a lost error, a timing that measures the wrong thing), not
      * about speed: reports list these apart, before the ranking by cost. */
     bool correctness;
+    /* Its gains are GPU idle time (PR002, PR003): together with the other
+     * such findings of a file they are capped at the run's idle time less
+     * the profiler's own cost (rules/engine/gain_cap.c). */
+    bool gain_from_idle;
     /* How measurements attach to this rule's findings (see Measure). */
     Measure measure;
     /* Profile rules (rules/profile/): findings only a profile can give. Set

@@ -182,6 +182,73 @@ Test(aggregate, busy_idle_and_the_largest_gaps_with_their_sites) {
     profile_free(p);
 }
 
+/* Sampled tracing (profiler/inject/trace_sampling.c): a record of a sampled
+ * window counts `weight` times in counts, totals, bytes and busy time; idle
+ * gaps are measured only between records of one window, and carry the
+ * window's weight. */
+Test(aggregate, sampled_windows_are_weighted_and_gaps_stay_inside_a_window) {
+    int a = agg_site(agg, "train.py", 10, NULL);
+    int b = agg_site(agg, "train.py", 11, NULL);
+    /* the prefix (window 0, weight 1): [0,100), gap 100, [200,300) */
+    AggKernel p1 = kernel_at("k", 0, 100, a), p2 = kernel_at("k", 200, 300, b);
+    /* window 1 (weight 8): [10000,10100), gap 50, [10150,10200) */
+    AggKernel w1 = kernel_at("k", 10000, 10100, a), w2 = kernel_at("k", 10150, 10200, b);
+    w1.window = w2.window = 1;
+    w1.weight = w2.weight = 8;
+    /* window 2 (weight 8): [20000,20100); the 9,800 ns before it are untraced work, not idle */
+    AggKernel w3 = kernel_at("k", 20000, 20100, a);
+    w3.window = 2;
+    w3.weight = 8;
+    AggCopy c = {.device = 0, .copy = PROF_COPY_HTOD, .src = PROF_MEM_PINNED, .dst = PROF_MEM_DEVICE, .bytes = 100,
+                 .start_ns = 20100, .end_ns = 20110, .site = b, .window = 2, .weight = 8};
+    agg_kernel(agg, &w3);
+    agg_kernel(agg, &p2);
+    agg_kernel(agg, &w1);
+    agg_kernel(agg, &p1);
+    agg_kernel(agg, &w2);
+    agg_memcpy(agg, &c);
+    Profile *p = agg_to_profile(agg, NULL);
+    cr_assert_eq(p->kernel_count, 1);
+    cr_expect_eq(p->kernels[0].stats.count, 2 + 3 * 8);
+    cr_expect_eq(p->kernels[0].stats.total_ns, 200 + 8 * (100 + 50 + 100));
+    cr_expect_eq(p->kernels[0].stats.min_ns, 50);
+    cr_expect_eq(p->kernels[0].stats.max_ns, 100);
+    const ProfOp *copy = find_op(p, PROF_OP_MEMCPY, b);
+    cr_assert_not_null(copy);
+    cr_expect_eq(copy->stats.count, 8);
+    cr_expect_eq(copy->bytes, 800);
+    cr_assert_eq(p->timeline_count, 1);
+    cr_expect_eq(p->timelines[0].span_ns, 20110);
+    cr_expect_eq(p->timelines[0].busy_ns, 200 + 8 * (100 + 50 + 100 + 10));
+    cr_expect_eq(p->timelines[0].idle_ns, 20110 - p->timelines[0].busy_ns);
+    /* two gaps: the prefix's (100 ns, weight 1) and window 1's (50 ns, weight 8) */
+    cr_assert_eq(p->gap_count, 2);
+    const ProfGap *g100 = p->gaps[0].duration_ns == 100 ? &p->gaps[0] : &p->gaps[1];
+    const ProfGap *g50 = g100 == &p->gaps[0] ? &p->gaps[1] : &p->gaps[0];
+    cr_expect_eq(g100->duration_ns, 100);
+    cr_expect_eq(prof_gap_weight(g100), 1);
+    cr_expect_eq(g50->duration_ns, 50);
+    cr_expect_eq(g50->weight, 8);
+    cr_expect_eq(g50->before_site, a);
+    cr_expect_eq(g50->after_site, b);
+    profile_free(p);
+}
+
+/* An estimate from sampled windows never makes the GPU busier than the span. */
+Test(aggregate, a_weighted_busy_time_is_capped_at_the_span) {
+    AggKernel k1 = kernel_at("k", 0, 100, -1), k2 = kernel_at("k", 100, 200, -1);
+    k1.window = k2.window = 1;
+    k1.weight = k2.weight = 8;
+    agg_kernel(agg, &k1);
+    agg_kernel(agg, &k2);
+    Profile *p = agg_to_profile(agg, NULL);
+    cr_assert_eq(p->timeline_count, 1);
+    cr_expect_eq(p->timelines[0].span_ns, 200);
+    cr_expect_eq(p->timelines[0].busy_ns, 200);
+    cr_expect_eq(p->timelines[0].idle_ns, 0);
+    profile_free(p);
+}
+
 Test(aggregate, devices_are_kept_and_placeholders_named) {
     ProfDevice d = {.id = 1, .name = "NVIDIA H200", .sm_count = 132, .cc_major = 9, .cc_minor = 0,
                     .memory_bytes = 150754820096ull, .bandwidth_bytes_per_s = 4800000000000ull};

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "profiler/profile.h"
+#include "profiler/profile_check.h"
 #include "profiler/profile_json.h"
 #include "profiler/sha256.h"
 
@@ -117,8 +118,9 @@ static Profile *sample_final(void) {
     set_command(p, (const char *[]){"torchrun", "--nproc-per-node=2", "train.py", "--epochs", "1", NULL});
     p->dropped_ops = 3;
     p->dropped_sites = 1;
-    cr_assert(profile_add_process(p, &(ProfProcess){4242, 0, 0, 2, 5000000000u, NULL}) == 0);
-    cr_assert(profile_add_process(p, &(ProfProcess){4243, 1, 1, 2, 5100000000u, "CUPTI buffer full: records lost"}) == 1);
+    cr_assert(profile_add_process(p, &(ProfProcess){4242, 0, 0, 2, 5000000000u, NULL,
+                                                    {8, 60000, 15000, 195000000, 45000, 324000000, 36000000}}) == 0);
+    cr_assert(profile_add_process(p, &(ProfProcess){4243, 1, 1, 2, 5100000000u, "CUPTI buffer full: records lost", {0}}) == 1);
     PUSH(p->devices, p->device_count, h200(0, 0));
     PUSH(p->devices, p->device_count, h200(1, 1));
     cr_assert(profile_add_file(p, "train.py") == 0);
@@ -157,8 +159,8 @@ static Profile *sample_final(void) {
     PUSH(p->overheads, p->overhead_count, ((ProfOverhead){0, strdup("lazy_module_loading"), stats(1, 47000000, 47000000, 47000000, 47000000)}));
     PUSH(p->timelines, p->timeline_count, ((ProfTimeline){0, 0, 1000000, 600000, 400000, 500000, 200000, 100000}));
     PUSH(p->timelines, p->timeline_count, ((ProfTimeline){1, 1, 2000, 2000, 0, 2000, 0, 0}));
-    PUSH(p->gaps, p->gap_count, ((ProfGap){0, 0, 1000, 50000, 1, 2}));
-    PUSH(p->gaps, p->gap_count, ((ProfGap){1, 1, 0, 10, -1, 3}));
+    PUSH(p->gaps, p->gap_count, ((ProfGap){0, 0, 1000, 50000, 1, 2, 8}));
+    PUSH(p->gaps, p->gap_count, ((ProfGap){1, 1, 0, 10, -1, 3, 1}));
     /* a Triton-style kernel whose lines are in a Python file: the store line
      * uncoalesced and bank-conflicted, the next one spilling */
     ProfLineMetrics store = {.kernel = "void gemm<float, 128>(float const*, float*, int)", .file = 1, .line = 52,
@@ -177,7 +179,7 @@ static Profile *sample_minimal(void) {
     Profile *p = profile_new();
     set_header(p, "empty", "cupti");
     set_command(p, (const char *[]){"python", "noop.py", NULL});
-    cr_assert(profile_add_process(p, &(ProfProcess){1, -1, -1, -1, 20000000, "CUDA was never initialised"}) == 0);
+    cr_assert(profile_add_process(p, &(ProfProcess){1, -1, -1, -1, 20000000, "CUDA was never initialised", {0}}) == 0);
     return p;
 }
 
@@ -185,7 +187,7 @@ static Profile *sample_minimal(void) {
 static Profile *sample_import(void) {
     Profile *p = profile_new();
     set_header(p, "imported trace", "torch-profiler");
-    cr_assert(profile_add_process(p, &(ProfProcess){777, -1, -1, -1, 1500000, NULL}) == 0);
+    cr_assert(profile_add_process(p, &(ProfProcess){777, -1, -1, -1, 1500000, NULL, {0}}) == 0);
     PUSH(p->devices, p->device_count, h200(0, 0));
     cr_assert(profile_add_file(p, "src/pkg/model.py") == 0);
     cr_assert(profile_add_function_site(p, 0, 10, "Net.forward") == 0);
@@ -206,7 +208,7 @@ static Profile *sample_part(void) {
     Profile *p = profile_new();
     set_header(p, "part", "cupti");
     set_command(p, (const char *[]){"./app", NULL});
-    cr_assert(profile_add_process(p, &(ProfProcess){99, -1, -1, -1, 1000, NULL}) == 0);
+    cr_assert(profile_add_process(p, &(ProfProcess){99, -1, -1, -1, 1000, NULL, {0}}) == 0);
     PUSH(p->devices, p->device_count, h200(0, 0));
     ProfFrame frames[2] = {{"/work/app/build/app", 0x401a2c}, {"/work/app/build/libnet.so", 0x1f00}};
     cr_assert(profile_add_native_site(p, frames, 2) == 0);
@@ -406,7 +408,7 @@ Test(profile_model, files_and_sites_are_deduplicated) {
 Test(profile_model, processes_are_copied) {
     Profile *p = profile_new();
     char error[] = "lost";
-    ProfProcess proc = {12, 1, 0, 4, 99, error};
+    ProfProcess proc = {12, 1, 0, 4, 99, error, {0}};
     cr_expect_eq(profile_add_process(p, &proc), 0);
     cr_expect_eq(profile_add_process(p, &proc), 1, "processes are not deduplicated");
     error[0] = 'L';
@@ -1540,6 +1542,18 @@ static void fixture_is(const char *path, const char *text) {
     free(committed);
 }
 
+/* what no JSON Schema can say, the checker does */
+Test(profile_format, a_calibration_with_more_traced_launches_than_launches_is_refused) {
+    Profile *p = sample_final();
+    p->processes[0].calibration.traced_launches = p->processes[0].calibration.launches + 1;
+    char *error = NULL;
+    cr_expect_not(profile_check(p, PROFILE_FINAL, &error));
+    cr_expect(error && strstr(error, "processes[0].calibration: more traced or untraced launches than launches"),
+              "%s", error ? error : "(no error)");
+    free(error);
+    profile_free(p);
+}
+
 Test(profile_fixtures, valid_profiles_are_the_writers_output) {
     static const struct {
         const char *name;
@@ -1603,6 +1617,9 @@ static const BrokenFixture BROKEN[] = {
     {"line-metrics-line-zero.json", sample_final, {"line_metrics/0/line", "0", "line_metrics[0].line: must be 1"}},
     {"line-metrics-without-ideal.json", sample_final,
      {"line_metrics/1/global_sectors_ideal", NULL, "line_metrics[1].global_sectors_ideal: missing"}},
+    {"calibration-every-zero.json", sample_final,
+     {"processes/0/calibration/trace_every", "0", "processes[0].calibration.trace_every: must be a positive"}},
+    {"gap-weight-zero.json", sample_final, {"gaps/0/weight", "0", "gaps[0].weight: must be a positive"}},
     {"line-metrics-not-an-array.json", sample_minimal, {"line_metrics", "{}", "line_metrics: must be an array"}},
 };
 

@@ -18,6 +18,7 @@
 #include "profiler/profile_json.h"
 #include "profiler/profile_view.h"
 #include "rules/measure/profile_facts.h"
+#include "rules/engine/engine_internal.h"
 #include "rules/rule.h"
 #include "tests/cli_harness.h"
 #include "tests/evidence_text.h"
@@ -219,6 +220,19 @@ static void syncs(Builder *b, int at, ProfSyncKind kind, uint64_t n, uint64_t ea
 /* the profile of a run that took wall_ns (0: as long as the GPU's span) */
 static ProfileView *view_of(Builder *b, uint64_t wall_ns) {
     ProfProcess proc = {.pid = 1, .rank = -1, .local_rank = -1, .world_size = -1, .wall_ns = wall_ns};
+    Profile *p = agg_to_profile(b->agg, &proc);
+    cr_assert_not_null(p);
+    agg_free(b->agg);
+    b->agg = NULL;
+    ProfileView *v = profile_view_new(p, "");
+    cr_assert_not_null(v);
+    return v;
+}
+
+/* the same, with the profiler's calibration for the run (ProfCalibration) */
+static ProfileView *view_calibrated(Builder *b, uint64_t wall_ns, ProfCalibration calibration) {
+    ProfProcess proc = {.pid = 1, .rank = -1, .local_rank = -1, .world_size = -1, .wall_ns = wall_ns,
+                        .calibration = calibration};
     Profile *p = agg_to_profile(b->agg, &proc);
     cr_assert_not_null(p);
     agg_free(b->agg);
@@ -515,6 +529,41 @@ Test(pr002, tiny_kernels_with_the_gpu_idle_between) {
     profile_view_free(v);
 }
 
+/* The same run, profiled with a calibration: 1,000 traced launches took
+ * 6 us more on the host than the 2,000 untraced ones, and the callbacks
+ * 0.5 us each. That 7.5 ms was the profiler's, not idle time a CUDA graph
+ * could recover. */
+Test(pr002, the_profilers_own_cost_is_taken_out_of_the_idle_time) {
+    Builder b = builder();
+    int l3 = site(&b, "launch.py", 3, "gelu"), l4 = site(&b, "launch.py", 4, "gelu"),
+        l6 = site(&b, "launch.py", 6, "gelu");
+    for (int i = 0; i < 1000; i++) {
+        launches(&b, l3, &tiny, 1, 2 * US, 20 * US);
+        launches(&b, l4, &tiny, 1, 2 * US, 20 * US);
+        launches(&b, l6, &tiny, 1, 2 * US, 20 * US);
+    }
+    ProfCalibration c = {.trace_every = 8, .launches = 3000, .traced_launches = 1000,
+                         .traced_launch_api_ns = 1000 * 12 * US, .untraced_launches = 2000,
+                         .untraced_launch_api_ns = 2000 * 6 * US, .callback_ns = 3000 * US / 2};
+    ProfileView *v = view_calibrated(&b, 100 * MS, c);
+    cr_expect_eq(profile_view_profiler_ns(v), 7500 * US);
+    cr_expect_eq(profile_view_recoverable_idle_ns(v), profile_view_idle_ns(v) - 7500 * US);
+    Source s = source_text("launch.py", launch_py);
+    FindingList l = run_rule("PR002", v, &s);
+    char *all = describe(&l, &s);
+    cr_assert_eq(l.count, 1, "%s", all);
+    const Finding *f = &l.items[0];
+    cr_assert(f->gain.present);
+    /* 3,000 launches x (~(60 - 7.5) ms / 3,000 = 17.5 us - 2 us) = ~46.5 ms, not ~54 ms */
+    cr_expect(f->gain.seconds > 0.044 && f->gain.seconds < 0.049, "gain %f", f->gain.seconds);
+    cr_expect(has_evidence(f, "the profiler's own cost on the launching threads, 7.50 ms as measured in this run"),
+              "%s", all);
+    free(all);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
 Test(pr002, cuda_advice_in_a_cuda_file) {
     Builder b = builder();
     int at = site(&b, "chain.cu", 3, "main");
@@ -623,6 +672,96 @@ Test(pr003, repeated_gaps_before_a_line) {
     free(all);
     finding_list_free(&l);
     source_free(&s);
+    profile_view_free(v);
+}
+
+/* In a sampled trace window (trace_sampling.c) each recorded gap stands for
+ * the window's weight in gaps. */
+Test(pr003, gaps_of_a_sampled_window_count_with_their_weight) {
+    Builder b = builder();
+    int sum = site(&b, "gap.cu", 4, "main"), up = site(&b, "gap.cu", 3, "main");
+    for (uint32_t w = 1; w <= 4; w++) {
+        AggKernel k1 = {.device = 0, .name = "block_sum", .grid = {528, 1, 1}, .block = {256, 1, 1},
+                        .start_ns = b.t, .end_ns = b.t + 20 * US, .site = sum, .window = w, .weight = 8};
+        AggKernel k2 = k1;
+        k2.start_ns = b.t + 20 * US + 3 * MS;
+        k2.end_ns = k2.start_ns + 20 * US;
+        k2.site = up;
+        agg_kernel(b.agg, &k1);
+        agg_kernel(b.agg, &k2);
+        b.t = k2.end_ns + 50 * MS; /* untraced work in between: no gap is measured there */
+    }
+    ProfileView *v = view_of(&b, 400 * MS);
+    Source s = source_text("gap.cu", gap_cu);
+    FindingList l = run_rule("PR003", v, &s);
+    char *all = describe(&l, &s);
+    cr_assert_eq(l.count, 1, "%s", all);
+    const Finding *f = &l.items[0];
+    cr_expect_eq(finding_line(&s, f), 3);
+    cr_expect(strstr(f->message, "the GPU sat idle 3.00 ms before this line's work arrived, 32 times (96.0 ms"), "%s",
+              f->message);
+    cr_assert(f->gain.present);
+    cr_expect_float_eq(f->gain.seconds, 0.096, 1e-6);
+    free(all);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+/* Gains from idle time add up to no more than the run's idle time less the
+ * profiler's cost, and all of a file's program gains to no more than the run. */
+Test(gain_cap, idle_gains_are_scaled_to_the_recoverable_idle_time) {
+    Builder b = builder();
+    Kernel k = {"k(float*)", 528, 256, 16, 0, 0};
+    int at = site(&b, "gap.cu", 4, "main");
+    launches(&b, at, &k, 2, 10 * US, 40 * MS); /* 40 ms idle between the two, 10 ms after... */
+    ProfCalibration c = {.trace_every = 1, .launches = 2, .traced_launches = 2, .callback_ns = 10 * MS};
+    ProfileView *v = view_calibrated(&b, 100 * MS, c);
+    cr_assert_eq(profile_view_idle_ns(v), 40 * MS);
+    cr_assert_eq(profile_view_recoverable_idle_ns(v), 30 * MS);
+    FindingList l;
+    finding_list_init(&l);
+    const char *codes[] = {"PR002", "PR003", "PY008", "PY001"};
+    double gains[] = {0.030, 0.015, 0.050, 0.040};
+    for (size_t i = 0; i < 4; i++) {
+        Finding *f = finding_list_push(&l);
+        cr_assert_not_null(f);
+        f->code = codes[i];
+        cr_assert(finding_set_gain(f, gains[i], "program", NO_VALUES, "claimed"));
+    }
+    cr_assert(engine_cap_gains(v, &l, 0));
+    /* idle gains: 45 ms claimed, 30 ms there: x 2/3, to 20 and 10 ms; then all
+     * program gains: 20 + 10 + 50 + 40 = 120 ms in a 100 ms run: x 5/6 */
+    cr_expect_float_eq(l.items[0].gain.seconds, 0.020 * 5 / 6, 1e-9);
+    cr_expect_float_eq(l.items[1].gain.seconds, 0.010 * 5 / 6, 1e-9);
+    cr_expect_float_eq(l.items[2].gain.seconds, 0.050 * 5 / 6, 1e-9);
+    cr_expect_float_eq(l.items[3].gain.seconds, 0.040 * 5 / 6, 1e-9);
+    cr_expect(strstr(ev(&l.items[0].gain.model), "scaled down from 30.0 ms: this file's idle-time gains add up to "
+                                                 "45.0 ms, more than the 30.0 ms of GPU idle time"),
+              "%s", ev(&l.items[0].gain.model));
+    cr_expect(strstr(ev(&l.items[2].gain.model), "scaled down from 50.0 ms: this file's program gains add up to "
+                                                 "120 ms, more than the 100 ms the run lasted"),
+              "%s", ev(&l.items[2].gain.model));
+    cr_expect_not(strstr(ev(&l.items[2].gain.model), "idle"), "PY008's gain is not idle time");
+    finding_list_free(&l);
+    profile_view_free(v);
+}
+
+Test(gain_cap, gains_within_what_is_there_are_left_alone) {
+    Builder b = builder();
+    Kernel k = {"k(float*)", 528, 256, 16, 0, 0};
+    int at = site(&b, "gap.cu", 4, "main");
+    launches(&b, at, &k, 2, 10 * US, 40 * MS);
+    ProfileView *v = view_of(&b, 100 * MS);
+    FindingList l;
+    finding_list_init(&l);
+    Finding *f = finding_list_push(&l);
+    f->code = "PR003";
+    cr_assert(finding_set_gain(f, 0.039, "program", NO_VALUES, "claimed"));
+    cr_assert(engine_cap_gains(v, &l, 0));
+    cr_expect_float_eq(l.items[0].gain.seconds, 0.039, 1e-12);
+    cr_expect_str_eq(ev(&l.items[0].gain.model), "claimed");
+    finding_list_free(&l);
     profile_view_free(v);
 }
 

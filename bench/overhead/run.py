@@ -11,25 +11,29 @@ median step time of each variant is printed with its overhead against the
 plain run and the spread of its repetitions. Variants:
 
   plain            no profiler
-  advise           advise-profile as shipped
+  advise           advise-profile as shipped (after 8192 launches traced in full, one window in 8 traced)
+  trace-all        advise tracing every launch (ADVISE_PROFILE_TRACE=all), as before sampling
   advise-old       --old-profile, another build (the one before a change)
   setprofile       advise with the pre-3.12 Python hook (PyEval_SetProfile)
   no-python        advise without Python call sites (CUPTI callbacks only)
   activity-only    advise with ADVISE_PROFILE_SITES=0 (no callbacks, no sites)
   kernels-only     activity-only, and of the activity kinds only kernels (ADVISE_PROFILE_ACTIVITY=kernels)
   torch.profiler   torch.profiler, CPU+CUDA activities, with_stack=True
+  act:KINDS        no callbacks, only the activity kinds listed (kernels,memcpy,memset,sync,overhead; none)
+  cb:KINDS         callbacks and call sites, and only the activity kinds listed
 """
 import argparse
 import datetime
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ALL = ["plain", "advise", "advise-old", "setprofile", "no-python", "activity-only", "kernels-only", "torch.profiler"]
+ALL = ["plain", "advise", "trace-all", "advise-old", "setprofile", "no-python", "activity-only", "kernels-only", "torch.profiler"]
 
 
 def command(variant, args, model, out):
@@ -40,7 +44,15 @@ def command(variant, args, model, out):
     if variant == "torch.profiler":
         return step + ["--torch-profiler"], env
     binary = args.old_profile if variant == "advise-old" else args.profile
-    if variant == "setprofile":
+    if variant.startswith("act:") or variant.startswith("cb:"):
+        # act:KINDS: no callbacks, only these activity kinds; cb:KINDS: callbacks and sites too
+        kinds = variant.split(":", 1)[1]
+        env["ADVISE_PROFILE_ACTIVITY"] = kinds if kinds != "none" else "device"
+        if variant.startswith("act:"):
+            env["ADVISE_PROFILE_SITES"] = "0"
+    elif variant == "trace-all":
+        env["ADVISE_PROFILE_TRACE"] = "all"
+    elif variant == "setprofile":
         env["ADVISE_PROFILE_PYTHON_HOOK"] = "setprofile"
     elif variant == "no-python":
         env["ADVISE_PROFILE_PYTHON_HOOK"] = "off"
@@ -61,6 +73,7 @@ def main():
     parser.add_argument("--models", default="gpt-small,tlm-small,gpt2")
     parser.add_argument("--variants", default=",".join(v for v in ALL if v != "advise-old"))
     parser.add_argument("--json", help="write every measurement here")
+    parser.add_argument("--keep", help="copy each run's profile into this folder (MODEL-VARIANT-REP.json)")
     args = parser.parse_args()
     args.profile = os.path.abspath(args.profile)
     if args.old_profile:
@@ -86,6 +99,10 @@ def main():
                         print(f"  {model} {variant}: exit {done.returncode}\n{done.stderr[-2000:]}", flush=True)
                         continue
                     r = json.loads(lines[-1])
+                    profile = os.path.join(tmp, f"{model}-{variant}-{rep}.json")
+                    if args.keep and os.path.exists(profile):
+                        os.makedirs(args.keep, exist_ok=True)
+                        shutil.copy(profile, args.keep)
                     results[model][variant].append(r["step_ms"])
                     groups[model][variant].append(r["groups_ms"])
                     print(f"  rep {rep} {model:10s} {variant:15s} {r['step_ms']:8.3f} ms/step "

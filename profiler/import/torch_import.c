@@ -448,15 +448,15 @@ static bool attribute(Import *im) {
             if (g->cat == CAT_KERNEL) {
                 AggKernel k = {g->device, g->name, {g->grid[0], g->grid[1], g->grid[2]},
                                {g->block[0], g->block[1], g->block[2]}, g->registers, g->shared, 0, 0,
-                               g->start_ns, g->end_ns, site};
+                               g->start_ns, g->end_ns, site, 0, 1};
                 agg_kernel(im->agg, &k);
                 im->r.kernels++;
             } else if (g->cat == CAT_MEMCPY) {
-                AggCopy k = {g->device, g->copy, g->src, g->dst, g->bytes, g->start_ns, g->end_ns, site};
+                AggCopy k = {g->device, g->copy, g->src, g->dst, g->bytes, g->start_ns, g->end_ns, site, 0, 1};
                 agg_memcpy(im->agg, &k);
                 im->r.copies++;
             } else {
-                AggMemset k = {g->device, g->dst, g->bytes, g->start_ns, g->end_ns, site};
+                AggMemset k = {g->device, g->dst, g->bytes, g->start_ns, g->end_ns, site, 0, 1};
                 agg_memset(im->agg, &k);
                 im->r.memsets++;
             }
@@ -572,7 +572,7 @@ Profile *torch_import_report(const char *text, size_t length, const char *projec
     if (ok) ok = attribute(&im);
     if (ok) {
         ProfProcess proc = {im.c.has_host_pid ? im.c.host_pid : 0, -1, -1, -1,
-                            im.c.any_time ? im.c.last_ns - im.c.first_ns : 0, NULL};
+                            im.c.any_time ? im.c.last_ns - im.c.first_ns : 0, NULL, {0}};
         if (json_is_object(root)) read_distributed(root, &proc);
         p = agg_to_profile(im.agg, &proc);
         ok = p && describe(p, trace_path);

@@ -35,8 +35,19 @@ int callsite_current(void);
 
 /* Correlation id of an API call -> its call site, read back when the
  * activity record of the same id arrives (possibly on another thread). */
-void correlation_put(uint32_t correlation, int site);
-int correlation_get(uint32_t correlation);
+void correlation_put(uint32_t correlation, int site, uint32_t window);
+/* window (may be NULL) gets the call's trace window tag, 0 when unknown */
+int correlation_get(uint32_t correlation, uint32_t *window);
+
+/* ---- which device work is traced (trace_sampling.c) */
+void trace_sampling_start(bool kernels, bool copies, bool memsets);
+/* A launch, copy or memset call begins: its window tag, and whether CUPTI traces it. */
+uint32_t trace_sampling_on_launch(bool *traced);
+/* ... ends: host time inside the call and the callbacks' own time on it */
+void trace_sampling_launch_time(bool traced, uint64_t api_ns, uint64_t callback_ns);
+/* the weight of a record of window tag w: 1 in the prefix, trace_every in a sampled window */
+uint32_t trace_sampling_weight(uint32_t window);
+void trace_sampling_fill(ProfCalibration *c);
 
 /* Python programs: a profile hook keeps the innermost user frame of each
  * thread; python_site reads its current line. */

@@ -47,23 +47,36 @@ const char *inject_relative(const char *path) {
     return path + inject_root_len + 1;
 }
 
-/* ---- correlation id -> site, lock-free: one 64-bit slot per id modulo the
- * table size (an id is looked up soon after it is written). */
+/* ---- correlation id -> site and trace window, lock-free: one 64-bit slot
+ * per id modulo the table size (an id is looked up soon after it is
+ * written): the id, then the window tag (12 bits) and site + 1 (20 bits;
+ * sites stay under MAX_SITES in aggregate.c). */
 static uint64_t correlation_slots[CORRELATION_SLOTS];
 
-void correlation_put(uint32_t correlation, int site) {
-    uint64_t packed = ((uint64_t)correlation << 32) | (uint32_t)(site + 1);
+#define SITE_BITS 20u
+#define SITE_MASK ((1u << SITE_BITS) - 1u)
+
+void correlation_put(uint32_t correlation, int site, uint32_t window) {
+    uint32_t low = (window << SITE_BITS) | ((uint32_t)(site + 1) & SITE_MASK);
+    uint64_t packed = ((uint64_t)correlation << 32) | low;
     __atomic_store_n(&correlation_slots[correlation & (CORRELATION_SLOTS - 1)], packed, __ATOMIC_RELEASE);
 }
 
-int correlation_get(uint32_t correlation) {
+int correlation_get(uint32_t correlation, uint32_t *window) {
     uint64_t packed = __atomic_load_n(&correlation_slots[correlation & (CORRELATION_SLOTS - 1)], __ATOMIC_ACQUIRE);
-    if ((uint32_t)(packed >> 32) != correlation) return -1;
-    return (int)(uint32_t)packed - 1;
+    if ((uint32_t)(packed >> 32) != correlation) {
+        if (window) *window = 0;
+        return -1;
+    }
+    if (window) *window = (uint32_t)packed >> SITE_BITS;
+    return (int)((uint32_t)packed & SITE_MASK) - 1;
 }
 
 /* ---- call sites */
 static __thread int outer_site = -1;   /* site of the outermost API call running on this thread */
+static __thread uint32_t outer_window; /* its trace window tag (trace_sampling.c) */
+static __thread bool outer_traced;     /* whether its device work is traced */
+static __thread uint64_t outer_callback_ns; /* the callbacks' own time on it so far */
 static __thread int api_nesting;       /* API calls running on this thread, nested */
 static __thread uint64_t api_enter_ns; /* when the outermost one began */
 
@@ -100,6 +113,14 @@ static Watch classify(const char *name) {
             return WATCH_ALLOC;
         }
     return WATCH_NONE;
+}
+
+static ProfSyncKind sync_kind_of(const char *name) {
+    if (strstr(name, "StreamWaitEvent")) return PROF_SYNC_STREAM_WAIT_EVENT;
+    if (strstr(name, "EventSynchronize")) return PROF_SYNC_EVENT;
+    if (strstr(name, "StreamSynchronize")) return PROF_SYNC_STREAM;
+    if (strstr(name, "DeviceSynchronize") || strstr(name, "CtxSynchronize")) return PROF_SYNC_CONTEXT;
+    return PROF_SYNC_UNKNOWN;
 }
 
 static ProfMemKind alloc_kind(const char *name) {
@@ -140,22 +161,33 @@ static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_C
     const CUpti_CallbackData *cb = data;
     if (cb->callbackSite == CUPTI_API_ENTER) {
         if (api_nesting++ > 0) {
-            correlation_put(cb->correlationId, outer_site);
+            correlation_put(cb->correlationId, outer_site, outer_window);
             return;
         }
+        uint64_t entered = now_ns();
+        Watch watch = watch_of(domain, cbid);
+        outer_window = 0;
+        outer_traced = false;
+        if (watch == WATCH_WORK) outer_window = trace_sampling_on_launch(&outer_traced);
         outer_site = callsite_current();
-        correlation_put(cb->correlationId, outer_site);
+        correlation_put(cb->correlationId, outer_site, outer_window);
         api_enter_ns = now_ns();
+        outer_callback_ns = api_enter_ns - entered;
         return;
     }
     if (api_nesting == 0) return; /* an exit whose entry came before we subscribed */
     if (--api_nesting > 0) return;
-    uint64_t took = now_ns() - api_enter_ns;
+    uint64_t exited = now_ns();
+    uint64_t took = exited - api_enter_ns;
     api_time_add(cb->functionName, took);
-    if (watch_of(domain, cbid) == WATCH_ALLOC && cb->functionParams) {
+    Watch watch = watch_of(domain, cbid);
+    if (watch == WATCH_ALLOC && cb->functionParams) {
         const AllocParams *p = cb->functionParams;
         agg_alloc(inject_agg, alloc_kind(cb->functionName), p->size, took, outer_site);
     }
+    /* the host's wait: what CUPTI's SYNCHRONIZATION record measured, without its cost */
+    if (watch == WATCH_SYNC) agg_sync(inject_agg, sync_kind_of(cb->functionName), took, outer_site);
+    if (watch == WATCH_WORK) trace_sampling_launch_time(outer_traced, took, outer_callback_ns + (now_ns() - exited));
     outer_site = -1;
 }
 
@@ -218,6 +250,7 @@ static void write_part(void) {
     }
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/part-%ld.json", parts_dir, (long)getpid());
+    if (!start_error && !metrics_mode) trace_sampling_fill(&proc.calibration);
     Profile *p = inject_agg ? agg_to_profile(inject_agg, &proc) : NULL;
     if (p && metrics_mode) {
         source_metrics_finish(p);
@@ -273,9 +306,35 @@ static void fail(const char *what, CUptiResult r) {
     if (!start_error) start_error = strdup(buf);
 }
 
+/* Synchronizations are timed by the callbacks (on_api), not by CUPTI's
+ * SYNCHRONIZATION records, and CUPTI's OVERHEAD records are off unless asked
+ * for: on the H200 either kind cost the launching thread more per launch
+ * than tracing the kernels did (bench/overhead, `act:` variants). */
 static const CUpti_ActivityKind activity_kinds[] = {
     CUPTI_ACTIVITY_KIND_DEVICE, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-    CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD};
+    CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_OVERHEAD};
+
+static const char *activity_word(CUpti_ActivityKind kind) {
+    switch (kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return "kernels";
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return "memcpy";
+    case CUPTI_ACTIVITY_KIND_MEMSET: return "memset";
+    case CUPTI_ACTIVITY_KIND_OVERHEAD: return "overhead";
+    default: return NULL;
+    }
+}
+
+/* Is an activity kind in the comma-separated list (when there is none:
+ * every kind but OVERHEAD)? */
+static bool activity_wanted(const char *list, CUpti_ActivityKind kind) {
+    const char *word = activity_word(kind);
+    if (!word) return true;
+    if (!list) return kind != CUPTI_ACTIVITY_KIND_OVERHEAD;
+    size_t n = strlen(word);
+    for (const char *p = list; (p = strstr(p, word)) != NULL; p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')) return true;
+    return false;
+}
 
 __attribute__((visibility("default"))) int InitializeInjection(void) {
     static int done;
@@ -312,26 +371,36 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
         fail("cuptiSubscribe", r);
         return 1;
     }
+    /* One buffer for all threads, not one per thread (CUPTI's default): with
+     * per-thread buffers a thread's records (PyTorch's autograd thread runs
+     * the backward pass) arrive whole buffers late, and the busy-time sweep
+     * (aggregate.c) lost 31% of a training loop's busy time on the H200. */
+    uint8_t per_thread = 0;
+    size_t attr_size = sizeof per_thread;
+    cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &attr_size, &per_thread);
     if ((r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed)) != CUPTI_SUCCESS) {
         fail("cuptiActivityRegisterCallbacks", r);
         return 1;
     }
-    /* ADVISE_PROFILE_ACTIVITY=kernels: kernels alone (bench/overhead measures what the other kinds cost) */
+    /* ADVISE_PROFILE_ACTIVITY=kernels,sync,...: only these kinds (bench/overhead
+     * measures what each costs); the device record is always wanted */
     const char *kinds = getenv("ADVISE_PROFILE_ACTIVITY");
-    bool kernels_only = kinds && strcmp(kinds, "kernels") == 0;
-    for (size_t i = 0; i < sizeof activity_kinds / sizeof *activity_kinds; i++)
-        if (kernels_only && activity_kinds[i] != CUPTI_ACTIVITY_KIND_DEVICE &&
-            activity_kinds[i] != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
-            continue;
-        else if ((r = cuptiActivityEnable(activity_kinds[i])) != CUPTI_SUCCESS &&
+    for (size_t i = 0; i < sizeof activity_kinds / sizeof *activity_kinds; i++) {
+        if (!activity_wanted(kinds, activity_kinds[i])) continue;
+        if ((r = cuptiActivityEnable(activity_kinds[i])) != CUPTI_SUCCESS &&
             activity_kinds[i] != CUPTI_ACTIVITY_KIND_OVERHEAD) {
             fail("cuptiActivityEnable", r);
             return 1;
         }
+    }
     /* ADVISE_PROFILE_SITES=0: activity only, no call sites and no API times
-     * (the least overhead; see docs/profiling.md). */
+     * (the least overhead; see docs/profiling.md). Without the callbacks
+     * nothing sees the launches, so everything is traced. */
     const char *sites = getenv("ADVISE_PROFILE_SITES");
     if (sites && strcmp(sites, "0") == 0) return 1;
+    trace_sampling_start(activity_wanted(kinds, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+                         activity_wanted(kinds, CUPTI_ACTIVITY_KIND_MEMCPY),
+                         activity_wanted(kinds, CUPTI_ACTIVITY_KIND_MEMSET));
     enable_watched(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, runtime_watch);
     enable_watched(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, driver_watch);
     native_sites_start();

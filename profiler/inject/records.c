@@ -34,16 +34,6 @@ static ProfCopyKind copy_kind(uint8_t kind) {
     }
 }
 
-static ProfSyncKind sync_kind(CUpti_ActivitySynchronizationType type) {
-    switch (type) {
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: return PROF_SYNC_EVENT;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT: return PROF_SYNC_STREAM_WAIT_EVENT;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE: return PROF_SYNC_STREAM;
-    case CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE: return PROF_SYNC_CONTEXT;
-    default: return PROF_SYNC_UNKNOWN;
-    }
-}
-
 static const char *overhead_name(CUpti_ActivityOverheadKind kind) {
     switch (kind) {
     case CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER: return "driver_compiler";
@@ -60,13 +50,16 @@ static const char *overhead_name(CUpti_ActivityOverheadKind kind) {
 }
 
 static void on_kernel(const CUpti_ActivityKernel10 *k) {
+    uint32_t window;
+    int site = correlation_get(k->correlationId, &window);
     AggKernel rec = {
         .device = k->deviceId, .name = k->name,
         .grid = {(uint32_t)k->gridX, (uint32_t)k->gridY, (uint32_t)k->gridZ},
         .block = {(uint32_t)k->blockX, (uint32_t)k->blockY, (uint32_t)k->blockZ},
         .registers = k->registersPerThread, .static_shared = (uint32_t)k->staticSharedMemory,
         .dynamic_shared = (uint32_t)k->dynamicSharedMemory, .local_per_thread = k->localMemoryPerThread,
-        .start_ns = k->start, .end_ns = k->end, .site = correlation_get(k->correlationId)};
+        .start_ns = k->start, .end_ns = k->end, .site = site,
+        .window = window, .weight = trace_sampling_weight(window)};
     agg_kernel(inject_agg, &rec);
 }
 
@@ -94,23 +87,23 @@ static void consume(CUpti_Activity *record) {
         break;
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
         CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)record;
+        uint32_t window;
+        int site = correlation_get(m->correlationId, &window);
         AggCopy rec = {.device = m->deviceId, .copy = copy_kind(m->copyKind), .src = mem_kind(m->srcKind),
                        .dst = mem_kind(m->dstKind), .bytes = m->bytes, .start_ns = m->start,
-                       .end_ns = m->end, .site = correlation_get(m->correlationId)};
+                       .end_ns = m->end, .site = site, .window = window,
+                       .weight = trace_sampling_weight(window)};
         agg_memcpy(inject_agg, &rec);
         break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
         CUpti_ActivityMemset4 *m = (CUpti_ActivityMemset4 *)record;
+        uint32_t window;
+        int site = correlation_get(m->correlationId, &window);
         AggMemset rec = {.device = m->deviceId, .dst = mem_kind((uint8_t)m->memoryKind), .bytes = m->bytes,
-                         .start_ns = m->start, .end_ns = m->end, .site = correlation_get(m->correlationId)};
+                         .start_ns = m->start, .end_ns = m->end, .site = site, .window = window,
+                         .weight = trace_sampling_weight(window)};
         agg_memset(inject_agg, &rec);
-        break;
-    }
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: {
-        CUpti_ActivitySynchronization2 *s = (CUpti_ActivitySynchronization2 *)record;
-        uint64_t d = s->end > s->start ? s->end - s->start : 0;
-        agg_sync(inject_agg, sync_kind(s->type), d, correlation_get(s->correlationId));
         break;
     }
     case CUPTI_ACTIVITY_KIND_OVERHEAD: {

@@ -18,4 +18,8 @@ bool engine_merge_profile_with(const Document *doc, const PySource *py, const Cu
                                const char *relative_path, const ProfileView *profile, const Config *cfg,
                                const Rule *const *rules, size_t rule_count, FindingList *out, MergeReport *report);
 
+/* Scales down the program-scope gains of out's findings from first on where
+ * together they claim more than the run could give back (gain_cap.c). */
+bool engine_cap_gains(const ProfileView *view, FindingList *out, size_t first);
+
 #endif

@@ -316,6 +316,7 @@ bool engine_merge_profile_with(const Document *doc, const PySource *py, const Cu
         else i++;
     }
     if (ok) ok = run_profile_rules(&m, relative_path, rules, rule_count, out, report);
+    if (ok) ok = engine_cap_gains(profile, out, 0);
     finding_list_sort(out);
     py_source_free(owned_py);
     cuda_source_free(owned_cuda);

@@ -95,15 +95,18 @@ static uint64_t run_median(Run *r) {
 }
 
 /* The typical idle time per GPU activity outside the long gaps, and the
- * GPU's idle share there. False when the profile has no timeline. */
-static bool idle_between_launches(const Profile *p, double *gap_ns, double *idle_share) {
-    uint64_t span = 0, idle = 0, long_gaps = 0, activities = 0;
-    for (size_t i = 0; i < p->timeline_count; i++) {
-        span += p->timelines[i].span_ns;
-        idle += p->timelines[i].idle_ns;
-    }
+ * GPU's idle share there, after taking out what the profiler itself added
+ * to the launching threads (profile_view_profiler_ns: in a launch-bound run
+ * that time is GPU idle time an unprofiled run does not have). False when
+ * the profile has no timeline. */
+static bool idle_between_launches(const ProfileView *v, double *gap_ns, double *idle_share) {
+    const Profile *p = profile_view_profile(v);
+    uint64_t span = 0, idle = profile_view_recoverable_idle_ns(v), long_gaps = 0, activities = 0;
+    for (size_t i = 0; i < p->timeline_count; i++) span += p->timelines[i].span_ns;
+    uint64_t profiler = profile_view_idle_ns(v) - idle;
+    span = span > profiler ? span - profiler : 0;
     for (size_t i = 0; i < p->gap_count; i++)
-        if (p->gaps[i].duration_ns >= LONG_GAP_NS) long_gaps += p->gaps[i].duration_ns;
+        if (p->gaps[i].duration_ns >= LONG_GAP_NS) long_gaps += p->gaps[i].duration_ns * prof_gap_weight(&p->gaps[i]);
     if (long_gaps > idle) long_gaps = idle;
     for (size_t i = 0; i < p->op_count; i++)
         if (p->ops[i].kind == PROF_OP_LAUNCH || p->ops[i].kind == PROF_OP_MEMCPY || p->ops[i].kind == PROF_OP_MEMSET)
@@ -145,6 +148,11 @@ static void report(RuleContext *ctx, const PfLines *lines, Run *r, double gap_ns
     ok = ok && finding_measured(f, QV(q_ratio(idle_share), q_seconds(gap_ns / 1e9)),
                                 "outside its gaps of 1 ms or more the GPU was idle {} of the time: ~{} per "
                                 "activity (kernel, copy or memset)");
+    uint64_t profiler = profile_view_profiler_ns(ctx->profile);
+    if (profiler)
+        ok = ok && finding_measured(f, QV(q_ns(profiler)),
+                                    "the profiler's own cost on the launching threads, {} as measured in this run, "
+                                    "is taken out of that idle time");
     ok = ok && finding_model(f, QV(q_seconds(gain_ns / 1e9), q_ratio(gain_ns / run_ns)),
                              "estimated gain: {} ({} of the run) if each launch left only the ~2 \xc2\xb5s "
                              "gap of a CUDA graph");
@@ -166,10 +174,9 @@ static bool add_sample(Run *r, uint64_t median, uint64_t count) {
 }
 
 static void check_profile(RuleContext *ctx) {
-    const Profile *p = profile_view_profile(ctx->profile);
     uint64_t run_ns = profile_view_run_ns(ctx->profile);
     double gap_ns, idle_share;
-    if (run_ns == 0 || !idle_between_launches(p, &gap_ns, &idle_share)) return;
+    if (run_ns == 0 || !idle_between_launches(ctx->profile, &gap_ns, &idle_share)) return;
     if (idle_share < MIN_IDLE_SHARE || gap_ns <= GRAPH_GAP_NS) return;
     PfLines lines;
     if (!pf_file_lines(ctx, &lines)) return;
@@ -220,6 +227,6 @@ static void check_profile(RuleContext *ctx) {
 
 const Rule rule_pr002_launch_bound = {
     .code = "PR002", .name = "launch-bound", .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA, .check_profile = check_profile,
+    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA, .check_profile = check_profile, .gain_from_idle = true,
     .summary = "Many tiny kernels launched from a line while the GPU idles between them (profile)",
     .documentation = documentation};

@@ -205,15 +205,17 @@ static void check_profile(RuleContext *ctx) {
         if (j == n) lines[n++] = (LineGaps){.line = after->line, .first_start = gap->start_ns};
         LineGaps *g = &lines[j];
         if (gap->start_ns < g->first_start) g->first_start = gap->start_ns;
-        g->total += gap->duration_ns;
-        g->count++;
+        /* a gap of a sampled trace window stands for `weight` gaps (trace_sampling.c) */
+        uint64_t weight = prof_gap_weight(gap);
+        g->total += gap->duration_ns * weight;
+        g->count += weight;
         count_process(g, gap->process);
         if (gap->duration_ns > g->largest) g->largest = gap->duration_ns;
         int before = gap->before_site;
         size_t k = 0;
         while (k < g->before_count && g->before[k].site != before) k++;
         if (k == g->before_count && k < MAX_BEFORE) g->before[g->before_count++] = (Before){before, 0};
-        if (k < g->before_count) g->before[k].ns += gap->duration_ns;
+        if (k < g->before_count) g->before[k].ns += gap->duration_ns * weight;
     }
     qsort(lines, n, sizeof *lines, by_line);
     for (size_t i = 0; i < n && !ctx->out_of_memory; i++)
@@ -223,6 +225,6 @@ static void check_profile(RuleContext *ctx) {
 
 const Rule rule_pr003_gpu_idle_gap = {
     .code = "PR003", .name = "gpu-idle-gap", .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA, .check_profile = check_profile,
+    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA, .check_profile = check_profile, .gain_from_idle = true,
     .summary = "The GPU sat idle 1 ms or more before this line's work arrived (profile)",
     .documentation = documentation};
