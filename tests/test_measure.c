@@ -744,7 +744,10 @@ Test(measure_lines, global_sectors_judge_the_uncoalesced_store, .timeout = 240) 
     cr_expect(has_evidence(f, "this line moves 4.5x the ideal global sectors (18,874,368 vs 4,194,304 in one launch "
                               "of transpose_naive), 82% of the kernel's global sectors"));
     cr_expect_eq(f->severity, SEVERITY_ERROR);
-    cr_expect_not(f->gain.present, "sector counts give no time");
+    /* 23.1 M sectors per 50 us launch, memory-bound: the kernel's 1 ms x the excess 14.7 M of 23.1 M sectors */
+    cr_assert(f->gain.present, "a memory-bound kernel's excess sectors cost time");
+    cr_expect_float_eq(f->gain.seconds, 1e-3 * (18874368.0 - M4096) / (18874368.0 + M4096), 1e-9);
+    cr_expect(strstr(ev(&f->gain.model), "in a memory-bound kernel"), "%s", ev(&f->gain.model));
     finding_list_free(&l);
 
     /* 3x: at most a warning, though the kernel takes 20% */

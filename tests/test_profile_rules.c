@@ -1452,7 +1452,10 @@ Test(pr010, the_naive_transpose_store, .timeout = 120) {
     cr_expect_eq(f->severity, SEVERITY_WARNING, "4.5x in a kernel with half the kernel time");
     cr_expect(has_evidence(f, "604 MB moved in 32-byte sectors where coalesced accesses would move 134 MB"));
     cr_expect(has_evidence(f, "the kernel: 1.00 ms of GPU time, 50% of all kernel time"));
-    cr_expect_not(f->gain.present, "sectors give no time");
+    /* 23.1 M sectors (738 MB) per 50 us launch: memory-bound; 1 ms x (18.9 M - 4.2 M) / 23.1 M */
+    cr_assert(f->gain.present, "a memory-bound kernel's excess sectors cost time");
+    cr_expect_float_eq(f->gain.seconds, 1e-3 * (18874368.0 - 4194304.0) / (18874368.0 + 4194304.0), 1e-9);
+    cr_expect(has_evidence(f, "of the GPU's peak memory bandwidth (4.80 TB/s; sectors are L1 requests"), "%s", all);
     free(all);
     finding_list_free(&l);
     source_free(&s);
@@ -1511,6 +1514,26 @@ Test(pr010, look_alikes, .timeout = 120) {
     pb_hash(p, TRANSPOSE, "// an older transpose.cu\n");
     l = on_transpose("PR010", p, &s);
     cr_expect_eq(l.count, 0, "stale: lines may have moved");
+    finding_list_free(&l);
+    source_free(&s);
+}
+
+/* The same store in a kernel that is not memory-bound (its sectors come at
+ * 3% of the peak bandwidth): the finding stands, without a gain. */
+Test(pr010, no_gain_when_the_kernel_is_not_memory_bound, .timeout = 120) {
+    Source s = source_file(TRANSPOSE);
+    Profile *p = transpose_lines();
+    p->kernels[0].stats.total_ns = 100 * MS; /* 5 ms a launch */
+    FindingList l = on_transpose("PR010", p, &s);
+    char *all = describe(&l, &s);
+    cr_assert_eq(l.count, 1, "%s", all);
+    cr_expect_not(l.items[0].gain.present);
+    bool said = false;
+    for (size_t i = 0; i < l.items[0].evidence_count; i++)
+        said |= strstr(ev(&l.items[0].evidence[i]), "no estimate: the kernel's sectors came at 3.1% of the GPU's "
+                                                    "peak memory bandwidth") != NULL;
+    cr_expect(said, "%s", all);
+    free(all);
     finding_list_free(&l);
     source_free(&s);
 }

@@ -101,7 +101,9 @@ static const char documentation[] =
     "finding shows the global-memory sectors its line moved against what coalesced accesses would\n"
     "move (`4.5x the ideal global sectors`). At 1.25x or less the accesses were coalesced in the\n"
     "measured launch and the finding becomes a hint; from 2x (and 10% of the kernel's sectors) its\n"
-    "severity rises with the kernel's share of the run, to an error only from 4x.\n";
+    "severity rises with the kernel's share of the run, to an error only from 4x. From 2x, in a\n"
+    "memory-bound kernel (its sectors come at 30% of the GPU's peak bandwidth or more), it gets an\n"
+    "estimated gain: the kernel's time times the line's excess sectors over all of the kernel's.\n";
 
 typedef struct {
     RuleContext *ctx;

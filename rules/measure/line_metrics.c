@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "profiler/kernel_name.h"
+#include "rules/measure/measure.h"
 #include "rules/measure/profile_facts.h"
 #include "rules/rule.h"
 
@@ -37,21 +38,52 @@ uint64_t lm_kernel_total(const Profile *p, const char *kernel, LmKind kind) {
     return total;
 }
 
-uint64_t lm_kernel_ns(const ProfileView *v, const char *kernel) {
+/* the kernel's GPU time and launches: by demangled name, else by base name */
+static void kernel_time(const ProfileView *v, const char *kernel, uint64_t *ns, uint64_t *launches) {
     const Profile *p = profile_view_profile(v);
-    uint64_t ns = 0;
+    *ns = *launches = 0;
     bool found = false;
     for (size_t i = 0; kernel && i < p->kernel_count; i++)
         if (strcmp(p->kernels[i].name, kernel) == 0) {
-            ns = prof_add_u64(ns, p->kernels[i].stats.total_ns);
+            *ns = prof_add_u64(*ns, p->kernels[i].stats.total_ns);
+            *launches = prof_add_u64(*launches, p->kernels[i].stats.count);
             found = true;
         }
-    if (found || !kernel) return ns;
+    if (found || !kernel) return;
     char *base = kernel_base_name(kernel);
     ProfStats sum;
-    if (base && *base && profile_view_kernel(v, base, &sum, NULL)) ns = sum.total_ns;
+    if (base && *base && profile_view_kernel(v, base, &sum, NULL)) {
+        *ns = sum.total_ns;
+        *launches = sum.count;
+    }
     free(base);
+}
+
+uint64_t lm_kernel_ns(const ProfileView *v, const char *kernel) {
+    uint64_t ns, launches;
+    kernel_time(v, kernel, &ns, &launches);
     return ns;
+}
+
+void lm_global_gain(const ProfileView *v, const char *kernel, uint64_t kernel_sectors, uint64_t measured_launches,
+                    uint64_t actual, uint64_t ideal, LmGain *out) {
+    memset(out, 0, sizeof *out);
+    uint64_t launches;
+    kernel_time(v, kernel, &out->kernel_ns, &launches);
+    const ProfDevice *d = profile_view_device(v);
+    out->bytes_per_s = d && d->bandwidth_bytes_per_s ? d->bandwidth_bytes_per_s
+                                                     : (uint64_t)MEASURE_DEVICE_DEFAULT_BYTES_PER_S;
+    if (!out->kernel_ns || !launches || !measured_launches || !kernel_sectors || !out->bytes_per_s ||
+        actual <= ideal || actual > kernel_sectors)
+        return;
+    out->known = true;
+    double bytes_per_launch = (double)kernel_sectors * 32.0 / (double)measured_launches;
+    double ns_per_launch = (double)out->kernel_ns / (double)launches;
+    out->sector_bytes_per_s = bytes_per_launch / ns_per_launch * 1e9;
+    out->bandwidth_share = out->sector_bytes_per_s / (double)out->bytes_per_s;
+    out->memory_bound = out->bandwidth_share >= LM_MEMORY_BOUND_SHARE;
+    if (out->memory_bound)
+        out->gain_ns = (double)out->kernel_ns * (double)(actual - ideal) / (double)kernel_sectors;
 }
 
 static bool at_lines(uint32_t line, uint32_t first, uint32_t last, const uint32_t *extra, size_t extra_count) {

@@ -104,6 +104,31 @@ bool lm_waste_evidence(Finding *f, const LmWaste *w, const char *verb, const cha
  * NULL when memory runs out (ctx remembers). */
 Finding *lm_report_ratio(RuleContext *ctx, const LmWaste *w, const char *fmt);
 
+/* What removing a line's excess global sectors would save (issue 17's
+ * device-line cost). The model: in a memory-bound kernel, time follows the
+ * sectors moved, so a line moving `actual` sectors where `ideal` would do
+ * saves its kernel's time T times (actual - ideal) / kernel_sectors, which
+ * is T x the line's share of the sectors x (1 - 1/N) for a line at N times
+ * the ideal. The kernel counts as memory-bound when its measured sectors
+ * per launch, over its mean launch time, reach LM_MEMORY_BOUND_SHARE of the
+ * device's peak bandwidth: sectors are L1 requests, so a kernel below that
+ * is bound by something else and gets no estimate. On the H200, the naive
+ * transpose sample (8x at its store, 89% of its sectors) was estimated at
+ * 775 us over 21 launches and its tiled fix saved 902 us (-14%): the model
+ * is conservative, as the fix also removes the rest of the waste. */
+#define LM_MEMORY_BOUND_SHARE 0.30
+typedef struct {
+    bool known;              /* the kernel's time, launches and the device's bandwidth were found */
+    bool memory_bound;
+    double bandwidth_share;  /* sector bytes per second over the peak */
+    double gain_ns;          /* 0 when not memory-bound */
+    uint64_t kernel_ns;
+    double sector_bytes_per_s; /* the kernel's sectors x 32 bytes over its mean launch time */
+    uint64_t bytes_per_s;    /* the device's peak (an H200's when the profile names none) */
+} LmGain;
+void lm_global_gain(const ProfileView *v, const char *kernel, uint64_t kernel_sectors, uint64_t measured_launches,
+                    uint64_t actual, uint64_t ideal, LmGain *out);
+
 /* Bytes in so many 32-byte sectors (saturating). */
 uint64_t lm_sector_bytes(uint64_t sectors);
 

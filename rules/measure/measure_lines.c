@@ -18,9 +18,12 @@
  * a file changed since it was profiled (lines may have moved), nothing is
  * added and the kernel's time alone counts, as without line metrics.
  *
- * No gain is estimated: sectors are requests to L1, not DRAM traffic
- * (repeats of a sector often hit in L1 or L2), and the kernel may be bound
- * by something else than these accesses. */
+ * Global accesses at 2x the ideal or more, in a memory-bound kernel, get an
+ * estimated gain (lm_global_gain: the kernel's time x the lines' excess
+ * sectors over the kernel's); shared-memory wavefronts get none (what the
+ * extra passes cost depends on what bounds the kernel). Sectors are
+ * requests to L1, not DRAM traffic: repeats of a sector often hit in L1 or
+ * L2, which is why the kernel must be shown memory-bound first. */
 #include <stdio.h>
 #include <string.h>
 
@@ -94,5 +97,15 @@ bool measure_line_access(Measure kind, const MeasureSite *s, Measurement *m) {
                              m->cleared ? "; no bank conflicts in the measured launch, a false alarm there" : "");
     ok = ok && measure_add_evidence(m, &e);
     evidence_free(&e);
+    if (ok && lk == LM_GLOBAL && !m->has_gain && ratio >= LM_WASTE_RATIO && sum.kernels == 1) {
+        LmGain g;
+        lm_global_gain(s->view, sum.kernel, sum.kernel_total, sum.launches, sum.actual, sum.ideal, &g);
+        if (g.known && g.memory_bound)
+            ok = measure_gain(m, g.gain_ns / 1e9, "program",
+                              QV(q_ns(g.kernel_ns), q_share(sum.actual - sum.ideal, sum.kernel_total),
+                                 q_ratio(g.bandwidth_share)),
+                              "the kernel's {} \xc3\x97 the excess sectors, {} of the kernel's: in a memory-bound "
+                              "kernel ({} of peak bandwidth) time follows the sectors moved");
+    }
     return ok;
 }

@@ -52,9 +52,15 @@ static const char documentation[] =
     "Sector counts of the measured launch (one per process that ran the kernel), summed over the\n"
     "line's instructions. Sectors are requests to the L1 cache: when the next instructions use the\n"
     "rest of a sector (the fields of a struct read one by one), L1 serves the repeats and DRAM\n"
-    "traffic is lower than the ratio; the waste is then L1 bandwidth and instructions. No gain is\n"
-    "estimated: how much time the extra sectors cost depends on what bounds the kernel. Severity\n"
-    "is info, warning from 4x in a kernel with 10% of the kernel time or more.\n";
+    "traffic is lower than the ratio; the waste is then L1 bandwidth and instructions. Severity\n"
+    "is info, warning from 4x in a kernel with 10% of the kernel time or more.\n"
+    "\n"
+    "The estimated gain: when the kernel is memory-bound (its sectors per launch, over its mean\n"
+    "launch time, reach 30% of the GPU's peak bandwidth), its time is taken to follow the sectors\n"
+    "it moves, and the gain is the kernel's time times the line's excess sectors (moved less ideal)\n"
+    "over all of the kernel's sectors. Below 30% the kernel is bound by something else and no gain\n"
+    "is given. On the H200 the naive transpose sample was estimated at 775 \xc2\xb5s and its tiled\n"
+    "fix saved 902 \xc2\xb5s: the estimate is conservative.\n";
 
 static void visit(RuleContext *ctx, const LmWaste *w) {
     Finding *f = lm_report_ratio(ctx, w,
@@ -65,6 +71,20 @@ static void visit(RuleContext *ctx, const LmWaste *w) {
     bool ok = finding_measured(f, QV(q_bytes(lm_sector_bytes(w->actual)), q_bytes(lm_sector_bytes(w->ideal))),
                                "{} moved in 32-byte sectors where coalesced accesses would move {}");
     ok = ok && lm_waste_evidence(f, w, "move", "2x the ideal or more too");
+    LmGain g;
+    lm_global_gain(ctx->profile, w->entry->kernel, w->kernel_total, w->entry->launches, w->actual, w->ideal, &g);
+    if (ok && g.known && g.memory_bound)
+        ok = finding_measured(f, QV(q_rate(g.sector_bytes_per_s), q_ratio(g.bandwidth_share), q_rate((double)g.bytes_per_s)),
+                              "the kernel's sectors came at {}, {} of the GPU's peak memory bandwidth ({}; sectors "
+                              "are L1 requests, some served by the caches): memory-bound") &&
+             finding_set_gain(f, g.gain_ns / 1e9, "program",
+                              QV(q_ns(g.kernel_ns), q_share(w->actual - w->ideal, w->kernel_total)),
+                              "the kernel's {} \xc3\x97 the line's excess sectors, {} of the kernel's: in a "
+                              "memory-bound kernel time follows the sectors moved");
+    else if (ok && g.known)
+        ok = finding_model(f, QV(q_ratio(g.bandwidth_share)),
+                           "no estimate: the kernel's sectors came at {} of the GPU's peak memory bandwidth, under "
+                           "30%%, so something else bounds it");
     if (!ok) ctx->out_of_memory = true;
 }
 
