@@ -107,6 +107,34 @@ Test(cli, usage_errors_exit_2) {
     run_result_free(&r);
 }
 
+/* The refused option is named, not the word before it: a letter inside a
+ * group of short options, or the long option itself. */
+Test(cli, a_refused_option_is_named) {
+    static const struct { const char *arg, *said; } cases[] = {
+        {"-qj2", "unknown or incomplete option '-q' (in '-qj2')"},
+        {"-jz", "-j wants a positive number of files to analyse at once, not 'z'"},
+        {"-hz", NULL}, /* help comes first */
+        {"-z", "unknown or incomplete option '-z'\n"},
+        {"--quiet=1", "unknown or incomplete option '--quiet=1'"},
+        {"--bogus", "unknown or incomplete option '--bogus'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        RunResult r = run_advise("check", "--no-config", cases[i].arg, ".");
+        if (cases[i].said) {
+            cr_expect_eq(r.status, 2, "%s", cases[i].arg);
+            cr_expect(strstr(r.err, cases[i].said), "%s: %s", cases[i].arg, r.err);
+            cr_expect_not(strstr(r.err, "'check'"), "%s: %s", cases[i].arg, r.err);
+        } else {
+            cr_expect_eq(r.status, 0, "%s", cases[i].arg);
+        }
+        run_result_free(&r);
+    }
+    RunResult r = run_advise("report", "-xo", "out.html", ".");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "advise report: unknown or incomplete option '-x' (in '-xo')"), "%s", r.err);
+    run_result_free(&r);
+}
+
 Test(cli, json_format_is_complete) {
     char *dir = temp_dir();
     char *f = make_file(dir, "loop.py", FLAGGED);

@@ -157,10 +157,11 @@ Test(config_file, fail_on_values) {
         if (!cases[i].never) cr_expect(cfg.fail_on == cases[i].s, "%s", cases[i].text);
         config_free(&cfg);
     }
-    /* a later value replaces "never" */
+    /* a later value (a second file laid over the first) replaces "never" */
     Config cfg;
     config_init(&cfg);
-    load_ok(&cfg, "[check]\nfail-on = \"never\"\nfail-on = \"info\"\n");
+    load_ok(&cfg, "[check]\nfail-on = \"never\"\n");
+    load_ok(&cfg, "[check]\nfail-on = \"info\"\n");
     cr_expect(!cfg.fail_never && cfg.fail_on == SEVERITY_INFO);
     config_free(&cfg);
 }
@@ -186,6 +187,26 @@ Test(config_file, quoted_keys_and_tables_with_blanks) {
 }
 
 /* ---- errors --------------------------------------------------------------------- */
+
+/* TOML defines a table or a key once: a second `select` used to replace the
+ * first silently, turning rules off. */
+Test(config_errors, a_key_or_a_table_defined_twice) {
+    load_fails("[check]\nselect = [\"PY001\"]\nselect = [\"PY002\"]\n", 3,
+               "this key is already set in this table (TOML allows a key once): check.select");
+    load_fails("[check]\nselect = [\"PY001\"]\n[profile]\ndir = \"p\"\n[check]\nignore = [\"PY002\"]\n", 5,
+               "this table is already defined (TOML allows a table once): [check]");
+    load_fails("[severity]\nPY001 = \"error\"\n\"PY001\" = \"hint\"\n", 3, "severity.PY001");
+    /* the same key in two tables is two keys */
+    Config cfg;
+    config_init(&cfg);
+    char *error = NULL;
+    char *path = write_temp("[check]\nselect = [\"PY001\"]\n[severity]\nPY001 = \"error\"\n");
+    cr_expect(config_load_file(&cfg, path, &error), "%s", error ? error : "");
+    free(error);
+    unlink(path);
+    free(path);
+    config_free(&cfg);
+}
 
 Test(config_errors, unknown_tables_and_keys) {
     load_fails("[check]\n[nope]\n", 2, "unknown table");

@@ -286,7 +286,35 @@ static bool apply(Reader *r, Config *cfg, const char *table, const char *key, Va
     return fail(r, "unknown key", detail);
 }
 
+/* TOML forbids defining a table or a key twice; a second `select` that
+ * silently replaced the first turned rules off. seen holds "[table]" and
+ * "table.key" for everything defined so far. */
+static bool first_definition(Reader *r, StringList *seen, const char *table, const char *key) {
+    char *name = key ? format_string("%s.%s", table, key) : format_string("[%s]", table);
+    if (!name) return fail(r, "out of memory", NULL);
+    for (size_t i = 0; i < seen->count; i++)
+        if (strcmp(seen->items[i], name) == 0) {
+            bool ok = fail(r, key ? "this key is already set in this table (TOML allows a key once):"
+                                  : "this table is already defined (TOML allows a table once):",
+                           name);
+            free(name);
+            return ok;
+        }
+    bool ok = string_list_add(seen, name) || fail(r, "out of memory", NULL);
+    free(name);
+    return ok;
+}
+
+static bool parse_definitions(Reader *r, Config *cfg, StringList *seen);
+
 static bool parse(Reader *r, Config *cfg) {
+    StringList seen = {0};
+    bool ok = parse_definitions(r, cfg, &seen);
+    string_list_free(&seen);
+    return ok;
+}
+
+static bool parse_definitions(Reader *r, Config *cfg, StringList *seen) {
     char table[64] = "";
     while (r->p < r->end) {
         skip_space_lines(r);
@@ -304,8 +332,8 @@ static bool parse(Reader *r, Config *cfg) {
             snprintf(table, sizeof table, "%s", name);
             bool known = strcmp(name, "check") == 0 || strcmp(name, "severity") == 0 || strcmp(name, "profile") == 0 ||
                          strcmp(name, "cuda") == 0;
-            if (!known) {
-                fail(r, "unknown table:", name);
+            if (!known || !first_definition(r, seen, name, NULL)) {
+                if (!known) fail(r, "unknown table:", name);
                 free(name);
                 return false;
             }
@@ -322,6 +350,10 @@ static bool parse(Reader *r, Config *cfg) {
             return fail(r, "expected '=' after the key", NULL);
         }
         r->p++;
+        if (!first_definition(r, seen, table, key)) {
+            free(key);
+            return false;
+        }
         Value v;
         bool ok = parse_value(r, &v) && apply(r, cfg, table, key, &v) && end_of_line(r);
         value_free(&v);

@@ -4,6 +4,8 @@
 
 #include <limits.h>
 #include <stdarg.h>
+#include <ctype.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,17 @@ int cli_usage_error(const char *command, const char *fmt, ...) {
     fprintf(stderr, "\n(see `advise %s --help`)\n", command);
     va_end(ap);
     return EXIT_TROUBLE;
+}
+
+int cli_option_error(const char *command, char *const argv[], int token) {
+    const char *arg = argv[token] ? argv[token] : "";
+    /* getopt sets optopt to the short option it stopped at; in a group
+     * ("-qj2") the option is one letter of the token, not the token */
+    bool short_option = optopt > 0 && optopt < 128 && isalnum(optopt) && arg[0] == '-' && arg[1] != '-';
+    if (short_option && strlen(arg) > 2)
+        return cli_usage_error(command, "unknown or incomplete option '-%c' (in '%s')", optopt, arg);
+    if (short_option) return cli_usage_error(command, "unknown or incomplete option '-%c'", optopt);
+    return cli_usage_error(command, "unknown or incomplete option '%s'", arg);
 }
 
 int cli_load_config_file(const char *config_path, bool no_config, Config *cfg, char **config_dir) {

@@ -17,6 +17,11 @@ int cli_main(int argc, char **argv);
 /* Prints "advise COMMAND: <message>" and where to find help on stderr;
  * returns EXIT_TROUBLE. */
 int cli_usage_error(const char *command, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The usage error for the option getopt_long refused: token is the index in
+ * argv that optind held before the call (read it before each call), so that
+ * a letter of a group of short options ("-qj2") is named, not the previous
+ * word. Returns EXIT_TROUBLE. */
+int cli_option_error(const char *command, char *const argv[], int token);
 /* Settings for a command run here: config_path (--config) when given, else
  * the nearest advise.toml unless no_config; *config_dir gets the folder the
  * file is in (heap, NULL without one). EXIT_CLEAN, or EXIT_TROUBLE with the

@@ -626,7 +626,7 @@ int cli_check(int argc, char **argv) {
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "ho:j:", long_options, NULL)) != -1) {
+    for (int token = optind; (c = getopt_long(argc, argv, "ho:j:", long_options, NULL)) != -1; token = optind) {
         switch (c) {
         case OPT_FORMAT:
             if (!output_format_parse(optarg, &o.format)) {
@@ -679,7 +679,7 @@ int cli_check(int argc, char **argv) {
             return EXIT_CLEAN;
         default:
             free_cl(&cl);
-            return cli_usage_error("check", "unknown or incomplete option '%s'", argv[optind - 1]);
+            return cli_option_error("check", argv, token);
         }
     }
     if (o.fix && o.diff) {

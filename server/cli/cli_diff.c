@@ -352,7 +352,7 @@ int cli_diff(int argc, char **argv) {
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
+    for (int token = optind; (c = getopt_long(argc, argv, "h", long_options, NULL)) != -1; token = optind) {
         switch (c) {
         case OPT_FORMAT:
             if (cli_format_option("diff", optarg, &json) != EXIT_CLEAN) return EXIT_TROUBLE;
@@ -382,7 +382,7 @@ int cli_diff(int argc, char **argv) {
             break;
         case OPT_HELP:
         case 'h': diff_usage(stdout); return EXIT_CLEAN;
-        default: return cli_usage_error("diff", "unknown or incomplete option '%s'", argv[optind - 1]);
+        default: return cli_option_error("diff", argv, token);
         }
     }
     if (metric_given && !gate.wanted)

@@ -79,14 +79,14 @@ int cli_ranks(int argc, char **argv) {
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "h", long_options, NULL)) != -1) {
+    for (int token = optind; (c = getopt_long(argc, argv, "h", long_options, NULL)) != -1; token = optind) {
         switch (c) {
         case OPT_FORMAT:
             if (cli_format_option("ranks", optarg, &json) != EXIT_CLEAN) return EXIT_TROUBLE;
             break;
         case OPT_HELP:
         case 'h': ranks_usage(stdout); return EXIT_CLEAN;
-        default: return cli_usage_error("ranks", "unknown or incomplete option '%s'", argv[optind - 1]);
+        default: return cli_option_error("ranks", argv, token);
         }
     }
     if (argc - optind != 1) return cli_usage_error("ranks", "wants one profile (%d given)", argc - optind);

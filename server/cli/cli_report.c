@@ -175,7 +175,7 @@ int cli_report(int argc, char **argv) {
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "ho:j:", long_options, NULL)) != -1) {
+    for (int token = optind; (c = getopt_long(argc, argv, "ho:j:", long_options, NULL)) != -1; token = optind) {
         switch (c) {
         case OPT_FORMAT:
             if (strcmp(optarg, "text") == 0) o.html = false;
@@ -194,7 +194,7 @@ int cli_report(int argc, char **argv) {
         case OPT_NO_CONFIG: o.no_config = true; break;
         case OPT_HELP:
         case 'h': report_usage(stdout); return EXIT_CLEAN;
-        default: return cli_usage_error("report", "unknown or incomplete option '%s'", argv[optind - 1]);
+        default: return cli_option_error("report", argv, token);
         }
     }
     if (o.profile_path && o.no_profile) return cli_usage_error("report", "--profile and --no-profile exclude each other");
