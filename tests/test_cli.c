@@ -203,6 +203,93 @@ Test(cli, fix_refuses_a_file_that_changed) {
     source_file_free(&src);
 }
 
+/* A file that grew while advise analysed it changed: the message says so,
+ * not that it is over max-file-size. */
+Test(cli, fix_calls_a_file_that_grew_changed) {
+    char *dir = temp_dir();
+    char *f = make_file(dir, "buf.py", FIXABLE);
+    SourceFile src;
+    char *error = NULL;
+    cr_assert(source_file_read(f, 1 << 20, &src, &error));
+    char *grown = malloc(200000);
+    memset(grown, '#', 199999);
+    grown[199999] = '\0';
+    write_text(f, grown);
+    cr_expect(!source_file_replace(f, &src, "replacement\n", 12, &error));
+    cr_expect(error && strstr(error, "changed since advise read it"), "%s", error ? error : "(none)");
+    cr_expect(error && !strstr(error, "max-file-size"), "%s", error ? error : "(none)");
+    free(grown);
+    free(error);
+    source_file_free(&src);
+}
+
+/* Through a symbolic link --fix writes the target; the link stays a link. */
+Test(cli, fix_through_a_symlink_writes_its_target) {
+    char *dir = temp_dir();
+    char *f = make_file(dir, "buf.py", FIXABLE);
+    char *link = path_in(dir, "link.py");
+    cr_assert_eq(symlink("buf.py", link), 0);
+    RunResult r = run_advise("check", "--no-config", "--fix", link);
+    cr_expect_eq(r.status, 0, "stdout: %s\nstderr: %s", r.out, r.err);
+    struct stat st;
+    cr_assert_eq(lstat(link, &st), 0);
+    cr_expect(S_ISLNK(st.st_mode), "the link was replaced by a copy");
+    char *text = harness_slurp(f);
+    cr_expect(strstr(text, "device=\"cuda\"") != NULL, "the target was not fixed: %s", text);
+    free(text);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "test $(ls -A %s | wc -l) -eq 2", dir);
+    cr_expect_eq(system(cmd), 0, "temporary files left in %s", dir);
+    run_result_free(&r);
+}
+
+/* Refused, never split or forced: a file with two hard links, a read-only file. */
+Test(cli, fix_refuses_hard_links_and_read_only_files) {
+    char *dir = temp_dir();
+    char *f = make_file(dir, "buf.py", FIXABLE);
+    char *other = path_in(dir, "other.py");
+    cr_assert_eq(link(f, other), 0);
+    RunResult r = run_advise("check", "--no-config", "--fix", f);
+    cr_expect_neq(r.status, 0);
+    cr_expect(strstr(r.err, "the file has 2 hard links"), "%s", r.err);
+    char *text = harness_slurp(f);
+    cr_expect_str_eq(text, FIXABLE);
+    free(text);
+    run_result_free(&r);
+    unlink(other);
+
+    chmod(f, 0444);
+    r = run_advise("check", "--no-config", "--fix", f);
+    cr_expect_neq(r.status, 0);
+    cr_expect(strstr(r.err, "not written: the file is read-only"), "%s", r.err);
+    text = harness_slurp(f);
+    cr_expect_str_eq(text, FIXABLE);
+    free(text);
+    struct stat st;
+    stat(f, &st);
+    cr_expect_eq(st.st_mode & 0777, 0444);
+    run_result_free(&r);
+}
+
+/* The fixed file keeps its owner and group (checked where the test may
+ * give a file away: as root). */
+Test(cli, fix_keeps_the_owner) {
+    if (geteuid() != 0) cr_skip_test("only root can give a file to another user");
+    char *dir = temp_dir();
+    char *f = make_file(dir, "buf.py", FIXABLE);
+    cr_assert_eq(chown(f, 65534, 65534), 0);
+    RunResult r = run_advise("check", "--no-config", "--fix", f);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    struct stat st;
+    stat(f, &st);
+    cr_expect_eq(st.st_uid, 65534);
+    cr_expect_eq(st.st_gid, 65534);
+    char *text = harness_slurp(f);
+    cr_expect(strstr(text, "device=\"cuda\"") != NULL, "%s", text);
+    free(text);
+    run_result_free(&r);
+}
+
 Test(cli, diff_prints_a_patch_and_writes_nothing) {
     char *dir = temp_dir();
     char *f = make_file(dir, "buf.py", FIXABLE);

@@ -62,6 +62,7 @@ bool atomic_file_write_with(const char *path, const AtomicFileOptions *options, 
     }
     errno = 0;
     bool ok = write(f, arg) && fflush(f) == 0 && fsync(fileno(f)) == 0 &&
+              (!options->keep_owner || fchown(fileno(f), options->owner, options->group) == 0) &&
               fchmod(fileno(f), options->mode ? options->mode : 0644) == 0;
     int saved = errno;
     if (fclose(f) != 0 && ok) {

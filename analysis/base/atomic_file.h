@@ -22,6 +22,9 @@ typedef bool (*AtomicFileCheck)(const void *arg, char **error);
 
 typedef struct {
     mode_t mode;                 /* permissions of the new file; 0 means 0644 */
+    bool keep_owner;             /* give the new file owner and group (fails when that is not allowed) */
+    uid_t owner;
+    gid_t group;
     AtomicFileCheck before_rename; /* optional */
     const void *check_arg;
 } AtomicFileOptions;

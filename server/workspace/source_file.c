@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,17 +82,28 @@ void source_file_free(SourceFile *f) {
     f->length = 0;
 }
 
+/* "changed" by what stat says, before reading: a file that grew past its
+ * old length is a changed file, not one over max-file-size */
 static bool unchanged_on_disk(const char *path, const SourceFile *expected, char **error) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        *error = format_string("not written: the file is gone or unreadable since advise read it (%s)",
+                               strerror(errno));
+        return false;
+    }
+    bool same = st.st_ino == expected->st.st_ino && st.st_dev == expected->st.st_dev &&
+                (size_t)st.st_size == expected->length;
     SourceFile now;
     char *read_error = NULL;
-    if (!source_file_read(path, expected->length + 1, &now, &read_error)) {
+    if (same && !source_file_read(path, expected->length + 1, &now, &read_error)) {
         *error = format_string("not written: cannot re-read the file before writing (%s)", read_error);
         free(read_error);
         return false;
     }
-    bool same = now.length == expected->length && memcmp(now.text, expected->text, now.length) == 0 &&
-                now.st.st_ino == expected->st.st_ino && now.st.st_dev == expected->st.st_dev;
-    source_file_free(&now);
+    if (same) {
+        same = now.length == expected->length && memcmp(now.text, expected->text, now.length) == 0;
+        source_file_free(&now);
+    }
     if (!same) *error = format_string("not written: the file changed since advise read it; run advise again");
     return same;
 }
@@ -106,14 +119,60 @@ static bool still_unchanged(const void *arg, char **error) {
     return unchanged_on_disk(c->path, c->expected, error);
 }
 
+/* What replacing the file through a rename would get wrong, refused before
+ * anything is written: a second hard link would keep the old text (the
+ * links split), a file the user may not write would be replaced anyway
+ * (rename needs only the folder), and an owner advise cannot give the new
+ * file would change. */
+static bool replaceable(const char *path, const struct stat *st, char **error) {
+    if (st->st_nlink > 1) {
+        *error = format_string("not written: the file has %ju hard links, and replacing it would leave the others "
+                               "with the old text; apply the fix by hand (advise check --diff shows it)",
+                               (uintmax_t)st->st_nlink);
+        return false;
+    }
+    if (!(st->st_mode & (S_IWUSR | S_IWGRP | S_IWOTH))) { /* even for root: read-only says "leave it" */
+        *error = format_string("not written: the file is read-only");
+        return false;
+    }
+    if (access(path, W_OK) != 0) {
+        *error = format_string("not written: you may not write this file (%s)", strerror(errno));
+        return false;
+    }
+    if (st->st_uid != geteuid() && geteuid() != 0) {
+        *error = format_string("not written: the file belongs to another user (uid %ju), and the fixed file "
+                               "would belong to you; apply the fix by hand (advise check --diff shows it)",
+                               (uintmax_t)st->st_uid);
+        return false;
+    }
+    return true;
+}
+
 bool source_file_replace(const char *path, const SourceFile *expected, const char *text, size_t length,
                          char **error) {
-    if (!unchanged_on_disk(path, expected, error)) return false;
-    UnchangedCheck check = {path, expected};
-    AtomicFileOptions options = {
-        .mode = expected->st.st_mode & 07777, .before_rename = still_unchanged, .check_arg = &check};
+    /* through a symbolic link the file is its target: write the target, in
+     * its own folder, and leave the link a link */
+    char *target = realpath(path, NULL);
+    if (!target) {
+        *error = format_string("not written: cannot resolve the file's path (%s)", strerror(errno));
+        return false;
+    }
+    bool ok = unchanged_on_disk(target, expected, error) && replaceable(target, &expected->st, error);
+    if (!ok) {
+        free(target);
+        return false;
+    }
+    UnchangedCheck check = {target, expected};
+    AtomicFileOptions options = {.mode = expected->st.st_mode & 07777,
+                                 .keep_owner = true,
+                                 .owner = expected->st.st_uid,
+                                 .group = expected->st.st_gid,
+                                 .before_rename = still_unchanged,
+                                 .check_arg = &check};
     char *problem = NULL;
-    if (atomic_file_write_bytes(path, &options, text, length, &problem)) return true;
+    ok = atomic_file_write_bytes(target, &options, text, length, &problem);
+    free(target);
+    if (ok) return true;
     /* the check's own message already says "not written: ..." */
     if (problem && strncmp(problem, "not written", 11) == 0) {
         *error = problem;

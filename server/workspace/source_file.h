@@ -19,8 +19,11 @@ bool source_file_read(const char *path, size_t max_bytes, SourceFile *out, char 
 void source_file_free(SourceFile *f);
 
 /* Writes text to path atomically (temporary file in the same folder, fsync,
- * rename), keeping the file's mode; refuses when the file on disk no longer
- * holds `expected` (it changed since it was read). */
+ * rename), keeping the file's mode, owner and group; refuses when the file
+ * on disk no longer holds `expected` (it changed since it was read), when
+ * it has several hard links (they would split), when the user may not
+ * write it, or when its owner could not be kept. Through a symbolic link it
+ * writes the link's target and leaves the link as it is. */
 bool source_file_replace(const char *path, const SourceFile *expected, const char *text, size_t length,
                          char **error);
 
