@@ -188,6 +188,15 @@ Test(config_file, quoted_keys_and_tables_with_blanks) {
 
 /* ---- errors --------------------------------------------------------------------- */
 
+Test(config_errors, an_unknown_gpu_arch_is_named) {
+    load_fails("[cuda]\ngpu-arch = \"sm_100\"\n", 2, "unknown gpu-arch 'sm_100'");
+    load_fails("[cuda]\ngpu-arch = \"banana\"\n", 2, "knows sm_20 to sm_90 and sm_90a");
+    Config cfg;
+    config_init(&cfg);
+    load_ok(&cfg, "[cuda]\ngpu-arch = \"compute_80\"\n");
+    config_free(&cfg);
+}
+
 /* TOML defines a table or a key once: a second `select` used to replace the
  * first silently, turning rules off. */
 Test(config_errors, a_key_or_a_table_defined_twice) {

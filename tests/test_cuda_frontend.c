@@ -146,6 +146,53 @@ static CudaSource *parse(const Document *doc, const CudaFlagOptions *options) {
     return src;
 }
 
+/* Settings that make a parse pointless are said in advise's words, and
+ * clang's advice to pass --cuda-path (a flag advise does not take) is
+ * translated. */
+static char *refused(const char *path, const CudaFlagOptions *options) {
+    Document *doc = doc_at(path, "__global__ void k(float *x) { x[threadIdx.x] = 1; }\n");
+    char *error = NULL;
+    CudaSource *src = cuda_source_new(doc, options, &error);
+    cr_expect_null(src);
+    cuda_source_free(src);
+    document_free(doc);
+    cr_assert_not_null(error);
+    return error;
+}
+
+Test(cuda_settings, unknown_gpu_arch_and_missing_build_dir_are_named) {
+    char *error = refused("/tmp/k.cu", &(CudaFlagOptions){.gpu_arch = "sm_100"});
+    cr_expect(strstr(error, "unknown gpu-arch 'sm_100'"), "%s", error);
+    cr_expect_not(strstr(error, "clang older"), "%s", error);
+    free(error);
+    error = refused("/tmp/k.cu", &(CudaFlagOptions){.build_dir = "/nonexistent/build"});
+    cr_expect(strstr(error, "[cuda] build-dir '/nonexistent/build' does not exist"), "%s", error);
+    free(error);
+    error = refused("/tmp/k.cu", &(CudaFlagOptions){.build_dir = "/tmp"});
+    cr_expect(strstr(error, "[cuda] build-dir '/tmp' holds no compile_commands.json"), "%s", error);
+    free(error);
+    /* compute_90 is sm_90 */
+    Document *doc = doc_at("/tmp/k.cu", "__global__ void k(float *x) { x[threadIdx.x] = 1; }\n");
+    CudaSource *src = parse(doc, &(CudaFlagOptions){.gpu_arch = "compute_90"});
+    cr_expect_str_eq(src->flags.gpu_arch, "sm_90");
+    cuda_source_free(src);
+    document_free(doc);
+}
+
+Test(cuda_settings, clangs_cuda_path_advice_is_translated) {
+    char dir[] = "/tmp/advise-no-toolkit-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    Document *doc = doc_at("/tmp/k.cu", "__global__ void k(float *x) { x[threadIdx.x] = 1; }\n");
+    CudaSource *src = parse(doc, &(CudaFlagOptions){.cuda_path = dir});
+    const char *message = src->has_errors ? src->first_error_message : NULL;
+    cr_assert_not_null(message, "no error without a toolkit");
+    cr_expect_not(strstr(message, "--cuda-path"), "%s", message);
+    cr_expect(strstr(message, "set CUDA_PATH or [cuda] cuda-path"), "%s", message);
+    cuda_source_free(src);
+    document_free(doc);
+    rmdir(dir);
+}
+
 typedef struct {
     const CudaSource *src;
     enum CXCursorKind kind;

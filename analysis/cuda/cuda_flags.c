@@ -1,5 +1,6 @@
 #include "analysis/cuda/cuda_flags.h"
 
+#include <ctype.h>
 #include <clang-c/CXCompilationDatabase.h>
 #include <jansson.h>
 #include <limits.h>
@@ -513,6 +514,36 @@ static char *toolkit_of_compiler(const char *compiler, const char *dir) {
     return found;
 }
 
+/* The CUDA architectures clang 19 knows (clang/Basic/Cuda.h); sm_100 and
+ * later came with clang 20. */
+static const char *const CLANG_ARCHES[] = {"sm_20", "sm_21", "sm_30", "sm_32", "sm_35", "sm_37", "sm_50",
+                                           "sm_52", "sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "sm_72",
+                                           "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", NULL};
+
+bool cuda_arch_known(const char *arch) {
+    for (size_t i = 0; arch && CLANG_ARCHES[i]; i++)
+        if (strcmp(arch, CLANG_ARCHES[i]) == 0) return true;
+    return false;
+}
+
+char *cuda_arch_normalized(const char *arch) {
+    const char *num = starts(arch, "sm_") ? arch + 3 : starts(arch, "compute_") ? arch + 8 : NULL;
+    if (!num || !isdigit((unsigned char)num[0])) return NULL;
+    return format_string("sm_%s", num);
+}
+
+char *cuda_arch_unknown_message(const char *arch) {
+    return format_string("unknown gpu-arch '%s': the clang that advise parses CUDA with (19) knows sm_20 to sm_90 "
+                         "and sm_90a; set [cuda] gpu-arch to one of them (sm_90 reads code written for newer GPUs "
+                         "too)",
+                         arch);
+}
+
+static bool is_folder(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 bool cuda_flags_for_file(const char *path, const CudaFlagOptions *options, CudaFlags *out) {
     memset(out, 0, sizeof *out);
     char *dir = strdup(path);
@@ -520,6 +551,19 @@ bool cuda_flags_for_file(const char *path, const CudaFlagOptions *options, CudaF
     if (slash) *slash = '\0';
     else if (dir) strcpy(dir, ".");
     char *db_dir = options && options->build_dir ? strdup(options->build_dir) : (dir ? cuda_find_database(dir) : NULL);
+    if (db_dir && options && options->build_dir) {
+        /* said in advise's words, before libclang prints its tooling error */
+        char probe[PATH_MAX];
+        snprintf(probe, sizeof probe, "%s/compile_commands.json", db_dir);
+        if (!is_file(probe)) {
+            out->problem = format_string("[cuda] build-dir '%s' %s; point it at the build folder CMake wrote "
+                                         "it to (-DCMAKE_EXPORT_COMPILE_COMMANDS=ON), or remove the setting",
+                                         db_dir, is_folder(db_dir) ? "holds no compile_commands.json"
+                                                                   : "does not exist");
+            free(db_dir);
+            db_dir = NULL;
+        }
+    }
     if (db_dir) {
         CXCompilationDatabase_Error err;
         CXCompilationDatabase db = clang_CompilationDatabase_fromDirectory(db_dir, &err);
@@ -556,10 +600,22 @@ bool cuda_flags_for_file(const char *path, const CudaFlagOptions *options, CudaF
         }
         free(db_dir);
     }
-    /* configured settings win over the database */
-    if (options && options->gpu_arch) {
+    /* a database's architecture that clang does not know (sm_100 from a
+     * Blackwell build) is read as sm_90: the code parses the same */
+    if (out->gpu_arch && !cuda_arch_known(out->gpu_arch)) {
         free(out->gpu_arch);
-        out->gpu_arch = strdup(options->gpu_arch);
+        out->gpu_arch = NULL;
+    }
+    /* configured settings win over the database; an unknown one is an error */
+    if (options && options->gpu_arch) {
+        char *arch = cuda_arch_normalized(options->gpu_arch);
+        if (!arch || !cuda_arch_known(arch)) {
+            if (!out->problem) out->problem = cuda_arch_unknown_message(options->gpu_arch);
+            free(arch);
+        } else {
+            free(out->gpu_arch);
+            out->gpu_arch = arch;
+        }
     }
     if (options && options->cuda_path) {
         free(out->cuda_path);
@@ -609,5 +665,6 @@ void cuda_flags_free(CudaFlags *f) {
     free(f->database);
     free(f->cuda_path);
     free(f->gpu_arch);
+    free(f->problem);
     memset(f, 0, sizeof *f);
 }

@@ -20,6 +20,8 @@ typedef struct {
     char *gpu_arch;      /* sm_90 unless configured */
     const char *language; /* what the file is parsed as: "cuda", "c++" or "c" (static string) */
     const char *database_language; /* the language a database's -x named, or NULL (static string) */
+    char *problem;       /* a setting that makes parsing pointless (a build-dir without a
+                            database, a gpu-arch clang does not know): the file's error, or NULL */
 } CudaFlags;
 
 typedef struct {
@@ -40,6 +42,14 @@ const char *cuda_flags_language(const char *path, const char *database_language)
  * (ggml's vendors/cuda.h, which includes the toolkit's <cuda.h>, must not
  * find itself). */
 bool cuda_flags_add_fallback_include(CudaFlags *flags, const char *dir);
+
+/* Is arch (sm_90, sm_90a) a CUDA architecture the clang advise parses with
+ * (19) knows? */
+bool cuda_arch_known(const char *arch);
+/* "sm_90" for "sm_90" or "compute_90" (heap), NULL for anything else. */
+char *cuda_arch_normalized(const char *arch);
+/* The words for an unknown gpu-arch, naming the ones clang knows (heap). */
+char *cuda_arch_unknown_message(const char *arch);
 
 /* Fills flags for `path`. Never fails for want of a database (defaults are
  * used); returns false only when memory runs out. */

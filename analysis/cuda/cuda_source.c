@@ -310,6 +310,15 @@ static void note_error(CudaSource *src, size_t offset, char *message) {
     src->first_error_message = message;
 }
 
+/* clang's words where they name something advise does not take: its
+ * --cuda-path flag is advise's CUDA_PATH or [cuda] cuda-path (heap) */
+static char *in_advise_words(const char *message) {
+    if (strstr(message, "--cuda-path"))
+        return format_string("cannot find the CUDA toolkit: set CUDA_PATH or [cuda] cuda-path in advise.toml (the "
+                             "editor's cudaPath setting) to the folder that holds include/cuda_runtime.h");
+    return strdup(message);
+}
+
 static void note_errors(CudaSource *src) {
     forget_errors(src);
     unsigned n = clang_getNumDiagnostics(src->tu);
@@ -329,9 +338,9 @@ static void note_errors(CudaSource *src) {
             char *header = in_system_header ? NULL : missing_header(message);
             if (header) remember_missing(src, header);
             if (file && main_file && clang_File_isEqual(file, main_file)) {
-                note_error(src, offset, strdup(message));
+                note_error(src, offset, in_advise_words(message));
             } else if (!file) {
-                note_error(src, 0, strdup(message)); /* a fatal error with no location (bad flags) */
+                note_error(src, 0, in_advise_words(message)); /* a fatal error with no location (bad flags) */
             } else if (main_file && !in_system_header) {
                 /* errors in system headers are not the user's to see; errors in
                  * the project's own headers show at the #include, as clangd
@@ -519,6 +528,11 @@ CudaSource *cuda_source_new(const Document *doc, const CudaFlagOptions *options,
     if (!src) return NULL;
     src->doc = doc;
     cuda_flags_for_file(main_path(doc), options, &src->flags);
+    if (src->flags.problem) { /* a setting makes the parse pointless: say so instead of clang's failure */
+        *error = format_string("%s", src->flags.problem);
+        cuda_source_free(src);
+        return NULL;
+    }
     src->index = clang_createIndex(0, 0);
     if (!src->flags.database || src->flags.database_inferred) add_learned_includes(src, doc);
     enum CXErrorCode e = parse_tu(src, doc);

@@ -31,6 +31,7 @@
 #include <strings.h>
 
 #include "analysis/base/growable.h"
+#include "analysis/cuda/cuda_flags.h"
 #include "rules/engine/config.h"
 #include "analysis/base/text_format.h"
 
@@ -259,6 +260,17 @@ static bool apply(Reader *r, Config *cfg, const char *table, const char *key, Va
                                                      : NULL;
         if (slot) {
             if (!want(r, v, VALUE_STRING, key)) return false;
+            if (slot == &cfg->cuda_gpu_arch) {
+                char *arch = cuda_arch_normalized(v->string);
+                bool known = arch && cuda_arch_known(arch);
+                free(arch);
+                if (!known) {
+                    char *message = cuda_arch_unknown_message(v->string);
+                    bool ok = fail(r, message ? message : "unknown gpu-arch", NULL);
+                    free(message);
+                    return ok;
+                }
+            }
             free(*slot);
             *slot = strdup(v->string);
             return *slot ? true : fail(r, "out of memory", NULL);
