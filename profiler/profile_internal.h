@@ -18,5 +18,9 @@ bool prof_site_same_key(const ProfSite *a, const ProfSite *b);
 /* Sets *error (when error is not NULL and *error is not yet set) to a
  * message formatted like printf. Always returns false. */
 bool prof_fail(char **error, const char *format, ...) __attribute__((format(printf, 2, 3)));
+/* Counts the entries of the profile text's top-level arrays and bounds its
+ * nesting before any of it is parsed (profile_prescan.c); false with *error
+ * set when a cap is passed. */
+bool profile_prescan(const char *text, size_t length, char **error);
 
 #endif

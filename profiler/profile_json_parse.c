@@ -606,6 +606,7 @@ Profile *profile_from_json(const char *text, size_t length, ProfileKind kind, ch
         prof_fail(error, "%zu bytes, more than the %u a profile may have", length, PROFILE_MAX_FILE_BYTES);
         return NULL;
     }
+    if (!profile_prescan(text, length, error)) return NULL;
     json_error_t problem;
     json_t *root = json_loadb(text, length, JSON_REJECT_DUPLICATES, &problem);
     if (!root) {

@@ -1542,6 +1542,65 @@ static void fixture_is(const char *path, const char *text) {
     free(committed);
 }
 
+/* Caps are checked while the text is read, before jansson builds a tree of
+ * it (profile_prescan.c): an array past its cap, or nesting deeper than a
+ * profile has, is refused with the reader's own words (reader_enforces_caps
+ * checks every cap). */
+Test(profile_format, caps_are_checked_before_the_tree_is_built) {
+    Profile *p = sample_minimal();
+    char *text = to_json(p, PROFILE_FINAL);
+    profile_free(p);
+    /* 4,097 gaps where 4,096 are allowed */
+    const char *gaps = strstr(text, "\"gaps\":[]");
+    cr_assert_not_null(gaps, "%s", text);
+    size_t head = (size_t)(gaps - text) + strlen("\"gaps\":[");
+    const char *entry = "{\"process\":0,\"device\":0,\"start_ns\":0,\"duration_ns\":1,\"before_site\":null,"
+                        "\"after_site\":null}";
+    size_t n = PROFILE_MAX_GAPS + 1, entry_len = strlen(entry);
+    char *big = malloc(strlen(text) + n * (entry_len + 1) + 1);
+    cr_assert_not_null(big);
+    memcpy(big, text, head);
+    size_t at = head;
+    for (size_t i = 0; i < n; i++) {
+        if (i) big[at++] = ',';
+        memcpy(big + at, entry, entry_len);
+        at += entry_len;
+    }
+    strcpy(big + at, text + head);
+    char *error = NULL;
+    cr_expect_null(profile_from_json(big, strlen(big), PROFILE_FINAL, &error));
+    cr_expect(error && strstr(error, "gaps: 4097 entries, more than the 4096 allowed"), "%s",
+              error ? error : "(none)");
+    free(error);
+    free(big);
+
+    /* deep nesting */
+    char deep[200];
+    size_t k = 0;
+    deep[k++] = '{';
+    memcpy(deep + k, "\"x\":", 4);
+    k += 4;
+    for (int i = 0; i < 40; i++) deep[k++] = '[';
+    for (int i = 0; i < 40; i++) deep[k++] = ']';
+    deep[k++] = '}';
+    deep[k] = '\0';
+    error = NULL;
+    cr_expect_null(profile_from_json(deep, k, PROFILE_FINAL, &error));
+    cr_expect(error && strstr(error, "line 1, column 37: nested more than 32 levels deep"), "%s",
+              error ? error : "(none)");
+    free(error);
+
+    /* malformed text: the scan stops at its end and jansson says what is wrong */
+    const char *broken[] = {"{\"ops\":[\"unterminated", "{\"ops\":[\"\\", "]]]]", "{\"a\":\"\\\"", ""};
+    for (size_t i = 0; i < sizeof broken / sizeof *broken; i++) {
+        error = NULL;
+        cr_expect_null(profile_from_json(broken[i], strlen(broken[i]), PROFILE_FINAL, &error));
+        cr_expect_not_null(error, "%s", broken[i]);
+        free(error);
+    }
+    free(text);
+}
+
 /* what no JSON Schema can say, the checker does */
 Test(profile_format, a_calibration_with_more_traced_launches_than_launches_is_refused) {
     Profile *p = sample_final();
