@@ -74,7 +74,7 @@ Test(config_file, defaults) {
     config_init(&cfg);
     cr_expect(cfg.select.count == 0 && cfg.ignore.count == 0 && cfg.exclude.count == 0);
     cr_expect(cfg.fail_on == SEVERITY_WARNING && !cfg.fail_never);
-    cr_expect(cfg.max_file_bytes == 10u * 1024 * 1024);
+    cr_expect(cfg.max_file_bytes == 2u * 1024 * 1024);
     cr_expect(cfg.profile_dir == NULL && cfg.source == NULL && cfg.severity_count == 0);
     config_free(&cfg);
 }

@@ -210,7 +210,9 @@ bool py_source_too_wide(const Document *doc) {
     return false;
 }
 
-PySource *py_source_new(const Document *doc) {
+PySource *py_source_new(const Document *doc) { return py_source_new_within(doc, PY_PARSE_TIMEOUT_SECONDS); }
+
+PySource *py_source_new_within(const Document *doc, unsigned timeout_seconds) {
     if (py_source_too_wide(doc)) return NULL;
     PySource *src = calloc(1, sizeof *src);
     if (!src) return NULL;
@@ -218,7 +220,7 @@ PySource *py_source_new(const Document *doc) {
     src->parser = ts_parser_new();
     if (!src->parser || !ts_parser_set_language(src->parser, tree_sitter_python())) goto fail;
     /* error recovery on text that is not Python at all can take seconds per MiB: give up instead */
-    ts_parser_set_timeout_micros(src->parser, PY_PARSE_TIMEOUT_SECONDS * 1000000ull);
+    ts_parser_set_timeout_micros(src->parser, timeout_seconds * 1000000ull);
     src->tree = ts_parser_parse_string(src->parser, NULL, doc->text, (uint32_t)doc->length);
     if (!src->tree) goto fail;
     analyse(src);

@@ -49,6 +49,10 @@ bool py_source_too_wide(const Document *doc);
  * not accepted by the tree-sitter library, or parsing takes longer than
  * PY_PARSE_TIMEOUT_SECONDS (text that is not Python at all). */
 PySource *py_source_new(const Document *doc);
+/* The same with another limit on the parse's wall time: 0 for none (tests
+ * of large valid files, whose parse is linear, give themselves no limit so
+ * that a loaded machine cannot fail them). */
+PySource *py_source_new_within(const Document *doc, unsigned timeout_seconds);
 void py_source_free(PySource *src);
 
 /* Incremental reparse: for each edit call py_source_note_edit (start and

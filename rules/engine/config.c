@@ -10,7 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define DEFAULT_MAX_FILE_BYTES (10u * 1024 * 1024)
+/* Larger files are skipped unless the user raises the limit: a 9.5 MB
+ * Python file took 20 s and 500 MB to check; 2 MiB takes about 4 s. Such
+ * files are nearly always generated. */
+#define DEFAULT_MAX_FILE_BYTES (2u * 1024 * 1024)
 
 void config_init(Config *cfg) {
     memset(cfg, 0, sizeof *cfg);

@@ -5,7 +5,7 @@
  *   ignore = ["PY009"]
  *   fail-on = "warning"           # error | warning | info | hint | never
  *   exclude = ["build/", "third_party/"]
- *   max-file-size = 10485760      # bytes
+ *   max-file-size = 2097152       # bytes
  *
  *   [severity]
  *   PY007 = "hint"

@@ -75,7 +75,7 @@ static void check_usage(FILE *out) {
           "  --diff                   print the fixes as a unified diff; write nothing\n"
           "  --config FILE            read settings from FILE instead of the nearest advise.toml\n"
           "  --no-config              ignore advise.toml files\n"
-          "  --max-file-size BYTES    skip larger files (default 10 MiB)\n"
+          "  --max-file-size BYTES    skip larger files (default 2 MiB)\n"
           "  --profile FILE|DIR       merge a profile, or every profile in a folder (each file takes the\n"
           "                           newest that mentions it); default: [profile] dir when it holds any\n"
           "  --no-profile             merge no profile\n"

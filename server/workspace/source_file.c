@@ -33,7 +33,8 @@ bool source_file_read(const char *path, size_t max_bytes, SourceFile *out, char 
         return false;
     }
     if ((size_t)out->st.st_size > max_bytes) {
-        *error = format_string("skipped: %.1f MiB is over the %.1f MiB limit (max-file-size)",
+        *error = format_string("skipped: %.1f MiB is over the %.1f MiB limit (max-file-size; raise it with "
+                               "--max-file-size BYTES or [check] max-file-size in advise.toml to check this file)",
                                out->st.st_size / 1048576.0, max_bytes / 1048576.0);
         close(fd);
         return false;

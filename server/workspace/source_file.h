@@ -14,7 +14,7 @@ typedef struct {
 } SourceFile;
 
 /* On failure returns false with *error set ("binary file", "invalid UTF-8
- * at line 3, column 7", "12.0 MiB is over the 10.0 MiB limit", strerror...). */
+ * at line 3, column 7", "12.0 MiB is over the 2.0 MiB limit", strerror...). */
 bool source_file_read(const char *path, size_t max_bytes, SourceFile *out, char **error);
 void source_file_free(SourceFile *f);
 
