@@ -48,6 +48,8 @@
  *                        which bounds the whole group) as without, but the
  *                        message must come within MS milliseconds (times
  *                        timeout / 30 s: 3x in sanitizer builds).
+ *   <- within MS exit N  the server exits with status N within MS
+ *                        milliseconds, scaled the same way.
  *   -- sleep MS          pause (only where a delay is the point).
  *   -- copy SRC DST      copies a file (written beside DST, then renamed into
  *                        place; DST's folder made when missing).
@@ -694,16 +696,17 @@ static void do_send(Session *s, const char *arg, bool hold) {
     free(bytes.data);
 }
 
-static void expect_exit(Session *s, int code, bool skip_unmatched) {
+/* limit: seconds the server has to end (the timeout, or a `within`) */
+static void expect_exit(Session *s, int code, bool skip_unmatched, double limit) {
     if (s->held.len) fail(s, "bytes held with ->+ were never sent");
-    double deadline = now_s() + s->timeout;
+    double deadline = now_s() + limit;
     json_t *msg;
     while ((msg = next_message(s, deadline))) {
         bool log = is_log_message(msg);
         json_decref(msg);
         if (!log && !skip_unmatched) fail(s, "expected the server to exit, but it sent another message");
     }
-    if (!s->eof) fail(s, "the server did not exit within %.0f s", s->timeout);
+    if (!s->eof) fail(s, "the server did not exit within %.1f s", limit);
     while (!s->reaped) {
         pid_t r = waitpid(s->pid, &s->status, WNOHANG);
         if (r == s->pid) s->reaped = true;
@@ -802,16 +805,17 @@ static const char *parse_within(Session *s, const char *arg, double *limit) {
 
 static void do_expect(Session *s, const char *arg, bool skip_unmatched) {
     if (s->held.len) fail(s, "bytes held with ->+ were never sent before an expectation");
+    double limit = s->timeout;
+    arg = parse_within(s, arg, &limit);
     if (strncmp(arg, "exit ", 5) == 0) {
-        expect_exit(s, atoi(arg + 5), skip_unmatched);
+        expect_exit(s, atoi(arg + 5), skip_unmatched, limit);
         return;
     }
     if (strncmp(arg, "silence ", 8) == 0) {
+        if (limit < s->timeout) fail(s, "`within` does not go with silence");
         expect_silence(s, atol(arg + 8));
         return;
     }
-    double limit = s->timeout;
-    arg = parse_within(s, arg, &limit);
     Expectation e = parse_expectation(s, arg);
     bool pattern_is_log = is_log_message(e.pattern);
     double deadline = now_s() + limit;

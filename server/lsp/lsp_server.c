@@ -89,8 +89,8 @@ void lsp_send_request(LspServer *s, const char *method, json_t *params,
     if (forgotten.drop) forgotten.drop(forgotten.data);
 }
 
-static void handle_client_response(LspServer *s, json_t *msg) {
-    json_t *id = json_object_get(msg, "id");
+/* Runs the handler of the request that id answers; result or error as the client sent them. */
+static void handle_client_response(LspServer *s, json_t *id, json_t *result, json_t *error) {
     pthread_mutex_lock(&pending_lock);
     for (int i = 0; i < s->pending_count; i++) {
         if (!json_equal(s->pending[i].id, id)) continue;
@@ -98,7 +98,7 @@ static void handle_client_response(LspServer *s, json_t *msg) {
         memmove(s->pending + i, s->pending + i + 1, (size_t)(s->pending_count - i - 1) * sizeof *s->pending);
         s->pending_count--;
         pthread_mutex_unlock(&pending_lock);
-        if (p.on_response) p.on_response(s, json_object_get(msg, "result"), json_object_get(msg, "error"), p.data);
+        if (p.on_response) p.on_response(s, result, error, p.data);
         json_decref(p.id);
         return;
     }
@@ -436,6 +436,87 @@ static const struct {
 
 static bool valid_id(json_t *id) { return json_is_integer(id) || json_is_string(id); }
 
+/* ---- U+0000 ------------------------------------------------------------------------ */
+
+/* Messages are decoded with JSON_ALLOW_NUL: JSON allows "\u0000" and an
+ * editor's buffer can hold it, so document text may carry it (it is read
+ * with json_string_length, never strlen). Every other string (a method, a
+ * URI, an id, a command, a path, a setting) is read by C code up to its first
+ * NUL, where "exit\u0000x" would read as "exit" and one URI as another:
+ * such a message is refused instead. Strings the server sent (diagnostics
+ * that come back in a code action's context) never hold NUL: rule messages
+ * and fixes are C strings. */
+
+static bool has_nul(json_t *v);
+
+/* members of object v other than skip (NULL: all); v not an object: itself */
+static bool has_nul_except(json_t *v, const char *skip) {
+    if (!json_is_object(v)) return has_nul(v);
+    const char *key;
+    json_t *member;
+    json_object_foreach(v, key, member) {
+        if (skip && strcmp(key, skip) == 0) continue;
+        if (has_nul(member)) return true;
+    }
+    return false;
+}
+
+static bool has_nul(json_t *v) {
+    if (json_is_string(v)) return memchr(json_string_value(v), '\0', json_string_length(v)) != NULL;
+    if (json_is_object(v)) return has_nul_except(v, NULL);
+    size_t i;
+    json_t *item;
+    json_array_foreach(v, i, item) if (has_nul(item)) return true;
+    return false;
+}
+
+/* Document text: params.textDocument.text (didOpen), params.contentChanges[].text
+ * (didChange) and params.text (didSave). True when a NUL is anywhere else in params. */
+static bool nul_outside_text(json_t *params) {
+    if (!json_is_object(params)) return has_nul(params);
+    const char *key;
+    json_t *v;
+    json_object_foreach(params, key, v) {
+        bool bad;
+        if (strcmp(key, "text") == 0) bad = !json_is_string(v) && has_nul(v);
+        else if (strcmp(key, "textDocument") == 0) bad = has_nul_except(v, "text");
+        else if (strcmp(key, "contentChanges") == 0 && json_is_array(v)) {
+            size_t i;
+            json_t *change;
+            bad = false;
+            json_array_foreach(v, i, change) bad = bad || has_nul_except(change, "text");
+        } else bad = has_nul(v);
+        if (bad) return true;
+    }
+    return false;
+}
+
+/* A message with a NUL outside document text: requests get an error,
+ * responses reach their handler as an error, notifications are logged and
+ * dropped. False when the message is fine. */
+static bool refuse_nul(LspServer *s, json_t *msg) {
+    json_t *method = json_object_get(msg, "method"), *params = json_object_get(msg, "params");
+    bool in_envelope = has_nul_except(msg, "params");
+    /* exit's params are ignored (dispatch), so they cannot be misread */
+    bool is_exit = json_is_string(method) && json_string_length(method) == 4 &&
+                   strcmp(json_string_value(method), "exit") == 0;
+    bool in_params = !is_exit && nul_outside_text(params);
+    if (!in_envelope && !in_params) return false;
+    static const char why[] = "U+0000 is allowed only in document text";
+    json_t *id = json_object_get(msg, "id");
+    if (!method && id && !has_nul(id)) {
+        json_t *error = json_pack("{s:i,s:s}", "code", JSONRPC_INVALID_PARAMS, "message", why);
+        handle_client_response(s, id, NULL, error);
+        json_decref(error);
+    } else if (id) {
+        jsonrpc_send_error(valid_id(id) ? id : NULL, in_envelope ? JSONRPC_INVALID_REQUEST : JSONRPC_INVALID_PARAMS,
+                           why);
+    } else {
+        lsp_log(1, "advise: a notification was dropped: %s", why);
+    }
+    return true;
+}
+
 /* returns false when the server should exit; *code is the exit status */
 static bool dispatch(LspServer *s, json_t *msg, int *code) {
     if (!json_is_object(msg)) {
@@ -444,8 +525,10 @@ static bool dispatch(LspServer *s, json_t *msg, int *code) {
     }
     json_t *id = json_object_get(msg, "id");
     json_t *method_json = json_object_get(msg, "method");
+    if (refuse_nul(s, msg)) return true;
     if (!method_json) {
-        if (id && (json_object_get(msg, "result") || json_object_get(msg, "error"))) handle_client_response(s, msg);
+        if (id && (json_object_get(msg, "result") || json_object_get(msg, "error")))
+            handle_client_response(s, id, json_object_get(msg, "result"), json_object_get(msg, "error"));
         else jsonrpc_send_error(valid_id(id) ? id : NULL, JSONRPC_INVALID_REQUEST, "message without a method");
         return true;
     }
@@ -457,6 +540,13 @@ static bool dispatch(LspServer *s, json_t *msg, int *code) {
         return true;
     }
     const char *method = json_string_value(method_json);
+    /* exit's params are void in LSP: whatever a client puts there (null, {},
+     * something invalid), it wants the process gone, and one left behind
+     * would outlive its editor */
+    if (strcmp(method, "exit") == 0) {
+        *code = s->shutdown_requested ? 0 : 1;
+        return false;
+    }
     json_t *params = json_object_get(msg, "params");
     /* "params": null is taken as no params: Eglot (jsonrpc.el) sends it with
      * shutdown and exit, whose params are void in LSP */
@@ -467,10 +557,6 @@ static bool dispatch(LspServer *s, json_t *msg, int *code) {
     }
     bool is_request = id != NULL;
 
-    if (strcmp(method, "exit") == 0) {
-        *code = s->shutdown_requested ? 0 : 1;
-        return false;
-    }
     if (is_request && strcmp(method, "initialize") == 0) {
         if (s->initialized) jsonrpc_send_error(id, JSONRPC_INVALID_REQUEST, "initialize was already received");
         else if (!json_is_object(params)) jsonrpc_send_error(id, JSONRPC_INVALID_PARAMS, "initialize needs params");
@@ -514,6 +600,15 @@ static bool dispatch(LspServer *s, json_t *msg, int *code) {
     return true; /* unknown notifications ($/setTrace, ...) are ignored */
 }
 
+/* How long exit waits for the workers to end before it leaves a busy one
+ * behind: idle workers wake and end in far less (then everything is freed
+ * as usual), and exit as a whole stays well within 100 ms. */
+#define EXIT_GRACE_SECONDS 0.03
+
+/* The state a worker still uses when the process ends: kept reachable, so
+ * that LeakSanitizer does not report what that thread holds as leaked. */
+static LspServer *volatile left_running;
+
 int lsp_server_run(int in_fd, int out_fd) {
     jsonrpc_set_output(out_fd);
     LspServer *s = calloc(1, sizeof *s);
@@ -543,7 +638,8 @@ int lsp_server_run(int in_fd, int out_fd) {
             continue;
         }
         json_error_t jerr;
-        json_t *msg = json_loadb(body, len, JSON_DECODE_ANY, &jerr); /* "42" is JSON, but not a request */
+        /* "42" is JSON, but not a request; "\u0000" is allowed in strings (refuse_nul says where) */
+        json_t *msg = json_loadb(body, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
         free(body);
         if (!msg) {
             char buf[300];
@@ -555,10 +651,17 @@ int lsp_server_run(int in_fd, int out_fd) {
         json_decref(msg);
         if (!go_on) break;
     }
-    lsp_workers_stop(s); /* sets stopping: workspace scans end after their current file */
+    /* sets stopping: workspace scans end after their current file */
+    bool workers_ended = lsp_workers_stop(s, EXIT_GRACE_SECONDS);
     lsp_scans_join(s);
     lsp_profiles_stop(s); /* the watcher and advise/findings threads */
     jsonrpc_reader_free(reader);
+    if (!workers_ended) {
+        /* a worker is still inside an analysis and uses s: nothing of it is
+         * freed (lsp_workers_stop says why); the process ends now */
+        left_running = s;
+        return code;
+    }
     pthread_mutex_lock(&s->lock);
     while (s->documents) {
         LspDocument *d = s->documents;

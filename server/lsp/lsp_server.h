@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "analysis/document.h"
@@ -71,6 +72,11 @@ struct LspServer {
     pthread_t workers[4];
     int worker_count;
     bool stopping;
+    /* exit: analyses stop at their next check (lsp_worker.c). Set with
+     * stopping, under the lock; read without it, inside a pass. */
+    atomic_bool analyses_cancelled;
+    int workers_running;        /* workers not yet out of their loop (lock) */
+    pthread_cond_t workers_done; /* a worker left its loop */
     struct ScanThread *scans;    /* advise.checkWorkspace threads, joined at exit */
 
     /* lifecycle */
@@ -139,7 +145,12 @@ bool lsp_workers_start(LspServer *s, int count);
  * would try to unmap as its own when the thread ends (and abort); under
  * ASan the thread switches it off first. Nothing otherwise. */
 void lsp_thread_end(void);
-void lsp_workers_stop(LspServer *s);
+/* Cancels the analyses in progress and waits at most grace_seconds for the
+ * workers to end. True when all ended (joined); false when one is still
+ * inside a long analysis: it is detached, and nothing it can reach (s, its
+ * documents, the workspace index, the settings) may be freed: the caller
+ * leaves it all to the end of the process. */
+bool lsp_workers_stop(LspServer *s, double grace_seconds);
 /* Frees everything a document holds (lock held or document detached). */
 void lsp_document_free(LspDocument *d);
 /* Answers the waiting pull requests of d from its current results (lock held). */

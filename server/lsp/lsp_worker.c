@@ -2,6 +2,7 @@
  * reparse it incrementally from a private copy of its text, run the engine,
  * and publish the diagnostics, unless the document moved on meanwhile
  * (results for an old version are never published). */
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,6 +299,7 @@ void lsp_config_snapshot(const LspServer *s, Config *out) {
  * quick pass) and merges the profile. */
 typedef struct {
     LspDocument *d;
+    const atomic_bool *cancel; /* the server's analyses_cancelled */
     Document *text; /* owned until reparsed */
     struct PendingEdit *edits; /* freed here */
     size_t edit_count;
@@ -308,9 +310,19 @@ typedef struct {
     PyWorkspaces *workspaces;
     /* results */
     bool ok, quick, warm_up, crashed;
+    bool cancelled; /* stopped at a check: no results (ok is false) */
     char *error;
     FindingList findings;
 } AnalysisPass;
+
+/* Cooperative cancellation: the pass looks at the flag between its phases
+ * (parse, rules, profile merge) and stops there, leaving d's parse state
+ * whole (a phase is never cut short). A phase itself runs to its end: the
+ * parser and the rules have no check of their own. */
+static bool pass_cancelled(AnalysisPass *p) {
+    if (atomic_load(p->cancel)) p->cancelled = true;
+    return p->cancelled;
+}
 
 static void run_pass(void *arg) {
     AnalysisPass *p = arg;
@@ -318,6 +330,14 @@ static void run_pass(void *arg) {
     bool edited = p->edited;
     const Config *config = p->config;
     crash_guard_debug_crash_point(d->path);
+    if (pass_cancelled(p)) { /* before the parse: the snapshot is ours to free */
+        document_free(p->text);
+        p->text = NULL;
+        free(p->edits);
+        p->edits = NULL;
+        p->ok = false;
+        return;
+    }
     bool ok = true;
     bool is_cuda = d->language == LANGUAGE_CUDA;
     p->warm_up = is_cuda && !edited && d->parsed_cuda && d->parsed_doc;
@@ -344,6 +364,7 @@ static void run_pass(void *arg) {
     free(p->edits);
     p->edits = NULL;
     FindingList *findings = &p->findings;
+    if (ok && pass_cancelled(p)) ok = false; /* before the rules, the long part */
     if (ok && quick) {
         keep_outside(&d->findings, ua, (size_t)((long long)ub - delta), a, (size_t)((long long)b - delta), delta,
                      findings);
@@ -351,15 +372,18 @@ static void run_pass(void *arg) {
         FindingList region;
         finding_list_init(&region);
         ok = engine_check_region(d->parsed_doc, py, config, (ByteRange){ua, ub}, &region, NULL, &p->error);
+        if (ok && pass_cancelled(p)) ok = false;
         if (ok && !lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, py, NULL, config, p->line_map, &region)) ok = false;
         ok = ok && drop_profile_rule_findings(findings) && move_findings(&region, findings);
         finding_list_free(&region);
         finding_list_sort(findings);
     } else if (ok && is_cuda) {
         ok = engine_check_cuda(d->parsed_doc, d->parsed_cuda, config, findings, NULL, &p->error);
+        if (ok && pass_cancelled(p)) ok = false;
         ok = ok && lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, NULL, d->parsed_cuda, config, p->line_map, findings);
     } else if (ok) {
         ok = engine_check(d->parsed_doc, py, config, findings, NULL, &p->error);
+        if (ok && pass_cancelled(p)) ok = false;
         ok = ok && lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, py, NULL, config, p->line_map, findings);
     }
     if (py) {
@@ -369,6 +393,18 @@ static void run_pass(void *arg) {
     py_workspace_view_release(view);
     p->ok = ok;
     p->quick = quick;
+}
+
+/* After a cancelled pass (lock held): the document is left as if never
+ * analysed since its last edit. A pass cancelled before its parse took the
+ * pending edits with it, so the next parse starts afresh. */
+static void drop_cancelled(LspServer *s, LspDocument *d) {
+    d->edits_overflowed = true;
+    d->dirty = true;
+    if (d->closed) { /* closed while busy: ours to free */
+        unlink_document(s, d);
+        lsp_document_free(d);
+    }
 }
 
 /* Called with the lock held; returns with it held. */
@@ -404,7 +440,8 @@ static void analyse(LspServer *s, LspDocument *d) {
     pthread_mutex_unlock(&s->lock);
 
     bool is_cuda = d->language == LANGUAGE_CUDA;
-    AnalysisPass pass = {.d = d, .text = text, .edits = edits, .edit_count = edit_count, .edited = edited,
+    AnalysisPass pass = {.d = d, .cancel = &s->analyses_cancelled,
+                         .text = text, .edits = edits, .edit_count = edit_count, .edited = edited,
                          .from_scratch = from_scratch, .quick_allowed = quick_allowed, .config = &config,
                          .profiles = profiles, .line_map = &line_map, .workspaces = s->workspaces, .had_results = d->results_match_parse && d->analysed_version >= 0};
     finding_list_init(&pass.findings);
@@ -421,7 +458,9 @@ static void analyse(LspServer *s, LspDocument *d) {
                                    crash_guard_signal_name(sig));
         pass.crashed = true;
     }
-    bool ok = pass.ok, quick = pass.quick, warm_up = pass.warm_up;
+    /* a pass that ended before the exit came: its results are not wanted either */
+    bool cancelled = pass.cancelled || atomic_load(&s->analyses_cancelled);
+    bool ok = pass.ok && !cancelled, quick = pass.quick, warm_up = pass.warm_up;
     if (ok) lsp_profiles_explain_unmerged(s, profiles, d->path);
     char *error = pass.error;
     FindingList findings = pass.findings;
@@ -436,6 +475,14 @@ static void analyse(LspServer *s, LspDocument *d) {
     lsp_profiles_unref(profiles);
     d->busy = false;
     d->results_match_parse = false;
+    if (cancelled || s->stopping) { /* stopping, read under the lock: nothing is published after exit */
+        free(error);
+        finding_list_free(&findings);
+        document_free(analysed);
+        json_decref(diagnostics);
+        drop_cancelled(s, d);
+        return;
+    }
     if (!ok || !analysed || !diagnostics) {
         lsp_log(1, "advise: cannot analyse %s: %s", d->uri, error ? error : "out of memory");
         if (pass.crashed && !d->crash_reported) { /* once per document: the log may not be open */
@@ -529,6 +576,8 @@ static void *worker_main(void *arg) {
             pthread_cond_timedwait(&s->work_ready, &s->lock, &ts);
         }
     }
+    s->workers_running--; /* from here on this thread touches nothing of s */
+    pthread_cond_broadcast(&s->workers_done);
     pthread_mutex_unlock(&s->lock);
     lsp_thread_end();
     return NULL;
@@ -536,18 +585,61 @@ static void *worker_main(void *arg) {
 
 bool lsp_workers_start(LspServer *s, int count) {
     if (count > (int)(sizeof s->workers / sizeof *s->workers)) count = (int)(sizeof s->workers / sizeof *s->workers);
+    atomic_init(&s->analyses_cancelled, false);
+    pthread_cond_init(&s->workers_done, NULL);
     for (int i = 0; i < count; i++) {
-        if (pthread_create(&s->workers[i], NULL, worker_main, s) != 0) return i > 0;
+        pthread_mutex_lock(&s->lock);
+        s->workers_running++; /* before the thread runs: it decrements when it ends */
+        pthread_mutex_unlock(&s->lock);
+        if (pthread_create(&s->workers[i], NULL, worker_main, s) != 0) {
+            pthread_mutex_lock(&s->lock);
+            s->workers_running--;
+            pthread_mutex_unlock(&s->lock);
+            return i > 0;
+        }
         s->worker_count++;
     }
     return true;
 }
 
-void lsp_workers_stop(LspServer *s) {
+/* Exit must not wait for an analysis: LSP clients give the server little
+ * time between exit and a kill, and one document can take the rules tens of
+ * seconds. How this stays free of races:
+ * - stopping and analyses_cancelled are set together under s->lock. Workers
+ *   read stopping under the lock (their loop, and the publishing step of
+ *   analyse, so nothing is published after exit); a pass reads the atomic
+ *   flag between phases, where it must not take the lock (crash guard).
+ * - A worker counts itself out of workers_running under the lock when it
+ *   leaves its loop; after that it touches nothing of s. When all have
+ *   left within the grace period, they are joined and the caller frees
+ *   everything as before.
+ * - Otherwise one is still inside a phase that has no check (the parser or
+ *   the rules over a large document, in code outside the server). It is
+ *   detached, and the caller frees nothing it can reach: s with its lock and
+ *   conditions, the documents (its own is one), the workspace index, the
+ *   settings. Profiles are counted references, taken and dropped under the
+ *   lock: the worker keeps its own. The process ends right after, which
+ *   stops the thread; when its phase ends first, it sees the flag and drops
+ *   its results without publishing. */
+bool lsp_workers_stop(LspServer *s, double grace_seconds) {
     pthread_mutex_lock(&s->lock);
     s->stopping = true;
+    atomic_store(&s->analyses_cancelled, true);
     pthread_cond_broadcast(&s->work_ready);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    long long ns = until.tv_nsec + (long long)(grace_seconds * 1e9);
+    until.tv_sec += ns / 1000000000;
+    until.tv_nsec = ns % 1000000000;
+    while (s->workers_running > 0)
+        if (pthread_cond_timedwait(&s->workers_done, &s->lock, &until) == ETIMEDOUT) break;
+    bool all_ended = s->workers_running == 0;
     pthread_mutex_unlock(&s->lock);
-    for (int i = 0; i < s->worker_count; i++) pthread_join(s->workers[i], NULL);
+    for (int i = 0; i < s->worker_count; i++) {
+        if (all_ended) pthread_join(s->workers[i], NULL);
+        else pthread_detach(s->workers[i]); /* one that has ended is released now, the others when they end */
+    }
     s->worker_count = 0;
+    if (all_ended) pthread_cond_destroy(&s->workers_done);
+    return all_ended;
 }
