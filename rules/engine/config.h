@@ -63,6 +63,9 @@ bool config_validate(const Config *cfg, char **error);
 
 /* Reads advise.toml into cfg (on top of what it holds). */
 bool config_load_file(Config *cfg, const char *path, char **error);
+/* The same for text already in memory (length bytes, not NUL-terminated);
+ * path names it in messages. */
+bool config_load_text(Config *cfg, const char *text, size_t length, const char *path, char **error);
 /* Walks up from dir to find advise.toml; returns a heap path or NULL. */
 char *config_find(const char *dir);
 

@@ -390,15 +390,22 @@ bool config_load_file(Config *cfg, const char *path, char **error) {
         *error = format_string("%s: %s", path, read_error ? "read error" : "too large (over 1 MiB) or out of memory");
         return false;
     }
-    if (memchr(text, '\0', n)) {
-        free(text);
+    bool ok = config_load_text(cfg, text, n, path, error);
+    free(text);
+    return ok;
+}
+
+bool config_load_text(Config *cfg, const char *text, size_t length, const char *path, char **error) {
+    if (length > MAX_CONFIG_BYTES) {
+        *error = format_string("%s: too large (over 1 MiB)", path);
+        return false;
+    }
+    if (memchr(text, '\0', length)) {
         *error = format_string("%s: not a text file", path);
         return false;
     }
-    Reader r = {.p = text, .end = text + n, .line = 1, .path = path};
-    bool ok = parse(&r, cfg);
-    free(text);
-    if (!ok) {
+    Reader r = {.p = text, .end = text + length, .line = 1, .path = path};
+    if (!parse(&r, cfg)) {
         *error = r.error;
         return false;
     }

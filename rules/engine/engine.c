@@ -49,9 +49,12 @@ size_t engine_settle_findings(const Document *doc, const PySource *py, const Con
     }
     suppressions_free(&sup);
 
-    /* sort the new findings only */
-    FindingList tail = {out->items + first_new, out->count - first_new, out->count - first_new};
-    finding_list_sort(&tail);
+    /* sort the new findings only (none: items may be NULL, and NULL + 0 is
+     * undefined behaviour; found by the fuzzer) */
+    if (out->count > first_new) {
+        FindingList tail = {out->items + first_new, out->count - first_new, out->count - first_new};
+        finding_list_sort(&tail);
+    }
     return suppressed;
 }
 

@@ -1,0 +1,14 @@
+/* advise import: a torch.profiler (Chrome) trace into a profile. */
+#include <stdlib.h>
+
+#include "profiler/import/torch_import.h"
+#include "profiler/profile.h"
+#include "tests/fuzz/fuzz.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    char *error = NULL;
+    Profile *p = torch_import((const char *)data, size, "/home/me/project", "fuzz.trace.json", &error);
+    free(error);
+    profile_free(p);
+    return 0;
+}
