@@ -217,17 +217,6 @@ static void syncs(Builder *b, int at, ProfSyncKind kind, uint64_t n, uint64_t ea
     for (uint64_t i = 0; i < n; i++) agg_sync(b->agg, kind, each, at);
 }
 
-/* the profile of a run that took wall_ns (0: as long as the GPU's span) */
-static ProfileView *view_of(Builder *b, uint64_t wall_ns) {
-    ProfProcess proc = {.pid = 1, .rank = -1, .local_rank = -1, .world_size = -1, .wall_ns = wall_ns};
-    Profile *p = agg_to_profile(b->agg, &proc);
-    cr_assert_not_null(p);
-    agg_free(b->agg);
-    b->agg = NULL;
-    ProfileView *v = profile_view_new(p, "");
-    cr_assert_not_null(v);
-    return v;
-}
 
 /* the same, with the profiler's calibration for the run (ProfCalibration) */
 static ProfileView *view_calibrated(Builder *b, uint64_t wall_ns, ProfCalibration calibration) {
@@ -241,6 +230,9 @@ static ProfileView *view_calibrated(Builder *b, uint64_t wall_ns, ProfCalibratio
     cr_assert_not_null(v);
     return v;
 }
+
+/* the profile of a run that took wall_ns (0: as long as the GPU's span) */
+static ProfileView *view_of(Builder *b, uint64_t wall_ns) { return view_calibrated(b, wall_ns, (ProfCalibration){0}); }
 
 static ProfileView *view_from_file(const char *relative) {
     char path[1024], *error = NULL;
