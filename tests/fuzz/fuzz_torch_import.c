@@ -7,7 +7,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *error = NULL;
-    Profile *p = torch_import((const char *)data, size, "/home/me/project", "fuzz.trace.json", &error);
+    /* a root that exists (the traces' own project), or every import stops at it */
+    Profile *p = torch_import((const char *)data, size, ADVISE_SOURCE_DIR "/tests/fixtures/traces/project",
+                              "fuzz.trace.json", &error);
     free(error);
     profile_free(p);
     return 0;
