@@ -406,9 +406,26 @@ Test(cuda_flags, gpu_arch_becomes_cuda_gpu_arch) {
     cuda_flags_free(&f);
 
     /* a configured architecture wins over the database */
-    CudaFlagOptions options = {.gpu_arch = "sm_100"};
+    CudaFlagOptions options = {.gpu_arch = "sm_90a"};
     cr_assert(cuda_flags_for_file(file, &options, &f));
-    cr_expect(has_arg(&f, "--cuda-gpu-arch=sm_100"), "%s", args_text(&f));
+    cr_expect(has_arg(&f, "--cuda-gpu-arch=sm_90a"), "%s", args_text(&f));
+    cr_expect_null(f.problem);
+    cuda_flags_free(&f);
+
+    /* one clang 19 does not know is the file's problem, said in advise's words */
+    options.gpu_arch = "sm_100";
+    cr_assert(cuda_flags_for_file(file, &options, &f));
+    cr_expect(f.problem && strstr(f.problem, "unknown gpu-arch 'sm_100'"), "%s", f.problem ? f.problem : "(none)");
+    cuda_flags_free(&f);
+
+    /* a database's newer architecture is read as sm_90 */
+    put(root, "compile_commands.json",
+        fmt("[{\"directory\": \"%s\", \"file\": \"k.cu\", \"arguments\": [\"nvcc\", \"-arch=sm_100\", \"-c\", "
+            "\"k.cu\"]}]",
+            root));
+    cr_assert(cuda_flags_for_file(file, NULL, &f));
+    cr_expect(has_arg(&f, "--cuda-gpu-arch=sm_90"), "%s", args_text(&f));
+    cr_expect_null(f.problem);
     cuda_flags_free(&f);
 }
 
