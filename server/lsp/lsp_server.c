@@ -603,7 +603,7 @@ static bool dispatch(LspServer *s, json_t *msg, int *code) {
 /* How long exit waits for the workers to end before it leaves a busy one
  * behind: idle workers wake and end in far less (then everything is freed
  * as usual), and exit as a whole stays well within 100 ms. */
-#define EXIT_GRACE_SECONDS 0.03
+double lsp_exit_grace_seconds = 0.03;
 
 /* The state a worker still uses when the process ends: kept reachable, so
  * that LeakSanitizer does not report what that thread holds as leaked. */
@@ -652,7 +652,7 @@ int lsp_server_run(int in_fd, int out_fd) {
         if (!go_on) break;
     }
     /* sets stopping: workspace scans end after their current file */
-    bool workers_ended = lsp_workers_stop(s, EXIT_GRACE_SECONDS);
+    bool workers_ended = lsp_workers_stop(s, lsp_exit_grace_seconds);
     lsp_scans_join(s);
     lsp_profiles_stop(s); /* the watcher and advise/findings threads */
     jsonrpc_reader_free(reader);

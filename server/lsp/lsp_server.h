@@ -121,6 +121,11 @@ struct LspServer {
     long next_request_id;
 };
 
+/* How long the end of the stream (exit, or EOF) waits for busy workers
+ * before leaving them behind (0.03 s). A caller that runs the server more
+ * than once in one process (the JSON-RPC fuzz target) waits them out, so
+ * that no worker outlives its server. */
+extern double lsp_exit_grace_seconds;
 int lsp_server_run(int in_fd, int out_fd);
 
 /* helpers shared by the lsp_*.c files */

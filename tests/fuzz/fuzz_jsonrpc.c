@@ -17,6 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (in < 0 || out < 0) abort();
     if (size && write(in, data, size) != (ssize_t)size) abort();
     lseek(in, 0, SEEK_SET);
+    lsp_exit_grace_seconds = 600; /* every worker ends before the next input (a hang is a finding) */
     (void)lsp_server_run(in, out);
     close(in);
     close(out);
