@@ -18,13 +18,8 @@ targets=${*:-"profile torch_import config ignore edits python jsonrpc cuda"}
 
 missing=""
 for p in clang-19 libclang-rt-19-dev; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
-if [ -n "$missing" ]; then
-    echo "fuzz: installing$missing" >&2
-    sudo=""
-    [ "$(id -u)" -ne 0 ] && sudo=sudo
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
-fi
+# shellcheck disable=SC2086 # one word per package
+scripts/apt-install.sh fuzz $missing
 ADVISE_BUILD_DIR=build-fuzz scripts/setup.sh -DADVISE_FUZZ=ON -DADVISE_TESTS=OFF -DCMAKE_C_COMPILER=clang-19 >/dev/null
 
 seeds_of() {

@@ -43,14 +43,8 @@ command -v emacs >/dev/null 2>&1 || missing="$missing emacs-nox"
 if command -v dpkg >/dev/null 2>&1; then
     dpkg -s elpa-eglot >/dev/null 2>&1 || missing="$missing elpa-eglot"
 fi
-if [ -n "$missing" ]; then
-    echo "e2e: installing$missing" >&2
-    sudo=""
-    [ "$(id -u)" -ne 0 ] && sudo=sudo
-    $sudo apt-get update -qq
-    # shellcheck disable=SC2086 # one word per package
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
-fi
+# shellcheck disable=SC2086 # one word per package
+"$repo/scripts/apt-install.sh" e2e $missing
 # the pinned npm packages, installed again only when the lockfile changed
 stamp="$here/node_modules/.advise-e2e-lock"
 if ! cmp -s "$here/package-lock.json" "$stamp" 2>/dev/null; then
