@@ -92,6 +92,9 @@ void profile_free(Profile *p) {
     free(p->gaps);
     for (size_t i = 0; i < p->line_metric_count; i++) free(p->line_metrics[i].kernel);
     free(p->line_metrics);
+    for (size_t i = 0; i < p->memory_count; i++) free(p->memories[i].samples);
+    free(p->memories);
+    free(p->memory_lines);
     ProfileBox *box = box_of(p);
     hash_index_free(&box->file_index.index);
     hash_index_free(&box->site_index.index);
@@ -305,6 +308,11 @@ const char *prof_op_kind_name(ProfOpKind k) { return name_of(OP_KIND_NAMES, PROF
 const char *prof_copy_kind_name(ProfCopyKind k) { return name_of(COPY_KIND_NAMES, PROF_COPY_KIND_COUNT, (int)k); }
 const char *prof_mem_kind_name(ProfMemKind k) { return name_of(MEM_KIND_NAMES, PROF_MEM_KIND_COUNT, (int)k); }
 const char *prof_sync_kind_name(ProfSyncKind k) { return name_of(SYNC_KIND_NAMES, PROF_SYNC_KIND_COUNT, (int)k); }
+static const char *const MEM_LINE_KIND_NAMES[PROF_MEM_LINE_KIND_COUNT] = {"peak", "growth", "allocs", "oom"};
+const char *prof_mem_line_kind_name(ProfMemLineKind k) {
+    return name_of(MEM_LINE_KIND_NAMES, PROF_MEM_LINE_KIND_COUNT, (int)k);
+}
+int prof_mem_line_kind_from_name(const char *s) { return index_of(MEM_LINE_KIND_NAMES, PROF_MEM_LINE_KIND_COUNT, s); }
 int prof_op_kind_from_name(const char *s) { return index_of(OP_KIND_NAMES, PROF_OP_KIND_COUNT, s); }
 int prof_copy_kind_from_name(const char *s) { return index_of(COPY_KIND_NAMES, PROF_COPY_KIND_COUNT, s); }
 int prof_mem_kind_from_name(const char *s) { return index_of(MEM_KIND_NAMES, PROF_MEM_KIND_COUNT, s); }
@@ -405,7 +413,8 @@ bool profile_append(Profile *dst, const Profile *src) {
     size_t nproc = src->process_count, ndev = src->device_count, nfiles = src->file_count;
     size_t nsites = src->site_count, nkern = src->kernel_count, nops = src->op_count;
     size_t napis = src->api_count, nover = src->overhead_count, ntl = src->timeline_count, ngaps = src->gap_count;
-    size_t nlines = src->line_metric_count;
+    size_t nlines = src->line_metric_count, nmem = src->memory_count, nmemlines = src->memory_line_count;
+    size_t mbase = dst->memory_count;
     size_t pbase = dst->process_count, dbase = dst->device_count, kbase = dst->kernel_count;
 
     if (!copy_header(dst, src)) return false;
@@ -493,6 +502,27 @@ bool profile_append(Profile *dst, const Profile *src) {
         g.before_site = remap(g.before_site, nsites, site_map, 0);
         g.after_site = remap(g.after_site, nsites, site_map, 0);
         dst->gaps[dst->gap_count++] = g;
+    }
+
+    ok = ok && RESERVE(dst->memories, dst->memory_count, nmem, NULL);
+    for (size_t i = 0; ok && i < nmem; i++) {
+        ProfMemory m = src->memories[i];
+        m.process = remap(m.process, nproc, NULL, pbase);
+        m.oom_site = remap(m.oom_site, nsites, site_map, 0);
+        m.samples = NULL;
+        if (m.sample_count) {
+            m.samples = malloc(m.sample_count * sizeof *m.samples);
+            ok = m.samples != NULL;
+            if (ok) memcpy(m.samples, src->memories[i].samples, m.sample_count * sizeof *m.samples);
+        }
+        if (ok) dst->memories[dst->memory_count++] = m;
+    }
+    ok = ok && RESERVE(dst->memory_lines, dst->memory_line_count, nmemlines, NULL);
+    for (size_t i = 0; ok && i < nmemlines; i++) {
+        ProfMemLine l = src->memory_lines[i];
+        l.memory = remap(l.memory, nmem, NULL, mbase);
+        l.site = remap(l.site, nsites, site_map, 0);
+        dst->memory_lines[dst->memory_line_count++] = l;
     }
     free(site_map);
     return ok;

@@ -213,6 +213,50 @@ typedef struct {
     uint64_t local_sectors;    /* local memory: spills and local arrays */
 } ProfLineMetrics;
 
+/* Device memory (`advise profile --memory`, from PyTorch's allocator
+ * history: profiler/python/advise_memory.py). One ProfMemory per process and
+ * device; its lines say which source lines held or allocated the memory.
+ * "Allocated" is memory in live tensors, "reserved" what the caching
+ * allocator holds from cudaMalloc. The history is a ring of the latest
+ * events: when window_complete is false it began after the run did, and a
+ * peak before it is known only as max_allocated. */
+typedef struct {
+    uint64_t time_ns;       /* since the window's first event */
+    uint64_t allocated, reserved;
+} ProfMemSample;
+
+typedef struct {
+    int process;
+    uint32_t device;        /* CUDA ordinal inside its process */
+    uint64_t events;        /* allocator events in the window */
+    bool window_complete;
+    uint64_t max_allocated, max_reserved;        /* PyTorch's own peaks over the run */
+    uint64_t peak_time_ns, peak_allocated, peak_reserved; /* the highest allocated point of the window */
+    uint64_t steps;         /* optimizer steps in the run */
+    uint64_t steps_in_window;
+    int64_t bytes_per_step; /* live memory's change per step over the window's last steps; 0 unknown */
+    bool oom;               /* an allocation failed: */
+    uint64_t oom_time_ns, oom_bytes, oom_device_free, oom_allocated;
+    int oom_site;           /* the line that asked for it, or -1 */
+    ProfMemSample *samples; /* memory over time, at most PROFILE_MAX_MEMORY_SAMPLES */
+    size_t sample_count;
+} ProfMemory;
+
+typedef enum {
+    PROF_MEM_LINE_PEAK,     /* live at the peak: bytes */
+    PROF_MEM_LINE_GROWTH,   /* live memory rising step after step: bytes per step, count = steps measured */
+    PROF_MEM_LINE_ALLOCS,   /* allocated in the window: bytes, count = allocations */
+    PROF_MEM_LINE_OOM,      /* live when the allocation failed: bytes */
+    PROF_MEM_LINE_KIND_COUNT
+} ProfMemLineKind;
+
+typedef struct {
+    int memory;             /* into memories */
+    ProfMemLineKind kind;
+    int site;               /* the allocating line; -1: outside the project, or before recording began */
+    uint64_t bytes, count;
+} ProfMemLine;
+
 typedef struct {
     char *name;             /* what the user called the run */
     char *source;           /* "cupti" or "torch-profiler" */
@@ -234,6 +278,8 @@ typedef struct {
     ProfTimeline *timelines; size_t timeline_count;
     ProfGap *gaps;          size_t gap_count;
     ProfLineMetrics *line_metrics; size_t line_metric_count;   /* optional in files; see FORMAT.md */
+    ProfMemory *memories;   size_t memory_count;               /* optional in files */
+    ProfMemLine *memory_lines; size_t memory_line_count;       /* optional in files */
 } Profile;
 
 /* Caps on what one profile may hold: the writer never exceeds them and the
@@ -250,6 +296,9 @@ typedef struct {
 #define PROFILE_MAX_OVERHEADS    1024u
 #define PROFILE_MAX_GAPS         4096u
 #define PROFILE_MAX_LINE_METRICS 100000u
+#define PROFILE_MAX_MEMORIES     1024u
+#define PROFILE_MAX_MEMORY_SAMPLES 4096u /* per memory */
+#define PROFILE_MAX_MEMORY_LINES 65536u
 #define PROFILE_MAX_COMMAND_ARGS 4096u
 #define PROFILE_MAX_FRAMES       16u   /* per unresolved native site */
 
@@ -280,11 +329,13 @@ const char *prof_op_kind_name(ProfOpKind k);       /* "launch", "memcpy", ... */
 const char *prof_copy_kind_name(ProfCopyKind k);   /* "HtoD", "DtoH", ... */
 const char *prof_mem_kind_name(ProfMemKind k);     /* "pageable", "pinned", ... */
 const char *prof_sync_kind_name(ProfSyncKind k);   /* "stream", "context", ... */
+const char *prof_mem_line_kind_name(ProfMemLineKind k); /* "peak", "growth", "allocs", "oom" */
 /* Inverse lookups; -1 when the name is unknown. */
 int prof_op_kind_from_name(const char *s);
 int prof_copy_kind_from_name(const char *s);
 int prof_mem_kind_from_name(const char *s);
 int prof_sync_kind_from_name(const char *s);
+int prof_mem_line_kind_from_name(const char *s);
 
 /* A path is acceptable in a profile: relative, no "..", no empty or "."
  * components, no backslash or control characters, at most PROFILE_MAX_STRING. */

@@ -442,6 +442,56 @@ static bool line_metrics_ok(Check *c) {
     return ok;
 }
 
+static bool memory_ok(Check *c, size_t i) {
+    const Profile *p = c->p;
+    const ProfMemory *m = &p->memories[i];
+    char at[48];
+    snprintf(at, sizeof at, "memory[%zu]", i);
+    if (!index_ok(c, at, "process", m->process, p->process_count, "processes", false) ||
+        !index_ok(c, at, "oom.site", m->oom_site, p->site_count, "sites", true) ||
+        !cap_ok(c, "samples", m->sample_count, PROFILE_MAX_MEMORY_SAMPLES) ||
+        !integer_ok(c, at, "events", m->events) || !integer_ok(c, at, "max_allocated", m->max_allocated) ||
+        !integer_ok(c, at, "max_reserved", m->max_reserved) || !integer_ok(c, at, "peak_time_ns", m->peak_time_ns) ||
+        !integer_ok(c, at, "peak_allocated", m->peak_allocated) ||
+        !integer_ok(c, at, "peak_reserved", m->peak_reserved) || !integer_ok(c, at, "steps", m->steps) ||
+        !integer_ok(c, at, "steps_in_window", m->steps_in_window) ||
+        !integer_ok(c, at, "oom.time_ns", m->oom_time_ns) || !integer_ok(c, at, "oom.bytes", m->oom_bytes) ||
+        !integer_ok(c, at, "oom.device_free", m->oom_device_free) ||
+        !integer_ok(c, at, "oom.allocated", m->oom_allocated))
+        return false;
+    if (m->steps_in_window > m->steps) return prof_fail(c->error, "%s.steps_in_window: more than steps", at);
+    if (m->device > UINT32_MAX / 2) return prof_fail(c->error, "%s.device: not a device ordinal", at);
+    for (size_t k = 0; k < m->sample_count; k++) {
+        const ProfMemSample *s = &m->samples[k];
+        if (!integer_ok(c, at, "samples", s->time_ns) || !integer_ok(c, at, "samples", s->allocated) ||
+            !integer_ok(c, at, "samples", s->reserved))
+            return false;
+        if (k > 0 && s->time_ns < m->samples[k - 1].time_ns)
+            return prof_fail(c->error, "%s.samples[%zu]: earlier than the sample before it", at, k);
+    }
+    for (size_t j = 0; j < i; j++)
+        if (p->memories[j].process == m->process && p->memories[j].device == m->device)
+            return prof_fail(c->error, "%s: the same process and device as memory[%zu]; each appears once", at, j);
+    return true;
+}
+
+static bool memories_ok(Check *c) {
+    const Profile *p = c->p;
+    for (size_t i = 0; i < p->memory_count; i++)
+        if (!memory_ok(c, i)) return false;
+    for (size_t i = 0; i < p->memory_line_count; i++) {
+        const ProfMemLine *l = &p->memory_lines[i];
+        char at[48];
+        snprintf(at, sizeof at, "memory_lines[%zu]", i);
+        if (!index_ok(c, at, "memory", l->memory, p->memory_count, "memory", false) ||
+            !index_ok(c, at, "site", l->site, p->site_count, "sites", true) || !integer_ok(c, at, "bytes", l->bytes) ||
+            !integer_ok(c, at, "count", l->count))
+            return false;
+        if ((unsigned)l->kind >= PROF_MEM_LINE_KIND_COUNT) return prof_fail(c->error, "%s.kind: unknown", at);
+    }
+    return true;
+}
+
 bool profile_check(const Profile *p, ProfileKind kind, char **error) {
     if (!p) return prof_fail(error, "no profile");
     if (kind != PROFILE_FINAL && kind != PROFILE_PART) return prof_fail(error, "unknown profile kind %d", (int)kind);
@@ -456,7 +506,9 @@ bool profile_check(const Profile *p, ProfileKind kind, char **error) {
         !cap_ok(&c, "overheads", p->overhead_count, PROFILE_MAX_OVERHEADS) ||
         !cap_ok(&c, "timelines", p->timeline_count, PROFILE_MAX_DEVICES) ||
         !cap_ok(&c, "gaps", p->gap_count, PROFILE_MAX_GAPS) ||
-        !cap_ok(&c, "line_metrics", p->line_metric_count, PROFILE_MAX_LINE_METRICS))
+        !cap_ok(&c, "line_metrics", p->line_metric_count, PROFILE_MAX_LINE_METRICS) ||
+        !cap_ok(&c, "memory", p->memory_count, PROFILE_MAX_MEMORIES) ||
+        !cap_ok(&c, "memory_lines", p->memory_line_count, PROFILE_MAX_MEMORY_LINES))
         return false;
     if (!processes_ok(&c) || !devices_ok(&c) || !files_ok(&c) || !sites_ok(&c) || !kernels_ok(&c) || !ops_ok(&c))
         return false;
@@ -467,5 +519,5 @@ bool profile_check(const Profile *p, ProfileKind kind, char **error) {
         if (!named_stats_ok(&c, "overheads", i, p->overheads[i].process, "kind", p->overheads[i].kind,
                             &p->overheads[i].stats))
             return false;
-    return timelines_ok(&c) && gaps_ok(&c) && line_metrics_ok(&c);
+    return timelines_ok(&c) && gaps_ok(&c) && line_metrics_ok(&c) && memories_ok(&c);
 }

@@ -260,6 +260,56 @@ static json_t *line_metric_json(const Profile *p, size_t i) {
     return obj_done(&o);
 }
 
+static json_t *memory_json(const Profile *p, size_t i) {
+    const ProfMemory *m = &p->memories[i];
+    Obj o = obj_new();
+    put(&o, "process", json_integer(m->process));
+    put(&o, "device", integer(m->device));
+    put(&o, "events", integer(m->events));
+    put(&o, "window_complete", json_boolean(m->window_complete));
+    put(&o, "max_allocated", integer(m->max_allocated));
+    put(&o, "max_reserved", integer(m->max_reserved));
+    put(&o, "peak_time_ns", integer(m->peak_time_ns));
+    put(&o, "peak_allocated", integer(m->peak_allocated));
+    put(&o, "peak_reserved", integer(m->peak_reserved));
+    put(&o, "steps", integer(m->steps));
+    put(&o, "steps_in_window", integer(m->steps_in_window));
+    put(&o, "bytes_per_step", json_integer(m->bytes_per_step));
+    if (m->oom) {
+        Obj oom = obj_new();
+        put(&oom, "time_ns", integer(m->oom_time_ns));
+        put(&oom, "bytes", integer(m->oom_bytes));
+        put(&oom, "device_free", integer(m->oom_device_free));
+        put(&oom, "allocated", integer(m->oom_allocated));
+        put(&oom, "site", index_or_null(m->oom_site));
+        put(&o, "oom", obj_done(&oom));
+    } else {
+        put(&o, "oom", json_null());
+    }
+    json_t *samples = json_array();
+    for (size_t k = 0; samples && k < m->sample_count; k++) {
+        const ProfMemSample *s = &m->samples[k];
+        json_t *row = json_pack("[ooo]", integer(s->time_ns), integer(s->allocated), integer(s->reserved));
+        if (!row || json_array_append_new(samples, row) != 0) {
+            json_decref(samples);
+            samples = NULL;
+        }
+    }
+    put(&o, "samples", samples);
+    return obj_done(&o);
+}
+
+static json_t *memory_line_json(const Profile *p, size_t i) {
+    const ProfMemLine *l = &p->memory_lines[i];
+    Obj o = obj_new();
+    put(&o, "memory", json_integer(l->memory));
+    put(&o, "kind", json_string(prof_mem_line_kind_name(l->kind)));
+    put(&o, "site", index_or_null(l->site));
+    put(&o, "bytes", integer(l->bytes));
+    put(&o, "count", integer(l->count));
+    return obj_done(&o);
+}
+
 /* ---- the text ------------------------------------------------------------------------ */
 
 typedef struct {
@@ -362,7 +412,13 @@ char *profile_to_json(const Profile *p, ProfileKind kind, char **error) {
     append_array(&t, "overheads", p, p->overhead_count, overhead_json, false);
     append_array(&t, "timelines", p, p->timeline_count, timeline_json, false);
     append_array(&t, "gaps", p, p->gap_count, gap_json, false);
-    append_array(&t, "line_metrics", p, p->line_metric_count, line_metric_json, true);
+    /* memory is written only when recorded (--memory), so other profiles read as before */
+    bool memory = p->memory_count > 0;
+    append_array(&t, "line_metrics", p, p->line_metric_count, line_metric_json, !memory);
+    if (memory) {
+        append_array(&t, "memory", p, p->memory_count, memory_json, false);
+        append_array(&t, "memory_lines", p, p->memory_line_count, memory_line_json, true);
+    }
     append_str(&t, "}\n");
     append(&t, "", 1);
     if (!t.ok) {

@@ -544,6 +544,106 @@ static bool read_line_metrics(Reader *r, json_t *root, Profile *p) {
     return true;
 }
 
+/* bytes_per_step: a signed integer */
+static bool get_i64(Reader *r, json_t *object, const char *at, const char *key, int64_t *out) {
+    json_t *v = member(r, object, at, key);
+    if (!v) return false;
+    if (!json_is_integer(v)) return FAIL(r, at, key, "must be an integer");
+    *out = (int64_t)json_integer_value(v);
+    return true;
+}
+
+static bool read_memory_samples(Reader *r, json_t *e, const char *at, ProfMemory *m) {
+    json_t *a;
+    if (!get_array(r, e, at, "samples", PROFILE_MAX_MEMORY_SAMPLES, &a) ||
+        !ALLOCATE(r, m->samples, m->sample_count, json_array_size(a)))
+        return false;
+    char path[96];
+    snprintf(path, sizeof path, "%s.samples", at);
+    for (size_t k = 0; k < json_array_size(a); k++) {
+        json_t *row = json_array_get(a, k);
+        char position[24];
+        snprintf(position, sizeof position, "[%zu]", k);
+        if (!json_is_array(row) || json_array_size(row) != 3)
+            return FAIL(r, path, position, "must be [time_ns, allocated, reserved]");
+        ProfMemSample *s = &m->samples[k];
+        if (!uint_value(r, json_array_get(row, 0), path, position, 0, MAX_JSON_INTEGER, &s->time_ns) ||
+            !uint_value(r, json_array_get(row, 1), path, position, 0, MAX_JSON_INTEGER, &s->allocated) ||
+            !uint_value(r, json_array_get(row, 2), path, position, 0, MAX_JSON_INTEGER, &s->reserved))
+            return false;
+    }
+    return true;
+}
+
+static bool read_memory_oom(Reader *r, json_t *e, const char *at, ProfMemory *m) {
+    json_t *o = member(r, e, at, "oom");
+    m->oom_site = -1;
+    if (!o) return false;
+    if (json_is_null(o)) return true;
+    if (!json_is_object(o)) return FAIL(r, at, "oom", "must be an object or null");
+    char path[80];
+    snprintf(path, sizeof path, "%s.oom", at);
+    m->oom = true;
+    return get_u64(r, o, path, "time_ns", &m->oom_time_ns) && get_u64(r, o, path, "bytes", &m->oom_bytes) &&
+           get_u64(r, o, path, "device_free", &m->oom_device_free) &&
+           get_u64(r, o, path, "allocated", &m->oom_allocated) && get_index(r, o, path, "site", true, &m->oom_site);
+}
+
+/* Memory (`advise profile --memory`): absent reads as none. */
+static bool read_memories(Reader *r, json_t *root, Profile *p) {
+    const char *key = "memory";
+    json_t *a;
+    if (!json_object_get(root, key)) return true;
+    if (!get_array(r, root, "", key, PROFILE_MAX_MEMORIES, &a) ||
+        !ALLOCATE(r, p->memories, p->memory_count, json_array_size(a)))
+        return false;
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        json_t *e = json_array_get(a, i);
+        char at[48];
+        snprintf(at, sizeof at, "%s[%zu]", key, i);
+        ProfMemory *m = &p->memories[i];
+        m->oom_site = -1;
+        if (!entry_object(r, e, at) || !get_index(r, e, at, "process", false, &m->process) ||
+            !get_u32(r, e, at, "device", &m->device) || !get_u64(r, e, at, "events", &m->events) ||
+            !get_bool(r, e, at, "window_complete", &m->window_complete) ||
+            !get_u64(r, e, at, "max_allocated", &m->max_allocated) ||
+            !get_u64(r, e, at, "max_reserved", &m->max_reserved) ||
+            !get_u64(r, e, at, "peak_time_ns", &m->peak_time_ns) ||
+            !get_u64(r, e, at, "peak_allocated", &m->peak_allocated) ||
+            !get_u64(r, e, at, "peak_reserved", &m->peak_reserved) || !get_u64(r, e, at, "steps", &m->steps) ||
+            !get_u64(r, e, at, "steps_in_window", &m->steps_in_window) ||
+            !get_i64(r, e, at, "bytes_per_step", &m->bytes_per_step) || !read_memory_oom(r, e, at, m) ||
+            !read_memory_samples(r, e, at, m))
+            return false;
+    }
+    return true;
+}
+
+static const char *mem_line_kind_name(int k) { return prof_mem_line_kind_name((ProfMemLineKind)k); }
+
+static bool read_memory_lines(Reader *r, json_t *root, Profile *p) {
+    const char *key = "memory_lines";
+    json_t *a;
+    if (!json_object_get(root, key)) return true;
+    if (!get_array(r, root, "", key, PROFILE_MAX_MEMORY_LINES, &a) ||
+        !ALLOCATE(r, p->memory_lines, p->memory_line_count, json_array_size(a)))
+        return false;
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        json_t *e = json_array_get(a, i);
+        char at[48];
+        snprintf(at, sizeof at, "%s[%zu]", key, i);
+        ProfMemLine *l = &p->memory_lines[i];
+        int kind = 0;
+        if (!entry_object(r, e, at) || !get_index(r, e, at, "memory", false, &l->memory) ||
+            !get_enum(r, e, at, "kind", mem_line_kind_name, PROF_MEM_LINE_KIND_COUNT, &kind) ||
+            !get_index(r, e, at, "site", true, &l->site) || !get_u64(r, e, at, "bytes", &l->bytes) ||
+            !get_u64(r, e, at, "count", &l->count))
+            return false;
+        l->kind = (ProfMemLineKind)kind;
+    }
+    return true;
+}
+
 /* ---- the top level --------------------------------------------------------------------- */
 
 static bool read_identity(Reader *r, json_t *root) {
@@ -621,7 +721,8 @@ Profile *profile_from_json(const char *text, size_t length, ProfileKind kind, ch
          read_devices(&r, root, p) && read_files(&r, root, p) && read_sites(&r, root, p) &&
          read_kernels(&r, root, p) && read_ops(&r, root, p) && read_apis(&r, root, p) &&
          read_overheads(&r, root, p) && read_timelines(&r, root, p) && read_gaps(&r, root, p) &&
-         read_line_metrics(&r, root, p) && profile_check(p, kind, error);
+         read_line_metrics(&r, root, p) && read_memories(&r, root, p) && read_memory_lines(&r, root, p) &&
+         profile_check(p, kind, error);
     json_decref(root);
     if (!ok) {
         prof_fail(error, "out of memory"); /* unless a message is set already */

@@ -25,6 +25,7 @@ static const ArrayCap CAPS[] = {
     {"sites", PROFILE_MAX_SITES},         {"kernels", PROFILE_MAX_KERNELS},   {"ops", PROFILE_MAX_OPS},
     {"apis", PROFILE_MAX_APIS},           {"overheads", PROFILE_MAX_OVERHEADS}, {"timelines", PROFILE_MAX_DEVICES},
     {"gaps", PROFILE_MAX_GAPS},           {"line_metrics", PROFILE_MAX_LINE_METRICS},
+    {"memory", PROFILE_MAX_MEMORIES},     {"memory_lines", PROFILE_MAX_MEMORY_LINES},
     {"command", PROFILE_MAX_COMMAND_ARGS},
 };
 

@@ -14,6 +14,8 @@ for f in advise-profile libadvise_inject.so; do
     test -f "$build/$f" || { echo "gpu-bundle: $build/$f is missing (build first)" >&2; exit 1; }
     cp "$build/$f" "$dest/"
 done
+mkdir -p "$dest/advise-python"
+cp "$build/advise-python/advise_memory.py" "$dest/advise-python/"
 for lib in libjansson.so.4 libdw.so.1 libelf.so.1; do
     path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
     test -n "$path" || { echo "gpu-bundle: $lib not found" >&2; exit 1; }

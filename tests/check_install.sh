@@ -25,6 +25,7 @@ if ldd "$prefix/bin/advise" | grep -q 'not found'; then fail "the installed advi
 if [ -e "$build/libadvise_inject.so" ]; then
     [ -e "$prefix/lib/advise/libadvise_inject.so" ] || fail "libadvise_inject.so was not installed"
     [ -e "$prefix/lib/advise/libjansson.so.4" ] || fail "libjansson.so.4 was not installed beside it"
+    [ -e "$prefix/lib/advise/advise-python/advise_memory.py" ] || fail "the --memory recorder was not installed beside it"
     out=$(cd "$prefix" && "$prefix/bin/advise" profile -o "$prefix/p.json" -- true 2>&1 || true)
     case $out in
         *"was not found beside advise"*) fail "advise profile does not find the installed library: $out" ;;

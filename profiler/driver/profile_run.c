@@ -28,7 +28,7 @@
 void profile_run_usage(FILE *out, const char *program) {
     fprintf(out,
             "usage: %s [-o FILE] [--name NAME] [--profile-dir DIR] [--source-metrics[=N]]\n"
-            "          [--source-metrics-kernel TEXT] -- COMMAND [ARGS...]\n"
+            "          [--source-metrics-kernel TEXT] [--memory] -- COMMAND [ARGS...]\n"
             "\n"
             "Runs COMMAND (and the processes it starts) with advise's CUDA profiler and\n"
             "writes one profile: kernels, copies, syncs and allocations with the source\n"
@@ -47,7 +47,11 @@ void profile_run_usage(FILE *out, const char *program) {
             "                     kernel: at most N more runs (default 3), hottest first\n"
             "  --source-metrics-kernel TEXT\n"
             "                     measure only kernels whose name contains TEXT (implies\n"
-            "                     --source-metrics)\n",
+            "                     --source-metrics)\n"
+            "  --memory           also record device memory in PyTorch programs: memory\n"
+            "                     over time, what was live at the peak by the line that\n"
+            "                     allocated it, growth from step to step, and the failing\n"
+            "                     allocation of an out-of-memory error\n",
             program);
 }
 
@@ -75,6 +79,10 @@ int profile_run_parse(int argc, char **argv, ProfileRun *run, const char **profi
                 return 2;
             }
             *target = argv[++i];
+            continue;
+        }
+        if (strcmp(a, "--memory") == 0) {
+            run->memory = true;
             continue;
         }
         if (strcmp(a, "--source-metrics") == 0) {
@@ -439,13 +447,18 @@ int profile_run(const ProfileRun *run) {
         free(inject);
         inject = NULL;
     }
+    bool memory = inject && run->memory && memory_recording_start(inject);
     struct timespec started;
     clock_gettime(CLOCK_MONOTONIC, &started);
     int status = run_child(run->command, inject, parts, run->root, NULL);
     double seconds = seconds_since(&started);
+    if (memory) unsetenv(MEMORY_ENV); /* the --source-metrics re-runs do not record it */
     if (!inject) return status;
 
+    MemoryParts memory_parts = memory_parts_take(parts);
     Profile *p = merge_parts(parts);
+    if (p && memory) memory_parts_add(p, &memory_parts);
+    memory_parts_free(&memory_parts);
     if (!p) {
         free(inject);
         if (status != 127 && status != 126)

@@ -5,6 +5,7 @@
 #ifndef ADVISE_PROFILE_RUN_H
 #define ADVISE_PROFILE_RUN_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 typedef struct {
@@ -16,10 +17,11 @@ typedef struct {
     /* --source-metrics[=N]: at most N more runs, one kernel each (0: none) */
     int source_metrics_runs;
     const char *source_metrics_kernel; /* --source-metrics-kernel TEXT: only kernels whose name holds TEXT */
+    bool memory;             /* --memory: PyTorch's allocator history (profiler/python/advise_memory.py) */
 } ProfileRun;
 
 /* Parses `[-o FILE] [--name NAME] [--profile-dir DIR] [--source-metrics[=N]]
- * [--source-metrics-kernel TEXT] -- CMD ARGS...` (the
+ * [--source-metrics-kernel TEXT] [--memory] -- CMD ARGS...` (the
  * `--` may be left out when CMD does not start with '-'). Returns 0 on
  * success, -1 after printing usage for --help, 2 after printing an error. */
 int profile_run_parse(int argc, char **argv, ProfileRun *run, const char **profile_dir_option);

@@ -29,6 +29,24 @@ double seconds_since(const struct timespec *t0);
  * when there are none. */
 Profile *merge_parts(const char *parts_dir);
 
+/* --memory (memory_run.c). The variable tells the injection library where
+ * advise_memory.py is; memory_recording_start sets it in our environment
+ * for the child to inherit, false (with a message) when the module is not
+ * beside the injection library. */
+#define MEMORY_ENV "ADVISE_PROFILE_MEMORY"
+bool memory_recording_start(const char *inject);
+/* The memory-PID.json parts, read and deleted (before merge_parts removes the folder). */
+typedef struct {
+    char **texts;
+    size_t *lengths;
+    char **names;
+    size_t count;
+} MemoryParts;
+MemoryParts memory_parts_take(const char *parts_dir);
+/* Adds them to p; says which could not be added, and when there were none. */
+void memory_parts_add(Profile *p, const MemoryParts *parts);
+void memory_parts_free(MemoryParts *parts);
+
 /* Re-runs the command once per chosen kernel (hottest first, at most
  * run->source_metrics_runs times) and adds the per-line metrics to p. p's
  * kernel names are still mangled. first_run_s is how long the profiled run

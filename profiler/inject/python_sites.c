@@ -359,8 +359,36 @@ static void seed_current_thread(void) {
  * it): "setprofile" forces the profile hook, "off" records no Python sites. */
 static bool force_setprofile; /* read at start: the program may change its environment later */
 
+/* `advise profile --memory`: imports profiler/python/advise_memory.py from
+ * the folder ADVISE_PROFILE_MEMORY names and starts it (PyTorch's allocator
+ * history; it writes memory-PID.json beside the other parts at exit). The
+ * folder is on sys.path only for that import. GIL held. */
+static char memory_dir[PATH_MAX];
+static char memory_parts[PATH_MAX];
+
+static int start_memory(void *unused) {
+    (void)unused;
+    PyObject *sys = py.import("sys");
+    PyObject *path = sys ? py.get_attr(sys, "path") : NULL;
+    if (path && call_ok(py.call_method(path, "insert", "is", 0, memory_dir))) {
+        PyObject *mod = py.import("advise_memory");
+        if (mod) {
+            call_ok(py.call_method(mod, "start", "ss", memory_parts, inject_root ? inject_root : "."));
+            py.decref(mod);
+        }
+        call_ok(py.call_method(path, "remove", "s", memory_dir));
+    }
+    if (path) py.decref(path);
+    if (sys) py.decref(sys);
+    py.err_clear();
+    return 0;
+}
+
+static bool hook_off;
+
 static int install_hook(void *unused) {
     (void)unused;
+    if (hook_off) return 0;
     if (force_setprofile || !install_monitoring()) {
         if (py.set_profile_all) py.set_profile_all(profile_hook, NULL);
         else py.set_profile(profile_hook, NULL);
@@ -374,7 +402,11 @@ static int install_hook(void *unused) {
 
 void python_sites_start(void) {
     const char *hook = getenv("ADVISE_PROFILE_PYTHON_HOOK");
-    if (hook && strcmp(hook, "off") == 0) return;
+    const char *memory = getenv("ADVISE_PROFILE_MEMORY"), *parts = getenv("ADVISE_PROFILE_PARTS_DIR");
+    bool want_memory = memory && *memory && parts && strlen(memory) < sizeof memory_dir &&
+                       strlen(parts) < sizeof memory_parts;
+    hook_off = hook && strcmp(hook, "off") == 0;
+    if (hook_off && !want_memory) return;
     force_setprofile = hook && strcmp(hook, "setprofile") == 0;
     LOAD(is_initialized, "Py_IsInitialized");
     if (!py.is_initialized || !py.is_initialized()) return;
@@ -403,6 +435,11 @@ void python_sites_start(void) {
     /* Runs on the main thread at its next bytecode boundary, with the GIL;
      * safe to ask for from any thread without it. */
     py.add_pending_call(install_hook, NULL);
+    if (want_memory && py.import && py.call_method) {
+        strcpy(memory_dir, memory);
+        strcpy(memory_parts, parts);
+        py.add_pending_call(start_memory, NULL);
+    }
 }
 
 bool python_sites_active(void) {

@@ -1,0 +1,114 @@
+/* `advise profile --memory`: where the injection library finds the Python
+ * recorder (advise-python/advise_memory.py beside libadvise_inject.so, in
+ * the build and installed alike), and the memory parts it leaves. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis/base/growable.h"
+#include "analysis/base/read_bounded.h"
+#include "profiler/memory_part.h"
+#include "profiler/driver/profile_run_internal.h"
+
+#define MEMORY_MODULE_DIR "advise-python"
+
+bool memory_recording_start(const char *inject) {
+    char dir[PATH_MAX];
+    const char *slash = strrchr(inject, '/');
+    int n = snprintf(dir, sizeof dir, "%.*s/" MEMORY_MODULE_DIR, slash ? (int)(slash - inject) : 1,
+                     slash ? inject : ".");
+    char module[PATH_MAX + 32];
+    snprintf(module, sizeof module, "%s/advise_memory.py", dir);
+    if (n <= 0 || (size_t)n >= sizeof dir || access(module, R_OK) != 0) {
+        fprintf(stderr, "advise: --memory: the memory recorder %s is missing (it is installed beside the profiler "
+                        "library); memory is not recorded\n", module);
+        return false;
+    }
+    return setenv(MEMORY_ENV, dir, 1) == 0;
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+MemoryParts memory_parts_take(const char *parts_dir) {
+    MemoryParts parts = {0};
+    DIR *d = opendir(parts_dir);
+    if (!d) return parts;
+    size_t cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, "memory-", 7) != 0) continue;
+        char *name = strdup(e->d_name);
+        if (!name || !array_reserve(&parts.names, parts.count, &cap, sizeof *parts.names, 8)) {
+            free(name);
+            break;
+        }
+        parts.names[parts.count++] = name;
+    }
+    closedir(d);
+    qsort(parts.names, parts.count, sizeof *parts.names, by_name);
+    parts.texts = calloc(parts.count ? parts.count : 1, sizeof *parts.texts);
+    parts.lengths = calloc(parts.count ? parts.count : 1, sizeof *parts.lengths);
+    for (size_t i = 0; i < parts.count; i++) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", parts_dir, parts.names[i]);
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        bool too_large = false;
+        if (fd >= 0 && parts.texts && parts.lengths &&
+            read_fd_bounded(fd, MEMORY_PART_MAX_BYTES, &parts.texts[i], &parts.lengths[i], &too_large) &&
+            too_large) {
+            free(parts.texts[i]);
+            parts.texts[i] = NULL;
+        }
+        if (fd >= 0) close(fd);
+        unlink(path);
+    }
+    return parts;
+}
+
+static const char *bytes_text(uint64_t b, char *buf, size_t size) {
+    if (b >= (1ull << 30)) snprintf(buf, size, "%.2f GiB", (double)b / (1ull << 30));
+    else snprintf(buf, size, "%.1f MiB", (double)b / (1ull << 20));
+    return buf;
+}
+
+void memory_parts_add(Profile *p, const MemoryParts *parts) {
+    size_t added = 0;
+    for (size_t i = 0; i < parts->count; i++) {
+        char *err = NULL;
+        if (!parts->texts || !parts->texts[i]) {
+            fprintf(stderr, "advise: --memory: %s could not be read (or is too large); skipped\n", parts->names[i]);
+        } else if (!profile_add_memory_part(p, parts->texts[i], parts->lengths[i], &err)) {
+            fprintf(stderr, "advise: --memory: %s: %s\n", parts->names[i], err ? err : "out of memory");
+        } else {
+            added++;
+        }
+        free(err);
+    }
+    if (parts->count == 0)
+        fprintf(stderr, "advise: --memory: no process recorded its memory; memory is recorded in PyTorch programs "
+                        "(Python 3.9+, PyTorch 2.1+) that use CUDA\n");
+    for (size_t i = 0; added && i < p->memory_count; i++) {
+        const ProfMemory *m = &p->memories[i];
+        char peak[32], reserved[32];
+        fprintf(stderr, "advise: memory: process %lld, device %u: peak %s allocated, %s reserved%s\n",
+                (long long)p->processes[m->process].pid, m->device, bytes_text(m->max_allocated, peak, sizeof peak),
+                bytes_text(m->max_reserved, reserved, sizeof reserved), m->oom ? "; an allocation failed (out of memory)" : "");
+    }
+}
+
+void memory_parts_free(MemoryParts *parts) {
+    for (size_t i = 0; i < parts->count; i++) {
+        free(parts->names[i]);
+        if (parts->texts) free(parts->texts[i]);
+    }
+    free(parts->names);
+    free(parts->texts);
+    free(parts->lengths);
+    *parts = (MemoryParts){0};
+}
