@@ -124,7 +124,9 @@ def _summarize(torch, device, snapshot, s, offset):
         end_reserved += int(seg.get("total_size", 0))
         for b in seg.get("blocks", ()):
             if b.get("state") in ("active_allocated", "active_awaiting_free", "active_pending_free"):
-                end_live[int(b["address"])] = (int(b["size"]), _user_frame(b.get("frames"), s, cache))
+                # requested bytes, as the history's events count them (blocks are rounded up)
+                size = int(b.get("requested_size") or b["size"])
+                end_live[int(b["address"])] = (size, _user_frame(b.get("frames"), s, cache))
     # Pair the window's events by address: an alloc opens a block, its free_completed closes it.
     open_blocks = {}
     before_window = {}   # freed in the window, allocated before it: live at its start
@@ -179,14 +181,14 @@ def _summarize(torch, device, snapshot, s, offset):
             site = _user_frame(e.get("frames"), s, cache)
             live[int(e["addr"])] = (size, site)
             by_site[site] = by_site.get(site, 0) + size
-            row = allocs.setdefault(site, [0, 0])
+            row = allocs.setdefault(site, [0, 0])  # per line: bytes and allocations in the window
             row[0] += size
             row[1] += 1
             allocated += size
         elif a == "free_completed":
             size, site = live.pop(int(e["addr"]), (int(e["size"]), None))
             by_site[site] = by_site.get(site, 0) - size
-            allocated -= int(e["size"])
+            allocated -= size
         elif a in ("segment_alloc", "segment_map"):
             reserved += int(e["size"])
         elif a in ("segment_free", "segment_unmap"):
