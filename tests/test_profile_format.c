@@ -171,6 +171,23 @@ static Profile *sample_final(void) {
     ProfLineMetrics spill = {.kernel = "void gemm<float, 128>(float const*, float*, int)", .file = 1, .line = 53,
                              .launches = 2, .instructions = 4096, .local_sectors = 8192};
     cr_assert(profile_add_line_metrics(p, &spill) == 1);
+    /* --memory: one process's device, with an OOM at train.py:30 */
+    ProfMemSample *samples = malloc(3 * sizeof *samples);
+    cr_assert_not_null(samples);
+    samples[0] = (ProfMemSample){0, 0, 0};
+    samples[1] = (ProfMemSample){1000, 6u << 20, 8u << 20};
+    samples[2] = (ProfMemSample){2000, 5u << 20, 8u << 20};
+    PUSH(p->memories, p->memory_count,
+         ((ProfMemory){.process = 0, .device = 0, .events = 120, .window_complete = true, .max_allocated = 6u << 20,
+                       .max_reserved = 8u << 20, .peak_time_ns = 1000, .peak_allocated = 6u << 20,
+                       .peak_reserved = 8u << 20, .steps = 10, .steps_in_window = 10, .bytes_per_step = -4096,
+                       .oom = true, .oom_time_ns = 2000, .oom_bytes = 1u << 30, .oom_device_free = 1u << 20,
+                       .oom_allocated = 5u << 20, .oom_site = 2, .samples = samples, .sample_count = 3}));
+    PUSH(p->memory_lines, p->memory_line_count, ((ProfMemLine){0, PROF_MEM_LINE_PEAK, 1, 4u << 20, 0}));
+    PUSH(p->memory_lines, p->memory_line_count, ((ProfMemLine){0, PROF_MEM_LINE_PEAK, -1, 2u << 20, 0}));
+    PUSH(p->memory_lines, p->memory_line_count, ((ProfMemLine){0, PROF_MEM_LINE_GROWTH, 1, 65536, 8}));
+    PUSH(p->memory_lines, p->memory_line_count, ((ProfMemLine){0, PROF_MEM_LINE_ALLOCS, 1, 40u << 20, 300}));
+    PUSH(p->memory_lines, p->memory_line_count, ((ProfMemLine){0, PROF_MEM_LINE_OOM, 1, 4u << 20, 0}));
     return p;
 }
 
@@ -1185,6 +1202,8 @@ Test(profile_json, unknown_keys_are_ignored) {
 Test(profile_json, line_metrics_are_optional) {
     json_t *root = sample_tree(sample_final, PROFILE_FINAL);
     set_at(root, "line_metrics", NULL);
+    set_at(root, "memory", NULL); /* optional too (memory_are_optional); without it line_metrics is last */
+    set_at(root, "memory_lines", NULL);
     char *text = dump(root);
     cr_assert_null(strstr(text, "line_metrics"));
     Profile *p = from_json(text, PROFILE_FINAL);
@@ -1209,7 +1228,60 @@ Test(profile_json, line_metrics_are_optional) {
     json_decref(root);
 }
 
+/* --memory's arrays: absent reads as none and is written as none (other
+ * profiles stay as they were); present, they come after line_metrics */
+Test(profile_json, memory_is_optional) {
+    json_t *root = sample_tree(sample_final, PROFILE_FINAL);
+    char *text = dump(root);
+    Profile *p = from_json(text, PROFILE_FINAL);
+    cr_expect_eq(p->memory_count, 1);
+    cr_expect_eq(p->memory_line_count, 5);
+    cr_expect_eq(p->memories[0].bytes_per_step, -4096);
+    cr_expect_eq(p->memories[0].oom_site, 2);
+    char *again = to_json(p, PROFILE_FINAL);
+    cr_expect(strstr(again, "\n\"line_metrics\":[\n") && strstr(again, "],\n\"memory\":[\n") &&
+                  strstr(again, "],\n\"memory_lines\":[\n"),
+              "memory after line_metrics:\n%s", again);
+    free(again);
+    profile_free(p);
+    free(text);
+    set_at(root, "memory", NULL);
+    set_at(root, "memory_lines", NULL);
+    text = dump(root);
+    p = from_json(text, PROFILE_FINAL);
+    cr_expect_eq(p->memory_count, 0);
+    cr_expect_eq(p->memory_line_count, 0);
+    again = to_json(p, PROFILE_FINAL);
+    cr_expect_null(strstr(again, "\"memory\":"), "no memory written:\n%s", again);
+    free(again);
+    profile_free(p);
+    free(text);
+    json_decref(root);
+}
+
 static void refused_text(const char *text, const char *needle) { refused(text, strlen(text), PROFILE_FINAL, needle); }
+
+/* what a schema cannot say about memory, the reader checks */
+Test(profile_json, memory_rules_beyond_the_schema) {
+    static const struct {
+        const char *at, *value, *needle;
+    } cases[] = {
+        {"memory/0/samples/2/0", "10", "memory[0].samples[2]: earlier than the sample before it"},
+        {"memory/0/steps_in_window", "11", "memory[0].steps_in_window: more than steps"},
+        {"memory_lines/0/site", "99", "memory_lines[0].site"},
+        {"memory_lines/0/memory", "1", "memory_lines[0].memory"},
+        {"memory/0/process", "7", "memory[0].process"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        json_t *root = sample_tree(sample_final, PROFILE_FINAL);
+        json_t *value = json_loads(cases[i].value, JSON_DECODE_ANY, NULL);
+        set_at(root, cases[i].at, value);
+        char *text = dump(root);
+        refused_text(text, cases[i].needle);
+        free(text);
+        json_decref(root);
+    }
+}
 
 /* text that is not JSON, or not JSON jansson accepts */
 Test(profile_json, reader_refuses_bad_text) {
@@ -1680,6 +1752,12 @@ static const BrokenFixture BROKEN[] = {
      {"processes/0/calibration/trace_every", "0", "processes[0].calibration.trace_every: must be a positive"}},
     {"gap-weight-zero.json", sample_final, {"gaps/0/weight", "0", "gaps[0].weight: must be a positive"}},
     {"line-metrics-not-an-array.json", sample_minimal, {"line_metrics", "{}", "line_metrics: must be an array"}},
+    {"memory-sample-two-numbers.json", sample_final,
+     {"memory/0/samples/1", "[1000,5]", "memory[0].samples[1]: must be [time_ns, allocated, reserved]"}},
+    {"memory-window-not-boolean.json", sample_final, {"memory/0/window_complete", "\"yes\"", "memory[0].window_complete"}},
+    {"memory-line-kind-unknown.json", sample_final, {"memory_lines/0/kind", "\"cache\"", "memory_lines[0].kind: must be"}},
+    {"memory-line-bytes-negative.json", sample_final, {"memory_lines/0/bytes", "-1", "memory_lines[0].bytes: must be"}},
+    {"memory-oom-not-an-object.json", sample_final, {"memory/0/oom", "5", "memory[0].oom: must be an object or null"}},
 };
 
 Test(profile_fixtures, invalid_profiles_are_refused) {
