@@ -196,6 +196,16 @@ Test(memory_rules, the_lines_holding_most_at_the_peak) {
     checked_free(&c);
 }
 
+Test(memory_rules, the_fix_follows_what_the_line_holds) {
+    Checked c = check(profile_with(part_text(
+        "{\"kind\":\"peak\",\"bytes\":4294967296,\"count\":0,\"file\":\"" SRC "\",\"line\":23,\"function\":\"train\"}",
+        NULL, 12 * GiB)));
+    const Finding *f = at(&c, "PR015", 23);
+    cr_assert_not_null(f, "opt.step()");
+    cr_assert(has_evidence(f, "optimizer state") && has_evidence(f, "3.22 GB"), "3/4 of 4 GiB:%s", evidence_of(f));
+    checked_free(&c);
+}
+
 Test(memory_rules, growth_per_step_at_the_allocating_line) {
     Checked c = check(profile_with(part_text(
         "{\"kind\":\"growth\",\"bytes\":104857600,\"count\":32,\"file\":\"" SRC "\",\"line\":12,\"function\":\"forward\"},"

@@ -43,17 +43,75 @@ static const char documentation[] =
     "## The numbers\n"
     "Measured: the line's live bytes at the peak, the peak and when it happened, summed over the\n"
     "processes and devices of the run (the share is of the device where the line holds most).\n"
-    "The saving is a model: for a line inside a `forward` method, activation checkpointing of\n"
-    "that module frees up to all of the line's bytes at the peak (an upper bound: the module's\n"
-    "inputs stay, and one block is recomputed at a time); elsewhere, halving the micro-batch\n"
-    "frees about half of them (the batch-sized part; weights and optimizer state do not\n"
-    "shrink). Severity is info, warning at 25% of the peak or more.\n";
+    "The saving is a model, chosen by where the line is:\n"
+    "- an optimizer's `step()` (its state): an 8-bit optimizer keeps a quarter, saving 3/4;\n"
+    "- inside a `forward` method: activation checkpointing of that module frees up to all of the\n"
+    "  line's bytes at the peak (an upper bound: the module's inputs stay, and one block is\n"
+    "  recomputed at a time);\n"
+    "- inside a loop: halving the micro-batch frees about half (the batch-sized part);\n"
+    "- `.cuda()` or `.to()` outside loops (weights, data kept on the device): bf16 halves fp32;\n"
+    "- anything else outside loops: `del` frees all of it, if it is no longer needed by then.\n"
+    "Severity is info, warning at 25% of the peak or more.\n";
 
 #define MIN_SHARE 0.10
 #define MIN_BYTES (64ull << 20)
 #define WARN_SHARE 0.25
 
-static bool in_forward(const ProfSite *s) { return s->function && strcmp(s->function, "forward") == 0; }
+/* What a line's memory most likely is, from where the line is: that decides the fix. */
+typedef enum {
+    HOLDS_OPTIMIZER_STATE, /* `opt.step()`: Adam-style state, created at the first step and kept */
+    HOLDS_ACTIVATIONS,     /* a module's forward */
+    HOLDS_PER_STEP,        /* in a loop: scales with the batch */
+    HOLDS_MOVED_ONCE,      /* `.cuda()`/`.to()` outside loops: weights or data kept for the run */
+    HOLDS_ALLOCATED_ONCE,  /* anything else outside loops */
+} Holds;
+
+static bool line_has(const RuleContext *ctx, uint32_t line, const char *needle) {
+    size_t start, end;
+    if (!pf_line_range(ctx->doc, line, &start, &end)) return false;
+    size_t n = strlen(needle);
+    for (size_t i = start; i + n <= end; i++)
+        if (memcmp(ctx->doc->text + i, needle, n) == 0) return true;
+    return false;
+}
+
+static Holds holds_of(const RuleContext *ctx, const MemLine *l) {
+    if (line_has(ctx, l->line, ".step(")) return HOLDS_OPTIMIZER_STATE;
+    if (l->site->function && strcmp(l->site->function, "forward") == 0) return HOLDS_ACTIVATIONS;
+    if (pf_line_in_loop(ctx, l->line)) return HOLDS_PER_STEP;
+    if (line_has(ctx, l->line, ".cuda(") || line_has(ctx, l->line, ".to(")) return HOLDS_MOVED_ONCE;
+    return HOLDS_ALLOCATED_ONCE;
+}
+
+/* The fix for what the line holds, with its saving model. */
+static bool advise_fix(Finding *f, Holds holds, uint64_t bytes) {
+    switch (holds) {
+    case HOLDS_OPTIMIZER_STATE:
+        return finding_model(f, QV(q_bytes(bytes - bytes / 4)),
+                             "optimizer state, created at the first step and kept (Adam-style optimizers keep two "
+                             "fp32 tensors per parameter): an 8-bit optimizer keeps a quarter of it, saving about {}; "
+                             "sharding it across GPUs (ZeroRedundancyOptimizer, FSDP) divides it by their number");
+    case HOLDS_ACTIVATIONS:
+        return finding_model(f, QV(q_bytes(bytes)),
+                             "activations of a module's forward: activation checkpointing of that module "
+                             "(torch.utils.checkpoint) frees up to {} at the peak, for about a third more compute "
+                             "in its backward; bf16 autocast would halve fp32 activations");
+    case HOLDS_PER_STEP:
+        return finding_model(f, QV(q_bytes(bytes / 2)),
+                             "halving the micro-batch (with 2 steps of gradient accumulation for the same effective "
+                             "batch) frees about {}, if what this line holds scales with the batch; `del` what is no "
+                             "longer used, or `torch.no_grad()` where no gradient is needed");
+    case HOLDS_MOVED_ONCE:
+        return finding_model(f, QV(q_bytes(bytes / 2)),
+                             "moved to the GPU once and kept (weights, or data kept on the device): bf16 halves fp32 "
+                             "tensors, about {}; data can stay on the host and move batch by batch");
+    case HOLDS_ALLOCATED_ONCE:
+        break;
+    }
+    return finding_model(f, QV(q_bytes(bytes)),
+                         "allocated outside any loop and alive at the peak: if it is no longer needed by then, "
+                         "`del` it (or let it go out of scope) to free up to {}");
+}
 
 static void report(RuleContext *ctx, const MemLine *l) {
     const ProfMemory *m = l->memory;
@@ -74,16 +132,7 @@ static void report(RuleContext *ctx, const MemLine *l) {
         ok = finding_measured(f, QV(q_count(m->events), q_bytes(m->max_allocated)),
                               "the allocator history kept the last {} events, not the whole run; the run's own "
                               "peak was {}");
-    if (ok && in_forward(l->site))
-        ok = finding_model(f, QV(q_bytes(l->bytes)),
-                           "activations of a module's forward: activation checkpointing of that module "
-                           "(torch.utils.checkpoint) frees up to {} at the peak, for about a third more compute "
-                           "in its backward; bf16 autocast would halve fp32 activations");
-    else if (ok)
-        ok = finding_model(f, QV(q_bytes(l->bytes / 2)),
-                           "halving the micro-batch (with 2 steps of gradient accumulation for the same effective "
-                           "batch) frees about {}, if what this line holds scales with the batch; `del` what is no "
-                           "longer used, or `torch.no_grad()` where no gradient is needed");
+    if (ok) ok = advise_fix(f, holds_of(ctx, l), l->bytes);
     if (!ok) ctx->out_of_memory = true;
 }
 
