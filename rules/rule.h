@@ -94,6 +94,11 @@ typedef struct Rule {
      * such findings of a file they are capped at the run's idle time less
      * the profiler's own cost (rules/engine/gain_cap.c). */
     bool gain_from_idle;
+    /* With a profile recorded with --memory, its findings get the device
+     * memory allocated at their lines: live at the peak, allocated, growing
+     * per step (rules/engine/memory_evidence.c). For rules about memory
+     * that static analysis sees (PY010, PY015, PY016). */
+    bool memory_evidence;
     /* How measurements attach to this rule's findings (see Measure). */
     Measure measure;
     /* Profile rules (rules/profile/): findings only a profile can give. Set

@@ -66,10 +66,10 @@ typedef struct {
     FindingList findings;
 } Checked;
 
-static Checked check(Profile *p) {
+static Checked check_path(Profile *p, const char *rel, const char *select) {
     Checked c = {0};
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s", ADVISE_SOURCE_DIR, SRC);
+    snprintf(path, sizeof path, "%s/%s", ADVISE_SOURCE_DIR, rel);
     c.text = harness_slurp(path);
     c.doc = document_new(path, language_for_path(path), c.text, strlen(c.text));
     cr_assert_not_null(c.doc);
@@ -77,15 +77,17 @@ static Checked check(Profile *p) {
     cr_assert_not_null(v);
     Config cfg;
     config_init(&cfg);
-    cr_assert(string_list_add_csv(&cfg.select, "PR015,PR016,PR017,PR018"));
+    cr_assert(string_list_add_csv(&cfg.select, select));
     finding_list_init(&c.findings);
     char *error = NULL;
     cr_assert(engine_check(c.doc, NULL, &cfg, &c.findings, NULL, &error), "%s", error ? error : "");
-    cr_assert(engine_merge_profile(c.doc, SRC, v, &cfg, &c.findings));
+    cr_assert(engine_merge_profile(c.doc, rel, v, &cfg, &c.findings));
     config_free(&cfg);
     profile_view_free(v);
     return c;
 }
+
+static Checked check(Profile *p) { return check_path(p, SRC, "PR015,PR016,PR017,PR018"); }
 
 static void checked_free(Checked *c) {
     finding_list_free(&c->findings);
@@ -243,5 +245,26 @@ Test(memory_rules, out_of_memory_at_the_failing_line_with_what_was_alive) {
     cr_assert_not_null(f);
     cr_assert(strstr(f->message, "4.29 GB") && strstr(f->message, SRC ":12"), "%s", f->message);
     cr_assert(has_evidence(f, "alive then from " SRC ":12"));
+    checked_free(&c);
+}
+
+/* ---- memory evidence on static findings ------------------------------------------- */
+
+#define PY010_SRC "tests/fixtures/python/PY010.py"
+
+Test(memory_evidence, an_evaluation_loop_without_no_grad_shows_what_it_keeps) {
+    Profile *p = profile_with(part_text(
+        "{\"kind\":\"peak\",\"bytes\":2147483648,\"count\":0,\"file\":\"" PY010_SRC "\",\"line\":20},"
+        "{\"kind\":\"allocs\",\"bytes\":53687091200,\"count\":500,\"file\":\"" PY010_SRC "\",\"line\":20},"
+        "{\"kind\":\"peak\",\"bytes\":1073741824,\"count\":0,\"file\":\"" PY010_SRC "\",\"line\":90}",
+        NULL, 12 * GiB));
+    Checked c = check_path(p, PY010_SRC, "PY010");
+    const Finding *f = at(&c, "PY010", 20);
+    cr_assert_not_null(f);
+    cr_assert(has_evidence(f, "live at the memory peak: 2.15 GB (20%") && has_evidence(f, "500 device allocations"),
+              "%s", evidence_of(f));
+    const Finding *other = at(&c, "PY010", 35);
+    cr_assert_not_null(other);
+    cr_assert_not(has_evidence(other, "memory peak"), "no memory at its lines:%s", evidence_of(other));
     checked_free(&c);
 }

@@ -23,6 +23,7 @@
 #include "analysis/cuda/cuda_query.h"
 #include "analysis/python/python_query.h"
 #include "rules/engine/engine_internal.h"
+#include "rules/engine/memory_evidence.h"
 #include "rules/measure/measure.h"
 
 #define CODE_MAX 40
@@ -183,6 +184,10 @@ static bool attach(const Merge *m, Finding *f, Measurement *meas, const Rule *ru
 static bool merge_finding(const Merge *m, Finding *f, bool *drop, MergeReport *report) {
     *drop = false;
     const Rule *rule = rule_find(f->code);
+    if (rule && rule->memory_evidence && !m->stale &&
+        !memory_evidence_add(m->view, m->file, f, line_of(m->doc, f->range.start),
+                             line_of(m->doc, f->range.end > f->range.start ? f->range.end - 1 : f->range.start)))
+        return false;
     if (!rule || rule->check_profile || rule->measure == MEASURE_NONE) return true;
     Enclosing e;
     enclosing_of(m, f, &e);

@@ -609,5 +609,6 @@ const Rule rule_py010_inference_without_no_grad = {
     .code = "PY010", .name = "inference-without-no-grad", .severity = SEVERITY_WARNING,
     .languages = LANGUAGE_PYTHON, .check = check,
     .whole_file = true, /* callers and wrappers anywhere in the file decide */
+    .memory_evidence = true,
     .summary = "evaluation or inference loop that runs the model without torch.no_grad()",
     .documentation = documentation};
