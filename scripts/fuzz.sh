@@ -24,7 +24,7 @@ ADVISE_BUILD_DIR=build-fuzz scripts/setup.sh -DADVISE_FUZZ=ON -DADVISE_TESTS=OFF
 
 seeds_of() {
     case $1 in
-        profile) echo tests/fixtures/profiles samples/profiles ;;
+        profile) echo tests/fixtures/profiles samples/profiles tests/fuzz/seeds/profile ;;
         torch_import) echo tests/fixtures/traces ;;
         python) echo tests/fixtures/python samples/python ;;
         cuda) echo samples/cuda tests/fixtures/cuda ;;

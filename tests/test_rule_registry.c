@@ -30,14 +30,19 @@ Test(registry, codes_and_names_are_unique_and_well_formed) {
 }
 
 Test(registry, documentation_has_every_section) {
-    static const char *sections[] = {"## What it does", "## Why is this slow?", "## Example", "## Use instead",
-                                     "## Fix safety"};
+    /* the second section asks why it matters: speed, or for memory rules, memory */
+    static const char *sections[][2] = {{"## What it does", NULL},
+                                        {"## Why is this slow?", "## Why does this matter?"},
+                                        {"## Example", NULL},
+                                        {"## Use instead", NULL},
+                                        {"## Fix safety", NULL}};
     size_t count;
     const Rule *const *all = rules_all(&count);
     for (size_t i = 0; i < count; i++)
         for (size_t s = 0; s < sizeof sections / sizeof *sections; s++)
-            cr_expect(strstr(all[i]->documentation, sections[s]) != NULL, "%s: documentation lacks '%s'",
-                      all[i]->code, sections[s]);
+            cr_expect(strstr(all[i]->documentation, sections[s][0]) != NULL ||
+                          (sections[s][1] && strstr(all[i]->documentation, sections[s][1]) != NULL),
+                      "%s: documentation lacks '%s'", all[i]->code, sections[s][0]);
 }
 
 Test(registry, find_by_code_or_name) {

@@ -1,7 +1,10 @@
 /* The profile reader (JSON, then the model's checker), both kinds, and the
- * view the engine builds over an accepted profile. */
+ * view the engine builds over an accepted profile; and the memory part a
+ * PyTorch process writes under --memory, added to a profile of one process
+ * (pid 100), which must still pass the writer's checks. */
 #include <stdlib.h>
 
+#include "profiler/memory_part.h"
 #include "profiler/profile_json.h"
 #include "profiler/profile_view.h"
 #include "tests/fuzz/fuzz.h"
@@ -21,5 +24,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         profile_view_free(v);
     }
+    Profile *p = profile_new();
+    ProfProcess proc = {.pid = 100, .rank = -1, .local_rank = -1, .world_size = -1};
+    if (p && profile_set_labels(p, "fuzz", "cupti", "advise fuzz") && profile_add_process(p, &proc) == 0) {
+        char *error = NULL;
+        if (profile_add_memory_part(p, (const char *)data, size, &error)) {
+            char *text = profile_to_json(p, PROFILE_FINAL, NULL);
+            if (!text) __builtin_trap(); /* an accepted part must make a profile the writer accepts */
+            free(text);
+        }
+        free(error);
+    }
+    profile_free(p);
     return 0;
 }

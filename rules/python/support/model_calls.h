@@ -1,0 +1,22 @@
+/* Calls that run a model, as PY015 (whose outputs carry a graph) and PY016
+ * (which calls build one) read them: `model(x)`, `self.encoder(x)`,
+ * `net.forward(x)`, where the callee is an nn.Module instance as the file
+ * shows it (python_facts.h) or is named like a model. */
+#ifndef ADVISE_RULES_PYTHON_MODEL_CALLS_H
+#define ADVISE_RULES_PYTHON_MODEL_CALLS_H
+
+#include "analysis/python/python_query.h"
+
+/* The name (or the attribute's last name) says model: model, net, encoder,
+ * decoder, backbone, generator, discriminator, policy, critic, actor,
+ * classifier, transformer, unet, as part of the name (`student_model`, `netG`). */
+bool py_names_model(const PySource *src, TSNode expr);
+
+/* expr is a model: an nn.Module instance the file shows, or named like one. */
+bool py_is_model_like(const PySource *src, TSNode expr);
+
+/* The model that call runs, or a null node: the callee of `model(x)`, the
+ * receiver of `model.forward(x)`. */
+TSNode py_called_model(const PySource *src, TSNode call);
+
+#endif
