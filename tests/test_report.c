@@ -479,6 +479,196 @@ Test(report, several_profiles_each_shown) {
     profile_free(b);
 }
 
+/* ---- device memory (`advise profile --memory`) ------------------------------------------------
+ * The H200 recordings of bench/memory/train.py: tests/fixtures/profiles/memory/. */
+
+#define MEMORY_PROFILES ADVISE_SOURCE_DIR "/tests/fixtures/profiles/memory/"
+
+static Profile *memory_profile(const char *name) {
+    char path[1024];
+    snprintf(path, sizeof path, MEMORY_PROFILES "%s", name);
+    char *error = NULL;
+    Profile *p = profile_read_file(path, PROFILE_FINAL, &error);
+    cr_assert_not_null(p, "%s", error);
+    return p;
+}
+
+Test(report_memory, text_section_of_the_leak_run) {
+    Profile *p = memory_profile("leak_h200.json");
+    RankedFindings r = {0};
+    ReportProfile rp = {p, "leak_h200.json"};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
+    char *out = render(false, &in);
+    /* after the profile's header, before the findings */
+    const char *section = strstr(out, "\nDevice memory of GPU 0 (process 468), from PyTorch's allocator:\n"
+                                      "  peak       3.44 GB allocated, 3.46 GB reserved then, 5.83 s into the recorded "
+                                      "window\n"
+                                      "  the run    most allocated 3.44 GB, most reserved 3.46 GB (PyTorch's own "
+                                      "counters over the run)\n"
+                                      "  window     the whole run (9,643 allocator events)\n"
+                                      "  steps      29 optimizer steps (29 in the window); live memory +75.5 MB per "
+                                      "step\n"
+                                      "  allocated  ");
+    cr_assert_not_null(section, "%s", out);
+    cr_expect(strstr(out, "run      6.49 s") < section);
+    cr_expect(strstr(out, "\xE2\x96\x82\xE2\x96\x84\xE2\x96\x85\xE2\x96\x87\xE2\x96\x88  0 to 5.87 s, full height "
+                          "3.46 GB\n  reserved   "),
+              "the allocated sparkline rises to the peak at its end: %s", out);
+    char caret[128];
+    snprintf(caret, sizeof caret, "\n  %-10s %*s^ the peak, 5.83 s\n", "", 59, "");
+    cr_expect(strstr(out, caret), "the caret under the last column: %s", out);
+    cr_expect(strstr(out, "  held at the peak, the lines holding the most:\n"
+                          "      1.28 GB    37%  bench/memory/train.py:35\n"
+                          "      1.24 GB    36%  bench/memory/train.py:36\n"
+                          "       327 MB   9.5%  bench/memory/train.py:37\n"
+                          "       269 MB   7.8%  bench/memory/train.py:109\n"
+                          "       134 MB   3.9%  bench/memory/train.py:86\n"
+                          "    ... and 9 more lines, 28.0 MB together\n"
+                          "       168 MB   4.9%  no line of the project (allocated outside it, or before recording "
+                          "began)\n"
+                          "  growing step after step:\n"
+                          "      33.6 MB per step  bench/memory/train.py:35 (over 29 steps)\n"
+                          "      33.6 MB per step  bench/memory/train.py:36 (over 29 steps)\n"
+                          "      8.39 MB per step  bench/memory/train.py:37 (over 29 steps)\n"
+                          "      20.5 kB per step  bench/memory/train.py:112 (over 29 steps)\n\nNo findings"),
+              "%s", out);
+    free(out);
+    profile_free(p);
+}
+
+Test(report_memory, html_section_of_the_activation_run) {
+    Profile *p = memory_profile("act_h200.json");
+    RankedFindings r = {0};
+    ReportProfile rp = {p, "act_h200.json"};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
+    char *out = render(true, &in);
+    const char *why = check_balanced(out);
+    cr_expect_null(why, "%s", why);
+    cr_expect(strstr(out, "<a href=\"#memory\">Device memory</a> &#183; <a href=\"#findings\">"), "in the contents");
+    const char *section = strstr(out, "<section id=\"memory\">\n<h2>Device memory</h2>\n");
+    cr_assert_not_null(section);
+    cr_expect(strstr(out, "<section id=\"kernels\">") < section && strstr(out, "<section id=\"findings\">") > section,
+              "after the kernels, before the findings");
+    cr_expect_eq(count_of(out, "<svg "), p->timeline_count + 1, "one picture of memory over time");
+    cr_expect(strstr(section, "<h3>GPU 0 <span class=\"note\">(process 682)</span></h3>"));
+    cr_expect(strstr(section, "<span>peak allocated</span><b>6.96 GB</b>"));
+    cr_expect(strstr(section, "<span>reserved at the peak</span><b>9.02 GB</b>"));
+    cr_expect(strstr(section, "<span>recorded window</span><b>the whole run</b>"));
+    /* the two lines (512 samples each) and the filled area under allocated */
+    cr_expect_eq(count_of(section, "<polyline fill=\"none\""), 2);
+    cr_expect(strstr(section, "<polygon fill=\"#0969da\""));
+    cr_expect(strstr(section, ">peak 6.96 GB at 5.87 s</text>"), "the peak's label");
+    cr_expect(strstr(section, "<circle cx=\""), "the peak's dot");
+    cr_expect(strstr(section, "<h4>Held at the peak</h4>"));
+    cr_expect(strstr(section, "<tr><td class=\"num\">1</td><td class=\"where\"><code>bench/memory/train.py:35</code>"
+                              "</td><td class=\"num\">1.65 GB</td>"),
+              "%s", section);
+    cr_expect(strstr(section, "<tr><td class=\"num\">2</td><td class=\"where\"><code>bench/memory/train.py:109</code>"
+                              "</td><td class=\"num\">1.61 GB</td><td><div class=\"share\"><i style=\"width:27.8px;"
+                              "background:#0969da\"></i>23%</div></td></tr>"),
+              "%s", section);
+    cr_expect_eq(count_of(section, "<tr><td class=\"num\">"), 5, "the top 5");
+    cr_expect(strstr(section, "839 MB (12%) belongs to no line of the project"));
+    cr_expect_null(strstr(section, "Growing step after step"), "the activation run does not grow");
+    cr_expect_null(strstr(section, "Out of memory"));
+    free(out);
+    profile_free(p);
+}
+
+Test(report_memory, an_out_of_memory_error_an_incomplete_window_and_escaping) {
+    Profile *p = memory_profile("leak_h200.json");
+    ProfMemory *m = &p->memories[0];
+    m->window_complete = false;
+    m->max_allocated = 5000000000u;
+    m->oom = true;
+    m->oom_time_ns = 5000000000u;
+    m->oom_bytes = 2000000000u;
+    m->oom_device_free = 100000000u;
+    m->oom_allocated = 4000000000u;
+    m->oom_site = 18; /* line 35 */
+    ProfMemLine *l = realloc(p->memory_lines, (p->memory_line_count + 1) * sizeof *l);
+    cr_assert_not_null(l);
+    p->memory_lines = l;
+    l[p->memory_line_count++] = (ProfMemLine){.memory = 0, .kind = PROF_MEM_LINE_OOM, .site = 18, .bytes = 1500000000u};
+    free(p->files[0].path);
+    p->files[0].path = strdup("src/<b>&\"x\".py");
+    RankedFindings r = {0};
+    ReportProfile rp = {p, NULL};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
+
+    char *out = render(true, &in);
+    const char *why = check_balanced(out);
+    cr_expect_null(why, "%s", why);
+    cr_expect_null(strstr(out, "src/<b>"), "nothing is injected");
+    cr_expect(strstr(out, "<span>recorded window</span><b>the last 9,643 events</b>"));
+    cr_expect(strstr(out, "the recorded window began after the run did, so the picture, the peak and the lines "
+                          "cover the window; the run's own peak was 5.00 GB allocated."),
+              "%s", out);
+    cr_expect(strstr(out, "<h4>Out of memory</h4>\n<p>An allocation of 2.00 GB failed 5.00 s into the recorded "
+                          "window, with 100 MB free on the device and 4.00 GB allocated; it was asked for at "
+                          "<code>src/&lt;b&gt;&amp;&quot;x&quot;.py:35</code>.</p>\n<h4>Live when it failed</h4>"),
+              "%s", out);
+    cr_expect(strstr(out, "style=\"fill:#cf222e;font-weight:600\">out of memory</text>"), "marked in the picture");
+    free(out);
+
+    out = render(false, &in);
+    cr_expect(strstr(out, "  window     the last 9,643 allocator events: it began after the run did"), "%s", out);
+    cr_expect(strstr(out, "  out of memory at 5.00 s: 2.00 GB asked for at src/<b>&\"x\".py:35, with 100 MB free on "
+                          "the device and 4.00 GB allocated\n  live when it failed:\n"
+                          "      1.50 GB    38%  src/<b>&\"x\".py:35\n"),
+              "%s", out);
+    free(out);
+    profile_free(p);
+}
+
+/* A profile without memory: no section, no link, nothing else changed. */
+Test(report_memory, none_without_memory) {
+    Profile *p = memory_profile("leak_h200.json");
+    RankedFindings r = {0};
+    ReportProfile rp = {p, NULL};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
+    char *with_text = render(false, &in), *with_html = render(true, &in);
+    /* the same profile with its memory taken away */
+    size_t memory_count = p->memory_count, line_count = p->memory_line_count;
+    p->memory_count = 0;
+    p->memory_line_count = 0;
+    char *text = render(false, &in), *html = render(true, &in);
+    p->memory_count = memory_count;
+    p->memory_line_count = line_count;
+    cr_expect_null(strstr(text, "Device memory"));
+    cr_expect_null(strstr(html, "id=\"memory\""));
+    cr_expect_null(strstr(html, "#memory"));
+    cr_expect_null(strstr(html, "Device memory"));
+    cr_expect_eq(count_of(html, "<svg "), p->timeline_count);
+    /* what is left is the page with its memory section and link cut out */
+    const char *a = strstr(with_html, "<section id=\"memory\">"), *b = strstr(with_html, "<section id=\"findings\">");
+    const char *link = "<a href=\"#memory\">Device memory</a> &#183; ";
+    const char *at = strstr(with_html, link);
+    cr_assert(a && b && at);
+    char *cut = malloc(strlen(with_html) + 1);
+    size_t n = 0;
+    memcpy(cut + n, with_html, (size_t)(at - with_html));
+    n += (size_t)(at - with_html);
+    const char *after_link = at + strlen(link);
+    memcpy(cut + n, after_link, (size_t)(a - after_link));
+    n += (size_t)(a - after_link);
+    strcpy(cut + n, b);
+    cr_expect_str_eq(html, cut);
+    const char *ta = strstr(with_text, "\nDevice memory of GPU 0"), *tb = strstr(with_text, "\nNo findings");
+    cr_assert(ta && tb);
+    char *text_cut = malloc(strlen(with_text) + 1);
+    memcpy(text_cut, with_text, (size_t)(ta - with_text));
+    strcpy(text_cut + (ta - with_text), tb);
+    cr_expect_str_eq(text, text_cut);
+    free(cut);
+    free(text_cut);
+    free(text);
+    free(html);
+    free(with_text);
+    free(with_html);
+    profile_free(p);
+}
+
 /* ---- the command ------------------------------------------------------------------------ */
 
 #define H200_PROFILES "tests/fixtures/profiles/h200/"
@@ -501,6 +691,19 @@ Test(report_cli, text_on_the_training_sample, .timeout = 120) {
 }
 
 /* per-line metrics reach the report as a finding's evidence (PR012 here), text and HTML */
+/* a profile recorded with --memory: the memory section beside the memory findings */
+Test(report_cli, device_memory_of_the_leak_run, .timeout = 120) {
+    RunResult r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--profile",
+                                "tests/fixtures/profiles/memory/leak_h200.json", "bench/memory/train.py");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    const char *section = strstr(r.out, "\nDevice memory of GPU 0 (process 468), from PyTorch's allocator:\n");
+    cr_expect_not_null(section, "%s", r.out);
+    cr_expect(strstr(r.out, "      1.28 GB    37%  bench/memory/train.py:35\n"), "%s", r.out);
+    cr_expect(section && strstr(r.out, "bench/memory/train.py:35:9  PR015 memory-peak-holder\n") > section, "%s",
+              r.out);
+    run_result_free(&r);
+}
+
 Test(report_cli, per_line_metrics_in_the_evidence, .timeout = 120) {
     RunResult r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--profile",
                                 "tests/fixtures/profile/kernels.json", "tests/fixtures/profile/kernels.cu");

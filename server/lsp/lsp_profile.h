@@ -95,6 +95,10 @@ void lsp_handle_code_lens(LspServer *s, json_t *id, json_t *params);
 /* Markdown for the measured figures of the line of offset in d (lock held),
  * or NULL when the profile has none there. */
 char *lsp_profile_hover(LspServer *s, const LspDocument *d, const Document *doc, size_t offset);
+/* The part of it that one view gives a line (1-based) of file: what ran
+ * there, per-line metrics, device memory (`advise profile --memory`);
+ * markdown, or NULL when the view has nothing there. */
+char *lsp_profile_line_hover(const ProfileView *v, int file, uint32_t line);
 void lsp_handle_findings(LspServer *s, json_t *id, json_t *params);
 
 /* advise/profileSummary and advise/lineCosts (lsp_profile_summary.c) */

@@ -15,7 +15,9 @@
 #include "server/render/finding_json.h"
 #include "profiler/kernel_name.h"
 #include "server/lsp/jsonrpc.h"
+#include "server/lsp/lsp_memory_views.h"
 #include "server/lsp/lsp_server.h"
+#include "server/render/line_memory.h"
 #include "server/render/ranked_findings.h"
 #include "server/workspace/source_file.h"
 #include "analysis/base/text_format.h"
@@ -200,11 +202,25 @@ void lsp_handle_code_lens(LspServer *s, json_t *id, json_t *params) {
         if (v) {
             const ProfileLineCost *lines;
             size_t n = profile_view_lines(v, file, &lines);
-            for (size_t i = 0; i < n; i++) {
-                if (lines[i].line == 0 || lines[i].line > doc->line_count) continue;
-                if (line_title(v, &lines[i], title, sizeof title))
-                    json_array_append_new(lenses, lens(s, doc, uri, line_range(doc, lines[i].line - 1), title, stale));
+            size_t memory_count;
+            LineMemory *memory = line_memory_of_file(profile_view_profile(v), file, &memory_count);
+            /* both lists are sorted by line: a line with time and memory gets one lens */
+            for (size_t i = 0, m = 0; i < n || m < memory_count;) {
+                uint32_t at = i < n && (m == memory_count || lines[i].line <= memory[m].line) ? lines[i].line
+                                                                                                : memory[m].line;
+                bool timed = i < n && lines[i].line == at && line_title(v, &lines[i], title, sizeof title);
+                if (!timed) title[0] = '\0';
+                if (i < n && lines[i].line == at) i++;
+                char held[96];
+                if (m < memory_count && memory[m].line == at && lsp_memory_lens_title(&memory[m], held, sizeof held)) {
+                    size_t used = strlen(title); /* < sizeof title */
+                    snprintf(title + used, sizeof title - used, "%s%s", used ? " \xC2\xB7 " : "", held);
+                }
+                if (m < memory_count && memory[m].line == at) m++;
+                if (title[0] && at >= 1 && at <= doc->line_count)
+                    json_array_append_new(lenses, lens(s, doc, uri, line_range(doc, at - 1), title, stale));
             }
+            free(memory);
         }
         size_t kernel_count;
         KernelName *kernels = kernels_of(doc, &kernel_count);
@@ -332,12 +348,68 @@ static void line_metrics_hover(char **md, size_t *len, size_t *cap, const Profil
     }
 }
 
+/* what `advise profile --memory` recorded at line: after the time figures, under the same heading */
+static void memory_hover(char **md, size_t *len, size_t *cap, const ProfileView *v, int file, uint32_t line) {
+    LineMemory figures;
+    if (!line_memory_at(profile_view_profile(v), file, line, &figures)) return;
+    char *words = lsp_memory_hover(profile_view_profile(v), &figures);
+    if (!words) return;
+    if (*len) {
+        appendf(md, len, cap, "\n"); /* a paragraph apart: not a continuation of a list above */
+    } else {
+        char about[256];
+        describe(v, about, sizeof about);
+        appendf(md, len, cap, "**Measured at this line** (profile %s)\n\n", about);
+    }
+    size_t n = strlen(words);
+    if (array_reserve_n(md, *len, n + 1, cap, 1, 512)) {
+        memcpy(*md + *len, words, n + 1);
+        *len += n;
+    }
+    free(words);
+}
+
 #define HOVER_MAX_OPS 32
 
 /* by time, most first: GPU time for launches and copies, host time for waits and allocations */
 static int hottest_first(const void *a, const void *b) {
     const ProfOp *x = *(const ProfOp *const *)a, *y = *(const ProfOp *const *)b;
     return (x->stats.total_ns < y->stats.total_ns) - (x->stats.total_ns > y->stats.total_ns);
+}
+
+/* What v measured at one line (1-based) of file: its operations, per-line
+ * metrics and device memory, appended to md. */
+static void line_figures(char **md, size_t *len, size_t *cap, const ProfileView *v, int file, uint32_t line) {
+    char about[256];
+    /* every operation of the line, hottest first; the first 32 are listed */
+    size_t n = profile_view_ops_in(v, file, line, line, NULL, 0);
+    const ProfOp **ops = n ? malloc(n * sizeof *ops) : NULL;
+    if (ops) {
+        profile_view_ops_in(v, file, line, line, ops, n);
+        qsort(ops, n, sizeof *ops, hottest_first);
+        describe(v, about, sizeof about);
+        appendf(md, len, cap, "**Measured at this line** (profile %s)\n\n", about);
+        const ProfileLineCost *cost = profile_view_line(v, file, line);
+        if (cost && profile_line_gpu_ns(cost)) {
+            char share[16], gpu[32];
+            units_ratio(profile_view_line_share(v, cost), share, sizeof share);
+            units_ns(profile_line_gpu_ns(cost), gpu, sizeof gpu);
+            appendf(md, len, cap, "The line: **%s " PROFILE_LINE_SHARE_OF "** (%s of kernels, copies and memsets)\n\n",
+                    share, gpu);
+        }
+        for (size_t i = 0; i < n && i < HOVER_MAX_OPS; i++) op_line(md, len, cap, v, ops[i]);
+        if (n > HOVER_MAX_OPS) appendf(md, len, cap, "- and %zu more\n", n - HOVER_MAX_OPS);
+        free(ops);
+    }
+    line_metrics_hover(md, len, cap, v, file, line);
+    memory_hover(md, len, cap, v, file, line);
+}
+
+char *lsp_profile_line_hover(const ProfileView *v, int file, uint32_t line) {
+    char *md = NULL;
+    size_t len = 0, cap = 0;
+    if (v && line) line_figures(&md, &len, &cap, v, file, line);
+    return md;
 }
 
 char *lsp_profile_hover(LspServer *s, const LspDocument *d, const Document *doc, size_t offset) {
@@ -350,29 +422,7 @@ char *lsp_profile_hover(LspServer *s, const LspDocument *d, const Document *doc,
     char *md = NULL;
     size_t len = 0, cap = 0;
     char about[256];
-    if (v) {
-        /* every operation of the line, hottest first; the first 32 are listed */
-        size_t n = profile_view_ops_in(v, file, (uint32_t)line + 1, (uint32_t)line + 1, NULL, 0);
-        const ProfOp **ops = n ? malloc(n * sizeof *ops) : NULL;
-        if (ops) {
-            profile_view_ops_in(v, file, (uint32_t)line + 1, (uint32_t)line + 1, ops, n);
-            qsort(ops, n, sizeof *ops, hottest_first);
-            describe(v, about, sizeof about);
-            appendf(&md, &len, &cap, "**Measured at this line** (profile %s)\n\n", about);
-            const ProfileLineCost *cost = profile_view_line(v, file, (uint32_t)line + 1);
-            if (cost && profile_line_gpu_ns(cost)) {
-                char share[16], gpu[32];
-                units_ratio(profile_view_line_share(v, cost), share, sizeof share);
-                units_ns(profile_line_gpu_ns(cost), gpu, sizeof gpu);
-                appendf(&md, &len, &cap, "The line: **%s " PROFILE_LINE_SHARE_OF "** (%s of kernels, copies and memsets)\n\n",
-                        share, gpu);
-            }
-            for (size_t i = 0; i < n && i < HOVER_MAX_OPS; i++) op_line(&md, &len, &cap, v, ops[i]);
-            if (n > HOVER_MAX_OPS) appendf(&md, &len, &cap, "- and %zu more\n", n - HOVER_MAX_OPS);
-            free(ops);
-        }
-        line_metrics_hover(&md, &len, &cap, v, file, (uint32_t)line + 1);
-    }
+    if (v) line_figures(&md, &len, &cap, v, file, (uint32_t)line + 1);
     /* a __global__ function declared on this line: what its launches cost */
     size_t kernel_count;
     KernelName *kernels = kernels_of(doc, &kernel_count);

@@ -1,10 +1,11 @@
 /* Requests of advise's own for editor views over the profiles:
  * `advise/profileSummary` (the runs merged: GPU busy and idle, top kernels
  * and largest gaps, each with the line it came from) and `advise/lineCosts`
- * (a document's lines with their share of the run's GPU time, for heat
- * maps). Both read the immutable, reference-counted profiles of the
- * document's project, and answer on the main thread: they only look up
- * figures the profile already holds. docs/lsp.md documents their shapes. */
+ * (a document's lines with their share of the run's GPU time, or with
+ * "metric": "memory" of the device memory at the peak, for heat maps).
+ * Both read the immutable, reference-counted profiles of the document's
+ * project, and answer on the main thread: they only look up figures the
+ * profile already holds. docs/lsp.md documents their shapes. */
 #define _GNU_SOURCE /* strptime, timegm */
 #include <jansson.h>
 #include <stdlib.h>
@@ -17,8 +18,10 @@
 #include "profiler/profile_diff.h"
 #include "profiler/profile_view.h"
 #include "server/lsp/jsonrpc.h"
+#include "server/lsp/lsp_memory_views.h"
 #include "server/lsp/lsp_profile.h"
 #include "server/lsp/lsp_server.h"
+#include "server/render/line_memory.h"
 #include "server/workspace/source_file.h"
 
 #define SUMMARY_MAX_ITEMS 10
@@ -240,10 +243,60 @@ void lsp_handle_profile_summary(LspServer *s, json_t *id, json_t *params) {
     jsonrpc_send_result(id, json_pack("{s:o,s:o}", "profiles", profiles, "document", document ? document : json_null()));
 }
 
+/* The lines of `advise/lineCosts` with "metric": "memory": each line that
+ * held or allocated device memory, its share of the peak of its GPU. */
+static json_t *memory_lines(const ProfileView *v, int file, uint64_t *peak) {
+    json_t *lines = json_array();
+    *peak = 0;
+    if (!v) return lines;
+    const Profile *p = profile_view_profile(v);
+    for (size_t i = 0; i < p->memory_count; i++)
+        if (p->memories[i].peak_allocated > *peak) *peak = p->memories[i].peak_allocated;
+    size_t n;
+    LineMemory *l = line_memory_of_file(p, file, &n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *line = lsp_memory_line_json(&l[i]);
+        if (line) json_array_append_new(lines, line);
+    }
+    free(l);
+    return lines;
+}
+
+/* advise/lineCosts with "metric": "memory" (takes path) */
+static void line_memory_costs(LspServer *s, json_t *id, const char *uri, char *path) {
+    LspProfiles *lp = lsp_profiles_for_document(s, path);
+    int file;
+    ProfileView *moved;
+    bool stale;
+    const ProfileView *v = document_view(s, lp, uri, path, &file, &moved, &stale);
+    uint64_t peak;
+    json_t *lines = memory_lines(v, file, &peak);
+    json_t *result = json_pack("{s:s,s:o,s:b,s:s,s:s,s:I,s:o}", "uri", uri, "profile",
+                               v ? json_string(profile_view_path(v)) : json_null(), "stale", stale, "metric", "memory",
+                               "denominator", LSP_MEMORY_SHARE_DENOMINATOR, "peak_bytes",
+                               (json_int_t)(peak > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : peak), "lines", lines);
+    profile_view_free(moved);
+    pthread_mutex_lock(&s->lock);
+    if (lp) lsp_profiles_unref(lp);
+    pthread_mutex_unlock(&s->lock);
+    free(path);
+    jsonrpc_send_result(id, result ? result : json_null());
+}
+
 void lsp_handle_line_costs(LspServer *s, json_t *id, json_t *params) {
+    json_t *metric = json_object_get(params, "metric");
+    const char *metric_name = !metric || json_is_null(metric) ? "time" : json_string_value(metric);
+    if (!metric_name || (strcmp(metric_name, "time") != 0 && strcmp(metric_name, "memory") != 0)) {
+        jsonrpc_send_error(id, JSONRPC_INVALID_PARAMS, "metric must be \"time\" or \"memory\"");
+        return;
+    }
     const char *uri;
     char *path = param_path(id, params, &uri, true);
     if (!path) return;
+    if (strcmp(metric_name, "memory") == 0) {
+        line_memory_costs(s, id, uri, path);
+        return;
+    }
     LspProfiles *lp = lsp_profiles_for_document(s, path);
     int file;
     ProfileView *moved;
@@ -263,9 +316,9 @@ void lsp_handle_line_costs(LspServer *s, json_t *id, json_t *params) {
                                                    (json_int_t)c[i].launches));
         }
     }
-    json_t *result = json_pack("{s:s,s:o,s:b,s:s,s:f,s:o}", "uri", uri, "profile",
+    json_t *result = json_pack("{s:s,s:o,s:b,s:s,s:s,s:f,s:o}", "uri", uri, "profile",
                                v ? json_string(profile_view_path(v)) : json_null(), "stale",
-                               stale, "denominator", LSP_SHARE_DENOMINATOR,
+                               stale, "metric", "time", "denominator", LSP_SHARE_DENOMINATOR,
                                "total_gpu_seconds", seconds(gpu_total), "lines", lines);
     profile_view_free(moved);
     pthread_mutex_lock(&s->lock);

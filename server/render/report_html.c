@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "profiler/profile_diff.h"
+#include "server/render/report_memory.h"
 
 #include "advise_version.h" /* ADVISE_VERSION: project(VERSION) in CMakeLists.txt */
 
@@ -194,8 +195,8 @@ static void write_header(FILE *out, const ReportInput *in) {
     if (in->profile_count)
         fprintf(out,
                 "<nav class=\"toc\"><a href=\"#gpu-time\">GPU busy and idle time</a> &#183; <a href=\"#kernels\">Top "
-                "kernels</a> &#183; <a href=\"#findings\">Findings (%zu)</a></nav>\n",
-                count);
+                "kernels</a> &#183; %s<a href=\"#findings\">Findings (%zu)</a></nav>\n",
+                report_has_memory(in) ? "<a href=\"#memory\">Device memory</a> &#183; " : "", count);
     for (size_t i = 0; i < in->profile_count; i++) {
         const Profile *p = in->profiles[i].profile;
         if (!p->dropped_kernels && !p->dropped_ops && !p->dropped_sites) continue;
@@ -212,8 +213,7 @@ static void write_header(FILE *out, const ReportInput *in) {
 
 /* ---- GPU time: busy and idle, and where the idle gaps were ------------------------ */
 
-/* "samples/cuda/transpose.cu:156" of a site, or a word when there is none */
-static void write_site(FILE *out, const Profile *p, int site) {
+void report_html_site(FILE *out, const Profile *p, int site) {
     if (site < 0 || (size_t)site >= p->site_count || p->sites[site].file < 0 ||
         (size_t)p->sites[site].file >= p->file_count) {
         fputs("<span class=\"note\">no user frame</span>", out);
@@ -412,9 +412,9 @@ static void write_timeline(FILE *out, const Profile *p, const char *run, const P
             units_ns(g->start_ns, at, sizeof at);
             fprintf(out, "<tr><td class=\"num\">%zu</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td>", i + 1,
                     dur, at);
-            write_site(out, p, g->before_site);
+            report_html_site(out, p, g->before_site);
             fputs("</td><td>", out);
-            write_site(out, p, g->after_site);
+            report_html_site(out, p, g->after_site);
             fputs("</td></tr>\n", out);
         }
         fprintf(out, "</table>\n<p class=\"note\">%zu idle gap%s recorded on this GPU, %s in all (the profile keeps "
@@ -680,6 +680,7 @@ bool report_html_write(FILE *out, const ReportInput *in) {
     if (in->profile_count) {
         write_gpu_time(out, in);
         write_top_kernels(out, in);
+        report_memory_html(out, in); /* nothing without `advise profile --memory` */
     }
     write_findings(out, in);
     fputs("<footer>Written by advise " ADVISE_VERSION ".</footer>\n</main>\n</body>\n</html>\n", out);

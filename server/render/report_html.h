@@ -1,7 +1,8 @@
 /* `advise report --format html`: the report as one self-contained page
  * (inline CSS and SVG, no scripts, nothing fetched): a header, each GPU's
  * busy and idle time with its largest idle gaps drawn where they happened,
- * the top kernels, and the findings ranked by cost with their evidence.
+ * the top kernels, device memory over time with the lines holding it
+ * (report_memory.h), and the findings ranked by cost with their evidence.
  * Every string from a profile or a finding is HTML-escaped. */
 #ifndef ADVISE_REPORT_HTML_H
 #define ADVISE_REPORT_HTML_H
@@ -17,5 +18,9 @@ bool report_html_write(FILE *out, const ReportInput *in);
 /* Writes s with &, <, >, " and ' replaced by entities (safe in text and in
  * quoted attributes). NULL writes nothing. */
 void report_html_escape(FILE *out, const char *s);
+
+/* Writes "<code>samples/cuda/transpose.cu:156</code>" for a site (escaped),
+ * or a note when it names no line of the project. */
+void report_html_site(FILE *out, const Profile *p, int site);
 
 #endif

@@ -11,6 +11,7 @@
 #include "profiler/rank_table.h"
 #include "analysis/units.h"
 #include "server/render/rank_text.h"
+#include "server/render/report_memory.h"
 
 int report_pad(const char *s, int width) {
     int extra = 0;
@@ -214,6 +215,7 @@ static void write_first(FILE *out, const RankedFindings *r) {
 
 bool report_text_write(FILE *out, const ReportInput *in) {
     write_header(out, in);
+    report_memory_text(out, in); /* nothing without `advise profile --memory` */
     const RankedFindings *r = in->findings;
     if (r) write_first(out, r);
     size_t count = r ? r->count : 0, files = r ? r->files_checked : 0;

@@ -7,7 +7,7 @@ import {
     RevealOutputChannelOn, ServerOptions, State, StaticFeature, TransportKind, ClientCapabilities,
 } from 'vscode-languageclient/node';
 import { findAdvise, BinaryChoice } from './binary';
-import { isMethodNotFound, LineCosts, Methods, ProfileChanged, ProfileSummary, Finding } from './model/protocol';
+import { isMethodNotFound, HeatMetric, LineCosts, Methods, ProfileChanged, ProfileSummary, Finding } from './model/protocol';
 import { serverSettings, RESTRICTED_KEYS } from './model/settings';
 
 export const MAX_RESTARTS = 5;
@@ -259,7 +259,10 @@ export class AdviseClient implements vscode.Disposable {
 
     findings(token?: vscode.CancellationToken) { return this.request<Finding[]>(Methods.findings, {}, token); }
     profileSummary(uri?: string) { return this.request<ProfileSummary>(Methods.profileSummary, uri ? { uri } : {}); }
-    lineCosts(uri: string) { return this.request<LineCosts>(Methods.lineCosts, { uri }); }
+    /** a document's lines by GPU time, or with metric "memory" by device memory at the peak */
+    lineCosts(uri: string, metric: HeatMetric = 'time') {
+        return this.request<LineCosts>(Methods.lineCosts, metric === 'time' ? { uri } : { uri, metric });
+    }
 
     dispose(): void {
         void this.stop();

@@ -1,5 +1,5 @@
 // advise for VS Code: the language client of `advise server`, the Findings
-// and Profile views, the GPU-time heat map, and the commands around them.
+// and Profile views, the heat map (GPU time or device memory), and the commands around them.
 import * as vscode from 'vscode';
 import { AdviseClient, DOCUMENT_SELECTOR, MAX_RESTARTS, ServerState } from './client';
 import { applySafeFixes, checkWorkspace, compareProfiles, openReport, profileCommand } from './commands';
@@ -129,6 +129,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Advise
     register('advise.restartServer', () => advise.restart());
     register('advise.showOutput', () => output.show(true));
     register('advise.toggleHeatMap', () => heatMap.toggle());
+    register('advise.switchHeatMapMetric', () => heatMap.switchMetric());
     register('advise.groupByFile', () => setGroup('file'));
     register('advise.groupByRule', () => setGroup('rule'));
     register('advise.refreshFindings', () => findings.refresh());

@@ -1,5 +1,6 @@
 // Words for figures, as advise's own outputs write them (analysis/units.c):
-// seconds in ns/µs/ms/s with two or three significant digits, shares as
+// seconds in ns/µs/ms/s and bytes in bytes/kB/MB/GB with two or three
+// significant digits, shares as
 // percentages ("<0.1%", "3.1%", "29%"), and the label of a finding: its hint
 // in plain words with its estimated gain. No 'vscode' here: node tests it.
 import type { Finding } from './protocol';
@@ -27,6 +28,24 @@ export function formatSeconds(seconds: number): string {
         if (d < 0 && i + 1 < SECOND_STEPS.length) { i++; continue; }
         if (d < 0 && v >= 1e15) return `${sign}${v.toPrecision(3)} ${SECOND_STEPS[i][1]}`;
         return `${sign}${v.toFixed(d < 0 ? 0 : d)} ${SECOND_STEPS[i][1]}`;
+    }
+}
+
+const BYTE_STEPS: [number, string][] = [[1, 'bytes'], [1e3, 'kB'], [1e6, 'MB'], [1e9, 'GB'], [1e12, 'TB']];
+
+/** 512 -> "512 bytes", 20484 -> "20.5 kB", 1276116992 -> "1.28 GB" (decimal multiples, as analysis/units.c) */
+export function formatBytes(bytes: number): string {
+    if (!Number.isFinite(bytes)) return '? bytes';
+    const sign = bytes < 0 ? '-' : '';
+    const a = Math.abs(bytes);
+    let i = 0;
+    while (i + 1 < BYTE_STEPS.length && a >= BYTE_STEPS[i + 1][0]) i++;
+    for (;;) {
+        const v = a / BYTE_STEPS[i][0];
+        const d = i === 0 ? (v < 999.5 ? 0 : -1) : decimalsFor(v);
+        if (d < 0 && i + 1 < BYTE_STEPS.length) { i++; continue; }
+        if (d < 0 && v >= 1e15) return `${sign}${v.toPrecision(3)} ${BYTE_STEPS[i][1]}`;
+        return `${sign}${v.toFixed(d < 0 ? 0 : d)} ${BYTE_STEPS[i][1]}`;
     }
 }
 

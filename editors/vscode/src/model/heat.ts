@@ -1,8 +1,10 @@
 // The heat map's model: a document's lines bucketed by their share of the
-// measured GPU time (`advise/lineCosts`), each with the words of its hover.
+// measured GPU time, or of the device memory live at the memory peak
+// (`advise/lineCosts` with "metric": "memory", from profiles recorded with
+// `advise profile --memory`), each with the words of its hover.
 // No 'vscode' here: node tests it against the real server.
-import type { LineCosts, LineCost } from './protocol';
-import { formatCount, formatSeconds, formatShare } from './format';
+import type { HeatMetric, LineCosts, LineCost } from './protocol';
+import { formatBytes, formatCount, formatSeconds, formatShare } from './format';
 
 /** The lowest share of each bucket, hottest first: 20%, 5%, 1%, 0.1%. */
 export const HEAT_THRESHOLDS = [0.2, 0.05, 0.01, 0.001] as const;
@@ -16,6 +18,7 @@ export interface HeatLine {
 }
 
 export interface HeatMap {
+    metric: HeatMetric;
     /** line numbers (0-based) per bucket, hottest bucket first */
     buckets: number[][];
     lines: HeatLine[];
@@ -33,29 +36,50 @@ export function bucketOf(share: number): number {
 }
 
 export function lineHover(c: LineCost, denominator: string, stale: boolean): string {
-    const parts = [`${formatShare(c.share)} of ${denominator}: ${formatSeconds(c.gpu_seconds)} on the GPU`];
-    if (c.launches > 0) parts.push(`${formatCount(c.launches)} launch${c.launches === 1 ? '' : 'es'}`);
-    if (c.host_wait_seconds > 0) parts.push(`the host waited ${formatSeconds(c.host_wait_seconds)}`);
-    let text = `advise heat map: ${parts.join(' · ')}`;
-    if (stale) text += ' (profile older than this file)';
-    return text;
+    const parts = [`${formatShare(c.share)} of ${denominator}: ${formatSeconds(c.gpu_seconds ?? 0)} on the GPU`];
+    const launches = c.launches ?? 0, waited = c.host_wait_seconds ?? 0;
+    if (launches > 0) parts.push(`${formatCount(launches)} launch${launches === 1 ? '' : 'es'}`);
+    if (waited > 0) parts.push(`the host waited ${formatSeconds(waited)}`);
+    return withStale(`advise heat map: ${parts.join(' · ')}`, stale);
+}
+
+/** "advise heat map (memory): 1.28 GB live at the memory peak (37% of ...) · grows 33.6 MB per step · 238 allocations" */
+export function memoryLineHover(c: LineCost, denominator: string, stale: boolean): string {
+    const parts = [`${formatBytes(c.peak_bytes ?? 0)} live at the memory peak (${formatShare(c.share)} of ${denominator})`];
+    const growth = c.growth_bytes_per_step ?? 0, allocations = c.allocations ?? 0;
+    if (growth > 0) parts.push(`grows ${formatBytes(growth)} per optimizer step`);
+    if (allocations > 0)
+        parts.push(`${formatCount(allocations)} allocation${allocations === 1 ? '' : 's'}, ${formatBytes(c.allocated_bytes ?? 0)} in all`);
+    return withStale(`advise heat map (memory): ${parts.join(' · ')}`, stale);
+}
+
+function withStale(text: string, stale: boolean): string {
+    return stale ? `${text} (profile older than this file)` : text;
+}
+
+function emptySummary(metric: HeatMetric, profile: string | null): string {
+    if (metric === 'memory')
+        return profile ? 'no line of this file held device memory at the peak (or the profile has no memory: advise profile --memory)'
+                       : 'no profile covers this file';
+    return profile ? 'no line of this file took a measurable share of the GPU time' : 'no profile covers this file';
 }
 
 export function buildHeatMap(costs: LineCosts): HeatMap {
+    const metric: HeatMetric = costs.metric === 'memory' ? 'memory' : 'time';
     const buckets: number[][] = HEAT_THRESHOLDS.map(() => []);
     const lines: HeatLine[] = [];
-    const denominator = costs.denominator || "the run's GPU time";
+    const denominator = costs.denominator || (metric === 'memory' ? 'the device memory allocated at the peak' : "the run's GPU time");
+    const hoverOf = metric === 'memory' ? memoryLineHover : lineHover;
     let shaded = 0;
     for (const c of costs.lines) {
         const bucket = bucketOf(c.share);
         if (bucket < 0) continue;
         buckets[bucket].push(c.line);
         shaded += c.share;
-        lines.push({ line: c.line, bucket, share: c.share, hover: lineHover(c, denominator, costs.stale) });
+        lines.push({ line: c.line, bucket, share: c.share, hover: hoverOf(c, denominator, costs.stale) });
     }
     const n = lines.length;
-    const summary = n === 0 ? (costs.profile ? 'no line of this file took a measurable share of the GPU time'
-                                             : 'no profile covers this file')
+    const summary = n === 0 ? emptySummary(metric, costs.profile)
                             : `${formatShare(shaded)} of ${denominator} on ${n} line${n === 1 ? '' : 's'}`;
-    return { buckets, lines, stale: costs.stale, profile: costs.profile, summary };
+    return { metric, buckets, lines, stale: costs.stale, profile: costs.profile, summary };
 }

@@ -81,12 +81,22 @@ export interface ProfileSummary {
     document: { uri: string; profile: string | null; stale: boolean } | null;
 }
 
+/** What the heat map shades lines by: GPU time, or device memory live at the peak (`advise profile --memory`). */
+export type HeatMetric = 'time' | 'memory';
+
+/** One line of `advise/lineCosts`: the time fields with metric "time", the memory fields with "memory". */
 export interface LineCost {
     line: number;
-    gpu_seconds: number;
+    /** the line's share of `denominator` */
     share: number;
-    host_wait_seconds: number;
-    launches: number;
+    gpu_seconds?: number;
+    host_wait_seconds?: number;
+    launches?: number;
+    /** bytes live at the memory peak */
+    peak_bytes?: number;
+    growth_bytes_per_step?: number;
+    allocations?: number;
+    allocated_bytes?: number;
 }
 
 /** The answer to `advise/lineCosts`. */
@@ -94,8 +104,12 @@ export interface LineCosts {
     uri: string;
     profile: string | null;
     stale: boolean;
+    /** absent from servers older than the memory metric: "time" */
+    metric?: HeatMetric;
     denominator: string;
-    total_gpu_seconds: number;
+    total_gpu_seconds?: number;
+    /** metric "memory": the highest peak of the profile's GPUs */
+    peak_bytes?: number;
     lines: LineCost[];
 }
 

@@ -1,7 +1,7 @@
 // The formatter: the same words advise's own outputs use (analysis/units.c).
 import { test } from 'node:test';
 import * as assert from 'node:assert/strict';
-import { findingLabel, formatAge, formatAgeOld, formatCount, formatGain, formatSeconds, formatShare, plainHint }
+import { findingLabel, formatAge, formatAgeOld, formatBytes, formatCount, formatGain, formatSeconds, formatShare, plainHint }
     from '../../src/model/format';
 import type { Finding } from '../../src/model/protocol';
 
@@ -18,6 +18,18 @@ test('seconds in ns, µs, ms and s with two or three significant digits', () => 
     assert.equal(formatSeconds(1234), '1234 s');
     assert.equal(formatSeconds(-0.002), '-2.00 ms');
     assert.equal(formatSeconds(NaN), '? s');
+});
+
+test('bytes in decimal multiples with two or three significant digits', () => {
+    assert.equal(formatBytes(0), '0 bytes');
+    assert.equal(formatBytes(512), '512 bytes');
+    assert.equal(formatBytes(999.6), '1.00 kB');
+    assert.equal(formatBytes(20484), '20.5 kB');
+    assert.equal(formatBytes(12582912), '12.6 MB');
+    assert.equal(formatBytes(1276116992), '1.28 GB');
+    assert.equal(formatBytes(150109880320), '150 GB');
+    assert.equal(formatBytes(-33554432), '-33.6 MB');
+    assert.equal(formatBytes(NaN), '? bytes');
 });
 
 test('shares as percentages', () => {

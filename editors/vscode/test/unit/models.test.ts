@@ -1,12 +1,13 @@
 // The views' models fed by the REAL advise server: the Findings tree
 // (ranking, grouping, labels), the heat map (lines bucketed by their share of
-// the GPU time) and the Profile tree, over the repository's samples and their
-// H200 profiles. Requests the server does not know yet (MethodNotFound) skip
+// the GPU time, or of the device memory at the peak) and the Profile tree,
+// over the repository's samples and their H200 profiles (and the H200
+// recording of bench/memory/train.py with --memory). Requests the server does not know yet (MethodNotFound) skip
 // their test with a message saying so.
 import { after, before, describe, test } from 'node:test';
 import * as assert from 'node:assert/strict';
 import * as path from 'node:path';
-import { binaryMissing, methodNotFound, samples, Server, startServer, uriOf } from './server';
+import { binaryMissing, methodNotFound, repo, samples, Server, startServer, uriOf } from './server';
 import { buildFindingsTree, countBySeverity, rankFindings } from '../../src/model/findings';
 import { buildHeatMap, bucketOf, HEAT_THRESHOLDS } from '../../src/model/heat';
 import { buildProfileTree, profileStatus } from '../../src/model/profile';
@@ -176,6 +177,38 @@ describe('models fed by advise server over the samples', { skip: missing }, () =
         assert.match(status.text, /^profile /);
         assert.match(status.detail, /H200/);
         console.log(`  profile status: ${status.text} (${status.detail})`);
+    });
+});
+
+describe('the memory heat map fed by advise server', { skip: missing }, () => {
+    // the H200 recording of bench/memory/train.py --model leak (advise profile --memory)
+    const train = path.join(repo, 'bench', 'memory', 'train.py');
+    let server: Server;
+    before(async () => {
+        server = await startServer(repo, { profileDir: path.join(repo, 'tests', 'fixtures', 'profiles', 'memory', 'leak_h200.json') });
+    });
+    after(async () => { await server?.close(); });
+
+    test('advise/lineCosts with metric "memory" buckets lines by their share of the memory peak', async (t) => {
+        const costs = await server.request<LineCosts>('advise/lineCosts', { uri: uriOf(train), metric: 'memory' });
+        if (costs.metric !== 'memory') { t.skip('a server older than the memory metric'); return; }
+        assert.ok(costs.profile?.endsWith('leak_h200.json'), String(costs.profile));
+        assert.equal(costs.peak_bytes, 3443663136);
+        const map = buildHeatMap(costs);
+        assert.equal(map.metric, 'memory');
+        // `h = self.up(x)` and the gelu hold 37% and 36% of the peak; the residual 9.5%, the optimizer 7.8%
+        assert.deepEqual(map.buckets[0], [34, 35]);
+        assert.deepEqual(map.buckets[1], [36, 108]);
+        assert.ok(map.buckets[2].includes(85), 'the model: 3.9%');
+        const up = map.lines.find((l) => l.line === 34)!;
+        assert.equal(up.hover, 'advise heat map (memory): 1.28 GB live at the memory peak (37% of the device memory allocated at ' +
+                               'the peak (of the GPU where the line holds most)) · grows 33.6 MB per optimizer step · ' +
+                               '238 allocations, 5.17 GB in all');
+        console.log(`  memory heat map of bench/memory/train.py: ${map.summary}`);
+        // the time metric still shades by GPU time
+        const time = buildHeatMap(await server.request<LineCosts>('advise/lineCosts', { uri: uriOf(train) }));
+        assert.equal(time.metric, 'time');
+        assert.ok(time.lines.every((l) => l.hover.startsWith('advise heat map: ')));
     });
 });
 
