@@ -48,10 +48,7 @@ static const char documentation[] =
     "- a tensor kept after its last use: `del` it, or let it go out of scope before the next\n"
     "  large allocation.\n"
     "\n"
-    "## Fix safety\n"
-    "No automatic fix: which change is right depends on the program (and each costs something:\n"
-    "compute, precision or batch size); the finding names the options with their savings.\n"
-    "\n"
+    MEMORY_RULE_FIX_SAFETY
     "## The numbers\n"
     "Measured: the line's live bytes at the peak, the peak and when it happened, summed over the\n"
     "processes and devices of the run (the share is of the device where the line holds most).\n"

@@ -41,10 +41,7 @@ static const char documentation[] =
     "Keep numbers, not graphs: `total_loss += loss.item()`, `losses.append(loss.detach())` (or\n"
     "`.item()`), `outputs.append(out.detach().cpu())`. Clear caches each step.\n"
     "\n"
-    "## Fix safety\n"
-    "No automatic fix: which change is right depends on the program (and each costs something:\n"
-    "compute, precision or batch size); the finding names the options with their savings.\n"
-    "\n"
+    MEMORY_RULE_FIX_SAFETY
     "## The numbers\n"
     "Measured: bytes per step = (live bytes at the last step's end − at the first's) ÷ steps, and\n"
     "the steps measured. When the profile knows the device's memory, the number of steps until\n"

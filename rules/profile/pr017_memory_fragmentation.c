@@ -38,10 +38,7 @@ static const char documentation[] =
     "later) lets segments grow in place, so freed memory is reused across sizes. Padding\n"
     "variable shapes to a few bucket sizes helps the same way.\n"
     "\n"
-    "## Fix safety\n"
-    "No automatic fix: which change is right depends on the program (and each costs something:\n"
-    "compute, precision or batch size); the finding names the options with their savings.\n"
-    "\n"
+    MEMORY_RULE_FIX_SAFETY
     "## The numbers\n"
     "Measured: PyTorch's own peaks of reserved and allocated memory over the run\n"
     "(`max_memory_reserved`, `max_memory_allocated`). The saving is a model and an upper bound:\n"

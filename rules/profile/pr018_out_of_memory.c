@@ -7,6 +7,7 @@
 #include "analysis/units.h"
 #include "profiler/profile_view.h"
 #include "rules/measure/profile_facts.h"
+#include "rules/profile/support/memory_lines.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -32,10 +33,7 @@ static const char documentation[] =
     "checkpointing, `torch.no_grad()` where no gradient is needed, `.item()`/`.detach()` for\n"
     "values kept across steps, and `expandable_segments` against fragmentation.\n"
     "\n"
-    "## Fix safety\n"
-    "No automatic fix: which change is right depends on the program (and each costs something:\n"
-    "compute, precision or batch size); the finding names the options with their savings.\n"
-    "\n"
+    MEMORY_RULE_FIX_SAFETY
     "## The numbers\n"
     "Measured, from PyTorch's allocator history: the request, the device's free memory as the\n"
     "allocator saw it, and the live bytes by allocating line when it failed. Severity is\n"

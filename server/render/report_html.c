@@ -87,7 +87,7 @@ static void format_percent(char *buf, size_t size, double share) {
 
 /* ---- header --------------------------------------------------------------------- */
 
-static void card(FILE *out, const char *label, const char *value, const char *title) {
+void report_html_card(FILE *out, const char *label, const char *value, const char *title) {
     fputs("<div class=\"card\"", out);
     if (title) {
         fputs(" title=\"", out);
@@ -113,22 +113,22 @@ static void format_created(char *buf, size_t size, const char *created) {
 static void write_profile_cards(FILE *out, const Profile *p) {
     char buf[96];
     char *gpu = profile_gpu_description(p);
-    card(out, "GPU", gpu ? gpu : "?", NULL);
+    report_html_card(out, "GPU", gpu ? gpu : "?", NULL);
     free(gpu);
     format_created(buf, sizeof buf, p->created);
-    card(out, "recorded (UTC)", buf, NULL);
+    report_html_card(out, "recorded (UTC)", buf, NULL);
     units_ns(report_run_ns(p), buf, sizeof buf);
-    card(out, "run length", buf, "the longest process's wall time");
+    report_html_card(out, "run length", buf, "the longest process's wall time");
     ProfileTotals t;
     profile_totals(p, &t);
     format_percent(buf, sizeof buf, profile_totals_busy_share(&t));
-    card(out, "GPU busy", buf, "kernels, copies and memsets over the GPUs' active span");
+    report_html_card(out, "GPU busy", buf, "kernels, copies and memsets over the GPUs' active span");
     units_ns(t.kernel_ns, buf, sizeof buf);
     char launches[64];
     snprintf(launches, sizeof launches, "kernel time (%llu launches)", (unsigned long long)t.launches);
-    card(out, launches, buf, NULL);
+    report_html_card(out, launches, buf, NULL);
     units_ns(t.sync_ns, buf, sizeof buf);
-    card(out, "host waiting in syncs", buf, NULL);
+    report_html_card(out, "host waiting in syncs", buf, NULL);
 }
 
 /* Several profiles: one row each. */
@@ -188,7 +188,7 @@ static void write_header(FILE *out, const ReportInput *in) {
     fputs("</p>\n<div class=\"cards\">\n", out);
     char buf[96];
     snprintf(buf, sizeof buf, "%zu in %zu file%s", count, files, files == 1 ? "" : "s");
-    card(out, "findings", buf, NULL);
+    report_html_card(out, "findings", buf, NULL);
     if (in->profile_count == 1) write_profile_cards(out, in->profiles[0].profile);
     fputs("</div>\n", out);
     if (in->profile_count > 1) write_profile_table(out, in);

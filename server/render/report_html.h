@@ -22,5 +22,7 @@ void report_html_escape(FILE *out, const char *s);
 /* Writes "<code>samples/cuda/transpose.cu:156</code>" for a site (escaped),
  * or a note when it names no line of the project. */
 void report_html_site(FILE *out, const Profile *p, int site);
+/* A figure card of the header and the memory section: label, value, and a tooltip when title is not NULL. */
+void report_html_card(FILE *out, const char *label, const char *value, const char *title);
 
 #endif

@@ -27,19 +27,6 @@
 
 static void esc(FILE *out, const char *s) { report_html_escape(out, s); }
 
-static void card(FILE *out, const char *label, const char *value, const char *title) {
-    fputs("<div class=\"card\"", out);
-    if (title) {
-        fputs(" title=\"", out);
-        esc(out, title);
-        fputc('"', out);
-    }
-    fputs("><span>", out);
-    esc(out, label);
-    fputs("</span><b>", out);
-    esc(out, value);
-    fputs("</b></div>\n", out);
-}
 
 static double x_at(uint64_t t, uint64_t span) {
     if (!span) return PLOT_LEFT;
@@ -201,24 +188,24 @@ static void write_memory(FILE *out, const Profile *p, size_t index, const char *
     char value[UNITS_BUF], when[UNITS_BUF], title[128];
     units_ns(m->peak_time_ns, when, sizeof when);
     snprintf(title, sizeof title, "the highest point of allocated memory in the recorded window, %s into it", when);
-    card(out, "peak allocated", units_bytes(m->peak_allocated, value, sizeof value), title);
-    card(out, "reserved at the peak", units_bytes(m->peak_reserved, value, sizeof value), NULL);
-    card(out, "most allocated over the run", units_bytes(m->max_allocated, value, sizeof value),
+    report_html_card(out, "peak allocated", units_bytes(m->peak_allocated, value, sizeof value), title);
+    report_html_card(out, "reserved at the peak", units_bytes(m->peak_reserved, value, sizeof value), NULL);
+    report_html_card(out, "most allocated over the run", units_bytes(m->max_allocated, value, sizeof value),
          "PyTorch's own counter (torch.cuda.max_memory_allocated)");
-    card(out, "most reserved over the run", units_bytes(m->max_reserved, value, sizeof value),
+    report_html_card(out, "most reserved over the run", units_bytes(m->max_reserved, value, sizeof value),
          "PyTorch's own counter (torch.cuda.max_memory_reserved)");
     char events[UNITS_BUF + 16];
     units_count(m->events, value, sizeof value);
     if (m->window_complete) snprintf(events, sizeof events, "the whole run");
     else snprintf(events, sizeof events, "the last %s events", value);
-    card(out, "recorded window", events, NULL);
+    report_html_card(out, "recorded window", events, NULL);
     if (m->steps) {
         units_count(m->steps, value, sizeof value);
-        card(out, "optimizer steps", value, NULL);
+        report_html_card(out, "optimizer steps", value, NULL);
     }
     if (m->bytes_per_step) {
         char per_step[UNITS_BUF + 1];
-        card(out, "live memory per step", report_memory_per_step(m, per_step, sizeof per_step),
+        report_html_card(out, "live memory per step", report_memory_per_step(m, per_step, sizeof per_step),
              "over the recorded window's last steps");
     }
     fputs("</div>\n", out);

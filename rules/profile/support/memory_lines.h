@@ -10,6 +10,13 @@
 #include "profiler/profile.h"
 #include "rules/rule.h"
 
+/* The "Fix safety" section every memory rule's page shares. */
+#define MEMORY_RULE_FIX_SAFETY                                                                          \
+    "## Fix safety\n"                                                                                   \
+    "No automatic fix: which change is right depends on the program (and each costs something:\n"     \
+    "compute, precision or batch size); the finding names the options with their savings.\n"          \
+    "\n"
+
 typedef struct {
     uint32_t line;
     const ProfSite *site;     /* the first site at the line */
