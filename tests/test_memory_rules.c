@@ -268,3 +268,18 @@ Test(memory_evidence, an_evaluation_loop_without_no_grad_shows_what_it_keeps) {
     cr_assert_not(has_evidence(other, "memory peak"), "no memory at its lines:%s", evidence_of(other));
     checked_free(&c);
 }
+
+/* a real out-of-memory error on the H200 (2026-12-02): bench/memory/train.py --model act --batch 32768
+ * --cap-gib 2, profiled with --memory; the failing line is the residual add of Block.forward */
+Test(memory_rules, a_real_out_of_memory_error) {
+    char *error = NULL;
+    Profile *p = profile_read_file(ADVISE_SOURCE_DIR "/tests/fixtures/profiles/memory/oom_h200.json", PROFILE_FINAL, &error);
+    cr_assert_not_null(p, "%s", error ? error : "");
+    Checked c = check_path(p, "bench/memory/train.py", "PR018");
+    const Finding *f = at(&c, "PR018", 37);
+    cr_assert_not_null(f);
+    cr_assert(strstr(f->message, "an allocation of 134 MB failed here") && strstr(f->message, "process's own") &&
+                  strstr(f->message, "bench/memory/train.py:86"),
+              "%s", f->message);
+    checked_free(&c);
+}

@@ -53,11 +53,14 @@ static void report(RuleContext *ctx, const Profile *p, const ProfMemory *m, size
         snprintf(where, sizeof where, ", most of it from %s:%u (%s)", p->files[s->file].path, s->line,
                  units_bytes(top->bytes, held, sizeof held));
     }
+    /* more free on the device than asked for: the limit was the process's own (a memory fraction) */
+    bool capped = m->oom_device_free > m->oom_bytes;
     Finding *f = pf_report_line(ctx, p->sites[m->oom_site].line,
-                                "an allocation of %s failed here (out of memory) with %s free on the device; %s was "
+                                "an allocation of %s failed here (out of memory) with %s free on the device%s; %s was "
                                 "allocated%s",
                                 units_bytes(m->oom_bytes, asked, sizeof asked),
                                 units_bytes(m->oom_device_free, freeb, sizeof freeb),
+                                capped ? ", so the limit was this process's own (a memory fraction or another cap)" : "",
                                 units_bytes(m->oom_allocated, alloc, sizeof alloc), where);
     if (!f) return;
     f->severity = SEVERITY_WARNING;
