@@ -51,7 +51,7 @@ MemoryParts memory_parts_take(const char *parts_dir) {
         parts.names[parts.count++] = name;
     }
     closedir(d);
-    qsort(parts.names, parts.count, sizeof *parts.names, by_name);
+    if (parts.count > 1) qsort(parts.names, parts.count, sizeof *parts.names, by_name); /* names is NULL when none */
     parts.texts = calloc(parts.count ? parts.count : 1, sizeof *parts.texts);
     parts.lengths = calloc(parts.count ? parts.count : 1, sizeof *parts.lengths);
     for (size_t i = 0; i < parts.count; i++) {
