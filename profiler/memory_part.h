@@ -16,7 +16,7 @@
 /* Adds the devices of one part to p, for the process of p with the part's
  * pid. False with *error set (heap) when the part is malformed, names no
  * process of p, or reports that it could not record; p then holds none of
- * it. */
+ * its memory entries or lines (files and sites it named may stay, unused). */
 bool profile_add_memory_part(Profile *p, const char *text, size_t length, char **error);
 
 #endif

@@ -76,22 +76,30 @@ def _user_frame(frames, s, cache):
     return None
 
 
-def _clock_offset(torch, device):
-    """Microseconds to add to a trace entry's time_us to get time.time_ns()//1000.
-    PyTorch stamps entries with its own clock; a probe allocation of an odd size
-    ties the two together. 0 when the probe cannot be found."""
+PROBE_BYTES = 1536 * 1024 + 512 * 3  # an odd size, to find the probe in the history
+
+
+def _probe(torch, device):
+    """Allocates and frees a probe tensor; the wall time (microseconds) it happened at, or None."""
     try:
-        size = 1536 * 1024 + 512 * 3
         before = time.time_ns() // 1000
-        probe = torch.empty(size, dtype=torch.uint8, device=device)
+        probe = torch.empty(PROBE_BYTES, dtype=torch.uint8, device=device)
         after = time.time_ns() // 1000
         del probe
-        trace = torch.cuda.memory._snapshot()["device_traces"][device]
-        for e in reversed(trace):
-            if e.get("action") == "alloc" and e.get("size", 0) >= size and "time_us" in e:
-                return (before + after) // 2 - int(e["time_us"])
+        return (before + after) // 2
     except Exception:
-        pass
+        return None
+
+
+def _clock_offset(trace, probe_us):
+    """Microseconds to add to a trace entry's time_us to get time.time_ns()//1000.
+    PyTorch stamps entries with its own clock; the probe's allocation ties the two
+    together. None when the probe is not in the history."""
+    if probe_us is None:
+        return None
+    for e in reversed(trace):
+        if e.get("action") == "alloc" and e.get("size", 0) >= PROBE_BYTES and "time_us" in e:
+            return probe_us - int(e["time_us"])
     return None
 
 
@@ -148,10 +156,7 @@ def _summarize(torch, device, snapshot, s, offset):
             seg_delta += int(e["size"])
         elif a in ("segment_free", "segment_unmap"):
             seg_delta -= int(e["size"])
-    live = dict(before_window)
-    for addr, v in end_live.items():
-        if addr not in open_blocks:      # alive across the whole window
-            live[addr] = v
+    live = _live_at_window_start(before_window, end_live, open_blocks)
     allocated = sum(v[0] for v in live.values())
     reserved = max(0, end_reserved - seg_delta)
 
@@ -259,11 +264,18 @@ def _summarize(torch, device, snapshot, s, offset):
     return part
 
 
-def _sites_at(trace, index, before_window, end_live, open_blocks, s, cache):
+def _live_at_window_start(before_window, end_live, open_blocks):
+    """Blocks live when the window began: freed in it but allocated before it, and
+    live at the end without an allocation in it (alive across the whole window)."""
     live = dict(before_window)
     for addr, v in end_live.items():
         if addr not in open_blocks:
             live[addr] = v
+    return live
+
+
+def _sites_at(trace, index, before_window, end_live, open_blocks, s, cache):
+    live = _live_at_window_start(before_window, end_live, open_blocks)
     for e in trace[:index + 1]:
         a = e.get("action")
         if a == "alloc":
@@ -286,11 +298,15 @@ def finish():
     torch = s.get("torch")
     if torch is not None and error is None:
         try:
-            for device in range(torch.cuda.device_count()):
-                if not torch.cuda.is_initialized() or torch.cuda.max_memory_reserved(device) == 0:
-                    continue
-                offset = _clock_offset(torch, device) if s["steps"] else 0
-                snapshot = torch.cuda.memory._snapshot()
+            devices = [d for d in range(torch.cuda.device_count())
+                       if torch.cuda.is_initialized() and torch.cuda.max_memory_reserved(d) > 0]
+            probes = {d: _probe(torch, d) for d in devices} if s["steps"] else {}
+            # one snapshot holds every device's history: it is the costly part of the exit
+            snapshot = torch.cuda.memory._snapshot() if devices else None
+            for device in devices:
+                traces = snapshot["device_traces"]
+                trace = traces[device] if device < len(traces) else []
+                offset = _clock_offset(trace, probes[device]) if s["steps"] else 0
                 parts.append(_summarize(torch, device, snapshot, s, offset))
             torch.cuda.memory._record_memory_history(enabled=None)
         except Exception as e:

@@ -143,6 +143,12 @@ class Replay(unittest.TestCase):
         times = [s[0] for s in part["samples"]]
         self.assertEqual(times, sorted(times))
 
+    def test_the_probe_ties_the_clocks_together(self):
+        trace = [alloc(1, MiB, 9, 100), alloc(2, advise_memory.PROBE_BYTES, 9, 500), free(2, advise_memory.PROBE_BYTES, 501)]
+        self.assertEqual(advise_memory._clock_offset(trace, 10500), 10000)
+        self.assertIsNone(advise_memory._clock_offset(trace[:1], 10500))
+        self.assertIsNone(advise_memory._clock_offset(trace, None))
+
 
 if __name__ == "__main__":
     unittest.main()
