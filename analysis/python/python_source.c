@@ -45,7 +45,7 @@ static char *dotted_dup(const PySource *src, TSNode n) {
 static void add_import(PySource *src, char *local, char *qualified) {
     if (!local || !qualified) goto drop;
     if (!array_reserve(&src->imports, src->import_count, &src->import_cap, sizeof *src->imports, 8)) goto drop;
-    src->imports[src->import_count++] = (PyImport){local, qualified};
+    src->imports[src->import_count++] = (PyImport){local, qualified, strlen(local)};
     return;
 drop:
     free(local);
@@ -277,7 +277,7 @@ bool py_source_reparse(PySource *src, const Document *doc) {
 const char *py_resolve_import(const PySource *src, const char *local, size_t length) {
     /* later imports win, as at run time */
     for (size_t i = src->import_count; i-- > 0;)
-        if (strlen(src->imports[i].local) == length && memcmp(src->imports[i].local, local, length) == 0)
+        if (src->imports[i].local_length == length && memcmp(src->imports[i].local, local, length) == 0)
             return src->imports[i].qualified;
     return NULL;
 }

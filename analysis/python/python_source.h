@@ -13,6 +13,7 @@
 typedef struct {
     char *local;     /* the name bound in this file: "F" */
     char *qualified; /* what it stands for: "torch.nn.functional" */
+    size_t local_length; /* strlen(local): py_resolve_import runs once per name looked up */
 } PyImport;
 
 struct PyIndex;
