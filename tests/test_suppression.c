@@ -330,3 +330,54 @@ Test(engine, a_string_literal_is_not_a_comment) {
                           &suppressed) == 1);
     cr_expect(suppressed == 0);
 }
+
+/* ---- stopping between rules (the LSP server's exit, an edit that supersedes a full pass) ---- */
+
+static bool stop_after(void *arg) {
+    int *calls_left = arg;
+    return (*calls_left)-- <= 0;
+}
+
+/* every rule, or until the stop answers true after `asks` questions; returns the findings */
+static size_t check_all_rules(const char *text, int asks, bool *cancelled) {
+    Document *doc = document_new("t.py", LANGUAGE_PYTHON, text, strlen(text));
+    cr_assert_not_null(doc);
+    Config cfg;
+    config_init(&cfg);
+    FindingList out;
+    finding_list_init(&out);
+    EngineReport report;
+    char *error = NULL;
+    int left = asks;
+    EngineStop stop = {stop_after, &left};
+    cr_assert(engine_check_stoppable(doc, NULL, &cfg, asks >= 0 ? &stop : NULL, &out, &report, &error),
+              "engine_check_stoppable: %s", error ? error : "?");
+    *cancelled = report.cancelled;
+    size_t n = out.count;
+    finding_list_free(&out);
+    config_free(&cfg);
+    document_free(doc);
+    return n;
+}
+
+/* two rules' findings: PY003 (empty_cache in a loop) and PY004 (made on the host, then moved) */
+#define TWO_RULES LOOP_HEAD "        torch.cuda.empty_cache()\n        t = torch.zeros(4).cuda()\n"
+
+Test(engine, a_stop_that_never_answers_true_changes_nothing) {
+    bool cancelled = true;
+    size_t all = check_all_rules(TWO_RULES, -1, &cancelled);
+    cr_expect(!cancelled);
+    cr_expect(all >= 2, "findings without a stop: %zu", all);
+    cr_expect(check_all_rules(TWO_RULES, 1000, &cancelled) == all);
+    cr_expect(!cancelled, "a stop that never says stop does not cancel");
+}
+
+Test(engine, stops_between_rules_when_asked) {
+    bool cancelled = false;
+    cr_expect(check_all_rules(TWO_RULES, 0, &cancelled) == 0, "stopped before the first rule: no findings");
+    cr_expect(cancelled);
+    size_t all = check_all_rules(TWO_RULES, -1, &cancelled);
+    size_t partial = check_all_rules(TWO_RULES, 1, &cancelled); /* one rule ran */
+    cr_expect(cancelled);
+    cr_expect(partial < all, "one rule of many: %zu of %zu findings", partial, all);
+}

@@ -69,7 +69,8 @@ static bool any_rule_for(const Config *cfg, Language language) {
 }
 
 static bool run(const Document *doc, const PySource *py, const CudaSource *cuda, const Config *cfg,
-                const ByteRange *region, FindingList *out, EngineReport *report, char **error) {
+                const ByteRange *region, const EngineStop *stop, FindingList *out, EngineReport *report,
+                char **error) {
     EngineReport local = {0};
     if (!report) report = &local;
     memset(report, 0, sizeof *report);
@@ -122,6 +123,10 @@ static bool run(const Document *doc, const PySource *py, const CudaSource *cuda,
     for (size_t i = 0; i < count; i++) {
         const Rule *rule = all[i];
         if (!rule->check || !(rule->languages & doc->language) || !config_rule_enabled(cfg, rule)) continue;
+        if (stop && stop->should_stop(stop->arg)) {
+            report->cancelled = true;
+            break;
+        }
         if (py && !torch_file && !rule->runs_without_torch) continue;
         if (region && rule->whole_file) continue;
         RuleContext ctx = {.rule = rule, .doc = doc, .py = py, .cuda = cuda, .out = out};
@@ -154,15 +159,25 @@ static bool run(const Document *doc, const PySource *py, const CudaSource *cuda,
 
 bool engine_check(const Document *doc, const PySource *py, const Config *cfg, FindingList *out,
                   EngineReport *report, char **error) {
-    return run(doc, py, NULL, cfg, NULL, out, report, error);
+    return run(doc, py, NULL, cfg, NULL, NULL, out, report, error);
 }
 
 bool engine_check_cuda(const Document *doc, const CudaSource *cuda, const Config *cfg, FindingList *out,
                        EngineReport *report, char **error) {
-    return run(doc, NULL, cuda, cfg, NULL, out, report, error);
+    return run(doc, NULL, cuda, cfg, NULL, NULL, out, report, error);
 }
 
 bool engine_check_region(const Document *doc, const PySource *py, const Config *cfg, ByteRange region,
                          FindingList *out, EngineReport *report, char **error) {
-    return run(doc, py, NULL, cfg, &region, out, report, error);
+    return run(doc, py, NULL, cfg, &region, NULL, out, report, error);
+}
+
+bool engine_check_stoppable(const Document *doc, const PySource *py, const Config *cfg, const EngineStop *stop,
+                            FindingList *out, EngineReport *report, char **error) {
+    return run(doc, py, NULL, cfg, NULL, stop, out, report, error);
+}
+
+bool engine_check_region_stoppable(const Document *doc, const PySource *py, const Config *cfg, ByteRange region,
+                                   const EngineStop *stop, FindingList *out, EngineReport *report, char **error) {
+    return run(doc, py, NULL, cfg, &region, stop, out, report, error);
 }

@@ -8,6 +8,7 @@
 #include "profiler/profile_view.h"
 
 typedef struct {
+    bool cancelled;      /* stopped by an EngineStop: the findings are incomplete */
     bool syntax_error;   /* the file did not parse cleanly; findings cover what did */
     size_t error_offset; /* where the first syntax error is */
     size_t suppressed;   /* findings silenced by comments */
@@ -30,6 +31,20 @@ bool engine_check_cuda(const Document *doc, const CudaSource *cuda, const Config
  * overlapping `region` only, and keeps only findings that start inside it. */
 bool engine_check_region(const Document *doc, const PySource *py, const Config *cfg, ByteRange region,
                          FindingList *out, EngineReport *report, char **error);
+
+/* Asked between rules; once it answers true the engine stops there, sets
+ * report->cancelled and returns true with partial findings (the LSP
+ * server's exit, and an edit that makes a running full pass moot). */
+typedef struct {
+    bool (*should_stop)(void *arg);
+    void *arg;
+} EngineStop;
+
+/* engine_check and engine_check_region that stop when `stop` says so (NULL: never) */
+bool engine_check_stoppable(const Document *doc, const PySource *py, const Config *cfg, const EngineStop *stop,
+                            FindingList *out, EngineReport *report, char **error);
+bool engine_check_region_stoppable(const Document *doc, const PySource *py, const Config *cfg, ByteRange region,
+                                   const EngineStop *stop, FindingList *out, EngineReport *report, char **error);
 
 /* Merges a profile into the findings of one document (after engine_check*):
  * - static findings get measured evidence, an estimated gain and a severity

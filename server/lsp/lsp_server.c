@@ -308,6 +308,7 @@ static void handle_did_change(LspServer *s, json_t *params) {
     }
     if (json_is_integer(version)) d->version = json_integer_value(version);
     else d->version++;
+    if (d->busy && d->full_pass_running) atomic_store(&d->superseded, true);
     if (d->language != LANGUAGE_UNKNOWN) lsp_schedule(s, d, s->debounce_seconds);
     pthread_mutex_unlock(&s->lock);
 }

@@ -47,6 +47,11 @@ struct LspDocument {
     /* after a quick pass over the edited function, a full pass follows */
     bool needs_full;
     double full_due;
+    /* a Python full pass that does not reparse is running (under the lock);
+     * an edit then sets `superseded`, and the pass stops between rules: its
+     * results would be dropped anyway, and the edit's quick pass waits for it */
+    bool full_pass_running;
+    atomic_bool superseded;
     /* results of the newest analysis */
     int64_t analysed_version;   /* -1: none yet */
     json_t *diagnostics;        /* array of LSP Diagnostic */

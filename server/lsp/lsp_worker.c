@@ -300,6 +300,7 @@ void lsp_config_snapshot(const LspServer *s, Config *out) {
 typedef struct {
     LspDocument *d;
     const atomic_bool *cancel; /* the server's analyses_cancelled */
+    const atomic_bool *superseded; /* the document's, for a pass that may stop for an edit; else NULL */
     Document *text; /* owned until reparsed */
     struct PendingEdit *edits; /* freed here */
     size_t edit_count;
@@ -315,14 +316,15 @@ typedef struct {
     FindingList findings;
 } AnalysisPass;
 
-/* Cooperative cancellation: the pass looks at the flag between its phases
- * (parse, rules, profile merge) and stops there, leaving d's parse state
- * whole (a phase is never cut short). A phase itself runs to its end: the
- * parser and the rules have no check of their own. */
+/* Cooperative cancellation: the pass looks at the flags between its phases
+ * (parse, rules, profile merge) and between rules, and stops there, leaving
+ * d's parse state whole (the parser and a rule are never cut short). */
 static bool pass_cancelled(AnalysisPass *p) {
-    if (atomic_load(p->cancel)) p->cancelled = true;
+    if (atomic_load(p->cancel) || (p->superseded && atomic_load(p->superseded))) p->cancelled = true;
     return p->cancelled;
 }
+
+static bool pass_should_stop(void *arg) { return pass_cancelled(arg); }
 
 static void run_pass(void *arg) {
     AnalysisPass *p = arg;
@@ -364,6 +366,7 @@ static void run_pass(void *arg) {
     free(p->edits);
     p->edits = NULL;
     FindingList *findings = &p->findings;
+    EngineStop stop = {pass_should_stop, p};
     if (ok && pass_cancelled(p)) ok = false; /* before the rules, the long part */
     if (ok && quick) {
         keep_outside(&d->findings, ua, (size_t)((long long)ub - delta), a, (size_t)((long long)b - delta), delta,
@@ -371,7 +374,8 @@ static void run_pass(void *arg) {
         /* the statement's findings are measured afresh; the profile rules run over the whole new text */
         FindingList region;
         finding_list_init(&region);
-        ok = engine_check_region(d->parsed_doc, py, config, (ByteRange){ua, ub}, &region, NULL, &p->error);
+        ok = engine_check_region_stoppable(d->parsed_doc, py, config, (ByteRange){ua, ub}, &stop, &region, NULL,
+                                           &p->error);
         if (ok && pass_cancelled(p)) ok = false;
         if (ok && !lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, py, NULL, config, p->line_map, &region)) ok = false;
         ok = ok && drop_profile_rule_findings(findings) && move_findings(&region, findings);
@@ -382,13 +386,15 @@ static void run_pass(void *arg) {
         if (ok && pass_cancelled(p)) ok = false;
         ok = ok && lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, NULL, d->parsed_cuda, config, p->line_map, findings);
     } else if (ok) {
-        ok = engine_check(d->parsed_doc, py, config, findings, NULL, &p->error);
+        ok = engine_check_stoppable(d->parsed_doc, py, config, &stop, findings, NULL, &p->error);
         if (ok && pass_cancelled(p)) ok = false;
         ok = ok && lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, py, NULL, config, p->line_map, findings);
     }
     if (py) {
         py_workspace_attach(py, NULL);
-        if (ok && ws) py_workspace_update(ws, py);
+        /* the buffer's facts for the other modules: a whole-file walk, so a
+         * quick pass leaves it to the full pass that follows it */
+        if (ok && ws && !quick) py_workspace_update(ws, py);
     }
     py_workspace_view_release(view);
     p->ok = ok;
@@ -428,6 +434,11 @@ static void analyse(LspServer *s, LspDocument *d) {
     }
     d->needs_full = false;
     d->busy = true;
+    /* only a Python pass that does not reparse may stop for an edit: it
+     * leaves the parse as it found it (a CUDA warm-up pass reparses) */
+    d->full_pass_running = !edited && d->language == LANGUAGE_PYTHON;
+    atomic_store(&d->superseded, false);
+    bool had_results = d->results_match_parse;
     LineMap line_map; /* it follows d->doc, which the parse below reads (or a snapshot of it) */
     line_map_copy(&line_map, &d->line_map);
     pthread_mutex_unlock(&s->lock);
@@ -441,6 +452,7 @@ static void analyse(LspServer *s, LspDocument *d) {
 
     bool is_cuda = d->language == LANGUAGE_CUDA;
     AnalysisPass pass = {.d = d, .cancel = &s->analyses_cancelled,
+                         .superseded = !edited && !is_cuda ? &d->superseded : NULL,
                          .text = text, .edits = edits, .edit_count = edit_count, .edited = edited,
                          .from_scratch = from_scratch, .quick_allowed = quick_allowed, .config = &config,
                          .profiles = profiles, .line_map = &line_map, .workspaces = s->workspaces, .had_results = d->results_match_parse && d->analysed_version >= 0};
@@ -474,7 +486,25 @@ static void analyse(LspServer *s, LspDocument *d) {
     pthread_mutex_lock(&s->lock);
     lsp_profiles_unref(profiles);
     d->busy = false;
+    d->full_pass_running = false;
     d->results_match_parse = false;
+    if (cancelled && !s->stopping && pass.superseded && !pass.crashed) {
+        /* a full pass stopped for an edit: the parse and the last results are
+         * as before it, so the edit gets its quick pass; the full pass comes
+         * again once the typing pauses */
+        free(error);
+        finding_list_free(&findings);
+        document_free(analysed);
+        json_decref(diagnostics);
+        d->results_match_parse = had_results;
+        d->needs_full = true;
+        d->full_due = lsp_now() + s->full_pass_delay;
+        if (d->closed) {
+            unlink_document(s, d);
+            lsp_document_free(d);
+        }
+        return;
+    }
     if (cancelled || s->stopping) { /* stopping, read under the lock: nothing is published after exit */
         free(error);
         finding_list_free(&findings);
