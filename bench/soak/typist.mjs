@@ -126,6 +126,7 @@ export class Typist {
         this.undo = []; // inverses, newest last
         this.queue = []; // changes planned by the current action
         this.cursor = at(0, 0);
+        this.targetLines = lines.length; // the file's size is held near its start (see #plan)
         this.pasted = 0;
         this.brokenDepth = null; // a half-typed statement: the undo depth before it, to go back to
         this.actionsSinceBroken = 0;
@@ -167,6 +168,12 @@ export class Typist {
             this.brokenDepth = null;
             if (n) return this.#undoPlan(n);
         }
+        // a long session would otherwise grow the file without end (and the
+        // server's memory with it, which is not a leak): past 3% more lines
+        // than at the start the person removes code, below 3% fewer they add
+        const size = this.lines.length / this.targetLines;
+        if (size > 1.03) return r < 0.3 ? this.#deletePasted() : r < 0.8 ? this.#deleteLine() : this.#undoPlan(this.#int(1, 20));
+        if (size < 0.97) return r < 0.2 ? this.#paste() : this.#typeStatement(false);
         if (r < 0.45) return this.#typeStatement(false);
         if (r < 0.55 && this.brokenDepth === null) return this.#typeStatement(true);
         if (r < 0.75 && this.undo.length) return this.#undoPlan(this.#int(1, Math.min(this.undo.length, 40)));
@@ -194,6 +201,16 @@ export class Typist {
                                  k > 0 && lines[k - 1].match(/^\s*/)[0] === lines[k].match(/^\s*/)[0]);
         if (i < 0) return [];
         return [{ range: { start: at(i, 0), end: at(i + 1, 0) }, text: '' }];
+    }
+
+    /** removes a function pasted earlier (its lines up to the blank lines after it) */
+    #deletePasted() {
+        const first = this.lines.findIndex((l) => /^(def pasted_helper_|__global__ void pasted_kernel_)/.test(l));
+        if (first < 0) return this.#deleteLine();
+        let end = first + 1;
+        while (end < this.lines.length && this.lines[end].trim() !== '') end++;
+        while (end < this.lines.length && this.lines[end].trim() === '') end++;
+        return [{ range: { start: at(first, 0), end: at(end, 0) }, text: '' }];
     }
 
     #paste() {
