@@ -439,9 +439,19 @@ static bool visit_loss_of_scaler(const PySource *src, TSNode call, void *data) {
 static void scope_loss_names(const PySource *src, TSNode scope, LossNames *out) {
     out->count = 0;
     if (ts_node_is_null(scope)) return;
+    /* asked once per tensor-like name in the scope: a search of the whole
+     * scope's text each time (the module's, for module-level code) made
+     * PY001 quadratic in a long script; the answer is kept per scope */
+    bool fresh;
+    LossNames *memo = py_index_scope_memo(src, scope, PY_MEMO_LOSS_NAMES, sizeof *memo, &fresh);
+    if (memo && !fresh) {
+        *out = *memo;
+        return;
+    }
     size_t from = ts_node_start_byte(scope), to = ts_node_end_byte(scope);
     each_call_named(src, from, to, "backward", true, visit_loss_of_backward, out);
     each_call_with_optimizer(src, from, to, visit_loss_of_scaler, out);
+    if (memo) *memo = *out;
 }
 
 static bool is_loss_name(const PySource *src, const LossNames *l, TSNode id) {
@@ -1431,14 +1441,31 @@ static bool disables_grad(const PySource *src, TSNode expr) {
     return py_qualified_name(src, expr, q, sizeof q) && in_list(q, off); /* @torch.no_grad */
 }
 
+/* where the first statement of the block that turns gradients off starts
+ * (SIZE_MAX: none), found with a cursor (ts_node_named_child(block, i) walks
+ * from the first child each time) */
+static size_t first_grad_off(const PySource *src, TSNode block) {
+    TSTreeCursor c = ts_tree_cursor_new(block);
+    size_t found = SIZE_MAX;
+    if (ts_tree_cursor_goto_first_child(&c)) do {
+            TSNode stmt = ts_tree_cursor_current_node(&c);
+            if (ts_node_is_named(stmt) && py_is(stmt, "expression_statement") &&
+                disables_grad(src, ts_node_named_child(stmt, 0))) {
+                found = ts_node_start_byte(stmt);
+                break;
+            }
+        } while (ts_tree_cursor_goto_next_sibling(&c));
+    ts_tree_cursor_delete(&c);
+    return found;
+}
+
+/* asked for every node inside the block, so the answer is kept per block */
 static bool scope_turns_grad_off_before(const PySource *src, TSNode block, size_t offset) {
-    uint32_t n = ts_node_named_child_count(block);
-    for (uint32_t i = 0; i < n; i++) {
-        TSNode stmt = ts_node_named_child(block, i);
-        if (ts_node_start_byte(stmt) >= offset) break;
-        if (py_is(stmt, "expression_statement") && disables_grad(src, ts_node_named_child(stmt, 0))) return true;
-    }
-    return false;
+    bool fresh;
+    size_t *memo = py_index_scope_memo(src, block, PY_MEMO_GRAD_OFF, sizeof *memo, &fresh);
+    size_t first = memo && !fresh ? *memo : first_grad_off(src, block);
+    if (memo) *memo = first;
+    return first < offset;
 }
 
 bool py_grad_disabled_at(const PySource *src, TSNode node) {

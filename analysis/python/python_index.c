@@ -33,6 +33,12 @@ typedef struct {
     size_t count;
 } CallsOfName;
 
+typedef struct {
+    const void *scope_id; /* NULL: an empty slot */
+    int kind;
+    void *block;
+} ScopeMemo;
+
 struct PyIndex {
     ScopeIndex *scopes; /* open addressing on scope_id */
     size_t scope_capacity, scope_count;
@@ -48,6 +54,8 @@ struct PyIndex {
     ScopeNode *scopes_by_start; /* every def, class and lambda, in source order */
     size_t scope_node_count;
     bool scope_nodes_built;
+    ScopeMemo *memos; /* py_index_scope_memo: open addressing on (scope, kind) */
+    size_t memo_capacity, memo_count;
 };
 
 typedef struct {
@@ -371,8 +379,51 @@ TSNode py_index_enclosing_scope(const PySource *src, TSNode node) {
     return scope;
 }
 
+static size_t memo_slot(const void *scope_id, int kind, size_t capacity) {
+    return slot_of((const char *)scope_id + kind, capacity);
+}
+
+static bool grow_memos(struct PyIndex *ix) {
+    size_t cap = ix->memo_capacity ? ix->memo_capacity * 2 : 32;
+    ScopeMemo *table = calloc(cap, sizeof *table);
+    if (!table) return false;
+    for (size_t i = 0; i < ix->memo_capacity; i++) {
+        if (!ix->memos[i].scope_id) continue;
+        size_t s = memo_slot(ix->memos[i].scope_id, ix->memos[i].kind, cap);
+        while (table[s].scope_id) s = (s + 1) & (cap - 1);
+        table[s] = ix->memos[i];
+    }
+    free(ix->memos);
+    ix->memos = table;
+    ix->memo_capacity = cap;
+    return true;
+}
+
+void *py_index_scope_memo(const PySource *src, TSNode scope, int kind, size_t size, bool *fresh) {
+    *fresh = false;
+    struct PyIndex *ix = index_of(src);
+    /* the module's root node stands for the module scope (a null node) */
+    const void *id = ts_node_is_null(scope) ? ts_tree_root_node(src->tree).id : scope.id;
+    if (!ix || !id) return NULL;
+    if (ix->memo_capacity)
+        for (size_t s = memo_slot(id, kind, ix->memo_capacity); ix->memos[s].scope_id;
+             s = (s + 1) & (ix->memo_capacity - 1))
+            if (ix->memos[s].scope_id == id && ix->memos[s].kind == kind) return ix->memos[s].block;
+    if ((ix->memo_count + 1) * 2 > ix->memo_capacity && !grow_memos(ix)) return NULL;
+    void *block = calloc(1, size);
+    if (!block) return NULL;
+    size_t s = memo_slot(id, kind, ix->memo_capacity);
+    while (ix->memos[s].scope_id) s = (s + 1) & (ix->memo_capacity - 1);
+    ix->memos[s] = (ScopeMemo){id, kind, block};
+    ix->memo_count++;
+    *fresh = true;
+    return block;
+}
+
 void py_index_free(struct PyIndex *ix) {
     if (!ix) return;
+    for (size_t i = 0; i < ix->memo_capacity; i++) free(ix->memos[i].block);
+    free(ix->memos);
     for (size_t i = 0; i < ix->scope_capacity; i++) free(ix->scopes[i].items);
     free(ix->scopes);
     free(ix->calls);

@@ -40,6 +40,13 @@ TSNode py_index_top_level(const PySource *src, const char *name, size_t length);
  * contains node (node itself excluded); a null node at module level. */
 TSNode py_index_enclosing_scope(const PySource *src, TSNode node);
 
+/* A zeroed block of `size` bytes kept per (node, kind) until the next
+ * reparse, for a fact that rules ask of one scope or block many times (a
+ * null node: the module). *fresh is true when it was just made, and the
+ * caller fills it. NULL when memory runs out: compute the fact without it. */
+enum { PY_MEMO_LOSS_NAMES = 1, PY_MEMO_GRAD_OFF = 2 };
+void *py_index_scope_memo(const PySource *src, TSNode scope, int kind, size_t size, bool *fresh);
+
 void py_index_free(struct PyIndex *index);
 
 #endif
