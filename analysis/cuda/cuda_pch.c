@@ -53,21 +53,27 @@ bool cuda_pch_enabled(void) {
     return enabled;
 }
 
-/* atexit: the headers and their folder go */
+/* atexit and at_quick_exit: the headers and their folder go. The folder's
+ * name is read under the lock: `advise server` ends with quick_exit while a
+ * worker may still be inside an analysis (lsp_server.c). */
 static void remove_folder(void) {
-    if (!folder[0]) return;
-    DIR *d = opendir(folder);
+    char dir[PATH_MAX];
+    pthread_mutex_lock(&lock);
+    memcpy(dir, folder, sizeof dir);
+    pthread_mutex_unlock(&lock);
+    if (!dir[0]) return;
+    DIR *d = opendir(dir);
     if (d) {
         struct dirent *e;
         while ((e = readdir(d))) {
             if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
             char path[PATH_MAX + 256];
-            snprintf(path, sizeof path, "%s/%s", folder, e->d_name);
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
             unlink(path);
         }
         closedir(d);
     }
-    rmdir(folder);
+    rmdir(dir);
 }
 
 /* Under the lock. */
@@ -82,6 +88,7 @@ static bool make_folder(void) {
         return false;
     }
     atexit(remove_folder);
+    at_quick_exit(remove_folder); /* how `advise server` ends when a worker is still busy */
     return true;
 }
 

@@ -606,10 +606,6 @@ static bool dispatch(LspServer *s, json_t *msg, int *code) {
  * as usual), and exit as a whole stays well within 100 ms. */
 double lsp_exit_grace_seconds = 0.03;
 
-/* The state a worker still uses when the process ends: kept reachable, so
- * that LeakSanitizer does not report what that thread holds as leaked. */
-static LspServer *volatile left_running;
-
 int lsp_server_run(int in_fd, int out_fd) {
     jsonrpc_set_output(out_fd);
     LspServer *s = calloc(1, sizeof *s);
@@ -658,10 +654,15 @@ int lsp_server_run(int in_fd, int out_fd) {
     lsp_profiles_stop(s); /* the watcher and advise/findings threads */
     jsonrpc_reader_free(reader);
     if (!workers_ended) {
-        /* a worker is still inside an analysis and uses s: nothing of it is
-         * freed (lsp_workers_stop says why); the process ends now */
-        left_running = s;
-        return code;
+        /* A worker is still inside an analysis and uses s: nothing of it is
+         * freed (lsp_workers_stop says why), and the process ends here, with
+         * quick_exit rather than a return to exit(). exit() runs the
+         * libraries' static destructors on this thread while the worker runs
+         * on: LLVM's free what libclang is reading inside a CUDA parse (a
+         * heap use after free that ThreadSanitizer reported at exit).
+         * quick_exit runs only the at_quick_exit handlers (the CUDA prefix
+         * folder of cuda_pch.c) and ends every thread at once. */
+        quick_exit(code);
     }
     pthread_mutex_lock(&s->lock);
     while (s->documents) {

@@ -131,6 +131,9 @@ struct LspServer {
  * than once in one process (the JSON-RPC fuzz target) waits them out, so
  * that no worker outlives its server. */
 extern double lsp_exit_grace_seconds;
+/* Serves LSP on in_fd/out_fd until exit or the end of input; returns the
+ * exit status. When a worker is still busy after the grace period, it does
+ * not return: the process ends there with quick_exit (lsp_server.c says why). */
 int lsp_server_run(int in_fd, int out_fd);
 
 /* helpers shared by the lsp_*.c files */
@@ -159,7 +162,7 @@ void lsp_thread_end(void);
  * workers to end. True when all ended (joined); false when one is still
  * inside a long analysis: it is detached, and nothing it can reach (s, its
  * documents, the workspace index, the settings) may be freed: the caller
- * leaves it all to the end of the process. */
+ * leaves it all to the end of the process, which it ends with quick_exit. */
 bool lsp_workers_stop(LspServer *s, double grace_seconds);
 /* Frees everything a document holds (lock held or document detached). */
 void lsp_document_free(LspDocument *d);

@@ -525,6 +525,11 @@ static void analyse(LspServer *s, LspDocument *d) {
         finding_list_free(&findings);
         document_free(analysed);
         json_decref(diagnostics);
+        if (d->closed) { /* closed while busy: ours to free (it would stay in the list until exit) */
+            unlink_document(s, d);
+            lsp_document_free(d);
+            return;
+        }
         /* the parse state may be out of step with the edits: start over next time */
         py_source_free(d->parsed_py);
         d->parsed_py = NULL;
@@ -648,9 +653,10 @@ bool lsp_workers_start(LspServer *s, int count) {
  *   detached, and the caller frees nothing it can reach: s with its lock and
  *   conditions, the documents (its own is one), the workspace index, the
  *   settings. Profiles are counted references, taken and dropped under the
- *   lock: the worker keeps its own. The process ends right after, which
- *   stops the thread; when its phase ends first, it sees the flag and drops
- *   its results without publishing. */
+ *   lock: the worker keeps its own. lsp_server_run then ends the process
+ *   with quick_exit, which stops the thread without running the libraries'
+ *   destructors under it; should its phase end first, it sees the flag and
+ *   drops its results without publishing. */
 bool lsp_workers_stop(LspServer *s, double grace_seconds) {
     pthread_mutex_lock(&s->lock);
     s->stopping = true;
