@@ -135,7 +135,7 @@ async function soakOne(kind, o) {
         return p;
     };
     const stats = { kind, file: name, lines0: lines.length, edits: 0, requests: 0, checks: 0, mismatches: [],
-                    rss: [], unanswered: [], errorAnswers: {}, syntaxErrorChecks: 0 };
+                    rss: [], checkpoints: [], unanswered: [], errorAnswers: {} };
     let sinceRequests = 0;
     while (stats.edits < o.edits) {
         const step = typist.next();
@@ -175,6 +175,9 @@ async function soakOne(kind, o) {
             client.notify('textDocument/didClose', { textDocument: { uri: freshUri } });
             published.delete(freshUri);
             stats.checks++;
+            // what the server holds besides its own state: the text and its findings
+            stats.checkpoints.push({ edits: stats.edits, lines: lines.length, diagnostics: edited.length,
+                                     rssKiB: rssKiB(client.pid) });
             if (!settled || !freshSettled)
                 stats.mismatches.push(`edit ${stats.edits}: no quiet diagnostics for the ${!settled ? 'edited' : 'fresh'} document`);
             else if (JSON.stringify(edited) !== JSON.stringify(opened))
