@@ -170,15 +170,21 @@ export class Typist {
         }
         // a long session would otherwise grow the file without end (and the
         // server's memory with it, which is not a leak): past 3% more lines
-        // than at the start the person removes code, below 3% fewer they add
+        // than at the start the person removes what they added (pasted
+        // functions, then their latest edits), so that the file's own code,
+        // and the findings in it, stay
         const size = this.lines.length / this.targetLines;
-        if (size > 1.03) return r < 0.3 ? this.#deletePasted() : r < 0.8 ? this.#deleteLine() : this.#undoPlan(this.#int(1, 20));
+        if (size > 1.03) {
+            if (this.lines.some((l) => /^(def pasted_helper_|__global__ void pasted_kernel_)/.test(l))) return this.#deletePasted();
+            if (this.undo.length) return this.#undoPlan(this.#int(1, Math.min(this.undo.length, 40)));
+            return this.#deleteLine();
+        }
         if (size < 0.97) return r < 0.2 ? this.#paste() : this.#typeStatement(false);
         if (r < 0.45) return this.#typeStatement(false);
         if (r < 0.55 && this.brokenDepth === null) return this.#typeStatement(true);
-        if (r < 0.75 && this.undo.length) return this.#undoPlan(this.#int(1, Math.min(this.undo.length, 40)));
-        if (r < 0.87) return this.#deleteLine();
-        if (r < 0.92) return this.#paste();
+        if (r < 0.80 && this.undo.length) return this.#undoPlan(this.#int(1, Math.min(this.undo.length, 40)));
+        if (r < 0.84) return this.#deleteLine();
+        if (r < 0.90) return this.#paste();
         return this.#typeStatement(false);
     }
 
