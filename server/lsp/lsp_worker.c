@@ -3,6 +3,7 @@
  * and publish the diagnostics, unless the document moved on meanwhile
  * (results for an old version are never published). */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -592,12 +593,27 @@ void lsp_thread_end(void) {
 
 static void *worker_main(void *arg) {
     LspServer *s = arg;
+    bool analysed = false; /* since this worker last gave memory back */
+    double trimmed_at = 0;
     pthread_mutex_lock(&s->lock);
     while (!s->stopping) {
         double wait;
         LspDocument *d = next_due(s, &wait);
         if (d) {
             analyse(s, d); /* returns with the lock held */
+            analysed = true;
+            continue;
+        }
+        /* going idle after analyses: give the heap's free pages back to the
+         * system (at most once a second). Over a long session the one arena
+         * (cli_server.c) otherwise kept pages that freed parse trees and
+         * findings left between live blocks: the soak's RSS crept up. */
+        if (analysed && lsp_now() - trimmed_at >= 1.0) {
+            analysed = false;
+            pthread_mutex_unlock(&s->lock);
+            malloc_trim(0);
+            trimmed_at = lsp_now();
+            pthread_mutex_lock(&s->lock);
             continue;
         }
         if (wait < 0) {
