@@ -353,11 +353,8 @@ static void run_pass(void *arg) {
                           config, &p->error);
     else if (edited) ok = p->text && reparse(d, p->text, p->edits, p->edit_count, p->from_scratch);
     PySource *py = d->parsed_py;
-    /* facts of the project's other modules; this buffer's own go into the index after the pass */
     PyWorkspace *ws = ok && py && !is_cuda ? py_workspaces_for(p->workspaces, d->path) : NULL;
     py_workspace_refresh_if_older(ws, WORKSPACE_REFRESH_SECONDS);
-    PyWorkspaceView *view = ws ? py_workspace_view(ws) : NULL;
-    if (py) py_workspace_attach(py, view);
 
     /* quick pass: only the top-level statement that holds every edit */
     size_t a = 0, b = 0, ua = 0, ub = 0;
@@ -366,6 +363,13 @@ static void run_pass(void *arg) {
                  edited_span(p->edits, p->edit_count, &a, &b, &delta) && single_unit(py, a, b, &ua, &ub);
     free(p->edits);
     p->edits = NULL;
+    /* The facts of the project's modules, this buffer's own included: a full
+     * pass answers for the whole text as a fresh open of it would, so the
+     * index takes this text's facts first. Extracting them walks the whole
+     * file: a quick pass leaves that to the full pass that follows it. */
+    if (ok && ws && !quick) py_workspace_update(ws, py);
+    PyWorkspaceView *view = ws ? py_workspace_view(ws) : NULL;
+    if (py) py_workspace_attach(py, view);
     FindingList *findings = &p->findings;
     EngineStop stop = {pass_should_stop, p};
     if (ok && pass_cancelled(p)) ok = false; /* before the rules, the long part */
@@ -391,12 +395,7 @@ static void run_pass(void *arg) {
         if (ok && pass_cancelled(p)) ok = false;
         ok = ok && lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, py, NULL, config, p->line_map, findings);
     }
-    if (py) {
-        py_workspace_attach(py, NULL);
-        /* the buffer's facts for the other modules: a whole-file walk, so a
-         * quick pass leaves it to the full pass that follows it */
-        if (ok && ws && !quick) py_workspace_update(ws, py);
-    }
+    if (py) py_workspace_attach(py, NULL);
     py_workspace_view_release(view);
     p->ok = ok;
     p->quick = quick;
