@@ -153,10 +153,10 @@ void lsp_send_request(LspServer *s, const char *method, json_t *params,
 /* Copies the settings an analysis needs (lock held). */
 void lsp_config_snapshot(const LspServer *s, Config *out);
 bool lsp_workers_start(LspServer *s, int count);
-/* Called last by every thread that may have run libclang: LLVM gives such a
- * thread an alternate signal stack from the heap, which AddressSanitizer
- * would try to unmap as its own when the thread ends (and abort); under
- * ASan the thread switches it off first. Nothing otherwise. */
+/* Called last by every thread that ran guarded work or libclang: switches
+ * the thread's alternate signal stack off (AddressSanitizer would otherwise
+ * try to unmap LLVM's, a heap block, as its own and abort) and frees the
+ * crash guard's (crash_guard_thread_end). */
 void lsp_thread_end(void);
 /* Cancels the analyses in progress and waits at most grace_seconds for the
  * workers to end. True when all ended (joined); false when one is still
