@@ -6,16 +6,7 @@
 // counts them by default; some typed comments hold non-ASCII text, one
 // character of it outside the BMP, so the two units differ on those lines.
 
-export function mulberry32(seed) {
-    let a = seed >>> 0;
-    return () => {
-        a = (a + 0x6d2b79f5) >>> 0;
-        let t = a;
-        t = Math.imul(t ^ (t >>> 15), t | 1);
-        t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-        return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-}
+import { mulberry32 } from '../gen_torch_file.mjs';
 
 const PYTHON = {
     statements: [
