@@ -199,6 +199,27 @@ async function menuItems() {
     return out.filter((x) => x.text);
 }
 
+/**
+ * Clicks the open menu's item named `text` as a person does: the pointer rests
+ * on the item first. A click that arrived with no hover before it was not
+ * taken (the menu stayed open; seen on an idle machine and in CI); if the menu
+ * still stays open, Enter runs the item the pointer highlighted.
+ * True when the menu closed.
+ */
+async function clickMenuItem(menu, text) {
+    const item = menu.find((m) => m.text === text);
+    if (!item) return false;
+    const closed = () => until('the context menu to close', async () => ((await menuItems()).length ? null : true), 3000)
+        .catch(() => false);
+    await item.e.hover();
+    await sleep(150);
+    await item.e.click();
+    if (await closed()) return true;
+    console.log(`# the menu stayed open after a click on "${text}": Enter`);
+    await page.keyboard.press('Enter');
+    return closed();
+}
+
 /** drags the sash at the sidebar's right edge so that the sidebar is `width` pixels wide */
 async function widenSidebar(width) {
     const side = await (await page.$('.part.sidebar'))?.boundingBox();
@@ -440,7 +461,7 @@ try {
         if (attempt === 1)
             check(['Apply fix', 'Ignore on this line', 'Open rule documentation'].every((t) => menu.some((m) => m.text === t)),
                   'the finding\'s context menu offers Apply fix, Ignore on this line, Open rule documentation', menu.map((m) => m.text).join(', '));
-        await menu.find((m) => m.text === 'Apply fix').e.click();
+        await clickMenuItem(menu, 'Apply fix');
         dirty = await until('the fix in the editor (dirty)', () => page.$(`.tab.dirty[aria-label^="${quickName}"]`),
                             attempt < 3 ? 10000 : 30000).catch((e) => { if (attempt === 3) throw e; return null; });
         if (!dirty) await page.keyboard.press('Escape');
@@ -512,13 +533,13 @@ try {
     if (firstGroup?.expanded) await (await page.$(`.pane .monaco-list-row[data-index="${firstGroup.index}"]`)).click();
     let docTab = null;
     for (let attempt = 1; attempt <= 3 && !docTab; attempt++) {
-        await (await menuOf('PY001')).find((m) => m.text === 'Open rule documentation').e.click();
+        await clickMenuItem(await menuOf('PY001'), 'Open rule documentation');
         docTab = await until('the rule page', () => page.$('.tab[aria-label*="PY001"]'), attempt < 3 ? 10000 : 20000).catch(() => null);
         if (!docTab) await page.keyboard.press('Escape');
     }
     check(docTab, 'Open rule documentation shows PY001\'s page', docTab ? await docTab.evaluate((e) => e.getAttribute('aria-label')) : undefined);
     const beforeIgnore = readFileSync(join(scratchDir, saveName), 'utf8');
-    await (await menuOf('PY001')).find((m) => m.text === 'Ignore on this line').e.click();
+    await clickMenuItem(await menuOf('PY001'), 'Ignore on this line');
     await until('the suppression in the editor (dirty)', () => page.$(`.tab.dirty[aria-label^="${saveName}"]`), 30000);
     await page.keyboard.down('Control'); await page.keyboard.press('s'); await page.keyboard.up('Control');
     const ignored = await until('the suppression on disk', () => {
