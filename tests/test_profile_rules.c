@@ -6,6 +6,7 @@
  * the H200 (tests/fixtures/profiles/h200/) with their sources, and through
  * `advise check --profile`. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "profiler/profile_json.h"
 #include "profiler/profile_view.h"
 #include "rules/measure/profile_facts.h"
+#include "rules/measure/tf32_model.h"
 #include "rules/engine/engine_internal.h"
 #include "rules/rule.h"
 #include "tests/cli_harness.h"
@@ -1717,6 +1719,218 @@ Test(pr010, a_hostile_profile_at_the_caps, .timeout = 60) {
 }
 
 /* ======================================================================== */
+/* PR019 fp32-gemm-on-cuda-cores                                              */
+/* ======================================================================== */
+
+static const Kernel ffma = {"sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_"
+                            "alignc4_execute_kernel__5x_cublas", 264, 128, 122, 0, 0};
+static const Kernel tf32_gemm = {"sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_"
+                                 "segment_k_off_kernel__5x_cublas", 264, 128, 168, 0, 0};
+static const Kernel gelu = {"void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>(int)",
+                            1024, 128, 20, 0, 0};
+
+#define MODEL_PY "class MLP(nn.Module):\n" \
+                 "    def forward(self, x):\n" \
+                 "        h = self.fc(x)\n" /* 3: the big product */ \
+                 "        h = F.gelu(h)\n" /* 4 */ \
+                 "        return self.head(h)\n" /* 5: a small one */
+
+/* model.py's lines: 400 big FFMA products (200 us each) at 3, gelu at 4, and
+ * `head`'s kernel at 5 (the kernel given, 400 x 1 us) */
+static ProfileView *mlp_profile(const Kernel *big, const Kernel *head) {
+    Builder b = builder();
+    int fc = site(&b, "model.py", 3, "forward"), act = site(&b, "model.py", 4, "forward"),
+        out = site(&b, "model.py", 5, "forward");
+    launches(&b, fc, big, 400, 200 * US, 0);
+    launches(&b, act, &gelu, 400, 50 * US, 0);
+    launches(&b, out, head, 400, 1 * US, 0);
+    return view_of(&b, 0);
+}
+
+static FindingList run_pr019(const ProfileView *v, const Source *s, const char *static_code) {
+    FindingList out;
+    finding_list_init(&out);
+    if (static_code) { /* a static finding of the file, as the engine runs them first */
+        Finding *f = finding_list_push(&out);
+        cr_assert_not_null(f);
+        f->code = strdup(static_code);
+        f->message = strdup("static");
+    }
+    const Rule *rule = rule_find("PR019");
+    cr_assert_not_null(rule);
+    RuleContext ctx = {.rule = rule, .doc = s->doc, .py = s->py, .cuda = s->cuda, .out = &out, .profile = v,
+                       .profile_file = profile_view_file(v, s->relative), .relative_path = s->relative};
+    cr_assert_geq(ctx.profile_file, 0);
+    rule->check_profile(&ctx);
+    cr_assert(!ctx.out_of_memory);
+    finding_list_sort(&out);
+    return out;
+}
+
+Test(pr019, the_lines_of_fp32_products_wherever_the_model_is) {
+    ProfileView *v = mlp_profile(&ffma, &ffma);
+    Source s = source_text("model.py", MODEL_PY);
+    FindingList l = run_pr019(v, &s, NULL);
+    char *all = describe(&l, &s);
+    cr_assert_eq(l.count, 1, "the big product only: the small one is under 1%% of GPU time%s", all);
+    const Finding *f = &l.items[0];
+    cr_expect_eq(finding_line(&s, f), 3);
+    cr_expect_str_eq(f->code, "PR019");
+    cr_expect(strstr(f->message, "float32 matrix products launched here ran on CUDA cores, not tensor cores: 400 FP32 "
+                                 "GEMM kernels, 80.0 ms (80% of GPU time); TF32 "
+                                 "(torch.backends.cuda.matmul.allow_tf32 = True) or bf16 autocast"),
+              "%s", f->message);
+    cr_expect_eq(f->severity, SEVERITY_WARNING);
+    cr_expect(has_evidence(f, "FP32 GEMM kernels (FFMA) launched here: 400 calls, 80.0 ms (80% of GPU time)"), "%s",
+              all);
+    /* 200 us per call: 4.0x and a bit more on the H200's curve, not the peak rates' 7.4x */
+    cr_assert(f->gain.present);
+    double expected = tf32_saved_ns(&h200, 400 * 200 * US, 400) / 1e9;
+    cr_expect(fabs(f->gain.seconds - expected) < 1e-9, "%g against %g", f->gain.seconds, expected);
+    cr_expect(f->gain.seconds > 0.080 * (1 - 1 / 3.4) && f->gain.seconds < 0.080 * (1 - 1 / 4.0), "%g",
+              f->gain.seconds);
+    cr_expect_str_eq(f->gain.scope, "program");
+    expect_line_ranges(&l, &s);
+    free(all);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+/* a run whose GPU was mostly idle: the gain stays GPU time, and says what that means */
+Test(pr019, a_caveat_when_the_host_set_the_pace) {
+    Builder b = builder();
+    launches(&b, site(&b, "model.py", 3, "forward"), &ffma, 100, 200 * US, 0);
+    ProfileView *v = view_of(&b, 200 * MS); /* the GPU busy 20 ms of a 200 ms run */
+    Source s = source_text("model.py", MODEL_PY);
+    FindingList l = run_pr019(v, &s, NULL);
+    cr_assert_eq(l.count, 1);
+    bool caveat = false;
+    for (size_t i = 0; i < l.items[0].evidence_count; i++)
+        caveat |= l.items[0].evidence[i].kind == EVIDENCE_CAVEAT &&
+                  strstr(ev(&l.items[0].evidence[i]), "the GPU was busy 10% of the run") != NULL;
+    cr_expect(caveat);
+    cr_expect(l.items[0].gain.present);
+    finding_list_free(&l);
+    profile_view_free(v);
+    /* busy all along: no caveat */
+    v = mlp_profile(&ffma, &ffma);
+    l = run_pr019(v, &s, NULL);
+    cr_assert_eq(l.count, 1);
+    for (size_t i = 0; i < l.items[0].evidence_count; i++) cr_expect_neq(l.items[0].evidence[i].kind, EVIDENCE_CAVEAT);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+Test(pr019, look_alikes_stay_silent) {
+    /* TF32 kernels: the products already ran on tensor cores */
+    ProfileView *v = mlp_profile(&tf32_gemm, &tf32_gemm);
+    Source s = source_text("model.py", MODEL_PY);
+    FindingList l = run_pr019(v, &s, NULL);
+    cr_expect_eq(l.count, 0, "tensor-core kernels");
+    finding_list_free(&l);
+    profile_view_free(v);
+
+    /* the program's FFMA products are under 5% of its GPU time */
+    Builder b = builder();
+    int fc = site(&b, "model.py", 3, "forward"), act = site(&b, "model.py", 4, "forward");
+    launches(&b, fc, &ffma, 10, 100 * US, 0);
+    launches(&b, act, &gelu, 400, 100 * US, 0);
+    v = view_of(&b, 0);
+    l = run_pr019(v, &s, NULL);
+    cr_expect_eq(l.count, 0, "2.4%% of GPU time");
+    finding_list_free(&l);
+    profile_view_free(v);
+
+    /* PY009 reported this file's program: its gain counts the same kernels */
+    v = mlp_profile(&ffma, &ffma);
+    l = run_pr019(v, &s, "PY009");
+    cr_expect_eq(l.count, 1, "the PY009 finding alone");
+    finding_list_free(&l);
+    source_free(&s);
+
+    /* full float32 kept on purpose, in any of its spellings */
+    static const char *const choices[] = {"torch.set_float32_matmul_precision(\"highest\")\n",
+                                          "torch.backends.cuda.matmul.allow_tf32 = False\n",
+                                          "torch.backends.cuda.matmul.fp32_precision = 'ieee'\n"};
+    for (size_t i = 0; i < 3; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "%s%s", MODEL_PY, choices[i]);
+        s = source_text("model.py", text);
+        l = run_pr019(v, &s, NULL);
+        cr_expect_eq(l.count, 0, "%s", choices[i]);
+        finding_list_free(&l);
+        source_free(&s);
+    }
+    /* "high" is TF32: the profile says the products still ran in FP32 (set too late, or elsewhere) */
+    s = source_text("model.py", MODEL_PY "torch.set_float32_matmul_precision(\"high\")\n");
+    l = run_pr019(v, &s, NULL);
+    cr_expect_eq(l.count, 1);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+Test(pr019, no_finding_on_a_gpu_without_tf32_tensor_cores) {
+    Builder b = builder();
+    int fc = site(&b, "model.py", 3, "forward");
+    launches(&b, fc, &ffma, 100, 200 * US, 0);
+    ProfileView *v = view_of(&b, 0);
+    Profile *p = (Profile *)profile_view_profile(v);
+    for (size_t i = 0; i < p->device_count; i++) p->devices[i].cc_major = 8, p->devices[i].cc_minor = 6;
+    Source s = source_text("model.py", MODEL_PY);
+    FindingList l = run_pr019(v, &s, NULL);
+    cr_expect_eq(l.count, 0, "consumer Ampere: TF32 runs no faster there");
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+#define GEMM_CU "#include <cublas_v2.h>\n" \
+                "__global__ void sgemm_naive(float *c) { c[threadIdx.x] = 0; }\n" \
+                "void run(cublasHandle_t h, float *a, float *b, float *c, int n) {\n" \
+                "    float one = 1, zero = 0;\n" \
+                "    cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, n, b, n, &zero, c, n);\n" /* 5 */ \
+                "    sgemm_naive<<<1, 32>>>(c);\n" /* 6 */ \
+                "}\n"
+
+Test(pr019, cuda_cublas_calls_but_not_the_users_own_sgemm) {
+    Builder b = builder();
+    Kernel mine = {"sgemm_naive(float*)", 1, 32, 16, 0, 0};
+    Kernel cublas = {"ampere_sgemm_128x64_nn", 128, 128, 122, 0, 0};
+    launches(&b, site(&b, "gemm.cu", 5, "run"), &cublas, 50, 400 * US, 0);
+    launches(&b, site(&b, "gemm.cu", 6, "run"), &mine, 50, 400 * US, 0);
+    ProfileView *v = view_of(&b, 0);
+    Source s = source_text("gemm.cu", GEMM_CU);
+    FindingList l = run_pr019(v, &s, NULL);
+    char *all = describe(&l, &s);
+    cr_assert_eq(l.count, 1, "%s", all);
+    cr_expect_eq(finding_line(&s, &l.items[0]), 5);
+    cr_expect(strstr(l.items[0].message, "cublasSetMathMode(handle, CUBLAS_TF32_TENSOR_OP_MATH)"), "%s",
+              l.items[0].message);
+    free(all);
+    finding_list_free(&l);
+    source_free(&s);
+    /* a file that sets cuBLAS's math mode made its choice */
+    s = source_text("gemm.cu", GEMM_CU "void setup(cublasHandle_t h) { cublasSetMathMode(h, CUBLAS_DEFAULT_MATH); }\n");
+    l = run_pr019(v, &s, NULL);
+    cr_expect_eq(l.count, 0);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
+Test(pr019, documented_as_a_profile_rule) {
+    const Rule *r = rule_find("PR019");
+    cr_assert_not_null(r);
+    cr_expect_null(r->check);
+    cr_expect_eq(r->languages, LANGUAGE_PYTHON | LANGUAGE_CUDA);
+    cr_expect(strstr(r->documentation, "## The numbers"));
+    cr_expect(strstr(r->summary, "(profile)"));
+}
+
+/* ======================================================================== */
 /* The rules' descriptors                                                    */
 /* ======================================================================== */
 
@@ -1810,24 +2024,29 @@ Test(h200, python_samples) {
     /* the timed matmuls are the hotspot; the module built on the host and
      * copied up for each size leaves the GPU idle and copies pageable
      * memory; the warm-up loop's synchronize; the timing synchronizes at
-     * lines 69 and 74 sit next to clock reads and are not reported */
+     * lines 69 and 74 sit next to clock reads and are not reported; the
+     * products at 54, 61 and 100 ran in FP32 (PR019: with the static rules,
+     * as the engine runs them, PY009's finding in this file takes their place) */
     EXPECT("benchmark_matmul.json", "samples/python/benchmark_matmul.py", {"PR001", 54}, {"PR001", 61},
-           {"PR003", 93}, {"PR003", 94}, {"PR003", 96}, {"PR003", 100}, {"PR004", 103}, {"PR008", 96});
+           {"PR003", 93}, {"PR003", 94}, {"PR003", 96}, {"PR003", 100}, {"PR004", 103}, {"PR008", 96},
+           {"PR019", 54}, {"PR019", 61}, {"PR019", 100});
     /* token-by-token decoding: every function of the model is launch-bound */
     EXPECT("generate_text.json", "samples/python/generate_text.py", {"PR002", 51}, {"PR002", 70}, {"PR002", 81},
            {"PR002", 96}, {"PR002", 112}, {"PR003", 51}, {"PR003", 70}, {"PR003", 77}, {"PR003", 112},
            {"PR003", 114});
     EXPECT("train_classifier.json", "samples/python/train_classifier.py", {"PR002", 50}, {"PR002", 107},
            {"PR003", 104});
-    EXPECT("torch_sites.json", "tests/gpu/torch_sites.py", {"PR003", 24}, {"PR003", 25}, {"PR003", 30});
+    EXPECT("torch_sites.json", "tests/gpu/torch_sites.py", {"PR003", 24}, {"PR003", 25}, {"PR003", 30},
+           {"PR019", 24}); /* x @ w in FP32 */
 }
 
 Test(h200, workloads) {
     /* weights built on the host and copied from pageable memory; decoding
      * with the whole model re-run per token, launch-bound; attention ran
-     * fused (fmha), so no PR009 */
+     * fused (fmha), so no PR009; the model's products ran in FP32 (PR019,
+     * where PY009, reading the code, sees no sizes) */
     EXPECT("llama_generate.json", "bench/workloads/llama_generate.py", {"PR001", 27}, {"PR002", 27}, {"PR003", 27},
-           {"PR008", 22});
+           {"PR008", 22}, {"PR019", 27});
     /* the batch copied from pageable memory each step; the forward (26) and
      * backward (28, autograd's launches attributed to backward()) are the
      * hotspots; loss.item() waits 281 ms over 30 steps */

@@ -204,7 +204,7 @@ bool pf_kernel_is_library(const char *name) {
         "fmha",     "triton",   "nccl",     "cusparse", "cufft",    "curand",   "cusolver", "magma",
         "ampere_",  "volta_",   "turing_",  "hopper_",  "sm50_",    "sm60_",    "sm70_",    "sm75_",
         "sm80_",    "sm86_",    "sm89_",    "sm90_",    "sm100_",   "sm120_",   "cask_",    "softmax_warp",
-        "cunn_",    "transformer_engine", "apex::", "xformers", "vllm::", "tensorrt",
+        "cunn_",    "sgemm_largek", "transformer_engine", "apex::", "xformers", "vllm::", "tensorrt",
         NULL};
     return contains_any(name, markers);
 }

@@ -204,7 +204,7 @@ local function run()
   for _, it in ipairs(ranked) do table.insert(costs, it.cost_seconds) end
   check(nonincreasing and ranked[1].cost_seconds > 0, 'ranked by cost (non-increasing, the first one measured)', show(costs))
   local first = qf.items[1]
-  check(first and vim.api.nvim_buf_get_name(first.bufnr) == bench and first.text:match('^PY%d%d%d .+ %(%a+ [%d.]+ [µm]?s%)$'),
+  check(first and vim.api.nvim_buf_get_name(first.bufnr) == bench and first.text:match('^P[YR]%d%d%d .+ %(%a+ [%d.]+ [µm]?s%)$'),
     'each entry reads "CODE message (gain/cost)" at its file and line', show(first))
   local texts = {}
   for i = 1, math.min(5, #qf.items) do table.insert(texts, qf.items[i].text) end
