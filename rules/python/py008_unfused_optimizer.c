@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "rules/rule.h"
+#include "analysis/base/growable.h"
 #include "analysis/python/python_index.h"
 
 static const char documentation[] =
@@ -178,39 +179,51 @@ static bool def_steps(const PySource *src, TSNode def, TSNode optimizer) {
     return s.on_name || (s.on_parameter && handed_optimizer(src, def, optimizer));
 }
 
+/* The file's compile sites, gathered in one walk the first time an
+ * optimizer asks (PY008 asks once per optimizer): `torch.compile(...)` calls
+ * and definitions decorated with torch.compile. */
 typedef struct {
     const PySource *src;
-    TSNode optimizer;
-    bool found;
-} CompiledSearch;
+    TSNode *nodes;
+    size_t count, cap;
+    bool gathered, out_of_memory;
+} CompileSites;
+
+static bool compiles(const PySource *src, TSNode decorated) {
+    uint32_t c = ts_node_named_child_count(decorated);
+    for (uint32_t i = 0; i < c; i++) {
+        TSNode d = ts_node_named_child(decorated, i);
+        if (!py_is(d, "decorator")) continue;
+        TSNode e = ts_node_named_child(d, 0);
+        char q[PY_NAME_MAX];
+        if (is_compile_call(src, e) || (py_qualified_name(src, e, q, sizeof q) && strcmp(q, "torch.compile") == 0))
+            return true;
+    }
+    return false;
+}
+
+static bool visit_compile_site(TSNode n, void *data) {
+    CompileSites *c = data;
+    if (!is_compile_call(c->src, n) && !(py_is(n, "decorated_definition") && compiles(c->src, n))) return true;
+    if (!array_reserve(&c->nodes, c->count, &c->cap, sizeof *c->nodes, 8)) {
+        c->out_of_memory = true;
+        return false;
+    }
+    c->nodes[c->count++] = n;
+    return true;
+}
 
 /* `torch.compile(optimizer.step)`, `torch.compile(train_step)` or
  * `@torch.compile def train_step(...)` whose body calls `optimizer.step()` */
-static bool visit_compiled(TSNode n, void *data) {
-    CompiledSearch *s = data;
-    if (s->found) return false;
-    if (is_compile_call(s->src, n)) {
-        TSNode arg = py_call_positional(n, 0);
-        if (py_is(arg, "attribute") && py_text_eq(s->src, ts_node_child_by_field_name(arg, "attribute", 9), "step")) {
-            if (py_same_text(s->src, ts_node_child_by_field_name(arg, "object", 6), s->optimizer)) s->found = true;
-        } else if (py_is(arg, "identifier")) {
-            TSNode def = py_index_top_level(s->src, py_text_ptr(s->src, arg), py_text_len(arg));
-            if (def_steps(s->src, def, s->optimizer)) s->found = true;
-        }
-    } else if (py_is(n, "decorated_definition")) {
-        TSNode def = ts_node_child_by_field_name(n, "definition", 10);
-        uint32_t c = ts_node_named_child_count(n);
-        for (uint32_t i = 0; i < c && !s->found; i++) {
-            TSNode d = ts_node_named_child(n, i);
-            if (!py_is(d, "decorator")) continue;
-            TSNode e = ts_node_named_child(d, 0);
-            char q[PY_NAME_MAX];
-            bool compiled = is_compile_call(s->src, e) ||
-                            (py_qualified_name(s->src, e, q, sizeof q) && strcmp(q, "torch.compile") == 0);
-            if (compiled && def_steps(s->src, def, s->optimizer)) s->found = true;
-        }
-    }
-    return !s->found;
+static bool site_compiles_step(const PySource *src, TSNode site, TSNode optimizer) {
+    if (py_is(site, "decorated_definition"))
+        return def_steps(src, ts_node_child_by_field_name(site, "definition", 10), optimizer);
+    TSNode arg = py_call_positional(site, 0);
+    if (py_is(arg, "attribute") && py_text_eq(src, ts_node_child_by_field_name(arg, "attribute", 9), "step"))
+        return py_same_text(src, ts_node_child_by_field_name(arg, "object", 6), optimizer);
+    if (py_is(arg, "identifier"))
+        return def_steps(src, py_index_top_level(src, py_text_ptr(src, arg), py_text_len(arg)), optimizer);
+    return false;
 }
 
 /* the name (or self.attribute) the optimizer is assigned to */
@@ -222,16 +235,20 @@ static TSNode assigned_name(TSNode call) {
     return (py_is(left, "identifier") || py_is(left, "attribute")) ? left : null;
 }
 
-static bool step_is_compiled(const PySource *src, TSNode call) {
+static bool step_is_compiled(CompileSites *sites, TSNode call) {
+    const PySource *src = sites->src;
     TSNode name = assigned_name(call);
     if (ts_node_is_null(name)) return false;
-    /* every way to reach torch.compile spells "compile" somewhere in the file
-     * (the attribute, or the import that aliases it): without it the search
-     * of the whole tree, once per optimizer, is skipped */
-    if (!memmem(src->doc->text, src->doc->length, "compile", strlen("compile"))) return false;
-    CompiledSearch s = {src, name, false};
-    py_walk(ts_tree_root_node(src->tree), visit_compiled, &s);
-    return s.found;
+    if (!sites->gathered) {
+        sites->gathered = true;
+        /* every way to reach torch.compile spells "compile" somewhere in the file
+         * (the attribute, or the import that aliases it): without it there is no walk */
+        if (memmem(src->doc->text, src->doc->length, "compile", strlen("compile")))
+            py_walk(ts_tree_root_node(src->tree), visit_compile_site, sites);
+    }
+    for (size_t i = 0; i < sites->count; i++)
+        if (site_compiles_step(src, sites->nodes[i], name)) return true;
+    return false;
 }
 
 /* ---- the optimizer's steps: where its own kernels are launched ---------- */
@@ -274,8 +291,14 @@ static void relate_steps(RuleContext *ctx, Finding *f, TSNode call) {
     py_walk(ts_tree_root_node(ctx->py->tree), visit_step_site, &s);
 }
 
+typedef struct {
+    RuleContext *ctx;
+    CompileSites compile_sites;
+} Walk;
+
 static bool visit(TSNode n, void *data) {
-    RuleContext *ctx = data;
+    Walk *w = data;
+    RuleContext *ctx = w->ctx;
     if (!py_is(n, "call") || !py_callee_is_any(ctx->py, n, optimizer_names)) return true;
     if (py_call_has_splat(n)) return true;
     if (!ts_node_is_null(py_call_keyword(ctx->py, n, "fused")) ||
@@ -291,7 +314,7 @@ static bool visit(TSNode n, void *data) {
     TSNode owner = params_model(ctx->py, params, 0);
     if (!ts_node_is_null(owner) && py_module_stays_on_host(ctx->py, owner)) return true;
     /* a step that torch.compile already turns into fused kernels */
-    if (step_is_compiled(ctx->py, n)) return true;
+    if (step_is_compiled(&w->compile_sites, n)) return true;
     char name[PY_NAME_MAX];
     py_callee_name(ctx->py, n, name, sizeof name);
     const char *short_name = strrchr(name, '.');
@@ -319,7 +342,10 @@ static bool visit(TSNode n, void *data) {
 
 static void check(RuleContext *ctx) {
     if (!ctx->py->uses_gpu) return;
-    rule_walk(ctx, visit, ctx);
+    Walk w = {ctx, {.src = ctx->py}};
+    rule_walk(ctx, visit, &w);
+    if (w.compile_sites.out_of_memory) ctx->out_of_memory = true;
+    free(w.compile_sites.nodes);
 }
 
 const Rule rule_py008_unfused_optimizer = {
