@@ -54,16 +54,7 @@ for t in $targets; do
     test -x "$build/fuzz_replay_$t" || { echo "fuzz-coverage: the build of fuzz_replay_$t failed" >&2; exit 1; }
 done
 
-# the same seeds as scripts/fuzz.sh
-seeds_of() {
-    case $1 in
-        profile) echo tests/fixtures/profiles samples/profiles tests/fuzz/seeds/profile ;;
-        torch_import) echo tests/fixtures/traces ;;
-        python) echo tests/fixtures/python samples/python ;;
-        cuda) echo samples/cuda tests/fixtures/cuda ;;
-        *) echo "tests/fuzz/seeds/$1" ;;
-    esac
-}
+. scripts/fuzz-seeds.sh
 
 # the advise code each target is meant to reach (files or folders)
 scope_of() {

@@ -42,15 +42,7 @@ for p in clang-19 libclang-rt-19-dev; do dpkg -s "$p" >/dev/null 2>&1 || missing
 scripts/apt-install.sh fuzz $missing
 ADVISE_BUILD_DIR=build-fuzz scripts/setup.sh -DADVISE_FUZZ=ON -DADVISE_TESTS=OFF -DCMAKE_C_COMPILER=clang-19 >/dev/null
 
-seeds_of() {
-    case $1 in
-        profile) echo tests/fixtures/profiles samples/profiles tests/fuzz/seeds/profile ;;
-        torch_import) echo tests/fixtures/traces ;;
-        python) echo tests/fixtures/python samples/python ;;
-        cuda) echo samples/cuda tests/fixtures/cuda ;;
-        *) echo "tests/fuzz/seeds/$1" ;;
-    esac
-}
+. scripts/fuzz-seeds.sh
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -1767,6 +1767,16 @@ static FindingList run_pr019(const ProfileView *v, const Source *s, const char *
     return out;
 }
 
+/* how many PR019 findings the profile gives the text of a file of that name */
+static size_t pr019_count(const ProfileView *v, const char *relative, const char *text, const char *static_code) {
+    Source s = source_text(relative, text);
+    FindingList l = run_pr019(v, &s, static_code);
+    size_t n = l.count;
+    finding_list_free(&l);
+    source_free(&s);
+    return n;
+}
+
 Test(pr019, the_lines_of_fp32_products_wherever_the_model_is) {
     ProfileView *v = mlp_profile(&ffma, &ffma);
     Source s = source_text("model.py", MODEL_PY);
@@ -1826,10 +1836,7 @@ Test(pr019, a_caveat_when_the_host_set_the_pace) {
 Test(pr019, look_alikes_stay_silent) {
     /* TF32 kernels: the products already ran on tensor cores */
     ProfileView *v = mlp_profile(&tf32_gemm, &tf32_gemm);
-    Source s = source_text("model.py", MODEL_PY);
-    FindingList l = run_pr019(v, &s, NULL);
-    cr_expect_eq(l.count, 0, "tensor-core kernels");
-    finding_list_free(&l);
+    cr_expect_eq(pr019_count(v, "model.py", MODEL_PY, NULL), 0, "tensor-core kernels");
     profile_view_free(v);
 
     /* the program's FFMA products are under 5% of its GPU time */
@@ -1838,17 +1845,12 @@ Test(pr019, look_alikes_stay_silent) {
     launches(&b, fc, &ffma, 10, 100 * US, 0);
     launches(&b, act, &gelu, 400, 100 * US, 0);
     v = view_of(&b, 0);
-    l = run_pr019(v, &s, NULL);
-    cr_expect_eq(l.count, 0, "2.4%% of GPU time");
-    finding_list_free(&l);
+    cr_expect_eq(pr019_count(v, "model.py", MODEL_PY, NULL), 0, "2.4%% of GPU time");
     profile_view_free(v);
 
     /* PY009 reported this file's program: its gain counts the same kernels */
     v = mlp_profile(&ffma, &ffma);
-    l = run_pr019(v, &s, "PY009");
-    cr_expect_eq(l.count, 1, "the PY009 finding alone");
-    finding_list_free(&l);
-    source_free(&s);
+    cr_expect_eq(pr019_count(v, "model.py", MODEL_PY, "PY009"), 1, "the PY009 finding alone");
 
     /* full float32 kept on purpose, in any of its spellings */
     static const char *const choices[] = {"torch.set_float32_matmul_precision(\"highest\")\n",
@@ -1857,18 +1859,10 @@ Test(pr019, look_alikes_stay_silent) {
     for (size_t i = 0; i < 3; i++) {
         char text[512];
         snprintf(text, sizeof text, "%s%s", MODEL_PY, choices[i]);
-        s = source_text("model.py", text);
-        l = run_pr019(v, &s, NULL);
-        cr_expect_eq(l.count, 0, "%s", choices[i]);
-        finding_list_free(&l);
-        source_free(&s);
+        cr_expect_eq(pr019_count(v, "model.py", text, NULL), 0, "%s", choices[i]);
     }
     /* "high" is TF32: the profile says the products still ran in FP32 (set too late, or elsewhere) */
-    s = source_text("model.py", MODEL_PY "torch.set_float32_matmul_precision(\"high\")\n");
-    l = run_pr019(v, &s, NULL);
-    cr_expect_eq(l.count, 1);
-    finding_list_free(&l);
-    source_free(&s);
+    cr_expect_eq(pr019_count(v, "model.py", MODEL_PY "torch.set_float32_matmul_precision(\"high\")\n", NULL), 1);
     profile_view_free(v);
 }
 
@@ -1879,11 +1873,7 @@ Test(pr019, no_finding_on_a_gpu_without_tf32_tensor_cores) {
     ProfileView *v = view_of(&b, 0);
     Profile *p = (Profile *)profile_view_profile(v);
     for (size_t i = 0; i < p->device_count; i++) p->devices[i].cc_major = 8, p->devices[i].cc_minor = 6;
-    Source s = source_text("model.py", MODEL_PY);
-    FindingList l = run_pr019(v, &s, NULL);
-    cr_expect_eq(l.count, 0, "consumer Ampere: TF32 runs no faster there");
-    finding_list_free(&l);
-    source_free(&s);
+    cr_expect_eq(pr019_count(v, "model.py", MODEL_PY, NULL), 0, "consumer Ampere: TF32 runs no faster there");
     profile_view_free(v);
 }
 
@@ -1913,11 +1903,10 @@ Test(pr019, cuda_cublas_calls_but_not_the_users_own_sgemm) {
     finding_list_free(&l);
     source_free(&s);
     /* a file that sets cuBLAS's math mode made its choice */
-    s = source_text("gemm.cu", GEMM_CU "void setup(cublasHandle_t h) { cublasSetMathMode(h, CUBLAS_DEFAULT_MATH); }\n");
-    l = run_pr019(v, &s, NULL);
-    cr_expect_eq(l.count, 0);
-    finding_list_free(&l);
-    source_free(&s);
+    cr_expect_eq(pr019_count(v, "gemm.cu",
+                             GEMM_CU "void setup(cublasHandle_t h) { cublasSetMathMode(h, CUBLAS_DEFAULT_MATH); }\n",
+                             NULL),
+                 0);
     profile_view_free(v);
 }
 
