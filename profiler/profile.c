@@ -540,6 +540,7 @@ int profile_add_line_metrics(Profile *p, const ProfLineMetrics *m) {
         e->shared_wavefronts = add_saturating(e->shared_wavefronts, m->shared_wavefronts);
         e->shared_wavefronts_ideal = add_saturating(e->shared_wavefronts_ideal, m->shared_wavefronts_ideal);
         e->local_sectors = add_saturating(e->local_sectors, m->local_sectors);
+        e->inlined_instructions = add_saturating(e->inlined_instructions, m->inlined_instructions);
         return (int)i;
     }
     if (!RESERVE(p->line_metrics, p->line_metric_count, 1, NULL)) return -1;

@@ -211,6 +211,10 @@ typedef struct {
     uint64_t global_sectors, global_sectors_ideal;     /* 32-byte sectors of global loads and stores */
     uint64_t shared_wavefronts, shared_wavefronts_ideal;
     uint64_t local_sectors;    /* local memory: spills and local arrays */
+    /* of `instructions`, those CUPTI mapped into a header outside the project
+     * (bf16 conversions, intrinsics) and charged to this line, the nearest
+     * project line of the same function (profiler/sass_lines.h) */
+    uint64_t inlined_instructions;
 } ProfLineMetrics;
 
 /* Device memory (`advise profile --memory`, from PyTorch's allocator

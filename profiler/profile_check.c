@@ -407,12 +407,15 @@ static bool line_metric_ok(Check *c, size_t i) {
         return false;
     if (m->line < 1) return prof_fail(c->error, "%s.line: must be 1 or more", at);
     if (m->launches < 1) return prof_fail(c->error, "%s.launches: must be 1 or more", at);
+    if (m->inlined_instructions > m->instructions)
+        return prof_fail(c->error, "%s.inlined_instructions: must be at most instructions", at);
     return integer_ok(c, at, "launches", m->launches) && integer_ok(c, at, "instructions", m->instructions) &&
            integer_ok(c, at, "global_sectors", m->global_sectors) &&
            integer_ok(c, at, "global_sectors_ideal", m->global_sectors_ideal) &&
            integer_ok(c, at, "shared_wavefronts", m->shared_wavefronts) &&
            integer_ok(c, at, "shared_wavefronts_ideal", m->shared_wavefronts_ideal) &&
-           integer_ok(c, at, "local_sectors", m->local_sectors);
+           integer_ok(c, at, "local_sectors", m->local_sectors) &&
+           integer_ok(c, at, "inlined_instructions", m->inlined_instructions);
 }
 
 /* each (kernel, file, line) once: the model adds a line's counts up (profile_add_line_metrics) */

@@ -257,6 +257,7 @@ static json_t *line_metric_json(const Profile *p, size_t i) {
     put(&o, "shared_wavefronts", integer(m->shared_wavefronts));
     put(&o, "shared_wavefronts_ideal", integer(m->shared_wavefronts_ideal));
     put(&o, "local_sectors", integer(m->local_sectors));
+    put(&o, "inlined_instructions", integer(m->inlined_instructions));
     return obj_done(&o);
 }
 

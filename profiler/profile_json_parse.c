@@ -538,7 +538,8 @@ static bool read_line_metrics(Reader *r, json_t *root, Profile *p) {
             !get_u64(r, e, at, "global_sectors_ideal", &m->global_sectors_ideal) ||
             !get_u64(r, e, at, "shared_wavefronts", &m->shared_wavefronts) ||
             !get_u64(r, e, at, "shared_wavefronts_ideal", &m->shared_wavefronts_ideal) ||
-            !get_u64(r, e, at, "local_sectors", &m->local_sectors))
+            !get_u64(r, e, at, "local_sectors", &m->local_sectors) ||
+            !get_optional_u64(r, e, at, "inlined_instructions", &m->inlined_instructions))
             return false;
     }
     return true;

@@ -169,7 +169,8 @@ static Profile *sample_final(void) {
                              .shared_wavefronts_ideal = 32768, .local_sectors = 0};
     cr_assert(profile_add_line_metrics(p, &store) == 0);
     ProfLineMetrics spill = {.kernel = "void gemm<float, 128>(float const*, float*, int)", .file = 1, .line = 53,
-                             .launches = 2, .instructions = 4096, .local_sectors = 8192};
+                             .launches = 2, .instructions = 4096, .local_sectors = 8192,
+                             .inlined_instructions = 1024}; /* a bf16 conversion inlined from cuda_bf16.hpp */
     cr_assert(profile_add_line_metrics(p, &spill) == 1);
     /* --memory: one process's device, with an OOM at train.py:30 */
     ProfMemSample *samples = malloc(3 * sizeof *samples);
@@ -701,6 +702,7 @@ Test(profile_json, fields_read_back) {
     cr_expect(m->global_sectors == 18874368 && m->global_sectors_ideal == 4194304);
     cr_expect(m->shared_wavefronts == 1048576 && m->shared_wavefronts_ideal == 32768 && m->local_sectors == 0);
     cr_expect(p->line_metrics[1].line == 53 && p->line_metrics[1].local_sectors == 8192);
+    cr_expect(p->line_metrics[1].inlined_instructions == 1024 && m->inlined_instructions == 0);
     profile_free(p);
     profile_free(sample);
     free(text);
@@ -851,6 +853,8 @@ Test(profile_json, writer_refuses_broken_profiles) {
     ProfLineMetrics *lm = &p->line_metrics[1];
     BREAK_AND_EXPECT(lm->line = 0, lm->line = 53, PROFILE_FINAL, "line_metrics[1].line: must be 1 or more");
     BREAK_AND_EXPECT(lm->launches = 0, lm->launches = 2, PROFILE_FINAL, "line_metrics[1].launches: must be 1 or more");
+    BREAK_AND_EXPECT(lm->inlined_instructions = 4097, lm->inlined_instructions = 1024, PROFILE_FINAL,
+                     "line_metrics[1].inlined_instructions: must be at most instructions");
     BREAK_AND_EXPECT(lm->file = 2, lm->file = 1, PROFILE_FINAL,
                      "line_metrics[1].file: 2 is not an index into files, which has 2 entries");
     BREAK_AND_EXPECT(lm->file = -1, lm->file = 1, PROFILE_FINAL, "line_metrics[1].file: missing");
@@ -1103,6 +1107,7 @@ Test(profile_json, reader_names_the_place_of_each_problem) {
         {"line_metrics/0/line", "0", "line_metrics[0].line: must be 1 or more"},
         {"line_metrics/0/line", "4294967296", "line_metrics[0].line: 4294967296 is more than 4294967295"},
         {"line_metrics/0/launches", "0", "line_metrics[0].launches: must be 1 or more"},
+        {"line_metrics/0/inlined_instructions", "-1", "line_metrics[0].inlined_instructions"},
         {"line_metrics/0/instructions", "1.5", "line_metrics[0].instructions: must be a non-negative integer"},
         {"line_metrics/0/global_sectors", "-1", "line_metrics[0].global_sectors: must be a non-negative integer"},
         {"line_metrics/0/global_sectors_ideal", NULL, "line_metrics[0].global_sectors_ideal: missing"},

@@ -28,6 +28,7 @@
 
 #include "profiler/inject/inject.h"
 #include "profiler/inject/source_metrics.h"
+#include "profiler/sass_lines.h"
 
 /* The metrics we read, in the order of the ProfLineMetrics counters they feed. */
 enum { M_INST, M_GLOBAL, M_GLOBAL_IDEAL, M_SHARED, M_SHARED_IDEAL, M_LOCAL, M_COUNT };
@@ -160,24 +161,22 @@ static bool configure(CUcontext ctx) {
 
 /* ---- reading the counters back */
 typedef struct {
-    char *path;       /* relative to the project root */
+    char *path;       /* relative to the project root, or <cuda-headers>/NAME (sass_outside_path) */
     uint32_t line;
     uint64_t v[M_COUNT];
+    uint64_t inlined; /* of v[M_INST], instructions of a header charged here */
 } LineSum;
 
-static void add_to_line(LineSum **sums, size_t *count, const char *rel, uint32_t line, int metric, uint64_t value) {
+static LineSum *line_sum(LineSum **sums, size_t *count, const char *rel, uint32_t line) {
     for (size_t i = 0; i < *count; i++)
-        if ((*sums)[i].line == line && strcmp((*sums)[i].path, rel) == 0) {
-            (*sums)[i].v[metric] += value;
-            return;
-        }
+        if ((*sums)[i].line == line && strcmp((*sums)[i].path, rel) == 0) return &(*sums)[i];
     LineSum *bigger = realloc(*sums, (*count + 1) * sizeof **sums);
-    if (!bigger) return;
+    if (!bigger) return NULL;
     *sums = bigger;
     LineSum s = {.path = strdup(rel), .line = line};
-    if (!s.path) return;
-    s.v[metric] = value;
-    (*sums)[(*count)++] = s;
+    if (!s.path) return NULL;
+    (*sums)[*count] = s;
+    return &(*sums)[(*count)++];
 }
 
 static int metric_of(uint64_t id) {
@@ -186,9 +185,12 @@ static int metric_of(uint64_t id) {
     return -1;
 }
 
-/* The source line of one instruction as a project-relative path, or NULL
- * (no line table, or a file outside the project such as a CUDA header). */
-static char *source_of(const Cubin *c, const char *function, uint32_t pc, uint32_t *line, bool *has_lines) {
+/* The source line of one instruction: a project-relative path (*mapping
+ * SASS_PROJECT), a file outside the project as sass_outside_path names it
+ * (SASS_HEADER), or NULL (no line table: SASS_UNMAPPED). */
+static char *source_of(const Cubin *c, const char *function, uint32_t pc, uint32_t *line, bool *has_lines,
+                       SassMapping *mapping) {
+    *mapping = SASS_UNMAPPED;
     CUpti_GetSassToSourceCorrelationParams p = {.size = CUpti_GetSassToSourceCorrelationParamsSize,
                                                 .cubin = c->data,
                                                 .functionName = function,
@@ -203,10 +205,17 @@ static char *source_of(const Cubin *c, const char *function, uint32_t pc, uint32
             snprintf(joined, sizeof joined, "%s", p.fileName);
         else
             snprintf(joined, sizeof joined, "%s/%s", p.dirName, p.fileName);
-        if (realpath(joined, real) && inject_path_is_user(real)) {
+        if (!realpath(joined, real)) snprintf(real, sizeof real, "%s", joined);
+        if (inject_path_is_user(real)) {
             result = strdup(inject_relative(real));
-            *line = p.lineNumber;
+            *mapping = SASS_PROJECT;
+        } else {
+            char outside[256];
+            result = strdup(sass_outside_path(real, outside, sizeof outside));
+            *mapping = SASS_HEADER;
         }
+        *line = p.lineNumber;
+        if (!result) *mapping = SASS_UNMAPPED;
     }
     free(p.fileName);
     free(p.dirName);
@@ -244,29 +253,49 @@ static void collect(CUcontext ctx) {
     } else {
         LineSum *sums = NULL;
         size_t count = 0;
-        bool has_lines = false, has_cubin = false;
+        bool has_lines = false, has_cubin = false, has_project = false;
+        /* each instruction's line, then header instructions charged to the project line that inlined them */
+        SassRecord *records = calloc(nrec, sizeof *records);
+        char **paths = calloc(nrec, sizeof *paths);
+        uint32_t *line_of = calloc(nrec, sizeof *line_of);
+        long *charged = calloc(nrec, sizeof *charged);
+        if (!records || !paths || !line_of || !charged) nrec = 0;
         for (size_t i = 0; i < nrec; i++) {
             const Cubin *c = cubin_with_crc(data[i].cubinCrc);
+            records[i] = (SassRecord){data[i].functionName, data[i].cubinCrc, data[i].pcOffset, SASS_UNMAPPED};
             if (!c || !data[i].functionName) continue;
             has_cubin = true;
-            uint32_t line = 0;
-            char *rel = source_of(c, data[i].functionName, data[i].pcOffset, &line, &has_lines);
-            if (!rel) continue;
+            paths[i] = source_of(c, data[i].functionName, data[i].pcOffset, &line_of[i], &has_lines,
+                                 &records[i].mapping);
+            has_project |= records[i].mapping == SASS_PROJECT;
+        }
+        if (nrec && !sass_charge_inlined(records, nrec, charged)) nrec = 0;
+        for (size_t i = 0; i < nrec; i++) {
+            if (!paths[i]) continue;
+            size_t at = charged[i] >= 0 ? (size_t)charged[i] : i; /* SASS_KEEP, SASS_NO_PROJECT: its own line */
+            LineSum *sum = line_sum(&sums, &count, paths[at], line_of[at]);
+            if (!sum) continue;
             for (size_t k = 0; k < ninst; k++) {
                 int m = metric_of(data[i].pInstanceValues[k].metricId);
-                if (m >= 0) add_to_line(&sums, &count, rel, line, m, data[i].pInstanceValues[k].value);
+                if (m < 0) continue;
+                sum->v[m] += data[i].pInstanceValues[k].value;
+                if (m == M_INST && at != i) sum->inlined += data[i].pInstanceValues[k].value;
             }
-            free(rel);
         }
+        for (size_t i = 0; paths && i < nrec; i++) free(paths[i]);
+        free(paths);
+        free(records);
+        free(line_of);
+        free(charged);
         if (!has_cubin)
             note("source metrics: the module holding %s was not seen loading, so its instructions cannot be "
                  "mapped to lines", target);
         else if (!has_lines)
             note("source metrics: %s has no line information: build it with -lineinfo (nvcc) to map its "
                  "instructions to source lines", target);
-        else if (count == 0)
+        else if (!has_project)
             note("source metrics: none of %s's lines is in the project's files (only headers or library "
-                 "code)", target);
+                 "code): its counts are kept under the headers' names", target);
         lines = profile_new();
         for (size_t i = 0; i < count; i++) {
             int file = lines ? profile_add_file(lines, sums[i].path) : -1;
@@ -280,7 +309,8 @@ static void collect(CUcontext ctx) {
                                       .global_sectors_ideal = sums[i].v[M_GLOBAL_IDEAL],
                                       .shared_wavefronts = sums[i].v[M_SHARED],
                                       .shared_wavefronts_ideal = sums[i].v[M_SHARED_IDEAL],
-                                      .local_sectors = sums[i].v[M_LOCAL]};
+                                      .local_sectors = sums[i].v[M_LOCAL],
+                                      .inlined_instructions = sums[i].inlined};
                 profile_add_line_metrics(lines, &lm);
             }
             free(sums[i].path);

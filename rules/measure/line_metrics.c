@@ -206,5 +206,8 @@ const char *lm_entry_words(const ProfLineMetrics *e, char *buf, size_t size) {
     append_part(buf, size, &n, &first, "shared wavefronts", e->shared_wavefronts, e->shared_wavefronts_ideal, true);
     append_part(buf, size, &n, &first, "local sectors", e->local_sectors, 0, false);
     append_part(buf, size, &n, &first, "instructions", e->instructions, 0, false);
+    /* header code inlined here: CUPTI mapped it into the header (profiler/sass_lines.h) */
+    append_part(buf, size, &n, &first, "of them inlined from headers (conversions, intrinsics)",
+                e->inlined_instructions, 0, false);
     return buf;
 }
