@@ -111,6 +111,11 @@ typedef struct Rule {
      * related lines too, measure_reads_related, on those lines as well).
      * MEASURE_NONE: never dropped. */
     Measure subsumed_by;
+    /* Profile rules: the code of a rule whose finding anywhere in the same
+     * file makes this rule's findings there repeat it (PR019 beside PY009,
+     * whose measured gain counts the same kernels); NULL: never.
+     * engine_drop_subsumed applies it. */
+    const char *subsumed_in_file_by;
 } Rule;
 
 struct RuleContext {

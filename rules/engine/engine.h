@@ -82,4 +82,11 @@ bool engine_merge_profile_parsed(const Document *doc, const PySource *py, const 
                                  const char *relative_path, const ProfileView *profile, const Config *cfg,
                                  FindingList *out, MergeReport *report);
 
+/* Drops the profile rules' findings that repeat a static finding of the
+ * file: one whose rule measures their way on the same line
+ * (Rule.subsumed_by), or any of the rule Rule.subsumed_in_file_by names.
+ * Over all of out: after a full merge, and after the server's quick pass
+ * joined the kept findings and the edited statement's new ones. */
+void engine_drop_subsumed(const Document *doc, FindingList *out);
+
 #endif

@@ -233,33 +233,38 @@ static bool merge_finding(const Merge *m, Finding *f, bool *drop, MergeReport *r
 
 /* A static finding of a rule that measures `kind` covering line (1-based),
  * at its own lines or, when its model reads them, at a related one. */
-static bool static_finding_measures(const Merge *m, const FindingList *out, size_t static_count, Measure kind,
-                                    uint32_t line) {
-    for (size_t i = 0; i < static_count; i++) {
+static bool static_finding_measures(const Document *doc, const FindingList *out, Measure kind, uint32_t line) {
+    for (size_t i = 0; i < out->count; i++) {
         const Finding *f = &out->items[i];
         const Rule *rule = rule_find(f->code);
         /* a copy the fix removes is a copy too */
         Measure measured = rule ? rule->measure : MEASURE_NONE;
         if (measured == MEASURE_COPY_AVOIDED) measured = MEASURE_COPY;
         if (!rule || rule->check_profile || measured != kind) continue;
-        if (line_of(m->doc, f->range.start) <= line && line <= line_of(m->doc, f->range.end)) return true;
+        if (line_of(doc, f->range.start) <= line && line <= line_of(doc, f->range.end)) return true;
         for (size_t r = 0; measure_reads_related(kind) && r < f->related_count; r++)
-            if (line_of(m->doc, f->related[r].range.start) == line) return true;
+            if (line_of(doc, f->related[r].range.start) == line) return true;
     }
     return false;
 }
 
-/* Drops the profile rules' findings that repeat what a static finding on
- * the same line already shows with its measured figures (Rule.subsumed_by). */
-static void drop_subsumed(const Merge *m, FindingList *out, size_t first_new) {
-    for (size_t i = first_new; i < out->count;) {
+static bool finding_of_rule_in(const FindingList *out, const char *code) {
+    for (size_t k = 0; k < out->count; k++)
+        if (out->items[k].code && strcmp(out->items[k].code, code) == 0) return true;
+    return false;
+}
+
+void engine_drop_subsumed(const Document *doc, FindingList *out) {
+    for (size_t i = 0; i < out->count;) {
         const Rule *rule = rule_find(out->items[i].code);
-        uint32_t line = line_of(m->doc, out->items[i].range.start);
-        if (rule && rule->subsumed_by != MEASURE_NONE &&
-            static_finding_measures(m, out, first_new, rule->subsumed_by, line))
-            finding_list_remove(out, i);
-        else
-            i++;
+        bool drop = false;
+        if (rule && rule->check_profile) {
+            drop = rule->subsumed_in_file_by && finding_of_rule_in(out, rule->subsumed_in_file_by);
+            drop = drop || (rule->subsumed_by != MEASURE_NONE &&
+                            static_finding_measures(doc, out, rule->subsumed_by, line_of(doc, out->items[i].range.start)));
+        }
+        if (drop) finding_list_remove(out, i);
+        else i++;
     }
 }
 
@@ -276,7 +281,7 @@ static bool run_profile_rules(const Merge *m, const char *relative_path, const R
         rule->check_profile(&ctx);
         oom |= ctx.out_of_memory;
     }
-    drop_subsumed(m, out, first_new);
+    engine_drop_subsumed(m->doc, out);
     if (m->stale)
         for (size_t i = first_new; i < out->count; i++)
             oom |= !finding_caveat(&out->items[i], "%s", m->stale_note);

@@ -131,13 +131,6 @@ static bool keeps_full_fp32(const RuleContext *ctx) {
     return false;
 }
 
-/* PY009 reported this file's program: its measured gain counts these kernels */
-static bool program_reported(const RuleContext *ctx) {
-    for (size_t i = 0; i < ctx->out->count; i++)
-        if (ctx->out->items[i].code && strcmp(ctx->out->items[i].code, "PY009") == 0) return true;
-    return false;
-}
-
 /* ---- the kernels ------------------------------------------------------------------ */
 
 /* a library's FP32 GEMM: TF32 settings reach it (the user's own `sgemm` they do not) */
@@ -197,7 +190,7 @@ static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
 static void check_profile(RuleContext *ctx) {
     Run run = {profile_view_gpu_ns(ctx->profile), ctx->profile};
     /* on a GPU whose TF32 is no faster than FP32 (or unknown), there is nothing to advise */
-    if (run.gpu_ns == 0 || tf32_peak_ratio(profile_view_device(ctx->profile)) <= 1 || program_reported(ctx)) return;
+    if (run.gpu_ns == 0 || tf32_peak_ratio(profile_view_device(ctx->profile)) <= 1) return;
     const Profile *p = profile_view_profile(ctx->profile);
     if ((double)program_fp32_gemm_ns(ctx, p) < MIN_PROGRAM_SHARE * (double)run.gpu_ns) return;
     if (ctx->out_of_memory || keeps_full_fp32(ctx)) return;
@@ -207,5 +200,6 @@ static void check_profile(RuleContext *ctx) {
 const Rule rule_pr019_fp32_gemm_on_cuda_cores = {
     .code = "PR019", .name = "fp32-gemm-on-cuda-cores", .severity = SEVERITY_INFO,
     .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA, .check_profile = check_profile,
+    .subsumed_in_file_by = "PY009", /* its measured gain counts the same kernels */
     .summary = "float32 matrix products ran on CUDA cores, not tensor cores (profile)",
     .documentation = documentation};

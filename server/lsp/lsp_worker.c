@@ -401,6 +401,8 @@ static void run_pass(void *arg) {
         if (ok && pass_cancelled(p)) ok = false;
         if (ok && !lsp_profiles_merge(p->profiles, d->path, d->parsed_doc, py, NULL, config, p->line_map, &region)) ok = false;
         ok = ok && drop_profile_rule_findings(findings) && move_findings(&region, findings);
+        /* the region's profile rules saw only its own static findings: now the file's */
+        if (ok) engine_drop_subsumed(d->parsed_doc, findings);
         finding_list_free(&region);
         finding_list_sort(findings);
     } else if (ok && is_cuda) {
