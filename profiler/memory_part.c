@@ -59,16 +59,27 @@ static bool read_samples(json_t *samples, ProfMemory *m, char **error) {
     return true;
 }
 
+/* A peak line's "freed": where most of its bytes were freed after the peak. */
+static bool read_freed(Profile *p, json_t *freed, ProfMemLine *l, char **error) {
+    if (!freed) return true;
+    if (!json_is_object(freed) || !json_object_get(freed, "file"))
+        return prof_fail(error, "freed: must be an object with file, line and function");
+    if (l->kind != PROF_MEM_LINE_PEAK) return prof_fail(error, "freed: only a peak line has it");
+    if (!u64_of(freed, "bytes", &l->freed_bytes, error) || !site_of(p, freed, &l->freed_site, error)) return false;
+    if (!l->freed_bytes || l->freed_bytes > l->bytes) return prof_fail(error, "freed.bytes: none, or more than the line holds");
+    return true;
+}
+
 static bool read_lines(Profile *p, json_t *lines, int memory, char **error) {
     if (!json_is_array(lines)) return prof_fail(error, "lines: must be an array");
     for (size_t i = 0; i < json_array_size(lines); i++) {
         json_t *o = json_array_get(lines, i);
         json_t *kind = json_is_object(o) ? json_object_get(o, "kind") : NULL;
         int k = json_is_string(kind) ? prof_mem_line_kind_from_name(json_string_value(kind)) : -1;
-        if (k < 0) return prof_fail(error, "lines[%zu].kind: must be peak, growth, allocs or oom", i);
-        ProfMemLine l = {.memory = memory, .kind = (ProfMemLineKind)k};
+        if (k < 0) return prof_fail(error, "lines[%zu].kind: must be peak, kept, growth, allocs or oom", i);
+        ProfMemLine l = {.memory = memory, .kind = (ProfMemLineKind)k, .freed_site = -1};
         if (!u64_of(o, "bytes", &l.bytes, error) || !u64_of(o, "count", &l.count, error) ||
-            !site_of(p, o, &l.site, error))
+            !site_of(p, o, &l.site, error) || !read_freed(p, json_object_get(o, "freed"), &l, error))
             return false;
         if (p->memory_line_count >= PROFILE_MAX_MEMORY_LINES) return true; /* bounded: the rest is dropped */
         ProfMemLine *grown = realloc(p->memory_lines, (p->memory_line_count + 1) * sizeof *grown);

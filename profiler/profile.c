@@ -308,7 +308,7 @@ const char *prof_op_kind_name(ProfOpKind k) { return name_of(OP_KIND_NAMES, PROF
 const char *prof_copy_kind_name(ProfCopyKind k) { return name_of(COPY_KIND_NAMES, PROF_COPY_KIND_COUNT, (int)k); }
 const char *prof_mem_kind_name(ProfMemKind k) { return name_of(MEM_KIND_NAMES, PROF_MEM_KIND_COUNT, (int)k); }
 const char *prof_sync_kind_name(ProfSyncKind k) { return name_of(SYNC_KIND_NAMES, PROF_SYNC_KIND_COUNT, (int)k); }
-static const char *const MEM_LINE_KIND_NAMES[PROF_MEM_LINE_KIND_COUNT] = {"peak", "growth", "allocs", "oom"};
+static const char *const MEM_LINE_KIND_NAMES[PROF_MEM_LINE_KIND_COUNT] = {"peak", "growth", "allocs", "oom", "kept"};
 const char *prof_mem_line_kind_name(ProfMemLineKind k) {
     return name_of(MEM_LINE_KIND_NAMES, PROF_MEM_LINE_KIND_COUNT, (int)k);
 }
@@ -522,6 +522,7 @@ bool profile_append(Profile *dst, const Profile *src) {
         ProfMemLine l = src->memory_lines[i];
         l.memory = remap(l.memory, nmem, NULL, mbase);
         l.site = remap(l.site, nsites, site_map, 0);
+        if (l.freed_bytes) l.freed_site = remap(l.freed_site, nsites, site_map, 0);
         dst->memory_lines[dst->memory_line_count++] = l;
     }
     free(site_map);

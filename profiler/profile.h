@@ -251,14 +251,21 @@ typedef enum {
     PROF_MEM_LINE_GROWTH,   /* live memory rising step after step: bytes per step, count = steps measured */
     PROF_MEM_LINE_ALLOCS,   /* allocated in the window: bytes, count = allocations */
     PROF_MEM_LINE_OOM,      /* live when the allocation failed: bytes */
+    PROF_MEM_LINE_KEPT,     /* live at the peak, allocated before the step that preceded it, freed later at
+                             * site (the freeing line, not the allocating one): bytes, count = tensors */
     PROF_MEM_LINE_KIND_COUNT
 } ProfMemLineKind;
 
 typedef struct {
     int memory;             /* into memories */
     ProfMemLineKind kind;
-    int site;               /* the allocating line; -1: outside the project, or before recording began */
+    int site;               /* the allocating line (kept: the freeing line); -1: outside the project, or
+                             * before recording began */
     uint64_t bytes, count;
+    /* peak: the line that freed most of these bytes after the peak, and how many it freed; none
+     * known when freed_bytes is 0 (freed_site is then meaningless: zeroed lines read as none) */
+    uint64_t freed_bytes;
+    int freed_site;
 } ProfMemLine;
 
 typedef struct {

@@ -491,6 +491,13 @@ static bool memories_ok(Check *c) {
             !integer_ok(c, at, "count", l->count))
             return false;
         if ((unsigned)l->kind >= PROF_MEM_LINE_KIND_COUNT) return prof_fail(c->error, "%s.kind: unknown", at);
+        if (l->freed_bytes) {
+            if (l->kind != PROF_MEM_LINE_PEAK) return prof_fail(c->error, "%s.freed: only a peak line has it", at);
+            if (!index_ok(c, at, "freed.site", l->freed_site, p->site_count, "sites", false) ||
+                !integer_ok(c, at, "freed.bytes", l->freed_bytes))
+                return false;
+            if (l->freed_bytes > l->bytes) return prof_fail(c->error, "%s.freed.bytes: more than the line's bytes", at);
+        }
     }
     return true;
 }

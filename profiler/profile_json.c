@@ -308,6 +308,12 @@ static json_t *memory_line_json(const Profile *p, size_t i) {
     put(&o, "site", index_or_null(l->site));
     put(&o, "bytes", integer(l->bytes));
     put(&o, "count", integer(l->count));
+    if (l->freed_bytes) {
+        Obj freed = obj_new();
+        put(&freed, "site", json_integer(l->freed_site));
+        put(&freed, "bytes", integer(l->freed_bytes));
+        put(&o, "freed", obj_done(&freed));
+    }
     return obj_done(&o);
 }
 

@@ -620,6 +620,19 @@ static bool read_memories(Reader *r, json_t *root, Profile *p) {
     return true;
 }
 
+/* A peak line's optional "freed": {"site", "bytes"} (absent: -1 and 0). */
+static bool read_memory_line_freed(Reader *r, json_t *e, const char *at, ProfMemLine *l) {
+    json_t *o = json_object_get(e, "freed");
+    l->freed_site = -1;
+    l->freed_bytes = 0;
+    if (!o) return true;
+    if (!json_is_object(o)) return FAIL(r, at, "freed", "must be an object");
+    char path[80];
+    snprintf(path, sizeof path, "%s.freed", at);
+    return get_index(r, o, path, "site", false, &l->freed_site) &&
+           uint_value(r, member(r, o, path, "bytes"), path, "bytes", 1, MAX_JSON_INTEGER, &l->freed_bytes);
+}
+
 static const char *mem_line_kind_name(int k) { return prof_mem_line_kind_name((ProfMemLineKind)k); }
 
 static bool read_memory_lines(Reader *r, json_t *root, Profile *p) {
@@ -638,7 +651,7 @@ static bool read_memory_lines(Reader *r, json_t *root, Profile *p) {
         if (!entry_object(r, e, at) || !get_index(r, e, at, "memory", false, &l->memory) ||
             !get_enum(r, e, at, "kind", mem_line_kind_name, PROF_MEM_LINE_KIND_COUNT, &kind) ||
             !get_index(r, e, at, "site", true, &l->site) || !get_u64(r, e, at, "bytes", &l->bytes) ||
-            !get_u64(r, e, at, "count", &l->count))
+            !get_u64(r, e, at, "count", &l->count) || !read_memory_line_freed(r, e, at, l))
             return false;
         l->kind = (ProfMemLineKind)kind;
     }

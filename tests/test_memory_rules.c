@@ -153,6 +153,34 @@ Test(memory_part, is_read_written_and_read_back) {
     profile_free(p);
 }
 
+/* where a peak line's memory was freed, and what a variable carried into the next step */
+Test(memory_part, freed_and_kept_lines_survive_the_round_trip) {
+    Profile *p = profile_with(part_text(
+        "{\"kind\":\"peak\",\"bytes\":6442450944,\"count\":0,\"file\":\"" SRC "\",\"line\":12,\"function\":\"forward\","
+        "\"freed\":{\"file\":\"" SRC "\",\"line\":19,\"function\":\"train\",\"bytes\":4294967296}},"
+        "{\"kind\":\"kept\",\"bytes\":2147483648,\"count\":3,\"file\":\"" SRC "\",\"line\":19,\"function\":\"train\"}",
+        NULL, 12 * GiB));
+    char *error = NULL;
+    char *text = profile_to_json(p, PROFILE_FINAL, &error);
+    cr_assert_not_null(text, "%s", error ? error : "");
+    Profile *back = profile_from_json(text, strlen(text), PROFILE_FINAL, &error);
+    cr_assert_not_null(back, "%s", error ? error : "");
+    cr_assert_eq(back->memory_line_count, 2);
+    const ProfMemLine *peak = &back->memory_lines[0], *kept = &back->memory_lines[1];
+    cr_assert_eq(peak->kind, PROF_MEM_LINE_PEAK);
+    cr_assert_eq(peak->freed_bytes, 4 * GiB);
+    cr_assert_eq(back->sites[peak->freed_site].line, LINE_MODEL);
+    cr_assert_eq(back->sites[peak->site].line, LINE_FORWARD);
+    cr_assert_eq(kept->kind, PROF_MEM_LINE_KEPT);
+    cr_assert_eq(kept->bytes, 2 * GiB);
+    cr_assert_eq(kept->count, 3);
+    cr_assert_eq(back->sites[kept->site].line, LINE_MODEL, "a kept line sits at the line that freed it");
+    cr_assert_eq(kept->freed_bytes, 0);
+    free(text);
+    profile_free(back);
+    profile_free(p);
+}
+
 Test(memory_part, a_bad_part_is_refused_whole) {
     static const char *bad[] = {
         "[]",
@@ -167,6 +195,14 @@ Test(memory_part, a_bad_part_is_refused_whole) {
         "\"max_reserved\":1,\"peak\":{\"time_ns\":0,\"allocated\":1,\"reserved\":1},\"steps\":{\"count\":0,"
         "\"in_window\":0},\"samples\":[],\"lines\":[{\"kind\":\"peak\",\"bytes\":1,\"count\":0,\"file\":\"../etc/x\","
         "\"line\":1}]}]}", /* a path outside the project */
+        "{\"format\":\"advise-memory-part\",\"pid\":100,\"devices\":[{\"device\":0,\"entries\":1,\"max_allocated\":1,"
+        "\"max_reserved\":1,\"peak\":{\"time_ns\":0,\"allocated\":1,\"reserved\":1},\"steps\":{\"count\":0,"
+        "\"in_window\":0},\"samples\":[],\"lines\":[{\"kind\":\"peak\",\"bytes\":10,\"count\":0,\"freed\":{\"file\":"
+        "\"a.py\",\"line\":1,\"bytes\":11}}]}]}", /* freed more than the line held */
+        "{\"format\":\"advise-memory-part\",\"pid\":100,\"devices\":[{\"device\":0,\"entries\":1,\"max_allocated\":1,"
+        "\"max_reserved\":1,\"peak\":{\"time_ns\":0,\"allocated\":1,\"reserved\":1},\"steps\":{\"count\":0,"
+        "\"in_window\":0},\"samples\":[],\"lines\":[{\"kind\":\"allocs\",\"bytes\":10,\"count\":1,\"freed\":{\"file\":"
+        "\"a.py\",\"line\":1,\"bytes\":5}}]}]}", /* freed on a line that is not a peak line */
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         Profile *p = profile_with(part_text("", NULL, 12 * GiB));

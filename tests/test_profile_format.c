@@ -184,11 +184,13 @@ static Profile *sample_final(void) {
                        .peak_reserved = 8u << 20, .steps = 10, .steps_in_window = 10, .bytes_per_step = -4096,
                        .oom = true, .oom_time_ns = 2000, .oom_bytes = 1u << 30, .oom_device_free = 1u << 20,
                        .oom_allocated = 5u << 20, .oom_site = 2, .samples = samples, .sample_count = 3}));
-    PUSH(p->memory_lines, p->memory_line_count, ((ProfMemLine){0, PROF_MEM_LINE_PEAK, 1, 4u << 20, 0}));
+    PUSH(p->memory_lines, p->memory_line_count,
+         ((ProfMemLine){0, PROF_MEM_LINE_PEAK, 1, 4u << 20, 0, .freed_bytes = 3u << 20, .freed_site = 2}));
     PUSH(p->memory_lines, p->memory_line_count, ((ProfMemLine){0, PROF_MEM_LINE_PEAK, -1, 2u << 20, 0}));
     PUSH(p->memory_lines, p->memory_line_count, ((ProfMemLine){0, PROF_MEM_LINE_GROWTH, 1, 65536, 8}));
     PUSH(p->memory_lines, p->memory_line_count, ((ProfMemLine){0, PROF_MEM_LINE_ALLOCS, 1, 40u << 20, 300}));
     PUSH(p->memory_lines, p->memory_line_count, ((ProfMemLine){0, PROF_MEM_LINE_OOM, 1, 4u << 20, 0}));
+    PUSH(p->memory_lines, p->memory_line_count, ((ProfMemLine){0, PROF_MEM_LINE_KEPT, 2, 3u << 20, 2}));
     return p;
 }
 
@@ -1240,7 +1242,7 @@ Test(profile_json, memory_is_optional) {
     char *text = dump(root);
     Profile *p = from_json(text, PROFILE_FINAL);
     cr_expect_eq(p->memory_count, 1);
-    cr_expect_eq(p->memory_line_count, 5);
+    cr_expect_eq(p->memory_line_count, 6);
     cr_expect_eq(p->memories[0].bytes_per_step, -4096);
     cr_expect_eq(p->memories[0].oom_site, 2);
     char *again = to_json(p, PROFILE_FINAL);
@@ -1276,6 +1278,9 @@ Test(profile_json, memory_rules_beyond_the_schema) {
         {"memory_lines/0/site", "99", "memory_lines[0].site"},
         {"memory_lines/0/memory", "1", "memory_lines[0].memory"},
         {"memory/0/process", "7", "memory[0].process"},
+        {"memory_lines/0/freed/site", "99", "memory_lines[0].freed.site"},
+        {"memory_lines/0/freed/bytes", "99999999", "memory_lines[0].freed.bytes: more than the line's bytes"},
+        {"memory_lines/2/freed", "{\"site\":1,\"bytes\":5}", "memory_lines[2].freed: only a peak line has it"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         json_t *root = sample_tree(sample_final, PROFILE_FINAL);
@@ -1762,6 +1767,10 @@ static const BrokenFixture BROKEN[] = {
     {"memory-window-not-boolean.json", sample_final, {"memory/0/window_complete", "\"yes\"", "memory[0].window_complete"}},
     {"memory-line-kind-unknown.json", sample_final, {"memory_lines/0/kind", "\"cache\"", "memory_lines[0].kind: must be"}},
     {"memory-line-bytes-negative.json", sample_final, {"memory_lines/0/bytes", "-1", "memory_lines[0].bytes: must be"}},
+    {"memory-line-freed-bytes-zero.json", sample_final,
+     {"memory_lines/0/freed/bytes", "0", "memory_lines[0].freed.bytes: must be a positive"}},
+    {"memory-line-freed-site-null.json", sample_final,
+     {"memory_lines/0/freed/site", "null", "memory_lines[0].freed.site: must be an index"}},
     {"memory-oom-not-an-object.json", sample_final, {"memory/0/oom", "5", "memory[0].oom: must be an object or null"}},
 };
 

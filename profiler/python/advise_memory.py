@@ -7,8 +7,11 @@ tensor allocation and free, with its Python stack, in a ring of max_entries)
 and counts optimizer steps. At exit, finish() takes PyTorch's snapshot once,
 replays the history and writes a bounded summary next to the profile's other
 parts: memory over time, the peak and what was live at it by allocating
-line, live memory that grows from step to step, allocations per line, and
-the failing allocation of an out-of-memory error with what was live then.
+line (with the line that freed it afterwards), memory a variable carried
+from one optimizer step into the next (live at the peak, freed later at a
+line of the project), live memory that grows from step to step, allocations
+per line, and the failing allocation of an out-of-memory error with what was
+live then.
 
 It must not change the program: every failure is reported in the part and
 swallowed, nothing runs on the user's hot path except PyTorch's own history
@@ -21,7 +24,7 @@ import sys
 import time
 
 MAX_SAMPLES = 512     # points of memory over time
-MAX_LINES = 64        # lines per kind (peak holders, growth, allocations)
+MAX_LINES = 64        # lines per kind (peak holders, kept, growth, allocations)
 MAX_STEP_MARKS = 4096 # step ends kept (the latest ones)
 
 _state = None
@@ -134,7 +137,7 @@ def _summarize(torch, device, snapshot, s, offset):
             if b.get("state") in ("active_allocated", "active_awaiting_free", "active_pending_free"):
                 # requested bytes, as the history's events count them (blocks are rounded up)
                 size = int(b.get("requested_size") or b["size"])
-                end_live[int(b["address"])] = (size, _user_frame(b.get("frames"), s, cache))
+                end_live[int(b["address"])] = (size, _user_frame(b.get("frames"), s, cache), None)
     # Pair the window's events by address: an alloc opens a block, its free_completed closes it.
     open_blocks = {}
     before_window = {}   # freed in the window, allocated before it: live at its start
@@ -150,7 +153,7 @@ def _summarize(torch, device, snapshot, s, offset):
             if addr in open_blocks:
                 del open_blocks[addr]
             else:
-                before_window[addr] = (int(e["size"]), None)
+                before_window[addr] = (int(e["size"]), None, None)
             alloc_delta -= int(e["size"])
         elif a in ("segment_alloc", "segment_map"):
             seg_delta += int(e["size"])
@@ -169,7 +172,6 @@ def _summarize(torch, device, snapshot, s, offset):
     allocs = {}          # site: [bytes, count]
     points = []
     peak = (allocated, reserved, trace[0].get("time_us", 0) if trace else 0, -1)
-    peak_sites = dict(by_site)
     oom = None
     t0 = None
     for i, e in enumerate(trace):
@@ -184,14 +186,14 @@ def _summarize(torch, device, snapshot, s, offset):
         if a == "alloc":
             size = int(e["size"])
             site = _user_frame(e.get("frames"), s, cache)
-            live[int(e["addr"])] = (size, site)
+            live[int(e["addr"])] = (size, site, step_i)
             by_site[site] = by_site.get(site, 0) + size
             row = allocs.setdefault(site, [0, 0])  # per line: bytes and allocations in the window
             row[0] += size
             row[1] += 1
             allocated += size
         elif a == "free_completed":
-            size, site = live.pop(int(e["addr"]), (int(e["size"]), None))
+            size, site, _ = live.pop(int(e["addr"]), (int(e["size"]), None, None))
             by_site[site] = by_site.get(site, 0) - size
             allocated -= size
         elif a in ("segment_alloc", "segment_map"):
@@ -206,14 +208,17 @@ def _summarize(torch, device, snapshot, s, offset):
         points.append(((t - t0) * 1000, allocated, reserved))
         if allocated > peak[0]:
             peak = (allocated, reserved, t, i)
-            peak_sites = None
     # Steps that ended after the last event: the state then is the final one.
     for t in steps[step_i:]:
         if t0 is not None and t >= t0:
             step_live.append(dict(by_site))
     # The live set at the peak: replay once more up to it (cheaper than copying at every new peak).
-    if peak_sites is None:
-        peak_sites = _sites_at(trace, peak[3], before_window, end_live, open_blocks, s, cache)
+    peak_live = _live_at(trace, peak[3], before_window, end_live, open_blocks, steps, s, cache)
+    peak_sites = {}
+    for size, site, _ in peak_live.values():
+        peak_sites[site] = peak_sites.get(site, 0) + size
+    steps_before_peak = sum(1 for t in steps if t <= peak[2])
+    freed_at = _freed_at(trace, peak[3], peak_live, s, cache)
     max_allocated = int(torch.cuda.max_memory_allocated(device))
     part = {
         "device": device,
@@ -236,6 +241,8 @@ def _summarize(torch, device, snapshot, s, offset):
             lines.append(row)
 
     add("peak", {k: (b, 0) for k, b in peak_sites.items() if b > 0})
+    _add_freed(lines, peak_live, freed_at)
+    add("kept", _kept(peak_live, freed_at, steps_before_peak))
     add("allocs", {k: (v[0], v[1]) for k, v in allocs.items()})
     # Growth: a line whose live bytes rose at most step ends over the last ones in the window.
     if len(step_live) >= 4:
@@ -274,18 +281,78 @@ def _live_at_window_start(before_window, end_live, open_blocks):
     return live
 
 
-def _sites_at(trace, index, before_window, end_live, open_blocks, s, cache):
+def _live_at(trace, index, before_window, end_live, open_blocks, steps, s, cache):
+    """The blocks live just after trace[index]: address -> (bytes, allocating line,
+    optimizer steps ended before the allocation; None when it predates the window)."""
     live = _live_at_window_start(before_window, end_live, open_blocks)
-    for e in trace[:index + 1]:
+    step_i = 0
+    for i, e in enumerate(trace[:index + 1]):
         a = e.get("action")
+        t = int(e.get("time_us", i))
+        while step_i < len(steps) and steps[step_i] <= t:
+            step_i += 1
         if a == "alloc":
-            live[int(e["addr"])] = (int(e["size"]), _user_frame(e.get("frames"), s, cache))
+            live[int(e["addr"])] = (int(e["size"]), _user_frame(e.get("frames"), s, cache), step_i)
         elif a == "free_completed":
             live.pop(int(e["addr"]), None)
+    return live
+
+
+def _freed_at(trace, index, peak_live, s, cache):
+    """Where each block live at the peak was freed afterwards: address -> the line
+    (None: no frame in the project, as for frees on autograd's backward thread).
+    Blocks still live at the end of the window are absent. The free's own stack
+    is PyTorch's free_requested entry (context="all", the history's default);
+    free_completed stands in when that is missing."""
+    pending = set(peak_live)
     out = {}
-    for size, site in live.values():
-        out[site] = out.get(site, 0) + size
+    for e in trace[index + 1:]:
+        if not pending:
+            break
+        a = e.get("action")
+        if a not in ("free_requested", "free_completed"):
+            continue
+        addr = int(e["addr"])
+        if addr not in pending:
+            continue
+        site = _user_frame(e.get("frames"), s, cache)
+        if a == "free_completed":
+            pending.discard(addr)
+            out.setdefault(addr, site)
+        elif site is not None or addr not in out:
+            out[addr] = site
     return out
+
+
+def _add_freed(lines, peak_live, freed_at):
+    """Each peak row gets the line that freed most of its bytes after the peak."""
+    by_site = {}
+    for addr, (size, site, _) in peak_live.items():
+        if addr in freed_at and freed_at[addr] is not None:
+            table = by_site.setdefault(site, {})
+            table[freed_at[addr]] = table.get(freed_at[addr], 0) + size
+    for row in lines:
+        if row["kind"] != "peak":
+            continue
+        site = (row["file"], row["line"], row["function"]) if "file" in row else None
+        table = by_site.get(site)
+        if table:
+            where, size = max(table.items(), key=lambda kv: kv[1])
+            row["freed"] = {"file": where[0], "line": where[1], "function": where[2], "bytes": int(size)}
+
+
+def _kept(peak_live, freed_at, steps_before_peak):
+    """Memory live at the peak that an earlier step allocated and a project line
+    freed later, by the freeing line: what a variable carried into the next step."""
+    table = {}
+    for addr, (size, _, step) in peak_live.items():
+        where = freed_at.get(addr)
+        if where is None or step is None or step >= steps_before_peak:
+            continue
+        row = table.setdefault(where, [0, 0])
+        row[0] += size
+        row[1] += 1
+    return {k: (v[0], v[1]) for k, v in table.items()}
 
 
 def finish():

@@ -43,6 +43,10 @@ def free(addr, size, t):
     return {"action": "free_completed", "addr": addr, "size": size, "frames": [], "time_us": t}
 
 
+def free_requested(addr, size, line, t):
+    return {"action": "free_requested", "addr": addr, "size": size, "frames": frames(line), "time_us": t}
+
+
 def state(steps=(), max_entries=1000):
     return {"root": ROOT, "cwd": ROOT, "max_entries": max_entries, "steps": list(steps), "step_count": len(steps)}
 
@@ -121,6 +125,49 @@ class Replay(unittest.TestCase):
         self.assertEqual((part["oom"]["file"], part["oom"]["line"]), ("train.py", 20))
         self.assertEqual(part["oom"]["allocated"], 40 * MiB)
         self.assertEqual(lines(part, "oom")[("train.py", 5)]["bytes"], 40 * MiB)
+
+    def test_peak_rows_name_the_line_that_freed_them(self):
+        # activations of line 9 are freed by the user's `del h` at line 14 (free_requested carries
+        # the stack, free_completed none); the weights of line 5 stay to the end
+        trace = [alloc(1, 10 * MiB, 5, 100), alloc(2, 30 * MiB, 9, 200), alloc(3, 2 * MiB, 9, 210),
+                 free_requested(2, 30 * MiB, 14, 300), free(2, 30 * MiB, 301),
+                 free_requested(3, 2 * MiB, 15, 310), free(3, 2 * MiB, 311)]
+        part = advise_memory._summarize(FakeTorch(42 * MiB, 64 * MiB), 0,
+                                        snapshot(trace, live_blocks=[(1, 10 * MiB, 5)]), state(), 0)
+        peak = lines(part, "peak")
+        self.assertEqual(peak[("train.py", 9)]["freed"],
+                         {"file": "train.py", "line": 14, "function": "main", "bytes": 30 * MiB})
+        self.assertNotIn("freed", peak[("train.py", 5)])  # never freed in the window
+        self.assertEqual(lines(part, "kept"), {})  # no optimizer step: nothing was carried over
+
+    def test_memory_a_variable_carries_into_the_next_step(self):
+        # step 1: the output (line 30, 50 MiB) and activations (line 31) of the forward; the
+        # activations go in backward (no Python frame); the optimizer steps at t=100. Step 2's
+        # forward allocates again, reaching the peak while step 1's output is still bound; the
+        # rebinding at line 25 frees it only then. Weights (line 5) are never freed.
+        trace = [alloc(1, 10 * MiB, 5, 10),
+                 alloc(2, 50 * MiB, 30, 20), alloc(3, 40 * MiB, 31, 30), free(3, 40 * MiB, 60),
+                 alloc(4, 50 * MiB, 30, 120), alloc(5, 40 * MiB, 31, 130),
+                 free_requested(2, 50 * MiB, 25, 140), free(2, 50 * MiB, 141), free(5, 40 * MiB, 160)]
+        snap = snapshot(trace, live_blocks=[(1, 10 * MiB, 5), (4, 50 * MiB, 30)])
+        part = advise_memory._summarize(FakeTorch(150 * MiB, 160 * MiB), 0, snap, state([100]), 0)
+        self.assertEqual(part["peak"]["allocated"], 150 * MiB)
+        kept = lines(part, "kept")
+        self.assertEqual(set(kept), {("train.py", 25)})
+        self.assertEqual((kept[("train.py", 25)]["bytes"], kept[("train.py", 25)]["count"]), (50 * MiB, 1))
+        # the peak row of line 30 holds both outputs; most of it (step 1's) was freed at line 25
+        self.assertEqual(lines(part, "peak")[("train.py", 30)]["bytes"], 100 * MiB)
+        self.assertEqual(lines(part, "peak")[("train.py", 30)]["freed"]["line"], 25)
+
+    def test_memory_of_the_current_step_is_not_carried(self):
+        # the same loop, but the output is freed before the next forward: the peak holds only this step's
+        trace = [alloc(2, 50 * MiB, 30, 20), free_requested(2, 50 * MiB, 34, 40), free(2, 50 * MiB, 41),
+                 alloc(4, 50 * MiB, 30, 120), alloc(5, 40 * MiB, 31, 130),
+                 free_requested(4, 50 * MiB, 34, 140), free(4, 50 * MiB, 141), free(5, 40 * MiB, 160)]
+        part = advise_memory._summarize(FakeTorch(90 * MiB, 96 * MiB), 0, snapshot(trace), state([100]), 0)
+        self.assertEqual(part["peak"]["allocated"], 90 * MiB)
+        self.assertEqual(lines(part, "kept"), {})
+        self.assertEqual(lines(part, "peak")[("train.py", 30)]["freed"]["line"], 34)
 
     def test_frames_outside_the_project_are_not_lines(self):
         outside = {"action": "alloc", "addr": 9, "size": MiB, "time_us": 5,
