@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/edits.h"
 #include "profiler/aggregate.h"
 #include "profiler/memory_part.h"
 #include "profiler/profile_json.h"
@@ -234,6 +235,18 @@ Test(memory_rules, the_lines_holding_most_at_the_peak) {
     checked_free(&c);
 }
 
+Test(memory_rules, a_peak_holder_names_the_line_that_kept_it_alive) {
+    Checked c = check(profile_with(part_text(
+        "{\"kind\":\"peak\",\"bytes\":6442450944,\"count\":0,\"file\":\"" SRC "\",\"line\":12,\"function\":\"forward\","
+        "\"freed\":{\"file\":\"" SRC "\",\"line\":24,\"function\":\"train\",\"bytes\":4294967296}}",
+        NULL, 12 * GiB)));
+    const Finding *f = at(&c, "PR015", LINE_FORWARD);
+    cr_assert_not_null(f);
+    cr_assert(has_evidence(f, "4.29 GB of it was freed after the peak at " SRC ":24, which kept it alive until then"),
+              "%s", evidence_of(f));
+    checked_free(&c);
+}
+
 Test(memory_rules, the_fix_follows_what_the_line_holds) {
     Checked c = check(profile_with(part_text(
         "{\"kind\":\"peak\",\"bytes\":4294967296,\"count\":0,\"file\":\"" SRC "\",\"line\":23,\"function\":\"train\"}",
@@ -317,5 +330,61 @@ Test(memory_rules, a_real_out_of_memory_error) {
     cr_assert(strstr(f->message, "an allocation of 134 MB failed here") && strstr(f->message, "process's own") &&
                   strstr(f->message, "bench/memory/train.py:86"),
               "%s", f->message);
+    checked_free(&c);
+}
+
+/* ---- PR020: a loop variable that keeps the previous step's output alive ----------- */
+
+#define KEPT_SRC "tests/fixtures/memory/kept_alive.py"
+#define KEPT(line) \
+    "{\"kind\":\"kept\",\"bytes\":1073741824,\"count\":2,\"file\":\"" KEPT_SRC "\",\"line\":" #line ",\"function\":\"f\"}"
+
+/* the fixed text of a finding's one fix */
+static char *fixed_text(const Checked *c, const Finding *f) {
+    cr_assert_eq(f->fix_count, 1);
+    cr_assert(f->fixes[0].safe);
+    size_t length = 0;
+    char *out = edits_apply(c->text, strlen(c->text), f->fixes[0].edits, f->fixes[0].edit_count, &length);
+    cr_assert_not_null(out);
+    return out;
+}
+
+Test(memory_rules, a_variable_that_keeps_the_last_output_until_it_is_rebound) {
+    Profile *p = profile_with(part_text(KEPT(7) "," KEPT(17) "," KEPT(27) "," KEPT(35) "," KEPT(44) "," KEPT(51) ","
+                                        KEPT(60) "," KEPT(71) "," KEPT(69), NULL, 12 * GiB));
+    Checked c = check_path(p, KEPT_SRC, "PR020");
+    const Finding *plain = at(&c, "PR020", 7), *with = at(&c, "PR020", 17), *late = at(&c, "PR020", 69);
+    cr_assert_not_null(plain);
+    cr_assert_not_null(with, "a tuple target inside `with autocast()`");
+    cr_assert_not_null(late, "out's last read is the loss, before zero_grad");
+    cr_assert_eq(count_of(&c, "PR020"), 3,
+                 "silent for a carried hidden state, an output read after the loop or in the next epoch, a "
+                 "binding under an if, a read from a lambda, and a line that binds nothing");
+    cr_assert(strstr(plain->message, "out keeps the previous step's tensors alive") &&
+                  strstr(plain->message, "1.07 GB") && strstr(plain->message, "10%") &&
+                  strstr(plain->message, "del out after line 8"),
+              "%s", plain->message);
+    cr_assert_eq(plain->severity, SEVERITY_INFO, "10%% of the peak");
+    cr_assert(has_evidence(plain, "1.07 GB (2 tensors)") && has_evidence(plain, "the peak falls by up to 1.07 GB"),
+              "%s", evidence_of(plain));
+    char *fixed = fixed_text(&c, plain);
+    cr_assert(strstr(fixed, "        loss = F.cross_entropy(out, y)  # the last read of out\n        del out\n"
+                            "        opt.zero_grad()\n"),
+              "%s", fixed);
+    free(fixed);
+    fixed = fixed_text(&c, with);
+    cr_assert(strstr(fixed, "+ aux.mean()\n            del logits, aux\n        loss.backward()"), "%s", fixed);
+    cr_assert(strstr(with->message, "del logits, aux after line 18"), "%s", with->message);
+    free(fixed);
+    checked_free(&c);
+}
+
+Test(memory_rules, kept_memory_below_the_thresholds_is_not_reported) {
+    /* 256 MiB is 2.5% of the 10 GiB peak */
+    Profile *p = profile_with(part_text(
+        "{\"kind\":\"kept\",\"bytes\":268435456,\"count\":1,\"file\":\"" KEPT_SRC "\",\"line\":7,\"function\":\"train\"}",
+        NULL, 12 * GiB));
+    Checked c = check_path(p, KEPT_SRC, "PR020");
+    cr_assert_eq(count_of(&c, "PR020"), 0);
     checked_free(&c);
 }

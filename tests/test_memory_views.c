@@ -214,6 +214,41 @@ Test(memory_hover, the_leak_runs_first_block_line) {
     profile_free(p);
 }
 
+/* where the peak's memory was freed, and memory an earlier step left alive, freed here */
+Test(memory_hover, freed_later_and_kept_from_an_earlier_step) {
+    Profile *p = read_profile(MEMORY_FIXTURES "leak_h200.json");
+    int loop = -1;
+    for (size_t i = 0; i < p->site_count; i++)
+        if (p->sites[i].line == 108) loop = (int)i;
+    cr_assert(loop >= 0);
+    for (size_t i = 0; i < p->memory_line_count; i++) {
+        ProfMemLine *l = &p->memory_lines[i];
+        if (l->kind == PROF_MEM_LINE_PEAK && l->site >= 0 && p->sites[l->site].line == 35) {
+            l->freed_site = loop;
+            l->freed_bytes = 1000000000u;
+        }
+    }
+    ProfMemLine *l = realloc(p->memory_lines, (p->memory_line_count + 1) * sizeof *l);
+    cr_assert_not_null(l);
+    p->memory_lines = l;
+    l[p->memory_line_count++] = (ProfMemLine){.memory = 0, .kind = PROF_MEM_LINE_KEPT, .site = loop,
+                                              .bytes = 500000000u, .count = 3};
+    LineMemory at;
+    cr_assert(line_memory_at(p, train_file(p), 35, &at));
+    char *md = lsp_memory_hover(p, &at);
+    cr_expect(strstr(md, "- live at the memory peak: 1.28 GB (37% of the peak 3.44 GB); 1.00 GB of it was freed "
+                         "later at bench/memory/train.py:108, which kept it alive until then\n"),
+              "%s", md);
+    free(md);
+    cr_assert(line_memory_at(p, train_file(p), 108, &at));
+    md = lsp_memory_hover(p, &at);
+    cr_expect(strstr(md, "- freed here, after the peak: 500 MB that an earlier step allocated, alive at the peak "
+                         "(3 tensors)\n"),
+              "%s", md);
+    free(md);
+    profile_free(p);
+}
+
 Test(memory_hover, the_activation_runs_optimizer_step) {
     Profile *p = read_profile(MEMORY_FIXTURES "act_h200.json");
     LineMemory l;

@@ -621,6 +621,30 @@ Test(report_memory, an_out_of_memory_error_an_incomplete_window_and_escaping) {
     profile_free(p);
 }
 
+/* The line that freed a peak holder's memory, the holder's keeper, is named beside it. */
+Test(report_memory, where_the_peak_holders_were_freed) {
+    Profile *p = memory_profile("leak_h200.json");
+    for (size_t i = 0; i < p->memory_line_count; i++) {
+        ProfMemLine *l = &p->memory_lines[i];
+        if (l->kind == PROF_MEM_LINE_PEAK && l->site == 18) { /* line 35 */
+            l->freed_site = 18;
+            l->freed_bytes = l->bytes / 2;
+        }
+    }
+    RankedFindings r = {0};
+    ReportProfile rp = {p, NULL};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
+    char *out = render(false, &in);
+    cr_expect(strstr(out, "bench/memory/train.py:35, freed at bench/memory/train.py:35\n"), "%s", out);
+    free(out);
+    out = render(true, &in);
+    cr_expect(strstr(out, "<code>bench/memory/train.py:35</code><br><span class=\"note\">freed at "
+                          "<code>bench/memory/train.py:35</code></span>"),
+              "%s", out);
+    free(out);
+    profile_free(p);
+}
+
 /* A profile without memory: no section, no link, nothing else changed. */
 Test(report_memory, none_without_memory) {
     Profile *p = memory_profile("leak_h200.json");

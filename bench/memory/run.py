@@ -3,10 +3,13 @@ its advice buy, and what does recording cost. One run, one GPU:
 
     python3 bench/memory/run.py --profile BUNDLE/advise-profile --out DIR [--reps 3]
 
-For each workload of train.py (leak, act):
+For each workload of train.py (leak, act) and probe.py (probe):
   - agreement: a --memory profile of a run that stops at its peak
     (--selfcheck), against torch.cuda.memory_allocated() and the live
-    bytes by line in PyTorch's own snapshot taken at that moment;
+    bytes by line in PyTorch's own snapshot taken at that moment (not for
+    probe, whose peak is inside a forward, not after it);
+  - the advice's input: a --memory profile of the "before" run
+    (profile-before-MODEL.json; `advise check --profile` reads it);
   - before/after the advice: the peak (max_memory_allocated) at one batch
     size, and the largest batch that fits under a --cap-gib memory cap
     (bisection, one process per try);
@@ -25,7 +28,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
 def train(args, model, variant, batch, steps, extra=(), profile=None):
-    cmd = [sys.executable, os.path.join(HERE, "train.py"), "--model", model, "--variant", variant,
+    script = "probe.py" if model == "probe" else "train.py"
+    cmd = [sys.executable, os.path.join(HERE, script), "--model", model, "--variant", variant,
            "--batch", str(batch), "--steps", str(steps)] + list(extra)
     if profile:
         cmd = [args.profile, "--memory", "-o", profile, "--"] + cmd
@@ -109,7 +113,10 @@ def main():
             res["fits"] = {v: largest_batch(args, model, v, 64, 1 << 16) for v in ("before", "after")}
             print(json.dumps({model: res}), flush=True)
             continue
-        res["agreement"] = agreement(args, model, args.out)
+        res["agreement"] = agreement(args, model, args.out) if model != "probe" else {}
+        r = train(args, model, "before", args.batch, args.steps,
+                  profile=os.path.join(args.out, "profile-before-%s.json" % model))
+        res["profiled_before"] = {"peak": r.get("peak"), "error": r.get("error")}
         for variant in ("before", "after"):
             r = train(args, model, variant, args.batch, args.steps)
             res[variant] = {"peak": r.get("peak"), "step_ms": r.get("step_ms"), "error": r.get("error")}

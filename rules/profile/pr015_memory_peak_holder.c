@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analysis/units.h"
+#include "profiler/profile_view.h"
 #include "rules/measure/profile_facts.h"
 #include "rules/profile/support/memory_lines.h"
 
@@ -51,7 +52,10 @@ static const char documentation[] =
     MEMORY_RULE_FIX_SAFETY
     "## The numbers\n"
     "Measured: the line's live bytes at the peak, the peak and when it happened, summed over the\n"
-    "processes and devices of the run (the share is of the device where the line holds most).\n"
+    "processes and devices of the run (the share is of the device where the line holds most),\n"
+    "and the line that freed most of them after the peak: what kept them alive until then (a\n"
+    "free with no project frame on its stack, such as autograd's backward thread releasing\n"
+    "saved activations, names no line).\n"
     "The saving is a model, chosen by where the line is:\n"
     "- an optimizer's `step()` (its state): an 8-bit optimizer keeps a quarter, saving 3/4;\n"
     "- inside a `forward` method: activation checkpointing of that module frees up to all of the\n"
@@ -141,6 +145,12 @@ static void report(RuleContext *ctx, const MemLine *l) {
         ok = finding_measured(f, QV(q_count(m->events), q_bytes(m->max_allocated)),
                               "the allocator history kept the last {} events, not the whole run; the run's own "
                               "peak was {}");
+    if (ok && l->freed) {
+        const Profile *p = profile_view_profile(ctx->profile);
+        ok = finding_measured(f, QV(q_bytes(l->freed_bytes)),
+                              "{} of it was freed after the peak at %s:%u, which kept it alive until then",
+                              p->files[l->freed->file].path, l->freed->line);
+    }
     if (ok) ok = advise_fix(f, holds_of(ctx, l), l->bytes);
     if (!ok) ctx->out_of_memory = true;
 }

@@ -39,12 +39,20 @@ static void where_most(Words *w, const Profile *p, const LineMemoryFigure *f, co
         unit_words, f->memories);
 }
 
+/* A site that names a file of the profile, or NULL. */
+static const ProfSite *site_at(const Profile *p, int site) {
+    if (site < 0 || (size_t)site >= p->site_count) return NULL;
+    const ProfSite *s = &p->sites[site];
+    return s->file >= 0 && (size_t)s->file < p->file_count ? s : NULL;
+}
+
 char *lsp_memory_hover(const Profile *p, const LineMemory *l) {
     Words w = {.len = 0};
     w.text[0] = '\0';
     char a[UNITS_BUF], b[UNITS_BUF], c[UNITS_BUF];
     const LineMemoryFigure *peak = &l->kind[PROF_MEM_LINE_PEAK], *growth = &l->kind[PROF_MEM_LINE_GROWTH],
-                           *allocs = &l->kind[PROF_MEM_LINE_ALLOCS], *oom = &l->kind[PROF_MEM_LINE_OOM];
+                           *allocs = &l->kind[PROF_MEM_LINE_ALLOCS], *oom = &l->kind[PROF_MEM_LINE_OOM],
+                           *kept = &l->kind[PROF_MEM_LINE_KEPT];
     if (peak->memory && peak->bytes) {
         const ProfMemory *m = peak->memory;
         add(&w, "- live at the memory peak: %s (%s of the peak %s)", units_bytes(peak->bytes, a, sizeof a),
@@ -53,6 +61,17 @@ char *lsp_memory_hover(const Profile *p, const LineMemory *l) {
         if (!m->window_complete) /* the peak is the recorded window's; the run's may have been higher */
             add(&w, "; the recorded window began after the run did, whose own peak was %s",
                 units_bytes(m->max_allocated, a, sizeof a));
+        const ProfSite *freed = site_at(p, peak->freed_site);
+        if (peak->freed_bytes && freed)
+            add(&w, "; %s of it was freed later at %s:%u, which kept it alive until then",
+                units_bytes(peak->freed_bytes, a, sizeof a), p->files[freed->file].path, freed->line);
+        add(&w, "\n");
+    }
+    if (kept->memory && kept->bytes) {
+        add(&w, "- freed here, after the peak: %s that an earlier step allocated, alive at the peak (%s %s)",
+            units_bytes(kept->bytes, a, sizeof a), units_count(kept->count, b, sizeof b),
+            kept->count == 1 ? "tensor" : "tensors");
+        where_most(&w, p, kept, "");
         add(&w, "\n");
     }
     if (growth->memory && growth->bytes) {

@@ -10,6 +10,8 @@ typedef struct {
     size_t memory;
     ProfMemLineKind kind;
     uint64_t bytes, count;
+    uint64_t freed_bytes;
+    int freed_site;
 } Entry;
 
 static int by_line_memory_kind(const void *a, const void *b) {
@@ -25,6 +27,11 @@ static const ProfSite *site_of(const Profile *p, int site) {
     const ProfSite *s = &p->sites[site];
     if (s->file < 0 || (size_t)s->file >= p->file_count) return NULL;
     return s;
+}
+
+/* A peak line's freed bytes when its freeing site names a line; 0 otherwise. */
+static uint64_t freed_of(const Profile *p, const ProfMemLine *l) {
+    return l->freed_bytes && site_of(p, l->freed_site) ? l->freed_bytes : 0;
 }
 
 /* The memory lines of file (of one line when only_line is not 0), sorted
@@ -44,7 +51,7 @@ static Entry *entries_of(const Profile *p, int file, uint32_t only_line, size_t 
             out = malloc(p->memory_line_count * sizeof *out);
             if (!out) return NULL;
         }
-        out[n++] = (Entry){s->line, (size_t)l->memory, l->kind, l->bytes, l->count};
+        out[n++] = (Entry){s->line, (size_t)l->memory, l->kind, l->bytes, l->count, freed_of(p, l), l->freed_site};
     }
     if (n) qsort(out, n, sizeof *out, by_line_memory_kind);
     *count = n;
@@ -52,13 +59,16 @@ static Entry *entries_of(const Profile *p, int file, uint32_t only_line, size_t 
 }
 
 /* Folds one memory's sum of one kind into the line's figure. */
-static void add_memory(const Profile *p, LineMemoryFigure *f, size_t memory, uint64_t bytes, uint64_t count) {
+static void add_memory(const Profile *p, LineMemoryFigure *f, size_t memory, uint64_t bytes, uint64_t count,
+                       const Entry *freed) {
     f->all_bytes = prof_add_u64(f->all_bytes, bytes);
     f->memories++;
     if (!f->memory || bytes > f->bytes) {
         f->memory = &p->memories[memory];
         f->bytes = bytes;
         f->count = count;
+        f->freed_bytes = freed ? freed->freed_bytes : 0;
+        f->freed_site = freed ? freed->freed_site : -1;
     }
 }
 
@@ -79,14 +89,16 @@ static LineMemory *summed(const Profile *p, int file, uint32_t only_line, size_t
         /* the entries of one memory and kind at this line: sites sharing the line */
         size_t j = i;
         uint64_t bytes = 0, count_sum = 0, count_max = 0;
+        const Entry *freed = NULL; /* the site freeing the most of it */
         for (; j < n && e[j].line == e[i].line && e[j].memory == e[i].memory && e[j].kind == e[i].kind; j++) {
             bytes = prof_add_u64(bytes, e[j].bytes);
             count_sum = prof_add_u64(count_sum, e[j].count);
             if (e[j].count > count_max) count_max = e[j].count;
+            if (e[j].freed_bytes && (!freed || e[j].freed_bytes > freed->freed_bytes)) freed = &e[j];
         }
         /* growth counts the steps measured, the same steps for every site: not summed */
         uint64_t c = e[i].kind == PROF_MEM_LINE_GROWTH ? count_max : count_sum;
-        add_memory(p, &out[lines - 1].kind[e[i].kind], e[i].memory, bytes, c);
+        add_memory(p, &out[lines - 1].kind[e[i].kind], e[i].memory, bytes, c, freed);
         i = j;
     }
     free(e);
@@ -151,7 +163,7 @@ MemoryHolder *memory_holders(const Profile *p, size_t memory, ProfMemLineKind ki
             out = malloc(p->memory_line_count * sizeof *out);
             if (!out) return NULL;
         }
-        out[n++] = (MemoryHolder){l->site, s->file, s->line, l->bytes, l->count};
+        out[n++] = (MemoryHolder){l->site, s->file, s->line, l->bytes, l->count, freed_of(p, l), l->freed_site};
     }
     if (!n) {
         free(out);
@@ -164,6 +176,10 @@ MemoryHolder *memory_holders(const Profile *p, size_t memory, ProfMemLineKind ki
         MemoryHolder *last = merged ? &out[merged - 1] : NULL;
         if (last && last->file == out[i].file && last->line == out[i].line) {
             last->bytes = prof_add_u64(last->bytes, out[i].bytes);
+            if (out[i].freed_bytes > last->freed_bytes) {
+                last->freed_bytes = out[i].freed_bytes;
+                last->freed_site = out[i].freed_site;
+            }
             /* growth counts the steps measured, the same for every site: not summed */
             last->count = kind == PROF_MEM_LINE_GROWTH ? (out[i].count > last->count ? out[i].count : last->count)
                                                        : prof_add_u64(last->count, out[i].count);

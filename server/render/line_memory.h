@@ -25,6 +25,10 @@ typedef struct {
     uint64_t count;           /* with bytes: allocations (allocs), steps measured (growth) */
     uint64_t all_bytes;       /* summed over every memory */
     uint32_t memories;        /* how many memories the line has this kind in */
+    /* peak: in that memory, the line that freed most of these bytes after the peak (freed_bytes
+     * of them); none when freed_bytes is 0 */
+    uint64_t freed_bytes;
+    int freed_site;
 } LineMemoryFigure;
 
 typedef struct {
@@ -56,6 +60,10 @@ typedef struct {
     int file;
     uint32_t line;
     uint64_t bytes, count;
+    /* peak: the line that freed most of these bytes after the peak (a site), and how many; none
+     * when freed_bytes is 0 */
+    uint64_t freed_bytes;
+    int freed_site;
 } MemoryHolder;
 
 MemoryHolder *memory_holders(const Profile *p, size_t memory, ProfMemLineKind kind, size_t *count,

@@ -140,6 +140,11 @@ static void write_holders(FILE *out, const Profile *p, size_t memory, ProfMemLin
         units_bytes(h[i].bytes, bytes, sizeof bytes);
         fprintf(out, "<tr><td class=\"num\">%zu</td><td class=\"where\">", i + 1);
         report_html_site(out, p, h[i].site);
+        if (h[i].freed_bytes) { /* what kept it alive: the line that freed it later */
+            fputs("<br><span class=\"note\">freed at ", out);
+            report_html_site(out, p, h[i].freed_site);
+            fputs("</span>", out);
+        }
         if (growth) {
             fprintf(out, "</td><td class=\"num\">%s</td><td class=\"num\">%llu</td></tr>\n", bytes,
                     (unsigned long long)h[i].count);

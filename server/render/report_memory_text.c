@@ -76,6 +76,10 @@ static void write_holders(FILE *out, const Profile *p, size_t memory, ProfMemLin
         write_place(out, p, h[i].file, h[i].line);
         if (kind == PROF_MEM_LINE_GROWTH && h[i].count)
             fprintf(out, " (over %llu steps)", (unsigned long long)h[i].count);
+        if (h[i].freed_bytes) {
+            fputs(", freed at ", out);
+            write_place(out, p, p->sites[h[i].freed_site].file, p->sites[h[i].freed_site].line);
+        }
         fputc('\n', out);
     }
     if (n > REPORT_MEMORY_TOP) {

@@ -33,6 +33,11 @@ MemLine *mem_lines_of_document(RuleContext *ctx, ProfMemLineKind kind, size_t *c
         m->bytes = prof_add_u64(m->bytes, l->bytes);
         m->count = prof_add_u64(m->count, l->count);
         /* lines of one memory never repeat a site, so this is the line's bytes in that memory */
+        if (l->freed_bytes > m->freed_bytes && l->freed_site >= 0 && (size_t)l->freed_site < p->site_count &&
+            p->sites[l->freed_site].file >= 0 && (size_t)p->sites[l->freed_site].file < p->file_count) {
+            m->freed = &p->sites[l->freed_site];
+            m->freed_bytes = l->freed_bytes;
+        }
         if (l->bytes > m->memory_bytes) {
             m->memory_bytes = l->bytes;
             m->memory = &p->memories[l->memory];

@@ -24,6 +24,9 @@ typedef struct {
     uint64_t bytes;           /* summed over processes and devices */
     uint64_t count;
     uint64_t memory_bytes;    /* its bytes in that one memory */
+    /* peak: the line that freed most of its bytes after the peak, and how many (NULL, 0: none) */
+    const ProfSite *freed;
+    uint64_t freed_bytes;
 } MemLine;
 
 /* The lines of this document with memory of that kind, most bytes first;
