@@ -86,6 +86,14 @@ char *lsp_memory_hover(const Profile *p, const LineMemory *l) {
         if (allocs->count == 1) snprintf(a, sizeof a, "once");
         else snprintf(a, sizeof a, "%s times", units_count(allocs->count, c, sizeof c));
         add(&w, "- allocated here %s in the recorded window, %s in all", a, units_bytes(allocs->bytes, b, sizeof b));
+        /* allocations in a hot loop: how many each optimizer step makes (the window's steps) */
+        uint64_t steps = allocs->memory->steps_in_window;
+        if (steps && allocs->count >= steps) {
+            double per = (double)allocs->count / (double)steps;
+            if (per < 1.05) add(&w, ", about once per optimizer step");
+            else if (per < 10) add(&w, ", about %.1f per optimizer step", per);
+            else add(&w, ", about %s per optimizer step", units_count((uint64_t)(per + 0.5), c, sizeof c));
+        }
         where_most(&w, p, allocs, "");
         add(&w, "\n");
     }
