@@ -310,6 +310,31 @@ Test(profile_cli, source_metrics_option_errors) {
     run_result_free(&r);
 }
 
+/* --memory tells the recorder where it is; --memory=native also asks it for C++ frames */
+Test(profile_cli, memory_options_reach_the_recorder) {
+    sh("mkdir -p %s/advise-python && touch %s/advise-python/advise_memory.py", fake_driver, fake_driver);
+    char env[1400];
+    snprintf(env, sizeof env, "LD_LIBRARY_PATH=%s ADVISE_INJECT_LIB=%s/libcuda.so.1 ADVISE_PROFILE_MEMORY_STACKS=stale",
+             fake_driver, fake_driver);
+    static const struct {
+        const char *option, *stacks;
+    } cases[] = {{"--memory", "[]"}, {"--memory=python", "[]"}, {"--memory=native", "[all]"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char args[400];
+        snprintf(args, sizeof args,
+                 "%s -- sh -c 'echo \"[$ADVISE_PROFILE_MEMORY_STACKS]\"; test -n \"$ADVISE_PROFILE_MEMORY\"'",
+                 cases[i].option);
+        RunResult r = run_profile(env, args);
+        cr_expect_eq(r.status, 0, "%s: %s", cases[i].option, r.err);
+        cr_expect(strncmp(r.out, cases[i].stacks, strlen(cases[i].stacks)) == 0, "%s: %s", cases[i].option, r.out);
+        run_result_free(&r);
+    }
+    RunResult r = run_profile("", "--memory=all -- true");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "--memory=all: the stacks to record are python (the default) or native"), "%s", r.err);
+    run_result_free(&r);
+}
+
 Test(profile_cli, source_metrics_do_not_rerun_a_stopped_command) {
     char staged[600];
     snprintf(staged, sizeof staged, "%s/staged", project);

@@ -18,7 +18,7 @@
 
 #define MEMORY_MODULE_DIR "advise-python"
 
-bool memory_recording_start(const char *inject) {
+bool memory_recording_start(const char *inject, bool native) {
     char dir[PATH_MAX];
     const char *slash = strrchr(inject, '/');
     int n = snprintf(dir, sizeof dir, "%.*s/" MEMORY_MODULE_DIR, slash ? (int)(slash - inject) : 1,
@@ -30,6 +30,7 @@ bool memory_recording_start(const char *inject) {
                         "library); memory is not recorded\n", module);
         return false;
     }
+    if (native ? setenv(MEMORY_STACKS_ENV, "all", 1) != 0 : unsetenv(MEMORY_STACKS_ENV) != 0) return false;
     return setenv(MEMORY_ENV, dir, 1) == 0;
 }
 

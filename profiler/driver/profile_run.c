@@ -28,7 +28,7 @@
 void profile_run_usage(FILE *out, const char *program) {
     fprintf(out,
             "usage: %s [-o FILE] [--name NAME] [--profile-dir DIR] [--source-metrics[=N]]\n"
-            "          [--source-metrics-kernel TEXT] [--memory] -- COMMAND [ARGS...]\n"
+            "          [--source-metrics-kernel TEXT] [--memory[=native]] -- COMMAND [ARGS...]\n"
             "\n"
             "Runs COMMAND (and the processes it starts) with advise's CUDA profiler and\n"
             "writes one profile: kernels, copies, syncs and allocations with the source\n"
@@ -51,7 +51,10 @@ void profile_run_usage(FILE *out, const char *program) {
             "  --memory           also record device memory in PyTorch programs: memory\n"
             "                     over time, what was live at the peak by the line that\n"
             "                     allocated it, growth from step to step, and the failing\n"
-            "                     allocation of an out-of-memory error\n",
+            "                     allocation of an out-of-memory error\n"
+            "  --memory=native    the same, with the C++ frames of each allocation's stack\n"
+            "                     too, so that tensors a C++ extension of the project\n"
+            "                     allocates land on its own lines (costlier to record)\n",
             program);
 }
 
@@ -81,9 +84,17 @@ int profile_run_parse(int argc, char **argv, ProfileRun *run, const char **profi
             *target = argv[++i];
             continue;
         }
-        if (strcmp(a, "--memory") == 0) {
+        if (strcmp(a, "--memory") == 0 || strcmp(a, "--memory=python") == 0) {
             run->memory = true;
             continue;
+        }
+        if (strcmp(a, "--memory=native") == 0) {
+            run->memory = run->memory_native = true;
+            continue;
+        }
+        if (strncmp(a, "--memory=", 9) == 0) {
+            fprintf(stderr, "advise: --memory=%s: the stacks to record are python (the default) or native\n", a + 9);
+            return 2;
         }
         if (strcmp(a, "--source-metrics") == 0) {
             run->source_metrics_runs = SOURCE_METRICS_DEFAULT_RUNS;
@@ -447,12 +458,15 @@ int profile_run(const ProfileRun *run) {
         free(inject);
         inject = NULL;
     }
-    bool memory = inject && run->memory && memory_recording_start(inject);
+    bool memory = inject && run->memory && memory_recording_start(inject, run->memory_native);
     struct timespec started;
     clock_gettime(CLOCK_MONOTONIC, &started);
     int status = run_child(run->command, inject, parts, run->root, NULL);
     double seconds = seconds_since(&started);
-    if (memory) unsetenv(MEMORY_ENV); /* the --source-metrics re-runs do not record it */
+    if (memory) { /* the --source-metrics re-runs do not record it */
+        unsetenv(MEMORY_ENV);
+        unsetenv(MEMORY_STACKS_ENV);
+    }
     if (!inject) return status;
 
     MemoryParts memory_parts = memory_parts_take(parts);

@@ -18,6 +18,7 @@ typedef struct {
     int source_metrics_runs;
     const char *source_metrics_kernel; /* --source-metrics-kernel TEXT: only kernels whose name holds TEXT */
     bool memory;             /* --memory: PyTorch's allocator history (profiler/python/advise_memory.py) */
+    bool memory_native;      /* --memory=native: with C++ frames on its stacks too */
 } ProfileRun;
 
 /* Parses `[-o FILE] [--name NAME] [--profile-dir DIR] [--source-metrics[=N]]

@@ -32,9 +32,11 @@ Profile *merge_parts(const char *parts_dir);
 /* --memory (memory_run.c). The variable tells the injection library where
  * advise_memory.py is; memory_recording_start sets it in our environment
  * for the child to inherit, false (with a message) when the module is not
- * beside the injection library. */
+ * beside the injection library. With native, the second variable asks the
+ * recorder for C++ frames on the stacks too (PyTorch's stacks="all"). */
 #define MEMORY_ENV "ADVISE_PROFILE_MEMORY"
-bool memory_recording_start(const char *inject);
+#define MEMORY_STACKS_ENV "ADVISE_PROFILE_MEMORY_STACKS"
+bool memory_recording_start(const char *inject, bool native);
 /* The memory-PID.json parts, read and deleted (before merge_parts removes the folder). */
 typedef struct {
     char **texts;

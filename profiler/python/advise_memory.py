@@ -40,7 +40,9 @@ def start(parts_dir, root, max_entries=200000):
               "pid": os.getpid()}
     try:
         import torch
-        torch.cuda.memory._record_memory_history(max_entries=int(max_entries), stacks="python")
+        # `advise profile --memory=native` asks for C++ frames too (ADVISE_PROFILE_MEMORY_STACKS=all)
+        stacks = "all" if os.environ.get("ADVISE_PROFILE_MEMORY_STACKS") == "all" else "python"
+        torch.cuda.memory._record_memory_history(max_entries=int(max_entries), stacks=stacks)
         _state["torch"] = torch
     except Exception as e:  # an old PyTorch, or CUDA not usable: say so in the part
         _state["error"] = "could not record PyTorch's allocator history: %s" % (e,)
@@ -62,9 +64,14 @@ def _on_step(optimizer, args, kwargs):
 
 
 def _user_frame(frames, s, cache):
-    """The innermost frame in the project (frames come innermost first)."""
+    """The innermost frame in the project (frames come innermost first). With
+    --memory=native the stacks hold C++ frames too: one of the project's (a C++
+    extension's source) counts like a Python one; frames without a line
+    (unsymbolized C++ code) never do."""
     for f in frames or ():
         name = f.get("filename") or ""
+        if int(f.get("line") or 0) < 1:
+            continue
         hit = cache.get(name)
         if hit is None:
             path = name if os.path.isabs(name) else os.path.join(s["cwd"], name)

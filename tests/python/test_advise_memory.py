@@ -169,6 +169,17 @@ class Replay(unittest.TestCase):
         self.assertEqual(lines(part, "kept"), {})
         self.assertEqual(lines(part, "peak")[("train.py", 30)]["freed"]["line"], 34)
 
+    def test_native_frames_of_the_project_are_lines(self):
+        # --memory=native: C++ frames come first; the project's extension source counts, an
+        # unsymbolized frame (line 0) and libtorch's own do not
+        native = [{"filename": "??", "line": 0, "name": "c10::cuda::CUDACachingAllocator::malloc"},
+                  {"filename": "/proj/ext/fused.cpp", "line": 0, "name": "fused_forward"},
+                  {"filename": "/opt/torch/aten/src/ATen/native/Linear.cpp", "line": 88, "name": "at::linear"},
+                  {"filename": "/proj/ext/fused.cpp", "line": 41, "name": "fused_forward"}] + frames(12)
+        trace = [{"action": "alloc", "addr": 1, "size": MiB, "frames": native, "time_us": 10}]
+        part = advise_memory._summarize(FakeTorch(MiB, 2 * MiB), 0, snapshot(trace), state(), 0)
+        self.assertEqual(set(lines(part, "peak")), {("ext/fused.cpp", 41)})
+
     def test_frames_outside_the_project_are_not_lines(self):
         outside = {"action": "alloc", "addr": 9, "size": MiB, "time_us": 5,
                    "frames": [{"filename": "/elsewhere/lib.py", "line": 3, "name": "f"}]}
