@@ -379,6 +379,27 @@ Test(memory_rules, a_variable_that_keeps_the_last_output_until_it_is_rebound) {
     checked_free(&c);
 }
 
+/* the H200 (2026-12-03): bench/memory/probe.py --variant before --batch 16384, profiled with --memory. The
+ * previous step's features (16384 x 8192 floats) were alive at the peak; following the advice lowered the
+ * peak by exactly that, 536,870,912 bytes (bench/RESULTS.md) */
+Test(memory_rules, a_real_run_keeps_the_previous_features) {
+    char *error = NULL;
+    Profile *p = profile_read_file(ADVISE_SOURCE_DIR "/tests/fixtures/profiles/memory/probe_h200.json", PROFILE_FINAL,
+                                   &error);
+    cr_assert_not_null(p, "%s", error ? error : "");
+    Checked c = check_path(p, "bench/memory/probe.py", "PR020");
+    cr_assert_eq(count_of(&c, "PR020"), 1, "feats; logits (65.5 MB, 1.8%% of the peak) is below the threshold");
+    const Finding *f = at(&c, "PR020", 35);
+    cr_assert_not_null(f);
+    cr_assert(strstr(f->message, "feats keeps the previous step's tensors alive") && strstr(f->message, "537 MB") &&
+                  strstr(f->message, "del feats after line 36"),
+              "%s", f->message);
+    char *fixed = fixed_text(&c, f);
+    cr_assert(strstr(fixed, "        logits = head(feats)\n        del feats\n        loss = "), "%s", fixed);
+    free(fixed);
+    checked_free(&c);
+}
+
 Test(memory_rules, kept_memory_below_the_thresholds_is_not_reported) {
     /* 256 MiB is 2.5% of the 10 GiB peak */
     Profile *p = profile_with(part_text(

@@ -241,6 +241,16 @@ Test(memory_hover, freed_later_and_kept_from_an_earlier_step) {
                          "later at bench/memory/train.py:108, which kept it alive until then\n"),
               "%s", md);
     free(md);
+    for (size_t i = 0; i < p->memory_line_count; i++) { /* freed where it was made: temporaries */
+        ProfMemLine *m = &p->memory_lines[i];
+        if (m->kind == PROF_MEM_LINE_PEAK && m->freed_bytes) m->freed_site = m->site;
+    }
+    cr_assert(line_memory_at(p, train_file(p), 35, &at));
+    md = lsp_memory_hover(p, &at);
+    cr_expect(strstr(md, "(37% of the peak 3.44 GB); 1.00 GB of it was freed by this same line after the peak "
+                         "(temporaries of its statement)\n"),
+              "%s", md);
+    free(md);
     cr_assert(line_memory_at(p, train_file(p), 108, &at));
     md = lsp_memory_hover(p, &at);
     cr_expect(strstr(md, "- freed here, after the peak: 500 MB that an earlier step allocated, alive at the peak "

@@ -145,7 +145,10 @@ static void report(RuleContext *ctx, const MemLine *l) {
         ok = finding_measured(f, QV(q_count(m->events), q_bytes(m->max_allocated)),
                               "the allocator history kept the last {} events, not the whole run; the run's own "
                               "peak was {}");
-    if (ok && l->freed) {
+    if (ok && l->freed && l->freed->file == l->site->file && l->freed->line == l->line) {
+        ok = finding_measured(f, QV(q_bytes(l->freed_bytes)),
+                              "{} of it was freed by this same line after the peak: temporaries of its own statement");
+    } else if (ok && l->freed) {
         const Profile *p = profile_view_profile(ctx->profile);
         ok = finding_measured(f, QV(q_bytes(l->freed_bytes)),
                               "{} of it was freed after the peak at %s:%u, which kept it alive until then",

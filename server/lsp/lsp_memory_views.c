@@ -62,7 +62,10 @@ char *lsp_memory_hover(const Profile *p, const LineMemory *l) {
             add(&w, "; the recorded window began after the run did, whose own peak was %s",
                 units_bytes(m->max_allocated, a, sizeof a));
         const ProfSite *freed = site_at(p, peak->freed_site);
-        if (peak->freed_bytes && freed)
+        if (peak->freed_bytes && freed && freed->line == l->line && freed->file == l->file)
+            add(&w, "; %s of it was freed by this same line after the peak (temporaries of its statement)",
+                units_bytes(peak->freed_bytes, a, sizeof a));
+        else if (peak->freed_bytes && freed)
             add(&w, "; %s of it was freed later at %s:%u, which kept it alive until then",
                 units_bytes(peak->freed_bytes, a, sizeof a), p->files[freed->file].path, freed->line);
         add(&w, "\n");

@@ -85,7 +85,10 @@ static LineMemory *summed(const Profile *p, int file, uint32_t only_line, size_t
     }
     size_t lines = 0;
     for (size_t i = 0; i < n;) {
-        if (!lines || out[lines - 1].line != e[i].line) out[lines++].line = e[i].line;
+        if (!lines || out[lines - 1].line != e[i].line) {
+            out[lines].file = file;
+            out[lines++].line = e[i].line;
+        }
         /* the entries of one memory and kind at this line: sites sharing the line */
         size_t j = i;
         uint64_t bytes = 0, count_sum = 0, count_max = 0;

@@ -32,6 +32,7 @@ typedef struct {
 } LineMemoryFigure;
 
 typedef struct {
+    int file;      /* into the profile's files */
     uint32_t line; /* 1-based */
     LineMemoryFigure kind[PROF_MEM_LINE_KIND_COUNT];
 } LineMemory;
