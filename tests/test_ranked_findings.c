@@ -1,6 +1,9 @@
 /* Findings across files ranked by what they cost (server/render/ranked_findings.c):
- * the samples with their H200 profiles, one profile, and no profile. */
+ * the samples with their H200 profiles, one profile, and no profile; a gain
+ * measured in one file that another file's finding would repeat. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "server/render/ranked_findings.h"
 
@@ -90,4 +93,38 @@ Test(ranked_findings, one_profile_and_none) {
     free(error);
     profile_view_free(v);
     config_free(&cfg);
+}
+
+/* PR019 in one file repeats PY009's program-wide gain measured in another: the
+ * ranked list keeps PY009's; without that gain, PR019 stays */
+static RankedFinding item(const char *path, const char *code, double gain_seconds, const char *scope) {
+    RankedFinding r = {.path = strdup(path), .line = 1, .column = 1, .cost_seconds = gain_seconds};
+    r.finding.code = code;
+    r.finding.gain.present = gain_seconds > 0;
+    r.finding.gain.seconds = gain_seconds;
+    r.finding.gain.scope = scope;
+    return r;
+}
+
+Test(ranked_findings, a_gain_measured_in_another_file_is_not_counted_twice) {
+    RankedFindings r = {0};
+    r.items = calloc(4, sizeof *r.items);
+    cr_assert_not_null(r.items);
+    r.items[r.count++] = item("model.py", "PR019", 0.9, "program");
+    r.items[r.count++] = item("train.py", "PY009", 1.2, "program");
+    r.items[r.count++] = item("train.py", "PY001", 0.1, "program");
+    ranked_findings_sort(&r);
+    cr_assert_eq(r.count, 2);
+    cr_expect_str_eq(r.items[0].finding.code, "PY009");
+    cr_expect_str_eq(r.items[1].finding.code, "PY001");
+    ranked_findings_free(&r);
+
+    r.items = calloc(4, sizeof *r.items);
+    cr_assert_not_null(r.items);
+    r.items[r.count++] = item("model.py", "PR019", 0.9, "program");
+    r.items[r.count++] = item("train.py", "PY009", 0, NULL); /* no profile measured it */
+    ranked_findings_sort(&r);
+    cr_assert_eq(r.count, 2, "PY009 without a measured gain leaves PR019 its own");
+    cr_expect_str_eq(r.items[0].finding.code, "PR019");
+    ranked_findings_free(&r);
 }

@@ -170,7 +170,7 @@ static bool collect(const char *const *paths, size_t path_count, const char *roo
         ranked_findings_free(out);
         return false;
     }
-    if (out->count) qsort(out->items, out->count, sizeof *out->items, by_cost);
+    ranked_findings_sort(out);
     return true;
 }
 
@@ -188,7 +188,32 @@ bool ranked_findings_collect_set(const char *const *paths, size_t path_count, co
     return collect(paths, path_count, root, cfg, &source, workspaces, run, out, error);
 }
 
+/* A finding of a rule whose Rule.subsumed_in_file_by names a rule with a
+ * measured program-wide gain elsewhere in the list repeats that gain (PR019
+ * in a model's file where PY009 in the entry point measured the same
+ * kernels): within a file the engine drops it; across files, here. */
+static void drop_repeated_gains(RankedFindings *r) {
+    size_t kept = 0;
+    for (size_t i = 0; i < r->count; i++) {
+        const Rule *rule = r->items[i].finding.code ? rule_find(r->items[i].finding.code) : NULL;
+        bool repeated = false;
+        for (size_t j = 0; rule && rule->subsumed_in_file_by && !repeated && j < r->count; j++) {
+            const Finding *other = &r->items[j].finding;
+            repeated = j != i && other->code && strcmp(other->code, rule->subsumed_in_file_by) == 0 &&
+                       other->gain.present && other->gain.scope && strcmp(other->gain.scope, "program") == 0;
+        }
+        if (repeated) {
+            free(r->items[i].path);
+            finding_free(&r->items[i].finding);
+        } else {
+            r->items[kept++] = r->items[i];
+        }
+    }
+    r->count = kept;
+}
+
 void ranked_findings_sort(RankedFindings *r) {
+    drop_repeated_gains(r);
     if (r->count) qsort(r->items, r->count, sizeof *r->items, by_cost);
 }
 

@@ -54,7 +54,10 @@ bool ranked_findings_collect_set(const char *const *paths, size_t path_count, co
                                  const ProfileSet *profiles, PyWorkspaces *workspaces, const RankedCollectRun *run,
                                  RankedFindings *out, char **error);
 /* Sorts r as the collect functions do (for callers that collect file by
- * file, such as the editor's cancellable advise/findings). */
+ * file, such as the editor's cancellable advise/findings), after dropping
+ * the findings that repeat a program-wide gain measured at another file's
+ * finding (Rule.subsumed_in_file_by across files: PR019 where PY009 in
+ * another file counted the same kernels). */
 void ranked_findings_sort(RankedFindings *r);
 void ranked_findings_free(RankedFindings *r);
 
