@@ -7,16 +7,70 @@
  * mutations splice a real statement (a line of the repository's Python
  * fixtures and samples, re-indented to the line it lands after) into the
  * input, so that the fuzzer reaches the rules rather than only the parser's
- * error recovery. */
+ * error recovery.
+ *
+ * The profile rules run too: each input is merged with a small profile made
+ * for it (profile_for), whose measurements sit on the input's own lines. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/document.h"
 #include "analysis/edits.h"
 #include "analysis/finding.h"
+#include "profiler/profile_view.h"
 #include "rules/engine/config.h"
 #include "rules/engine/engine.h"
 #include "tests/fuzz/fuzz.h"
+#include "tests/profile_builder.h"
+
+#define PROFILED_LINES 32
+#define MiB (1ull << 20)
+
+/* A profile of one 10 s run on an H200 with figures on the first
+ * PROFILED_LINES lines of the input, varied by line so that every profile
+ * rule finds something to judge: launches (hot kernels, many tiny ones),
+ * copies, syncs, allocations, and --memory's lines of every kind (a peak
+ * holder freed at the next line, memory kept from an earlier step, growth,
+ * allocations, an out-of-memory error's holders). */
+static Profile *profile_for(const char *text, size_t length) {
+    Profile *p = pb_new(10000000000ull, 5000000000ull);
+    if (!p) return NULL;
+    uint32_t lines = 1;
+    for (size_t i = 0; i < length; i++) lines += text[i] == '\n';
+    if (lines > PROFILED_LINES) lines = PROFILED_LINES;
+    ProfMemory m = {.process = 0, .device = 0, .events = 1000, .window_complete = true,
+                    .max_allocated = 1024 * MiB, .max_reserved = 2048 * MiB, .peak_time_ns = 1000,
+                    .peak_allocated = 1024 * MiB, .peak_reserved = 1536 * MiB, .steps = 10, .steps_in_window = 10,
+                    .oom = true, .oom_bytes = 512 * MiB, .oom_allocated = 1000 * MiB, .oom_site = -1};
+    p->memories = malloc(sizeof *p->memories);
+    p->memory_lines = calloc((size_t)lines * 5, sizeof *p->memory_lines);
+    if (!p->memories || !p->memory_lines) {
+        profile_free(p);
+        return NULL;
+    }
+    p->memories[0] = m;
+    p->memory_count = 1;
+    for (uint32_t line = 1; line <= lines; line++) {
+        switch (line % 4) {
+        case 0: pb_launch(p, "fuzz.py", line, "ampere_sgemm_128x64_nn", 200, 2000000000ull); break;
+        case 1: pb_launch(p, "fuzz.py", line, "vectorized_elementwise_kernel", 20000, 40000000ull); break;
+        case 2: pb_copy(p, "fuzz.py", line, PROF_COPY_HTOD, PROF_MEM_PAGEABLE, 64 * MiB, 100, 300000000ull); break;
+        default: pb_sync(p, "fuzz.py", line, 500, 400000000ull); break;
+        }
+        int f = profile_add_file(p, "fuzz.py");
+        int site = profile_add_site(p, f, line, NULL), next = profile_add_site(p, f, line + 1, NULL);
+        ProfMemLine *l = &p->memory_lines[p->memory_line_count];
+        l[0] = (ProfMemLine){.kind = PROF_MEM_LINE_PEAK, .site = site, .bytes = 256 * MiB, .freed_bytes = 128 * MiB,
+                             .freed_site = next};
+        l[1] = (ProfMemLine){.kind = PROF_MEM_LINE_KEPT, .site = site, .bytes = 128 * MiB, .count = 2};
+        l[2] = (ProfMemLine){.kind = PROF_MEM_LINE_GROWTH, .site = site, .bytes = 4 * MiB, .count = 8};
+        l[3] = (ProfMemLine){.kind = PROF_MEM_LINE_ALLOCS, .site = site, .bytes = 64 * MiB, .count = 40};
+        l[4] = (ProfMemLine){.kind = PROF_MEM_LINE_OOM, .site = site, .bytes = 256 * MiB};
+        p->memory_line_count += 5;
+        if (line == 1) p->memories[0].oom_site = site;
+    }
+    return p;
+}
 
 static void check_text(const char *text, size_t length, int depth) {
     Document *doc = document_new("fuzz.py", LANGUAGE_PYTHON, text, length);
@@ -26,7 +80,12 @@ static void check_text(const char *text, size_t length, int depth) {
     FindingList out;
     finding_list_init(&out);
     char *error = NULL;
-    if (engine_check(doc, NULL, &cfg, &out, NULL, &error) && depth == 0) {
+    bool checked = engine_check(doc, NULL, &cfg, &out, NULL, &error);
+    Profile *p = checked ? profile_for(doc->text, doc->length) : NULL;
+    ProfileView *view = p ? profile_view_new(p, "fuzz.json") : NULL; /* owns p, even when it fails */
+    if (view) engine_merge_profile(doc, "fuzz.py", view, &cfg, &out);
+    profile_view_free(view);
+    if (checked && depth == 0) {
         size_t fixed_length = 0, applied = 0;
         char *fixed = fixes_apply(doc->text, doc->length, &out, true, &fixed_length, &applied);
         if (fixed && applied) check_text(fixed, fixed_length, 1);
