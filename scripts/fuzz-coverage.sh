@@ -65,7 +65,7 @@ scope_of() {
         config) echo rules/engine/config.c rules/engine/config_toml.c ;;
         ignore) echo server/workspace/ignore_rules.c ;;
         edits) echo analysis/edits.c ;;
-        python) echo analysis/python rules/python ;;
+        python) echo analysis/python rules/python rules/profile rules/measure ;;
         cuda) echo analysis/cuda rules/cuda ;;
         jsonrpc) echo server/lsp ;;
     esac
