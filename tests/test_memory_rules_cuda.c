@@ -159,3 +159,26 @@ Test(memory_rules_cuda, a_buffer_allocated_once) {
     cr_expect(has_evidence(w, "up to 944 MB"), "%s", evidence_of(w));
     checked_free(&c); /* the view took p */
 }
+
+/* advise report on it: the memory section says where the figures come from,
+ * and PR015 is among the findings */
+Test(memory_rules_cuda, the_report_of_cuda_alloc, .timeout = 120) {
+    RunResult r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--profile",
+                                "tests/fixtures/profiles/memory/cuda_alloc_h200.json", CU);
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    const char *section = strstr(r.out, "\nDevice memory of GPU 0 (process 539), from cudaMalloc and friends (CUPTI):\n"
+                                        "  peak       369 MB allocated, 369 MB reserved then, 260 µs into the recorded "
+                                        "window\n"
+                                        "  the run    most allocated 369 MB, most reserved 369 MB (live device "
+                                        "allocations over the run)\n"
+                                        "  window     the whole run (36 allocator events)\n");
+    cr_expect_not_null(section, "%s", r.out);
+    cr_expect(strstr(r.out, "  held at the peak, the lines holding the most:\n"
+                            "       268 MB    73%  bench/memory/cuda_alloc.cu:38\n"
+                            "      67.1 MB    18%  bench/memory/cuda_alloc.cu:34\n"
+                            "      33.6 MB   9.1%  bench/memory/cuda_alloc.cu:39\n"),
+              "%s", r.out);
+    cr_expect_null(strstr(r.out, "PyTorch"), "%s", r.out);
+    cr_expect(strstr(r.out, "bench/memory/cuda_alloc.cu:38:9  PR015 memory-peak-holder\n"), "%s", r.out);
+    run_result_free(&r);
+}

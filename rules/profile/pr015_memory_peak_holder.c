@@ -206,9 +206,10 @@ static void report_cuda(RuleContext *ctx, const MemLine *l) {
     if (ok && pf_line_in_loop(ctx, l->line))
         ok = finding_model(f, QV(q_bytes(l->bytes / 2)),
                            "allocated in a loop and alive at the peak: processing the data in two chunks through a "
-                           "buffer half the size frees about {}; allocating it once before the loop and reusing it, "
-                           "or cudaMallocAsync/cudaFreeAsync with a memory pool, keeps buffers of several iterations "
-                           "from being held at once");
+                           "buffer half the size frees about {}, if the work can be split; freeing it (cudaFreeAsync "
+                           "on its stream) as soon as its last kernel is queued keeps it out of later peaks, and a "
+                           "stream-ordered pool (cudaMallocAsync/cudaFreeAsync) hands the freed block to the next "
+                           "iteration's allocation");
     else if (ok)
         ok = finding_model(f, QV(q_bytes(l->bytes)),
                            "allocated outside any loop and alive at the peak: if it is no longer needed by then, "
