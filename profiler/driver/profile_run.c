@@ -369,7 +369,10 @@ static void resolve_native_sites(Profile *p, const char *root) {
         REMAP(p->gaps[i].after_site);
     }
     for (size_t i = 0; i < p->memory_count; i++) REMAP(p->memories[i].oom_site);
-    for (size_t i = 0; i < p->memory_line_count; i++) REMAP(p->memory_lines[i].site);
+    for (size_t i = 0; i < p->memory_line_count; i++) {
+        REMAP(p->memory_lines[i].site);
+        if (p->memory_lines[i].freed_bytes) REMAP(p->memory_lines[i].freed_site);
+    }
 #undef REMAP
     free(final);
     free(map);
