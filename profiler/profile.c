@@ -313,6 +313,9 @@ const char *prof_mem_line_kind_name(ProfMemLineKind k) {
     return name_of(MEM_LINE_KIND_NAMES, PROF_MEM_LINE_KIND_COUNT, (int)k);
 }
 int prof_mem_line_kind_from_name(const char *s) { return index_of(MEM_LINE_KIND_NAMES, PROF_MEM_LINE_KIND_COUNT, s); }
+static const char *const MEM_SOURCE_NAMES[PROF_MEM_SOURCE_COUNT] = {"torch", "cupti"};
+const char *prof_mem_source_name(ProfMemSource s) { return name_of(MEM_SOURCE_NAMES, PROF_MEM_SOURCE_COUNT, (int)s); }
+int prof_mem_source_from_name(const char *s) { return index_of(MEM_SOURCE_NAMES, PROF_MEM_SOURCE_COUNT, s); }
 int prof_op_kind_from_name(const char *s) { return index_of(OP_KIND_NAMES, PROF_OP_KIND_COUNT, s); }
 int prof_copy_kind_from_name(const char *s) { return index_of(COPY_KIND_NAMES, PROF_COPY_KIND_COUNT, s); }
 int prof_mem_kind_from_name(const char *s) { return index_of(MEM_KIND_NAMES, PROF_MEM_KIND_COUNT, s); }

@@ -229,9 +229,15 @@ typedef struct {
     uint64_t allocated, reserved;
 } ProfMemSample;
 
+/* Where a memory entry came from: PyTorch's allocator history (tensors), or
+ * CUPTI's memory activity (cudaMalloc/cudaFree and friends: profiler/mem_trace.h,
+ * for processes without a PyTorch entry; allocated = reserved = live bytes). */
+typedef enum { PROF_MEM_SOURCE_TORCH, PROF_MEM_SOURCE_CUPTI, PROF_MEM_SOURCE_COUNT } ProfMemSource;
+
 typedef struct {
     int process;
     uint32_t device;        /* CUDA ordinal inside its process */
+    ProfMemSource source;   /* "source" in files; absent reads as torch */
     uint64_t events;        /* allocator events in the window */
     bool window_complete;
     uint64_t max_allocated, max_reserved;        /* PyTorch's own peaks over the run */
@@ -341,12 +347,14 @@ const char *prof_copy_kind_name(ProfCopyKind k);   /* "HtoD", "DtoH", ... */
 const char *prof_mem_kind_name(ProfMemKind k);     /* "pageable", "pinned", ... */
 const char *prof_sync_kind_name(ProfSyncKind k);   /* "stream", "context", ... */
 const char *prof_mem_line_kind_name(ProfMemLineKind k); /* "peak", "growth", "allocs", "oom" */
+const char *prof_mem_source_name(ProfMemSource s);      /* "torch", "cupti" */
 /* Inverse lookups; -1 when the name is unknown. */
 int prof_op_kind_from_name(const char *s);
 int prof_copy_kind_from_name(const char *s);
 int prof_mem_kind_from_name(const char *s);
 int prof_sync_kind_from_name(const char *s);
 int prof_mem_line_kind_from_name(const char *s);
+int prof_mem_source_from_name(const char *s);
 
 /* A path is acceptable in a profile: relative, no "..", no empty or "."
  * components, no backslash or control characters, at most PROFILE_MAX_STRING. */

@@ -463,6 +463,7 @@ static bool memory_ok(Check *c, size_t i) {
         !integer_ok(c, at, "oom.allocated", m->oom_allocated))
         return false;
     if (m->steps_in_window > m->steps) return prof_fail(c->error, "%s.steps_in_window: more than steps", at);
+    if ((unsigned)m->source >= PROF_MEM_SOURCE_COUNT) return prof_fail(c->error, "%s.source: unknown", at);
     if (m->device > UINT32_MAX / 2) return prof_fail(c->error, "%s.device: not a device ordinal", at);
     for (size_t k = 0; k < m->sample_count; k++) {
         const ProfMemSample *s = &m->samples[k];

@@ -266,6 +266,7 @@ static json_t *memory_json(const Profile *p, size_t i) {
     Obj o = obj_new();
     put(&o, "process", json_integer(m->process));
     put(&o, "device", integer(m->device));
+    put(&o, "source", json_string(prof_mem_source_name(m->source)));
     put(&o, "events", integer(m->events));
     put(&o, "window_complete", json_boolean(m->window_complete));
     put(&o, "max_allocated", integer(m->max_allocated));

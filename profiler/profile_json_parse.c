@@ -590,6 +590,17 @@ static bool read_memory_oom(Reader *r, json_t *e, const char *at, ProfMemory *m)
            get_u64(r, o, path, "allocated", &m->oom_allocated) && get_index(r, o, path, "site", true, &m->oom_site);
 }
 
+static const char *mem_source_name(int k) { return prof_mem_source_name((ProfMemSource)k); }
+
+/* "source" was added later: absent reads as "torch" (the only source then). */
+static bool read_memory_source(Reader *r, json_t *e, const char *at, ProfMemory *m) {
+    int source = PROF_MEM_SOURCE_TORCH;
+    if (json_object_get(e, "source") && !get_enum(r, e, at, "source", mem_source_name, PROF_MEM_SOURCE_COUNT, &source))
+        return false;
+    m->source = (ProfMemSource)source;
+    return true;
+}
+
 /* Memory (`advise profile --memory`): absent reads as none. */
 static bool read_memories(Reader *r, json_t *root, Profile *p) {
     const char *key = "memory";
@@ -605,7 +616,8 @@ static bool read_memories(Reader *r, json_t *root, Profile *p) {
         ProfMemory *m = &p->memories[i];
         m->oom_site = -1;
         if (!entry_object(r, e, at) || !get_index(r, e, at, "process", false, &m->process) ||
-            !get_u32(r, e, at, "device", &m->device) || !get_u64(r, e, at, "events", &m->events) ||
+            !get_u32(r, e, at, "device", &m->device) || !read_memory_source(r, e, at, m) ||
+            !get_u64(r, e, at, "events", &m->events) ||
             !get_bool(r, e, at, "window_complete", &m->window_complete) ||
             !get_u64(r, e, at, "max_allocated", &m->max_allocated) ||
             !get_u64(r, e, at, "max_reserved", &m->max_reserved) ||

@@ -1772,6 +1772,7 @@ static const BrokenFixture BROKEN[] = {
     {"memory-line-freed-site-null.json", sample_final,
      {"memory_lines/0/freed/site", "null", "memory_lines[0].freed.site: must be an index"}},
     {"memory-oom-not-an-object.json", sample_final, {"memory/0/oom", "5", "memory[0].oom: must be an object or null"}},
+    {"memory-source-unknown.json", sample_final, {"memory/0/source", "\"nvml\"", "memory[0].source: must be one of"}},
 };
 
 Test(profile_fixtures, invalid_profiles_are_refused) {

@@ -78,28 +78,75 @@ static const char *bytes_text(uint64_t b, char *buf, size_t size) {
     return buf;
 }
 
+/* Puts the CUPTI entries (cudaMalloc/cudaFree, from the process parts) back
+ * after PyTorch's were added, except where PyTorch's recorder covered the
+ * same process and device: its entry is tensor-level, CUPTI's sees only the
+ * caching allocator's segments. */
+static void cupti_entries_restore(Profile *p, ProfMemory *memories, size_t count, ProfMemLine *lines,
+                                  size_t line_count) {
+    int *map = calloc(count ? count : 1, sizeof *map);
+    size_t torch = p->memory_count;
+    for (size_t i = 0; i < count; i++) {
+        bool covered = false;
+        for (size_t j = 0; j < torch; j++)
+            covered |= p->memories[j].process == memories[i].process && p->memories[j].device == memories[i].device;
+        ProfMemory *grown = !covered && map && p->memory_count < PROFILE_MAX_MEMORIES
+                                ? realloc(p->memories, (p->memory_count + 1) * sizeof *grown)
+                                : NULL;
+        if (!grown) {
+            free(memories[i].samples);
+            if (map) map[i] = -1;
+            continue;
+        }
+        p->memories = grown;
+        map[i] = (int)p->memory_count;
+        p->memories[p->memory_count++] = memories[i];
+    }
+    ProfMemLine *grown = map && line_count ? realloc(p->memory_lines, (p->memory_line_count + line_count) * sizeof *grown)
+                                           : NULL;
+    for (size_t i = 0; grown && i < line_count; i++) {
+        p->memory_lines = grown;
+        int m = lines[i].memory >= 0 && (size_t)lines[i].memory < count ? map[lines[i].memory] : -1;
+        if (m < 0 || p->memory_line_count >= PROFILE_MAX_MEMORY_LINES) continue;
+        p->memory_lines[p->memory_line_count] = lines[i];
+        p->memory_lines[p->memory_line_count++].memory = m;
+    }
+    free(map);
+    free(memories);
+    free(lines);
+}
+
 void memory_parts_add(Profile *p, const MemoryParts *parts) {
-    size_t added = 0;
+    ProfMemory *cupti = p->memories;
+    ProfMemLine *cupti_lines = p->memory_lines;
+    size_t cupti_count = p->memory_count, cupti_line_count = p->memory_line_count;
+    p->memories = NULL;
+    p->memory_lines = NULL;
+    p->memory_count = p->memory_line_count = 0;
     for (size_t i = 0; i < parts->count; i++) {
         char *err = NULL;
         if (!parts->texts || !parts->texts[i]) {
             fprintf(stderr, "advise: --memory: %s could not be read (or is too large); skipped\n", parts->names[i]);
         } else if (!profile_add_memory_part(p, parts->texts[i], parts->lengths[i], &err)) {
             fprintf(stderr, "advise: --memory: %s: %s\n", parts->names[i], err ? err : "out of memory");
-        } else {
-            added++;
         }
         free(err);
     }
-    if (parts->count == 0)
-        fprintf(stderr, "advise: --memory: no process recorded its memory; memory is recorded in PyTorch programs "
-                        "(Python 3.9+, PyTorch 2.1+) that use CUDA\n");
-    for (size_t i = 0; added && i < p->memory_count; i++) {
+    cupti_entries_restore(p, cupti, cupti_count, cupti_lines, cupti_line_count);
+    if (p->memory_count == 0)
+        fprintf(stderr, "advise: --memory: no process recorded its memory (PyTorch's allocator history needs Python "
+                        "3.9+ and PyTorch 2.1+; CUDA's own allocations are recorded through CUPTI)\n");
+    for (size_t i = 0; i < p->memory_count; i++) {
         const ProfMemory *m = &p->memories[i];
         char peak[32], reserved[32];
-        fprintf(stderr, "advise: memory: process %lld, device %u: peak %s allocated, %s reserved%s\n",
-                (long long)p->processes[m->process].pid, m->device, bytes_text(m->max_allocated, peak, sizeof peak),
-                bytes_text(m->max_reserved, reserved, sizeof reserved), m->oom ? "; an allocation failed (out of memory)" : "");
+        if (m->source == PROF_MEM_SOURCE_CUPTI)
+            fprintf(stderr, "advise: memory: process %lld, device %u: peak %s allocated with cudaMalloc and friends\n",
+                    (long long)p->processes[m->process].pid, m->device, bytes_text(m->max_allocated, peak, sizeof peak));
+        else
+            fprintf(stderr, "advise: memory: process %lld, device %u: peak %s allocated, %s reserved%s\n",
+                    (long long)p->processes[m->process].pid, m->device, bytes_text(m->max_allocated, peak, sizeof peak),
+                    bytes_text(m->max_reserved, reserved, sizeof reserved),
+                    m->oom ? "; an allocation failed (out of memory)" : "");
     }
 }
 

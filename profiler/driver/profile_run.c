@@ -48,10 +48,11 @@ void profile_run_usage(FILE *out, const char *program) {
             "  --source-metrics-kernel TEXT\n"
             "                     measure only kernels whose name contains TEXT (implies\n"
             "                     --source-metrics)\n"
-            "  --memory           also record device memory in PyTorch programs: memory\n"
-            "                     over time, what was live at the peak by the line that\n"
-            "                     allocated it, growth from step to step, and the failing\n"
-            "                     allocation of an out-of-memory error\n"
+            "  --memory           also record device memory: memory over time and what\n"
+            "                     was live at the peak by the line that allocated it; in\n"
+            "                     PyTorch programs by tensor, with growth from step to\n"
+            "                     step and the failing allocation of an out-of-memory\n"
+            "                     error; in other programs cudaMalloc and friends\n"
             "  --memory=native    the same, with the C++ frames of each allocation's stack\n"
             "                     too, so that tensors a C++ extension of the project\n"
             "                     allocates land on its own lines (costlier to record)\n",
@@ -288,8 +289,32 @@ static void report_process_errors(const Profile *p) {
     }
 }
 
+/* Two native sites of a memory (CUPTI's, from cudaMalloc's stacks) may
+ * resolve to one line: their memory lines of a kind become one (a memory's
+ * lines never repeat a site), bytes and counts added. Few lines (64 of each
+ * kind per memory): a quadratic pass is enough. */
+static void merge_memory_lines(Profile *p) {
+    size_t kept = 0;
+    for (size_t i = 0; i < p->memory_line_count; i++) {
+        ProfMemLine *l = &p->memory_lines[i];
+        bool cupti = l->memory >= 0 && (size_t)l->memory < p->memory_count &&
+                     p->memories[l->memory].source == PROF_MEM_SOURCE_CUPTI;
+        size_t k = cupti ? 0 : kept;
+        while (k < kept && !(p->memory_lines[k].memory == l->memory && p->memory_lines[k].kind == l->kind &&
+                             p->memory_lines[k].site == l->site))
+            k++;
+        if (k < kept) {
+            p->memory_lines[k].bytes = prof_add_u64(p->memory_lines[k].bytes, l->bytes);
+            p->memory_lines[k].count = prof_add_u64(p->memory_lines[k].count, l->count);
+        } else {
+            p->memory_lines[kept++] = *l;
+        }
+    }
+    p->memory_line_count = kept;
+}
+
 /* Replaces every unresolved native site by the line it resolves to (or drops
- * it) and re-indexes the operations and gaps that point at sites. */
+ * it) and re-indexes the operations, gaps and memory lines that point at sites. */
 static void resolve_native_sites(Profile *p, const char *root) {
     bool any = false;
     for (size_t i = 0; i < p->site_count; i++) any |= p->sites[i].frame_count > 0;
@@ -343,9 +368,15 @@ static void resolve_native_sites(Profile *p, const char *root) {
         REMAP(p->gaps[i].before_site);
         REMAP(p->gaps[i].after_site);
     }
+    for (size_t i = 0; i < p->memory_count; i++) REMAP(p->memories[i].oom_site);
+    for (size_t i = 0; i < p->memory_line_count; i++) {
+        REMAP(p->memory_lines[i].site);
+        if (p->memory_lines[i].freed_bytes) REMAP(p->memory_lines[i].freed_site);
+    }
 #undef REMAP
     free(final);
     free(map);
+    merge_memory_lines(p);
 }
 
 static void demangle_name(char **name) {

@@ -15,8 +15,11 @@
 #include <stdint.h>
 
 #include "profiler/aggregate.h"
+#include "profiler/mem_trace.h"
 
 extern Aggregator *inject_agg;
+/* Device memory from CUPTI's memory activity (`advise profile --memory`); NULL when off. */
+extern MemTrace *inject_mem;
 /* The project root (absolute, no trailing slash) and its length. */
 extern const char *inject_root;
 extern size_t inject_root_len;

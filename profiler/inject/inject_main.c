@@ -25,6 +25,7 @@
 #define CORRELATION_SLOTS (1u << 20)
 
 Aggregator *inject_agg;
+MemTrace *inject_mem;
 char inject_note[512];
 const char *inject_root;
 size_t inject_root_len;
@@ -88,7 +89,11 @@ int callsite_current(void) {
 }
 
 /* ---- which API calls we watch */
-typedef enum { WATCH_NONE, WATCH_WORK, WATCH_SYNC, WATCH_ALLOC } Watch;
+/* WATCH_SITE: only the call site, for the allocations of CUPTI's memory
+ * records (--memory) that WATCH_ALLOC does not read */
+typedef enum { WATCH_NONE, WATCH_WORK, WATCH_SYNC, WATCH_ALLOC, WATCH_SITE } Watch;
+
+static bool memory_wanted; /* `advise profile --memory` */
 
 static Watch classify(const char *name) {
     while (*name == '_') name++; /* CUDA 13 launches <<<>>> through __cudaLaunchKernel */
@@ -109,9 +114,10 @@ static Watch classify(const char *name) {
             /* cudaMallocArray/Pitch/3D have other parameter layouts */
             if (strstr(name, "Array") || strstr(name, "Pitch") || strstr(name, "3D") ||
                 strstr(name, "FromPool") || strstr(name, "Mipmapped"))
-                return WATCH_NONE;
+                return memory_wanted ? WATCH_SITE : WATCH_NONE;
             return WATCH_ALLOC;
         }
+    if (memory_wanted && strncmp(name, "cuMemCreate", 11) == 0) return WATCH_SITE;
     return WATCH_NONE;
 }
 
@@ -252,6 +258,9 @@ static void write_part(void) {
     snprintf(path, sizeof path, "%s/part-%ld.json", parts_dir, (long)getpid());
     if (!start_error && !metrics_mode) trace_sampling_fill(&proc.calibration);
     Profile *p = inject_agg ? agg_to_profile(inject_agg, &proc) : NULL;
+    if (p && inject_mem && !mem_trace_to_profile(inject_mem, p, 0))
+        fprintf(stderr, "advise: --memory: out of memory while writing the device memory of process %ld\n",
+                (long)getpid());
     if (p && metrics_mode) {
         source_metrics_finish(p);
         const char *msg = source_metrics_message();
@@ -391,6 +400,21 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
             activity_kinds[i] != CUPTI_ACTIVITY_KIND_OVERHEAD) {
             fail("cuptiActivityEnable", r);
             return 1;
+        }
+    }
+    /* --memory: device memory over time from CUDA's own allocations (every
+     * process; the parent keeps PyTorch's tensor-level entry where there is one) */
+    const char *memory = getenv("ADVISE_PROFILE_MEMORY");
+    if (memory && *memory) {
+        memory_wanted = true;
+        inject_mem = mem_trace_new();
+        if (inject_mem && (r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMORY2)) != CUPTI_SUCCESS) {
+            const char *msg = NULL;
+            cuptiGetResultString(r, &msg);
+            snprintf(inject_note, sizeof inject_note, "--memory: CUPTI's memory activity could not start (%s); "
+                     "cudaMalloc and cudaFree are not recorded", msg ? msg : "unknown error");
+            mem_trace_free(inject_mem);
+            inject_mem = NULL;
         }
     }
     /* ADVISE_PROFILE_SITES=0: activity only, no call sites and no API times

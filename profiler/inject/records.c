@@ -79,6 +79,23 @@ static void on_device(const CUpti_ActivityDevice5 *d) {
     agg_device(inject_agg, &dev);
 }
 
+/* `--memory`: device memory allocated and released (CUDA's own allocations;
+ * pinned host and managed memory are left out: they are not device memory). */
+static void on_memory(const CUpti_ActivityMemory4 *m) {
+    if (!inject_mem) return;
+    switch (m->memoryKind) {
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE:
+    case CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC:
+    case CUPTI_ACTIVITY_MEMORY_KIND_ARRAY: break;
+    default: return;
+    }
+    if (m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION)
+        mem_trace_alloc(inject_mem, m->deviceId, m->address, m->bytes, m->timestamp,
+                        correlation_get(m->correlationId, NULL));
+    else if (m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)
+        mem_trace_release(inject_mem, m->deviceId, m->address, m->bytes, m->timestamp);
+}
+
 static void consume(CUpti_Activity *record) {
     switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
@@ -113,6 +130,9 @@ static void consume(CUpti_Activity *record) {
     }
     case CUPTI_ACTIVITY_KIND_DEVICE:
         on_device((CUpti_ActivityDevice5 *)record);
+        break;
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+        on_memory((CUpti_ActivityMemory4 *)record);
         break;
     default:
         break;

@@ -1,6 +1,8 @@
 /* PR015 memory-peak-holder: a line whose tensors hold a large share of the
  * device memory live at the run's peak, with what would free it. Needs a
- * profile recorded with `advise profile --memory`. */
+ * profile recorded with `advise profile --memory`. In Python files it reads
+ * PyTorch's entries (tensors); in CUDA files CUPTI's (cudaMalloc and friends,
+ * profiler/mem_trace.h), with fixes for raw device buffers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,16 +14,24 @@
 
 static const char documentation[] =
     "## What it does\n"
-    "Needs a profile recorded with `advise profile --memory` (a PyTorch program). Reports a line\n"
-    "whose tensors, allocated there and still alive, hold at least 10% of the device memory in\n"
-    "use at the run's peak and at least 64 MiB (67.1 MB):\n"
+    "Needs a profile recorded with `advise profile --memory`. Reports a line whose memory,\n"
+    "allocated there and still alive, holds at least 10% of the device memory in use at the\n"
+    "run's peak and at least 64 MiB (67.1 MB):\n"
     "\n"
     "`tensors allocated here hold 2.10 GiB at the memory peak (35% of the 6.00 GiB allocated, 12.3 s into the run)`\n"
     "\n"
-    "A tensor counts for the innermost line of the project on the stack that allocated it: for\n"
-    "a layer of `torch.nn`, the line of your model that called it. The peak is the highest point\n"
-    "of allocated memory in the recorded window of PyTorch's allocator history (the evidence\n"
-    "says when that window did not cover the whole run).\n"
+    "In a PyTorch program (Python files) the memory is PyTorch's tensors: a tensor counts for the\n"
+    "innermost line of the project on the stack that allocated it: for a layer of `torch.nn`, the\n"
+    "line of your model that called it. The peak is the highest point of allocated memory in the\n"
+    "recorded window of PyTorch's allocator history (the evidence says when that window did not\n"
+    "cover the whole run).\n"
+    "\n"
+    "In CUDA C++ files the memory is the program's own device allocations (`cudaMalloc`,\n"
+    "`cudaMallocAsync`, `cuMemAlloc` and friends), recorded through CUPTI for every process without\n"
+    "PyTorch's history; pinned host and managed memory are left out. A buffer counts for the line\n"
+    "that allocated it, and the peak is the highest point of live device allocations in the run:\n"
+    "\n"
+    "`device buffers allocated here hold 268 MB at the memory peak (73% of the 369 MB allocated, 260 µs into the run)`\n"
     "\n"
     "## Why does this matter?\n"
     "The peak decides whether a batch size fits and how close the run is to an out-of-memory\n"
@@ -36,6 +46,16 @@ static const char documentation[] =
     "        return x + self.down(F.gelu(h))\n"
     "```\n"
     "\n"
+    "```cuda\n"
+    "for (int step = 0; step < steps; ++step) {\n"
+    "    cudaMalloc(&act, 256 << 20);   // PR015: 268 MB live at the peak (73%)\n"
+    "    cudaMalloc(&tmp, 32 << 20);\n"
+    "    ...\n"
+    "    cudaFree(tmp);\n"
+    "    cudaFree(act);\n"
+    "}\n"
+    "```\n"
+    "\n"
     "## Use instead\n"
     "Depending on what the line holds:\n"
     "- activations of a module's `forward`: activation checkpointing\n"
@@ -48,6 +68,16 @@ static const char documentation[] =
     "  `torch.inference_mode()` keeps no activations at all (PY010);\n"
     "- a tensor kept after its last use: `del` it, or let it go out of scope before the next\n"
     "  large allocation.\n"
+    "\n"
+    "In CUDA C++:\n"
+    "- a buffer kept after its last kernel: `cudaFree` it (or `cudaFreeAsync` on its stream) as\n"
+    "  soon as that kernel is queued, before the next large allocation, or reuse it for the\n"
+    "  buffer allocated at the peak;\n"
+    "- a buffer sized for the whole problem: process the data in chunks through a smaller buffer,\n"
+    "  or store a smaller element type (`__half` or `__nv_bfloat16` instead of `float`);\n"
+    "- buffers allocated and freed in a loop: allocate once before the loop and reuse, or use\n"
+    "  `cudaMallocAsync`/`cudaFreeAsync` with a memory pool, which hands freed blocks back in\n"
+    "  stream order instead of holding several at once.\n"
     "\n"
     MEMORY_RULE_FIX_SAFETY
     "## The numbers\n"
@@ -64,6 +94,8 @@ static const char documentation[] =
     "- inside a loop: halving the micro-batch frees about half (the batch-sized part);\n"
     "- `.cuda()` or `.to()` outside loops (weights, data kept on the device): bf16 halves fp32;\n"
     "- anything else outside loops: `del` frees all of it, if it is no longer needed by then.\n"
+    "In CUDA C++: inside a loop, processing the data in two chunks frees about half; outside\n"
+    "loops, freeing the buffer before the peak frees all of it, if it is no longer needed by then.\n"
     "Severity is info, warning at 25% of the peak or more.\n";
 
 #define MIN_SHARE 0.10
@@ -158,20 +190,56 @@ static void report(RuleContext *ctx, const MemLine *l) {
     if (!ok) ctx->out_of_memory = true;
 }
 
+/* CUDA C++: device buffers from cudaMalloc and friends (CUPTI's memory entries). */
+static void report_cuda(RuleContext *ctx, const MemLine *l) {
+    const ProfMemory *m = l->memory;
+    char held[UNITS_BUF], peak[UNITS_BUF], share[UNITS_BUF], when[UNITS_BUF];
+    double ratio = m->peak_allocated ? (double)l->memory_bytes / m->peak_allocated : 0;
+    Finding *f = pf_report_line(ctx, l->line,
+                                "device buffers allocated here hold %s at the memory peak (%s of the %s allocated, %s "
+                                "into the run)",
+                                units_bytes(l->bytes, held, sizeof held), units_ratio(ratio, share, sizeof share),
+                                units_bytes(m->peak_allocated, peak, sizeof peak),
+                                units_ns(m->peak_time_ns, when, sizeof when));
+    if (!f) return;
+    if (ratio >= WARN_SHARE) f->severity = SEVERITY_WARNING;
+    bool ok = finding_measured(f, QV(q_bytes(l->bytes), q_bytes(m->peak_allocated)),
+                               "live at the peak from this line: {}; device memory allocated in all then (cudaMalloc "
+                               "and friends): {}");
+    if (ok && pf_line_in_loop(ctx, l->line))
+        ok = finding_model(f, QV(q_bytes(l->bytes / 2)),
+                           "allocated in a loop and alive at the peak: processing the data in two chunks through a "
+                           "buffer half the size frees about {}, if the work can be split; freeing it (cudaFreeAsync "
+                           "on its stream) as soon as its last kernel is queued keeps it out of later peaks, and a "
+                           "stream-ordered pool (cudaMallocAsync/cudaFreeAsync) hands the freed block to the next "
+                           "iteration's allocation");
+    else if (ok)
+        ok = finding_model(f, QV(q_bytes(l->bytes)),
+                           "allocated outside any loop and alive at the peak: if it is no longer needed by then, "
+                           "cudaFree it (or cudaFreeAsync on its stream) before the peak's allocations, or reuse it "
+                           "for them, to free up to {}; a half-precision element type would halve it");
+    if (!ok) ctx->out_of_memory = true;
+}
+
 static void check_profile(RuleContext *ctx) {
     size_t n;
-    MemLine *lines = mem_lines_of_document(ctx, PROF_MEM_LINE_PEAK, &n);
+    /* Python: PyTorch's tensors; CUDA C++: the program's own device allocations */
+    bool cuda = ctx->doc->language == LANGUAGE_CUDA;
+    MemLine *lines = mem_lines_of_document_from(ctx, PROF_MEM_LINE_PEAK,
+                                                cuda ? PROF_MEM_SOURCE_CUPTI : PROF_MEM_SOURCE_TORCH, &n);
     for (size_t i = 0; i < n && !ctx->out_of_memory; i++) {
         const MemLine *l = &lines[i];
         if (!l->memory || !l->memory->peak_allocated || l->bytes < MIN_BYTES) continue;
         if ((double)l->memory_bytes < MIN_SHARE * (double)l->memory->peak_allocated) continue;
-        report(ctx, l);
+        if (cuda) report_cuda(ctx, l);
+        else report(ctx, l);
     }
     free(lines);
 }
 
 const Rule rule_pr015_memory_peak_holder = {
-    .code = "PR015", .name = "memory-peak-holder", .severity = SEVERITY_INFO, .languages = LANGUAGE_PYTHON,
-    .check_profile = check_profile,
-    .summary = "Tensors allocated at this line hold 10% or more of the device memory at the run's peak (profile, --memory)",
+    .code = "PR015", .name = "memory-peak-holder", .severity = SEVERITY_INFO,
+    .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA, .check_profile = check_profile,
+    .summary = "Memory allocated at this line (tensors, or cudaMalloc'd buffers) holds 10% or more of the device "
+               "memory at the run's peak (profile, --memory)",
     .documentation = documentation};

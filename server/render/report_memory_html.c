@@ -105,11 +105,16 @@ static void write_picture(FILE *out, const ProfMemory *m) {
                 t == 0 ? "0" : units_ns((uint64_t)((double)span * t / 4), label, sizeof label));
     }
     fprintf(out,
-            "</svg>\n<p class=\"legend\"><i style=\"background:%s\"></i>allocated (live tensors)<i "
-            "style=\"background:%s\"></i>reserved by PyTorch's caching allocator<i style=\"background:%s;"
+            "</svg>\n<p class=\"legend\"><i style=\"background:%s\"></i>%s<i "
+            "style=\"background:%s\"></i>%s<i style=\"background:%s;"
             "border-radius:50%%\"></i>the peak of allocated memory &#183; time since the recorded window's first "
             "event</p>\n",
-            ALLOCATED_COLOUR, RESERVED_COLOUR, PEAK_COLOUR);
+            ALLOCATED_COLOUR,
+            m->source == PROF_MEM_SOURCE_CUPTI ? "allocated (live cudaMalloc buffers)" : "allocated (live tensors)",
+            RESERVED_COLOUR,
+            m->source == PROF_MEM_SOURCE_CUPTI ? "reserved (the same: no caching allocator)"
+                                               : "reserved by PyTorch's caching allocator",
+            PEAK_COLOUR);
 }
 
 /* A table of the lines of one kind, the largest first, with the rest and
@@ -195,10 +200,12 @@ static void write_memory(FILE *out, const Profile *p, size_t index, const char *
     snprintf(title, sizeof title, "the highest point of allocated memory in the recorded window, %s into it", when);
     report_html_card(out, "peak allocated", units_bytes(m->peak_allocated, value, sizeof value), title);
     report_html_card(out, "reserved at the peak", units_bytes(m->peak_reserved, value, sizeof value), NULL);
+    bool cupti = m->source == PROF_MEM_SOURCE_CUPTI;
     report_html_card(out, "most allocated over the run", units_bytes(m->max_allocated, value, sizeof value),
-         "PyTorch's own counter (torch.cuda.max_memory_allocated)");
+         cupti ? "the most live device memory from cudaMalloc and friends (CUPTI)"
+               : "PyTorch's own counter (torch.cuda.max_memory_allocated)");
     report_html_card(out, "most reserved over the run", units_bytes(m->max_reserved, value, sizeof value),
-         "PyTorch's own counter (torch.cuda.max_memory_reserved)");
+         cupti ? "the same as allocated: no caching allocator" : "PyTorch's own counter (torch.cuda.max_memory_reserved)");
     char events[UNITS_BUF + 16];
     units_count(m->events, value, sizeof value);
     if (m->window_complete) snprintf(events, sizeof events, "the whole run");
@@ -246,7 +253,9 @@ void report_memory_html(FILE *out, const ReportInput *in) {
     if (!report_has_memory(in)) return;
     fputs("<section id=\"memory\">\n<h2>Device memory</h2>\n<p class=\"note\">Recorded with <code>advise profile "
           "--memory</code> from PyTorch's allocator: allocated is memory in live tensors, reserved what the caching "
-          "allocator holds from the driver. A tensor counts for the line of the project that allocated it.</p>\n",
+          "allocator holds from the driver. A tensor counts for the line of the project that allocated it. Processes "
+          "without PyTorch's history are recorded from CUPTI's record of cudaMalloc and friends: allocated and "
+          "reserved are both the live device buffers, each charged to the line that allocated it.</p>\n",
           out);
     for (size_t i = 0; i < in->profile_count; i++) {
         const Profile *p = in->profiles[i].profile;

@@ -105,14 +105,16 @@ static void write_memory(FILE *out, const Profile *p, size_t index, const char *
     if (m->process >= 0 && (size_t)m->process < p->process_count)
         fprintf(out, " (process %lld)", (long long)p->processes[m->process].pid);
     if (run) fprintf(out, " in the run \"%s\"", run);
-    fputs(", from PyTorch's allocator:\n", out);
+    bool cupti = m->source == PROF_MEM_SOURCE_CUPTI; /* cudaMalloc and friends: allocated = reserved */
+    fputs(cupti ? ", from cudaMalloc and friends (CUPTI):\n" : ", from PyTorch's allocator:\n", out);
 
     char a[UNITS_BUF], b[UNITS_BUF], c[UNITS_BUF];
     fprintf(out, "  %-10s %s allocated, %s reserved then, %s into the recorded window\n", "peak",
             units_bytes(m->peak_allocated, a, sizeof a), units_bytes(m->peak_reserved, b, sizeof b),
             units_ns(m->peak_time_ns, c, sizeof c));
-    fprintf(out, "  %-10s most allocated %s, most reserved %s (PyTorch's own counters over the run)\n", "the run",
-            units_bytes(m->max_allocated, a, sizeof a), units_bytes(m->max_reserved, b, sizeof b));
+    fprintf(out, "  %-10s most allocated %s, most reserved %s (%s over the run)\n", "the run",
+            units_bytes(m->max_allocated, a, sizeof a), units_bytes(m->max_reserved, b, sizeof b),
+            cupti ? "live device allocations" : "PyTorch's own counters");
     units_count(m->events, a, sizeof a);
     if (m->window_complete)
         fprintf(out, "  %-10s the whole run (%s allocator events)\n", "window", a);

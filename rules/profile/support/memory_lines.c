@@ -10,7 +10,7 @@ static int by_bytes(const void *a, const void *b) {
     return x->line < y->line ? -1 : x->line > y->line;
 }
 
-MemLine *mem_lines_of_document(RuleContext *ctx, ProfMemLineKind kind, size_t *count) {
+static MemLine *lines_of(RuleContext *ctx, ProfMemLineKind kind, int source, size_t *count) {
     *count = 0;
     if (!ctx->profile || ctx->profile_file < 0) return NULL;
     const Profile *p = profile_view_profile(ctx->profile);
@@ -24,6 +24,9 @@ MemLine *mem_lines_of_document(RuleContext *ctx, ProfMemLineKind kind, size_t *c
     for (size_t i = 0; i < p->memory_line_count; i++) {
         const ProfMemLine *l = &p->memory_lines[i];
         if (l->kind != kind || l->site < 0 || (size_t)l->site >= p->site_count) continue;
+        if (source >= 0 && (l->memory < 0 || (size_t)l->memory >= p->memory_count ||
+                            (int)p->memories[l->memory].source != source))
+            continue;
         const ProfSite *s = &p->sites[l->site];
         if (s->file != ctx->profile_file || s->line == 0) continue;
         size_t k = 0;
@@ -50,6 +53,14 @@ MemLine *mem_lines_of_document(RuleContext *ctx, ProfMemLineKind kind, size_t *c
     qsort(out, n, sizeof *out, by_bytes);
     *count = n;
     return out;
+}
+
+MemLine *mem_lines_of_document(RuleContext *ctx, ProfMemLineKind kind, size_t *count) {
+    return lines_of(ctx, kind, -1, count);
+}
+
+MemLine *mem_lines_of_document_from(RuleContext *ctx, ProfMemLineKind kind, ProfMemSource source, size_t *count) {
+    return lines_of(ctx, kind, (int)source, count);
 }
 
 const ProfSite *mem_top_site(const Profile *p, const ProfMemory *m, ProfMemLineKind kind, uint64_t *bytes) {

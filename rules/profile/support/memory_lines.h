@@ -33,6 +33,8 @@ typedef struct {
  * *count set. NULL when there are none or memory runs out (the context
  * then remembers). The caller frees the array. */
 MemLine *mem_lines_of_document(RuleContext *ctx, ProfMemLineKind kind, size_t *count);
+/* As mem_lines_of_document, with the lines of memory entries of that source only. */
+MemLine *mem_lines_of_document_from(RuleContext *ctx, ProfMemLineKind kind, ProfMemSource source, size_t *count);
 
 /* The line of the whole profile (any file) that holds the most bytes of
  * that kind in memory m: its site, or NULL. */
