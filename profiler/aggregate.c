@@ -7,6 +7,7 @@
 #include "analysis/base/growable.h"
 #include "analysis/base/hash_index.h"
 #include "profiler/comm_kernels.h"
+#include "profiler/step_phases.h"
 
 /* Samples kept per entry for the median: exact up to this many calls, a
  * uniform reservoir sample beyond (Vitter's algorithm R). */
@@ -173,6 +174,8 @@ struct Aggregator {
     ProfDevice devices[MAX_DEVICES]; size_t device_count;
     DeviceTimeline timelines[MAX_DEVICES]; size_t timeline_count;
     uint64_t dropped_kernels, dropped_ops, dropped_sites;
+    uint64_t *step_marks; size_t step_mark_count; /* agg_steps: the process's optimizer step ends */
+    uint32_t step_stride; uint64_t step_total;
 };
 
 Aggregator *agg_new(void) {
@@ -190,6 +193,7 @@ static void named_free(NamedTable *t) {
 
 void agg_free(Aggregator *agg) {
     if (!agg) return;
+    free(agg->step_marks);
     for (size_t i = 0; i < agg->file_count; i++) free(agg->files[i]);
     free(agg->files);
     hash_index_free(&agg->file_index);
@@ -675,6 +679,8 @@ static bool fill_overheads(const NamedTable *t, Profile *p) {
     return true;
 }
 
+static void fill_steps(Aggregator *agg, Profile *p);
+
 static bool build(Aggregator *agg, Profile *p, const ProfProcess *proc) {
     ProfProcess copy = proc ? *proc : (ProfProcess){.pid = 0, .rank = -1, .local_rank = -1, .world_size = -1};
     copy.error = NULL;
@@ -763,7 +769,49 @@ static bool build(Aggregator *agg, Profile *p, const ProfProcess *proc) {
     p->dropped_kernels = agg->dropped_kernels;
     p->dropped_ops = agg->dropped_ops;
     p->dropped_sites = agg->dropped_sites;
+    fill_steps(agg, p);
     return true;
+}
+
+void agg_steps(Aggregator *agg, const uint64_t *marks, size_t count, uint32_t stride, uint64_t total) {
+    uint64_t *copy = count ? malloc(count * sizeof *copy) : NULL;
+    if (count && !copy) return; /* no phases: the profile reads as one without steps */
+    if (count) memcpy(copy, marks, count * sizeof *copy);
+    pthread_mutex_lock(&agg->lock);
+    free(agg->step_marks);
+    agg->step_marks = copy;
+    agg->step_mark_count = count;
+    agg->step_stride = stride;
+    agg->step_total = total;
+    pthread_mutex_unlock(&agg->lock);
+}
+
+/* The process's steps and each gap's phase, from the step marks (none: left unknown). */
+static void fill_steps(Aggregator *agg, Profile *p) {
+    StepTimeline steps;
+    if (!agg->step_mark_count ||
+        !step_timeline_build(&steps, agg->step_marks, agg->step_mark_count, agg->step_stride, agg->step_total))
+        return;
+    uint64_t first = UINT64_MAX, last = 0;
+    for (size_t i = 0; i < agg->timeline_count; i++) {
+        const DeviceTimeline *t = &agg->timelines[i];
+        if (!t->started) continue;
+        if (t->first < first) first = t->first;
+        if (t->busy_end > last) last = t->busy_end;
+    }
+    if (first == UINT64_MAX) first = last = steps.marks[0];
+    step_timeline_summary(&steps, first, last, &p->processes[0].steps);
+    /* A gap takes the phase at its middle: the host notes a step's end while the GPU may still run
+     * it, or already idle, so a gap often straddles a mark; its middle lies where most of it is. */
+    for (size_t g = 0; g < p->gap_count; g++) {
+        ProfGap *gap = &p->gaps[g];
+        const ProfDevice *dev = gap->device >= 0 && (size_t)gap->device < p->device_count ? &p->devices[gap->device] : NULL;
+        for (size_t i = 0; dev && i < agg->timeline_count; i++)
+            if (agg->timelines[i].started && agg->timelines[i].device == dev->id)
+                gap->phase = step_timeline_phase_at(&steps, agg->timelines[i].first + gap->start_ns +
+                                                                gap->duration_ns / 2);
+    }
+    step_timeline_free(&steps);
 }
 
 Profile *agg_to_profile(Aggregator *agg, const ProfProcess *proc) {

@@ -78,6 +78,12 @@ void agg_overhead(Aggregator *agg, const char *kind, uint64_t duration_ns);
 /* Device facts (copied; the device's ordinal is dev->id). */
 void agg_device(Aggregator *agg, const ProfDevice *dev);
 
+/* The process's optimizer step ends, on the device work's clock, ascending
+ * or not (copied; replaces earlier ones): count marks, stride steps apart,
+ * total steps in all. agg_to_profile splits the run into step phases with
+ * them (step_phases.h) and gives each idle gap its phase. */
+void agg_steps(Aggregator *agg, const uint64_t *marks, size_t count, uint32_t stride, uint64_t total);
+
 /* Builds the profile of one process (process index 0) from everything
  * recorded so far. The aggregator stays usable. NULL when out of memory. */
 Profile *agg_to_profile(Aggregator *agg, const ProfProcess *proc);

@@ -308,6 +308,16 @@ const char *prof_op_kind_name(ProfOpKind k) { return name_of(OP_KIND_NAMES, PROF
 const char *prof_copy_kind_name(ProfCopyKind k) { return name_of(COPY_KIND_NAMES, PROF_COPY_KIND_COUNT, (int)k); }
 const char *prof_mem_kind_name(ProfMemKind k) { return name_of(MEM_KIND_NAMES, PROF_MEM_KIND_COUNT, (int)k); }
 const char *prof_sync_kind_name(ProfSyncKind k) { return name_of(SYNC_KIND_NAMES, PROF_SYNC_KIND_COUNT, (int)k); }
+static const char *const PHASE_NAMES[PROF_PHASE_COUNT] = {NULL, "first", "warmup", "steady", "slow", "after"};
+const char *prof_phase_name(ProfPhase phase) {
+    return (unsigned)phase < PROF_PHASE_COUNT ? PHASE_NAMES[phase] : NULL;
+}
+int prof_phase_from_name(const char *s) {
+    for (int i = 1; s && i < PROF_PHASE_COUNT; i++)
+        if (strcmp(PHASE_NAMES[i], s) == 0) return i;
+    return -1;
+}
+
 static const char *const MEM_LINE_KIND_NAMES[PROF_MEM_LINE_KIND_COUNT] = {"peak", "growth", "allocs", "oom", "kept"};
 const char *prof_mem_line_kind_name(ProfMemLineKind k) {
     return name_of(MEM_LINE_KIND_NAMES, PROF_MEM_LINE_KIND_COUNT, (int)k);

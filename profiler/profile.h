@@ -42,6 +42,37 @@ typedef struct {
     uint64_t callback_ns;            /* the profiler's own callback time on those calls */
 } ProfCalibration;
 
+/* The training steps of one process (profiler/step_phases.c): the ends of
+ * its optimizer steps (PyTorch's torch.optim step hook), on the same clock as
+ * its device work, split into phases. The first phase runs from the
+ * process's first device activity to the end of the first step (start-up and
+ * the first step's warm-up); then leading steps slower than 1.5x the median
+ * (warm-up), the steady steps, the other slow steps (evaluation, checkpoints,
+ * logging between steps), and what follows the last step. All zero when
+ * unknown (no optimizer steps, imported traces, older profiles). */
+typedef struct {
+    uint64_t count;                  /* optimizer steps seen; 0: no step was recorded */
+    uint64_t median_ns;              /* the median step, over the steps recorded */
+    uint64_t first_ns;               /* first device activity to the end of the first step */
+    uint64_t warmup_steps, warmup_ns;
+    uint64_t steady_steps, steady_ns;
+    uint64_t slow_steps, slow_ns;    /* slow steps after the warm-up, whole */
+    uint64_t after_ns;               /* the end of the last step to the last device activity */
+} ProfSteps;
+
+typedef enum {
+    PROF_PHASE_UNKNOWN,     /* no steps recorded */
+    PROF_PHASE_FIRST,       /* start-up and the first step */
+    PROF_PHASE_WARMUP,
+    PROF_PHASE_STEADY,
+    PROF_PHASE_SLOW,
+    PROF_PHASE_AFTER,
+    PROF_PHASE_COUNT
+} ProfPhase;
+
+const char *prof_phase_name(ProfPhase phase); /* "first", ..., NULL for unknown */
+int prof_phase_from_name(const char *s);      /* -1 when unknown */
+
 /* One process that took part in the run (several with child processes or
  * distributed launchers). rank/world_size are -1 when not distributed. */
 typedef struct {
@@ -52,6 +83,7 @@ typedef struct {
     uint64_t wall_ns;       /* from CUDA start-up to exit in this process */
     char *error;            /* why nothing (or not everything) was recorded, or NULL */
     ProfCalibration calibration;
+    ProfSteps steps;
 } ProfProcess;
 
 typedef struct {
@@ -192,6 +224,7 @@ typedef struct {
     int before_site;
     int after_site;
     uint32_t weight;        /* gaps it stands for: trace_every in a sampled window; 0 or 1: itself */
+    ProfPhase phase;        /* the step phase it fell in; unknown without steps */
 } ProfGap;
 
 static inline uint64_t prof_gap_weight(const ProfGap *g) { return g->weight ? g->weight : 1; }

@@ -181,6 +181,16 @@ static bool processes_ok(Check *c) {
             return prof_fail(c->error, "%s.calibration.trace_every: %u is more than %u", at, k->trace_every, 1u << 20);
         if (k->trace_every && (k->traced_launches > k->launches || k->untraced_launches > k->launches))
             return prof_fail(c->error, "%s.calibration: more traced or untraced launches than launches", at);
+        const ProfSteps *s = &proc->steps;
+        uint64_t phased = s->warmup_steps + s->steady_steps + s->slow_steps;
+        if (s->count && (phased > s->count || s->warmup_steps > s->count || s->steady_steps > s->count))
+            return prof_fail(c->error, "%s.steps: more steps in its phases than steps", at);
+        if (!s->count && (phased || s->median_ns || s->first_ns || s->after_ns))
+            return prof_fail(c->error, "%s.steps: phases without steps", at);
+        if (!integer_ok(c, at, "steps.median_ns", s->median_ns) || !integer_ok(c, at, "steps.first_ns", s->first_ns) ||
+            !integer_ok(c, at, "steps.warmup_ns", s->warmup_ns) || !integer_ok(c, at, "steps.steady_ns", s->steady_ns) ||
+            !integer_ok(c, at, "steps.slow_ns", s->slow_ns) || !integer_ok(c, at, "steps.after_ns", s->after_ns))
+            return false;
     }
     return true;
 }
@@ -393,6 +403,9 @@ static bool gaps_ok(Check *c) {
             return false;
         if (g->weight > (1u << 20))
             return prof_fail(c->error, "%s.weight: %u is more than %u", at, g->weight, 1u << 20);
+        if ((unsigned)g->phase >= PROF_PHASE_COUNT) return prof_fail(c->error, "%s.phase: unknown", at);
+        if (g->phase != PROF_PHASE_UNKNOWN && !p->processes[g->process].steps.count)
+            return prof_fail(c->error, "%s.phase: its process recorded no steps", at);
     }
     return true;
 }

@@ -96,6 +96,21 @@ static json_t *process_json(const Profile *p, size_t i) {
         put(&k, "callback_ns", integer(c->callback_ns));
         put(&o, "calibration", obj_done(&k));
     }
+    const ProfSteps *s = &proc->steps;
+    if (s->count) { /* written only when steps were recorded */
+        Obj k = obj_new();
+        put(&k, "count", integer(s->count));
+        put(&k, "median_ns", integer(s->median_ns));
+        put(&k, "first_ns", integer(s->first_ns));
+        put(&k, "warmup_steps", integer(s->warmup_steps));
+        put(&k, "warmup_ns", integer(s->warmup_ns));
+        put(&k, "steady_steps", integer(s->steady_steps));
+        put(&k, "steady_ns", integer(s->steady_ns));
+        put(&k, "slow_steps", integer(s->slow_steps));
+        put(&k, "slow_ns", integer(s->slow_ns));
+        put(&k, "after_ns", integer(s->after_ns));
+        put(&o, "steps", obj_done(&k));
+    }
     return obj_done(&o);
 }
 
@@ -241,6 +256,7 @@ static json_t *gap_json(const Profile *p, size_t i) {
     put(&o, "before_site", index_or_null(g->before_site));
     put(&o, "after_site", index_or_null(g->after_site));
     if (g->weight > 1) put(&o, "weight", integer(g->weight)); /* absent: 1 */
+    if (prof_phase_name(g->phase)) put(&o, "phase", json_string(prof_phase_name(g->phase))); /* absent: unknown */
     return obj_done(&o);
 }
 

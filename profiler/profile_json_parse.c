@@ -242,6 +242,21 @@ static bool read_calibration(Reader *r, json_t *process, const char *process_at,
     return true;
 }
 
+/* Added later, optional: absent (no optimizer steps, imported traces, older files) reads as all zero. */
+static bool read_steps(Reader *r, json_t *process, const char *process_at, ProfSteps *s) {
+    json_t *o = json_object_get(process, "steps");
+    if (!o) return true;
+    char at[64];
+    snprintf(at, sizeof at, "%s.steps", process_at);
+    if (!json_is_object(o)) return FAIL(r, process_at, "steps", "must be an object");
+    return uint_value(r, member(r, o, at, "count"), at, "count", 1, MAX_JSON_INTEGER, &s->count) &&
+           get_u64(r, o, at, "median_ns", &s->median_ns) && get_u64(r, o, at, "first_ns", &s->first_ns) &&
+           get_u64(r, o, at, "warmup_steps", &s->warmup_steps) && get_u64(r, o, at, "warmup_ns", &s->warmup_ns) &&
+           get_u64(r, o, at, "steady_steps", &s->steady_steps) && get_u64(r, o, at, "steady_ns", &s->steady_ns) &&
+           get_u64(r, o, at, "slow_steps", &s->slow_steps) && get_u64(r, o, at, "slow_ns", &s->slow_ns) &&
+           get_u64(r, o, at, "after_ns", &s->after_ns);
+}
+
 static bool read_processes(Reader *r, json_t *root, Profile *p) {
     const char *key = "processes";
     json_t *a;
@@ -259,7 +274,7 @@ static bool read_processes(Reader *r, json_t *root, Profile *p) {
             !get_optional_int(r, e, at, "local_rank", &proc->local_rank) ||
             !get_optional_int(r, e, at, "world_size", &proc->world_size) ||
             !get_u64(r, e, at, "wall_ns", &proc->wall_ns) || !get_string(r, e, at, "error", true, &proc->error) ||
-            !read_calibration(r, e, at, &proc->calibration))
+            !read_calibration(r, e, at, &proc->calibration) || !read_steps(r, e, at, &proc->steps))
             return false;
         proc->pid = (int64_t)pid;
     }
@@ -512,6 +527,12 @@ static bool read_gaps(Reader *r, json_t *root, Profile *p) {
         json_t *w = json_object_get(e, "weight"); /* added later: absent reads as 1 */
         if (w && !uint_value(r, w, at, "weight", 1, 1u << 20, &weight)) return false;
         g->weight = (uint32_t)weight;
+        json_t *phase = json_object_get(e, "phase"); /* added later: absent reads as unknown */
+        if (phase) {
+            int k = json_is_string(phase) ? prof_phase_from_name(json_string_value(phase)) : -1;
+            if (k < 0) return FAIL(r, at, "phase", "must be one of first, warmup, steady, slow, after");
+            g->phase = (ProfPhase)k;
+        }
     }
     return true;
 }

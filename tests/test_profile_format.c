@@ -119,8 +119,12 @@ static Profile *sample_final(void) {
     p->dropped_ops = 3;
     p->dropped_sites = 1;
     cr_assert(profile_add_process(p, &(ProfProcess){4242, 0, 0, 2, 5000000000u, NULL,
-                                                    {8, 60000, 15000, 195000000, 45000, 324000000, 36000000}}) == 0);
-    cr_assert(profile_add_process(p, &(ProfProcess){4243, 1, 1, 2, 5100000000u, "CUPTI buffer full: records lost", {0}}) == 1);
+                                                    {8, 60000, 15000, 195000000, 45000, 324000000, 36000000},
+                                                    {.count = 100, .median_ns = 16000000, .first_ns = 900000000,
+                                                     .warmup_steps = 2, .warmup_ns = 60000000, .steady_steps = 94,
+                                                     .steady_ns = 1504000000, .slow_steps = 3, .slow_ns = 450000000,
+                                                     .after_ns = 20000000}}) == 0);
+    cr_assert(profile_add_process(p, &(ProfProcess){4243, 1, 1, 2, 5100000000u, "CUPTI buffer full: records lost", {0}, {0}}) == 1);
     PUSH(p->devices, p->device_count, h200(0, 0));
     PUSH(p->devices, p->device_count, h200(1, 1));
     cr_assert(profile_add_file(p, "train.py") == 0);
@@ -159,8 +163,8 @@ static Profile *sample_final(void) {
     PUSH(p->overheads, p->overhead_count, ((ProfOverhead){0, strdup("lazy_module_loading"), stats(1, 47000000, 47000000, 47000000, 47000000)}));
     PUSH(p->timelines, p->timeline_count, ((ProfTimeline){0, 0, 1000000, 600000, 400000, 500000, 200000, 100000}));
     PUSH(p->timelines, p->timeline_count, ((ProfTimeline){1, 1, 2000, 2000, 0, 2000, 0, 0}));
-    PUSH(p->gaps, p->gap_count, ((ProfGap){0, 0, 1000, 50000, 1, 2, 8}));
-    PUSH(p->gaps, p->gap_count, ((ProfGap){1, 1, 0, 10, -1, 3, 1}));
+    PUSH(p->gaps, p->gap_count, ((ProfGap){0, 0, 1000, 50000, 1, 2, 8, PROF_PHASE_SLOW}));
+    PUSH(p->gaps, p->gap_count, ((ProfGap){1, 1, 0, 10, -1, 3, 1, PROF_PHASE_UNKNOWN}));
     /* a Triton-style kernel whose lines are in a Python file: the store line
      * uncoalesced and bank-conflicted, the next one spilling */
     ProfLineMetrics store = {.kernel = "void gemm<float, 128>(float const*, float*, int)", .file = 1, .line = 52,
@@ -199,7 +203,7 @@ static Profile *sample_minimal(void) {
     Profile *p = profile_new();
     set_header(p, "empty", "cupti");
     set_command(p, (const char *[]){"python", "noop.py", NULL});
-    cr_assert(profile_add_process(p, &(ProfProcess){1, -1, -1, -1, 20000000, "CUDA was never initialised", {0}}) == 0);
+    cr_assert(profile_add_process(p, &(ProfProcess){1, -1, -1, -1, 20000000, "CUDA was never initialised", {0}, {0}}) == 0);
     return p;
 }
 
@@ -207,7 +211,7 @@ static Profile *sample_minimal(void) {
 static Profile *sample_import(void) {
     Profile *p = profile_new();
     set_header(p, "imported trace", "torch-profiler");
-    cr_assert(profile_add_process(p, &(ProfProcess){777, -1, -1, -1, 1500000, NULL, {0}}) == 0);
+    cr_assert(profile_add_process(p, &(ProfProcess){777, -1, -1, -1, 1500000, NULL, {0}, {0}}) == 0);
     PUSH(p->devices, p->device_count, h200(0, 0));
     cr_assert(profile_add_file(p, "src/pkg/model.py") == 0);
     cr_assert(profile_add_function_site(p, 0, 10, "Net.forward") == 0);
@@ -228,7 +232,7 @@ static Profile *sample_part(void) {
     Profile *p = profile_new();
     set_header(p, "part", "cupti");
     set_command(p, (const char *[]){"./app", NULL});
-    cr_assert(profile_add_process(p, &(ProfProcess){99, -1, -1, -1, 1000, NULL, {0}}) == 0);
+    cr_assert(profile_add_process(p, &(ProfProcess){99, -1, -1, -1, 1000, NULL, {0}, {0}}) == 0);
     PUSH(p->devices, p->device_count, h200(0, 0));
     ProfFrame frames[2] = {{"/work/app/build/app", 0x401a2c}, {"/work/app/build/libnet.so", 0x1f00}};
     cr_assert(profile_add_native_site(p, frames, 2) == 0);
@@ -428,7 +432,7 @@ Test(profile_model, files_and_sites_are_deduplicated) {
 Test(profile_model, processes_are_copied) {
     Profile *p = profile_new();
     char error[] = "lost";
-    ProfProcess proc = {12, 1, 0, 4, 99, error, {0}};
+    ProfProcess proc = {12, 1, 0, 4, 99, error, {0}, {0}};
     cr_expect_eq(profile_add_process(p, &proc), 0);
     cr_expect_eq(profile_add_process(p, &proc), 1, "processes are not deduplicated");
     error[0] = 'L';
@@ -1279,6 +1283,8 @@ Test(profile_json, memory_rules_beyond_the_schema) {
         {"memory_lines/0/memory", "1", "memory_lines[0].memory"},
         {"memory/0/process", "7", "memory[0].process"},
         {"memory_lines/0/freed/site", "99", "memory_lines[0].freed.site"},
+        {"processes/0/steps/warmup_steps", "101", "processes[0].steps: more steps in its phases than steps"},
+        {"gaps/1/phase", "\"steady\"", "gaps[1].phase: its process recorded no steps"},
         {"memory_lines/0/freed/bytes", "99999999", "memory_lines[0].freed.bytes: more than the line's bytes"},
         {"memory_lines/2/freed", "{\"site\":1,\"bytes\":5}", "memory_lines[2].freed: only a peak line has it"},
     };
@@ -1767,6 +1773,8 @@ static const BrokenFixture BROKEN[] = {
     {"memory-window-not-boolean.json", sample_final, {"memory/0/window_complete", "\"yes\"", "memory[0].window_complete"}},
     {"memory-line-kind-unknown.json", sample_final, {"memory_lines/0/kind", "\"cache\"", "memory_lines[0].kind: must be"}},
     {"memory-line-bytes-negative.json", sample_final, {"memory_lines/0/bytes", "-1", "memory_lines[0].bytes: must be"}},
+    {"steps-count-zero.json", sample_final, {"processes/0/steps/count", "0", "processes[0].steps.count: must be a positive"}},
+    {"gap-phase-unknown.json", sample_final, {"gaps/0/phase", "\"eval\"", "gaps[0].phase: must be one of"}},
     {"memory-line-freed-bytes-zero.json", sample_final,
      {"memory_lines/0/freed/bytes", "0", "memory_lines[0].freed.bytes: must be a positive"}},
     {"memory-line-freed-site-null.json", sample_final,

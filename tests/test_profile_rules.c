@@ -669,6 +669,41 @@ Test(pr003, repeated_gaps_before_a_line) {
     profile_view_free(v);
 }
 
+/* With the training steps recorded (profiler/step_phases.c), idle time
+ * outside the steady steps is a phase: the first step's gap and an
+ * evaluation's 40 ms between two steps are shown, not counted as gain. */
+Test(pr003, gaps_outside_the_steady_steps_are_phases_not_gains) {
+    Builder b = builder();
+    int up = site(&b, "gap.cu", 3, "main"), sum = site(&b, "gap.cu", 4, "main"), down = site(&b, "gap.cu", 5, "main");
+    Kernel k = {"block_sum(float const*, float*, int)", 528, 256, 16, 1024, 0};
+    uint64_t marks[8];
+    for (int i = 0; i < 8; i++) {
+        copies(&b, up, PROF_COPY_HTOD, PROF_MEM_PINNED, 1, 4u << 20, 90 * US, 5 * US);
+        launches(&b, sum, &k, 1, 20 * US, 5 * US);
+        copies(&b, down, PROF_COPY_DTOH, PROF_MEM_PINNED, 1, 2048, 2 * US, 0);
+        marks[i] = b.t + 1 * MS;                        /* the step ends while the host checks */
+        idle(&b, i == 4 ? 40 * MS : 3 * MS);            /* step 5 is followed by an evaluation */
+    }
+    agg_steps(b.agg, marks, 8, 1, 8);
+    ProfileView *v = view_of(&b, 80 * MS);
+    Source s = source_text("gap.cu", gap_cu);
+    FindingList l = run_rule("PR003", v, &s);
+    char *all = describe(&l, &s);
+    cr_assert_eq(l.count, 1, "%s", all);
+    const Finding *f = &l.items[0];
+    cr_expect(strstr(f->message, "7 times (58.0 ms"), "%s", f->message);
+    cr_expect(has_evidence(f, "by training phase: 0 ns before the first optimizer step ended"), "%s", all);
+    cr_expect(has_evidence(f, "40.0 ms in slow steps (evaluation, checkpoints or logging between steps), 0 ns "
+                                   "after the last step; 18.0 ms in the steady steps"),
+              "%s", all);
+    cr_assert(f->gain.present);
+    cr_expect_float_eq(f->gain.seconds, 0.018, 1e-6, "six steady gaps of 3 ms, not 58 ms");
+    free(all);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
 /* In a sampled trace window (trace_sampling.c) each recorded gap stands for
  * the window's weight in gaps. */
 Test(pr003, gaps_of_a_sampled_window_count_with_their_weight) {

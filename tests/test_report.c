@@ -621,6 +621,32 @@ Test(report_memory, an_out_of_memory_error_an_incomplete_window_and_escaping) {
     profile_free(p);
 }
 
+/* The training steps and their phases, in the header of both forms. */
+Test(report, training_steps_and_their_phases) {
+    Profile *p = memory_profile("leak_h200.json");
+    p->processes[0].steps = (ProfSteps){.count = 300, .median_ns = 1230000, .first_ns = 2100000000,
+                                        .warmup_steps = 3, .warmup_ns = 45000000, .steady_steps = 293,
+                                        .steady_ns = 360000000, .slow_steps = 3, .slow_ns = 210000000,
+                                        .after_ns = 95000000};
+    RankedFindings r = {0};
+    ReportProfile rp = {p, NULL};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
+    char *out = render(false, &in);
+    cr_expect(strstr(out, "steps    300 optimizer steps, median 1.23 ms\n         start-up and the first step 2.10 s; "
+                          "warm-up 3 steps, 45.0 ms; steady 293 steps, 360 ms; slow 3 steps, 210 ms (evaluation, "
+                          "checkpoints or logging between steps); after the last step 95.0 ms\n"),
+              "%s", out);
+    free(out);
+    out = render(true, &in);
+    cr_expect(strstr(out, "training steps") && strstr(out, "300 optimizer steps, median 1.23 ms"), "%s", out);
+    free(out);
+    p->processes[0].steps = (ProfSteps){0};
+    out = render(false, &in);
+    cr_expect_null(strstr(out, "\nsteps    "), "no steps recorded: no line");
+    free(out);
+    profile_free(p);
+}
+
 /* The line that freed a peak holder's memory, the holder's keeper, is named beside it. */
 Test(report_memory, where_the_peak_holders_were_freed) {
     Profile *p = memory_profile("leak_h200.json");

@@ -572,7 +572,7 @@ Profile *torch_import_report(const char *text, size_t length, const char *projec
     if (ok) ok = attribute(&im);
     if (ok) {
         ProfProcess proc = {im.c.has_host_pid ? im.c.host_pid : 0, -1, -1, -1,
-                            im.c.any_time ? im.c.last_ns - im.c.first_ns : 0, NULL, {0}};
+                            im.c.any_time ? im.c.last_ns - im.c.first_ns : 0, NULL, {0}, {0}};
         if (json_is_object(root)) read_distributed(root, &proc);
         p = agg_to_profile(im.agg, &proc);
         ok = p && describe(p, trace_path);

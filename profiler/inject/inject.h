@@ -58,6 +58,11 @@ void python_sites_start(void);
 bool python_sites_active(void);
 int python_site(void);
 
+/* Optimizer step ends (step_marks.c): recorded by the torch.optim hook
+ * python_sites.c registers; handed to the aggregator at exit. */
+void step_marks_record(void);
+void step_marks_flush(Aggregator *agg);
+
 /* Native programs: the first frames of the stack in user modules. */
 void native_sites_start(void);
 bool native_sites_wanted(void);

@@ -257,6 +257,7 @@ static void write_part(void) {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/part-%ld.json", parts_dir, (long)getpid());
     if (!start_error && !metrics_mode) trace_sampling_fill(&proc.calibration);
+    if (inject_agg && !metrics_mode) step_marks_flush(inject_agg);
     Profile *p = inject_agg ? agg_to_profile(inject_agg, &proc) : NULL;
     if (p && inject_mem && !mem_trace_to_profile(inject_mem, p, 0))
         fprintf(stderr, "advise: --memory: out of memory while writing the device memory of process %ld\n",

@@ -384,6 +384,39 @@ static int start_memory(void *unused) {
     return 0;
 }
 
+/* Training steps (step_marks.c): a torch.optim step post-hook, a C
+ * function, notes each step's end. Registered only where PyTorch's
+ * optimizers are already imported: importing them would change the program.
+ * GIL held. */
+static PyObject *on_optimizer_step(PyObject *self, PyObject *const *args, Py_ssize_t_ nargs) {
+    (void)self;
+    (void)args;
+    (void)nargs;
+    step_marks_record();
+    py.incref(py.none);
+    return py.none;
+}
+static MethodDef step_def = {"advise_optimizer_step", (void *)on_optimizer_step, METH_FASTCALL_, NULL};
+
+static int start_steps(void *unused) {
+    (void)unused;
+    PyObject *sys = py.import("sys");
+    PyObject *modules = sys ? py.get_attr(sys, "modules") : NULL;
+    PyObject *optimizer = modules ? py.call_method(modules, "get", "s", "torch.optim.optimizer") : NULL;
+    if (optimizer && optimizer != py.none) {
+        PyObject *fn = py.cfunction_new(&step_def, NULL, NULL);
+        if (fn) {
+            call_ok(py.call_method(optimizer, "register_optimizer_step_post_hook", "O", fn));
+            py.decref(fn); /* the hook table keeps its own reference */
+        }
+    }
+    if (optimizer) py.decref(optimizer);
+    if (modules) py.decref(modules);
+    if (sys) py.decref(sys);
+    py.err_clear();
+    return 0;
+}
+
 static bool hook_off;
 
 static int install_hook(void *unused) {
@@ -435,6 +468,7 @@ void python_sites_start(void) {
     /* Runs on the main thread at its next bytecode boundary, with the GIL;
      * safe to ask for from any thread without it. */
     py.add_pending_call(install_hook, NULL);
+    if (py.import && py.call_method && py.cfunction_new && py.none) py.add_pending_call(start_steps, NULL);
     if (want_memory && py.import && py.call_method) {
         strcpy(memory_dir, memory);
         strcpy(memory_parts, parts);

@@ -57,7 +57,15 @@ static const char documentation[] =
     "are gaps before a line that is in no loop and that came at most 4 times in any one process\n"
     "(start-up of several GPUs or ranks: on the H200 two-rank DDP run, the DDP constructor's\n"
     "line had 7 gaps, 3 or 4 per rank, 5.1 s of NCCL set-up);\n"
-    "repeated gaps are info, warning when they reach 10% of the run.\n";
+    "repeated gaps are info, warning when they reach 10% of the run.\n"
+    "\n"
+    "When the profile recorded the program's training steps (PyTorch's optimizer steps; FORMAT.md,\n"
+    "`processes[].steps`), each gap has a phase: start-up and the first step, the warm-up steps,\n"
+    "the steady steps, slow steps (a step with an evaluation, a checkpoint or logging beside it)\n"
+    "or after the last step. The evidence splits the idle time by phase, and only the steady\n"
+    "steps' idle time counts toward the gain and the severity: no change to this line recovers\n"
+    "the time spent evaluating or saving between steps. A line whose gaps all fall outside the\n"
+    "steady steps gets no estimate and is a hint.\n";
 
 #define MIN_GAP_NS 1000000u /* 1 ms */
 #define MAX_BEFORE 8
@@ -77,6 +85,7 @@ typedef struct {
     uint32_t line;
     uint64_t total, largest, count;
     uint64_t first_start; /* when the earliest of them began, from the GPU's first activity */
+    uint64_t phase_ns[PROF_PHASE_COUNT]; /* idle time by the step phase it fell in (unknown: no steps) */
     Before before[MAX_BEFORE];
     size_t before_count;
     struct {
@@ -156,9 +165,13 @@ static void report(RuleContext *ctx, const Profile *p, LineGaps *g, uint64_t run
     if (!f) return;
     uint64_t per_process = most_gaps_in_one_process(g);
     bool startup = g->count > 1 && per_process <= STARTUP_GAPS_PER_PROCESS && !pf_line_in_loop(ctx, g->line);
-    if (g->count == 1 || startup)
+    /* with the training steps known, idle time outside the steady steps is a phase, not a gain */
+    uint64_t phases = g->phase_ns[PROF_PHASE_FIRST] + g->phase_ns[PROF_PHASE_WARMUP] + g->phase_ns[PROF_PHASE_SLOW] +
+                      g->phase_ns[PROF_PHASE_AFTER];
+    uint64_t steady = g->total > phases ? g->total - phases : 0;
+    if (g->count == 1 || startup || !steady)
         f->severity = SEVERITY_HINT;
-    else if (g->total * 10 >= run)
+    else if (steady * 10 >= run)
         f->severity = SEVERITY_WARNING;
     bool ok = true;
     if (g->count > 1)
@@ -172,15 +185,31 @@ static void report(RuleContext *ctx, const Profile *p, LineGaps *g, uint64_t run
     }
     if (ok && g->count == 1)
         ok = finding_measured(f, QV(q_ns(g->first_start)), "a single gap, {} into the GPU's activity");
+    if (ok && phases)
+        ok = finding_measured(f,
+                              QV(q_ns(g->phase_ns[PROF_PHASE_FIRST]), q_ns(g->phase_ns[PROF_PHASE_WARMUP]),
+                                 q_ns(g->phase_ns[PROF_PHASE_SLOW]), q_ns(g->phase_ns[PROF_PHASE_AFTER]),
+                                 q_ns(steady)),
+                              "by training phase: {} before the first optimizer step ended (start-up and the first "
+                              "step), {} in the warm-up steps, {} in slow steps (evaluation, checkpoints or logging "
+                              "between steps), {} after the last step; {} in the steady steps");
     if (ok && startup)
         ok = finding_model(f, QV(q_count(per_process)),
                            "this line is in no loop and its gaps came at most {} times in one process: "
                            "start-up work, which overlapping rarely removes (no estimate)");
+    else if (ok && g->count > 1 && !steady)
+        ok = finding_model(f, NO_VALUES,
+                           "all of it fell outside the steady training steps: phases a change to this line does "
+                           "not recover (no estimate)");
     /* a one-off gap is mostly start-up, which overlapping rarely removes: no estimate */
-    if (g->count > 1 && !startup)
-        ok = ok && finding_set_gain(f, g->total / 1e9, "program", NO_VALUES,
-                                    "the GPU's idle time in the recorded gaps before this line's work; an upper "
-                                    "bound, reached if the host work in between overlapped the GPU's");
+    if (g->count > 1 && !startup && steady)
+        ok = ok && finding_set_gain(f, steady / 1e9, "program", NO_VALUES,
+                                    phases ? "the GPU's idle time in the recorded gaps before this line's work in the "
+                                             "steady training steps (not start-up, warm-up, slow steps or after the "
+                                             "last step); an upper bound, reached if the host work in between "
+                                             "overlapped the GPU's"
+                                           : "the GPU's idle time in the recorded gaps before this line's work; an "
+                                             "upper bound, reached if the host work in between overlapped the GPU's");
     if (!ok) ctx->out_of_memory = true;
 }
 
@@ -209,6 +238,7 @@ static void check_profile(RuleContext *ctx) {
         uint64_t weight = prof_gap_weight(gap);
         g->total += gap->duration_ns * weight;
         g->count += weight;
+        if ((unsigned)gap->phase < PROF_PHASE_COUNT) g->phase_ns[gap->phase] += gap->duration_ns * weight;
         count_process(g, gap->process);
         if (gap->duration_ns > g->largest) g->largest = gap->duration_ns;
         int before = gap->before_site;

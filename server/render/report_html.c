@@ -2,6 +2,7 @@
  * picture of each GPU's time is SVG drawn here: a bar of busy against idle
  * share, and the device's active span with every recorded idle gap at its
  * place, the largest numbered and explained in a table beneath. */
+#include "server/render/report_steps.h"
 #include "server/render/report_html.h"
 
 #include <stdlib.h>
@@ -129,6 +130,12 @@ static void write_profile_cards(FILE *out, const Profile *p) {
     report_html_card(out, launches, buf, NULL);
     units_ns(t.sync_ns, buf, sizeof buf);
     report_html_card(out, "host waiting in syncs", buf, NULL);
+    const ProfProcess *stepped = report_steps_process(p);
+    if (stepped) { /* the phases in the card's title */
+        char head[160], phases[512];
+        report_steps_words(&stepped->steps, head, sizeof head, phases, sizeof phases);
+        report_html_card(out, "training steps", head, phases);
+    }
 }
 
 /* Several profiles: one row each. */

@@ -1,6 +1,7 @@
 /* `advise report` as text, and the column padding shared with the HTML
  * report and `advise diff` (see report_text.h). Figures are written by
  * analysis/units.h, as everywhere. */
+#include "server/render/report_steps.h"
 #include "server/render/report_text.h"
 
 #include <math.h>
@@ -81,6 +82,12 @@ static void write_profile(FILE *out, const ReportProfile *rp) {
     if (share >= 0) fprintf(out, "; GPU busy %s of its %s active span", units_ratio(share, busy, sizeof busy), span);
     fprintf(out, "\n         kernels %s (%llu launches), copies and memsets %s, host waiting in syncs %s\n", kernels,
             (unsigned long long)t.launches, copies, syncs);
+    const ProfProcess *stepped = report_steps_process(p);
+    if (stepped) {
+        char head[160], phases[512];
+        report_steps_words(&stepped->steps, head, sizeof head, phases, sizeof phases);
+        fprintf(out, "steps    %s\n         %s\n", head, phases);
+    }
     if (p->dropped_kernels || p->dropped_ops || p->dropped_sites)
         fprintf(out, "note     the profile reached its caps: %llu kernels, %llu operations, %llu sites left out\n",
                 (unsigned long long)p->dropped_kernels, (unsigned long long)p->dropped_ops,

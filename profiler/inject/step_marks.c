@@ -1,0 +1,37 @@
+/* The ends of the process's optimizer steps on the device work's clock
+ * (processes[].steps in FORMAT.md): python_sites.c registers a torch.optim
+ * step post-hook that calls step_marks_record, and the exit hands the marks
+ * to the aggregator. Bounded: the first STEP_MARKS_MAX ends, then every
+ * other one kept, then every fourth, and so on. */
+#include <cupti.h>
+#include <pthread.h>
+
+#include "profiler/inject/inject.h"
+
+#define STEP_MARKS_MAX 4096
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t marks[STEP_MARKS_MAX];
+static size_t kept;
+static uint32_t stride = 1;
+static uint64_t seen;
+
+void step_marks_record(void) {
+    uint64_t now = 0;
+    if (cuptiGetTimestamp(&now) != CUPTI_SUCCESS) return;
+    pthread_mutex_lock(&lock);
+    if (seen % stride == 0 && kept == STEP_MARKS_MAX) { /* full: keep every other one, twice as far apart */
+        for (size_t i = 0; i < STEP_MARKS_MAX / 2; i++) marks[i] = marks[2 * i];
+        kept = STEP_MARKS_MAX / 2;
+        stride *= 2;
+    }
+    if (seen % stride == 0) marks[kept++] = now;
+    seen++;
+    pthread_mutex_unlock(&lock);
+}
+
+void step_marks_flush(Aggregator *agg) {
+    pthread_mutex_lock(&lock);
+    if (kept) agg_steps(agg, marks, kept, stride, seen);
+    pthread_mutex_unlock(&lock);
+}

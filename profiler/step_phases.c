@@ -1,0 +1,78 @@
+#include "profiler/step_phases.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int by_value(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+bool step_timeline_build(StepTimeline *t, const uint64_t *marks, size_t count, uint32_t stride, uint64_t total_steps) {
+    memset(t, 0, sizeof *t);
+    if (!count) return false;
+    t->marks = malloc(count * sizeof *t->marks);
+    t->phase = malloc(count * sizeof *t->phase); /* count - 1 intervals; one spare keeps count 1 simple */
+    uint64_t *sorted = count > 1 ? malloc((count - 1) * sizeof *sorted) : NULL;
+    if (!t->marks || !t->phase || (count > 1 && !sorted)) {
+        free(sorted);
+        step_timeline_free(t);
+        return false;
+    }
+    memcpy(t->marks, marks, count * sizeof *marks);
+    qsort(t->marks, count, sizeof *t->marks, by_value);
+    t->count = count;
+    t->stride = stride ? stride : 1;
+    t->total_steps = total_steps > count ? total_steps : count;
+    for (size_t i = 0; i + 1 < count; i++) sorted[i] = t->marks[i + 1] - t->marks[i];
+    if (count > 1) {
+        qsort(sorted, count - 1, sizeof *sorted, by_value);
+        t->median = sorted[(count - 2) / 2];
+    }
+    free(sorted);
+    /* slow: longer than 1.5x the median; the slow run before the first steady interval is the warm-up */
+    bool warming = true;
+    for (size_t i = 0; i + 1 < count; i++) {
+        uint64_t d = t->marks[i + 1] - t->marks[i];
+        bool slow = (double)d > STEP_SLOW_RATIO * (double)t->median;
+        if (!slow) warming = false;
+        t->phase[i] = (uint8_t)(!slow ? PROF_PHASE_STEADY : warming ? PROF_PHASE_WARMUP : PROF_PHASE_SLOW);
+    }
+    return true;
+}
+
+void step_timeline_free(StepTimeline *t) {
+    free(t->marks);
+    free(t->phase);
+    memset(t, 0, sizeof *t);
+}
+
+ProfPhase step_timeline_phase_at(const StepTimeline *t, uint64_t when) {
+    if (!t->count) return PROF_PHASE_UNKNOWN;
+    if (when < t->marks[0]) return PROF_PHASE_FIRST;
+    if (when >= t->marks[t->count - 1]) return PROF_PHASE_AFTER;
+    size_t lo = 0, hi = t->count - 1; /* marks[lo] <= when < marks[hi] */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (t->marks[mid] <= when) lo = mid;
+        else hi = mid;
+    }
+    return (ProfPhase)t->phase[lo];
+}
+
+void step_timeline_summary(const StepTimeline *t, uint64_t first, uint64_t last, ProfSteps *out) {
+    memset(out, 0, sizeof *out);
+    if (!t->count) return;
+    out->count = t->total_steps;
+    out->median_ns = t->median / t->stride;
+    out->first_ns = t->marks[0] > first ? t->marks[0] - first : 0;
+    out->after_ns = last > t->marks[t->count - 1] ? last - t->marks[t->count - 1] : 0;
+    for (size_t i = 0; i + 1 < t->count; i++) {
+        uint64_t d = t->marks[i + 1] - t->marks[i];
+        switch ((ProfPhase)t->phase[i]) {
+        case PROF_PHASE_WARMUP: out->warmup_steps += t->stride; out->warmup_ns += d; break;
+        case PROF_PHASE_SLOW: out->slow_steps += t->stride; out->slow_ns += d; break;
+        default: out->steady_steps += t->stride; out->steady_ns += d; break;
+        }
+    }
+}
