@@ -17,6 +17,7 @@ typedef struct {
     uint64_t alloc_bytes;   /* allocated from it over the run */
     uint64_t alloc_count;
     uint64_t peak_live;     /* live at the peak (snapshot) */
+    uint64_t oom_live;      /* live when an allocation failed (snapshot) */
     bool listed;            /* in the device's active list */
 } SiteStats;
 
@@ -41,6 +42,10 @@ typedef struct {
     size_t sample_count;
     uint64_t stride, in_stretch;
     ProfMemSample stretch;  /* the current stretch's highest point */
+    /* the first allocation that failed for lack of memory (mem_trace_oom) */
+    bool oom, oom_pending;  /* pending: what was live then is not taken yet */
+    uint64_t oom_ns, oom_bytes, oom_allocated;
+    int oom_site;
 } DevTrace;
 
 struct MemTrace {
@@ -194,6 +199,36 @@ static void sample(DevTrace *d, uint64_t time_ns) {
     d->in_stretch = 0;
 }
 
+/* What was live when the allocation failed: the state once every record before it has been applied. */
+static void take_oom_lines(DevTrace *d) {
+    for (size_t i = 0; i < d->active_count; i++) {
+        SiteStats *s = &d->sites[d->active[i]];
+        s->oom_live = s->live;
+    }
+    d->oom_allocated = d->total;
+    d->oom_pending = false;
+}
+
+/* A record at time_ns arrives: an out-of-memory error before it sees the state as it is now. */
+static void oom_catch_up(DevTrace *d, uint64_t time_ns) {
+    if (d->oom_pending && time_ns > d->oom_ns) take_oom_lines(d);
+}
+
+void mem_trace_oom(MemTrace *t, uint32_t device, uint64_t bytes, uint64_t time_ns, int site) {
+    if (!t) return;
+    if (site < -1 || site >= (int)MEM_TRACE_MAX_SITES) site = -1;
+    pthread_mutex_lock(&t->lock);
+    DevTrace *d = device_of(t, device);
+    if (d && !d->oom) {
+        d->oom = d->oom_pending = true;
+        d->oom_ns = time_ns;
+        d->oom_bytes = bytes;
+        d->oom_site = site;
+        if (!site_stats(d, site)) d->oom_site = -1; /* listed, so that its line can be named */
+    }
+    pthread_mutex_unlock(&t->lock);
+}
+
 static uint64_t clock_of(DevTrace *d, uint64_t time_ns) {
     if (!d->started) {
         d->started = true;
@@ -210,6 +245,7 @@ void mem_trace_alloc(MemTrace *t, uint32_t device, uint64_t address, uint64_t by
     pthread_mutex_lock(&t->lock);
     DevTrace *d = device_of(t, device);
     if (d) {
+        oom_catch_up(d, time_ns);
         time_ns = clock_of(d, time_ns);
         d->events++;
         LiveEntry *old = live_find(d, address);
@@ -246,6 +282,7 @@ void mem_trace_release(MemTrace *t, uint32_t device, uint64_t address, uint64_t 
     pthread_mutex_lock(&t->lock);
     DevTrace *d = device_of(t, device);
     if (d) {
+        oom_catch_up(d, time_ns);
         time_ns = clock_of(d, time_ns);
         d->events++;
         take_peak_lines(d);
@@ -288,7 +325,8 @@ static bool add_lines(Profile *p, const DevTrace *d, int memory, ProfMemLineKind
     size_t n = 0;
     for (size_t i = 0; i < d->active_count; i++) {
         const SiteStats *s = &d->sites[d->active[i]];
-        uint64_t bytes = kind == PROF_MEM_LINE_PEAK ? s->peak_live : s->alloc_bytes;
+        uint64_t bytes = kind == PROF_MEM_LINE_PEAK ? s->peak_live : kind == PROF_MEM_LINE_OOM ? s->oom_live
+                                                                                               : s->alloc_bytes;
         if (!bytes) continue;
         scratch[n++] = (LineOut){d->active[i] - 1, bytes, kind == PROF_MEM_LINE_ALLOCS ? s->alloc_count : 0};
     }
@@ -307,12 +345,20 @@ static bool add_lines(Profile *p, const DevTrace *d, int memory, ProfMemLineKind
 }
 
 static bool device_to_profile(Profile *p, DevTrace *d, int process) {
-    if (!d->events || p->memory_count >= PROFILE_MAX_MEMORIES) return true;
+    if ((!d->events && !d->oom) || p->memory_count >= PROFILE_MAX_MEMORIES) return true;
     take_peak_lines(d);
+    if (d->oom_pending) take_oom_lines(d);
     ProfMemory m = {.process = process, .device = d->device, .source = PROF_MEM_SOURCE_CUPTI,
                     .events = d->events, .window_complete = true, .max_allocated = d->peak,
                     .max_reserved = d->peak, .peak_time_ns = d->peak_ns, .peak_allocated = d->peak,
                     .peak_reserved = d->peak, .oom_site = -1};
+    if (d->oom) { /* the device's free memory is not known from a callback: 0 */
+        m.oom = true;
+        m.oom_time_ns = d->started && d->oom_ns > d->first_ns ? d->oom_ns - d->first_ns : 0;
+        m.oom_bytes = d->oom_bytes;
+        m.oom_allocated = d->oom_allocated;
+        m.oom_site = d->oom_site;
+    }
     size_t n = d->sample_count + (d->in_stretch ? 1 : 0);
     m.samples = n ? malloc(n * sizeof *m.samples) : NULL;
     if (n && !m.samples) return false;
@@ -336,7 +382,8 @@ static bool device_to_profile(Profile *p, DevTrace *d, int process) {
     p->memories[p->memory_count++] = m;
     int memory = (int)p->memory_count - 1;
     bool ok = add_lines(p, d, memory, PROF_MEM_LINE_PEAK, scratch) &&
-              add_lines(p, d, memory, PROF_MEM_LINE_ALLOCS, scratch);
+              add_lines(p, d, memory, PROF_MEM_LINE_ALLOCS, scratch) &&
+              (!d->oom || add_lines(p, d, memory, PROF_MEM_LINE_OOM, scratch));
     free(scratch);
     return ok;
 }

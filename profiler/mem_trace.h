@@ -42,11 +42,19 @@ void mem_trace_alloc(MemTrace *t, uint32_t device, uint64_t address, uint64_t by
  * untracked bytes by at most what was counted as untracked, never below 0. */
 void mem_trace_release(MemTrace *t, uint32_t device, uint64_t address, uint64_t bytes, uint64_t time_ns);
 
+/* An allocation of bytes on device, asked for by site, failed for lack of
+ * memory at time_ns (the records' clock). The first one of each device is
+ * kept, with the bytes live by line at that moment: taken when the trace
+ * reaches that time (records arrive in buffers, after the call has
+ * returned), or at the end. */
+void mem_trace_oom(MemTrace *t, uint32_t device, uint64_t bytes, uint64_t time_ns, int site);
+
 /* Releases of addresses the trace did not hold, over all devices. */
 uint64_t mem_trace_unknown_releases(const MemTrace *t);
 
 /* Appends one memory entry (source PROF_MEM_SOURCE_CUPTI) per device that
- * allocated, for process `process` of p, with its "peak" and "allocs" lines.
+ * allocated, for process `process` of p, with its "peak" and "allocs" lines
+ * (and its out-of-memory error with the "oom" lines live then).
  * Sites must be p's. The trace stays usable. False when out of memory (p
  * then holds none of the trace's entries). */
 bool mem_trace_to_profile(MemTrace *t, Profile *p, int process);

@@ -105,6 +105,45 @@ Test(mem_trace, peak_and_the_lines_live_at_it) {
 /* A release of an address never seen (allocated before recording) neither
  * lowers live memory below what was seen nor touches a line; an address
  * allocated twice without its release in between counts once. */
+/* A cudaMalloc fails at t=1025 (the call's callback sees it at once); the
+ * records around it arrive later, in buffers: what was live then is taken
+ * when the first record after it arrives. Only the first failure counts. */
+Test(mem_trace, an_out_of_memory_error_with_what_was_live) {
+    MemTrace *t = mem_trace_new();
+    mem_trace_alloc(t, 0, 0x1000, 100, 1010, 0);
+    mem_trace_oom(t, 0, 5000, 1025, 2);           /* before the record of 0x2000 arrives */
+    mem_trace_alloc(t, 0, 0x2000, 300, 1020, 1);   /* before the failure */
+    mem_trace_oom(t, 0, 9999, 1026, 1);            /* a second failure: not kept */
+    mem_trace_release(t, 0, 0x1000, 100, 1030);    /* after it: the state then is taken first */
+    mem_trace_alloc(t, 0, 0x3000, 50, 1040, 0);
+    Profile *p = with_sites(3);
+    cr_assert(mem_trace_to_profile(t, p, 0));
+    const ProfMemory *m = &p->memories[0];
+    cr_assert(m->oom);
+    cr_expect_eq(m->oom_bytes, 5000);
+    cr_expect_eq(m->oom_site, 2);
+    cr_expect_eq(m->oom_time_ns, 15);
+    cr_expect_eq(m->oom_allocated, 400);
+    cr_expect_eq(m->oom_device_free, 0, "not known from a callback");
+    cr_expect_eq(line_of(p, 0, PROF_MEM_LINE_OOM, 0)->bytes, 100);
+    cr_expect_eq(line_of(p, 0, PROF_MEM_LINE_OOM, 1)->bytes, 300);
+    cr_expect_null(line_of(p, 0, PROF_MEM_LINE_OOM, 2), "the failing line held nothing");
+    profile_free(p);
+    mem_trace_free(t);
+
+    /* a failure as the last thing: taken at the end */
+    t = mem_trace_new();
+    mem_trace_alloc(t, 0, 0x1000, 100, 1010, 0);
+    mem_trace_oom(t, 0, 5000, 1500, 0);
+    p = with_sites(1);
+    cr_assert(mem_trace_to_profile(t, p, 0));
+    cr_expect(p->memories[0].oom);
+    cr_expect_eq(p->memories[0].oom_allocated, 100);
+    cr_expect_eq(line_of(p, 0, PROF_MEM_LINE_OOM, 0)->bytes, 100);
+    profile_free(p);
+    mem_trace_free(t);
+}
+
 Test(mem_trace, releases_of_unknown_addresses) {
     MemTrace *t = mem_trace_new();
     mem_trace_release(t, 0, 0xdead, 4096, 5);

@@ -24,8 +24,8 @@ typedef struct {
     FindingList findings;
 } Checked;
 
-/* Runs PR015 on the file rel with profile p (the view takes p and frees it). */
-static Checked check_path(Profile *p, const char *rel) {
+/* Runs the rules of select on the file rel with profile p (the view takes p and frees it). */
+static Checked check_rules(Profile *p, const char *rel, const char *select) {
     Checked c = {0};
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", ADVISE_SOURCE_DIR, rel);
@@ -36,7 +36,7 @@ static Checked check_path(Profile *p, const char *rel) {
     cr_assert_not_null(v);
     Config cfg;
     config_init(&cfg);
-    cr_assert(string_list_add_csv(&cfg.select, "PR015"));
+    cr_assert(string_list_add_csv(&cfg.select, select));
     finding_list_init(&c.findings);
     char *error = NULL;
     cr_assert(engine_check(c.doc, NULL, &cfg, &c.findings, NULL, &error), "%s", error ? error : "");
@@ -45,6 +45,8 @@ static Checked check_path(Profile *p, const char *rel) {
     profile_view_free(v);
     return c;
 }
+
+static Checked check_path(Profile *p, const char *rel) { return check_rules(p, rel, "PR015"); }
 
 static void checked_free(Checked *c) {
     finding_list_free(&c->findings);
@@ -158,6 +160,34 @@ Test(memory_rules_cuda, a_buffer_allocated_once) {
               w->message);
     cr_expect(has_evidence(w, "up to 944 MB"), "%s", evidence_of(w));
     checked_free(&c); /* the view took p */
+}
+
+/* PR018 in a CUDA file: a cudaMalloc that failed for lack of memory, with the
+ * device buffers live then (mem_trace_oom); the device's free memory is not
+ * claimed. */
+Test(memory_rules_cuda, a_failed_cudamalloc) {
+    char *error = NULL;
+    Profile *p = profile_read_file(ADVISE_SOURCE_DIR "/tests/fixtures/profiles/memory/cuda_alloc_h200.json",
+                                   PROFILE_FINAL, &error);
+    cr_assert_not_null(p, "%s", error ? error : "");
+    for (size_t i = 0; i < p->memory_count; i++) free(p->memories[i].samples);
+    p->memory_count = p->memory_line_count = 0;
+    int file = profile_add_file(p, CU);
+    int weights = profile_add_site(p, file, 34, "main"), act = profile_add_site(p, file, 38, "main");
+    MemTrace *t = mem_trace_new();
+    mem_trace_alloc(t, 0, 0x100000, 900 * MiB, 1000, weights);
+    mem_trace_oom(t, 0, 200000 * MiB, 2000, act);
+    cr_assert(mem_trace_to_profile(t, p, 0));
+    mem_trace_free(t);
+    Checked c = check_rules(p, CU, "PR018");
+    cr_assert_eq(c.findings.count, 1);
+    const Finding *f = &c.findings.items[0];
+    cr_expect_eq(document_line_of(c.doc, f->range.start) + 1, 38);
+    cr_expect(strstr(f->message, "an allocation of 210 GB failed here (out of memory); 944 MB of device buffers was "
+                                 "allocated, most of it from " CU ":34 (944 MB)"),
+              "%s", f->message);
+    cr_expect_null(strstr(f->message, "free on the device"), "%s", f->message);
+    checked_free(&c);
 }
 
 /* advise report on it: the memory section says where the figures come from,

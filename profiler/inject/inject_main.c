@@ -189,7 +189,17 @@ static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_C
     Watch watch = watch_of(domain, cbid);
     if (watch == WATCH_ALLOC && cb->functionParams) {
         const AllocParams *p = cb->functionParams;
-        agg_alloc(inject_agg, alloc_kind(cb->functionName), p->size, took, outer_site);
+        ProfMemKind kind = alloc_kind(cb->functionName);
+        agg_alloc(inject_agg, kind, p->size, took, outer_site);
+        /* --memory: a device allocation that failed for lack of memory (cudaErrorMemoryAllocation and
+         * CUDA_ERROR_OUT_OF_MEMORY are both 2) */
+        if (inject_mem && kind == PROF_MEM_DEVICE && cb->functionReturnValue &&
+            *(const int *)cb->functionReturnValue == 2) {
+            uint32_t device = 0;
+            uint64_t when = 0;
+            if (cuptiGetDeviceId(cb->context, &device) == CUPTI_SUCCESS && cuptiGetTimestamp(&when) == CUPTI_SUCCESS)
+                mem_trace_oom(inject_mem, device, p->size, when, outer_site);
+        }
     }
     /* the host's wait: what CUPTI's SYNCHRONIZATION record measured, without its cost */
     if (watch == WATCH_SYNC) agg_sync(inject_agg, sync_kind_of(cb->functionName), took, outer_site);

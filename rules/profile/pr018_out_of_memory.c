@@ -11,10 +11,13 @@
 
 static const char documentation[] =
     "## What it does\n"
-    "Needs a profile recorded with `advise profile --memory` (a PyTorch program). When an\n"
-    "allocation failed with an out-of-memory error during the run, reports the line that asked\n"
-    "for it (the innermost line of the project on its stack), how much it asked for, how much\n"
-    "the device had free, and the lines whose tensors held the most memory at that moment:\n"
+    "Needs a profile recorded with `advise profile --memory`. When an allocation failed with an\n"
+    "out-of-memory error during the run, reports the line that asked for it (the innermost line\n"
+    "of the project on its stack), how much it asked for, how much the device had free, and the\n"
+    "lines whose tensors held the most memory at that moment. In a CUDA program (memory from\n"
+    "CUPTI: `cudaMalloc` and friends), the call that returned `cudaErrorMemoryAllocation` or\n"
+    "`CUDA_ERROR_OUT_OF_MEMORY`, with the device buffers live then; the device's free memory is\n"
+    "not known there:\n"
     "\n"
     "`an allocation of 4.29 GB failed here (out of memory) with 1.29 GB free on the device; 75.2 GB was allocated, most of it from train.py:41 (40.8 GB)`\n"
     "\n"
@@ -36,8 +39,9 @@ static const char documentation[] =
     MEMORY_RULE_FIX_SAFETY
     "## The numbers\n"
     "Measured, from PyTorch's allocator history: the request, the device's free memory as the\n"
-    "allocator saw it, and the live bytes by allocating line when it failed. Severity is\n"
-    "warning.\n";
+    "allocator saw it, and the live bytes by allocating line when it failed. In a CUDA program:\n"
+    "the request (the failing call's size argument) and the device buffers live by allocating\n"
+    "line when it failed, from CUPTI's memory records. Severity is warning.\n";
 
 static void report(RuleContext *ctx, const Profile *p, const ProfMemory *m, size_t memory) {
     /* the largest holder then, anywhere in the project */
@@ -53,19 +57,31 @@ static void report(RuleContext *ctx, const Profile *p, const ProfMemory *m, size
         snprintf(where, sizeof where, ", most of it from %s:%u (%s)", p->files[s->file].path, s->line,
                  units_bytes(top->bytes, held, sizeof held));
     }
-    /* more free on the device than asked for: the limit was the process's own (a memory fraction) */
-    bool capped = m->oom_device_free > m->oom_bytes;
-    Finding *f = pf_report_line(ctx, p->sites[m->oom_site].line,
-                                "an allocation of %s failed here (out of memory) with %s free on the device%s; %s was "
-                                "allocated%s",
-                                units_bytes(m->oom_bytes, asked, sizeof asked),
-                                units_bytes(m->oom_device_free, freeb, sizeof freeb),
-                                capped ? ", so the limit was this process's own (a memory fraction or another cap)" : "",
-                                units_bytes(m->oom_allocated, alloc, sizeof alloc), where);
-    if (!f) return;
+    Finding *f;
+    bool ok;
+    if (m->source == PROF_MEM_SOURCE_CUPTI) { /* a failed cudaMalloc: the device's free memory is not known */
+        f = pf_report_line(ctx, p->sites[m->oom_site].line,
+                           "an allocation of %s failed here (out of memory); %s of device buffers was allocated%s",
+                           units_bytes(m->oom_bytes, asked, sizeof asked),
+                           units_bytes(m->oom_allocated, alloc, sizeof alloc), where);
+        if (!f) return;
+        ok = finding_measured(f, QV(q_bytes(m->oom_bytes), q_bytes(m->oom_allocated)),
+                              "asked for {}; device buffers allocated then (cudaMalloc and friends): {}");
+    } else {
+        /* more free on the device than asked for: the limit was the process's own (a memory fraction) */
+        bool capped = m->oom_device_free > m->oom_bytes;
+        f = pf_report_line(ctx, p->sites[m->oom_site].line,
+                           "an allocation of %s failed here (out of memory) with %s free on the device%s; %s was "
+                           "allocated%s",
+                           units_bytes(m->oom_bytes, asked, sizeof asked),
+                           units_bytes(m->oom_device_free, freeb, sizeof freeb),
+                           capped ? ", so the limit was this process's own (a memory fraction or another cap)" : "",
+                           units_bytes(m->oom_allocated, alloc, sizeof alloc), where);
+        if (!f) return;
+        ok = finding_measured(f, QV(q_bytes(m->oom_bytes), q_bytes(m->oom_device_free), q_bytes(m->oom_allocated)),
+                              "asked for {} with {} free; allocated then: {}");
+    }
     f->severity = SEVERITY_WARNING;
-    bool ok = finding_measured(f, QV(q_bytes(m->oom_bytes), q_bytes(m->oom_device_free), q_bytes(m->oom_allocated)),
-                               "asked for {} with {} free; allocated then: {}");
     for (size_t i = 0, shown = 0; ok && i < p->memory_line_count && shown < 5; i++) {
         const ProfMemLine *l = &p->memory_lines[i];
         if (l->memory != (int)memory || l->kind != PROF_MEM_LINE_OOM || l->site < 0) continue;
@@ -81,13 +97,16 @@ static void check_profile(RuleContext *ctx) {
     const Profile *p = profile_view_profile(ctx->profile);
     for (size_t i = 0; i < p->memory_count && !ctx->out_of_memory; i++) {
         const ProfMemory *m = &p->memories[i];
+        /* a CUDA file reads CUPTI's entries, a Python file PyTorch's (as PR015) */
+        bool cuda = ctx->doc->language != LANGUAGE_PYTHON;
+        if ((m->source == PROF_MEM_SOURCE_CUPTI) != cuda) continue;
         if (m->oom && m->oom_site >= 0 && p->sites[m->oom_site].file == ctx->profile_file && p->sites[m->oom_site].line)
             report(ctx, p, m, i);
     }
 }
 
 const Rule rule_pr018_out_of_memory = {
-    .code = "PR018", .name = "out-of-memory", .severity = SEVERITY_WARNING, .languages = LANGUAGE_PYTHON,
+    .code = "PR018", .name = "out-of-memory", .severity = SEVERITY_WARNING, .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA,
     .check_profile = check_profile,
     .summary = "An allocation failed with an out-of-memory error at this line in the profiled run (profile, --memory)",
     .documentation = documentation};

@@ -235,11 +235,17 @@ static void write_memory(FILE *out, const Profile *p, size_t index, const char *
     if (m->oom) {
         char asked[UNITS_BUF], free_bytes[UNITS_BUF], allocated[UNITS_BUF];
         units_ns(m->oom_time_ns, when, sizeof when);
-        fprintf(out, "<h4>Out of memory</h4>\n<p>An allocation of %s failed %s into the recorded window, with %s free "
-                     "on the device and %s allocated",
-                units_bytes(m->oom_bytes, asked, sizeof asked), when,
-                units_bytes(m->oom_device_free, free_bytes, sizeof free_bytes),
-                units_bytes(m->oom_allocated, allocated, sizeof allocated));
+        if (m->source == PROF_MEM_SOURCE_CUPTI) /* a failed cudaMalloc: the device's free memory is not known */
+            fprintf(out, "<h4>Out of memory</h4>\n<p>An allocation of %s failed %s into the recorded window, with %s "
+                         "allocated",
+                    units_bytes(m->oom_bytes, asked, sizeof asked), when,
+                    units_bytes(m->oom_allocated, allocated, sizeof allocated));
+        else
+            fprintf(out, "<h4>Out of memory</h4>\n<p>An allocation of %s failed %s into the recorded window, with %s "
+                         "free on the device and %s allocated",
+                    units_bytes(m->oom_bytes, asked, sizeof asked), when,
+                    units_bytes(m->oom_device_free, free_bytes, sizeof free_bytes),
+                    units_bytes(m->oom_allocated, allocated, sizeof allocated));
         if (m->oom_site >= 0 && (size_t)m->oom_site < p->site_count) {
             fputs("; it was asked for at ", out);
             report_html_site(out, p, m->oom_site);

@@ -149,8 +149,11 @@ static void write_memory(FILE *out, const Profile *p, size_t index, const char *
             fputs(" at ", out);
             write_place(out, p, p->sites[m->oom_site].file, p->sites[m->oom_site].line);
         }
-        fprintf(out, ", with %s free on the device and %s allocated\n", units_bytes(m->oom_device_free, a, sizeof a),
-                units_bytes(m->oom_allocated, b, sizeof b));
+        if (m->source == PROF_MEM_SOURCE_CUPTI) /* a failed cudaMalloc: the device's free memory is not known */
+            fprintf(out, ", with %s allocated\n", units_bytes(m->oom_allocated, b, sizeof b));
+        else
+            fprintf(out, ", with %s free on the device and %s allocated\n",
+                    units_bytes(m->oom_device_free, a, sizeof a), units_bytes(m->oom_allocated, b, sizeof b));
         write_holders(out, p, index, PROF_MEM_LINE_OOM, m->oom_allocated, "live when it failed");
     }
 }
