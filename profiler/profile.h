@@ -51,7 +51,7 @@ typedef struct {
  * logging between steps), and what follows the last step. All zero when
  * unknown (no optimizer steps, imported traces, older profiles). */
 typedef struct {
-    uint64_t count;                  /* optimizer steps seen; 0: no step was recorded */
+    uint64_t count;                  /* steps of the first optimizer that stepped; 0: none recorded */
     uint64_t median_ns;              /* the median step, over the steps recorded */
     uint64_t first_ns;               /* first device activity to the end of the first step */
     uint64_t warmup_steps, warmup_ns;

@@ -387,12 +387,15 @@ static int start_memory(void *unused) {
 /* Training steps (step_marks.c): a torch.optim step post-hook, a C
  * function, notes each step's end. Registered only where PyTorch's
  * optimizers are already imported: importing them would change the program.
- * GIL held. */
+ * Only the first optimizer that steps counts: a GAN's two optimizers (or a
+ * second one for some parameters) step once each per iteration, and their
+ * interleaved ends would halve the intervals. GIL held. */
+static const PyObject *stepping_optimizer; /* compared, never dereferenced */
+
 static PyObject *on_optimizer_step(PyObject *self, PyObject *const *args, Py_ssize_t_ nargs) {
     (void)self;
-    (void)args;
-    (void)nargs;
-    step_marks_record();
+    if (nargs >= 1 && !stepping_optimizer) stepping_optimizer = args[0];
+    if (nargs < 1 || args[0] == stepping_optimizer) step_marks_record();
     py.incref(py.none);
     return py.none;
 }
