@@ -330,7 +330,7 @@ static bool add_lines(Profile *p, const DevTrace *d, int memory, ProfMemLineKind
         if (!bytes) continue;
         scratch[n++] = (LineOut){d->active[i] - 1, bytes, kind == PROF_MEM_LINE_ALLOCS ? s->alloc_count : 0};
     }
-    qsort(scratch, n, sizeof *scratch, by_bytes);
+    if (n) qsort(scratch, n, sizeof *scratch, by_bytes); /* scratch may be NULL when n is 0 */
     if (n > MEM_TRACE_MAX_LINES) n = MEM_TRACE_MAX_LINES;
     if (p->memory_line_count + n > PROFILE_MAX_MEMORY_LINES) n = PROFILE_MAX_MEMORY_LINES - p->memory_line_count;
     if (!n) return true;

@@ -252,7 +252,7 @@ Profile *merge_parts(const char *parts_dir) {
         names[count++] = strdup(e->d_name);
     }
     closedir(d);
-    qsort(names, count, sizeof *names, cmp_str);
+    if (count) qsort(names, count, sizeof *names, cmp_str); /* names is NULL when there is none */
     Profile *merged = NULL;
     for (size_t i = 0; i < count; i++) {
         char path[PATH_MAX];
