@@ -21,6 +21,22 @@ plain run and the spread of its repetitions. Variants:
   torch.profiler   torch.profiler, CPU+CUDA activities, with_stack=True
   act:KINDS        no callbacks, only the activity kinds listed (kernels,memcpy,memset,sync,overhead; none)
   cb:KINDS         callbacks and call sites, and only the activity kinds listed
+  launch:DOMAIN    advise watching launches in one API domain only (runtime or driver)
+  sample:K         advise tracing one window in K after the prefix (ADVISE_PROFILE_TRACE=sample:K)
+
+--alternate K runs every advise variant with ADVISE_PROFILE_ALTERNATE=K:
+the profiler sleeps through every other block of K optimizer steps, and the
+table adds each variant's overhead inside its own processes (median awake
+group over median dormant group, per run; the median over runs). Processes
+of one model differ from each other by up to 45% on the H200 machines, far
+more than the overhead: this figure is free of that spread. Left on while
+dormant: CUPTI's subscription and the Python hook (its cost is in neither
+side), and the first 8,192 launches traced in full fall before the timed
+groups.
+
+--cpus LIST pins every run to those cores (taskset -c LIST): on a shared
+16-core machine, runs that the scheduler moves between cores differ by up to
+20%, more than the overhead being measured.
 """
 import argparse
 import datetime
@@ -50,6 +66,10 @@ def command(variant, args, model, out):
         env["ADVISE_PROFILE_ACTIVITY"] = kinds if kinds != "none" else "device"
         if variant.startswith("act:"):
             env["ADVISE_PROFILE_SITES"] = "0"
+    elif variant.startswith("launch:"):
+        env["ADVISE_PROFILE_LAUNCH_DOMAIN"] = variant.split(":", 1)[1]
+    elif variant.startswith("sample:"):
+        env["ADVISE_PROFILE_TRACE"] = variant
     elif variant == "trace-all":
         env["ADVISE_PROFILE_TRACE"] = "all"
     elif variant == "setprofile":
@@ -73,6 +93,9 @@ def main():
     parser.add_argument("--models", default="gpt-small,tlm-small,gpt2")
     parser.add_argument("--variants", default=",".join(v for v in ALL if v != "advise-old"))
     parser.add_argument("--json", help="write every measurement here")
+    parser.add_argument("--alternate", type=int, default=0,
+                        help="advise variants sleep through every other block of K optimizer steps")
+    parser.add_argument("--cpus", help="pin every run to these cores (taskset -c LIST)")
     parser.add_argument("--keep", help="copy each run's profile into this folder (MODEL-VARIANT-REP.json)")
     args = parser.parse_args()
     args.profile = os.path.abspath(args.profile)
@@ -83,9 +106,11 @@ def main():
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip()
     print(f"GPU: {gpu}; date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
-          f"python {sys.version.split()[0]}; reps: {args.reps}; steps: {args.steps}", flush=True)
+          f"python {sys.version.split()[0]}; reps: {args.reps}; steps: {args.steps}; "
+          f"cores: {args.cpus or 'any'}", flush=True)
     results = {m: {v: [] for v in variants} for m in models}
     groups = {m: {v: [] for v in variants} for m in models}
+    alternated = {m: {} for m in models}  # model -> variant -> per-run awake/dormant - 1
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(args.reps):
             for model in models:
@@ -93,6 +118,10 @@ def main():
                 for variant in order:
                     cmd, extra = command(variant, args, model, os.path.join(tmp, f"{model}-{variant}-{rep}.json"))
                     env = dict(os.environ, **extra)
+                    if args.alternate and variant not in ("plain", "torch.profiler"):
+                        env["ADVISE_PROFILE_ALTERNATE"] = str(args.alternate)
+                    if args.cpus:
+                        cmd = ["taskset", "-c", args.cpus] + cmd
                     done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=HERE)
                     lines = [l for l in done.stdout.splitlines() if l.startswith("{")]
                     if done.returncode != 0 or not lines:
@@ -105,7 +134,12 @@ def main():
                         shutil.copy(profile, args.keep)
                     results[model][variant].append(r["step_ms"])
                     groups[model][variant].append(r["groups_ms"])
-                    print(f"  rep {rep} {model:10s} {variant:15s} {r['step_ms']:8.3f} ms/step "
+                    inside = ""
+                    if r.get("awake_ms") and r.get("dormant_ms"):
+                        ratio = statistics.median(r["awake_ms"]) / statistics.median(r["dormant_ms"]) - 1
+                        alternated[model].setdefault(variant, []).append(ratio)
+                        inside = f" awake/dormant {100 * ratio:+.1f}%"
+                    print(f"  rep {rep} {model:10s} {variant:15s} {r['step_ms']:8.3f} ms/step{inside} "
                           f"(groups {' '.join(f'{g:.3f}' for g in r['groups_ms'])})", flush=True)
     print()
     print(f"{'model':10s} {'variant':15s} {'ms/step':>8s} {'overhead':>9s} {'reps (ms)':s}")
@@ -119,9 +153,17 @@ def main():
             med = statistics.median(xs)
             over = f"{100 * (med / base - 1):+8.1f}%" if base else ""
             print(f"{model:10s} {variant:15s} {med:8.3f} {over:>9s} {' '.join(f'{x:.3f}' for x in xs)}")
+    if any(alternated[m] for m in models):
+        print()
+        print(f"in one process (--alternate {args.alternate}): median awake group over median dormant group, per run")
+        print(f"{'model':10s} {'variant':15s} {'median':>8s} {'runs':s}")
+        for model in models:
+            for variant, xs in alternated[model].items():
+                print(f"{model:10s} {variant:15s} {100 * statistics.median(xs):+7.1f}% "
+                      f"{' '.join(f'{100 * x:+.1f}%' for x in xs)}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"gpu": gpu, "results": results, "groups": groups}, f, indent=1)
+            json.dump({"gpu": gpu, "results": results, "groups": groups, "alternated": alternated}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -8,9 +8,17 @@ does in real training.
 
 With --torch-profiler the timed steps run under torch.profiler (CPU and
 CUDA activities, with_stack=True), the setting that gives lines.
+
+Under `advise profile` with ADVISE_PROFILE_ALTERNATE=K in the environment,
+the profiler sleeps through every other block of K optimizer steps
+(profiler/inject/step_marks.c). The groups are then K steps long and aligned
+with the blocks, and the JSON line also carries `awake_ms` and `dormant_ms`:
+the groups timed with and without the profiler's per-launch cost, in one
+process.
 """
 import argparse
 import contextlib
+import os
 import json
 import statistics
 import time
@@ -28,6 +36,13 @@ def main():
     parser.add_argument("--group", type=int, default=10)
     parser.add_argument("--torch-profiler", action="store_true")
     args = parser.parse_args()
+    alternate = int(os.environ.get("ADVISE_PROFILE_ALTERNATE", "0") or 0)
+    if alternate:
+        # groups of K steps, starting on a block boundary after at least 4 blocks (the traced prefix)
+        args.group = alternate
+        args.warmup = max(4 * alternate, -(-args.warmup // (2 * alternate)) * 2 * alternate)
+        args.steps = -(-args.steps // (2 * alternate)) * 2 * alternate
+    args.alternate = alternate
     if args.model == "launches":
         return launches(args)
     make, kwargs, batch, context, bf16 = MODELS[args.model]
@@ -58,12 +73,20 @@ def main():
                 step(i)
             torch.cuda.synchronize()
             per_step.append((time.perf_counter() - start) / args.group)
-    report(args.model, per_step)
+    report(args.model, per_step, args)
 
 
-def report(model, per_step):
-    print(json.dumps({"model": model, "step_ms": 1000 * statistics.median(per_step),
-                      "min_ms": 1000 * min(per_step), "groups_ms": [round(1000 * s, 4) for s in per_step]}))
+def report(model, per_step, args):
+    out = {"model": model, "step_ms": 1000 * statistics.median(per_step),
+           "min_ms": 1000 * min(per_step), "groups_ms": [round(1000 * s, 4) for s in per_step]}
+    if args is not None and args.alternate:
+        # group g starts at step warmup + g*K: block (warmup/K + g), dormant when odd
+        first_block = args.warmup // args.alternate
+        awake = [s for g, s in enumerate(per_step) if (first_block + g) % 2 == 0]
+        dormant = [s for g, s in enumerate(per_step) if (first_block + g) % 2 == 1]
+        out["awake_ms"] = [round(1000 * s, 4) for s in awake]
+        out["dormant_ms"] = [round(1000 * s, 4) for s in dormant]
+    print(json.dumps(out))
 
 
 def launches(args):
@@ -83,7 +106,7 @@ def launches(args):
                 step()
             torch.cuda.synchronize()
             per_step.append((time.perf_counter() - start) / args.group)
-    report("launches", per_step)
+    report("launches", per_step, None)
 
 
 def torch_profiler(wanted):

@@ -51,6 +51,12 @@ void trace_sampling_launch_time(bool traced, uint64_t api_ns, uint64_t callback_
 /* the weight of a record of window tag w: 1 in the prefix, trace_every in a sampled window */
 uint32_t trace_sampling_weight(uint32_t window);
 void trace_sampling_fill(ProfCalibration *c);
+/* dormant: no device work traced, whatever the window (inject_set_dormant) */
+void trace_sampling_set_dormant(bool dormant);
+
+/* bench/overhead's alternation (ADVISE_PROFILE_ALTERNATE=K, step_marks.c):
+ * dormant, no callback of ours runs and no device work is traced. */
+void inject_set_dormant(bool dormant);
 
 /* Python programs: a profile hook keeps the innermost user frame of each
  * thread; python_site reads its current line. */

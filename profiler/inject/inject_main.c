@@ -80,6 +80,8 @@ static __thread bool outer_traced;     /* whether its device work is traced */
 static __thread uint64_t outer_callback_ns; /* the callbacks' own time on it so far */
 static __thread int api_nesting;       /* API calls running on this thread, nested */
 static __thread uint64_t api_enter_ns; /* when the outermost one began */
+static __thread uint32_t api_epoch;    /* the callbacks' epoch this thread's nesting belongs to */
+static uint32_t callbacks_epoch;       /* raised each time the callbacks come back on (inject_set_dormant) */
 
 int callsite_current(void) {
     int site = -1;
@@ -157,15 +159,21 @@ static Watch watch_of(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
     return WATCH_NONE;
 }
 
-/* The runtime calls the driver: a launch is a runtime callback around a
- * driver one. Only the outermost call on a thread finds the site and takes
- * the time; a nested one just shares its site, so a launch pays for one
- * site lookup and two clock reads. */
+/* The runtime calls the driver: a synchronization or an allocation is a
+ * runtime callback around a driver one (launches are watched in the driver
+ * domain alone, launch_domain_wanted). Only the outermost call on a thread
+ * finds the site and takes the time; a nested one just shares its site, so
+ * a call pays for one site lookup and two clock reads. */
 static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                             const void *data) {
     (void)userdata;
     const CUpti_CallbackData *cb = data;
     if (cb->callbackSite == CUPTI_API_ENTER) {
+        uint32_t epoch = __atomic_load_n(&callbacks_epoch, __ATOMIC_RELAXED);
+        if (api_epoch != epoch) { /* the callbacks were off meanwhile: an exit may have gone unseen */
+            api_epoch = epoch;
+            api_nesting = 0;
+        }
         if (api_nesting++ > 0) {
             correlation_put(cb->correlationId, outer_site, outer_window);
             return;
@@ -207,14 +215,47 @@ static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_C
     outer_site = -1;
 }
 
+/* Launches, copies and memsets are watched in the driver's API domain only.
+ * A runtime call (cudaLaunchKernel) makes a driver call (cuLaunchKernel) for
+ * its work, and libraries such as cuBLAS launch through the driver
+ * directly, so the driver domain sees every launch, and each device record
+ * carries that driver call's correlation id. Watching the runtime domain
+ * too made CUPTI call us four times per launch instead of two: on the H200,
+ * a small transformer's training step cost 4.6-8.1% more under the profiler
+ * with both domains and 0.5-1.5% with the driver's alone, with the same
+ * launches, copies and sites recorded (bench/overhead, 2026-12-03).
+ * ADVISE_PROFILE_LAUNCH_DOMAIN=both or runtime (bench/overhead's launch:
+ * variants) watches them as before, or in the runtime domain alone, which
+ * misses the libraries' own launches. */
+static bool launch_domain_wanted(CUpti_CallbackDomain domain) {
+    const char *only = getenv("ADVISE_PROFILE_LAUNCH_DOMAIN");
+    if (only && strcmp(only, "both") == 0) return true;
+    if (only && strcmp(only, "runtime") == 0) return domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+    return domain == CUPTI_CB_DOMAIN_DRIVER_API;
+}
+
 static void enable_watched(CUpti_CallbackDomain domain, CUpti_CallbackId limit, uint8_t *table) {
+    bool launches = launch_domain_wanted(domain);
     for (CUpti_CallbackId id = 1; id < limit; id++) {
         const char *name = NULL;
         if (cuptiGetCallbackName(domain, id, &name) != CUPTI_SUCCESS || !name) continue;
         Watch w = classify(name);
+        if (w == WATCH_WORK && !launches) w = WATCH_NONE;
         table[id] = (uint8_t)w;
         if (w != WATCH_NONE) cuptiEnableCallback(1, subscriber, domain, id);
     }
+}
+
+/* The alternation of bench/overhead (ADVISE_PROFILE_ALTERNATE, step_marks.c):
+ * dormant, CUPTI calls none of our callbacks and traces no device work, so
+ * the same process runs with and without the profiler's per-launch cost. */
+void inject_set_dormant(bool dormant) {
+    if (!dormant) __atomic_add_fetch(&callbacks_epoch, 1, __ATOMIC_RELAXED);
+    for (CUpti_CallbackId id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; id++)
+        if (runtime_watch[id] != WATCH_NONE) cuptiEnableCallback(!dormant, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+    for (CUpti_CallbackId id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; id++)
+        if (driver_watch[id] != WATCH_NONE) cuptiEnableCallback(!dormant, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    trace_sampling_set_dormant(dormant);
 }
 
 /* ---- activity buffers */

@@ -5,6 +5,7 @@
  * other one kept, then every fourth, and so on. */
 #include <cupti.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "profiler/inject/inject.h"
 
@@ -15,6 +16,23 @@ static uint64_t marks[STEP_MARKS_MAX];
 static size_t kept;
 static uint32_t stride = 1;
 static uint64_t seen;
+
+/* ADVISE_PROFILE_ALTERNATE=K (bench/overhead/step.py --alternate): the
+ * profiler sleeps through every other block of K optimizer steps (steps
+ * K..2K-1, 3K..4K-1, ...), so that one process times steps with and without
+ * its per-launch cost and the difference is free of the spread between
+ * processes. What stays on while dormant: CUPTI itself and the Python hook
+ * that follows user frames. 0: off. */
+static uint64_t alternate_every(void) {
+    static int read;
+    static uint64_t every;
+    if (!read) {
+        read = 1;
+        const char *v = getenv("ADVISE_PROFILE_ALTERNATE");
+        every = v ? strtoull(v, NULL, 10) : 0;
+    }
+    return every;
+}
 
 void step_marks_record(void) {
     uint64_t now = 0;
@@ -27,7 +45,11 @@ void step_marks_record(void) {
     }
     if (seen % stride == 0) marks[kept++] = now;
     seen++;
+    uint64_t every = alternate_every();
+    bool toggle = every && seen % every == 0;
+    bool dormant = every && (seen / every) % 2 == 1;
     pthread_mutex_unlock(&lock);
+    if (toggle) inject_set_dormant(dormant);
 }
 
 void step_marks_flush(Aggregator *agg) {

@@ -68,7 +68,8 @@ void trace_sampling_start(bool kernels, bool copies, bool memsets) {
     window_end = prefix;
 }
 
-static void set_device_activity(bool on) {
+/* CUPTI's device activity kinds that ADVISE_PROFILE_ACTIVITY asked for, on or off */
+static void enable_device_kinds(bool on) {
     for (size_t i = 0; i < sizeof device_kinds / sizeof *device_kinds; i++) {
         if ((device_kinds[i] == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && !kernels_traced) ||
             (device_kinds[i] == CUPTI_ACTIVITY_KIND_MEMCPY && !copies_traced) ||
@@ -77,7 +78,20 @@ static void set_device_activity(bool on) {
         if (on) cuptiActivityEnable(device_kinds[i]);
         else cuptiActivityDisable(device_kinds[i]);
     }
+}
+
+static void set_device_activity(bool on) {
+    enable_device_kinds(on);
     __atomic_store_n(&tracing, on, __ATOMIC_RELEASE);
+}
+
+/* Dormant (inject_set_dormant): no device work traced; awake again, the
+ * window's own state comes back. No launch callback runs meanwhile, so
+ * nothing toggles the activity behind our back. */
+void trace_sampling_set_dormant(bool dormant) {
+    pthread_mutex_lock(&toggle_lock);
+    enable_device_kinds(!dormant && __atomic_load_n(&tracing, __ATOMIC_ACQUIRE));
+    pthread_mutex_unlock(&toggle_lock);
 }
 
 /* xorshift64: the windows' lengths, reproducible from run to run */
