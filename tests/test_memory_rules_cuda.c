@@ -212,3 +212,35 @@ Test(memory_rules_cuda, the_report_of_cuda_alloc, .timeout = 120) {
     cr_expect(strstr(r.out, "bench/memory/cuda_alloc.cu:38:9  PR015 memory-peak-holder\n"), "%s", r.out);
     run_result_free(&r);
 }
+
+/* The H200 recording of bench/memory/cuda_oom.cu (2026-12-03): its 1 TiB
+ * cudaMalloc at line 27 failed while the 1 GiB buffer of line 25 was live.
+ * PR018 names both, as the program's known sizes say; PR015 keeps the
+ * buffer of line 25, the whole peak. */
+Test(memory_rules_cuda, the_h200_recording_of_a_native_out_of_memory) {
+    char *error = NULL;
+    Profile *p = profile_read_file(ADVISE_SOURCE_DIR "/tests/fixtures/profiles/memory/cuda_oom_h200.json",
+                                   PROFILE_FINAL, &error);
+    cr_assert_not_null(p, "%s", error ? error : "");
+    cr_assert_eq(p->memory_count, 1);
+    cr_assert(p->memories[0].oom);
+    cr_expect_eq(p->memories[0].oom_bytes, 1024ull << 30);
+    cr_expect_eq(p->memories[0].oom_allocated, 1ull << 30);
+    Checked c = check_rules(p, "bench/memory/cuda_oom.cu", "PR015,PR018");
+    const Finding *oom = NULL, *holder = NULL;
+    for (size_t i = 0; i < c.findings.count; i++) {
+        const Finding *f = &c.findings.items[i];
+        uint32_t line = (uint32_t)document_line_of(c.doc, f->range.start) + 1;
+        if (strcmp(f->code, "PR018") == 0 && line == 27) oom = f;
+        if (strcmp(f->code, "PR015") == 0 && line == 25) holder = f;
+    }
+    cr_assert_eq(c.findings.count, 2, "PR018 at line 27 and PR015 at line 25, nothing else");
+    cr_assert_not_null(oom);
+    cr_assert_not_null(holder);
+    cr_expect(strstr(oom->message, "an allocation of 1.10 TB failed here (out of memory); 1.07 GB of device buffers "
+                                   "was allocated, most of it from bench/memory/cuda_oom.cu:25 (1.07 GB)"),
+              "%s", oom->message);
+    cr_expect(has_evidence(oom, "alive then from bench/memory/cuda_oom.cu:25: 1.07 GB"), "%s", evidence_of(oom));
+    cr_expect(strstr(holder->message, "hold 1.07 GB at the memory peak (100%"), "%s", holder->message);
+    checked_free(&c);
+}

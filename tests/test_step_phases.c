@@ -2,9 +2,12 @@
  * aggregator giving a process its steps and each idle gap its phase. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "profiler/aggregate.h"
+#include "profiler/profile_json.h"
 #include "profiler/step_phases.h"
+#include "tests/cli_harness.h"
 
 #define MS 1000000ull
 
@@ -126,4 +129,39 @@ Test(step_phases, the_aggregator_labels_gaps_by_phase) {
     cr_expect(saw_slow && saw_steady);
     profile_free(p);
     agg_free(agg);
+}
+
+/* The H200 recording of bench/steps/phases.py (2026-12-03): 300 AdamW steps
+ * of an MLP whose host-timed median step was 1.730 ms, evaluations after
+ * steps 100, 200 and 300 and checkpoints after 150 and 300, under a 6 s
+ * start-up (CUDA's initialization, the first step's 446 ms). */
+Test(step_phases, the_h200_recording_of_a_run_with_evaluations_and_checkpoints, .timeout = 120) {
+    char *error = NULL;
+    Profile *p = profile_read_file(ADVISE_SOURCE_DIR "/tests/fixtures/profiles/phases_h200.json", PROFILE_FINAL, &error);
+    cr_assert_not_null(p, "%s", error ? error : "");
+    const ProfSteps *s = &p->processes[0].steps;
+    cr_expect_eq(s->count, 300);
+    cr_expect(s->median_ns > 1700000 && s->median_ns < 1760000, "median %llu ns, the host saw 1.730 ms",
+              (unsigned long long)s->median_ns);
+    cr_expect_eq(s->warmup_steps + s->steady_steps + s->slow_steps, 299, "every interval but the first step's");
+    cr_expect_geq(s->slow_steps, 5, "the 3 evaluations and 2 checkpoints");
+    cr_expect_leq(s->slow_steps, 10);
+    cr_expect_gt(s->first_ns, 5000000000ull, "start-up and the first step: over 5 s");
+    size_t first = 0, steady = 0;
+    for (size_t i = 0; i < p->gap_count; i++) {
+        if (p->gaps[i].phase == PROF_PHASE_FIRST) first++;
+        if (p->gaps[i].phase == PROF_PHASE_STEADY) steady++;
+    }
+    cr_expect_gt(first, 0, "the start-up's gaps are the largest");
+    cr_expect_eq(steady, 0, "no steady step holds one of the 16 largest gaps");
+    profile_free(p);
+
+    /* PR003 reports the start-up's gap, with no gain: none of it fell in the steady steps */
+    RunResult r = run_advise_at(ADVISE_SOURCE_DIR, "check", "--no-config", "--select", "PR003", "--format", "json",
+                                "--profile", "tests/fixtures/profiles/phases_h200.json", "bench/steps/phases.py");
+    cr_expect_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "\"code\": \"PR003\""), "%s", r.out);
+    cr_expect_null(strstr(r.out, "\"gain\": {"), "a phase is not a gain: %s", r.out);
+    cr_expect(strstr(r.out, "0 ns in the steady steps"), "%s", r.out);
+    run_result_free(&r);
 }
