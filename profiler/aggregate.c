@@ -8,6 +8,7 @@
 #include "analysis/base/hash_index.h"
 #include "profiler/comm_kernels.h"
 #include "profiler/step_phases.h"
+#include "profiler/time_buckets.h"
 
 /* Samples kept per entry for the median: exact up to this many calls, a
  * uniform reservoir sample beyond (Vitter's algorithm R). */
@@ -155,6 +156,7 @@ typedef struct {
     size_t pending_count;
     Gap gaps[GAPS_PER_DEVICE];
     size_t gap_count;
+    TimeBuckets *buckets;   /* busy time and activities over the run, for the step phases; NULL: none */
 } DeviceTimeline;
 
 typedef struct {
@@ -212,7 +214,10 @@ void agg_free(Aggregator *agg) {
     named_free(&agg->apis);
     named_free(&agg->overheads);
     for (size_t i = 0; i < agg->device_count; i++) free(agg->devices[i].name);
-    for (size_t i = 0; i < agg->timeline_count; i++) free(agg->timelines[i].pending);
+    for (size_t i = 0; i < agg->timeline_count; i++) {
+        free(agg->timelines[i].pending);
+        free(agg->timelines[i].buckets);
+    }
     pthread_mutex_destroy(&agg->lock);
     free(agg);
 }
@@ -493,6 +498,9 @@ static void timeline_sweep(DeviceTimeline *t) {
             t->started = true;
             t->first = iv->start;
             t->busy_end = iv->start;
+            /* without them the steps get no idle figures; nothing else is lost */
+            t->buckets = malloc(sizeof *t->buckets);
+            if (t->buckets) time_buckets_init(t->buckets, iv->start);
         } else if (iv->start > t->busy_end && iv->window == t->last_window) {
             /* between two windows lies untraced work: no gap is measured there */
             Gap g = {.start = t->busy_end - t->first, .duration = iv->start - t->busy_end,
@@ -503,7 +511,9 @@ static void timeline_sweep(DeviceTimeline *t) {
         if (iv->weight > 1) t->weighted = true;
         union_add(iv->comm ? &t->comm : &t->compute, iv->start, iv->end, iv->weight);
         uint64_t from = iv->start > t->busy_end ? iv->start : t->busy_end;
+        if (t->buckets) time_buckets_add_activity(t->buckets, iv->start, iv->weight);
         if (iv->end > from) {
+            if (t->buckets) time_buckets_add_busy(t->buckets, from, iv->end, iv->weight);
             t->busy += (iv->end - from) * iv->weight;
             t->busy_end = iv->end;
             t->last_site = iv->site;
@@ -786,6 +796,42 @@ void agg_steps(Aggregator *agg, const uint64_t *marks, size_t count, uint32_t st
     pthread_mutex_unlock(&agg->lock);
 }
 
+/* One device's busy time and activities, added up by step phase. */
+typedef struct {
+    const TimeBuckets *buckets;
+    uint64_t first, last; /* the device's span */
+    double idle[PROF_PHASE_COUNT], activities[PROF_PHASE_COUNT];
+} PhaseSums;
+
+static void add_phase_range(void *ctx, ProfPhase phase, uint64_t from, uint64_t to) {
+    PhaseSums *sums = ctx;
+    /* nothing ran outside the span: at its ends, a bucket's whole content is the range's */
+    uint64_t a = from == sums->first ? 0 : from, z = to == sums->last ? UINT64_MAX : to;
+    double span = (double)(to - from), busy = time_buckets_busy_between(sums->buckets, a, z);
+    sums->idle[phase] += busy < span ? span - busy : 0;
+    sums->activities[phase] += time_buckets_activities_between(sums->buckets, a, z);
+}
+
+/* The GPU's idle time and activities in each phase, over every device's own
+ * active span (first to last activity, as its timeline's idle time). */
+static void phase_idle(Aggregator *agg, const StepTimeline *steps, ProfSteps *out) {
+    PhaseSums sums = {0};
+    for (size_t i = 0; i < agg->timeline_count; i++) {
+        const DeviceTimeline *t = &agg->timelines[i];
+        if (!t->started) continue;
+        if (!t->buckets) return; /* out of memory at the start: unknown rather than short */
+        sums.buckets = t->buckets;
+        sums.first = t->first;
+        sums.last = t->busy_end;
+        step_timeline_ranges(steps, t->first, t->busy_end, add_phase_range, &sums);
+    }
+    for (int k = 0; k < PROF_PHASE_COUNT; k++) {
+        out->idle_ns[k] = (uint64_t)(sums.idle[k] + 0.5);
+        out->activities[k] = (uint64_t)(sums.activities[k] + 0.5);
+    }
+    out->phase_idle_known = true;
+}
+
 /* The process's steps and each gap's phase, from the step marks (none: left unknown). */
 static void fill_steps(Aggregator *agg, Profile *p) {
     StepTimeline steps;
@@ -801,6 +847,7 @@ static void fill_steps(Aggregator *agg, Profile *p) {
     }
     if (first == UINT64_MAX) first = last = steps.marks[0];
     step_timeline_summary(&steps, first, last, &p->processes[0].steps);
+    phase_idle(agg, &steps, &p->processes[0].steps);
     /* A gap takes the phase at its middle: the host notes a step's end while the GPU may still run
      * it, or already idle, so a gap often straddles a mark; its middle lies where most of it is. */
     for (size_t g = 0; g < p->gap_count; g++) {

@@ -42,6 +42,16 @@ typedef struct {
     uint64_t callback_ns;            /* the profiler's own callback time on those calls */
 } ProfCalibration;
 
+typedef enum {
+    PROF_PHASE_UNKNOWN,     /* no steps recorded */
+    PROF_PHASE_FIRST,       /* start-up and the first step */
+    PROF_PHASE_WARMUP,
+    PROF_PHASE_STEADY,
+    PROF_PHASE_SLOW,
+    PROF_PHASE_AFTER,
+    PROF_PHASE_COUNT
+} ProfPhase;
+
 /* The training steps of one process (profiler/step_phases.c): the ends of
  * its optimizer steps (PyTorch's torch.optim step hook), on the same clock as
  * its device work, split into phases. The first phase runs from the
@@ -58,17 +68,15 @@ typedef struct {
     uint64_t steady_steps, steady_ns;
     uint64_t slow_steps, slow_ns;    /* slow steps after the warm-up, whole */
     uint64_t after_ns;               /* the end of the last step to the last device activity */
+    /* The GPU's idle time in each phase (ProfPhase; summed over the
+     * process's devices) and the device activities (kernels, copies,
+     * memsets) that started in it; estimates where tracing was sampled. Not
+     * known (all 0) in profiles written before they existed. */
+    bool phase_idle_known;
+    uint64_t idle_ns[PROF_PHASE_COUNT];
+    uint64_t activities[PROF_PHASE_COUNT];
 } ProfSteps;
 
-typedef enum {
-    PROF_PHASE_UNKNOWN,     /* no steps recorded */
-    PROF_PHASE_FIRST,       /* start-up and the first step */
-    PROF_PHASE_WARMUP,
-    PROF_PHASE_STEADY,
-    PROF_PHASE_SLOW,
-    PROF_PHASE_AFTER,
-    PROF_PHASE_COUNT
-} ProfPhase;
 
 const char *prof_phase_name(ProfPhase phase); /* "first", ..., NULL for unknown */
 int prof_phase_from_name(const char *s);      /* -1 when unknown */

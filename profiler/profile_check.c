@@ -191,6 +191,16 @@ static bool processes_ok(Check *c) {
             !integer_ok(c, at, "steps.warmup_ns", s->warmup_ns) || !integer_ok(c, at, "steps.steady_ns", s->steady_ns) ||
             !integer_ok(c, at, "steps.slow_ns", s->slow_ns) || !integer_ok(c, at, "steps.after_ns", s->after_ns))
             return false;
+        if (s->phase_idle_known && !s->count) return prof_fail(c->error, "%s.steps: idle by phase without steps", at);
+        for (int ph = 0; ph < PROF_PHASE_COUNT; ph++) {
+            if (!integer_ok(c, at, "steps.idle_ns", s->idle_ns[ph]) ||
+                !integer_ok(c, at, "steps.activities", s->activities[ph]))
+                return false;
+            if (!s->phase_idle_known && (s->idle_ns[ph] || s->activities[ph]))
+                return prof_fail(c->error, "%s.steps: idle figures marked unknown", at);
+        }
+        if (s->idle_ns[PROF_PHASE_UNKNOWN] || s->activities[PROF_PHASE_UNKNOWN])
+            return prof_fail(c->error, "%s.steps: idle time outside every phase", at);
     }
     return true;
 }

@@ -109,6 +109,15 @@ static json_t *process_json(const Profile *p, size_t i) {
         put(&k, "slow_steps", integer(s->slow_steps));
         put(&k, "slow_ns", integer(s->slow_ns));
         put(&k, "after_ns", integer(s->after_ns));
+        if (s->phase_idle_known) {
+            Obj idle = obj_new(), acts = obj_new();
+            for (int ph = PROF_PHASE_FIRST; ph < PROF_PHASE_COUNT; ph++) {
+                put(&idle, prof_phase_name((ProfPhase)ph), integer(s->idle_ns[ph]));
+                put(&acts, prof_phase_name((ProfPhase)ph), integer(s->activities[ph]));
+            }
+            put(&k, "idle_ns", obj_done(&idle));
+            put(&k, "activities", obj_done(&acts));
+        }
         put(&o, "steps", obj_done(&k));
     }
     return obj_done(&o);

@@ -242,6 +242,29 @@ static bool read_calibration(Reader *r, json_t *process, const char *process_at,
     return true;
 }
 
+/* steps.idle_ns or steps.activities: one integer per phase, by name */
+static bool read_phase_figures(Reader *r, json_t *steps, const char *at, const char *key, uint64_t *out) {
+    json_t *o = member(r, steps, at, key);
+    if (!o) return false;
+    if (!json_is_object(o)) return FAIL(r, at, key, "must be an object with a figure for each phase");
+    char inner[96];
+    snprintf(inner, sizeof inner, "%s.%s", at, key);
+    for (int ph = PROF_PHASE_FIRST; ph < PROF_PHASE_COUNT; ph++)
+        if (!get_u64(r, o, inner, prof_phase_name((ProfPhase)ph), &out[ph])) return false;
+    return true;
+}
+
+/* idle_ns and activities, added later still: both or neither */
+static bool read_phase_idle(Reader *r, json_t *steps, const char *at, ProfSteps *s) {
+    bool idle = json_object_get(steps, "idle_ns") != NULL, acts = json_object_get(steps, "activities") != NULL;
+    if (!idle && !acts) return true;
+    if (!read_phase_figures(r, steps, at, "idle_ns", s->idle_ns) ||
+        !read_phase_figures(r, steps, at, "activities", s->activities))
+        return false;
+    s->phase_idle_known = true;
+    return true;
+}
+
 /* Added later, optional: absent (no optimizer steps, imported traces, older files) reads as all zero. */
 static bool read_steps(Reader *r, json_t *process, const char *process_at, ProfSteps *s) {
     json_t *o = json_object_get(process, "steps");
@@ -254,7 +277,7 @@ static bool read_steps(Reader *r, json_t *process, const char *process_at, ProfS
            get_u64(r, o, at, "warmup_steps", &s->warmup_steps) && get_u64(r, o, at, "warmup_ns", &s->warmup_ns) &&
            get_u64(r, o, at, "steady_steps", &s->steady_steps) && get_u64(r, o, at, "steady_ns", &s->steady_ns) &&
            get_u64(r, o, at, "slow_steps", &s->slow_steps) && get_u64(r, o, at, "slow_ns", &s->slow_ns) &&
-           get_u64(r, o, at, "after_ns", &s->after_ns);
+           get_u64(r, o, at, "after_ns", &s->after_ns) && read_phase_idle(r, o, at, s);
 }
 
 static bool read_processes(Reader *r, json_t *root, Profile *p) {

@@ -32,6 +32,8 @@ struct ProfileView {
     char **kernel_base; /* base name of each kernel */
     uint64_t run_ns, gpu_ns, kernel_ns, busy_ns;
     uint64_t idle_ns, profiler_ns; /* idle summed over timelines; the profiler's own launch cost */
+    ProfileSteady steady;          /* the steady training steps' share of them */
+    uint64_t recoverable_ns;       /* profile_view_recoverable_idle_ns */
     char **notes;
     size_t note_count, note_cap;
 };
@@ -121,6 +123,41 @@ static uint64_t profiler_cost_ns(const ProfCalibration *c) {
     return cost;
 }
 
+/* The steady steps' idle time, span and activities, and the profiler's cost
+ * on them (its cost lands on launches: the steady steps' share of the
+ * activities); then what the run could give back: the steady idle time less
+ * that cost where the steps are known, a process's whole idle time less its
+ * cost where they are not. */
+static void compute_steady(ProfileView *v) {
+    const Profile *p = v->p;
+    uint64_t recoverable = 0;
+    for (size_t i = 0; i < p->process_count; i++) {
+        const ProfProcess *proc = &p->processes[i];
+        uint64_t idle = 0, devices = 0, cost = profiler_cost_ns(&proc->calibration);
+        for (size_t t = 0; t < p->timeline_count; t++)
+            if (p->timelines[t].process == (int)i) {
+                idle += p->timelines[t].idle_ns;
+                devices++;
+            }
+        const ProfSteps *s = &proc->steps;
+        if (!s->count || !s->phase_idle_known) {
+            recoverable += idle > cost ? idle - cost : 0;
+            continue;
+        }
+        uint64_t all = 0;
+        for (int ph = 0; ph < PROF_PHASE_COUNT; ph++) all += s->activities[ph];
+        uint64_t share = all ? (uint64_t)((double)cost * (double)s->activities[PROF_PHASE_STEADY] / (double)all) : 0;
+        v->steady.known = true;
+        v->steady.idle_ns += s->idle_ns[PROF_PHASE_STEADY];
+        v->steady.span_ns += s->steady_ns * devices;
+        v->steady.activities += s->activities[PROF_PHASE_STEADY];
+        v->steady.profiler_ns += share;
+        v->steady.steps += s->steady_steps;
+        recoverable += s->idle_ns[PROF_PHASE_STEADY] > share ? s->idle_ns[PROF_PHASE_STEADY] - share : 0;
+    }
+    v->recoverable_ns = recoverable;
+}
+
 static void compute_totals(ProfileView *v) {
     const Profile *p = v->p;
     for (size_t i = 0; i < p->process_count; i++)
@@ -132,6 +169,7 @@ static void compute_totals(ProfileView *v) {
         v->idle_ns += p->timelines[i].idle_ns;
     }
     for (size_t i = 0; i < p->process_count; i++) v->profiler_ns += profiler_cost_ns(&p->processes[i].calibration);
+    compute_steady(v);
     if (!v->run_ns) v->run_ns = span;
     for (size_t i = 0; i < p->kernel_count; i++) v->kernel_ns += p->kernels[i].stats.total_ns;
     v->gpu_ns = v->kernel_ns;
@@ -206,9 +244,8 @@ uint64_t profile_view_kernel_ns(const ProfileView *v) { return v->kernel_ns; }
 uint64_t profile_view_busy_ns(const ProfileView *v) { return v->busy_ns; }
 uint64_t profile_view_idle_ns(const ProfileView *v) { return v->idle_ns; }
 uint64_t profile_view_profiler_ns(const ProfileView *v) { return v->profiler_ns; }
-uint64_t profile_view_recoverable_idle_ns(const ProfileView *v) {
-    return v->idle_ns > v->profiler_ns ? v->idle_ns - v->profiler_ns : 0;
-}
+uint64_t profile_view_recoverable_idle_ns(const ProfileView *v) { return v->recoverable_ns; }
+const ProfileSteady *profile_view_steady(const ProfileView *v) { return v->steady.known ? &v->steady : NULL; }
 
 const ProfDevice *profile_view_device(const ProfileView *v) {
     return v->p->device_count ? &v->p->devices[0] : NULL;

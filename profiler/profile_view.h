@@ -47,9 +47,24 @@ uint64_t profile_view_idle_ns(const ProfileView *v);
  * 0 when the profile has no calibration (imported traces, older files). */
 uint64_t profile_view_profiler_ns(const ProfileView *v);
 /* Idle time less the profiler's cost (never below 0): the most that any
- * change could recover from the GPU's idle time. Gains taken from idle time
- * add up to no more than this (profile_merge.c). */
+ * change could recover from the GPU's idle time. Where a process's training
+ * steps and their idle time are known (ProfSteps), only its steady steps
+ * count: start-up, warm-up, evaluation and checkpoints are phases, not gains.
+ * Gains taken from idle time add up to no more than this (gain_cap.c). */
 uint64_t profile_view_recoverable_idle_ns(const ProfileView *v);
+
+/* The steady training steps, summed over the processes whose steps and idle
+ * time by phase were recorded. */
+typedef struct {
+    bool known;
+    uint64_t steps;
+    uint64_t span_ns;       /* their time, once per device */
+    uint64_t idle_ns;       /* the GPU's idle time in them */
+    uint64_t activities;    /* kernels, copies and memsets started in them */
+    uint64_t profiler_ns;   /* the profiler's cost on them (its share of the calibrated cost) */
+} ProfileSteady;
+/* NULL when no process recorded them (older profiles, no optimizer steps). */
+const ProfileSteady *profile_view_steady(const ProfileView *v);
 /* The first device described (the profiled GPU), or NULL. */
 const ProfDevice *profile_view_device(const ProfileView *v);
 

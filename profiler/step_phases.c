@@ -76,3 +76,15 @@ void step_timeline_summary(const StepTimeline *t, uint64_t first, uint64_t last,
         }
     }
 }
+
+void step_timeline_ranges(const StepTimeline *t, uint64_t first, uint64_t last,
+                          void (*range)(void *ctx, ProfPhase phase, uint64_t from, uint64_t to), void *ctx) {
+    if (!t->count || last <= first) return;
+    if (t->marks[0] > first) range(ctx, PROF_PHASE_FIRST, first, t->marks[0] < last ? t->marks[0] : last);
+    for (size_t i = 0; i + 1 < t->count; i++) {
+        uint64_t from = t->marks[i] > first ? t->marks[i] : first, to = t->marks[i + 1] < last ? t->marks[i + 1] : last;
+        if (to > from) range(ctx, (ProfPhase)t->phase[i], from, to);
+    }
+    uint64_t end = t->marks[t->count - 1] > first ? t->marks[t->count - 1] : first;
+    if (last > end) range(ctx, PROF_PHASE_AFTER, end, last);
+}

@@ -38,6 +38,12 @@ void step_timeline_free(StepTimeline *t);
 /* The phase at an instant on the marks' clock. */
 ProfPhase step_timeline_phase_at(const StepTimeline *t, uint64_t when);
 
+/* Calls range(ctx, phase, from, to) for each stretch of [first, last) in
+ * time order: the first phase up to the first mark, each interval between
+ * two marks, and the time after the last mark. Empty stretches are left out. */
+void step_timeline_ranges(const StepTimeline *t, uint64_t first, uint64_t last,
+                          void (*range)(void *ctx, ProfPhase phase, uint64_t from, uint64_t to), void *ctx);
+
 /* The process's figures, first and last being its first and last device
  * activity on the same clock. */
 void step_timeline_summary(const StepTimeline *t, uint64_t first, uint64_t last, ProfSteps *out);

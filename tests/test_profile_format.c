@@ -123,7 +123,9 @@ static Profile *sample_final(void) {
                                                     {.count = 100, .median_ns = 16000000, .first_ns = 900000000,
                                                      .warmup_steps = 2, .warmup_ns = 60000000, .steady_steps = 94,
                                                      .steady_ns = 1504000000, .slow_steps = 3, .slow_ns = 450000000,
-                                                     .after_ns = 20000000}}) == 0);
+                                                     .after_ns = 20000000, .phase_idle_known = true,
+                                                     .idle_ns = {0, 400000000, 30000000, 520000000, 300000000, 0},
+                                                     .activities = {0, 2100, 420, 39480, 1260, 40}}}) == 0);
     cr_assert(profile_add_process(p, &(ProfProcess){4243, 1, 1, 2, 5100000000u, "CUPTI buffer full: records lost", {0}, {0}}) == 1);
     PUSH(p->devices, p->device_count, h200(0, 0));
     PUSH(p->devices, p->device_count, h200(1, 1));
@@ -1284,6 +1286,7 @@ Test(profile_json, memory_rules_beyond_the_schema) {
         {"memory/0/process", "7", "memory[0].process"},
         {"memory_lines/0/freed/site", "99", "memory_lines[0].freed.site"},
         {"processes/0/steps/warmup_steps", "101", "processes[0].steps: more steps in its phases than steps"},
+        {"processes/0/steps/idle_ns/steady", "-1", "processes[0].steps.idle_ns.steady: must be a non-negative integer"},
         {"gaps/1/phase", "\"steady\"", "gaps[1].phase: its process recorded no steps"},
         {"memory_lines/0/freed/bytes", "99999999", "memory_lines[0].freed.bytes: more than the line's bytes"},
         {"memory_lines/2/freed", "{\"site\":1,\"bytes\":5}", "memory_lines[2].freed: only a peak line has it"},
@@ -1774,6 +1777,7 @@ static const BrokenFixture BROKEN[] = {
     {"memory-line-kind-unknown.json", sample_final, {"memory_lines/0/kind", "\"cache\"", "memory_lines[0].kind: must be"}},
     {"memory-line-bytes-negative.json", sample_final, {"memory_lines/0/bytes", "-1", "memory_lines[0].bytes: must be"}},
     {"steps-count-zero.json", sample_final, {"processes/0/steps/count", "0", "processes[0].steps.count: must be a positive"}},
+    {"steps-activities-null.json", sample_final, {"processes/0/steps/activities", "null", "processes[0].steps.activities: must be an object"}},
     {"gap-phase-unknown.json", sample_final, {"gaps/0/phase", "\"eval\"", "gaps[0].phase: must be one of"}},
     {"memory-line-freed-bytes-zero.json", sample_final,
      {"memory_lines/0/freed/bytes", "0", "memory_lines[0].freed.bytes: must be a positive"}},

@@ -558,6 +558,45 @@ Test(pr002, the_profilers_own_cost_is_taken_out_of_the_idle_time) {
     profile_view_free(v);
 }
 
+/* With the training steps known, the warm-up's idle time is a phase, not
+ * launch overhead: a first step of 1,000 tiny launches 200 us apart (lazy
+ * initialization, autotuning), then 30 steady steps of 100 launches 20 us
+ * apart. The gain counts the steady steps' ~20 us per activity, and the
+ * launches that fell in them (3,000 of 4,000), not the run's ~65 us. */
+Test(pr002, only_the_steady_steps_count_where_the_steps_are_known) {
+    Builder b = builder();
+    int l3 = site(&b, "launch.py", 3, "gelu");
+    launches(&b, l3, &tiny, 1000, 2 * US, 200 * US);
+    uint64_t marks[31];
+    marks[0] = b.t;
+    for (int i = 1; i <= 30; i++) {
+        launches(&b, l3, &tiny, 100, 2 * US, 20 * US);
+        marks[i] = b.t;
+    }
+    agg_steps(b.agg, marks, 31, 1, 31);
+    ProfileView *v = view_of(&b, 0);
+    const ProfileSteady *steady = profile_view_steady(v);
+    cr_assert_not_null(steady);
+    cr_expect_eq(steady->steps, 30);
+    cr_expect_eq(steady->activities, 3000, "%llu", (unsigned long long)steady->activities);
+    cr_expect_eq(profile_view_recoverable_idle_ns(v), steady->idle_ns, "the warm-up's 200 ms is not recoverable");
+    Source s = source_text("launch.py", launch_py);
+    FindingList l = run_rule("PR002", v, &s);
+    char *all = describe(&l, &s);
+    cr_assert_eq(l.count, 1, "%s", all);
+    const Finding *f = &l.items[0];
+    cr_assert(f->gain.present);
+    /* 3,000 steady launches x (~20 us - 2 us) = ~54 ms; over the whole run it would be 4,000 x ~63 us = ~252 ms */
+    cr_expect(f->gain.seconds > 0.050 && f->gain.seconds < 0.056, "gain %f:%s", f->gain.seconds, all);
+    cr_expect(has_evidence(f, "in the steady training steps, outside their gaps of 1 ms or more, the GPU was idle"),
+              "%s", all);
+    cr_expect(has_evidence(f, "75% of the run's activities fell in those steps"), "%s", all);
+    free(all);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
 Test(pr002, cuda_advice_in_a_cuda_file) {
     Builder b = builder();
     int at = site(&b, "chain.cu", 3, "main");

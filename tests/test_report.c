@@ -640,6 +640,17 @@ Test(report, training_steps_and_their_phases) {
     out = render(true, &in);
     cr_expect(strstr(out, "training steps") && strstr(out, "300 optimizer steps, median 1.23 ms"), "%s", out);
     free(out);
+    /* with the GPU's idle time by phase: the steady steps' share, and the rest */
+    ProfSteps *s = &p->processes[0].steps;
+    s->phase_idle_known = true;
+    s->idle_ns[PROF_PHASE_FIRST] = 2000000000;
+    s->idle_ns[PROF_PHASE_STEADY] = 36000000;
+    s->idle_ns[PROF_PHASE_SLOW] = 150000000;
+    out = render(false, &in);
+    cr_expect(strstr(out, "after the last step 95.0 ms; GPU idle 36.0 ms in the steady steps (10% of them), 2.15 s in "
+                          "the other phases\n"),
+              "%s", out);
+    free(out);
     p->processes[0].steps = (ProfSteps){0};
     out = render(false, &in);
     cr_expect_null(strstr(out, "\nsteps    "), "no steps recorded: no line");

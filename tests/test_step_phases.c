@@ -127,6 +127,59 @@ Test(step_phases, the_aggregator_labels_gaps_by_phase) {
         }
     }
     cr_expect(saw_slow && saw_steady);
+    /* the idle time by phase: 4 ms in each of the 2 warm-up and 20 steady steps, 400 ms in the evaluation */
+    const ProfSteps *s = &p->processes[0].steps;
+    cr_assert(s->phase_idle_known);
+    cr_expect_eq(s->idle_ns[PROF_PHASE_FIRST], 0);
+    cr_expect_eq(s->idle_ns[PROF_PHASE_WARMUP], 8 * MS);
+    cr_expect_eq(s->idle_ns[PROF_PHASE_STEADY], 80 * MS);
+    cr_expect_eq(s->idle_ns[PROF_PHASE_SLOW], 400 * MS);
+    cr_expect_eq(s->idle_ns[PROF_PHASE_AFTER], 0);
+    cr_expect_eq(s->activities[PROF_PHASE_FIRST], 1);
+    cr_expect_eq(s->activities[PROF_PHASE_WARMUP], 2);
+    cr_expect_eq(s->activities[PROF_PHASE_STEADY], 20);
+    cr_expect_eq(s->activities[PROF_PHASE_SLOW], 1);
+    profile_free(p);
+    agg_free(agg);
+}
+
+/* A run longer than the buckets' first reach (4,096 x 1 ms): 2,000 steady
+ * steps of 5 ms, each idle its first 1 ms, after a 1 s first step, then a
+ * 2 s checkpoint. The buckets widen to 4 ms; the steady idle time is still
+ * within a bucket's width of 2 s per 2,000 steps, and the checkpoint's. */
+Test(step_phases, idle_by_phase_over_a_long_run) {
+    Aggregator *agg = agg_new();
+    cr_assert_not_null(agg);
+    int site = agg_site(agg, "train.py", 20, NULL);
+    static uint64_t marks[2100];
+    size_t n = 0;
+    uint64_t t = 1000 * MS;
+    marks[n++] = t;
+    AggKernel k = {.device = 0, .name = "gemm", .grid = {1, 1, 1}, .block = {256, 1, 1}, .site = site,
+                   .start_ns = 0, .end_ns = t};
+    agg_kernel(agg, &k);
+    for (int i = 0; i < 2000; i++) {
+        k.start_ns = t + 1 * MS;
+        k.end_ns = t + 5 * MS;
+        agg_kernel(agg, &k);
+        marks[n++] = t += 5 * MS;
+    }
+    k.start_ns = t + 2000 * MS; /* the checkpoint: 2 s idle */
+    k.end_ns = t + 2005 * MS;
+    agg_kernel(agg, &k);
+    marks[n++] = t += 2005 * MS;
+    agg_steps(agg, marks, n, 1, n);
+    Profile *p = agg_to_profile(agg, NULL);
+    cr_assert_not_null(p);
+    const ProfSteps *s = &p->processes[0].steps;
+    cr_assert(s->phase_idle_known);
+    cr_expect_eq(s->steady_steps, 2000);
+    cr_expect_eq(s->slow_steps, 1);
+    double steady = (double)s->idle_ns[PROF_PHASE_STEADY], slow = (double)s->idle_ns[PROF_PHASE_SLOW];
+    cr_expect(steady > 1990.0 * MS && steady < 2010.0 * MS, "steady idle %.3f ms, 2000 expected", steady / MS);
+    cr_expect(slow > 1990.0 * MS && slow < 2010.0 * MS, "checkpoint idle %.3f ms, 2000 expected", slow / MS);
+    cr_expect_eq(s->activities[PROF_PHASE_STEADY] + s->activities[PROF_PHASE_SLOW] + s->activities[PROF_PHASE_FIRST],
+                 2002);
     profile_free(p);
     agg_free(agg);
 }

@@ -54,6 +54,13 @@ static const char documentation[] =
     "divided by the number of GPU activities (kernels, copies, memsets) it gives the typical idle\n"
     "time per launch, `g`.\n"
     "\n"
+    "\n"
+    "Where the profile has the run's training steps and the GPU's idle time by phase\n"
+    "(`processes[].steps`), only the steady steps count: their idle time, less the profiler's\n"
+    "share of its cost, over the activities that started in them gives `g`, and a line's tiny\n"
+    "launches are taken to fall in them as the run's activities did. Start-up, warm-up,\n"
+    "evaluation and checkpoints are phases, not launch overhead a CUDA graph removes.\n"
+    "\n"
     "Gain (whole program) = tiny launches × (g − 2 µs), where 2 µs is the gap a CUDA graph leaves\n"
     "between consecutive kernels. It is an upper bound: host work between the launches that is not\n"
     "launching (Python logic, data loading) is not removed by a graph. Severity is info, warning\n"
@@ -94,26 +101,53 @@ static uint64_t run_median(Run *r) {
     return r->samples[r->sample_count - 1].median;
 }
 
-/* The typical idle time per GPU activity outside the long gaps, and the
- * GPU's idle share there, after taking out what the profiler itself added
- * to the launching threads (profile_view_profiler_ns: in a launch-bound run
- * that time is GPU idle time an unprofiled run does not have). False when
- * the profile has no timeline. */
-static bool idle_between_launches(const ProfileView *v, double *gap_ns, double *idle_share) {
+/* What the gain is measured against: the typical idle time per GPU
+ * activity outside the long gaps, the GPU's idle share there, and which part
+ * of the run that was. */
+typedef struct {
+    double gap_ns, idle_share;
+    bool steady;          /* over the steady training steps only (ProfSteps known) */
+    double launch_share;  /* of a line's launches, the part taken to fall there */
+    uint64_t profiler_ns; /* the profiler's cost taken out of that idle time */
+} IdleBasis;
+
+/* With the training steps known, only the steady steps count: start-up,
+ * warm-up, evaluation and checkpoints are phases, not launch overhead a CUDA
+ * graph removes; a line's launches are taken to fall in them as the run's
+ * activities did. Otherwise the whole run. Either way the profiler's own
+ * cost on the launching threads (profile_view_profiler_ns) comes out of the
+ * idle time: in a launch-bound run an unprofiled run does not have it.
+ * False when the profile has no timeline. */
+static bool idle_between_launches(const ProfileView *v, IdleBasis *b) {
     const Profile *p = profile_view_profile(v);
-    uint64_t span = 0, idle = profile_view_recoverable_idle_ns(v), long_gaps = 0, activities = 0;
-    for (size_t i = 0; i < p->timeline_count; i++) span += p->timelines[i].span_ns;
-    uint64_t profiler = profile_view_idle_ns(v) - idle;
-    span = span > profiler ? span - profiler : 0;
-    for (size_t i = 0; i < p->gap_count; i++)
-        if (p->gaps[i].duration_ns >= LONG_GAP_NS) long_gaps += p->gaps[i].duration_ns * prof_gap_weight(&p->gaps[i]);
-    if (long_gaps > idle) long_gaps = idle;
+    const ProfileSteady *steady = profile_view_steady(v);
+    uint64_t span = 0, idle, profiler, long_gaps = 0, activities = 0;
     for (size_t i = 0; i < p->op_count; i++)
         if (p->ops[i].kind == PROF_OP_LAUNCH || p->ops[i].kind == PROF_OP_MEMCPY || p->ops[i].kind == PROF_OP_MEMSET)
             activities += p->ops[i].stats.count;
+    if (steady) {
+        profiler = steady->profiler_ns;
+        idle = steady->idle_ns > profiler ? steady->idle_ns - profiler : 0;
+        span = steady->span_ns;
+        b->launch_share = activities ? (double)steady->activities / (double)activities : 0;
+        if (b->launch_share > 1) b->launch_share = 1;
+        activities = steady->activities;
+    } else {
+        for (size_t i = 0; i < p->timeline_count; i++) span += p->timelines[i].span_ns;
+        profiler = profile_view_profiler_ns(v);
+        idle = profile_view_idle_ns(v) > profiler ? profile_view_idle_ns(v) - profiler : 0;
+        b->launch_share = 1;
+    }
+    span = span > profiler ? span - profiler : 0;
+    for (size_t i = 0; i < p->gap_count; i++)
+        if (p->gaps[i].duration_ns >= LONG_GAP_NS && (!steady || p->gaps[i].phase == PROF_PHASE_STEADY))
+            long_gaps += p->gaps[i].duration_ns * prof_gap_weight(&p->gaps[i]);
+    if (long_gaps > idle) long_gaps = idle;
     if (span <= long_gaps || activities == 0) return false;
-    *gap_ns = (double)(idle - long_gaps) / activities;
-    *idle_share = (double)(idle - long_gaps) / (span - long_gaps);
+    b->gap_ns = (double)(idle - long_gaps) / activities;
+    b->idle_share = (double)(idle - long_gaps) / (span - long_gaps);
+    b->steady = steady != NULL;
+    b->profiler_ns = profiler;
     return true;
 }
 
@@ -122,8 +156,10 @@ static bool same_function(const ProfSite *a, const ProfSite *b) {
     return strcmp(a->function, b->function) == 0;
 }
 
-static void report(RuleContext *ctx, const PfLines *lines, Run *r, double gap_ns, double idle_share, uint64_t run_ns) {
-    double gain_ns = r->tiny * (gap_ns - GRAPH_GAP_NS);
+static void report(RuleContext *ctx, const PfLines *lines, Run *r, const IdleBasis *b, uint64_t run_ns) {
+    double gap_ns = b->gap_ns;
+    double counted = (double)r->tiny * b->launch_share; /* the tiny launches in the part of the run measured */
+    double gain_ns = counted * (gap_ns - GRAPH_GAP_NS);
     if (r->tiny < MIN_TINY || gain_ns < run_ns / 100.0) return;
     const PfLine *first = &lines->lines[r->first], *last = &lines->lines[r->last];
     char count[32], median[24], gap[24], where[96] = "this line", fn[72] = "";
@@ -145,12 +181,18 @@ static void report(RuleContext *ctx, const PfLines *lines, Run *r, double gap_ns
                                "{} launches from %s in all, {} of them under 10 \xc2\xb5s; the tiny ones ran {} "
                                "on the GPU",
                                where);
-    ok = ok && finding_measured(f, QV(q_ratio(idle_share), q_seconds(gap_ns / 1e9)),
-                                "outside its gaps of 1 ms or more the GPU was idle {} of the time: ~{} per "
-                                "activity (kernel, copy or memset)");
-    uint64_t profiler = profile_view_profiler_ns(ctx->profile);
-    if (profiler)
-        ok = ok && finding_measured(f, QV(q_ns(profiler)),
+    if (b->steady)
+        ok = ok && finding_measured(f, QV(q_ratio(b->idle_share), q_seconds(gap_ns / 1e9), q_ratio(b->launch_share)),
+                                    "in the steady training steps, outside their gaps of 1 ms or more, the GPU was "
+                                    "idle {} of the time: ~{} per activity (kernel, copy or memset); {} of the run's "
+                                    "activities fell in those steps (start-up, warm-up, evaluation and checkpoints "
+                                    "are left out)");
+    else
+        ok = ok && finding_measured(f, QV(q_ratio(b->idle_share), q_seconds(gap_ns / 1e9)),
+                                    "outside its gaps of 1 ms or more the GPU was idle {} of the time: ~{} per "
+                                    "activity (kernel, copy or memset)");
+    if (b->profiler_ns)
+        ok = ok && finding_measured(f, QV(q_ns(b->profiler_ns)),
                                     "the profiler's own cost on the launching threads, {} as measured in this run, "
                                     "is taken out of that idle time");
     ok = ok && finding_model(f, QV(q_seconds(gain_ns / 1e9), q_ratio(gain_ns / run_ns)),
@@ -161,9 +203,14 @@ static void report(RuleContext *ctx, const PfLines *lines, Run *r, double gap_ns
         if (!pf_line_range(ctx->doc, lines->lines[i].line, &start, &end)) continue;
         ok = finding_add_related(f, (ByteRange){start, end}, "launches tiny kernels too (same launch-bound run)");
     }
-    ok = ok && finding_set_gain(f, gain_ns / 1e9, "program", QV(q_count(r->tiny), q_seconds(gap_ns / 1e9)),
-                                "{} tiny launches \xc3\x97 ({} measured idle per GPU activity \xe2\x88\x92 2 "
-                                "\xc2\xb5s in a CUDA graph); an upper bound: host work between launches stays");
+    ok = ok && finding_set_gain(f, gain_ns / 1e9, "program",
+                                QV(q_count((uint64_t)(counted + 0.5)), q_seconds(gap_ns / 1e9)),
+                                b->steady ? "{} tiny launches in the steady steps \xc3\x97 ({} measured idle per GPU "
+                                            "activity there \xe2\x88\x92 2 \xc2\xb5s in a CUDA graph); an upper "
+                                            "bound: host work between launches stays"
+                                          : "{} tiny launches \xc3\x97 ({} measured idle per GPU activity \xe2\x88\x92 2 "
+                                            "\xc2\xb5s in a CUDA graph); an upper bound: host work between launches "
+                                            "stays");
     if (!ok) ctx->out_of_memory = true;
 }
 
@@ -175,9 +222,9 @@ static bool add_sample(Run *r, uint64_t median, uint64_t count) {
 
 static void check_profile(RuleContext *ctx) {
     uint64_t run_ns = profile_view_run_ns(ctx->profile);
-    double gap_ns, idle_share;
-    if (run_ns == 0 || !idle_between_launches(ctx->profile, &gap_ns, &idle_share)) return;
-    if (idle_share < MIN_IDLE_SHARE || gap_ns <= GRAPH_GAP_NS) return;
+    IdleBasis basis;
+    if (run_ns == 0 || !idle_between_launches(ctx->profile, &basis)) return;
+    if (basis.idle_share < MIN_IDLE_SHARE || basis.gap_ns <= GRAPH_GAP_NS) return;
     PfLines lines;
     if (!pf_file_lines(ctx, &lines)) return;
     Run r = {0};
@@ -199,7 +246,7 @@ static void check_profile(RuleContext *ctx) {
         bool joins = open && candidate && same_function(lines.lines[r.last].site, l->site) &&
                      l->line - lines.lines[r.last].line <= MAX_LINE_DISTANCE;
         if (open && !joins) {
-            report(ctx, &lines, &r, gap_ns, idle_share, run_ns);
+            report(ctx, &lines, &r, &basis, run_ns);
             open = false;
         }
         if (!candidate) continue;
@@ -220,7 +267,7 @@ static void check_profile(RuleContext *ctx) {
                 ctx->out_of_memory = true;
         }
     }
-    if (open && !ctx->out_of_memory) report(ctx, &lines, &r, gap_ns, idle_share, run_ns);
+    if (open && !ctx->out_of_memory) report(ctx, &lines, &r, &basis, run_ns);
     free(r.samples);
     pf_lines_free(&lines);
 }

@@ -132,7 +132,7 @@ static void write_profile_cards(FILE *out, const Profile *p) {
     report_html_card(out, "host waiting in syncs", buf, NULL);
     const ProfProcess *stepped = report_steps_process(p);
     if (stepped) { /* the phases in the card's title */
-        char head[160], phases[512];
+        char head[160], phases[768];
         report_steps_words(&stepped->steps, head, sizeof head, phases, sizeof phases);
         report_html_card(out, "training steps", head, phases);
     }

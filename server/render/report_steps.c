@@ -1,6 +1,7 @@
 #include "server/render/report_steps.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "analysis/units.h"
 
@@ -30,4 +31,19 @@ void report_steps_words(const ProfSteps *s, char *head, size_t head_size, char *
              units_ns(s->first_ns, first, sizeof first), steps_and_time(s->warmup_steps, s->warmup_ns, warm, sizeof warm),
              steps_and_time(s->steady_steps, s->steady_ns, steady, sizeof steady),
              steps_and_time(s->slow_steps, s->slow_ns, slow, sizeof slow), units_ns(s->after_ns, after, sizeof after));
+    if (!s->phase_idle_known) return;
+    /* the GPU's idle time: what the steady steps leave (the gains' basis), and what the phases hold */
+    uint64_t phases_idle = s->idle_ns[PROF_PHASE_FIRST] + s->idle_ns[PROF_PHASE_WARMUP] + s->idle_ns[PROF_PHASE_SLOW] +
+                           s->idle_ns[PROF_PHASE_AFTER];
+    char idle[UNITS_BUF], share[UNITS_BUF], rest[UNITS_BUF];
+    size_t used = strlen(phases);
+    if (used + 1 >= phases_size) return;
+    if (s->steady_ns)
+        snprintf(phases + used, phases_size - used, "; GPU idle %s in the steady steps (%s of them), %s in the other phases",
+                 units_ns(s->idle_ns[PROF_PHASE_STEADY], idle, sizeof idle),
+                 units_ratio((double)s->idle_ns[PROF_PHASE_STEADY] / (double)s->steady_ns, share, sizeof share),
+                 units_ns(phases_idle, rest, sizeof rest));
+    else
+        snprintf(phases + used, phases_size - used, "; GPU idle %s, all of it outside steady steps",
+                 units_ns(phases_idle, rest, sizeof rest));
 }

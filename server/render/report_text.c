@@ -84,7 +84,7 @@ static void write_profile(FILE *out, const ReportProfile *rp) {
             (unsigned long long)t.launches, copies, syncs);
     const ProfProcess *stepped = report_steps_process(p);
     if (stepped) {
-        char head[160], phases[512];
+        char head[160], phases[768];
         report_steps_words(&stepped->steps, head, sizeof head, phases, sizeof phases);
         fprintf(out, "steps    %s\n         %s\n", head, phases);
     }
