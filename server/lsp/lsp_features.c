@@ -115,10 +115,37 @@ char *lsp_diagnostic_message(const Finding *f) {
     return message;
 }
 
+/* A rule's codeDescription ({"href": ...}) as a new reference, or NULL when
+ * its page cannot be found. Each code is looked up once per call (links
+ * keeps one reference of each): a file can have hundreds of findings of a
+ * dozen rules, and finding a page asks the file system. */
+typedef struct {
+    const char *code;
+    json_t *description;
+} CodeLink;
+
+static json_t *code_description(CodeLink *links, size_t *count, size_t cap, const char *code, const char **dir) {
+    for (size_t i = 0; i < *count; i++)
+        if (strcmp(links[i].code, code) == 0) return json_incref(links[i].description);
+    char *href = rule_page_link(code);
+    if (!href && !*dir) *dir = rule_docs_dir();
+    if (!href && (*dir)[0]) {
+        char *page = format_string("%s/%s.md", *dir, code);
+        href = page ? file_uri_from_path(page) : NULL;
+        free(page);
+    }
+    json_t *description = href ? json_pack("{s:s}", "href", href) : NULL;
+    free(href);
+    if (*count < cap) links[(*count)++] = (CodeLink){code, json_incref(description)};
+    return description;
+}
+
 json_t *lsp_findings_to_diagnostics(const LspServer *s, const LspDocument *d, const FindingList *findings,
                                     const Document *doc, int64_t version) {
     json_t *out = json_array();
     const char *dir = NULL; /* the cache copy of the pages: only when the repository's cannot be found */
+    CodeLink links[128];
+    size_t link_count = 0;
     for (size_t i = 0; i < findings->count; i++) {
         const Finding *f = &findings->items[i];
         json_t *fixes = json_array();
@@ -130,15 +157,8 @@ json_t *lsp_findings_to_diagnostics(const LspServer *s, const LspDocument *d, co
                                  "version", (json_int_t)version, "code", f->code, "name", f->name, "fixes", fixes,
                                  "evidence", finding_evidence_json(f), "gain", finding_gain_json(f));
         free(message);
-        char *href = rule_page_link(f->code);
-        if (!href && !dir) dir = rule_docs_dir();
-        if (!href && dir[0]) {
-            char *page = format_string("%s/%s.md", dir, f->code);
-            href = page ? file_uri_from_path(page) : NULL;
-            free(page);
-        }
-        if (href) json_object_set_new(diag, "codeDescription", json_pack("{s:s}", "href", href));
-        free(href);
+        json_t *description = code_description(links, &link_count, sizeof links / sizeof *links, f->code, &dir);
+        if (description) json_object_set_new(diag, "codeDescription", description);
         if (f->related_count && s->related_information) {
             json_t *related = json_array();
             for (size_t k = 0; k < f->related_count; k++)
@@ -149,6 +169,7 @@ json_t *lsp_findings_to_diagnostics(const LspServer *s, const LspDocument *d, co
         }
         json_array_append_new(out, diag);
     }
+    for (size_t k = 0; k < link_count; k++) json_decref(links[k].description);
     return out;
 }
 
