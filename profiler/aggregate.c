@@ -796,38 +796,45 @@ void agg_steps(Aggregator *agg, const uint64_t *marks, size_t count, uint32_t st
     pthread_mutex_unlock(&agg->lock);
 }
 
-/* One device's busy time and activities, added up by step phase. */
+/* One device's span and busy time by step phase, and the activities. The
+ * idle time is the span less the busy time per phase over the whole device,
+ * never per step: where tracing was sampled, busy time sits in the traced
+ * windows counted `every` times over, so a step holding a window reads as
+ * busier than it was long and one without any as idle throughout; only their
+ * sum is an estimate. */
 typedef struct {
     const TimeBuckets *buckets;
     uint64_t first, last; /* the device's span */
-    double idle[PROF_PHASE_COUNT], activities[PROF_PHASE_COUNT];
+    double span[PROF_PHASE_COUNT], busy[PROF_PHASE_COUNT], activities[PROF_PHASE_COUNT];
 } PhaseSums;
 
 static void add_phase_range(void *ctx, ProfPhase phase, uint64_t from, uint64_t to) {
     PhaseSums *sums = ctx;
     /* nothing ran outside the span: at its ends, a bucket's whole content is the range's */
     uint64_t a = from == sums->first ? 0 : from, z = to == sums->last ? UINT64_MAX : to;
-    double span = (double)(to - from), busy = time_buckets_busy_between(sums->buckets, a, z);
-    sums->idle[phase] += busy < span ? span - busy : 0;
+    sums->span[phase] += (double)(to - from);
+    sums->busy[phase] += time_buckets_busy_between(sums->buckets, a, z);
     sums->activities[phase] += time_buckets_activities_between(sums->buckets, a, z);
 }
 
 /* The GPU's idle time and activities in each phase, over every device's own
  * active span (first to last activity, as its timeline's idle time). */
 static void phase_idle(Aggregator *agg, const StepTimeline *steps, ProfSteps *out) {
-    PhaseSums sums = {0};
+    double idle[PROF_PHASE_COUNT] = {0}, activities[PROF_PHASE_COUNT] = {0};
     for (size_t i = 0; i < agg->timeline_count; i++) {
         const DeviceTimeline *t = &agg->timelines[i];
         if (!t->started) continue;
         if (!t->buckets) return; /* out of memory at the start: unknown rather than short */
-        sums.buckets = t->buckets;
-        sums.first = t->first;
-        sums.last = t->busy_end;
+        PhaseSums sums = {.buckets = t->buckets, .first = t->first, .last = t->busy_end};
         step_timeline_ranges(steps, t->first, t->busy_end, add_phase_range, &sums);
+        for (int k = 0; k < PROF_PHASE_COUNT; k++) {
+            idle[k] += sums.busy[k] < sums.span[k] ? sums.span[k] - sums.busy[k] : 0;
+            activities[k] += sums.activities[k];
+        }
     }
     for (int k = 0; k < PROF_PHASE_COUNT; k++) {
-        out->idle_ns[k] = (uint64_t)(sums.idle[k] + 0.5);
-        out->activities[k] = (uint64_t)(sums.activities[k] + 0.5);
+        out->idle_ns[k] = (uint64_t)(idle[k] + 0.5);
+        out->activities[k] = (uint64_t)(activities[k] + 0.5);
     }
     out->phase_idle_known = true;
 }

@@ -140,7 +140,7 @@ static void compute_steady(ProfileView *v) {
                 devices++;
             }
         const ProfSteps *s = &proc->steps;
-        if (!s->count || !s->phase_idle_known) {
+        if (!s->count || !s->phase_idle_known || !s->steady_steps) { /* no steady steps to judge by */
             recoverable += idle > cost ? idle - cost : 0;
             continue;
         }

@@ -597,6 +597,27 @@ Test(pr002, only_the_steady_steps_count_where_the_steps_are_known) {
     profile_view_free(v);
 }
 
+/* One optimizer step: no steady steps to judge by, so the whole run counts,
+ * as without steps (not no idle time at all). */
+Test(pr002, a_single_step_leaves_the_whole_run_to_judge) {
+    Builder b = builder();
+    int l3 = site(&b, "launch.py", 3, "gelu");
+    launches(&b, l3, &tiny, 3000, 2 * US, 20 * US);
+    uint64_t mark = b.t;
+    agg_steps(b.agg, &mark, 1, 1, 1);
+    ProfileView *v = view_of(&b, 0);
+    cr_expect_null(profile_view_steady(v));
+    cr_expect_eq(profile_view_recoverable_idle_ns(v), profile_view_idle_ns(v));
+    Source s = source_text("launch.py", launch_py);
+    FindingList l = run_rule("PR002", v, &s);
+    cr_assert_eq(l.count, 1);
+    cr_assert(l.items[0].gain.present);
+    cr_expect(l.items[0].gain.seconds > 0.050 && l.items[0].gain.seconds < 0.056, "gain %f", l.items[0].gain.seconds);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
 Test(pr002, cuda_advice_in_a_cuda_file) {
     Builder b = builder();
     int at = site(&b, "chain.cu", 3, "main");

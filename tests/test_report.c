@@ -647,7 +647,7 @@ Test(report, training_steps_and_their_phases) {
     s->idle_ns[PROF_PHASE_STEADY] = 36000000;
     s->idle_ns[PROF_PHASE_SLOW] = 150000000;
     out = render(false, &in);
-    cr_expect(strstr(out, "after the last step 95.0 ms; GPU idle 36.0 ms in the steady steps (10% of them), 2.15 s in "
+    cr_expect(strstr(out, "after the last step 95.0 ms; GPU idle 36.0 ms in the steady steps (10% of their time), 2.15 s in "
                           "the other phases\n"),
               "%s", out);
     free(out);

@@ -218,3 +218,41 @@ Test(step_phases, the_h200_recording_of_a_run_with_evaluations_and_checkpoints, 
     cr_expect(strstr(r.out, "0 ns in the steady steps"), "%s", r.out);
     run_result_free(&r);
 }
+
+/* Sampled tracing, as after the first 8,192 launches: one step in 8 traced
+ * (its records weigh 8), the others not recorded at all. 2,000 steady steps
+ * of 5 ms, each idle its first 1 ms: 2 s of idle time. Per step, a traced
+ * step reads as 8x busier than it is long and an untraced one as idle
+ * throughout; only the phase's sums make an estimate. */
+Test(step_phases, idle_by_phase_under_sampled_tracing) {
+    Aggregator *agg = agg_new();
+    cr_assert_not_null(agg);
+    int site = agg_site(agg, "train.py", 20, NULL);
+    static uint64_t marks[2100];
+    size_t n = 0;
+    uint64_t t = 1000 * MS;
+    marks[n++] = t;
+    AggKernel k = {.device = 0, .name = "gemm", .grid = {1, 1, 1}, .block = {256, 1, 1}, .site = site,
+                   .start_ns = 0, .end_ns = t};
+    agg_kernel(agg, &k);
+    for (int i = 0; i < 2000; i++) {
+        if (i % 8 == 0) {
+            k.start_ns = t + 1 * MS;
+            k.end_ns = t + 5 * MS;
+            k.window = (uint32_t)(i / 8 % 4095) + 1;
+            k.weight = 8;
+            agg_kernel(agg, &k);
+        }
+        marks[n++] = t += 5 * MS;
+    }
+    agg_steps(agg, marks, n, 1, n);
+    Profile *p = agg_to_profile(agg, NULL);
+    cr_assert_not_null(p);
+    const ProfSteps *s = &p->processes[0].steps;
+    cr_assert(s->phase_idle_known);
+    double steady = (double)s->idle_ns[PROF_PHASE_STEADY];
+    cr_expect(steady > 1900.0 * MS && steady < 2100.0 * MS, "steady idle %.1f ms, about 2000 expected", steady / MS);
+    cr_expect_eq(s->activities[PROF_PHASE_STEADY], 2000, "250 traced kernels weighing 8");
+    profile_free(p);
+    agg_free(agg);
+}

@@ -24,15 +24,18 @@ plain run and the spread of its repetitions. Variants:
   launch:DOMAIN    advise watching launches in one API domain only (runtime or driver)
   sample:K         advise tracing one window in K after the prefix (ADVISE_PROFILE_TRACE=sample:K)
 
---alternate K runs every advise variant with ADVISE_PROFILE_ALTERNATE=K:
+--alternate K runs the advise variants that have Python call sites (advise,
+trace-all, setprofile, sample:, launch:, cb:) with ADVISE_PROFILE_ALTERNATE=K:
 the profiler sleeps through every other block of K optimizer steps, and the
-table adds each variant's overhead inside its own processes (median awake
-group over median dormant group, per run; the median over runs). Processes
-of one model differ from each other by up to 45% on the H200 machines, far
-more than the overhead: this figure is free of that spread. Left on while
-dormant: CUPTI's subscription and the Python hook (its cost is in neither
-side), and the first 8,192 launches traced in full fall before the timed
-groups.
+table adds each such variant's overhead inside its own processes (median
+awake group over median dormant group, per run; the median over runs). Every
+variant then times groups of K steps after the same 12-block warm-up (with
+K = 10 its 6 awake blocks hold the first 8,192 launches, traced in full, on
+these models), and an alternated variant's ms/step is its awake groups' median.
+Processes of one model differ from each other by up to 45% on the H200
+machines, far more than the overhead: the in-process figure is free of that
+spread. Left on while dormant: CUPTI's subscription and the Python hook
+(their cost is in neither side).
 
 --cpus LIST pins every run to those cores (taskset -c LIST): on a shared
 16-core machine, runs that the scheduler moves between cores differ by up to
@@ -84,6 +87,13 @@ def command(variant, args, model, out):
     return [binary, "-o", out, "--"] + step, env
 
 
+def alternates(variant):
+    """Whether the variant registers the optimizer step hook that toggles the
+    profiler (profiler/inject/python_sites.c): only with Python call sites on,
+    and only in this build."""
+    return variant in ("advise", "trace-all", "setprofile") or variant.startswith(("sample:", "launch:", "cb:"))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--profile", required=True, help="advise-profile binary")
@@ -118,8 +128,10 @@ def main():
                 for variant in order:
                     cmd, extra = command(variant, args, model, os.path.join(tmp, f"{model}-{variant}-{rep}.json"))
                     env = dict(os.environ, **extra)
-                    if args.alternate and variant not in ("plain", "torch.profiler"):
-                        env["ADVISE_PROFILE_ALTERNATE"] = str(args.alternate)
+                    if args.alternate:
+                        cmd += ["--blocks", str(args.alternate)]  # the same groups and warm-up for every variant
+                        if alternates(variant):
+                            env["ADVISE_PROFILE_ALTERNATE"] = str(args.alternate)
                     if args.cpus:
                         cmd = ["taskset", "-c", args.cpus] + cmd
                     done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=HERE)

@@ -189,6 +189,12 @@ static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_C
         outer_callback_ns = api_enter_ns - entered;
         return;
     }
+    if (api_epoch != __atomic_load_n(&callbacks_epoch, __ATOMIC_RELAXED)) {
+        /* the exit of a call that began while the callbacks were off: its entry was never seen */
+        api_epoch = __atomic_load_n(&callbacks_epoch, __ATOMIC_RELAXED);
+        api_nesting = 0;
+        return;
+    }
     if (api_nesting == 0) return; /* an exit whose entry came before we subscribed */
     if (--api_nesting > 0) return;
     uint64_t exited = now_ns();

@@ -39,6 +39,7 @@ static uint64_t window_end;         /* launches at which the current window ends
 static uint64_t window_index;       /* windows since the prefix, under toggle_lock */
 static uint32_t current_tag;        /* 0: the prefix; else the traced window's tag; atomically */
 static bool tracing = true;         /* device activity enabled (under toggle_lock) */
+static bool dormant;                /* trace_sampling_set_dormant: nothing traced, whatever the window (under toggle_lock) */
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 
 /* calibration sums, atomically */
@@ -80,17 +81,20 @@ static void enable_device_kinds(bool on) {
     }
 }
 
+/* Called under toggle_lock. */
 static void set_device_activity(bool on) {
-    enable_device_kinds(on);
+    if (!dormant) enable_device_kinds(on);
     __atomic_store_n(&tracing, on, __ATOMIC_RELEASE);
 }
 
 /* Dormant (inject_set_dormant): no device work traced; awake again, the
- * window's own state comes back. No launch callback runs meanwhile, so
- * nothing toggles the activity behind our back. */
-void trace_sampling_set_dormant(bool dormant) {
+ * window's own state comes back. A launch callback already running on
+ * another thread when the callbacks went off can still move the window:
+ * it then changes `tracing` only, under the same lock. */
+void trace_sampling_set_dormant(bool now_dormant) {
     pthread_mutex_lock(&toggle_lock);
-    enable_device_kinds(!dormant && __atomic_load_n(&tracing, __ATOMIC_ACQUIRE));
+    dormant = now_dormant;
+    enable_device_kinds(!now_dormant && __atomic_load_n(&tracing, __ATOMIC_ACQUIRE));
     pthread_mutex_unlock(&toggle_lock);
 }
 

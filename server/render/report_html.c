@@ -133,7 +133,7 @@ static void write_profile_cards(FILE *out, const Profile *p) {
     const ProfProcess *stepped = report_steps_process(p);
     if (stepped) { /* the phases in the card's title */
         char head[160], phases[768];
-        report_steps_words(&stepped->steps, head, sizeof head, phases, sizeof phases);
+        report_steps_words(&stepped->steps, report_steps_devices(p, stepped), head, sizeof head, phases, sizeof phases);
         report_html_card(out, "training steps", head, phases);
     }
 }

@@ -13,6 +13,13 @@ const ProfProcess *report_steps_process(const Profile *p) {
     return best;
 }
 
+size_t report_steps_devices(const Profile *p, const ProfProcess *proc) {
+    size_t devices = 0;
+    for (size_t i = 0; i < p->timeline_count; i++)
+        if (p->timelines[i].process == (int)(proc - p->processes)) devices++;
+    return devices;
+}
+
 /* "N steps, T" or "1 step, T" */
 static const char *steps_and_time(uint64_t steps, uint64_t ns, char *buf, size_t size) {
     char count[UNITS_BUF], time[UNITS_BUF];
@@ -21,7 +28,8 @@ static const char *steps_and_time(uint64_t steps, uint64_t ns, char *buf, size_t
     return buf;
 }
 
-void report_steps_words(const ProfSteps *s, char *head, size_t head_size, char *phases, size_t phases_size) {
+void report_steps_words(const ProfSteps *s, size_t devices, char *head, size_t head_size, char *phases,
+                        size_t phases_size) {
     char count[UNITS_BUF], median[UNITS_BUF], first[UNITS_BUF], after[UNITS_BUF], warm[96], steady[96], slow[96];
     snprintf(head, head_size, "%s optimizer %s, median %s", units_count(s->count, count, sizeof count),
              s->count == 1 ? "step" : "steps", units_ns(s->median_ns, median, sizeof median));
@@ -39,10 +47,13 @@ void report_steps_words(const ProfSteps *s, char *head, size_t head_size, char *
     size_t used = strlen(phases);
     if (used + 1 >= phases_size) return;
     if (s->steady_ns)
-        snprintf(phases + used, phases_size - used, "; GPU idle %s in the steady steps (%s of them), %s in the other phases",
+        snprintf(phases + used, phases_size - used,
+                 "; GPU idle %s in the steady steps (%s of their time%s), %s in the other phases",
                  units_ns(s->idle_ns[PROF_PHASE_STEADY], idle, sizeof idle),
-                 units_ratio((double)s->idle_ns[PROF_PHASE_STEADY] / (double)s->steady_ns, share, sizeof share),
-                 units_ns(phases_idle, rest, sizeof rest));
+                 units_ratio((double)s->idle_ns[PROF_PHASE_STEADY] /
+                                 ((double)s->steady_ns * (double)(devices ? devices : 1)),
+                             share, sizeof share),
+                 devices > 1 ? " across its GPUs" : "", units_ns(phases_idle, rest, sizeof rest));
     else
         snprintf(phases + used, phases_size - used, "; GPU idle %s, all of it outside steady steps",
                  units_ns(phases_idle, rest, sizeof rest));

@@ -15,7 +15,11 @@ const ProfProcess *report_steps_process(const Profile *p);
  * steady 290 steps, 357 ms; slow 3 steps, 210 ms (evaluation, checkpoints
  * or logging between steps); after the last step 95.0 ms", and where the
  * idle time by phase is known "; GPU idle 41.0 ms in the steady steps (11%
- * of them), 2.05 s in the other phases". */
-void report_steps_words(const ProfSteps *s, char *head, size_t head_size, char *phases, size_t phases_size);
+ * of their time), 2.05 s in the other phases". */
+/* The devices the process's timelines cover (its idle figures are summed over them). */
+size_t report_steps_devices(const Profile *p, const ProfProcess *proc);
+
+void report_steps_words(const ProfSteps *s, size_t devices, char *head, size_t head_size, char *phases,
+                        size_t phases_size);
 
 #endif

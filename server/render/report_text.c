@@ -85,7 +85,7 @@ static void write_profile(FILE *out, const ReportProfile *rp) {
     const ProfProcess *stepped = report_steps_process(p);
     if (stepped) {
         char head[160], phases[768];
-        report_steps_words(&stepped->steps, head, sizeof head, phases, sizeof phases);
+        report_steps_words(&stepped->steps, report_steps_devices(p, stepped), head, sizeof head, phases, sizeof phases);
         fprintf(out, "steps    %s\n         %s\n", head, phases);
     }
     if (p->dropped_kernels || p->dropped_ops || p->dropped_sites)
