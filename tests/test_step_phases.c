@@ -143,6 +143,32 @@ Test(step_phases, the_aggregator_labels_gaps_by_phase) {
     agg_free(agg);
 }
 
+/* A 1 s first step, then 2,000 steady steps of 5 ms, each idle its first
+ * 1 ms: marks (2,001 of them) and kernels into agg. With traced_every K > 1,
+ * only one step in K is recorded, its kernel in a sampled window weighing K
+ * (trace_sampling.c). Returns the number of marks; *end gets the last. */
+static size_t steady_steps(Aggregator *agg, uint64_t *marks, uint32_t traced_every, uint64_t *end) {
+    int site = agg_site(agg, "train.py", 20, NULL);
+    size_t n = 0;
+    uint64_t t = 1000 * MS;
+    marks[n++] = t;
+    AggKernel k = {.device = 0, .name = "gemm", .grid = {1, 1, 1}, .block = {256, 1, 1}, .site = site,
+                   .start_ns = 0, .end_ns = t};
+    agg_kernel(agg, &k);
+    for (uint32_t i = 0; i < 2000; i++) {
+        if (i % traced_every == 0) {
+            k.start_ns = t + 1 * MS;
+            k.end_ns = t + 5 * MS;
+            k.window = traced_every > 1 ? i / traced_every % 4095 + 1 : 0;
+            k.weight = traced_every;
+            agg_kernel(agg, &k);
+        }
+        marks[n++] = t += 5 * MS;
+    }
+    *end = t;
+    return n;
+}
+
 /* A run longer than the buckets' first reach (4,096 x 1 ms): 2,000 steady
  * steps of 5 ms, each idle its first 1 ms, after a 1 s first step, then a
  * 2 s checkpoint. The buckets widen to 4 ms; the steady idle time is still
@@ -150,20 +176,10 @@ Test(step_phases, the_aggregator_labels_gaps_by_phase) {
 Test(step_phases, idle_by_phase_over_a_long_run) {
     Aggregator *agg = agg_new();
     cr_assert_not_null(agg);
-    int site = agg_site(agg, "train.py", 20, NULL);
     static uint64_t marks[2100];
-    size_t n = 0;
-    uint64_t t = 1000 * MS;
-    marks[n++] = t;
-    AggKernel k = {.device = 0, .name = "gemm", .grid = {1, 1, 1}, .block = {256, 1, 1}, .site = site,
-                   .start_ns = 0, .end_ns = t};
-    agg_kernel(agg, &k);
-    for (int i = 0; i < 2000; i++) {
-        k.start_ns = t + 1 * MS;
-        k.end_ns = t + 5 * MS;
-        agg_kernel(agg, &k);
-        marks[n++] = t += 5 * MS;
-    }
+    uint64_t t;
+    size_t n = steady_steps(agg, marks, 1, &t);
+    AggKernel k = {.device = 0, .name = "gemm", .grid = {1, 1, 1}, .block = {256, 1, 1}, .site = 0};
     k.start_ns = t + 2000 * MS; /* the checkpoint: 2 s idle */
     k.end_ns = t + 2005 * MS;
     agg_kernel(agg, &k);
@@ -227,24 +243,9 @@ Test(step_phases, the_h200_recording_of_a_run_with_evaluations_and_checkpoints, 
 Test(step_phases, idle_by_phase_under_sampled_tracing) {
     Aggregator *agg = agg_new();
     cr_assert_not_null(agg);
-    int site = agg_site(agg, "train.py", 20, NULL);
     static uint64_t marks[2100];
-    size_t n = 0;
-    uint64_t t = 1000 * MS;
-    marks[n++] = t;
-    AggKernel k = {.device = 0, .name = "gemm", .grid = {1, 1, 1}, .block = {256, 1, 1}, .site = site,
-                   .start_ns = 0, .end_ns = t};
-    agg_kernel(agg, &k);
-    for (int i = 0; i < 2000; i++) {
-        if (i % 8 == 0) {
-            k.start_ns = t + 1 * MS;
-            k.end_ns = t + 5 * MS;
-            k.window = (uint32_t)(i / 8 % 4095) + 1;
-            k.weight = 8;
-            agg_kernel(agg, &k);
-        }
-        marks[n++] = t += 5 * MS;
-    }
+    uint64_t t;
+    size_t n = steady_steps(agg, marks, 8, &t);
     agg_steps(agg, marks, n, 1, n);
     Profile *p = agg_to_profile(agg, NULL);
     cr_assert_not_null(p);
