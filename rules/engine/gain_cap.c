@@ -5,8 +5,9 @@
  * - Gains taken from GPU idle time (rules with Rule.gain_from_idle: PR002's
  *   launch gaps, PR003's idle gaps) add up to at most the run's recoverable
  *   idle time: idle less the profiler's own measured cost, only the steady
- *   training steps' where those are known (profile_view_recoverable_idle_ns). Two rules can see the same idle
- *   time, and the profiler's cost looks like idle time in a launch-bound run.
+ *   training steps' where those are known (profile_view_recoverable_idle_ns).
+ *   Two rules can see the same idle time, and the profiler's cost looks like
+ *   idle time in a launch-bound run.
  * - All program-scope gains together add up to at most the run's length.
  * A scaled gain says so in its model: what it claimed and why it was cut. */
 #include <string.h>

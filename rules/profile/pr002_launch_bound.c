@@ -54,7 +54,6 @@ static const char documentation[] =
     "divided by the number of GPU activities (kernels, copies, memsets) it gives the typical idle\n"
     "time per launch, `g`.\n"
     "\n"
-    "\n"
     "Where the profile has the run's training steps and the GPU's idle time by phase\n"
     "(`processes[].steps`), only the steady steps count: their idle time, less the profiler's\n"
     "share of its cost, over the activities that started in them gives `g`, and a line's tiny\n"
