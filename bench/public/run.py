@@ -1,0 +1,177 @@
+"""Prepares the public workloads of workloads.py and times them as written
+and with advise's advice followed, alternating, on a GPU machine.
+
+    python3 bench/public/run.py [--corpus .corpus] [--work /tmp/advise-public]
+        [--workloads cifar,lstm,gan,vae] [--variants as-written,advised]
+        [--reps 3] [--iterations 300] [--profile BUNDLE/advise-profile]
+        [--profiles-out DIR] [--json OUT.json]
+        [--prepare-only]
+
+Each variant is a fresh copy of the workload's files under --work, with its
+edits applied (the "advised" copy has the random-data edits too). With
+--profile, each workload's as-written copy is first run once under
+`advise profile`, and the profile is written to --profiles-out (then
+`advise report --profile P COPY` gives the advice, here or elsewhere).
+
+Prints the GPU, the date, and per workload the median milliseconds per
+training iteration of each variant and the speed-up.
+"""
+import argparse
+import datetime
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from workloads import WORKLOADS  # noqa: E402
+
+
+def apply_edits(folder, edits, workload, variant):
+    for file, old, new in edits:
+        path = os.path.join(folder, file)
+        with open(path) as f:
+            text = f.read()
+        if text.count(old) != 1:
+            sys.exit(f"public: {workload} ({variant}): {file} holds {text.count(old)} copies of "
+                     f"{old!r}, not one: the pinned file changed?")
+        with open(path, "w") as f:
+            f.write(text.replace(old, new))
+
+
+def prepare(name, variant, corpus, work):
+    spec = WORKLOADS[name]
+    source = os.path.join(corpus, spec["corpus"])
+    marker = os.path.join(source, ".advise-corpus-commit")
+    if os.path.exists(marker) and open(marker).read().strip() != spec["commit"]:
+        sys.exit(f"public: {source} is not at {spec['commit']} (bench/realcode/corpus.sh fetches it)")
+    folder = os.path.join(work, f"{name}-{variant}")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    for item in spec["copy"]:
+        src = os.path.join(source, item)
+        dst = os.path.join(folder, os.path.basename(item))
+        if os.path.isdir(src):
+            shutil.copytree(src, dst)
+        else:
+            shutil.copy(src, dst)
+    apply_edits(folder, spec["random"], name, variant)
+    if variant == "advised":
+        apply_edits(folder, spec["advised"], name, variant)
+    return folder
+
+
+def command(name, iterations, timing):
+    spec = WORKLOADS[name]
+    return [sys.executable, os.path.join(HERE, "launch.py"), "--script", spec["script"],
+            "--data", spec["data"], "--iterations", str(iterations),
+            "--steps-per-iteration", str(spec["steps_per_iteration"]),
+            "--batch", str(spec["batch"]), "--timing", timing]
+
+
+def run_once(name, folder, iterations, profile=None, profile_out=None):
+    timing = os.path.join(folder, "timing.json")
+    cmd = command(name, iterations, timing)
+    if profile:
+        cmd = [profile, "-o", profile_out, "--name", f"{name}-as-written", "--"] + cmd
+    done = subprocess.run(cmd, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = os.path.join(folder, "log.txt")
+    with open(log, "a") as f:
+        f.write(done.stdout)
+    if done.returncode != 0:
+        raise RuntimeError(f"{name} in {folder} exited {done.returncode}; last output:\n{done.stdout[-3000:]}")
+    with open(timing) as f:
+        result = json.load(f)
+    if result["iterations"] != iterations or result["ms_per_iteration"] is None:
+        raise RuntimeError(f"{name} ran {result['iterations']} iterations, not {iterations}")
+    return result["ms_per_iteration"]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--corpus", default=os.path.join(HERE, "..", "..", ".corpus"))
+    parser.add_argument("--work", default="/tmp/advise-public")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--variants", default="as-written,advised")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--iterations", type=int, default=300)
+    parser.add_argument("--profile", help="advise-profile: record each as-written copy once first")
+    parser.add_argument("--profiles-out", default="profiles")
+    parser.add_argument("--json")
+    parser.add_argument("--prepare-only", action="store_true")
+    args = parser.parse_args()
+    names = args.workloads.split(",")
+    variants = args.variants.split(",")
+    for v in variants:
+        if v not in ("as-written", "advised"):
+            sys.exit(f"public: no variant {v!r} (as-written, advised)")
+    for name in names:
+        if name not in WORKLOADS:
+            sys.exit(f"public: no workload {name!r} (known: {', '.join(WORKLOADS)})")
+
+    folders = {(n, v): prepare(n, v, os.path.abspath(args.corpus), args.work) for n in names for v in variants}
+    if args.prepare_only:
+        for (n, v), folder in folders.items():
+            print(f"{n} {v}: {folder}")
+        return
+
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                         stdout=subprocess.PIPE, text=True).stdout.strip()
+    print(gpu)
+    print(datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), flush=True)
+    results = {"gpu": gpu, "iterations": args.iterations, "workloads": {}}
+    failed = set()
+
+    def attempt(name, *run_args, **run_kwargs):
+        # One workload failing leaves the others to run; its error is shown.
+        if name in failed:
+            return None
+        try:
+            return run_once(name, *run_args, **run_kwargs)
+        except RuntimeError as error:
+            print(f"public: {error}", flush=True)
+            failed.add(name)
+            return None
+
+    if args.profile:
+        os.makedirs(args.profiles_out, exist_ok=True)
+        for name in names:
+            out = os.path.abspath(os.path.join(args.profiles_out, f"{name}.json"))
+            folder = folders.get((name, "as-written")) or prepare(name, "as-written", os.path.abspath(args.corpus), args.work)
+            ms = attempt(name, folder, args.iterations, os.path.abspath(args.profile), out)
+            if ms is not None:
+                results["workloads"].setdefault(name, {})["profiled_ms"] = ms
+                print(f"{name:6} profiled {ms:8.2f} ms/iteration -> {out}", flush=True)
+
+    times = {key: [] for key in folders}
+    for rep in range(args.reps):
+        for name in names:
+            for variant in variants:
+                ms = attempt(name, folders[(name, variant)], args.iterations)
+                if ms is not None:
+                    times[(name, variant)].append(ms)
+        print(f"rep {rep + 1}: " + ", ".join(f"{n}/{v} {times[(n, v)][-1]:.2f}" for n, v in folders
+                                             if times[(n, v)]), flush=True)
+
+    print(f"\n{'workload':8} " + " ".join(f"{v + ' ms':>12}" for v in variants) + "  speed-up")
+    for name in names:
+        if name in failed or not all(times[(name, v)] for v in variants):
+            print(f"{name:8} failed")
+            continue
+        medians = [statistics.median(times[(name, v)]) for v in variants]
+        entry = results["workloads"].setdefault(name, {})
+        entry.update({v: times[(name, v)] for v in variants})
+        line = f"{name:8} " + " ".join(f"{m:12.2f}" for m in medians)
+        if len(medians) > 1:
+            line += f"  {medians[0] / medians[1]:.2f}x"
+        print(line)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
