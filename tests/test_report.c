@@ -247,6 +247,40 @@ Test(report_text, header_and_ranked_findings_with_evidence) {
     profile_free(p);
 }
 
+/* "What to do first" spreads a whole-program gain over the profiled run's
+ * optimizer steps; a gain local to a kernel, or a run without steps, gets
+ * no per-step figure. */
+Test(report_text, what_to_do_first_per_step) {
+    RankedFindings r = {.files_checked = 1};
+    RankedFinding *a = add_finding(&r, "train.py", 20, "PY001", "host-sync-in-loop", SEVERITY_WARNING,
+                                   "`loss.item()` waits", 0.6);
+    finding_set_gain(&a->finding, 0.6, "program", NO_VALUES, "the waits go");
+    a->profile_steps = 300;
+    RankedFinding *b = add_finding(&r, "k.cu", 7, "PR010", "uncoalesced-global-access", SEVERITY_INFO, "sectors", 0.5);
+    finding_set_gain(&b->finding, 0.5, "kernel", NO_VALUES, "fewer sectors");
+    b->profile_steps = 300;
+    RankedFinding *c = add_finding(&r, "eval.py", 9, "PY001", "host-sync-in-loop", SEVERITY_WARNING, "waits", 0.4);
+    finding_set_gain(&c->finding, 0.4, "program", NO_VALUES, "the waits go");
+    c->profile_steps = 1;
+    cr_expect_float_eq(ranked_finding_gain_per_step(a), 0.002, 1e-12);
+    cr_expect_eq(ranked_finding_gain_per_step(b), 0);
+    cr_expect_eq(ranked_finding_gain_per_step(c), 0, "one step is not a rate");
+    ReportInput in = {.findings = &r};
+    char *out = render(false, &in);
+    cr_expect(strstr(out, "  1. about 600 ms for the whole program (2.00 ms per step over 300 steps)  train.py:20  "
+                          "PY001 host-sync-in-loop\n"),
+              "%s", out);
+    cr_expect(strstr(out, "  2. about 500 ms local to the kernel  k.cu:7  PR010"), "%s", out);
+    cr_expect(strstr(out, "  3. about 400 ms for the whole program  eval.py:9  PY001"), "%s", out);
+    free(out);
+    out = render(true, &in);
+    cr_expect(strstr(out, "for the whole program (<span class=\"gain\">2.00 ms per step</span> over 300 steps)"), "%s",
+              out);
+    cr_expect_eq(count_of(out, "per step</span>"), 1, "%s", out);
+    free(out);
+    free_findings(&r);
+}
+
 Test(report_text, without_a_profile_and_without_findings) {
     RankedFindings r = {.files_checked = 1};
     ReportInput in = {.findings = &r};
@@ -903,6 +937,19 @@ Test(report_cli, usage_and_io_errors_exit_2) {
     r = run_advise("report", "--help");
     cr_expect_eq(r.status, 0);
     cr_expect(strstr(r.out, "usage: advise report"));
+    run_result_free(&r);
+}
+
+/* A recorded run with its optimizer steps: each whole-program gain of
+ * "what to do first" is also given per step (H200 recording of
+ * bench/steps/phases.py, 300 steps). */
+Test(report_cli, what_to_do_first_per_step_of_a_recorded_run, .timeout = 120) {
+    RunResult r = run_advise_at(ADVISE_SOURCE_DIR, "report", "--no-config", "--profile",
+                                "tests/fixtures/profiles/phases_h200.json", "bench/steps/phases.py");
+    cr_assert_eq(r.status, 0, "%s", r.err);
+    cr_expect(strstr(r.out, "  1. about 102 ms for the whole program (341 \xC2\xB5s per step over 300 steps)  "
+                            "bench/steps/phases.py:51  PR002 launch-bound\n"),
+              "%s", r.out);
     run_result_free(&r);
 }
 

@@ -12,6 +12,7 @@
 #include "server/workspace/check_file.h"
 #include "server/workspace/check_pool.h"
 #include "server/render/check_output.h"
+#include "server/render/report_steps.h"
 #include "server/workspace/file_walk.h"
 #include "server/workspace/source_file.h"
 #include "analysis/base/text_format.h"
@@ -36,6 +37,10 @@ static bool take_findings(RankedFindings *r, size_t *capacity, const char *root,
         item.column = (uint32_t)col;
         item.end_line = (uint32_t)end_line;
         item.end_column = (uint32_t)end_col;
+        if (checked->profile) {
+            const ProfProcess *steps = report_steps_process(profile_view_profile(checked->profile));
+            item.profile_steps = steps ? steps->steps.count : 0;
+        }
         if (f->gain.present) item.cost_seconds = f->gain.seconds;
         else if (checked->profile)
             item.cost_seconds =
@@ -236,6 +241,12 @@ void ranked_findings_first(const RankedFindings *r, RankedFirst *out) {
         for (size_t i = 0; r && i < r->count && out->correctness_count < RANKED_CORRECTNESS_SHOWN; i++)
             if (r->items[i].finding.severity == (Severity)sev && ranked_finding_is_correctness(&r->items[i]))
                 out->correctness[out->correctness_count++] = i;
+}
+
+double ranked_finding_gain_per_step(const RankedFinding *r) {
+    const Gain *g = &r->finding.gain;
+    if (!g->present || !g->scope || strcmp(g->scope, "program") != 0 || r->profile_steps < 2) return 0;
+    return g->seconds / (double)r->profile_steps;
 }
 
 void ranked_findings_free(RankedFindings *r) {

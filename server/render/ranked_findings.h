@@ -23,6 +23,10 @@ typedef struct {
      * 0 when unmeasured. */
     double cost_seconds;
     bool stale;          /* the file changed since it was profiled */
+    /* The optimizer steps of the run it was profiled in (its process with
+     * the most steps), 0 when unknown: a whole-program gain over them is
+     * its share per training step (ranked_finding_gain_per_step). */
+    uint64_t profile_steps;
 } RankedFinding;
 
 typedef struct {
@@ -76,6 +80,11 @@ typedef struct {
 } RankedFirst;
 
 void ranked_findings_first(const RankedFindings *r, RankedFirst *out);
+/* A whole-program gain spread over the profiled run's optimizer steps, in
+ * seconds; 0 when the gain is local to a kernel or the run had fewer than 2
+ * steps. It counts the whole run, so phases outside the steps (start-up,
+ * evaluation) weigh on it as they do on the gain. */
+double ranked_finding_gain_per_step(const RankedFinding *r);
 bool ranked_finding_is_correctness(const RankedFinding *r);
 
 #endif

@@ -636,6 +636,12 @@ static void write_first(FILE *out, const RankedFindings *r) {
         units_seconds(f->gain.seconds, gain, sizeof gain);
         fprintf(out, "<li><span class=\"gain\">about %s</span> ", gain);
         esc(out, scope_words(f->gain.scope));
+        double step_gain = ranked_finding_gain_per_step(item);
+        if (step_gain > 0) {
+            char each[UNITS_BUF], steps[UNITS_BUF];
+            fprintf(out, " (<span class=\"gain\">%s per step</span> over %s steps)",
+                    units_seconds(step_gain, each, sizeof each), units_count(item->profile_steps, steps, sizeof steps));
+        }
         fputs(" <code>", out);
         esc(out, item->path);
         fprintf(out, ":%u</code> %s ", item->line, f->code);

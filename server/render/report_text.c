@@ -210,8 +210,15 @@ static void write_first(FILE *out, const RankedFindings *r) {
         const Finding *f = &item->finding;
         char gain[UNITS_BUF];
         units_seconds(f->gain.seconds, gain, sizeof gain);
-        fprintf(out, "  %zu. about %s %s  %s:%u  %s %s\n     ", i + 1, gain, scope_words(f->gain.scope), item->path,
-                item->line, f->code, f->name);
+        char per_step[UNITS_BUF + 48] = "";
+        double step_gain = ranked_finding_gain_per_step(item);
+        if (step_gain > 0) {
+            char each[UNITS_BUF], steps[UNITS_BUF];
+            snprintf(per_step, sizeof per_step, " (%s per step over %s steps)",
+                     units_seconds(step_gain, each, sizeof each), units_count(item->profile_steps, steps, sizeof steps));
+        }
+        fprintf(out, "  %zu. about %s %s%s  %s:%u  %s %s\n     ", i + 1, gain, scope_words(f->gain.scope), per_step,
+                item->path, item->line, f->code, f->name);
         if (f->fix_count) fprintf(out, "fix: %s\n", f->fixes[0].title);
         else {
             write_short(out, f->message, 150);
