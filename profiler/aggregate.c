@@ -20,7 +20,7 @@
 #define MAX_FILES 10000
 #define MAX_NAMED 1024      /* API functions, overhead kinds */
 #define MAX_DEVICES 64
-#define GAPS_PER_DEVICE 16
+#define GAPS_PER_DEVICE 16 /* the largest of the gaps shorter than PROF_LONG_GAP_NS */
 #define PENDING_INTERVALS 16384
 
 /* count and total are weighted (a record of a sampled window stands for
@@ -156,6 +156,12 @@ typedef struct {
     size_t pending_count;
     Gap gaps[GAPS_PER_DEVICE];
     size_t gap_count;
+    /* Every gap of PROF_LONG_GAP_NS or more (the rules' idle gaps), the
+     * largest PROF_LONG_GAPS_PER_DEVICE of them: a data loader that starves
+     * the GPU leaves one per step, and the 16 largest of the run would be
+     * start-up's alone. */
+    Gap *long_gaps;
+    size_t long_count, long_cap;
     TimeBuckets *buckets;   /* busy time and activities over the run, for the step phases; NULL: none */
 } DeviceTimeline;
 
@@ -217,6 +223,7 @@ void agg_free(Aggregator *agg) {
     for (size_t i = 0; i < agg->timeline_count; i++) {
         free(agg->timelines[i].pending);
         free(agg->timelines[i].buckets);
+        free(agg->timelines[i].long_gaps);
     }
     pthread_mutex_destroy(&agg->lock);
     free(agg);
@@ -451,7 +458,37 @@ static DeviceTimeline *timeline_for(Aggregator *agg, uint32_t device) {
     return t;
 }
 
+/* A long gap joins the list while it has room (grown as needed), then
+ * replaces the shortest when it is longer: the cap keeps the largest. A gap
+ * dropped for want of memory is lost; the busy time does not depend on it. */
+static void keep_long_gap(DeviceTimeline *t, const Gap *g) {
+    if (t->long_count < t->long_cap) {
+        t->long_gaps[t->long_count++] = *g;
+        return;
+    }
+    if (t->long_cap < PROF_LONG_GAPS_PER_DEVICE) {
+        size_t cap = t->long_cap ? t->long_cap * 2 : 64;
+        if (cap > PROF_LONG_GAPS_PER_DEVICE) cap = PROF_LONG_GAPS_PER_DEVICE;
+        Gap *grown = realloc(t->long_gaps, cap * sizeof *grown);
+        if (grown) {
+            t->long_gaps = grown;
+            t->long_cap = cap;
+            t->long_gaps[t->long_count++] = *g;
+            return;
+        }
+        if (!t->long_count) return;
+    }
+    size_t shortest = 0;
+    for (size_t i = 1; i < t->long_count; i++)
+        if (t->long_gaps[i].duration < t->long_gaps[shortest].duration) shortest = i;
+    if (g->duration > t->long_gaps[shortest].duration) t->long_gaps[shortest] = *g;
+}
+
 static void keep_gap(DeviceTimeline *t, const Gap *g) {
+    if (g->duration >= PROF_LONG_GAP_NS) {
+        keep_long_gap(t, g);
+        return;
+    }
     if (t->gap_count < GAPS_PER_DEVICE) {
         t->gaps[t->gap_count++] = *g;
         return;
@@ -460,6 +497,16 @@ static void keep_gap(DeviceTimeline *t, const Gap *g) {
     for (size_t i = 1; i < t->gap_count; i++)
         if (t->gaps[i].duration < t->gaps[smallest].duration) smallest = i;
     if (g->duration > t->gaps[smallest].duration) t->gaps[smallest] = *g;
+}
+
+static int longest_first(const void *a, const void *b) {
+    const Gap *x = a, *y = b;
+    return x->duration > y->duration ? -1 : x->duration < y->duration;
+}
+
+static void add_gap(Profile *p, int dev, const Gap *g) {
+    p->gaps[p->gap_count++] = (ProfGap){.process = 0, .device = dev, .start_ns = g->start, .duration_ns = g->duration,
+                                        .before_site = g->before, .after_site = g->after, .weight = g->weight};
 }
 
 static int cmp_interval(const void *a, const void *b) {
@@ -748,7 +795,7 @@ static bool build(Aggregator *agg, Profile *p, const ProfProcess *proc) {
     size_t gap_total = 0;
     for (size_t i = 0; i < agg->timeline_count; i++) {
         timeline_sweep(&agg->timelines[i]);
-        gap_total += agg->timelines[i].gap_count;
+        gap_total += agg->timelines[i].gap_count + agg->timelines[i].long_count;
     }
     if (!ALLOC_ARRAY(p->timelines, agg->timeline_count)) return false;
     if (!ALLOC_ARRAY(p->gaps, gap_total)) return false;
@@ -769,12 +816,11 @@ static bool build(Aggregator *agg, Profile *p, const ProfProcess *proc) {
         p->timelines[p->timeline_count++] = (ProfTimeline){
             .process = 0, .device = dev, .span_ns = span_ns, .busy_ns = t->busy, .idle_ns = span_ns - t->busy,
             .compute_ns = compute, .comm_ns = comm, .exposed_comm_ns = exposed};
-        for (size_t g = 0; g < t->gap_count; g++)
-            p->gaps[p->gap_count++] = (ProfGap){.process = 0, .device = dev, .start_ns = t->gaps[g].start,
-                                                .duration_ns = t->gaps[g].duration,
-                                                .before_site = t->gaps[g].before,
-                                                .after_site = t->gaps[g].after,
-                                                .weight = t->gaps[g].weight};
+        /* every long gap, then the largest short ones while fewer than
+         * GAPS_PER_DEVICE are listed (the device's largest gaps, as before) */
+        for (size_t g = 0; g < t->long_count; g++) add_gap(p, dev, &t->long_gaps[g]);
+        qsort(t->gaps, t->gap_count, sizeof *t->gaps, longest_first);
+        for (size_t g = 0; g < t->gap_count && t->long_count + g < GAPS_PER_DEVICE; g++) add_gap(p, dev, &t->gaps[g]);
     }
     p->dropped_kernels = agg->dropped_kernels;
     p->dropped_ops = agg->dropped_ops;

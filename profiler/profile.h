@@ -221,6 +221,13 @@ typedef struct {
     uint64_t exposed_comm_ns; /* busy - compute: communication no compute overlapped; <= comm */
 } ProfTimeline;
 
+/* Idle gaps this long are the rules' gaps (PR003's, and those PR002 leaves
+ * out of its idle time per launch): the profile keeps every one of them,
+ * the largest PROF_LONG_GAPS_PER_DEVICE per device, and of the shorter ones
+ * only enough to list each device's 16 largest gaps. */
+#define PROF_LONG_GAP_NS 1000000u
+#define PROF_LONG_GAPS_PER_DEVICE 4096u
+
 /* One of the largest idle gaps: the GPU had nothing to do for duration_ns
  * after the work launched at before_site and until the work launched at
  * after_site arrived. start_ns is relative to the device's first activity. */
@@ -352,7 +359,7 @@ typedef struct {
 #define PROFILE_MAX_OPS          200000u
 #define PROFILE_MAX_APIS         4096u
 #define PROFILE_MAX_OVERHEADS    1024u
-#define PROFILE_MAX_GAPS         4096u
+#define PROFILE_MAX_GAPS         65536u
 #define PROFILE_MAX_LINE_METRICS 100000u
 #define PROFILE_MAX_MEMORIES     1024u
 #define PROFILE_MAX_MEMORY_SAMPLES 4096u /* per memory */

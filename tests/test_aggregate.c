@@ -182,6 +182,84 @@ Test(aggregate, busy_idle_and_the_largest_gaps_with_their_sites) {
     profile_free(p);
 }
 
+/* Every gap of 1 ms or more is kept, not only the device's 16 largest: a
+ * data loader that starves the GPU leaves one gap per step, shorter than
+ * start-up's. Of the shorter gaps only enough to list 16 gaps are kept, the
+ * largest first; past PROF_LONG_GAPS_PER_DEVICE long gaps, the largest stay. */
+Test(aggregate, every_long_gap_is_kept_and_short_ones_only_to_make_up_sixteen) {
+    int startup = agg_site(agg, "train.py", 3, NULL);
+    int step = agg_site(agg, "train.py", 20, NULL);
+    const uint64_t MS = 1000000;
+    uint64_t t = 0;
+    /* 20 start-up gaps of 500 ms, then 300 steps each after a 5 ms wait for data, 10 µs apart inside a step */
+    for (int i = 0; i < 20; i++) {
+        AggKernel k = kernel_at("init", t, t + 1000, startup);
+        agg_kernel(agg, &k);
+        t += 1000 + 500 * MS;
+    }
+    for (int i = 0; i < 300; i++) {
+        for (int j = 0; j < 3; j++) {
+            AggKernel k = kernel_at("step", t, t + 1000, step);
+            agg_kernel(agg, &k);
+            t += 1000 + 10000;
+        }
+        t += 5 * MS;
+    }
+    AggKernel last = kernel_at("step", t, t + 1000, step);
+    agg_kernel(agg, &last);
+    Profile *p = agg_to_profile(agg, NULL);
+    size_t startup_gaps = 0, step_gaps = 0, short_gaps = 0;
+    for (size_t i = 0; i < p->gap_count; i++) {
+        if (p->gaps[i].duration_ns >= 500 * MS) startup_gaps++;
+        else if (p->gaps[i].duration_ns >= 5 * MS) step_gaps++;
+        else short_gaps++;
+    }
+    cr_expect_eq(startup_gaps, 20);
+    cr_expect_eq(step_gaps, 300, "every step's wait for data");
+    cr_expect_eq(short_gaps, 0, "320 long gaps: no short one is needed to list 16");
+    profile_free(p);
+
+    /* few long gaps: the largest short ones make up 16 */
+    agg_free(agg);
+    agg = agg_new();
+    int s = agg_site(agg, "train.py", 5, NULL);
+    t = 0;
+    for (int i = 0; i < 40; i++) {
+        AggKernel k = kernel_at("k", t, t + 1000, s);
+        agg_kernel(agg, &k);
+        t += 1000 + (i < 2 ? 2 * MS : 1000 + (uint64_t)i * 100);
+    }
+    p = agg_to_profile(agg, NULL);
+    cr_expect_eq(p->gap_count, 16);
+    size_t long_gaps = 0;
+    uint64_t shortest = UINT64_MAX;
+    for (size_t i = 0; i < p->gap_count; i++) {
+        if (p->gaps[i].duration_ns >= 2 * MS) long_gaps++;
+        else if (p->gaps[i].duration_ns < shortest) shortest = p->gaps[i].duration_ns;
+    }
+    cr_expect_eq(long_gaps, 2);
+    cr_expect_eq(shortest, 1000 + 25 * 100, "the 14 largest short gaps: i = 25..38");
+    profile_free(p);
+
+    /* past the cap, the largest long gaps stay */
+    agg_free(agg);
+    agg = agg_new();
+    s = agg_site(agg, "train.py", 5, NULL);
+    t = 0;
+    for (uint64_t i = 0; i <= PROF_LONG_GAPS_PER_DEVICE + 100; i++) {
+        AggKernel k = kernel_at("k", t, t + 1000, s);
+        agg_kernel(agg, &k);
+        t += 1000 + MS + i * 1000;
+    }
+    p = agg_to_profile(agg, NULL);
+    cr_expect_eq(p->gap_count, PROF_LONG_GAPS_PER_DEVICE);
+    shortest = UINT64_MAX;
+    for (size_t i = 0; i < p->gap_count; i++)
+        if (p->gaps[i].duration_ns < shortest) shortest = p->gaps[i].duration_ns;
+    cr_expect_eq(shortest, MS + 100 * 1000, "the 100 shortest were dropped");
+    profile_free(p);
+}
+
 /* Sampled tracing (profiler/inject/trace_sampling.c): a record of a sampled
  * window counts `weight` times in counts, totals, bytes and busy time; idle
  * gaps are measured only between records of one window, and carry the

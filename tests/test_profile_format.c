@@ -857,7 +857,7 @@ Test(profile_json, writer_refuses_broken_profiles) {
                      "overheads[0].kind: missing");
     size_t gaps = p->gap_count;
     BREAK_AND_EXPECT(p->gap_count = PROFILE_MAX_GAPS + 1, p->gap_count = gaps, PROFILE_FINAL,
-                     "gaps: 4097 entries, more than the 4096 allowed");
+                     "gaps: 65537 entries, more than the 65536 allowed");
     ProfLineMetrics *lm = &p->line_metrics[1];
     BREAK_AND_EXPECT(lm->line = 0, lm->line = 53, PROFILE_FINAL, "line_metrics[1].line: must be 1 or more");
     BREAK_AND_EXPECT(lm->launches = 0, lm->launches = 2, PROFILE_FINAL, "line_metrics[1].launches: must be 1 or more");
@@ -1660,7 +1660,7 @@ Test(profile_format, caps_are_checked_before_the_tree_is_built) {
     strcpy(big + at, text + head);
     char *error = NULL;
     cr_expect_null(profile_from_json(big, strlen(big), PROFILE_FINAL, &error));
-    cr_expect(error && strstr(error, "gaps: 4097 entries, more than the 4096 allowed"), "%s",
+    cr_expect(error && strstr(error, "gaps: 65537 entries, more than the 65536 allowed"), "%s",
               error ? error : "(none)");
     free(error);
     free(big);

@@ -367,10 +367,31 @@ static bool bound_in_loop(const LoaderContext *ctx, const Loop *loop, TSNode nam
     return s.found;
 }
 
+/* Tensor methods that give a view of the same memory (of a contiguous
+ * batch tensor): `images.reshape(n, -1).to(device)` still copies the
+ * loader's memory, pinned or not. Not the ones that copy on the host first
+ * (.float(), .contiguous() of a permuted view): pinning would not reach the
+ * copy. */
+static const char *const view_methods[] = {"view", "reshape", "flatten", "squeeze", "unsqueeze", "unflatten", NULL};
+
+static bool view_of(const LoaderContext *ctx, TSNode expr, TSNode *receiver) {
+    if (!py_is(expr, "call")) return false;
+    for (size_t i = 0; view_methods[i]; i++)
+        if (py_method_call(ctx->py, expr, view_methods[i], receiver)) return true;
+    return false;
+}
+
 /* expr is the loop's batch or a part of it. *whole says it is the batch object itself. */
 static bool is_batch_expr(const LoaderContext *ctx, const Loop *loop, TSNode expr, bool *whole, int depth) {
     if (depth > MAX_DEPTH || ts_node_is_null(expr)) return false;
     expr = py_unparen(expr);
+    TSNode viewed;
+    if (view_of(ctx, expr, &viewed)) {
+        bool ignored;
+        if (!is_batch_expr(ctx, loop, viewed, &ignored, depth + 1)) return false;
+        *whole = false;
+        return true;
+    }
     if (py_is(expr, "subscript")) {
         bool ignored;
         if (!is_batch_expr(ctx, loop, ts_node_child_by_field_name(expr, "value", 5), &ignored, depth + 1)) return false;

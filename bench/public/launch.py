@@ -26,6 +26,7 @@ import time
 import numpy as np
 import torch
 import torchvision
+from torch.optim.optimizer import register_optimizer_step_post_hook
 from PIL import Image
 
 TEST_ITEMS = 1000
@@ -145,7 +146,7 @@ def main():
 
     clock = IterationClock(args.iterations, args.steps_per_iteration, args.warmup,
                            os.path.abspath(args.timing))
-    torch.optim.optimizer.register_optimizer_step_post_hook(clock.after_step)
+    register_optimizer_step_post_hook(clock.after_step)
     atexit.register(clock.write)
     sys.argv = [args.script]
     sys.path.insert(0, os.getcwd())

@@ -67,7 +67,7 @@ static const char documentation[] =
 
 #define TINY_NS 10000u          /* a kernel shorter than this is tiny */
 #define GRAPH_GAP_NS 2000.0     /* kernel-to-kernel gap inside a CUDA graph */
-#define LONG_GAP_NS 1000000u    /* gaps this long are PR003's */
+#define LONG_GAP_NS PROF_LONG_GAP_NS /* gaps this long are PR003's (every one is in the profile) */
 #define MIN_TINY 100u
 #define MIN_IDLE_SHARE 0.5
 #define MAX_LINE_DISTANCE 3u    /* lines of one run are at most this far apart */

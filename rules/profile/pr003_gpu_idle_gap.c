@@ -8,8 +8,9 @@
 
 static const char documentation[] =
     "## What it does\n"
-    "Needs a profile (`advise profile`). The profiler keeps the largest idle gaps of each GPU (16\n"
-    "per device): stretches where the GPU had nothing at all to do, between the work launched at\n"
+    "Needs a profile (`advise profile`). The profiler keeps every idle gap of 1 ms or more of each\n"
+    "GPU (the largest 4,096 per device): stretches where the GPU had nothing at all to do, between\n"
+    "the work launched at\n"
     "one line (`before`) and the work launched at another (`after`). This rule takes the gaps of\n"
     "1 ms or more whose `after` line is in this file, adds them up per line, and reports the\n"
     "line when they come to at least 1% of the run:\n"
@@ -49,8 +50,9 @@ static const char documentation[] =
     "No automatic fix: what the host does in the gap is the program's logic.\n"
     "\n"
     "## The numbers\n"
-    "From the profile's `gaps`: each gap's duration and its `before`/`after` sites. Only the 16\n"
-    "largest gaps per device are kept, so counts and totals are \"at least\". Shares are of the\n"
+    "From the profile's `gaps`: each gap's duration and its `before`/`after` sites. Beyond 4,096\n"
+    "gaps of 1 ms or more on one device only the largest are kept, and counts and totals are then\n"
+    "\"at least\" (profiles written before 2026-12-03 kept only 16 gaps per device). Shares are of the\n"
     "run's wall time. Gain (whole program), for repeated gaps = their total: an upper bound,\n"
     "reached if the host work between the two lines overlapped the GPU's work entirely. A single\n"
     "gap gets no estimate (start-up work is rarely removed by overlapping it) and is a hint, and so\n"
@@ -67,7 +69,7 @@ static const char documentation[] =
     "the time spent evaluating or saving between steps. A line whose gaps all fall outside the\n"
     "steady steps gets no estimate and is a hint.\n";
 
-#define MIN_GAP_NS 1000000u /* 1 ms */
+#define MIN_GAP_NS PROF_LONG_GAP_NS /* 1 ms: the profile keeps every gap this long */
 #define MAX_BEFORE 8
 #define MAX_PROCESSES 16
 /* Gaps before a line that sits in no loop and came at most this many times
@@ -176,8 +178,7 @@ static void report(RuleContext *ctx, const Profile *p, LineGaps *g, uint64_t run
     bool ok = true;
     if (g->count > 1)
         ok = finding_measured(f, QV(q_count(g->count), q_ns(g->total / g->count), q_ns(g->largest), q_ns(g->total)),
-                              "{} gaps of 1 ms or more before this line's work (at least: the profile keeps "
-                              "each GPU's 16 largest): mean {}, largest {}, {} in all");
+                              "{} gaps of 1 ms or more before this line's work: mean {}, largest {}, {} in all");
     for (size_t i = 0; i < g->before_count && ok && g->before_count > 1; i++) {
         char b[256];
         const char *w = describe_before(p, ctx->profile_file, g->line, g->before[i].site, b, sizeof b);
