@@ -53,7 +53,11 @@ typedef struct ProfileView ProfileView;
  *                     kernels run at step())
  *   MEASURE_COMM      NCCL communication per rank: the NCCL kernels launched
  *                     at the lines (else at the program's main NCCL line) and
- *                     each rank's communication that no compute overlapped */
+ *                     each rank's communication that no compute overlapped
+ *   MEASURE_LOADER_WAIT  the GPU's idle gaps before a DataLoader's batches
+ *                     are copied to it (the finding's related lines: the
+ *                     copies), in the steady training steps: the host was
+ *                     loading the next batch */
 typedef enum {
     MEASURE_NONE,
     MEASURE_SYNC,
@@ -69,6 +73,7 @@ typedef enum {
     MEASURE_ATTENTION,
     MEASURE_GLOBAL_ACCESS,
     MEASURE_SHARED_ACCESS,
+    MEASURE_LOADER_WAIT,
 } Measure;
 
 typedef struct Rule {

@@ -147,14 +147,20 @@ def main():
                 print(f"{name:6} profiled {ms:8.2f} ms/iteration -> {out}", flush=True)
 
     times = {key: [] for key in folders}
-    for rep in range(args.reps):
-        for name in names:
+    # workload by workload (a run cut short keeps whole workloads), the
+    # variants alternating within each
+    for name in names:
+        for rep in range(args.reps):
             for variant in variants:
                 ms = attempt(name, folders[(name, variant)], args.iterations)
                 if ms is not None:
                     times[(name, variant)].append(ms)
-        print(f"rep {rep + 1}: " + ", ".join(f"{n}/{v} {times[(n, v)][-1]:.2f}" for n, v in folders
-                                             if times[(n, v)]), flush=True)
+            print(f"{name} rep {rep + 1}: " + ", ".join(f"{v} {times[(name, v)][-1]:.2f}" for v in variants
+                                                        if times[(name, v)]), flush=True)
+            if args.json:
+                results["workloads"].setdefault(name, {}).update({v: times[(name, v)] for v in variants})
+                with open(args.json, "w") as f:
+                    json.dump(results, f, indent=1)
 
     print(f"\n{'workload':8} " + " ".join(f"{v + ' ms':>12}" for v in variants) + "  speed-up")
     for name in names:

@@ -33,7 +33,11 @@ WORKLOADS = {
             ("utils.py", "_, term_width = os.popen('stty size', 'r').read().split()",
              "term_width = 80"),
         ],
-        "advised": [],
+        "advised": [
+            # PR002 (#1 of "What to do first": launch-bound at train's forward and loss) says "capture them in
+            # a CUDA graph (`torch.compile(mode="reduce-overhead")`, ...)": the model compiled so
+            ("main.py", "net = net.to(device)\n", "net = torch.compile(net.to(device), mode=\"reduce-overhead\")\n"),
+        ],
     },
     "lstm": {
         "repo": "yunjey/pytorch-tutorial",
@@ -48,7 +52,12 @@ WORKLOADS = {
         "random": [
             ("main.py", "num_epochs = 5", "num_epochs = 1"),
         ],
-        "advised": [],
+        "advised": [
+            # PR002 (#1 of "What to do first": launch-bound in RNNLM.forward), the same advice as cifar's
+            ("main.py", "model = RNNLM(vocab_size, embed_size, hidden_size, num_layers).to(device)",
+             "model = torch.compile(RNNLM(vocab_size, embed_size, hidden_size, num_layers).to(device), "
+             "mode=\"reduce-overhead\")"),
+        ],
     },
     "gan": {
         "repo": "yunjey/pytorch-tutorial",
@@ -62,7 +71,11 @@ WORKLOADS = {
         "random": [
             ("main.py", "num_epochs = 200", "num_epochs = 1"),
         ],
-        "advised": [],
+        "advised": [
+            # PY014 (#1 of "What to do first"): its fix, as advise writes it
+            ("main.py", "                                          shuffle=True)",
+             "                                          shuffle=True, num_workers=4, persistent_workers=True)"),
+        ],
     },
     "vae": {
         "repo": "yunjey/pytorch-tutorial",
@@ -76,6 +89,10 @@ WORKLOADS = {
         "random": [
             ("main.py", "num_epochs = 15", "num_epochs = 1"),
         ],
-        "advised": [],
+        "advised": [
+            # PY014 (#1 of "What to do first"): its fix, as advise writes it
+            ("main.py", "                                          shuffle=True)",
+             "                                          shuffle=True, num_workers=4, persistent_workers=True)"),
+        ],
     },
 }

@@ -562,15 +562,59 @@ static bool measure_optimizer(const MeasureSite *s, Measurement *m) {
                               "arrays; measured on an H200, fused steps took 0.35 to 0.41 of the foreach steps' time");
 }
 
+/* MEASURE_LOADER_WAIT: the GPU's idle gaps of 1 ms or more (the profile
+ * keeps every one, PROF_LONG_GAP_NS) that ended with a batch's copy at one
+ * of the related lines, the copies of this loader's batches: between the
+ * previous step's last work and the batch's copy the host was fetching the
+ * batch (reading, decoding, augmenting, collating), and the GPU had nothing
+ * to do. Only the steady training steps count where the steps are known
+ * (start-up and evaluation are phases); a gap of a sampled window counts
+ * with its weight. Gain (program): that idle time, an upper bound reached
+ * when worker processes keep the next batch ready before the GPU asks. */
+static bool measure_loader_wait(const MeasureSite *s, Measurement *m) {
+    if (!s->extra_count) return true;
+    const Profile *p = profile_view_profile(s->view);
+    uint64_t count = 0, total = 0;
+    bool phases = false;
+    for (size_t i = 0; i < p->gap_count; i++) {
+        const ProfGap *g = &p->gaps[i];
+        if (g->duration_ns < PROF_LONG_GAP_NS || g->after_site < 0 || (size_t)g->after_site >= p->site_count) continue;
+        const ProfSite *after = &p->sites[g->after_site];
+        if (after->file != s->file) continue;
+        bool at_copy = false;
+        for (size_t k = 0; k < s->extra_count && !at_copy; k++) at_copy = after->line == s->extra[k];
+        if (!at_copy) continue;
+        if (g->phase != PROF_PHASE_UNKNOWN) {
+            phases = true;
+            if (g->phase != PROF_PHASE_STEADY) continue;
+        }
+        count += prof_gap_weight(g);
+        total += g->duration_ns * prof_gap_weight(g);
+    }
+    if (count < 2) return true; /* one wait is start-up, not a loader that falls behind */
+    m->measured = true;
+    m->cost_ns = total;
+    uint64_t run = profile_view_run_ns(s->view);
+    if (!measure_evidence(m, EVIDENCE_MEASURED, QV(q_count(count), q_ns(total / count), q_ns(total), q_share(total, run)),
+                          "the GPU sat idle %s{} times before a batch was copied to it, {} each on average ({}, {} "
+                          "of the run): the host was loading the next batch",
+                          phases ? "in the steady training steps " : ""))
+        return false;
+    return measure_gain(m, (double)total / 1e9, "program", NO_VALUES,
+                        "the GPU's idle time in those waits (gaps of 1 ms or more ending with the batch's copy%s); an "
+                        "upper bound, reached when worker processes keep the next batch ready",
+                        phases ? ", steady steps only" : "");
+}
+
 bool measure_reads_related(Measure kind) {
-    return kind == MEASURE_LAUNCHES || kind == MEASURE_OPTIMIZER || kind == MEASURE_GLOBAL_ACCESS || kind == MEASURE_SHARED_ACCESS ||
+    return kind == MEASURE_LOADER_WAIT || kind == MEASURE_LAUNCHES || kind == MEASURE_OPTIMIZER || kind == MEASURE_GLOBAL_ACCESS || kind == MEASURE_SHARED_ACCESS ||
            kind == MEASURE_ATTENTION;
 }
 
 bool measure_apply(Measure kind, const MeasureSite *s, Measurement *m) {
     memset(m, 0, sizeof *m);
     const ProfOp *ops[MAX_OPS];
-    size_t n = kind == MEASURE_KERNEL || kind == MEASURE_NONE || kind == MEASURE_FP32_GEMM ||
+    size_t n = kind == MEASURE_KERNEL || kind == MEASURE_NONE || kind == MEASURE_FP32_GEMM || kind == MEASURE_LOADER_WAIT ||
                        kind == MEASURE_OPTIMIZER || kind == MEASURE_GLOBAL_ACCESS || kind == MEASURE_SHARED_ACCESS
                    ? 0
                    : ops_at(s, ops);
@@ -595,6 +639,7 @@ bool measure_apply(Measure kind, const MeasureSite *s, Measurement *m) {
     case MEASURE_GLOBAL_ACCESS:
     case MEASURE_SHARED_ACCESS:
         return measure_kernel(s, m) && measure_line_access(kind, s, m);
+    case MEASURE_LOADER_WAIT: return measure_loader_wait(s, m);
     case MEASURE_NONE: break;
     }
     return true;

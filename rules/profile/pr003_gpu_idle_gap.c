@@ -257,5 +257,6 @@ static void check_profile(RuleContext *ctx) {
 const Rule rule_pr003_gpu_idle_gap = {
     .code = "PR003", .name = "gpu-idle-gap", .severity = SEVERITY_INFO,
     .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA, .check_profile = check_profile, .gain_from_idle = true,
+    .subsumed_by = MEASURE_LOADER_WAIT, /* PY014 measures the waits before a loader's batch copies */
     .summary = "The GPU sat idle 1 ms or more before this line's work arrived (profile)",
     .documentation = documentation};

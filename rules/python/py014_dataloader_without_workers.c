@@ -84,7 +84,23 @@ static bool in_memory(const PySource *src, TSNode ds, int depth) {
     return false;
 }
 
-static void report(RuleContext *ctx, const PyGpuLoader *loader) {
+/* The copies of this loader's batches to the GPU, as related places: with a
+ * profile, the GPU's waits before them are what workers would recover
+ * (MEASURE_LOADER_WAIT). */
+static bool relate_copies(Finding *f, const PyGpuLoaders *loaders, const PyGpuLoader *loader) {
+    size_t related = 0;
+    for (size_t i = 0; i < loaders->move_count && related < 4; i++) {
+        const PyBatchMove *move = &loaders->moves[i];
+        if (!ts_node_eq(move->loader, loader->call)) continue;
+        if (!finding_add_related(f, (ByteRange){ts_node_start_byte(move->call), ts_node_end_byte(move->call)},
+                                 "its batches are copied to the GPU here"))
+            return false;
+        related++;
+    }
+    return true;
+}
+
+static void report(RuleContext *ctx, const PyGpuLoaders *loaders, const PyGpuLoader *loader) {
     const PySource *src = ctx->py;
     TSNode call = loader->call;
     if (py_call_has_splat(call)) return;
@@ -104,6 +120,7 @@ static void report(RuleContext *ctx, const PyGpuLoader *loader) {
                                   ts_node_is_null(workers) ? " (num_workers is not set)" : " (num_workers=0)",
                                   where ? where : "");
     free(where);
+    if (f && !relate_copies(f, loaders, loader)) ctx->out_of_memory = true;
     Fix *fix = f ? finding_add_fix(f, "Load batches in " WORKERS " persistent worker processes", false) : NULL;
     if (!fix) return;
     bool persistent = !ts_node_is_null(py_call_keyword(src, call, "persistent_workers"));
@@ -127,13 +144,14 @@ static void report(RuleContext *ctx, const PyGpuLoader *loader) {
 static void check(RuleContext *ctx) {
     PyGpuLoaders loaders;
     if (!py_gpu_loaders(ctx->py, &loaders)) ctx->out_of_memory = true;
-    for (size_t i = 0; i < loaders.loader_count; i++) report(ctx, &loaders.loaders[i]);
+    for (size_t i = 0; i < loaders.loader_count; i++) report(ctx, &loaders, &loaders.loaders[i]);
     py_gpu_loaders_free(&loaders);
 }
 
 const Rule rule_py014_dataloader_without_workers = {
     .code = "PY014", .name = "dataloader-without-workers", .severity = SEVERITY_INFO,
-    .languages = LANGUAGE_PYTHON, .check = check,
+    .languages = LANGUAGE_PYTHON, .check = check, .measure = MEASURE_LOADER_WAIT,
+    .gain_from_idle = true, /* its gain is the GPU's idle time waiting for batches */
     .whole_file = true, /* loaders and the loops over them sit in different functions */
     .summary = "a DataLoader feeding the GPU loads its batches in the training process (num_workers=0)",
     .documentation = documentation};
