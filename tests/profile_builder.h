@@ -65,6 +65,18 @@ static inline void pb_copy(Profile *p, const char *file, uint32_t line, ProfCopy
     op->bytes = bytes;
 }
 
+/* An idle gap of duration_ns before the work of file:line (after the work
+ * of before_line; 0: none known), in the given step phase. */
+static inline void pb_gap(Profile *p, const char *file, uint32_t before_line, uint32_t line, uint64_t start_ns,
+                          uint64_t duration_ns, ProfPhase phase) {
+    int f = profile_add_file(p, file);
+    int before = before_line ? profile_add_site(p, f, before_line, NULL) : -1;
+    int after = profile_add_site(p, f, line, NULL);
+    p->gaps = realloc(p->gaps, (p->gap_count + 1) * sizeof *p->gaps);
+    p->gaps[p->gap_count++] = (ProfGap){.process = 0, .device = 0, .start_ns = start_ns, .duration_ns = duration_ns,
+                                        .before_site = before, .after_site = after, .phase = phase};
+}
+
 static inline void pb_sync(Profile *p, const char *file, uint32_t line, uint64_t count, uint64_t total_ns) {
     pb_op(p, PROF_OP_SYNC, file, line, count, total_ns)->sync = PROF_SYNC_STREAM;
 }

@@ -584,6 +584,51 @@ static uint64_t multi_tensor_ns_at(const Profile *p, uint32_t line) {
     return ns;
 }
 
+/* PY014 (train_loop.py line 6, a DataLoader without workers whose batches
+ * are copied at line 8): the GPU's waits of 1 ms or more that end with a
+ * batch's copy, in the steady steps, are its gain; start-up's wait and a
+ * wait before other work are not; PR003 at the copy's line steps back. */
+Test(measure, loader_waits_before_the_batch_copies) {
+    Profile *p = loop_profile();
+    p->processes[0].steps = (ProfSteps){.count = 40, .median_ns = 20000000, .steady_steps = 38};
+    for (int i = 0; i < 30; i++) /* each step: the last work at opt.step (13), then 15 ms of loading */
+        pb_gap(p, LOOP, 13, 8, 100000000 + (uint64_t)i * 20000000, 15000000, PROF_PHASE_STEADY);
+    pb_gap(p, LOOP, 0, 8, 0, 80000000, PROF_PHASE_FIRST);         /* start-up: not a loader falling behind */
+    pb_gap(p, LOOP, 8, 10, 5000000, 3000000, PROF_PHASE_STEADY);    /* before other work */
+    pb_gap(p, LOOP, 13, 8, 90000000, 900000, PROF_PHASE_STEADY);    /* under 1 ms */
+    Checked c;
+    check_with(&c, LOOP, p, NULL);
+    Finding *f = at(&c, "PY014", 6);
+    cr_assert_not_null(f);
+    show(f);
+    cr_expect(has_evidence(f, "the GPU sat idle in the steady training steps 30 times before a batch was copied to it, "
+                              "15.0 ms each on average (450 ms, 45% of the run): the host was loading the next batch"));
+    cr_assert(f->gain.present);
+    cr_expect_float_eq(f->gain.seconds, 0.450, 1e-9);
+    cr_expect_str_eq(f->gain.scope, "program");
+    cr_expect_null(at(&c, "PR003", 8), "the same waits: PY014 carries them");
+    checked_free(&c); /* the view took the profile */
+
+    /* no steps recorded: every wait of 1 ms or more before the copies, start-up's too */
+    p = loop_profile();
+    for (int i = 0; i < 3; i++) pb_gap(p, LOOP, 13, 8, (uint64_t)i * 20000000, 10000000, PROF_PHASE_UNKNOWN);
+    check_with(&c, LOOP, p, NULL);
+    f = at(&c, "PY014", 6);
+    cr_assert_not_null(f);
+    cr_expect(has_evidence(f, "the GPU sat idle 3 times before a batch was copied to it, 10.0 ms each"));
+    cr_expect_float_eq(f->gain.seconds, 0.030, 1e-9);
+    checked_free(&c); /* the view took the profile */
+
+    /* a single wait is start-up's: no figures */
+    p = loop_profile();
+    pb_gap(p, LOOP, 13, 8, 0, 10000000, PROF_PHASE_STEADY);
+    check_with(&c, LOOP, p, NULL);
+    f = at(&c, "PY014", 6);
+    cr_assert_not_null(f);
+    cr_expect_not(f->gain.present);
+    checked_free(&c); /* the view took the profile */
+}
+
 /* PY008 measures the foreach kernels its optimizer's steps launched; the
  * gain follows the fused step's measured share: 0.38 for Adam, 5/8 for SGD. */
 Test(measure, foreach_optimizer_kernels_and_the_fused_gain) {
