@@ -10,7 +10,14 @@
  * was started. The process moves there only while the server runs, so
  * libFuzzer's corpus and the replay's files keep their relative paths; the
  * crash files libFuzzer writes while an input runs are given an absolute
- * prefix (LLVMFuzzerInitialize). */
+ * prefix (LLVMFuzzerInitialize).
+ *
+ * The server runs one analysis worker (lsp_worker_count), where on its own
+ * it runs two or three by the machine's cores: starting and ending a thread
+ * under ASan cost more than most inputs' whole run. Every path of the
+ * server's code still runs; what two workers would do at once is for
+ * ThreadSanitizer to check (scripts/tsan.sh): libFuzzer cannot replay a
+ * thread interleaving anyway. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <limits.h>
@@ -50,6 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (ftruncate(in, 0) != 0 || (size && pwrite(in, data, size, 0) != (ssize_t)size) || lseek(in, 0, SEEK_SET) != 0)
         abort();
     lsp_exit_grace_seconds = 600; /* every worker ends before the next input (a hang is a finding) */
+    lsp_worker_count = 1;         /* lsp_server.h says why */
     if (chdir(folder) != 0) abort();
     (void)lsp_server_run(in, out);
     if (fchdir(home) != 0) abort();
