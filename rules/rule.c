@@ -100,6 +100,11 @@ const Rule *const *rules_all(size_t *count) {
 const Rule *rule_find(const char *code_or_name) {
     size_t n;
     const Rule *const *all = rules_all(&n);
+    /* a finding's code is its rule's own string (rule_report_v): found by
+     * address first, without a string comparison per rule (the engine asks
+     * this for every finding, several times) */
+    for (size_t i = 0; i < n; i++)
+        if (all[i]->code == code_or_name) return all[i];
     for (size_t i = 0; i < n; i++)
         if (strcmp(all[i]->code, code_or_name) == 0 || strcmp(all[i]->name, code_or_name) == 0) return all[i];
     return NULL;

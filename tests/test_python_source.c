@@ -439,6 +439,37 @@ Test(robustness, null_nodes_read_as_empty_leaves) {
     cr_assert_null(ts_node_string(null_node));
 }
 
+/* ts_node_child_by_field_name keeps the field ids of the names it was asked
+ * for (tree_sitter_null_safe.c): a name's answer is the library's, also for
+ * another name at the same address, of the same length. */
+Test(robustness, child_by_field_name_answers_as_the_library) {
+    const char *text = "def f(a, b):\n    return a\n";
+    Document *doc = document_new("f.py", LANGUAGE_PYTHON, text, strlen(text));
+    PySource *src = py_source_new(doc);
+    cr_assert_not_null(src);
+    TSNode def = ts_node_named_child(ts_tree_root_node(src->tree), 0);
+    cr_assert_str_eq(ts_node_type(def), "function_definition");
+    const TSLanguage *language = ts_tree_language(src->tree);
+    char name[32];
+    const char *names[] = {"name", "body", "parameters", "name", "return_type", "superclasses", "nope", "body"};
+    for (int round = 0; round < 2; round++)
+        for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+            snprintf(name, sizeof name, "%s", names[i]); /* one address for every name */
+            uint32_t length = (uint32_t)strlen(name);
+            TSNode got = ts_node_child_by_field_name(def, name, length);
+            TSFieldId id = ts_language_field_id_for_name(language, names[i], length);
+            TSNode want = id ? ts_node_child_by_field_id(def, id) : (TSNode){{0, 0, 0, 0}, NULL, NULL};
+            cr_expect(ts_node_eq(got, want) || (ts_node_is_null(got) && ts_node_is_null(want)), "%s", names[i]);
+        }
+    cr_expect_str_eq(ts_node_type(ts_node_child_by_field_name(def, "name", 4)), "identifier");
+    cr_expect_str_eq(ts_node_type(ts_node_child_by_field_name(def, "body", 4)), "block");
+    cr_expect(ts_node_is_null(ts_node_child_by_field_name(def, "superclasses", 12)));
+    cr_expect(ts_node_is_null(ts_node_child_by_field_name(def, "nope", 4)));
+    cr_expect_str_eq(ts_node_type(ts_node_child_by_field_name(def, "namex", 4)), "identifier"); /* the length counts */
+    py_source_free(src);
+    document_free(doc);
+}
+
 /* The shape that crashed every Python rule that asks for a class's bases. */
 Test(robustness, class_without_bases_in_a_gpu_loop) {
     const char *text = "import torch\n"

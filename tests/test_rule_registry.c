@@ -2,6 +2,7 @@
  * summary, and documentation with each section users rely on. */
 #include <criterion/criterion.h>
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "rules/rule.h"
@@ -51,6 +52,11 @@ Test(registry, find_by_code_or_name) {
     for (size_t i = 0; i < count; i++) {
         cr_expect(rule_find(all[i]->code) == all[i]);
         cr_expect(rule_find(all[i]->name) == all[i]);
+        char code[32], name[128]; /* equal strings at other addresses: found by their text */
+        snprintf(code, sizeof code, "%s", all[i]->code);
+        snprintf(name, sizeof name, "%s", all[i]->name);
+        cr_expect(rule_find(code) == all[i], "%s", code);
+        cr_expect(rule_find(name) == all[i], "%s", name);
     }
     cr_expect(rule_find("NOPE999") == NULL);
 }

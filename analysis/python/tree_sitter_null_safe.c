@@ -15,6 +15,7 @@
  * not covered: callers of ts_tree_cursor_new check for a null node first. */
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <tree_sitter/api.h>
 
 #define NULL_NODE ((TSNode){{0, 0, 0, 0}, NULL, NULL})
@@ -98,8 +99,37 @@ TSNode __wrap_ts_node_named_child(TSNode node, uint32_t index) {
 uint32_t __wrap_ts_node_named_child_count(TSNode node) {
     return IS_NULL(node) ? 0 : __real_ts_node_named_child_count(node);
 }
+/* ts_node_child_by_field_name finds the name's field id with a strncmp
+ * against each of the grammar's field names, on every call, and the rules
+ * ask for fields by name all the time (a tenth of the Python fuzz target's
+ * time under libFuzzer, which hooks every strncmp). A small cache per thread
+ * keeps the ids of the names asked for: a slot is chosen by the name's
+ * address and length and answers only when its language, length and bytes
+ * are the name's, so a name at a reused address is looked up again. Names
+ * the grammar does not have (id 0) and long ones go to the library as
+ * before. */
+typedef struct {
+    const TSLanguage *language;
+    uint32_t length;
+    TSFieldId id;
+    char text[32];
+} FieldSlot;
+#define FIELD_SLOTS 64
+static _Thread_local FieldSlot field_slots[FIELD_SLOTS];
+
 TSNode __wrap_ts_node_child_by_field_name(TSNode node, const char *name, uint32_t length) {
-    return IS_NULL(node) ? NULL_NODE : __real_ts_node_child_by_field_name(node, name, length);
+    if (IS_NULL(node)) return NULL_NODE;
+    if (!name || length >= sizeof field_slots[0].text) return __real_ts_node_child_by_field_name(node, name, length);
+    const TSLanguage *language = ts_tree_language(node.tree);
+    FieldSlot *slot = &field_slots[((uintptr_t)name / 8 + length) % FIELD_SLOTS];
+    if (slot->language != language || slot->length != length || memcmp(slot->text, name, length) != 0) {
+        slot->language = language;
+        slot->length = length;
+        memcpy(slot->text, name, length);
+        slot->id = ts_language_field_id_for_name(language, name, length);
+    }
+    if (!slot->id) return __real_ts_node_child_by_field_name(node, name, length);
+    return ts_node_child_by_field_id(node, slot->id);
 }
 const char *__wrap_ts_node_field_name_for_child(TSNode node, uint32_t index) {
     return IS_NULL(node) ? NULL : __real_ts_node_field_name_for_child(node, index);

@@ -605,6 +605,7 @@ static bool dispatch(LspServer *s, json_t *msg, int *code) {
  * behind: idle workers wake and end in far less (then everything is freed
  * as usual), and exit as a whole stays well within 100 ms. */
 double lsp_exit_grace_seconds = 0.03;
+int lsp_worker_count = 0;
 
 int lsp_server_run(int in_fd, int out_fd) {
     jsonrpc_set_output(out_fd);
@@ -618,7 +619,7 @@ int lsp_server_run(int in_fd, int out_fd) {
     s->quick_pass = true;
     s->encoding = POSITION_UTF16;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (!lsp_workers_start(s, cores >= 4 ? 3 : 2)) {
+    if (!lsp_workers_start(s, lsp_worker_count > 0 ? lsp_worker_count : cores >= 4 ? 3 : 2)) {
         fprintf(stderr, "advise server: cannot start worker threads\n");
         return 1;
     }

@@ -131,6 +131,11 @@ struct LspServer {
  * than once in one process (the JSON-RPC fuzz target) waits them out, so
  * that no worker outlives its server. */
 extern double lsp_exit_grace_seconds;
+/* How many analysis workers lsp_server_run starts: 0 (the default) for as
+ * many as the machine suits (3 from 4 cores, else 2). The JSON-RPC fuzz
+ * target asks for 1: each of its inputs starts a server, and under ASan a
+ * thread's start and end cost more than most inputs' whole run. */
+extern int lsp_worker_count;
 /* Serves LSP on in_fd/out_fd until exit or the end of input; returns the
  * exit status. When a worker is still busy after the grace period, it does
  * not return: the process ends there with quick_exit (lsp_server.c says why). */

@@ -17,6 +17,7 @@
 #include "analysis/document.h"
 #include "analysis/edits.h"
 #include "analysis/finding.h"
+#include "analysis/python/python_source.h"
 #include "profiler/profile_view.h"
 #include "rules/engine/config.h"
 #include "rules/engine/engine.h"
@@ -80,11 +81,16 @@ static void check_text(const char *text, size_t length, int depth) {
     FindingList out;
     finding_list_init(&out);
     char *error = NULL;
-    bool checked = engine_check(doc, NULL, &cfg, &out, NULL, &error);
+    /* one parse for the static rules and the profile merge, as the server
+     * does (lsp_worker.c, lsp_profile.c); without one (too wide, or the
+     * parser gave up) engine_check tries and reports, as before */
+    PySource *py = py_source_too_wide(doc) ? NULL : py_source_new(doc);
+    bool checked = engine_check(doc, py, &cfg, &out, NULL, &error);
     Profile *p = checked ? profile_for(doc->text, doc->length) : NULL;
     ProfileView *view = p ? profile_view_new(p, "fuzz.json") : NULL; /* owns p, even when it fails */
-    if (view) engine_merge_profile(doc, "fuzz.py", view, &cfg, &out);
+    if (view) engine_merge_profile_parsed(doc, py, NULL, "fuzz.py", view, &cfg, &out, NULL);
     profile_view_free(view);
+    py_source_free(py);
     if (checked && depth == 0) {
         size_t fixed_length = 0, applied = 0;
         char *fixed = fixes_apply(doc->text, doc->length, &out, true, &fixed_length, &applied);
