@@ -629,6 +629,43 @@ Test(measure, loader_waits_before_the_batch_copies) {
     checked_free(&c); /* the view took the profile */
 }
 
+/* A gain in GPU time (PY007's fused launches) carries a caveat when the GPU
+ * idled half the steady steps or more: the host set their pace. */
+static Profile *steady_profile(uint64_t steady_idle_ns) {
+    Profile *p = loop_profile();
+    ProfSteps *s = &p->processes[0].steps;
+    *s = (ProfSteps){.count = 40, .median_ns = 20000000, .steady_steps = 38, .steady_ns = 760000000,
+                     .phase_idle_known = true};
+    s->idle_ns[PROF_PHASE_STEADY] = steady_idle_ns;
+    s->activities[PROF_PHASE_STEADY] = 1000;
+    return p;
+}
+
+Test(measure, gpu_time_gains_in_host_bound_steps_carry_a_caveat) {
+    Checked c;
+    check_with(&c, LOOP, steady_profile(400000000), NULL); /* idle 53% of the steady steps */
+    Finding *f = at(&c, "PY007", 10);
+    cr_assert_not_null(f);
+    cr_assert(f->gain.present);
+    cr_expect(has_evidence(f, "the GPU was idle 53% of the steady training steps: the host sets their pace"), "%s",
+              f->evidence_count ? ev(&f->evidence[f->evidence_count - 1]) : "");
+    Finding *sync = at(&c, "PY001", 14);
+    cr_expect(!sync || !has_evidence(sync, "the host sets their pace"), "a sync has no GPU-time gain");
+    checked_free(&c);
+
+    check_with(&c, LOOP, steady_profile(200000000), NULL); /* idle 26%: the GPU sets the pace */
+    f = at(&c, "PY007", 10);
+    cr_assert_not_null(f);
+    cr_expect_not(has_evidence(f, "the host sets their pace"));
+    checked_free(&c);
+
+    check_with(&c, LOOP, loop_profile(), NULL); /* no steps: nothing to judge by */
+    f = at(&c, "PY007", 10);
+    cr_assert_not_null(f);
+    cr_expect_not(has_evidence(f, "the host sets their pace"));
+    checked_free(&c);
+}
+
 /* PY008 measures the foreach kernels its optimizer's steps launched; the
  * gain follows the fused step's measured share: 0.38 for Adam, 5/8 for SGD. */
 Test(measure, foreach_optimizer_kernels_and_the_fused_gain) {
