@@ -30,6 +30,7 @@ void lsp_document_free(LspDocument *d) {
     cuda_source_free(d->parsed_cuda);
     document_free(d->parsed_doc);
     json_decref(d->diagnostics);
+    lsp_diagnostic_texts_free(&d->published);
     finding_list_free(&d->findings);
     document_free(d->analysed_doc);
     json_decref(d->waiting_pulls);
@@ -228,9 +229,11 @@ static void keep_outside(const FindingList *old, size_t ua, size_t ub_old, size_
             Evidence model;
             if (evidence_copy(&model, &f->gain.model)) finding_take_gain(g, f->gain.seconds, f->gain.scope, &model);
         }
+        bool whole = true; /* nothing dropped: the copy says what f said (its JSON can be reused) */
         for (size_t k = 0; k < f->related_count; k++) {
             ByteRange rr = f->related[k].range;
-            if (shift_range(&rr, span_a, span_b, delta)) finding_add_related(g, rr, f->related[k].message);
+            if (shift_range(&rr, span_a, span_b, delta)) whole &= finding_add_related(g, rr, f->related[k].message);
+            else whole = false;
         }
         for (size_t k = 0; k < f->fix_count; k++) {
             const Fix *fix = &f->fixes[k];
@@ -243,11 +246,17 @@ static void keep_outside(const FindingList *old, size_t ua, size_t ub_old, size_
                     ok = shift_range(&moved[e], span_a, span_b, delta);
                 }
             }
-            if (!ok) continue;
+            if (!ok) {
+                whole = false;
+                continue;
+            }
             Fix *copy = finding_add_fix(g, fix->title, fix->safe);
+            whole &= copy != NULL;
             for (size_t e = 0; copy && e < fix->edit_count; e++)
-                fix_add_edit(copy, moved[e].start, moved[e].end, fix->edits[e].new_text);
+                whole &= fix_add_edit(copy, moved[e].start, moved[e].end, fix->edits[e].new_text);
         }
+        if (whole && g->message && g->evidence_count == f->evidence_count && g->gain.present == f->gain.present)
+            g->published_id = f->published_id;
     }
 }
 
@@ -498,7 +507,15 @@ static void analyse(LspServer *s, LspDocument *d) {
     Document *analysed = ok ? document_new(d->parsed_doc->path, d->parsed_doc->language, d->parsed_doc->text,
                                            d->parsed_doc->length)
                             : NULL;
-    json_t *diagnostics = ok && analysed ? lsp_findings_to_diagnostics(s, d, &findings, analysed, version) : NULL;
+    /* pull clients get the JSON array; a push publish is written from each
+     * diagnostic's text, kept from the last publish where the finding is the same */
+    json_t *diagnostics = NULL;
+    LspDiagnosticTexts texts = {NULL, 0};
+    bool have_diagnostics = false;
+    if (ok && analysed && s->pull_diagnostics)
+        have_diagnostics = (diagnostics = lsp_findings_to_diagnostics(s, d, &findings, analysed, version)) != NULL;
+    else if (ok && analysed)
+        have_diagnostics = lsp_diagnostic_texts(s, d, &findings, analysed, &texts);
     config_free(&config);
     line_map_free(&line_map);
 
@@ -515,6 +532,7 @@ static void analyse(LspServer *s, LspDocument *d) {
         finding_list_free(&findings);
         document_free(analysed);
         json_decref(diagnostics);
+        lsp_diagnostic_texts_free(&texts);
         d->results_match_parse = had_results;
         d->needs_full = true;
         d->full_due = lsp_now() + s->full_pass_delay;
@@ -529,10 +547,11 @@ static void analyse(LspServer *s, LspDocument *d) {
         finding_list_free(&findings);
         document_free(analysed);
         json_decref(diagnostics);
+        lsp_diagnostic_texts_free(&texts);
         drop_cancelled(s, d);
         return;
     }
-    if (!ok || !analysed || !diagnostics) {
+    if (!ok || !analysed || !have_diagnostics) {
         lsp_log(1, "advise: cannot analyse %s: %s", d->uri, error ? error : "out of memory");
         if (pass.crashed && !d->crash_reported) { /* once per document: the log may not be open */
             d->crash_reported = true;
@@ -544,6 +563,7 @@ static void analyse(LspServer *s, LspDocument *d) {
         finding_list_free(&findings);
         document_free(analysed);
         json_decref(diagnostics);
+        lsp_diagnostic_texts_free(&texts);
         if (d->closed) { /* closed while busy: ours to free (it would stay in the list until exit) */
             unlink_document(s, d);
             lsp_document_free(d);
@@ -562,6 +582,7 @@ static void analyse(LspServer *s, LspDocument *d) {
         finding_list_free(&findings);
         document_free(analysed);
         json_decref(diagnostics);
+        lsp_diagnostic_texts_free(&texts);
         lsp_document_free(d);
         return;
     }
@@ -570,17 +591,23 @@ static void analyse(LspServer *s, LspDocument *d) {
         finding_list_free(&findings);
         document_free(analysed);
         json_decref(diagnostics);
+        lsp_diagnostic_texts_free(&texts);
         return;
     }
     /* the text analysed is what the profile measured: from here on its figures follow the edits */
     if (profiles) lsp_profiles_start_line_map(profiles, d->path, analysed, &d->line_map);
-    bool changed = !d->diagnostics || !json_equal(d->diagnostics, diagnostics) || d->analysed_version != version;
+    bool changed = d->analysed_version != version ||
+                   (s->pull_diagnostics ? !d->diagnostics || !json_equal(d->diagnostics, diagnostics)
+                                        : !d->has_published || !lsp_diagnostic_texts_equal(&d->published, &texts));
     finding_list_free(&d->findings);
     d->findings = findings;
     document_free(d->analysed_doc);
     d->analysed_doc = analysed;
     json_decref(d->diagnostics);
     d->diagnostics = diagnostics;
+    lsp_diagnostic_texts_free(&d->published);
+    d->published = texts;
+    d->has_published = !s->pull_diagnostics;
     d->analysed_version = version;
     d->results_match_parse = true;
     if (quick || (is_cuda && edited && !d->preamble_built)) {
@@ -596,9 +623,7 @@ static void analyse(LspServer *s, LspDocument *d) {
             lsp_send_request(s, "workspace/diagnostic/refresh", NULL, NULL, NULL, NULL);
     } else if (changed) {
         /* sent under the lock so that an older version can never overtake a newer one */
-        jsonrpc_send_notification("textDocument/publishDiagnostics",
-                                  json_pack("{s:s,s:I,s:O}", "uri", d->uri, "version", (json_int_t)version,
-                                            "diagnostics", diagnostics));
+        lsp_publish_diagnostic_texts(d->uri, version, &d->published);
     }
 }
 
