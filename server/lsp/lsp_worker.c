@@ -11,6 +11,7 @@
 
 #include "analysis/crash_guard.h"
 #include "analysis/cuda/cuda_source.h"
+#include "analysis/python/python_index.h"
 #include "analysis/python/python_source.h"
 #include "rules/engine/engine.h"
 #include "rules/rule.h"
@@ -114,18 +115,83 @@ static bool reparse_cuda(LspDocument *d, Document *text, const Config *cfg, char
     return true;
 }
 
+/* A top-level function or class definition, and where the next top-level
+ * statement starts. */
+typedef struct {
+    uint32_t start, next;
+    bool has_next;
+    TSSymbol symbol;
+    uint32_t tops; /* named top-level nodes: statements and comments */
+} DefinitionSpan;
+
+/* With a > 0: the top-level function or class definition of py's tree that
+ * is the last top-level statement to start before byte a, when the next
+ * one starts after byte b (an edit of [a, b] touches the definition or the
+ * blank lines after it, nothing else). With a == 0: the one that starts at
+ * span->start. Either way no other top-level statement may hold a syntax
+ * error. */
+static bool definition_around(const PySource *py, size_t a, size_t b, DefinitionSpan *span) {
+    TSTreeCursor cursor = ts_tree_cursor_new(ts_tree_root_node(py->tree));
+    TSNode def = {0};
+    bool def_error = false, has_next = false;
+    uint32_t errors = 0, tops = 0, next = 0;
+    if (ts_tree_cursor_goto_first_child(&cursor)) {
+        do {
+            TSNode n = ts_tree_cursor_current_node(&cursor);
+            uint32_t s = ts_node_start_byte(n);
+            bool error = ts_node_has_error(n) || ts_node_is_missing(n);
+            tops += ts_node_is_named(n);
+            errors += error;
+            if (a ? s < a : s == span->start) {
+                def = n;
+                def_error = error;
+                has_next = false;
+            } else if (!ts_node_is_null(def) && !has_next) {
+                next = s;
+                has_next = true;
+            }
+        } while (ts_tree_cursor_goto_next_sibling(&cursor));
+    }
+    ts_tree_cursor_delete(&cursor);
+    if (ts_node_is_null(def) || errors != (def_error ? 1u : 0u)) return false;
+    if (a && has_next && b >= next) return false;
+    const char *type = ts_node_type(def);
+    if (strcmp(type, "function_definition") != 0 && strcmp(type, "class_definition") != 0) return false;
+    *span = (DefinitionSpan){ts_node_start_byte(def), next, has_next, ts_node_symbol(def), tops};
+    return true;
+}
+
 /* brings d->parsed_doc / parsed_py up to `text` (runs without the lock) */
 static bool reparse(LspDocument *d, Document *text, struct PendingEdit *edits, size_t edit_count, bool from_scratch) {
     PySource *py = d->parsed_py;
     if (py && !from_scratch) {
+        /* One edit inside a top-level function or class leaves the module
+         * scope's bindings as they were (the index skips definitions'
+         * insides): they are carried over the reparse, moved, instead of
+         * being collected again over the whole module at its next global. */
+        PyCarriedBindings *carried = NULL;
+        DefinitionSpan before = {0};
+        if (edit_count == 1 && edits[0].start > 0 && definition_around(py, edits[0].start, edits[0].old_end, &before))
+            carried = py_index_take_module(py);
         for (size_t i = 0; i < edit_count; i++)
             py_source_note_edit(py, edits[i].start, edits[i].old_end, edits[i].new_end, edits[i].start_point,
                                 edits[i].old_end_point, edits[i].new_end_point);
         if (py_source_reparse(py, text)) {
+            if (carried) {
+                /* the same definition, and the same statements after it, moved by the edit */
+                long long delta = (long long)edits[0].new_end - (long long)edits[0].old_end;
+                DefinitionSpan after = {.start = before.start};
+                if (definition_around(py, 0, 0, &after) && after.symbol == before.symbol && after.tops == before.tops &&
+                    after.has_next == before.has_next && (!after.has_next || (long long)after.next == before.next + delta))
+                    py_index_put_module(py, carried, edits[0].start, edits[0].old_end, edits[0].new_end);
+                else
+                    py_index_carried_free(carried);
+            }
             document_free(d->parsed_doc);
             d->parsed_doc = text;
             return true;
         }
+        py_index_carried_free(carried);
     }
     py_source_free(py);
     d->parsed_py = NULL;
