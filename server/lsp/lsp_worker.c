@@ -507,8 +507,10 @@ static void drop_cancelled(LspServer *s, LspDocument *d) {
     }
 }
 
-/* Called with the lock held; returns with it held. */
-static void analyse(LspServer *s, LspDocument *d) {
+/* Called with the lock held; returns with it held. *garbage: the parse
+ * tree the reparse replaced, for the caller to free after the lock is let
+ * go (after the publish: freeing a large module's tree takes milliseconds). */
+static void analyse(LspServer *s, LspDocument *d, TSTree **garbage) {
     bool edited = d->dirty;
     int64_t version = d->version;
     Document *text = NULL;
@@ -564,6 +566,8 @@ static void analyse(LspServer *s, LspDocument *d) {
                                    crash_guard_signal_name(sig));
         pass.crashed = true;
     }
+    /* still ours (busy): no other worker touches the parse state */
+    if (!pass.crashed && d->parsed_py) *garbage = py_source_take_retired(d->parsed_py);
     /* a pass that ended before the exit came: its results are not wanted either */
     bool cancelled = pass.cancelled || atomic_load(&s->analyses_cancelled);
     bool ok = pass.ok && !cancelled, quick = pass.quick, warm_up = pass.warm_up;
@@ -710,8 +714,14 @@ static void *worker_main(void *arg) {
         double wait;
         LspDocument *d = next_due(s, &wait);
         if (d) {
-            analyse(s, d); /* returns with the lock held */
+            TSTree *garbage = NULL;
+            analyse(s, d, &garbage); /* returns with the lock held */
             analysed = true;
+            if (garbage) {
+                pthread_mutex_unlock(&s->lock);
+                ts_tree_delete(garbage);
+                pthread_mutex_lock(&s->lock);
+            }
             continue;
         }
         /* going idle after analyses: give the heap's free pages back to the
