@@ -323,6 +323,30 @@ bool lsp_diagnostic_texts(const LspServer *s, LspDocument *d, FindingList *findi
     return ok;
 }
 
+json_t *lsp_diagnostic_texts_json(const LspDiagnosticTexts *t, int64_t version) {
+    char number[32];
+    int number_length = snprintf(number, sizeof number, "%lld", (long long)version);
+    size_t n = 2;
+    for (size_t i = 0; i < t->count; i++) n += t->items[i].head_length + (size_t)number_length + t->items[i].tail_length + 1;
+    char *text = malloc(n + 1);
+    if (!text) return NULL;
+    size_t at = 0;
+    text[at++] = '[';
+    for (size_t i = 0; i < t->count; i++) {
+        if (i) text[at++] = ',';
+        memcpy(text + at, t->items[i].head, t->items[i].head_length);
+        at += t->items[i].head_length;
+        memcpy(text + at, number, (size_t)number_length);
+        at += (size_t)number_length;
+        memcpy(text + at, t->items[i].tail, t->items[i].tail_length);
+        at += t->items[i].tail_length;
+    }
+    text[at++] = ']';
+    json_t *out = json_loadb(text, at, 0, NULL);
+    free(text);
+    return out;
+}
+
 bool lsp_publish_diagnostic_texts(const char *uri, int64_t version, const LspDiagnosticTexts *t) {
     json_t *u = json_string(uri);
     char *uri_text = u ? json_dumps(u, JSON_ENCODE_ANY) : NULL;

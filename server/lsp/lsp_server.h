@@ -212,6 +212,9 @@ bool lsp_diagnostic_texts_equal(const LspDiagnosticTexts *a, const LspDiagnostic
  * data.version = version: the message lsp_findings_to_diagnostics's array
  * would make, without a JSON tree. */
 bool lsp_publish_diagnostic_texts(const char *uri, int64_t version, const LspDiagnosticTexts *t);
+/* The same diagnostics as a JSON array (a pull request from a client that
+ * announced no pull support); NULL when memory runs out. */
+json_t *lsp_diagnostic_texts_json(const LspDiagnosticTexts *t, int64_t version);
 /* The LSP Diagnostic message of a finding: its message, its first item of
  * measured evidence after its kind ("measured: ...", else its first item of
  * any kind: "note: ...") and the estimated gain; all evidence goes in

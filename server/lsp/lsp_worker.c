@@ -43,6 +43,10 @@ json_t *lsp_pull_report(LspDocument *d, const char *previous_result_id) {
     snprintf(result_id, sizeof result_id, "%lu", d->result_serial);
     if (previous_result_id && strcmp(previous_result_id, result_id) == 0)
         return json_pack("{s:s,s:s}", "kind", "unchanged", "resultId", result_id);
+    if (!d->diagnostics && d->has_published) { /* a push client that pulls anyway */
+        json_t *items = lsp_diagnostic_texts_json(&d->published, d->analysed_version);
+        return json_pack("{s:s,s:s,s:o}", "kind", "full", "resultId", result_id, "items", items ? items : json_array());
+    }
     return json_pack("{s:s,s:s,s:O}", "kind", "full", "resultId", result_id, "items",
                      d->diagnostics ? d->diagnostics : json_array());
 }
