@@ -67,6 +67,10 @@ typedef struct {
     RelatedLocation *related;
     size_t related_count;
     size_t related_cap; /* room in related (array_reserve) */
+    /* The language server's: the diagnostic it last published for this
+     * finding, whose JSON it reuses when this finding is an unchanged copy
+     * of that one (lsp_worker.c keeps it on such copies only); 0: none. */
+    unsigned long published_id;
 } Finding; /* moved whole (memmove, *g = *f) between lists: the caps go with their arrays */
 
 typedef struct {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/python/python_index.h"
 #include "analysis/python/python_source.h"
 
 static Document *doc_of(const char *text) {
@@ -489,6 +490,119 @@ Test(robustness, class_without_bases_in_a_gpu_loop) {
     TSNode bases = ts_node_child_by_field_name(cls, "superclasses", 12);
     cr_assert(ts_node_is_null(bases));
     cr_assert_eq(ts_node_named_child_count(bases), 0);
+    py_source_free(src);
+    document_free(doc);
+}
+
+/* ---- the module's bindings carried over a reparse (python_index.h) ----------- */
+
+static const char CARRY[] = "import torch\n"
+                            "device = torch.device(\"cuda\")\n"
+                            "\n"
+                            "\n"
+                            "class Net:\n"
+                            "    def forward(self, x):\n"
+                            "        return x + 1\n"
+                            "\n"
+                            "\n"
+                            "model = Net()\n"
+                            "for step in range(3):\n"
+                            "    y = model(step) if (n := step) else None\n"
+                            "total = [p for p in range(3)]\n";
+
+static const char *const CARRY_NAMES[] = {"device", "model", "step", "y", "n", "p", "total", "x", "torch"};
+
+/* the module scope's bindings of src answer as those of a fresh parse of its text */
+static void expect_module_bindings_fresh(const PySource *src, const char *when) {
+    PySource *fresh = parse(src->doc);
+    for (size_t k = 0; k < sizeof CARRY_NAMES / sizeof *CARRY_NAMES; k++) {
+        const char *name = CARRY_NAMES[k];
+        size_t n1, n2;
+        const PyBinding *a = py_index_bindings(src, ts_tree_root_node(src->tree), name, strlen(name), &n1);
+        const PyBinding *b = py_index_bindings(fresh, ts_tree_root_node(fresh->tree), name, strlen(name), &n2);
+        cr_expect(n1 == n2, "%s: %zu bindings of %s, fresh %zu", when, n1, name, n2);
+        for (size_t i = 0; i < n1 && i < n2; i++) {
+            cr_expect(a[i].name == src->doc->text + (b[i].name - fresh->doc->text) && a[i].length == b[i].length,
+                      "%s: %s's name", when, name);
+            cr_expect(a[i].kind == b[i].kind && a[i].visibility == b[i].visibility && a[i].start == b[i].start &&
+                          a[i].from == b[i].from && a[i].until == b[i].until,
+                      "%s: %s's binding %zu", when, name, i);
+            cr_expect(ts_node_is_null(a[i].value) == ts_node_is_null(b[i].value), "%s: %s's value", when, name);
+            if (!ts_node_is_null(a[i].value) && !ts_node_is_null(b[i].value)) {
+                cr_expect(ts_node_start_byte(a[i].value) == ts_node_start_byte(b[i].value) &&
+                              ts_node_end_byte(a[i].value) == ts_node_end_byte(b[i].value) &&
+                              ts_node_symbol(a[i].value) == ts_node_symbol(b[i].value),
+                          "%s: %s's value node", when, name);
+                cr_expect(ts_tree_root_node(src->tree).tree == a[i].value.tree, "%s: %s's value in the new tree", when,
+                          name);
+            }
+        }
+    }
+    py_source_free(fresh);
+}
+
+/* replaces [start, end) with text in a new document (the old one stays
+ * readable, as the server keeps it until the reparse is done), carrying the
+ * module's bindings over the reparse; returns what put said */
+static bool carry_edit(PySource *src, Document **doc, size_t start, size_t end, const char *text) {
+    Document *old = *doc;
+    size_t len = strlen(text);
+    char *buf = malloc(old->length - (end - start) + len + 1);
+    cr_assert_not_null(buf);
+    memcpy(buf, old->text, start);
+    memcpy(buf + start, text, len);
+    memcpy(buf + start + len, old->text + end, old->length - end + 1);
+    Document *now = doc_of(buf);
+    free(buf);
+    PyCarriedBindings *carried = py_index_take_module(src);
+    cr_assert_not_null(carried, "the module scope was indexed: something to carry");
+    py_source_note_edit(src, start, end, start + len, py_point_at(old->text, start), py_point_at(old->text, end),
+                        py_point_at(now->text, start + len));
+    cr_assert(py_source_reparse(src, now));
+    bool put = py_index_put_module(src, carried, start, end, start + len);
+    document_free(old);
+    *doc = now;
+    return put;
+}
+
+Test(python_index, module_bindings_carried_over_an_edit_inside_a_definition) {
+    Document *doc = doc_of(CARRY);
+    PySource *src = parse(doc);
+    size_t n;
+    py_index_bindings(src, ts_tree_root_node(src->tree), "model", 5, &n); /* indexes the module scope */
+    cr_assert_eq(n, 1);
+    PySource *other = parse(doc);
+    cr_expect_null(py_index_take_module(other), "nothing indexed, nothing to take");
+    py_source_free(other);
+    /* a name typed inside the method: offsets after it move by two */
+    cr_expect(carry_edit(src, &doc, offset_of(doc, "x + 1") + 1, offset_of(doc, "x + 1") + 1, "_2"));
+    expect_module_bindings_fresh(src, "inside the method");
+    /* a line typed at the class's end, then a deletion inside it */
+    size_t end = offset_of(doc, "x_2 + 1") + strlen("x_2 + 1");
+    cr_expect(carry_edit(src, &doc, end, end, "\n        z = 1"));
+    expect_module_bindings_fresh(src, "a new line at the class's end");
+    size_t z = offset_of(doc, "z = 1");
+    cr_expect(carry_edit(src, &doc, z, z + 4, ""));
+    expect_module_bindings_fresh(src, "a deletion inside the method");
+    py_source_free(src);
+    document_free(doc);
+}
+
+Test(python_index, module_bindings_not_carried_over_an_edit_of_a_module_value) {
+    Document *doc = doc_of(CARRY);
+    PySource *src = parse(doc);
+    size_t n;
+    py_index_bindings(src, ts_tree_root_node(src->tree), "device", 6, &n);
+    cr_assert_eq(n, 1);
+    /* inside `torch.device("cuda")`: put refuses, and the next question indexes the module afresh */
+    size_t at = offset_of(doc, "cuda");
+    cr_expect_not(carry_edit(src, &doc, at, at + 4, "cpu"));
+    expect_module_bindings_fresh(src, "after a refused carry");
+    /* a renamed module binding: its name no longer reads the same, put refuses */
+    py_index_bindings(src, ts_tree_root_node(src->tree), "device", 6, &n);
+    at = offset_of(doc, "model = ");
+    cr_expect_not(carry_edit(src, &doc, at, at + 1, "M"));
+    expect_module_bindings_fresh(src, "after a renamed binding");
     py_source_free(src);
     document_free(doc);
 }

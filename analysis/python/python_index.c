@@ -437,3 +437,150 @@ void py_index_free(struct PyIndex *ix) {
     free(ix->scopes_by_start);
     free(ix);
 }
+
+/* ---- the module scope's bindings across a reparse ------------------------ */
+
+typedef struct {
+    uint32_t start, end; /* the value node's bytes, before the edit */
+    TSSymbol symbol;
+    bool present;
+} ValueAt;
+
+struct PyCarriedBindings {
+    PyBinding *items; /* sorted by name, then start */
+    ValueAt *values;  /* items[i]'s value */
+    size_t count;
+    const char *old_text;
+};
+
+void py_index_carried_free(PyCarriedBindings *c) {
+    if (!c) return;
+    free(c->items);
+    free(c->values);
+    free(c);
+}
+
+PyCarriedBindings *py_index_take_module(const PySource *src) {
+    struct PyIndex *ix = src->index;
+    if (!ix || !ix->scope_capacity || !src->tree || !src->doc) return NULL;
+    const void *id = ts_tree_root_node(src->tree).id;
+    ScopeIndex *si = NULL;
+    for (size_t s = slot_of(id, ix->scope_capacity); ix->scopes[s].scope_id; s = (s + 1) & (ix->scope_capacity - 1))
+        if (ix->scopes[s].scope_id == id) {
+            si = &ix->scopes[s];
+            break;
+        }
+    if (!si) return NULL;
+    PyCarriedBindings *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->count = si->count;
+    c->old_text = src->doc->text;
+    c->items = malloc((si->count ? si->count : 1) * sizeof *c->items);
+    c->values = malloc((si->count ? si->count : 1) * sizeof *c->values);
+    if (!c->items || !c->values) {
+        py_index_carried_free(c);
+        return NULL;
+    }
+    if (si->count) memcpy(c->items, si->items, si->count * sizeof *c->items);
+    for (size_t i = 0; i < si->count; i++) {
+        TSNode v = si->items[i].value;
+        c->values[i] = ts_node_is_null(v) ? (ValueAt){0, 0, 0, false}
+                                          : (ValueAt){ts_node_start_byte(v), ts_node_end_byte(v), ts_node_symbol(v), true};
+    }
+    return c;
+}
+
+/* moves an offset of the old text to the new one; false inside the edit */
+static bool carry_offset(uint32_t *at, size_t start, size_t old_end, size_t new_end) {
+    if (*at <= start) return true;
+    if (*at < old_end) return false;
+    long long moved = (long long)*at + ((long long)new_end - (long long)old_end);
+    if (moved < 0 || moved > UINT32_MAX) return false;
+    *at = (uint32_t)moved;
+    return true;
+}
+
+/* the node of exactly [s, e) with this symbol under top (descending by
+ * child cursor: ts_node_parent and ts_node_child(i) would rescan siblings) */
+static TSNode find_exact(TSNode top, uint32_t s, uint32_t e, TSSymbol symbol) {
+    TSTreeCursor cursor = ts_tree_cursor_new(top);
+    TSNode found = {0};
+    for (;;) {
+        TSNode n = ts_tree_cursor_current_node(&cursor);
+        uint32_t ns = ts_node_start_byte(n), ne = ts_node_end_byte(n);
+        if (ns > s || ne < e) break;
+        if (ns == s && ne == e && ts_node_symbol(n) == symbol) {
+            found = n;
+            break;
+        }
+        if (ts_tree_cursor_goto_first_child_for_byte(&cursor, s) < 0) break;
+    }
+    ts_tree_cursor_delete(&cursor);
+    return found;
+}
+
+typedef struct {
+    uint32_t start;
+    size_t index;
+} ByValueStart;
+
+static int by_value_start(const void *x, const void *y) {
+    const ByValueStart *a = x, *b = y;
+    return (a->start > b->start) - (a->start < b->start);
+}
+
+bool py_index_put_module(PySource *src, PyCarriedBindings *c, size_t start, size_t old_end, size_t new_end) {
+    bool ok = c && src->tree && src->doc && start <= old_end;
+    ByValueStart *order = ok ? malloc((c->count ? c->count : 1) * sizeof *order) : NULL;
+    ok = ok && order;
+    size_t with_value = 0;
+    for (size_t i = 0; ok && i < c->count; i++) {
+        PyBinding *b = &c->items[i];
+        uint32_t old_at = (uint32_t)(b->name - c->old_text), name_at = old_at;
+        ok = carry_offset(&name_at, start, old_end, new_end) && carry_offset(&b->start, start, old_end, new_end) &&
+             carry_offset(&b->from, start, old_end, new_end) &&
+             (b->visibility != VISIBLE_INSIDE_PARENT || carry_offset(&b->until, start, old_end, new_end)) &&
+             (size_t)name_at + b->length <= src->doc->length &&
+             memcmp(src->doc->text + name_at, c->old_text + old_at, b->length) == 0;
+        if (!ok) break;
+        b->name = src->doc->text + name_at;
+        ValueAt *v = &c->values[i];
+        b->value = (TSNode){0};
+        if (!v->present) continue;
+        ok = carry_offset(&v->start, start, old_end, new_end) && carry_offset(&v->end, start, old_end, new_end) &&
+             !(v->start < start && v->end > start); /* a value around the edit cannot be */
+        if (ok) order[with_value++] = (ByValueStart){v->start, i};
+    }
+    if (ok && with_value) {
+        /* the values in source order, found under the top-level statement that holds each */
+        qsort(order, with_value, sizeof *order, by_value_start);
+        TSNode root = ts_tree_root_node(src->tree);
+        TSTreeCursor top = ts_tree_cursor_new(root);
+        bool more = ts_tree_cursor_goto_first_child(&top);
+        for (size_t k = 0; ok && k < with_value; k++) {
+            ValueAt *v = &c->values[order[k].index];
+            while (more && ts_node_end_byte(ts_tree_cursor_current_node(&top)) < v->end)
+                more = ts_tree_cursor_goto_next_sibling(&top);
+            TSNode n = more ? find_exact(ts_tree_cursor_current_node(&top), v->start, v->end, v->symbol) : (TSNode){0};
+            ok = !ts_node_is_null(n);
+            c->items[order[k].index].value = n;
+        }
+        ts_tree_cursor_delete(&top);
+    }
+    free(order);
+    struct PyIndex *ix = ok ? index_of(src) : NULL;
+    ok = ix && ((ix->scope_count + 1) * 2 <= ix->scope_capacity || grow_scopes(ix));
+    if (ok) {
+        const void *id = ts_tree_root_node(src->tree).id;
+        size_t s = slot_of(id, ix->scope_capacity);
+        while (ix->scopes[s].scope_id && ix->scopes[s].scope_id != id) s = (s + 1) & (ix->scope_capacity - 1);
+        ok = !ix->scopes[s].scope_id; /* not indexed since the reparse */
+        if (ok) {
+            ix->scopes[s] = (ScopeIndex){id, c->items, c->count};
+            ix->scope_count++;
+            c->items = NULL;
+        }
+    }
+    py_index_carried_free(c);
+    return ok;
+}

@@ -235,8 +235,15 @@ void py_source_free(PySource *src) {
     clear_imports(src);
     py_index_free(src->index);
     if (src->tree) ts_tree_delete(src->tree);
+    if (src->retired) ts_tree_delete(src->retired);
     if (src->parser) ts_parser_delete(src->parser);
     free(src);
+}
+
+TSTree *py_source_take_retired(PySource *src) {
+    TSTree *t = src ? src->retired : NULL;
+    if (src) src->retired = NULL;
+    return t;
 }
 
 TSPoint py_point_at(const char *text, size_t offset) {
@@ -267,7 +274,8 @@ bool py_source_reparse(PySource *src, const Document *doc) {
     if (py_source_too_wide(doc)) return false;
     TSTree *tree = ts_parser_parse_string(src->parser, src->tree, doc->text, (uint32_t)doc->length);
     if (!tree) return false;
-    ts_tree_delete(src->tree);
+    if (src->retired) ts_tree_delete(src->retired);
+    src->retired = src->tree;
     src->tree = tree;
     src->doc = doc;
     analyse(src);

@@ -37,6 +37,10 @@ typedef struct {
      * for facts that cross files; NULL: this file alone. Not owned. */
     const struct PyWorkspaceView *workspace;
     const struct PyModuleFacts *module; /* this file's summary in it, or NULL */
+    /* the tree before the last reparse, kept until the next one (or until
+     * the caller takes it: py_source_take_retired), so that freeing it (a
+     * few ms on a large module) need not delay the answer */
+    TSTree *retired;
 } PySource;
 
 #define PY_PARSE_TIMEOUT_SECONDS 20
@@ -64,6 +68,9 @@ TSPoint py_point_at(const char *text, size_t offset);
 void py_source_note_edit(PySource *src, size_t start, size_t old_end, size_t new_end,
                          TSPoint start_point, TSPoint old_end_point, TSPoint new_end_point);
 bool py_source_reparse(PySource *src, const Document *doc);
+/* The tree the last reparse replaced, for the caller to ts_tree_delete
+ * (it shares no state with src any more); NULL when none is kept. */
+TSTree *py_source_take_retired(PySource *src);
 
 /* The qualified name a local name stands for ("F" -> "torch.nn.functional"),
  * or NULL when the file does not import it. */

@@ -206,18 +206,22 @@ static bool write_all(const char *p, size_t n) {
     return true;
 }
 
+bool jsonrpc_send_text(const char *text, size_t n) {
+    char header[64];
+    int h = snprintf(header, sizeof header, "Content-Length: %zu\r\n\r\n", n);
+    pthread_mutex_lock(&write_lock);
+    bool ok = write_all(header, (size_t)h) && write_all(text, n);
+    pthread_mutex_unlock(&write_lock);
+    return ok;
+}
+
 bool jsonrpc_send(json_t *message) {
     if (!message) return false;
     if (!json_object_get(message, "jsonrpc")) json_object_set_new(message, "jsonrpc", json_string("2.0"));
     char *text = json_dumps(message, JSON_COMPACT);
     json_decref(message);
     if (!text) return false;
-    size_t n = strlen(text);
-    char header[64];
-    int h = snprintf(header, sizeof header, "Content-Length: %zu\r\n\r\n", n);
-    pthread_mutex_lock(&write_lock);
-    bool ok = write_all(header, (size_t)h) && write_all(text, n);
-    pthread_mutex_unlock(&write_lock);
+    bool ok = jsonrpc_send_text(text, strlen(text));
     free(text);
     return ok;
 }

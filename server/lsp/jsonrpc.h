@@ -40,6 +40,8 @@ ReadStatus jsonrpc_read(JsonRpcReader *r, char **body, size_t *length, char **er
 /* Writers: thread-safe; they take ownership of `message` (json_decref). */
 void jsonrpc_set_output(int fd);
 bool jsonrpc_send(json_t *message);
+/* Sends a message already serialized (n bytes of JSON text). */
+bool jsonrpc_send_text(const char *text, size_t n);
 bool jsonrpc_send_result(json_t *id, json_t *result);
 bool jsonrpc_send_error(json_t *id, int code, const char *message);
 bool jsonrpc_send_notification(const char *method, json_t *params);

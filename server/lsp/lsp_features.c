@@ -140,37 +140,250 @@ static json_t *code_description(CodeLink *links, size_t *count, size_t cap, cons
     return description;
 }
 
+/* One finding's LSP Diagnostic. */
+static json_t *diagnostic_json(const LspServer *s, const char *uri, const Finding *f, const Document *doc,
+                               json_int_t version, CodeLink *links, size_t *link_count, size_t link_cap,
+                               const char **dir) {
+    json_t *fixes = json_array();
+    for (size_t k = 0; k < f->fix_count; k++) json_array_append_new(fixes, fix_json(&f->fixes[k], doc, s->encoding));
+    char *message = lsp_diagnostic_message(f);
+    json_t *diag = json_pack("{s:o,s:i,s:s,s:s,s:s,s:{s:I,s:s,s:s,s:o,s:o,s:o}}", "range",
+                             lsp_range_json(doc, f->range, s->encoding), "severity", (int)f->severity, "code",
+                             f->code, "source", "advise", "message", message ? message : f->message, "data",
+                             "version", (json_int_t)version, "code", f->code, "name", f->name, "fixes", fixes,
+                             "evidence", finding_evidence_json(f), "gain", finding_gain_json(f));
+    free(message);
+    if (!diag) return NULL;
+    json_t *description = code_description(links, link_count, link_cap, f->code, dir);
+    if (description) json_object_set_new(diag, "codeDescription", description);
+    if (f->related_count && s->related_information) {
+        json_t *related = json_array();
+        for (size_t k = 0; k < f->related_count; k++)
+            json_array_append_new(related, json_pack("{s:{s:s,s:o},s:s}", "location", "uri", uri, "range",
+                                                     lsp_range_json(doc, f->related[k].range, s->encoding),
+                                                     "message", f->related[k].message));
+        json_object_set_new(diag, "relatedInformation", related);
+    }
+    return diag;
+}
+
 json_t *lsp_findings_to_diagnostics(const LspServer *s, const LspDocument *d, const FindingList *findings,
                                     const Document *doc, int64_t version) {
     json_t *out = json_array();
     const char *dir = NULL; /* the cache copy of the pages: only when the repository's cannot be found */
     CodeLink links[128];
     size_t link_count = 0;
-    for (size_t i = 0; i < findings->count; i++) {
-        const Finding *f = &findings->items[i];
-        json_t *fixes = json_array();
-        for (size_t k = 0; k < f->fix_count; k++) json_array_append_new(fixes, fix_json(&f->fixes[k], doc, s->encoding));
-        char *message = lsp_diagnostic_message(f);
-        json_t *diag = json_pack("{s:o,s:i,s:s,s:s,s:s,s:{s:I,s:s,s:s,s:o,s:o,s:o}}", "range",
-                                 lsp_range_json(doc, f->range, s->encoding), "severity", (int)f->severity, "code",
-                                 f->code, "source", "advise", "message", message ? message : f->message, "data",
-                                 "version", (json_int_t)version, "code", f->code, "name", f->name, "fixes", fixes,
-                                 "evidence", finding_evidence_json(f), "gain", finding_gain_json(f));
-        free(message);
-        json_t *description = code_description(links, &link_count, sizeof links / sizeof *links, f->code, &dir);
-        if (description) json_object_set_new(diag, "codeDescription", description);
-        if (f->related_count && s->related_information) {
-            json_t *related = json_array();
-            for (size_t k = 0; k < f->related_count; k++)
-                json_array_append_new(related, json_pack("{s:{s:s,s:o},s:s}", "location", "uri", d->uri, "range",
-                                                         lsp_range_json(doc, f->related[k].range, s->encoding),
-                                                         "message", f->related[k].message));
-            json_object_set_new(diag, "relatedInformation", related);
-        }
-        json_array_append_new(out, diag);
-    }
+    for (size_t i = 0; i < findings->count; i++)
+        json_array_append_new(out, diagnostic_json(s, d->uri, &findings->items[i], doc, (json_int_t)version, links,
+                                                   &link_count, sizeof links / sizeof *links, &dir));
     for (size_t k = 0; k < link_count; k++) json_decref(links[k].description);
     return out;
+}
+
+/* ---- push diagnostics as text -------------------------------------------------- */
+
+/* data.version's value while a diagnostic is serialized: the text is cut
+ * around it, and each publish puts its own version there. A string cannot
+ * hold `"version":` unescaped, so the cut is found at the key itself. */
+#define VERSION_MARK "\"version\":-9007199254740991"
+
+static void text_free(LspDiagnosticText *t) {
+    free(t->head);
+    free(t->tail);
+    free(t->positions);
+}
+
+void lsp_diagnostic_texts_free(LspDiagnosticTexts *t) {
+    for (size_t i = 0; i < t->count; i++) text_free(&t->items[i]);
+    free(t->items);
+    t->items = NULL;
+    t->count = 0;
+}
+
+bool lsp_diagnostic_texts_equal(const LspDiagnosticTexts *a, const LspDiagnosticTexts *b) {
+    if (a->count != b->count) return false;
+    for (size_t i = 0; i < a->count; i++) {
+        const LspDiagnosticText *x = &a->items[i], *y = &b->items[i];
+        if (x->head_length != y->head_length || x->tail_length != y->tail_length ||
+            memcmp(x->head, y->head, x->head_length) != 0 || memcmp(x->tail, y->tail, x->tail_length) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* The positions a finding's diagnostic names; NULL when memory runs out. */
+static Position *finding_positions(const Finding *f, const Document *doc, PositionEncoding enc, size_t *count) {
+    size_t n = 2 + 2 * f->related_count;
+    for (size_t k = 0; k < f->fix_count; k++) n += 2 * f->fixes[k].edit_count;
+    Position *p = malloc(n * sizeof *p);
+    if (!p) return NULL;
+    size_t at = 0;
+    p[at++] = document_position_at(doc, f->range.start, enc);
+    p[at++] = document_position_at(doc, f->range.end, enc);
+    for (size_t k = 0; k < f->fix_count; k++)
+        for (size_t e = 0; e < f->fixes[k].edit_count; e++) {
+            p[at++] = document_position_at(doc, f->fixes[k].edits[e].range.start, enc);
+            p[at++] = document_position_at(doc, f->fixes[k].edits[e].range.end, enc);
+        }
+    for (size_t k = 0; k < f->related_count; k++) {
+        p[at++] = document_position_at(doc, f->related[k].range.start, enc);
+        p[at++] = document_position_at(doc, f->related[k].range.end, enc);
+    }
+    *count = n;
+    return p;
+}
+
+typedef struct {
+    unsigned long id;
+    size_t index;
+} IdIndex;
+
+static int by_id(const void *a, const void *b) {
+    unsigned long x = ((const IdIndex *)a)->id, y = ((const IdIndex *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+static char *copy_bytes(const char *p, size_t n) {
+    char *out = malloc(n + 1);
+    if (!out) return NULL;
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return out;
+}
+
+bool lsp_diagnostic_texts(const LspServer *s, LspDocument *d, FindingList *findings, const Document *doc,
+                          LspDiagnosticTexts *out) {
+    out->items = NULL;
+    out->count = 0;
+    if (findings->count && !(out->items = calloc(findings->count, sizeof *out->items))) return false;
+    /* the last publish's texts by id */
+    const LspDiagnosticTexts *old = &d->published;
+    IdIndex *ids = old->count ? malloc(old->count * sizeof *ids) : NULL;
+    size_t id_count = 0;
+    for (size_t i = 0; ids && i < old->count; i++) ids[id_count++] = (IdIndex){old->items[i].id, i};
+    if (ids) qsort(ids, id_count, sizeof *ids, by_id);
+    const char *dir = NULL;
+    CodeLink links[128];
+    size_t link_count = 0;
+    bool ok = true;
+    for (size_t i = 0; ok && i < findings->count; i++) {
+        Finding *f = &findings->items[i];
+        LspDiagnosticText *t = &out->items[out->count];
+        t->positions = finding_positions(f, doc, s->encoding, &t->position_count);
+        if (!t->positions) {
+            ok = false;
+            break;
+        }
+        out->count++;
+        const LspDiagnosticText *was = NULL;
+        if (f->published_id && ids) {
+            IdIndex key = {f->published_id, 0};
+            const IdIndex *hit = bsearch(&key, ids, id_count, sizeof *ids, by_id);
+            if (hit) was = &old->items[hit->index];
+        }
+        if (was && was->position_count == t->position_count &&
+            memcmp(was->positions, t->positions, t->position_count * sizeof *t->positions) == 0) {
+            t->id = was->id;
+            t->head = copy_bytes(was->head, was->head_length);
+            t->tail = copy_bytes(was->tail, was->tail_length);
+            t->head_length = was->head_length;
+            t->tail_length = was->tail_length;
+            ok = t->head && t->tail;
+            continue;
+        }
+        json_t *diag = diagnostic_json(s, d->uri, f, doc, (json_int_t)-9007199254740991LL, links, &link_count,
+                                       sizeof links / sizeof *links, &dir);
+        if (!diag) { /* a string json_pack refused (not UTF-8): left out, as from the array */
+            text_free(t);
+            memset(t, 0, sizeof *t);
+            out->count--;
+            continue;
+        }
+        char *text = json_dumps(diag, JSON_COMPACT);
+        json_decref(diag);
+        char *mark = text ? strstr(text, VERSION_MARK) : NULL;
+        if (!mark) {
+            free(text);
+            ok = false;
+            break;
+        }
+        size_t head_length = (size_t)(mark - text) + strlen("\"version\":");
+        const char *tail = mark + strlen(VERSION_MARK);
+        t->id = f->published_id = ++d->next_published_id;
+        t->head = copy_bytes(text, head_length);
+        t->tail = copy_bytes(tail, strlen(tail));
+        t->head_length = head_length;
+        t->tail_length = strlen(tail);
+        free(text);
+        ok = t->head && t->tail;
+    }
+    for (size_t k = 0; k < link_count; k++) json_decref(links[k].description);
+    free(ids);
+    if (!ok) lsp_diagnostic_texts_free(out);
+    return ok;
+}
+
+json_t *lsp_diagnostic_texts_json(const LspDiagnosticTexts *t, int64_t version) {
+    char number[32];
+    int number_length = snprintf(number, sizeof number, "%lld", (long long)version);
+    size_t n = 2;
+    for (size_t i = 0; i < t->count; i++) n += t->items[i].head_length + (size_t)number_length + t->items[i].tail_length + 1;
+    char *text = malloc(n + 1);
+    if (!text) return NULL;
+    size_t at = 0;
+    text[at++] = '[';
+    for (size_t i = 0; i < t->count; i++) {
+        if (i) text[at++] = ',';
+        memcpy(text + at, t->items[i].head, t->items[i].head_length);
+        at += t->items[i].head_length;
+        memcpy(text + at, number, (size_t)number_length);
+        at += (size_t)number_length;
+        memcpy(text + at, t->items[i].tail, t->items[i].tail_length);
+        at += t->items[i].tail_length;
+    }
+    text[at++] = ']';
+    json_t *out = json_loadb(text, at, 0, NULL);
+    free(text);
+    return out;
+}
+
+bool lsp_publish_diagnostic_texts(const char *uri, int64_t version, const LspDiagnosticTexts *t) {
+    json_t *u = json_string(uri);
+    char *uri_text = u ? json_dumps(u, JSON_ENCODE_ANY) : NULL;
+    json_decref(u);
+    if (!uri_text) return false;
+    char number[32];
+    int number_length = snprintf(number, sizeof number, "%lld", (long long)version);
+    static const char start[] = "{\"jsonrpc\":\"2.0\",\"method\":\"textDocument/publishDiagnostics\",\"params\":{\"uri\":";
+    static const char end[] = "]}}";
+    size_t n = strlen(start) + strlen(uri_text) + strlen(",\"version\":") + (size_t)number_length +
+               strlen(",\"diagnostics\":[") + strlen(end);
+    for (size_t i = 0; i < t->count; i++)
+        n += t->items[i].head_length + (size_t)number_length + t->items[i].tail_length + 1;
+    char *text = malloc(n + 1);
+    if (!text) {
+        free(uri_text);
+        return false;
+    }
+    size_t at = 0;
+#define PUT(p, len) (memcpy(text + at, (p), (len)), at += (len))
+    PUT(start, strlen(start));
+    PUT(uri_text, strlen(uri_text));
+    PUT(",\"version\":", strlen(",\"version\":"));
+    PUT(number, (size_t)number_length);
+    PUT(",\"diagnostics\":[", strlen(",\"diagnostics\":["));
+    for (size_t i = 0; i < t->count; i++) {
+        if (i) PUT(",", 1);
+        PUT(t->items[i].head, t->items[i].head_length);
+        PUT(number, (size_t)number_length);
+        PUT(t->items[i].tail, t->items[i].tail_length);
+    }
+    PUT(end, strlen(end));
+#undef PUT
+    free(uri_text);
+    bool ok = jsonrpc_send_text(text, at);
+    free(text);
+    return ok;
 }
 
 /* ---- workspace edits ------------------------------------------------------------- */

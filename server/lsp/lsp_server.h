@@ -17,6 +17,23 @@
 typedef struct LspDocument LspDocument;
 typedef struct LspServer LspServer;
 
+/* One published diagnostic as JSON text, kept until the next publish of its
+ * document: a finding that an edit only moved (a copy the quick pass kept,
+ * Finding.published_id) at the same line and character positions is sent
+ * with the same text, without building and serializing it again. */
+typedef struct {
+    unsigned long id;           /* the finding's published_id */
+    char *head, *tail;          /* its JSON before and after the value of data.version */
+    size_t head_length, tail_length;
+    Position *positions;        /* of its range, its fixes' edits, its related places, in that order */
+    size_t position_count;
+} LspDiagnosticText;
+
+typedef struct {
+    LspDiagnosticText *items;   /* in publishing order */
+    size_t count;
+} LspDiagnosticTexts;
+
 /* One open document. The main thread owns text/version; a worker owns the
  * analysis state while `busy`. Both sides hold server->lock to touch it. */
 struct LspDocument {
@@ -54,7 +71,10 @@ struct LspDocument {
     atomic_bool superseded;
     /* results of the newest analysis */
     int64_t analysed_version;   /* -1: none yet */
-    json_t *diagnostics;        /* array of LSP Diagnostic */
+    json_t *diagnostics;        /* array of LSP Diagnostic (pull clients) */
+    LspDiagnosticTexts published; /* the same as JSON text (push clients) */
+    bool has_published;
+    unsigned long next_published_id; /* worker-side, while busy */
     FindingList findings;       /* in byte offsets of analysed_text */
     Document *analysed_doc;     /* the text the findings refer to */
     unsigned long result_serial;
@@ -184,6 +204,22 @@ void lsp_handle_execute_command(LspServer *s, json_t *id, json_t *params);
 void lsp_scans_join(LspServer *s);
 json_t *lsp_findings_to_diagnostics(const LspServer *s, const LspDocument *d, const FindingList *findings,
                                     const Document *doc, int64_t version);
+/* The same as text for a push publish, reusing the text of d->published for
+ * each finding whose published_id names one there with the same positions;
+ * gives the findings without one a new published_id (from
+ * d->next_published_id). Runs on the worker that holds d busy. false when
+ * memory runs out (out is then empty). */
+bool lsp_diagnostic_texts(const LspServer *s, LspDocument *d, FindingList *findings, const Document *doc,
+                          LspDiagnosticTexts *out);
+void lsp_diagnostic_texts_free(LspDiagnosticTexts *t);
+bool lsp_diagnostic_texts_equal(const LspDiagnosticTexts *a, const LspDiagnosticTexts *b);
+/* Sends textDocument/publishDiagnostics with these diagnostics, each with
+ * data.version = version: the message lsp_findings_to_diagnostics's array
+ * would make, without a JSON tree. */
+bool lsp_publish_diagnostic_texts(const char *uri, int64_t version, const LspDiagnosticTexts *t);
+/* The same diagnostics as a JSON array (a pull request from a client that
+ * announced no pull support); NULL when memory runs out. */
+json_t *lsp_diagnostic_texts_json(const LspDiagnosticTexts *t, int64_t version);
 /* The LSP Diagnostic message of a finding: its message, its first item of
  * measured evidence after its kind ("measured: ...", else its first item of
  * any kind: "note: ...") and the estimated gain; all evidence goes in

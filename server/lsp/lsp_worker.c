@@ -11,6 +11,7 @@
 
 #include "analysis/crash_guard.h"
 #include "analysis/cuda/cuda_source.h"
+#include "analysis/python/python_index.h"
 #include "analysis/python/python_source.h"
 #include "rules/engine/engine.h"
 #include "rules/rule.h"
@@ -30,6 +31,7 @@ void lsp_document_free(LspDocument *d) {
     cuda_source_free(d->parsed_cuda);
     document_free(d->parsed_doc);
     json_decref(d->diagnostics);
+    lsp_diagnostic_texts_free(&d->published);
     finding_list_free(&d->findings);
     document_free(d->analysed_doc);
     json_decref(d->waiting_pulls);
@@ -41,6 +43,10 @@ json_t *lsp_pull_report(LspDocument *d, const char *previous_result_id) {
     snprintf(result_id, sizeof result_id, "%lu", d->result_serial);
     if (previous_result_id && strcmp(previous_result_id, result_id) == 0)
         return json_pack("{s:s,s:s}", "kind", "unchanged", "resultId", result_id);
+    if (!d->diagnostics && d->has_published) { /* a push client that pulls anyway */
+        json_t *items = lsp_diagnostic_texts_json(&d->published, d->analysed_version);
+        return json_pack("{s:s,s:s,s:o}", "kind", "full", "resultId", result_id, "items", items ? items : json_array());
+    }
     return json_pack("{s:s,s:s,s:O}", "kind", "full", "resultId", result_id, "items",
                      d->diagnostics ? d->diagnostics : json_array());
 }
@@ -113,18 +119,83 @@ static bool reparse_cuda(LspDocument *d, Document *text, const Config *cfg, char
     return true;
 }
 
+/* A top-level function or class definition, and where the next top-level
+ * statement starts. */
+typedef struct {
+    uint32_t start, next;
+    bool has_next;
+    TSSymbol symbol;
+    uint32_t tops; /* named top-level nodes: statements and comments */
+} DefinitionSpan;
+
+/* With a > 0: the top-level function or class definition of py's tree that
+ * is the last top-level statement to start before byte a, when the next
+ * one starts after byte b (an edit of [a, b] touches the definition or the
+ * blank lines after it, nothing else). With a == 0: the one that starts at
+ * span->start. Either way no other top-level statement may hold a syntax
+ * error. */
+static bool definition_around(const PySource *py, size_t a, size_t b, DefinitionSpan *span) {
+    TSTreeCursor cursor = ts_tree_cursor_new(ts_tree_root_node(py->tree));
+    TSNode def = {0};
+    bool def_error = false, has_next = false;
+    uint32_t errors = 0, tops = 0, next = 0;
+    if (ts_tree_cursor_goto_first_child(&cursor)) {
+        do {
+            TSNode n = ts_tree_cursor_current_node(&cursor);
+            uint32_t s = ts_node_start_byte(n);
+            bool error = ts_node_has_error(n) || ts_node_is_missing(n);
+            tops += ts_node_is_named(n);
+            errors += error;
+            if (a ? s < a : s == span->start) {
+                def = n;
+                def_error = error;
+                has_next = false;
+            } else if (!ts_node_is_null(def) && !has_next) {
+                next = s;
+                has_next = true;
+            }
+        } while (ts_tree_cursor_goto_next_sibling(&cursor));
+    }
+    ts_tree_cursor_delete(&cursor);
+    if (ts_node_is_null(def) || errors != (def_error ? 1u : 0u)) return false;
+    if (a && has_next && b >= next) return false;
+    const char *type = ts_node_type(def);
+    if (strcmp(type, "function_definition") != 0 && strcmp(type, "class_definition") != 0) return false;
+    *span = (DefinitionSpan){ts_node_start_byte(def), next, has_next, ts_node_symbol(def), tops};
+    return true;
+}
+
 /* brings d->parsed_doc / parsed_py up to `text` (runs without the lock) */
 static bool reparse(LspDocument *d, Document *text, struct PendingEdit *edits, size_t edit_count, bool from_scratch) {
     PySource *py = d->parsed_py;
     if (py && !from_scratch) {
+        /* One edit inside a top-level function or class leaves the module
+         * scope's bindings as they were (the index skips definitions'
+         * insides): they are carried over the reparse, moved, instead of
+         * being collected again over the whole module at its next global. */
+        PyCarriedBindings *carried = NULL;
+        DefinitionSpan before = {0};
+        if (edit_count == 1 && edits[0].start > 0 && definition_around(py, edits[0].start, edits[0].old_end, &before))
+            carried = py_index_take_module(py);
         for (size_t i = 0; i < edit_count; i++)
             py_source_note_edit(py, edits[i].start, edits[i].old_end, edits[i].new_end, edits[i].start_point,
                                 edits[i].old_end_point, edits[i].new_end_point);
         if (py_source_reparse(py, text)) {
+            if (carried) {
+                /* the same definition, and the same statements after it, moved by the edit */
+                long long delta = (long long)edits[0].new_end - (long long)edits[0].old_end;
+                DefinitionSpan after = {.start = before.start};
+                if (definition_around(py, 0, 0, &after) && after.symbol == before.symbol && after.tops == before.tops &&
+                    after.has_next == before.has_next && (!after.has_next || (long long)after.next == before.next + delta))
+                    py_index_put_module(py, carried, edits[0].start, edits[0].old_end, edits[0].new_end);
+                else
+                    py_index_carried_free(carried);
+            }
             document_free(d->parsed_doc);
             d->parsed_doc = text;
             return true;
         }
+        py_index_carried_free(carried);
     }
     py_source_free(py);
     d->parsed_py = NULL;
@@ -228,9 +299,11 @@ static void keep_outside(const FindingList *old, size_t ua, size_t ub_old, size_
             Evidence model;
             if (evidence_copy(&model, &f->gain.model)) finding_take_gain(g, f->gain.seconds, f->gain.scope, &model);
         }
+        bool whole = true; /* nothing dropped: the copy says what f said (its JSON can be reused) */
         for (size_t k = 0; k < f->related_count; k++) {
             ByteRange rr = f->related[k].range;
-            if (shift_range(&rr, span_a, span_b, delta)) finding_add_related(g, rr, f->related[k].message);
+            if (shift_range(&rr, span_a, span_b, delta)) whole &= finding_add_related(g, rr, f->related[k].message);
+            else whole = false;
         }
         for (size_t k = 0; k < f->fix_count; k++) {
             const Fix *fix = &f->fixes[k];
@@ -243,11 +316,17 @@ static void keep_outside(const FindingList *old, size_t ua, size_t ub_old, size_
                     ok = shift_range(&moved[e], span_a, span_b, delta);
                 }
             }
-            if (!ok) continue;
+            if (!ok) {
+                whole = false;
+                continue;
+            }
             Fix *copy = finding_add_fix(g, fix->title, fix->safe);
+            whole &= copy != NULL;
             for (size_t e = 0; copy && e < fix->edit_count; e++)
-                fix_add_edit(copy, moved[e].start, moved[e].end, fix->edits[e].new_text);
+                whole &= fix_add_edit(copy, moved[e].start, moved[e].end, fix->edits[e].new_text);
         }
+        if (whole && g->message && g->evidence_count == f->evidence_count && g->gain.present == f->gain.present)
+            g->published_id = f->published_id;
     }
 }
 
@@ -432,8 +511,10 @@ static void drop_cancelled(LspServer *s, LspDocument *d) {
     }
 }
 
-/* Called with the lock held; returns with it held. */
-static void analyse(LspServer *s, LspDocument *d) {
+/* Called with the lock held; returns with it held. *garbage: the parse
+ * tree the reparse replaced, for the caller to free after the lock is let
+ * go (after the publish: freeing a large module's tree takes milliseconds). */
+static void analyse(LspServer *s, LspDocument *d, TSTree **garbage) {
     bool edited = d->dirty;
     int64_t version = d->version;
     Document *text = NULL;
@@ -489,6 +570,8 @@ static void analyse(LspServer *s, LspDocument *d) {
                                    crash_guard_signal_name(sig));
         pass.crashed = true;
     }
+    /* still ours (busy): no other worker touches the parse state */
+    if (!pass.crashed && d->parsed_py) *garbage = py_source_take_retired(d->parsed_py);
     /* a pass that ended before the exit came: its results are not wanted either */
     bool cancelled = pass.cancelled || atomic_load(&s->analyses_cancelled);
     bool ok = pass.ok && !cancelled, quick = pass.quick, warm_up = pass.warm_up;
@@ -498,7 +581,15 @@ static void analyse(LspServer *s, LspDocument *d) {
     Document *analysed = ok ? document_new(d->parsed_doc->path, d->parsed_doc->language, d->parsed_doc->text,
                                            d->parsed_doc->length)
                             : NULL;
-    json_t *diagnostics = ok && analysed ? lsp_findings_to_diagnostics(s, d, &findings, analysed, version) : NULL;
+    /* pull clients get the JSON array; a push publish is written from each
+     * diagnostic's text, kept from the last publish where the finding is the same */
+    json_t *diagnostics = NULL;
+    LspDiagnosticTexts texts = {NULL, 0};
+    bool have_diagnostics = false;
+    if (ok && analysed && s->pull_diagnostics)
+        have_diagnostics = (diagnostics = lsp_findings_to_diagnostics(s, d, &findings, analysed, version)) != NULL;
+    else if (ok && analysed)
+        have_diagnostics = lsp_diagnostic_texts(s, d, &findings, analysed, &texts);
     config_free(&config);
     line_map_free(&line_map);
 
@@ -515,6 +606,7 @@ static void analyse(LspServer *s, LspDocument *d) {
         finding_list_free(&findings);
         document_free(analysed);
         json_decref(diagnostics);
+        lsp_diagnostic_texts_free(&texts);
         d->results_match_parse = had_results;
         d->needs_full = true;
         d->full_due = lsp_now() + s->full_pass_delay;
@@ -529,10 +621,11 @@ static void analyse(LspServer *s, LspDocument *d) {
         finding_list_free(&findings);
         document_free(analysed);
         json_decref(diagnostics);
+        lsp_diagnostic_texts_free(&texts);
         drop_cancelled(s, d);
         return;
     }
-    if (!ok || !analysed || !diagnostics) {
+    if (!ok || !analysed || !have_diagnostics) {
         lsp_log(1, "advise: cannot analyse %s: %s", d->uri, error ? error : "out of memory");
         if (pass.crashed && !d->crash_reported) { /* once per document: the log may not be open */
             d->crash_reported = true;
@@ -544,6 +637,7 @@ static void analyse(LspServer *s, LspDocument *d) {
         finding_list_free(&findings);
         document_free(analysed);
         json_decref(diagnostics);
+        lsp_diagnostic_texts_free(&texts);
         if (d->closed) { /* closed while busy: ours to free (it would stay in the list until exit) */
             unlink_document(s, d);
             lsp_document_free(d);
@@ -562,6 +656,7 @@ static void analyse(LspServer *s, LspDocument *d) {
         finding_list_free(&findings);
         document_free(analysed);
         json_decref(diagnostics);
+        lsp_diagnostic_texts_free(&texts);
         lsp_document_free(d);
         return;
     }
@@ -570,17 +665,23 @@ static void analyse(LspServer *s, LspDocument *d) {
         finding_list_free(&findings);
         document_free(analysed);
         json_decref(diagnostics);
+        lsp_diagnostic_texts_free(&texts);
         return;
     }
     /* the text analysed is what the profile measured: from here on its figures follow the edits */
     if (profiles) lsp_profiles_start_line_map(profiles, d->path, analysed, &d->line_map);
-    bool changed = !d->diagnostics || !json_equal(d->diagnostics, diagnostics) || d->analysed_version != version;
+    bool changed = d->analysed_version != version ||
+                   (s->pull_diagnostics ? !d->diagnostics || !json_equal(d->diagnostics, diagnostics)
+                                        : !d->has_published || !lsp_diagnostic_texts_equal(&d->published, &texts));
     finding_list_free(&d->findings);
     d->findings = findings;
     document_free(d->analysed_doc);
     d->analysed_doc = analysed;
     json_decref(d->diagnostics);
     d->diagnostics = diagnostics;
+    lsp_diagnostic_texts_free(&d->published);
+    d->published = texts;
+    d->has_published = !s->pull_diagnostics;
     d->analysed_version = version;
     d->results_match_parse = true;
     if (quick || (is_cuda && edited && !d->preamble_built)) {
@@ -596,9 +697,7 @@ static void analyse(LspServer *s, LspDocument *d) {
             lsp_send_request(s, "workspace/diagnostic/refresh", NULL, NULL, NULL, NULL);
     } else if (changed) {
         /* sent under the lock so that an older version can never overtake a newer one */
-        jsonrpc_send_notification("textDocument/publishDiagnostics",
-                                  json_pack("{s:s,s:I,s:O}", "uri", d->uri, "version", (json_int_t)version,
-                                            "diagnostics", diagnostics));
+        lsp_publish_diagnostic_texts(d->uri, version, &d->published);
     }
 }
 
@@ -619,8 +718,14 @@ static void *worker_main(void *arg) {
         double wait;
         LspDocument *d = next_due(s, &wait);
         if (d) {
-            analyse(s, d); /* returns with the lock held */
+            TSTree *garbage = NULL;
+            analyse(s, d, &garbage); /* returns with the lock held */
             analysed = true;
+            if (garbage) {
+                pthread_mutex_unlock(&s->lock);
+                ts_tree_delete(garbage);
+                pthread_mutex_lock(&s->lock);
+            }
             continue;
         }
         /* going idle after analyses: give the heap's free pages back to the
