@@ -262,6 +262,8 @@ Test(report_text, what_to_do_first_per_step) {
     RankedFinding *c = add_finding(&r, "eval.py", 9, "PY001", "host-sync-in-loop", SEVERITY_WARNING, "waits", 0.4);
     finding_set_gain(&c->finding, 0.4, "program", NO_VALUES, "the waits go");
     c->profile_steps = 1;
+    a = &r.items[0]; /* add_finding reallocates the list */
+    b = &r.items[1];
     cr_expect_float_eq(ranked_finding_gain_per_step(a), 0.002, 1e-12);
     cr_expect_eq(ranked_finding_gain_per_step(b), 0);
     cr_expect_eq(ranked_finding_gain_per_step(c), 0, "one step is not a rate");
