@@ -27,6 +27,7 @@ static bool push(RankedFindings *r, size_t *capacity, RankedFinding item) {
 static bool take_findings(RankedFindings *r, size_t *capacity, const char *root, const char *path,
                           CheckedFile *checked) {
     char *rel = project_relative_path(root, path);
+    const ProfProcess *steps = checked->profile ? report_steps_process(profile_view_profile(checked->profile)) : NULL;
     for (size_t i = 0; i < checked->findings.count; i++) {
         Finding *f = &checked->findings.items[i];
         RankedFinding item = {.finding = *f, .stale = checked->merge.stale};
@@ -37,10 +38,7 @@ static bool take_findings(RankedFindings *r, size_t *capacity, const char *root,
         item.column = (uint32_t)col;
         item.end_line = (uint32_t)end_line;
         item.end_column = (uint32_t)end_col;
-        if (checked->profile) {
-            const ProfProcess *steps = report_steps_process(profile_view_profile(checked->profile));
-            item.profile_steps = steps ? steps->steps.count : 0;
-        }
+        item.profile_steps = steps ? steps->steps.count : 0;
         if (f->gain.present) item.cost_seconds = f->gain.seconds;
         else if (checked->profile)
             item.cost_seconds =
