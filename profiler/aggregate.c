@@ -7,6 +7,7 @@
 #include "analysis/base/growable.h"
 #include "analysis/base/hash_index.h"
 #include "profiler/comm_kernels.h"
+#include "profiler/host_waits.h"
 #include "profiler/step_phases.h"
 #include "profiler/time_buckets.h"
 
@@ -106,16 +107,26 @@ typedef struct {
     size_t frame_count;
 } SiteEntry;
 
+/* An entry's time on the critical path (see chain_resolve): critical is
+ * settled, pending belongs to a device's open chain, which lists the entry
+ * while chained. */
+typedef struct {
+    uint64_t critical, pending;
+    bool chained;
+} CriticalAcc;
+
 typedef struct {
     ProfKernel key;       /* stats unused; name owned */
     StatAcc acc;
     bool comm;            /* an NCCL kernel (comm_kernel_name), decided once */
+    CriticalAcc critical;
 } KernelEntry;
 
 typedef struct {
     ProfOp key;           /* stats and bytes unused */
     uint64_t bytes;
     StatAcc acc;
+    CriticalAcc critical;
 } OpEntry;
 
 typedef struct {
@@ -125,11 +136,19 @@ typedef struct {
 
 typedef struct {
     uint64_t start, end;
+    uint64_t launch;    /* when the host called for it, on the same clock; 0: unknown */
     int site;
+    int kernel, op;     /* the entries it counts in, or -1 */
     bool comm;          /* an NCCL kernel (comm_kernels.h); else compute */
     uint32_t window;    /* trace window tag (trace_sampling.c): idle gaps lie within one */
     uint32_t weight;    /* >= 1 */
 } Interval;
+
+/* One entry of a device's open chain: a kernel (kind 'k') or an operation. */
+typedef struct {
+    char kind;
+    int index;
+} ChainMember;
 
 /* The union of one class of intervals (compute or communication), swept the
  * same way as the device's busy time: a watermark end and the time counted. */
@@ -163,6 +182,10 @@ typedef struct {
     Gap *long_gaps;
     size_t long_count, long_cap;
     TimeBuckets *buckets;   /* busy time and activities over the run, for the step phases; NULL: none */
+    /* The open chain: the entries of the work since the GPU last waited for
+     * the host (chain_resolve), each once. */
+    ChainMember *chain;
+    size_t chain_count, chain_cap;
 } DeviceTimeline;
 
 typedef struct {
@@ -184,6 +207,9 @@ struct Aggregator {
     uint64_t dropped_kernels, dropped_ops, dropped_sites;
     uint64_t *step_marks; size_t step_mark_count; /* agg_steps: the process's optimizer step ends */
     uint32_t step_stride; uint64_t step_total;
+    bool critical_path;     /* agg_track_critical_path: launch times and host waits are given */
+    HostWaits host_waits;
+    uint64_t host_wait_total; /* every host wait's length, summed */
 };
 
 Aggregator *agg_new(void) {
@@ -202,6 +228,7 @@ static void named_free(NamedTable *t) {
 void agg_free(Aggregator *agg) {
     if (!agg) return;
     free(agg->step_marks);
+    host_waits_free(&agg->host_waits);
     for (size_t i = 0; i < agg->file_count; i++) free(agg->files[i]);
     free(agg->files);
     hash_index_free(&agg->file_index);
@@ -224,6 +251,7 @@ void agg_free(Aggregator *agg) {
         free(agg->timelines[i].pending);
         free(agg->timelines[i].buckets);
         free(agg->timelines[i].long_gaps);
+        free(agg->timelines[i].chain);
     }
     pthread_mutex_destroy(&agg->lock);
     free(agg);
@@ -418,7 +446,8 @@ static uint64_t op_hash(const ProfOp *op) {
     return hash_bytes(hash_start(), fields, sizeof fields);
 }
 
-static void record_op(Aggregator *agg, const ProfOp *probe, uint64_t bytes, uint64_t duration, uint64_t weight) {
+/* Returns the operation's index, or -1 when it was dropped. */
+static int record_op(Aggregator *agg, const ProfOp *probe, uint64_t bytes, uint64_t duration, uint64_t weight) {
     uint64_t h = op_hash(probe);
     OpKey key = {agg, probe};
     int idx = hash_index_find(&agg->op_index, h, op_same, &key);
@@ -426,12 +455,12 @@ static void record_op(Aggregator *agg, const ProfOp *probe, uint64_t bytes, uint
         if (agg->op_count >= MAX_OPS ||
             !array_reserve(&agg->ops, agg->op_count, &agg->op_cap, sizeof *agg->ops, 16)) {
             agg->dropped_ops++;
-            return;
+            return -1;
         }
         idx = (int)agg->op_count;
         if (!hash_index_add(&agg->op_index, h, idx)) {
             agg->dropped_ops++;
-            return;
+            return -1;
         }
         memset(&agg->ops[idx], 0, sizeof agg->ops[idx]);
         agg->ops[idx].key = *probe;
@@ -439,6 +468,7 @@ static void record_op(Aggregator *agg, const ProfOp *probe, uint64_t bytes, uint
     }
     agg->ops[idx].bytes += bytes * weight;
     stat_add_weighted(&agg->ops[idx].acc, duration, weight);
+    return idx;
 }
 
 /* A site index from a caller is trusted only if it exists. */
@@ -528,6 +558,58 @@ static void union_add(Union *u, uint64_t start, uint64_t end, uint64_t weight) {
     }
 }
 
+/* ---- the critical path
+ * Each device's work is cut into chains: a chain runs while every piece of
+ * work was asked for by the host before the GPU ran out of work (launch <
+ * the end of the work before), so that the GPU went from one to the next
+ * without waiting for the host. It ends when the GPU ran dry before the host
+ * asked for more. Its time was on the run's critical path when the host was
+ * waiting for the GPU at that moment (a synchronization, a blocking copy):
+ * finishing sooner would have let the host go on sooner. Otherwise the GPU
+ * then waited for the host, and finishing sooner would only have lengthened
+ * that wait. Work whose launch time is unknown breaks its chain at any idle
+ * time; the chain still open at the end counts as critical (the run's end
+ * waits for it), and so does one cut by untraced work (trace windows). */
+static CriticalAcc *member_acc(Aggregator *agg, ChainMember m) {
+    return m.kind == 'k' ? &agg->kernels[m.index].critical : &agg->ops[m.index].critical;
+}
+
+static void chain_resolve(Aggregator *agg, DeviceTimeline *t, bool critical) {
+    for (size_t i = 0; i < t->chain_count; i++) {
+        CriticalAcc *acc = member_acc(agg, t->chain[i]);
+        if (critical) acc->critical += acc->pending;
+        acc->pending = 0;
+        acc->chained = false;
+    }
+    t->chain_count = 0;
+}
+
+static void chain_add(Aggregator *agg, DeviceTimeline *t, char kind, int index, uint64_t ns) {
+    if (index < 0) return;
+    CriticalAcc *acc = member_acc(agg, (ChainMember){kind, index});
+    if (!acc->chained) {
+        if (!array_reserve(&t->chain, t->chain_count, &t->chain_cap, sizeof *t->chain, 64)) {
+            acc->critical += ns; /* unlisted: counted critical, as when nothing is known */
+            return;
+        }
+        t->chain[t->chain_count++] = (ChainMember){kind, index};
+        acc->chained = true;
+    }
+    acc->pending += ns;
+}
+
+/* Before iv joins the device's work: does it end the open chain, and how? */
+static void chain_before(Aggregator *agg, DeviceTimeline *t, const Interval *iv) {
+    if (iv->window != t->last_window) {
+        chain_resolve(agg, t, true);
+        return;
+    }
+    bool gpu_waited = iv->launch ? iv->launch >= t->busy_end : iv->start > t->busy_end;
+    if (!gpu_waited) return;
+    size_t cursor = (size_t)(t - agg->timelines);
+    chain_resolve(agg, t, host_waits_at(&agg->host_waits, cursor, t->busy_end));
+}
+
 /* Sweeps the pending intervals in start order. An interval that lies (partly)
  * before what earlier sweeps counted adds only its part beyond busy_end.
  * The compute and communication unions follow the same rule with their own
@@ -536,7 +618,7 @@ static void union_add(Union *u, uint64_t start, uint64_t end, uint64_t weight) {
  * its own watermark the three can disagree slightly (compute or comm above
  * busy); build() clamps them so that compute_ns, comm_ns <= busy_ns. Within
  * one batch (PENDING_INTERVALS records, the usual case) all three are exact. */
-static void timeline_sweep(DeviceTimeline *t) {
+static void timeline_sweep(Aggregator *agg, DeviceTimeline *t) {
     if (!t->pending_count) return;
     qsort(t->pending, t->pending_count, sizeof *t->pending, cmp_interval);
     for (size_t i = 0; i < t->pending_count; i++) {
@@ -554,6 +636,12 @@ static void timeline_sweep(DeviceTimeline *t) {
                      .before = t->last_site, .after = iv->site, .weight = iv->weight};
             keep_gap(t, &g);
         }
+        if (agg->critical_path) {
+            chain_before(agg, t, iv); /* the first interval ends nothing: its chain is empty */
+            uint64_t ns = (iv->end - iv->start) * iv->weight;
+            chain_add(agg, t, 'k', iv->kernel, ns);
+            chain_add(agg, t, 'o', iv->op, ns);
+        }
         if (iv->start < t->first) t->first = iv->start;
         if (iv->weight > 1) t->weighted = true;
         union_add(iv->comm ? &t->comm : &t->compute, iv->start, iv->end, iv->weight);
@@ -570,17 +658,16 @@ static void timeline_sweep(DeviceTimeline *t) {
     t->pending_count = 0;
 }
 
-static void timeline_add(Aggregator *agg, uint32_t device, uint64_t start, uint64_t end, int site, bool comm,
-                         uint32_t window, uint32_t weight) {
-    if (end < start) return;
+static void timeline_add(Aggregator *agg, uint32_t device, Interval iv) {
+    if (iv.end < iv.start) return;
     DeviceTimeline *t = timeline_for(agg, device);
     if (!t) return;
     if (!t->pending) {
         t->pending = malloc(PENDING_INTERVALS * sizeof *t->pending);
         if (!t->pending) return;
     }
-    if (t->pending_count == PENDING_INTERVALS) timeline_sweep(t);
-    t->pending[t->pending_count++] = (Interval){start, end, site, comm, window, weight};
+    if (t->pending_count == PENDING_INTERVALS) timeline_sweep(agg, t);
+    t->pending[t->pending_count++] = iv;
 }
 
 /* ---- public record functions */
@@ -593,16 +680,19 @@ static uint32_t weight_of(uint32_t weight) { return weight ? weight : 1; }
 void agg_kernel(Aggregator *agg, const AggKernel *k) {
     pthread_mutex_lock(&agg->lock);
     int site = checked_site(agg, k->site);
-    int kernel = intern_kernel(agg, k);
+    int kernel = intern_kernel(agg, k), op = -1;
     uint64_t d = span(k->start_ns, k->end_ns);
     if (kernel >= 0) {
         stat_add_weighted(&agg->kernels[kernel].acc, d, weight_of(k->weight));
         ProfOp probe = {.kind = PROF_OP_LAUNCH, .site = site, .kernel = kernel};
-        record_op(agg, &probe, 0, d, weight_of(k->weight));
+        op = record_op(agg, &probe, 0, d, weight_of(k->weight));
     }
     /* a kernel past the table's cap is judged by its name on each record */
     bool comm = kernel >= 0 ? agg->kernels[kernel].comm : comm_kernel_name(k->name);
-    timeline_add(agg, k->device, k->start_ns, k->end_ns, site, comm, k->window, weight_of(k->weight));
+    timeline_add(agg, k->device,
+                 (Interval){.start = k->start_ns, .end = k->end_ns, .launch = k->launch_ns, .site = site,
+                            .kernel = kernel, .op = op, .comm = comm, .window = k->window,
+                            .weight = weight_of(k->weight)});
     pthread_mutex_unlock(&agg->lock);
 }
 
@@ -611,8 +701,10 @@ void agg_memcpy(Aggregator *agg, const AggCopy *c) {
     int site = checked_site(agg, c->site);
     ProfOp probe = {.kind = PROF_OP_MEMCPY, .site = site, .kernel = -1, .copy = c->copy,
                     .src = c->src, .dst = c->dst};
-    record_op(agg, &probe, c->bytes, span(c->start_ns, c->end_ns), weight_of(c->weight));
-    timeline_add(agg, c->device, c->start_ns, c->end_ns, site, false, c->window, weight_of(c->weight));
+    int op = record_op(agg, &probe, c->bytes, span(c->start_ns, c->end_ns), weight_of(c->weight));
+    timeline_add(agg, c->device,
+                 (Interval){.start = c->start_ns, .end = c->end_ns, .launch = c->launch_ns, .site = site,
+                            .kernel = -1, .op = op, .window = c->window, .weight = weight_of(c->weight)});
     pthread_mutex_unlock(&agg->lock);
 }
 
@@ -620,8 +712,10 @@ void agg_memset(Aggregator *agg, const AggMemset *m) {
     pthread_mutex_lock(&agg->lock);
     int site = checked_site(agg, m->site);
     ProfOp probe = {.kind = PROF_OP_MEMSET, .site = site, .kernel = -1, .dst = m->dst};
-    record_op(agg, &probe, m->bytes, span(m->start_ns, m->end_ns), weight_of(m->weight));
-    timeline_add(agg, m->device, m->start_ns, m->end_ns, site, false, m->window, weight_of(m->weight));
+    int op = record_op(agg, &probe, m->bytes, span(m->start_ns, m->end_ns), weight_of(m->weight));
+    timeline_add(agg, m->device,
+                 (Interval){.start = m->start_ns, .end = m->end_ns, .launch = m->launch_ns, .site = site,
+                            .kernel = -1, .op = op, .window = m->window, .weight = weight_of(m->weight)});
     pthread_mutex_unlock(&agg->lock);
 }
 
@@ -629,6 +723,21 @@ void agg_sync(Aggregator *agg, ProfSyncKind kind, uint64_t duration_ns, int site
     pthread_mutex_lock(&agg->lock);
     ProfOp probe = {.kind = PROF_OP_SYNC, .site = checked_site(agg, site), .kernel = -1, .sync = kind};
     record_op(agg, &probe, 0, duration_ns, 1);
+    pthread_mutex_unlock(&agg->lock);
+}
+
+void agg_track_critical_path(Aggregator *agg) {
+    pthread_mutex_lock(&agg->lock);
+    agg->critical_path = true;
+    pthread_mutex_unlock(&agg->lock);
+}
+
+void agg_host_wait(Aggregator *agg, uint64_t enter_ns, uint64_t exit_ns) {
+    pthread_mutex_lock(&agg->lock);
+    if (agg->critical_path && exit_ns >= enter_ns) {
+        host_waits_add(&agg->host_waits, enter_ns, exit_ns);
+        agg->host_wait_total += exit_ns - enter_ns;
+    }
     pthread_mutex_unlock(&agg->lock);
 }
 
@@ -738,10 +847,22 @@ static bool fill_overheads(const NamedTable *t, Profile *p) {
 
 static void fill_steps(Aggregator *agg, Profile *p);
 
+/* An entry's critical time for the profile: the settled part, and the open
+ * chain's (the run's end waited for it); unknown when not tracked, or when
+ * host waits were lost for want of memory (chains would read as waiting
+ * for the host). */
+static CriticalTime critical_of(const Aggregator *agg, const CriticalAcc *acc, const ProfStats *stats) {
+    if (!agg->critical_path || agg->host_waits.lost) return (CriticalTime){0};
+    uint64_t ns = acc->critical + acc->pending;
+    return (CriticalTime){.known = true, .ns = ns < stats->total_ns ? ns : stats->total_ns};
+}
+
 static bool build(Aggregator *agg, Profile *p, const ProfProcess *proc) {
     ProfProcess copy = proc ? *proc : (ProfProcess){.pid = 0, .rank = -1, .local_rank = -1, .world_size = -1};
     copy.error = NULL;
     if (!ALLOC_ARRAY(p->processes, (size_t)1)) return false;
+    copy.host_wait_known = agg->critical_path;
+    copy.host_wait_ns = agg->host_wait_total;
     p->processes[0] = copy;
     p->process_count = 1;
     if (proc && proc->error && !(p->processes[0].error = strdup(proc->error))) return false;
@@ -776,10 +897,13 @@ static bool build(Aggregator *agg, Profile *p, const ProfProcess *proc) {
             }
         }
     }
+    /* every interval swept first: the entries' critical time is complete */
+    for (size_t i = 0; i < agg->timeline_count; i++) timeline_sweep(agg, &agg->timelines[i]);
     if (!ALLOC_ARRAY(p->kernels, agg->kernel_count)) return false;
     for (size_t i = 0; i < agg->kernel_count; i++) {
         p->kernels[i] = agg->kernels[i].key;
         p->kernels[i].stats = stat_finish(&agg->kernels[i].acc);
+        p->kernels[i].critical = critical_of(agg, &agg->kernels[i].critical, &p->kernels[i].stats);
         if (!(p->kernels[i].name = strdup(agg->kernels[i].key.name))) return false;
         p->kernel_count++;
     }
@@ -788,15 +912,15 @@ static bool build(Aggregator *agg, Profile *p, const ProfProcess *proc) {
         p->ops[i] = agg->ops[i].key;
         p->ops[i].bytes = agg->ops[i].bytes;
         p->ops[i].stats = stat_finish(&agg->ops[i].acc);
+        if (prof_op_has_critical(p->ops[i].kind))
+            p->ops[i].critical = critical_of(agg, &agg->ops[i].critical, &p->ops[i].stats);
     }
     p->op_count = agg->op_count;
     if (!fill_apis(&agg->apis, p) || !fill_overheads(&agg->overheads, p)) return false;
 
     size_t gap_total = 0;
-    for (size_t i = 0; i < agg->timeline_count; i++) {
-        timeline_sweep(&agg->timelines[i]);
+    for (size_t i = 0; i < agg->timeline_count; i++)
         gap_total += agg->timelines[i].gap_count + agg->timelines[i].long_count;
-    }
     if (!ALLOC_ARRAY(p->timelines, agg->timeline_count)) return false;
     if (!ALLOC_ARRAY(p->gaps, gap_total)) return false;
     for (size_t i = 0; i < agg->timeline_count; i++) {

@@ -40,6 +40,7 @@ typedef struct {
     uint32_t grid[3], block[3];
     uint32_t registers, static_shared, dynamic_shared, local_per_thread;
     uint64_t start_ns, end_ns;
+    uint64_t launch_ns;         /* when the host's launch call began, same clock; 0: unknown */
     int site;                   /* from agg_site, or -1 */
     uint32_t window, weight;    /* trace window tag and weight (0 or 1: itself) */
 } AggKernel;
@@ -50,6 +51,7 @@ typedef struct {
     ProfMemKind src, dst;
     uint64_t bytes;
     uint64_t start_ns, end_ns;
+    uint64_t launch_ns;         /* as AggKernel's */
     int site;
     uint32_t window, weight;    /* trace window tag and weight (0 or 1: itself) */
 } AggCopy;
@@ -59,6 +61,7 @@ typedef struct {
     ProfMemKind dst;
     uint64_t bytes;
     uint64_t start_ns, end_ns;
+    uint64_t launch_ns;         /* as AggKernel's */
     int site;
     uint32_t window, weight;    /* trace window tag and weight (0 or 1: itself) */
 } AggMemset;
@@ -68,6 +71,14 @@ void agg_memcpy(Aggregator *agg, const AggCopy *c);
 void agg_memset(Aggregator *agg, const AggMemset *m);
 /* Host time waiting in a synchronization. */
 void agg_sync(Aggregator *agg, ProfSyncKind kind, uint64_t duration_ns, int site);
+/* Critical path (FORMAT.md `critical_ns`): from now on the records carry
+ * their launch times and agg_host_wait is told the host's waits for the GPU,
+ * so the profile's kernels and operations get their time on the critical
+ * path. Without it (imported traces) that time is left unknown. */
+void agg_track_critical_path(Aggregator *agg);
+/* The host waited for the GPU from enter_ns to exit_ns (the device work's
+ * clock): a synchronization, a blocking copy or launch. */
+void agg_host_wait(Aggregator *agg, uint64_t enter_ns, uint64_t exit_ns);
 /* An allocation API call: host time and bytes asked for. */
 void agg_alloc(Aggregator *agg, ProfMemKind kind, uint64_t bytes, uint64_t duration_ns, int site);
 /* Host time in one CUDA API function (name copied). */

@@ -305,6 +305,10 @@ static int index_of(const char *const *names, int count, const char *s) {
 }
 
 const char *prof_op_kind_name(ProfOpKind k) { return name_of(OP_KIND_NAMES, PROF_OP_KIND_COUNT, (int)k); }
+
+bool prof_op_has_critical(ProfOpKind k) {
+    return k == PROF_OP_LAUNCH || k == PROF_OP_MEMCPY || k == PROF_OP_MEMSET;
+}
 const char *prof_copy_kind_name(ProfCopyKind k) { return name_of(COPY_KIND_NAMES, PROF_COPY_KIND_COUNT, (int)k); }
 const char *prof_mem_kind_name(ProfMemKind k) { return name_of(MEM_KIND_NAMES, PROF_MEM_KIND_COUNT, (int)k); }
 const char *prof_sync_kind_name(ProfSyncKind k) { return name_of(SYNC_KIND_NAMES, PROF_SYNC_KIND_COUNT, (int)k); }

@@ -92,6 +92,10 @@ typedef struct {
     char *error;            /* why nothing (or not everything) was recorded, or NULL */
     ProfCalibration calibration;
     ProfSteps steps;
+    /* the host's time waiting for the GPU (FORMAT.md host_wait_ns): all that
+     * faster GPU work can give back; unknown in imports and older profiles */
+    bool host_wait_known;
+    uint64_t host_wait_ns;
 } ProfProcess;
 
 typedef struct {
@@ -138,6 +142,16 @@ typedef struct {
     size_t frame_count;
 } ProfSite;
 
+/* How much of some GPU work's time lay on the run's critical path (FORMAT.md,
+ * `critical_ns`): the part of its time after which the GPU went on without
+ * waiting for the host, or after which the host was waiting for the GPU.
+ * Shortening the rest would only lengthen an idle gap. known is false when
+ * the profile did not measure it (imported traces, older profiles). */
+typedef struct {
+    bool known;
+    uint64_t ns;            /* at most stats.total_ns */
+} CriticalTime;
+
 typedef struct {
     int process;
     int device;             /* into devices, or -1 */
@@ -149,6 +163,7 @@ typedef struct {
     uint32_t dynamic_shared;       /* bytes per block */
     uint32_t local_per_thread;     /* bytes; > 0 means spills or local arrays */
     ProfStats stats;
+    CriticalTime critical;
 } ProfKernel;
 
 typedef enum {
@@ -189,6 +204,7 @@ typedef struct {
     ProfSyncKind sync;      /* SYNC */
     uint64_t bytes;         /* total over all calls */
     ProfStats stats;
+    CriticalTime critical;  /* LAUNCH, MEMCPY, MEMSET */
 } ProfOp;
 
 /* Host time spent inside one CUDA API function. */
@@ -391,6 +407,8 @@ int profile_add_native_site(Profile *p, const ProfFrame *frames, size_t count);
 void profile_hash_files(Profile *p, const char *root);
 
 const char *prof_op_kind_name(ProfOpKind k);       /* "launch", "memcpy", ... */
+/* Whether operations of this kind have a critical time (GPU work: launches, copies, memsets). */
+bool prof_op_has_critical(ProfOpKind k);
 const char *prof_copy_kind_name(ProfCopyKind k);   /* "HtoD", "DtoH", ... */
 const char *prof_mem_kind_name(ProfMemKind k);     /* "pageable", "pinned", ... */
 const char *prof_sync_kind_name(ProfSyncKind k);   /* "stream", "context", ... */

@@ -174,7 +174,8 @@ static bool processes_ok(Check *c) {
         if (proc->pid < 0) return prof_fail(c->error, "%s.pid: %lld is negative", at, (long long)proc->pid);
         if (!rank_ok(c, at, "rank", proc->rank) || !rank_ok(c, at, "local_rank", proc->local_rank) ||
             !rank_ok(c, at, "world_size", proc->world_size) || !integer_ok(c, at, "wall_ns", proc->wall_ns) ||
-            !string_ok(c, at, "error", proc->error, true))
+            !string_ok(c, at, "error", proc->error, true) ||
+            (proc->host_wait_known && !integer_ok(c, at, "host_wait_ns", proc->host_wait_ns)))
             return false;
         const ProfCalibration *k = &proc->calibration;
         if (k->trace_every > (1u << 20))
@@ -306,6 +307,16 @@ static bool sites_ok(Check *c) {
     return ok;
 }
 
+/* Critical time is a part of the entry's GPU time. */
+static bool critical_ok(Check *c, const char *at, const CriticalTime *critical, const ProfStats *stats) {
+    if (!critical->known) return true;
+    if (!integer_ok(c, at, "critical_ns", critical->ns)) return false;
+    if (critical->ns > stats->total_ns)
+        return prof_fail(c->error, "%s.critical_ns: %llu is more than stats.total_ns (%llu)", at,
+                         (unsigned long long)critical->ns, (unsigned long long)stats->total_ns);
+    return true;
+}
+
 static bool kernels_ok(Check *c) {
     const Profile *p = c->p;
     for (size_t i = 0; i < p->kernel_count; i++) {
@@ -321,7 +332,7 @@ static bool kernels_ok(Check *c) {
             if (k->grid[d] == 0) return prof_fail(c->error, "%s.grid[%d]: must be a positive integer", at, d);
             if (k->block[d] == 0) return prof_fail(c->error, "%s.block[%d]: must be a positive integer", at, d);
         }
-        if (!stats_ok(c, at, &k->stats)) return false;
+        if (!stats_ok(c, at, &k->stats) || !critical_ok(c, at, &k->critical, &k->stats)) return false;
     }
     return true;
 }
@@ -359,7 +370,9 @@ static bool op_ok(Check *c, size_t i) {
     default:
         break;
     }
-    return stats_ok(c, at, &op->stats);
+    if (op->critical.known && !prof_op_has_critical(op->kind))
+        return prof_fail(c->error, "%s.critical_ns: only launches, copies and memsets have one", at);
+    return stats_ok(c, at, &op->stats) && critical_ok(c, at, &op->critical, &op->stats);
 }
 
 static bool ops_ok(Check *c) {

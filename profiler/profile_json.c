@@ -83,6 +83,7 @@ static json_t *process_json(const Profile *p, size_t i) {
     put(&o, "local_rank", index_or_null(proc->local_rank));
     put(&o, "world_size", index_or_null(proc->world_size));
     put(&o, "wall_ns", integer(proc->wall_ns));
+    if (proc->host_wait_known) put(&o, "host_wait_ns", integer(proc->host_wait_ns)); /* absent: not measured */
     put(&o, "error", string_or_null(proc->error));
     const ProfCalibration *c = &proc->calibration;
     if (c->trace_every) { /* written only when known (imported traces have none) */
@@ -190,6 +191,7 @@ static json_t *kernel_json(const Profile *p, size_t i) {
     put(&o, "dynamic_shared", integer(k->dynamic_shared));
     put(&o, "local_per_thread", integer(k->local_per_thread));
     put(&o, "stats", stats_json(&k->stats));
+    if (k->critical.known) put(&o, "critical_ns", integer(k->critical.ns)); /* absent: not measured */
     return obj_done(&o);
 }
 
@@ -222,6 +224,7 @@ static json_t *op_json(const Profile *p, size_t i) {
         break;
     }
     put(&o, "stats", stats_json(&op->stats));
+    if (op->critical.known && prof_op_has_critical(op->kind)) put(&o, "critical_ns", integer(op->critical.ns));
     return obj_done(&o);
 }
 

@@ -299,6 +299,9 @@ static bool read_processes(Reader *r, json_t *root, Profile *p) {
             !get_u64(r, e, at, "wall_ns", &proc->wall_ns) || !get_string(r, e, at, "error", true, &proc->error) ||
             !read_calibration(r, e, at, &proc->calibration) || !read_steps(r, e, at, &proc->steps))
             return false;
+        json_t *wait = json_object_get(e, "host_wait_ns"); /* added later: absent reads as not measured */
+        proc->host_wait_known = wait != NULL;
+        if (wait && !uint_value(r, wait, at, "host_wait_ns", 0, MAX_JSON_INTEGER, &proc->host_wait_ns)) return false;
         proc->pid = (int64_t)pid;
     }
     return true;
@@ -400,6 +403,15 @@ static bool read_sites(Reader *r, json_t *root, Profile *p) {
     return true;
 }
 
+/* The optional "critical_ns" of a kernel or an operation (added after the
+ * first files: absent reads as not measured). */
+static bool get_critical(Reader *r, json_t *e, const char *at, CriticalTime *c) {
+    json_t *v = json_object_get(e, "critical_ns");
+    c->known = v != NULL;
+    c->ns = 0;
+    return !v || uint_value(r, v, at, "critical_ns", 0, MAX_JSON_INTEGER, &c->ns);
+}
+
 static bool read_kernels(Reader *r, json_t *root, Profile *p) {
     const char *key = "kernels";
     json_t *a;
@@ -417,7 +429,8 @@ static bool read_kernels(Reader *r, json_t *root, Profile *p) {
             !get_u32(r, e, at, "registers", &k->registers) ||
             !get_u32(r, e, at, "static_shared", &k->static_shared) ||
             !get_u32(r, e, at, "dynamic_shared", &k->dynamic_shared) ||
-            !get_u32(r, e, at, "local_per_thread", &k->local_per_thread) || !get_stats(r, e, at, &k->stats))
+            !get_u32(r, e, at, "local_per_thread", &k->local_per_thread) || !get_stats(r, e, at, &k->stats) ||
+            !get_critical(r, e, at, &k->critical))
             return false;
     }
     return true;
@@ -456,7 +469,8 @@ static bool read_op(Reader *r, json_t *e, const char *at, ProfOp *op) {
     op->src = (ProfMemKind)src;
     op->dst = (ProfMemKind)dst;
     op->sync = (ProfSyncKind)sync;
-    return ok && get_stats(r, e, at, &op->stats);
+    return ok && get_stats(r, e, at, &op->stats) &&
+           (!prof_op_has_critical(op->kind) || get_critical(r, e, at, &op->critical));
 }
 
 static bool read_ops(Reader *r, json_t *root, Profile *p) {

@@ -240,6 +240,21 @@ const Profile *profile_view_profile(const ProfileView *v) { return v->p; }
 const char *profile_view_path(const ProfileView *v) { return v->path; }
 uint64_t profile_view_run_ns(const ProfileView *v) { return v->run_ns; }
 uint64_t profile_view_gpu_ns(const ProfileView *v) { return v->gpu_ns; }
+
+bool profile_view_host_wait_ns(const ProfileView *v, uint64_t *ns) {
+    *ns = 0;
+    bool any = false;
+    for (size_t i = 0; i < v->p->process_count; i++) {
+        const ProfProcess *proc = &v->p->processes[i];
+        if (!proc->host_wait_known) {
+            if (!proc->error) return false; /* a process that ran: unknown */
+            continue;
+        }
+        any = true;
+        if (proc->host_wait_ns > *ns) *ns = proc->host_wait_ns;
+    }
+    return any;
+}
 uint64_t profile_view_kernel_ns(const ProfileView *v) { return v->kernel_ns; }
 uint64_t profile_view_busy_ns(const ProfileView *v) { return v->busy_ns; }
 uint64_t profile_view_idle_ns(const ProfileView *v) { return v->idle_ns; }

@@ -32,6 +32,10 @@ bool profile_view_add_note(ProfileView *v, const char *note);
 /* The run's length: the longest process wall time, else the longest GPU
  * span. Shares ("11% of the run") are taken against this. */
 uint64_t profile_view_run_ns(const ProfileView *v);
+/* The most any process's host waited for the GPU (ProfProcess.host_wait_ns):
+ * all that faster GPU work can give back. false when a process with GPU
+ * work did not measure it. */
+bool profile_view_host_wait_ns(const ProfileView *v, uint64_t *ns);
 /* GPU time: kernels + copies + memsets, summed over all devices. */
 uint64_t profile_view_gpu_ns(const ProfileView *v);
 /* Kernel time alone, summed. */

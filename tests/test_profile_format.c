@@ -125,8 +125,9 @@ static Profile *sample_final(void) {
                                                      .steady_ns = 1504000000, .slow_steps = 3, .slow_ns = 450000000,
                                                      .after_ns = 20000000, .phase_idle_known = true,
                                                      .idle_ns = {0, 400000000, 30000000, 520000000, 300000000, 0},
-                                                     .activities = {0, 2100, 420, 39480, 1260, 40}}}) == 0);
-    cr_assert(profile_add_process(p, &(ProfProcess){4243, 1, 1, 2, 5100000000u, "CUPTI buffer full: records lost", {0}, {0}}) == 1);
+                                                     .activities = {0, 2100, 420, 39480, 1260, 40}},
+                                                    true, 812000000}) == 0);
+    cr_assert(profile_add_process(p, &(ProfProcess){4243, 1, 1, 2, 5100000000u, "CUPTI buffer full: records lost", {0}, {0}, false, 0}) == 1);
     PUSH(p->devices, p->device_count, h200(0, 0));
     PUSH(p->devices, p->device_count, h200(1, 1));
     cr_assert(profile_add_file(p, "train.py") == 0);
@@ -138,14 +139,14 @@ static Profile *sample_final(void) {
     cr_assert(profile_add_function_site(p, 1, 38, "Linear.forward") == 3);
     PUSH(p->kernels, p->kernel_count,
          ((ProfKernel){0, 0, strdup("void gemm<float, 128>(float const*, float*, int)"), {128, 2, 1}, {256, 1, 1}, 64,
-                       1024, 49152, 0, stats(10, 5000, 400, 500, 600)}));
+                       1024, 49152, 0, stats(10, 5000, 400, 500, 600), {true, 3000}}));
     PUSH(p->kernels, p->kernel_count,
          ((ProfKernel){1, 1, strdup("elementwise_add \"quoted\" \xc3\xa9"), {4096, 1, 1}, {128, 1, 1}, 16, 0, 0, 8,
                        stats(3, 90, 30, 30, 30)}));
     PUSH(p->kernels, p->kernel_count,
          ((ProfKernel){0, -1, strdup("unknown_device_kernel"), {1, 1, 1}, {32, 1, 1}, 8, 0, 0, 0, stats(1, 7, 7, 7, 7)}));
     PUSH(p->ops, p->op_count, ((ProfOp){.kind = PROF_OP_LAUNCH, .process = 0, .site = 1, .kernel = 0,
-                                        .stats = stats(10, 5000, 400, 500, 600)}));
+                                        .stats = stats(10, 5000, 400, 500, 600), .critical = {true, 3000}}));
     PUSH(p->ops, p->op_count, ((ProfOp){.kind = PROF_OP_MEMCPY, .process = 0, .site = 0, .kernel = -1,
                                         .copy = PROF_COPY_HTOD, .src = PROF_MEM_PAGEABLE, .dst = PROF_MEM_DEVICE,
                                         .bytes = 4194304, .stats = stats(2, 4000, 1900, 2000, 2100)}));
@@ -205,7 +206,7 @@ static Profile *sample_minimal(void) {
     Profile *p = profile_new();
     set_header(p, "empty", "cupti");
     set_command(p, (const char *[]){"python", "noop.py", NULL});
-    cr_assert(profile_add_process(p, &(ProfProcess){1, -1, -1, -1, 20000000, "CUDA was never initialised", {0}, {0}}) == 0);
+    cr_assert(profile_add_process(p, &(ProfProcess){1, -1, -1, -1, 20000000, "CUDA was never initialised", {0}, {0}, false, 0}) == 0);
     return p;
 }
 
@@ -213,7 +214,7 @@ static Profile *sample_minimal(void) {
 static Profile *sample_import(void) {
     Profile *p = profile_new();
     set_header(p, "imported trace", "torch-profiler");
-    cr_assert(profile_add_process(p, &(ProfProcess){777, -1, -1, -1, 1500000, NULL, {0}, {0}}) == 0);
+    cr_assert(profile_add_process(p, &(ProfProcess){777, -1, -1, -1, 1500000, NULL, {0}, {0}, false, 0}) == 0);
     PUSH(p->devices, p->device_count, h200(0, 0));
     cr_assert(profile_add_file(p, "src/pkg/model.py") == 0);
     cr_assert(profile_add_function_site(p, 0, 10, "Net.forward") == 0);
@@ -234,7 +235,7 @@ static Profile *sample_part(void) {
     Profile *p = profile_new();
     set_header(p, "part", "cupti");
     set_command(p, (const char *[]){"./app", NULL});
-    cr_assert(profile_add_process(p, &(ProfProcess){99, -1, -1, -1, 1000, NULL, {0}, {0}}) == 0);
+    cr_assert(profile_add_process(p, &(ProfProcess){99, -1, -1, -1, 1000, NULL, {0}, {0}, false, 0}) == 0);
     PUSH(p->devices, p->device_count, h200(0, 0));
     ProfFrame frames[2] = {{"/work/app/build/app", 0x401a2c}, {"/work/app/build/libnet.so", 0x1f00}};
     cr_assert(profile_add_native_site(p, frames, 2) == 0);
@@ -434,7 +435,7 @@ Test(profile_model, files_and_sites_are_deduplicated) {
 Test(profile_model, processes_are_copied) {
     Profile *p = profile_new();
     char error[] = "lost";
-    ProfProcess proc = {12, 1, 0, 4, 99, error, {0}, {0}};
+    ProfProcess proc = {12, 1, 0, 4, 99, error, {0}, {0}, false, 0};
     cr_expect_eq(profile_add_process(p, &proc), 0);
     cr_expect_eq(profile_add_process(p, &proc), 1, "processes are not deduplicated");
     error[0] = 'L';
@@ -930,7 +931,7 @@ Test(profile_json, writer_refuses_more_than_the_file_cap) {
         snprintf(name, 16, "%zu", i);
         name[strlen(name)] = 'k';
         name[PROFILE_MAX_STRING] = '\0';
-        p->kernels[i] = (ProfKernel){0, -1, name, {1, 1, 1}, {1, 1, 1}, 0, 0, 0, 0, stats(0, 0, 0, 0, 0)};
+        p->kernels[i] = (ProfKernel){0, -1, name, {1, 1, 1}, {1, 1, 1}, 0, 0, 0, 0, stats(0, 0, 0, 0, 0), {0}};
         p->kernel_count = i + 1;
     }
     write_refused(p, PROFILE_FINAL, "the profile would be more than the 67108864 bytes a profile file may have");

@@ -446,17 +446,21 @@ static bool attribute(Import *im) {
             int site = call == SIZE_MAX ? -1 : site_for_frame(&sites, moments[call].frame);
             if (site >= 0) im->r.attributed++;
             if (g->cat == CAT_KERNEL) {
-                AggKernel k = {g->device, g->name, {g->grid[0], g->grid[1], g->grid[2]},
-                               {g->block[0], g->block[1], g->block[2]}, g->registers, g->shared, 0, 0,
-                               g->start_ns, g->end_ns, site, 0, 1};
+                AggKernel k = {.device = g->device, .name = g->name,
+                               .grid = {g->grid[0], g->grid[1], g->grid[2]},
+                               .block = {g->block[0], g->block[1], g->block[2]}, .registers = g->registers,
+                               .static_shared = g->shared, .start_ns = g->start_ns, .end_ns = g->end_ns,
+                               .site = site, .weight = 1};
                 agg_kernel(im->agg, &k);
                 im->r.kernels++;
             } else if (g->cat == CAT_MEMCPY) {
-                AggCopy k = {g->device, g->copy, g->src, g->dst, g->bytes, g->start_ns, g->end_ns, site, 0, 1};
+                AggCopy k = {.device = g->device, .copy = g->copy, .src = g->src, .dst = g->dst, .bytes = g->bytes,
+                             .start_ns = g->start_ns, .end_ns = g->end_ns, .site = site, .weight = 1};
                 agg_memcpy(im->agg, &k);
                 im->r.copies++;
             } else {
-                AggMemset k = {g->device, g->dst, g->bytes, g->start_ns, g->end_ns, site, 0, 1};
+                AggMemset k = {.device = g->device, .dst = g->dst, .bytes = g->bytes, .start_ns = g->start_ns,
+                               .end_ns = g->end_ns, .site = site, .weight = 1};
                 agg_memset(im->agg, &k);
                 im->r.memsets++;
             }
@@ -572,7 +576,7 @@ Profile *torch_import_report(const char *text, size_t length, const char *projec
     if (ok) ok = attribute(&im);
     if (ok) {
         ProfProcess proc = {im.c.has_host_pid ? im.c.host_pid : 0, -1, -1, -1,
-                            im.c.any_time ? im.c.last_ns - im.c.first_ns : 0, NULL, {0}, {0}};
+                            im.c.any_time ? im.c.last_ns - im.c.first_ns : 0, NULL, {0}, {0}, false, 0};
         if (json_is_object(root)) read_distributed(root, &proc);
         p = agg_to_profile(im.agg, &proc);
         ok = p && describe(p, trace_path);

@@ -38,9 +38,10 @@ int callsite_current(void);
 
 /* Correlation id of an API call -> its call site, read back when the
  * activity record of the same id arrives (possibly on another thread). */
-void correlation_put(uint32_t correlation, int site, uint32_t window);
-/* window (may be NULL) gets the call's trace window tag, 0 when unknown */
-int correlation_get(uint32_t correlation, uint32_t *window);
+void correlation_put(uint32_t correlation, int site, uint32_t window, uint64_t launch_ns);
+/* window (may be NULL) gets the call's trace window tag, 0 when unknown;
+ * launch_ns (may be NULL) when the call began on CUPTI's clock, 0 when unknown */
+int correlation_get(uint32_t correlation, uint32_t *window, uint64_t *launch_ns);
 
 /* ---- which device work is traced (trace_sampling.c) */
 void trace_sampling_start(bool kernels, bool copies, bool memsets);

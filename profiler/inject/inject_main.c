@@ -53,23 +53,31 @@ const char *inject_relative(const char *path) {
  * written): the id, then the window tag (12 bits) and site + 1 (20 bits;
  * sites stay under MAX_SITES in aggregate.c). */
 static uint64_t correlation_slots[CORRELATION_SLOTS];
+/* ... and when the host's call began (CUPTI's clock), written before the
+ * slot so that a reader who finds the id finds its time too, or a later one */
+static uint64_t correlation_launch[CORRELATION_SLOTS];
 
 #define SITE_BITS 20u
 #define SITE_MASK ((1u << SITE_BITS) - 1u)
 
-void correlation_put(uint32_t correlation, int site, uint32_t window) {
+void correlation_put(uint32_t correlation, int site, uint32_t window, uint64_t launch_ns) {
     uint32_t low = (window << SITE_BITS) | ((uint32_t)(site + 1) & SITE_MASK);
     uint64_t packed = ((uint64_t)correlation << 32) | low;
-    __atomic_store_n(&correlation_slots[correlation & (CORRELATION_SLOTS - 1)], packed, __ATOMIC_RELEASE);
+    uint32_t slot = correlation & (CORRELATION_SLOTS - 1);
+    __atomic_store_n(&correlation_launch[slot], launch_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&correlation_slots[slot], packed, __ATOMIC_RELEASE);
 }
 
-int correlation_get(uint32_t correlation, uint32_t *window) {
-    uint64_t packed = __atomic_load_n(&correlation_slots[correlation & (CORRELATION_SLOTS - 1)], __ATOMIC_ACQUIRE);
+int correlation_get(uint32_t correlation, uint32_t *window, uint64_t *launch_ns) {
+    uint32_t slot = correlation & (CORRELATION_SLOTS - 1);
+    uint64_t packed = __atomic_load_n(&correlation_slots[slot], __ATOMIC_ACQUIRE);
     if ((uint32_t)(packed >> 32) != correlation) {
         if (window) *window = 0;
+        if (launch_ns) *launch_ns = 0;
         return -1;
     }
     if (window) *window = (uint32_t)packed >> SITE_BITS;
+    if (launch_ns) *launch_ns = __atomic_load_n(&correlation_launch[slot], __ATOMIC_RELAXED);
     return (int)((uint32_t)packed & SITE_MASK) - 1;
 }
 
@@ -80,6 +88,7 @@ static __thread bool outer_traced;     /* whether its device work is traced */
 static __thread uint64_t outer_callback_ns; /* the callbacks' own time on it so far */
 static __thread int api_nesting;       /* API calls running on this thread, nested */
 static __thread uint64_t api_enter_ns; /* when the outermost one began */
+static __thread uint64_t api_enter_cupti; /* the same on CUPTI's clock (work and syncs only; else 0) */
 static __thread uint32_t api_epoch;    /* the callbacks' epoch this thread's nesting belongs to */
 static uint32_t callbacks_epoch;       /* raised each time the callbacks come back on (inject_set_dormant) */
 
@@ -137,6 +146,17 @@ static ProfMemKind alloc_kind(const char *name) {
     return PROF_MEM_DEVICE;
 }
 
+/* A call in which the host may have waited for the GPU (the critical path,
+ * agg_host_wait): a synchronization other than cudaStreamWaitEvent (which
+ * makes a stream wait, not the host), and a launch or copy call long enough
+ * to have blocked (a synchronous or pageable copy, a full launch queue). */
+#define BLOCKING_CALL_NS 20000u
+
+static bool host_waited(Watch watch, const char *name, uint64_t took) {
+    if (watch == WATCH_SYNC) return !strstr(name, "WaitEvent");
+    return watch == WATCH_WORK && took >= BLOCKING_CALL_NS;
+}
+
 /* Every allocation call we watch takes (pointer out, size, ...). */
 typedef struct {
     void *out;
@@ -175,16 +195,20 @@ static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_C
             api_nesting = 0;
         }
         if (api_nesting++ > 0) {
-            correlation_put(cb->correlationId, outer_site, outer_window);
+            correlation_put(cb->correlationId, outer_site, outer_window, api_enter_cupti);
             return;
         }
         uint64_t entered = now_ns();
         Watch watch = watch_of(domain, cbid);
         outer_window = 0;
         outer_traced = false;
+        /* the critical path compares when the host asked with when the GPU ran dry */
+        api_enter_cupti = 0;
+        if ((watch == WATCH_WORK || watch == WATCH_SYNC) && cuptiGetTimestamp(&api_enter_cupti) != CUPTI_SUCCESS)
+            api_enter_cupti = 0;
         if (watch == WATCH_WORK) outer_window = trace_sampling_on_launch(&outer_traced);
         outer_site = callsite_current();
-        correlation_put(cb->correlationId, outer_site, outer_window);
+        correlation_put(cb->correlationId, outer_site, outer_window, api_enter_cupti);
         api_enter_ns = now_ns();
         outer_callback_ns = api_enter_ns - entered;
         return;
@@ -217,6 +241,10 @@ static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_C
     }
     /* the host's wait: what CUPTI's SYNCHRONIZATION record measured, without its cost */
     if (watch == WATCH_SYNC) agg_sync(inject_agg, sync_kind_of(cb->functionName), took, outer_site);
+    if (host_waited(watch, cb->functionName, took) && api_enter_cupti) {
+        uint64_t left = 0;
+        if (cuptiGetTimestamp(&left) == CUPTI_SUCCESS) agg_host_wait(inject_agg, api_enter_cupti, left);
+    }
     if (watch == WATCH_WORK) trace_sampling_launch_time(outer_traced, took, outer_callback_ns + (now_ns() - exited));
     outer_site = -1;
 }
@@ -421,6 +449,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
     owner_pid = getpid();
     start_ns = now_ns();
     inject_agg = agg_new();
+    if (inject_agg) agg_track_critical_path(inject_agg);
     pthread_atfork(NULL, NULL, after_fork_in_child);
     atexit(at_exit);
     if (!inject_agg) {

@@ -51,14 +51,15 @@ static const char *overhead_name(CUpti_ActivityOverheadKind kind) {
 
 static void on_kernel(const CUpti_ActivityKernel10 *k) {
     uint32_t window;
-    int site = correlation_get(k->correlationId, &window);
+    uint64_t launch;
+    int site = correlation_get(k->correlationId, &window, &launch);
     AggKernel rec = {
         .device = k->deviceId, .name = k->name,
         .grid = {(uint32_t)k->gridX, (uint32_t)k->gridY, (uint32_t)k->gridZ},
         .block = {(uint32_t)k->blockX, (uint32_t)k->blockY, (uint32_t)k->blockZ},
         .registers = k->registersPerThread, .static_shared = (uint32_t)k->staticSharedMemory,
         .dynamic_shared = (uint32_t)k->dynamicSharedMemory, .local_per_thread = k->localMemoryPerThread,
-        .start_ns = k->start, .end_ns = k->end, .site = site,
+        .start_ns = k->start, .end_ns = k->end, .launch_ns = launch, .site = site,
         .window = window, .weight = trace_sampling_weight(window)};
     agg_kernel(inject_agg, &rec);
 }
@@ -91,7 +92,7 @@ static void on_memory(const CUpti_ActivityMemory4 *m) {
     }
     if (m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION)
         mem_trace_alloc(inject_mem, m->deviceId, m->address, m->bytes, m->timestamp,
-                        correlation_get(m->correlationId, NULL));
+                        correlation_get(m->correlationId, NULL, NULL));
     else if (m->memoryOperationType == CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE)
         mem_trace_release(inject_mem, m->deviceId, m->address, m->bytes, m->timestamp);
 }
@@ -105,10 +106,11 @@ static void consume(CUpti_Activity *record) {
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
         CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)record;
         uint32_t window;
-        int site = correlation_get(m->correlationId, &window);
+        uint64_t launch;
+        int site = correlation_get(m->correlationId, &window, &launch);
         AggCopy rec = {.device = m->deviceId, .copy = copy_kind(m->copyKind), .src = mem_kind(m->srcKind),
                        .dst = mem_kind(m->dstKind), .bytes = m->bytes, .start_ns = m->start,
-                       .end_ns = m->end, .site = site, .window = window,
+                       .end_ns = m->end, .launch_ns = launch, .site = site, .window = window,
                        .weight = trace_sampling_weight(window)};
         agg_memcpy(inject_agg, &rec);
         break;
@@ -116,9 +118,11 @@ static void consume(CUpti_Activity *record) {
     case CUPTI_ACTIVITY_KIND_MEMSET: {
         CUpti_ActivityMemset4 *m = (CUpti_ActivityMemset4 *)record;
         uint32_t window;
-        int site = correlation_get(m->correlationId, &window);
+        uint64_t launch;
+        int site = correlation_get(m->correlationId, &window, &launch);
         AggMemset rec = {.device = m->deviceId, .dst = mem_kind((uint8_t)m->memoryKind), .bytes = m->bytes,
-                         .start_ns = m->start, .end_ns = m->end, .site = site, .window = window,
+                         .start_ns = m->start, .end_ns = m->end, .launch_ns = launch, .site = site,
+                         .window = window,
                          .weight = trace_sampling_weight(window)};
         agg_memset(inject_agg, &rec);
         break;
