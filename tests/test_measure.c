@@ -545,6 +545,29 @@ Test(measure, fp32_gemm_on_cuda_cores_and_the_tf32_gain) {
     cr_expect_str_eq(f->gain.scope, "program");
     checked_free(&c);
 
+    /* with critical-path figures: half of each FFMA kernel's time on it; then the host's wait as the bound */
+    for (int capped = 0; capped < 2; capped++) {
+        p = profile_read_file(ADVISE_SOURCE_DIR "/samples/profiles/benchmark_matmul.json", PROFILE_FINAL, &error);
+        cr_assert(p, "%s", error);
+        for (size_t i = 0; i < p->kernel_count; i++)
+            p->kernels[i].critical = (CriticalTime){true, p->kernels[i].stats.total_ns / 2};
+        for (size_t i = 0; i < p->process_count; i++)
+            p->processes[i].host_wait_known = true, p->processes[i].host_wait_ns = capped ? 100000000 : 10000000000;
+        check_with(&c, src, p, NULL);
+        f = NULL;
+        for (size_t i = 0; i < c.findings.count; i++)
+            if (strcmp(c.findings.items[i].code, "PY009") == 0) f = &c.findings.items[i];
+        cr_assert(f && f->gain.present);
+        double expected = capped ? 0.1 : saved / 2 / 1e9;
+        cr_expect(fabs(f->gain.seconds - expected) < 1e-6, "%g against %g", f->gain.seconds, expected);
+        cr_expect(strstr(ev(&f->gain.model), "x 50%, the part of that saving on the run's critical path"), "%s",
+                  ev(&f->gain.model));
+        cr_expect(!capped || strstr(ev(&f->gain.model), "at most the time the host waited for the GPU (100 ms)"), "%s",
+                  ev(&f->gain.model));
+        cr_expect(has_evidence(f, "50% of this GPU time was on the run's critical path"));
+        checked_free(&c);
+    }
+
     /* consumer Ampere (8.6): TF32 runs no faster than FP32 there: no gain */
     p = profile_read_file(ADVISE_SOURCE_DIR "/samples/profiles/benchmark_matmul.json", PROFILE_FINAL, &error);
     cr_assert(p, "%s", error);
@@ -663,6 +686,65 @@ Test(measure, gpu_time_gains_in_host_bound_steps_carry_a_caveat) {
     f = at(&c, "PY007", 10);
     cr_assert_not_null(f);
     cr_expect_not(has_evidence(f, "the host sets their pace"));
+    checked_free(&c);
+}
+
+/* Every launch and copy of the profile gets this share of its time on the
+ * critical path (FORMAT.md critical_ns). */
+static Profile *with_critical_share(Profile *p, double share) {
+    for (size_t i = 0; i < p->op_count; i++)
+        if (prof_op_has_critical(p->ops[i].kind))
+            p->ops[i].critical = (CriticalTime){true, (uint64_t)((double)p->ops[i].stats.total_ns * share)};
+    for (size_t i = 0; i < p->kernel_count; i++)
+        p->kernels[i].critical = (CriticalTime){true, (uint64_t)((double)p->kernels[i].stats.total_ns * share)};
+    return p;
+}
+
+/* With critical-path figures, a GPU-time gain counts only the part of the
+ * GPU time the run waited for, says so, and needs no caveat. */
+Test(measure, gpu_time_gains_count_the_critical_path_only) {
+    Checked c;
+    check_with(&c, LOOP, with_critical_share(steady_profile(400000000), 0.25), NULL);
+    Finding *f = at(&c, "PY007", 10);
+    cr_assert_not_null(f);
+    show(f);
+    cr_assert(f->gain.present);
+    cr_expect(fabs(f->gain.seconds - 0.010 * 0.25) < 1e-9, "a quarter of (N - 1) / N of 20 ms: %g", f->gain.seconds);
+    cr_expect(has_evidence(f, "25% of this GPU time was on the run's critical path (5.00 ms of 20.0 ms)"));
+    cr_expect(strstr(ev(&f->gain.model), "the part of that GPU time on the run's critical path"), "%s",
+              ev(&f->gain.model));
+    cr_expect_not(has_evidence(f, "the host sets their pace"), "the figures replace the caveat");
+    /* the copy at line 8 and its pageable-copy gain follow the same share */
+    Finding *copy = at(&c, "PY005", 8);
+    cr_assert_not_null(copy);
+    cr_assert(copy->gain.present);
+    double quarter = copy->gain.seconds;
+    checked_free(&c);
+
+    /* all of it on the critical path: the gain as before, and nothing said */
+    check_with(&c, LOOP, with_critical_share(steady_profile(400000000), 1.0), NULL);
+    f = at(&c, "PY007", 10);
+    cr_assert_not_null(f);
+    cr_expect(fabs(f->gain.seconds - 0.010) < 1e-9, "%g", f->gain.seconds);
+    cr_expect_not(has_evidence(f, "critical path"));
+    cr_expect_not(has_evidence(f, "the host sets their pace"));
+    copy = at(&c, "PY005", 8);
+    cr_assert(copy && copy->gain.present);
+    cr_expect(fabs(copy->gain.seconds * 0.25 - quarter) < 1e-9, "%g against %g", quarter, copy->gain.seconds);
+    checked_free(&c);
+
+    /* one operation without the figure: the share is unknown, the caveat stays */
+    Profile *p = with_critical_share(steady_profile(400000000), 0.25);
+    for (size_t i = 0; i < p->op_count; i++)
+        if (p->ops[i].kind == PROF_OP_LAUNCH) {
+            p->ops[i].critical.known = false;
+            break;
+        }
+    check_with(&c, LOOP, p, NULL);
+    f = at(&c, "PY007", 10);
+    cr_assert_not_null(f);
+    cr_expect(fabs(f->gain.seconds - 0.010) < 1e-9, "%g", f->gain.seconds);
+    cr_expect(has_evidence(f, "the host sets their pace"));
     checked_free(&c);
 }
 

@@ -1929,6 +1929,35 @@ Test(pr019, a_caveat_when_the_host_set_the_pace) {
     profile_view_free(v);
 }
 
+/* With critical-path figures: each kernel's saving counts the part of its
+ * time the host waited for, at most the host's whole wait, and no caveat. */
+Test(pr019, the_critical_path_and_the_hosts_wait_bound_the_gain) {
+    Source s = source_text("model.py", MODEL_PY);
+    double full = tf32_saved_ns(&h200, 400 * 200 * US, 400) / 1e9;
+    for (int capped = 0; capped < 2; capped++) {
+        ProfileView *v = mlp_profile(&ffma, &ffma);
+        Profile *p = (Profile *)profile_view_profile(v); /* the test's own: figures set after the build */
+        for (size_t i = 0; i < p->op_count; i++)
+            p->ops[i].critical = (CriticalTime){true, p->ops[i].stats.total_ns / 4};
+        p->processes[0].host_wait_known = true;
+        p->processes[0].host_wait_ns = capped ? 5 * MS : 1000 * MS;
+        FindingList l = run_pr019(v, &s, NULL);
+        cr_assert_eq(l.count, 1);
+        const Finding *f = &l.items[0];
+        cr_assert(f->gain.present);
+        double expected = capped ? 0.005 : full / 4;
+        cr_expect(fabs(f->gain.seconds - expected) < 1e-9, "%g against %g", f->gain.seconds, expected);
+        cr_expect(strstr(ev(&f->gain.model), "x 25%, the part of that saving on the run's critical path"), "%s",
+                  ev(&f->gain.model));
+        cr_expect(!capped || strstr(ev(&f->gain.model), "at most the time the host waited for the GPU (5.00 ms)"),
+                  "%s", ev(&f->gain.model));
+        for (size_t i = 0; i < f->evidence_count; i++) cr_expect_neq(f->evidence[i].kind, EVIDENCE_CAVEAT);
+        finding_list_free(&l);
+        profile_view_free(v);
+    }
+    source_free(&s);
+}
+
 Test(pr019, look_alikes_stay_silent) {
     /* TF32 kernels: the products already ran on tensor cores */
     ProfileView *v = mlp_profile(&tf32_gemm, &tf32_gemm);

@@ -169,18 +169,13 @@ static Severity severity_measured(const Measurement *meas, uint64_t run, Severit
     return s;
 }
 
-/* Gains counted in GPU time saved (not in idle time): they shorten a
- * training step only where the GPU is on its critical path. */
-static bool gain_is_gpu_time(Measure kind) {
-    return kind == MEASURE_FP32_GEMM || kind == MEASURE_OPTIMIZER || kind == MEASURE_LAUNCHES ||
-           kind == MEASURE_COPY || kind == MEASURE_COPY_AVOIDED;
-}
-
 /* Where the steady training steps left the GPU idle half their time or
  * more, the host set their pace: a GPU-time gain then mostly turns into
- * more idle time. Not yet a model, a caveat: on the H200 a language model
- * whose GPU idled 53% of its steps had TF32 estimated at 0.64 ms per step
- * and measured at 0.10 ms (bench/RESULTS.md, public workloads). */
+ * more idle time. Profiles with critical-path figures scale the gain by
+ * them (measure_models.c apply_critical); older ones and imported traces
+ * get this caveat instead: on the H200 a language model whose GPU idled 53%
+ * of its steps had TF32 estimated at 0.64 ms per step and measured at
+ * 0.10 ms (bench/RESULTS.md, public workloads). */
 static bool caveat_host_bound(const Merge *m, Finding *f) {
     const ProfileSteady *steady = profile_view_steady(m->view);
     if (!steady || !steady->known || !steady->span_ns || steady->idle_ns * 2 < steady->span_ns) return true;
@@ -195,8 +190,8 @@ static bool attach(const Merge *m, Finding *f, Measurement *meas, const Rule *ru
     for (size_t i = 0; i < meas->evidence_count; i++)
         if (!finding_take_evidence(f, &meas->evidence[i])) return false;
     if (m->stale && !finding_caveat(f, "%s", m->stale_note)) return false;
-    if (!m->stale && meas->has_gain && meas->gain_seconds > 0 && gain_is_gpu_time(rule->measure) &&
-        !caveat_host_bound(m, f))
+    if (!m->stale && meas->has_gain && meas->gain_seconds > 0 && measure_gain_is_gpu_time(rule->measure) &&
+        !meas->critical.applied && !caveat_host_bound(m, f))
         return false;
     if (meas->has_gain && meas->gain_seconds > 0) finding_take_gain(f, meas->gain_seconds, meas->scope, &meas->model);
     if (!m->stale && meas->withhold_fixes) finding_drop_fixes(f);

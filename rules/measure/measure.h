@@ -53,7 +53,22 @@ typedef struct {
     bool cleared;             /* the metrics show the concern did not happen in
                                  the measured launches: make it a hint */
     bool withhold_fixes;      /* the profile shows the fix would slow this code down */
+    /* GPU-time models (measure_gain_is_gpu_time): how much of the GPU time
+     * their gain is made of lay on the run's critical path (FORMAT.md
+     * critical_ns), summed over the kernels or operations the gain counts */
+    struct {
+        bool seen, unknown;   /* some were counted; one of them had no figure */
+        uint64_t ns, total_ns;
+        /* the same weighed by what each kernel saves (MEASURE_FP32_GEMM);
+         * 0: the gain is spread evenly over the time */
+        double saved_ns, saved_total_ns;
+        bool applied;         /* the gain was scaled by it */
+    } critical;
 } Measurement;
+
+/* Gains counted in GPU time saved (not in idle time or host time): they
+ * shorten the run only where that GPU time was on its critical path. */
+bool measure_gain_is_gpu_time(Measure kind);
 
 /* Runs the model of kind; false only when memory runs out. */
 bool measure_apply(Measure kind, const MeasureSite *site, Measurement *m);

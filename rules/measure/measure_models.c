@@ -91,6 +91,58 @@ uint64_t measure_lines_cost(const ProfileView *v, int file, uint32_t first, uint
     return cost;
 }
 
+/* The GPU time a gain is made of, and its part on the critical path. */
+static void critical_add(Measurement *m, const CriticalTime *c, uint64_t total_ns) {
+    m->critical.seen = true;
+    if (!c->known) m->critical.unknown = true;
+    m->critical.ns += c->ns < total_ns ? c->ns : total_ns;
+    m->critical.total_ns += total_ns;
+}
+
+bool measure_gain_is_gpu_time(Measure kind) {
+    return kind == MEASURE_FP32_GEMM || kind == MEASURE_OPTIMIZER || kind == MEASURE_LAUNCHES ||
+           kind == MEASURE_COPY || kind == MEASURE_COPY_AVOIDED;
+}
+
+/* A GPU-time gain shortens the run by the part of it on the critical path
+ * (FORMAT.md critical_ns): after the rest, the GPU waited for the host, and
+ * finishing sooner only lengthens that wait. The gain is scaled by that
+ * share (of the time its kernels or copies took, the saving assumed spread
+ * evenly over them, or weighed by each kernel's saving), and it is at most
+ * the time the host waited for the GPU: once the GPU keeps up, the host's
+ * own pace sets the step (on the H200, an MLP whose TF32 products would
+ * save 2.2 ms per step of critical GPU time saved 0.69 ms, its host's wait;
+ * bench/critical). Profiles without the figures keep the gain as it was
+ * (profile_merge.c then adds a caveat where the steps were host-paced). */
+static bool apply_critical(const MeasureSite *s, Measurement *m) {
+    if (!m->has_gain || !m->critical.seen || m->critical.unknown || !m->critical.total_ns) return true;
+    m->critical.applied = true;
+    double gpu_share = (double)m->critical.ns / (double)m->critical.total_ns;
+    double share = m->critical.saved_total_ns > 0 ? m->critical.saved_ns / m->critical.saved_total_ns : gpu_share;
+    if (share < 0.995) {
+        m->gain_seconds *= share;
+        if (!evidence_append(&m->model, QV(q_ratio(share)),
+                             m->critical.saved_total_ns > 0 ? "; x {}, the part of that saving on the run's critical path"
+                                                             : "; x {}, the part of that GPU time on the run's critical "
+                                                               "path") ||
+            !measure_evidence(m, EVIDENCE_MEASURED,
+                              QV(q_ratio(gpu_share), q_ns(m->critical.ns), q_ns(m->critical.total_ns)),
+                              "{} of this GPU time was on the run's critical path ({} of {}): after the rest the GPU "
+                              "went idle until the host asked for more work, so shortening it would only lengthen "
+                              "those waits"))
+            return false;
+    }
+    uint64_t waited;
+    if (profile_view_host_wait_ns(s->view, &waited) && m->gain_seconds > (double)waited / 1e9) {
+        m->gain_seconds = (double)waited / 1e9;
+        if (!evidence_append(&m->model, QV(q_ns(waited)),
+                             "; at most the time the host waited for the GPU ({}): once the GPU keeps up, the host's "
+                             "own pace sets the run's"))
+            return false;
+    }
+    return true;
+}
+
 /* how many operations of one kind ran at the lines, and their time in *total_ns */
 static uint64_t count_of_kind(const ProfOp **ops, size_t n, ProfOpKind kind, uint64_t *total_ns) {
     uint64_t count = 0;
@@ -175,6 +227,7 @@ static bool measure_copy_ops(const MeasureSite *s, Measurement *m, const ProfOp 
             bytes += op->bytes;
             ns += op->stats.total_ns;
             count += op->stats.count;
+            critical_add(m, &op->critical, op->stats.total_ns);
             ProfMemKind host = dirs[d] == PROF_COPY_DTOH ? op->dst : op->src;
             pageable |= host == PROF_MEM_PAGEABLE;
             pinned |= host == PROF_MEM_PINNED;
@@ -250,6 +303,7 @@ static bool measure_copy_avoided_ops(const MeasureSite *s, Measurement *m, const
         if (ops[i]->kind != PROF_OP_MEMCPY || ops[i]->copy != PROF_COPY_HTOD) continue;
         bytes += ops[i]->bytes;
         ns += ops[i]->stats.total_ns;
+        critical_add(m, &ops[i]->critical, ops[i]->stats.total_ns);
         count += ops[i]->stats.count;
         pageable |= ops[i]->src == PROF_MEM_PAGEABLE;
     }
@@ -354,6 +408,7 @@ static bool measure_launch_ops(const MeasureSite *s, Measurement *m, const ProfO
         kernels += !seen;
         launches += ops[i]->stats.count;
         ns += ops[i]->stats.total_ns;
+        critical_add(m, &ops[i]->critical, ops[i]->stats.total_ns);
     }
     if (!launches) return true;
     m->measured = true;
@@ -506,8 +561,17 @@ static bool measure_fp32_gemm(const MeasureSite *s, Measurement *m) {
     if (tf32_peak_ratio(d) <= 1) return true;
     double saved = 0;
     for (size_t i = 0; i < p->kernel_count; i++)
-        if (kernel_is_fp32_simt_gemm(p->kernels[i].name))
-            saved += tf32_saved_ns(d, p->kernels[i].stats.total_ns, p->kernels[i].stats.count);
+        if (kernel_is_fp32_simt_gemm(p->kernels[i].name)) {
+            double kernel_saved = tf32_saved_ns(d, p->kernels[i].stats.total_ns, p->kernels[i].stats.count);
+            saved += kernel_saved;
+            uint64_t total = p->kernels[i].stats.total_ns;
+            critical_add(m, &p->kernels[i].critical, total);
+            /* the share weighed by what each kernel saves: small products save little whatever their share */
+            if (total && kernel_saved > 0) {
+                m->critical.saved_ns += (double)p->kernels[i].critical.ns / (double)total * kernel_saved;
+                m->critical.saved_total_ns += kernel_saved;
+            }
+        }
     return measure_gain(m, saved / 1e9, "program", NO_VALUES, "%s", TF32_MODEL_WORDS);
 }
 
@@ -538,6 +602,7 @@ static bool measure_optimizer(const MeasureSite *s, Measurement *m) {
             continue;
         count += op->stats.count;
         total += op->stats.total_ns;
+        critical_add(m, &op->critical, op->stats.total_ns);
         bool known = false;
         for (size_t k = 0; k < kinds && k < 8; k++) known |= seen[k] == op->kernel;
         if (!known) {
@@ -627,13 +692,13 @@ bool measure_apply(Measure kind, const MeasureSite *s, Measurement *m) {
     case MEASURE_ALLOC:
         if (!measure_alloc_ops(s, m, ops, n)) return false;
         return m->measured || measure_sync_ops(s, m, ops, n);
-    case MEASURE_COPY: return measure_copy_ops(s, m, ops, n);
-    case MEASURE_COPY_AVOIDED: return measure_copy_avoided_ops(s, m, ops, n);
-    case MEASURE_LAUNCHES: return measure_launch_ops(s, m, ops, n);
+    case MEASURE_COPY: return measure_copy_ops(s, m, ops, n) && apply_critical(s, m);
+    case MEASURE_COPY_AVOIDED: return measure_copy_avoided_ops(s, m, ops, n) && apply_critical(s, m);
+    case MEASURE_LAUNCHES: return measure_launch_ops(s, m, ops, n) && apply_critical(s, m);
     case MEASURE_KERNEL: return measure_kernel(s, m);
     case MEASURE_GPU_TIME: return measure_gpu_time(s, m, ops, n);
-    case MEASURE_FP32_GEMM: return measure_fp32_gemm(s, m);
-    case MEASURE_OPTIMIZER: return measure_optimizer(s, m);
+    case MEASURE_FP32_GEMM: return measure_fp32_gemm(s, m) && apply_critical(s, m);
+    case MEASURE_OPTIMIZER: return measure_optimizer(s, m) && apply_critical(s, m);
     case MEASURE_COMM: return measure_comm(s, m, ops, n);
     case MEASURE_ATTENTION: return measure_gpu_time(s, m, ops, n) && measure_attention(s, m, ops, n);
     case MEASURE_GLOBAL_ACCESS:

@@ -67,9 +67,12 @@ static const char documentation[] =
     "measured on an H200 for an FP32 GEMM kernel of that duration per call (none at 2 us, 1.3x\n"
     "at 4 us, 2.5x at 32 us, 4x at 256 us, 6.6x from 8 ms: small products gain far less than the\n"
     "peak rates' 7.4x; bench/tf32, rules/measure/tf32_model.c), never above the GPU's peak ratio;\n"
-    "no gain on a GPU without TF32 tensor cores. The gain is GPU time: in a run where the GPU was\n"
-    "busy less than half the time (the host's launches set the pace), a caveat says that the run\n"
-    "gives back less. Severity is info, warning from 10% of GPU time.\n";
+    "no gain on a GPU without TF32 tensor cores. The gain is GPU time, and GPU time shortens the\n"
+    "run only on its critical path: with a profile that measured it (`critical_ns`, FORMAT.md),\n"
+    "each kernel's saving counts the part of its time after which the host was waiting for the\n"
+    "GPU, and the gain is at most the time the host waited for the GPU (`host_wait_ns`). Older\n"
+    "profiles keep the whole saving, with a caveat in a run where the GPU was busy less than half\n"
+    "the time. Severity is info, warning from 10% of GPU time.\n";
 
 #define MIN_PROGRAM_SHARE 0.05
 #define MIN_LINE_SHARE 0.01
@@ -152,7 +155,8 @@ static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
     const Profile *p = profile_view_profile(run->view);
     const ProfDevice *device = profile_view_device(run->view);
     uint64_t calls = 0, ns = 0;
-    double saved = 0;
+    double saved = 0, critical_saved = 0; /* the saving, and its part on the critical path */
+    bool critical_known = true;
     for (size_t i = 0; i < line->op_count; i++) {
         const ProfOp *op = line->ops[i];
         if (op->kind != PROF_OP_LAUNCH || op->kernel < 0 || (size_t)op->kernel >= p->kernel_count ||
@@ -160,7 +164,11 @@ static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
             continue;
         calls += op->stats.count;
         ns += op->stats.total_ns;
-        saved += tf32_saved_ns(device, op->stats.total_ns, op->stats.count);
+        double op_saved = tf32_saved_ns(device, op->stats.total_ns, op->stats.count);
+        saved += op_saved;
+        critical_known &= op->critical.known;
+        if (op->critical.known && op->stats.total_ns)
+            critical_saved += op_saved * (double)op->critical.ns / (double)op->stats.total_ns;
     }
     double share = (double)ns / (double)run->gpu_ns;
     if (!calls || share < MIN_LINE_SHARE) return;
@@ -179,10 +187,29 @@ static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
     if (share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
     bool ok = finding_measured(f, QV(q_count(calls), q_ns(ns), q_share(ns, run->gpu_ns)),
                                "FP32 GEMM kernels (FFMA) launched here: {} calls, {} ({} of GPU time)");
-    if (ok && saved > 0) ok = finding_set_gain(f, saved / 1e9, "program", NO_VALUES, "%s", TF32_MODEL_WORDS);
-    /* shorter kernels shorten a run only where the GPU set its pace */
+    /* shorter kernels shorten a run only on its critical path (FORMAT.md critical_ns), and by
+     * no more than the host waited for the GPU */
+    uint64_t waited = 0;
+    bool capped = critical_known && profile_view_host_wait_ns(run->view, &waited) &&
+                  critical_saved > (double)waited;
+    if (ok && saved > 0 && critical_known && (critical_saved < saved * 0.995 || capped)) {
+        double part = critical_saved / saved;
+        if (capped)
+            ok = finding_set_gain(f, (double)waited / 1e9, "program", QV(q_ratio(part), q_ns(waited)),
+                                  "%s; x {}, the part of that saving on the run's critical path; at most the time "
+                                  "the host waited for the GPU ({})",
+                                  TF32_MODEL_WORDS);
+        else
+            ok = finding_set_gain(f, critical_saved / 1e9, "program", QV(q_ratio(part)),
+                                  "%s; x {}, the part of that saving on the run's critical path (after the rest the "
+                                  "GPU went idle until the host asked for more work)",
+                                  TF32_MODEL_WORDS);
+    } else if (ok && saved > 0) {
+        ok = finding_set_gain(f, saved / 1e9, "program", NO_VALUES, "%s", TF32_MODEL_WORDS);
+    }
+    /* profiles without critical-path figures: a caveat where the GPU did not set the pace */
     uint64_t busy = profile_view_busy_ns(run->view), length = profile_view_run_ns(run->view);
-    if (ok && saved > 0 && length && busy < length / 2)
+    if (ok && saved > 0 && !critical_known && length && busy < length / 2)
         ok = finding_caveat(f, "the GPU was busy %.0f%% of the run: where the host's launches set the pace, "
                                "shorter kernels give back less than this",
                             100.0 * (double)busy / (double)length);
