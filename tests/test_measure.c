@@ -748,6 +748,36 @@ Test(measure, gpu_time_gains_count_the_critical_path_only) {
     checked_free(&c);
 }
 
+/* The critical path on profiles recorded on the H200 (bench/critical): one
+ * float32 MLP, 300 steps, TF32's saving measured per step at three batch
+ * sizes (bench/RESULTS.md): -0.61 ms at 32 (host-paced: TF32 was slower),
+ * 0.69 ms at 1024, 9.87 ms at 4096 (GPU-bound). Without the critical path
+ * PY009 promised 0.23, 2.49 and 9.59 ms. */
+static double py009_ms_per_step(const char *fixture) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/tests/fixtures/profiles/h200/%s", ADVISE_SOURCE_DIR, fixture);
+    char *error = NULL;
+    Profile *p = profile_read_file(path, PROFILE_FINAL, &error);
+    cr_assert(p, "%s", error);
+    Checked c;
+    check_with(&c, "bench/critical/mlp_train.py", p, NULL);
+    Finding *f = first_of(&c, "PY009");
+    cr_assert(f, "%s", fixture);
+    show(f);
+    double ms = f->gain.present ? f->gain.seconds * 1000 / 300 : 0;
+    checked_free(&c);
+    return ms;
+}
+
+Test(measure, tf32_estimates_follow_the_critical_path_on_the_h200) {
+    double host_paced = py009_ms_per_step("mlp_tf32_b32.json");
+    cr_expect_lt(host_paced, 0.05, "the host set the pace: next to nothing, not 0.23 ms (%g)", host_paced);
+    double between = py009_ms_per_step("mlp_tf32_b1024.json");
+    cr_expect(between > 0.3 && between < 0.69 * 1.1, "bounded by the host's wait, 0.48 ms: %g", between);
+    double gpu_bound = py009_ms_per_step("mlp_tf32_b4096.json");
+    cr_expect(gpu_bound > 9.87 * 0.9 && gpu_bound < 9.87 * 1.05, "9.87 ms measured: %g", gpu_bound);
+}
+
 /* PY008 measures the foreach kernels its optimizer's steps launched; the
  * gain follows the fused step's measured share: 0.38 for Adam, 5/8 for SGD. */
 Test(measure, foreach_optimizer_kernels_and_the_fused_gain) {
