@@ -8,8 +8,36 @@
 #include <string.h>
 #include <time.h>
 
+/* Sums the critical time of kernels, copies and memsets, and the host's
+ * waits; known only when every entry and every process that ran has it. */
+static void critical_totals(const Profile *p, ProfileTotals *t) {
+    t->critical_known = p->kernel_count > 0;
+    for (size_t i = 0; i < p->kernel_count; i++) {
+        t->critical_known &= p->kernels[i].critical.known;
+        t->critical_ns += p->kernels[i].critical.ns;
+    }
+    for (size_t i = 0; i < p->op_count; i++) {
+        const ProfOp *op = &p->ops[i];
+        if (op->kind != PROF_OP_MEMCPY && op->kind != PROF_OP_MEMSET) continue;
+        t->critical_known &= op->critical.known;
+        t->critical_ns += op->critical.ns;
+    }
+    bool any = false, all = true;
+    for (size_t i = 0; i < p->process_count; i++) {
+        const ProfProcess *proc = &p->processes[i];
+        if (!proc->host_wait_known) {
+            if (!proc->error) all = false; /* a process with an error may have recorded nothing */
+            continue;
+        }
+        any = true;
+        t->host_wait_ns += proc->host_wait_ns;
+    }
+    t->host_wait_known = any && all;
+}
+
 void profile_totals(const Profile *p, ProfileTotals *t) {
     memset(t, 0, sizeof *t);
+    critical_totals(p, t);
     for (size_t i = 0; i < p->kernel_count; i++) {
         t->kernel_ns += p->kernels[i].stats.total_ns;
         t->launches += p->kernels[i].stats.count;

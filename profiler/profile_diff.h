@@ -24,6 +24,11 @@ typedef struct {
     uint64_t alloc_ns, allocs;               /* host time allocating */
     uint64_t wall_ns;                        /* the longest process's wall time */
     uint64_t span_ns, busy_ns;               /* every device's timeline, summed */
+    /* the GPU time of kernels, copies and memsets on the critical path, and
+     * the host's wait for the GPU (FORMAT.md critical_ns, host_wait_ns);
+     * each known only when every entry and process measured it */
+    bool critical_known, host_wait_known;
+    uint64_t critical_ns, host_wait_ns;
 } ProfileTotals;
 
 void profile_totals(const Profile *p, ProfileTotals *out);

@@ -247,6 +247,48 @@ Test(report_text, header_and_ranked_findings_with_evidence) {
     profile_free(p);
 }
 
+/* A profile with critical-path figures says how much of the GPU's work the
+ * run waited for, and how long the host waited for the GPU; without them
+ * (small_profile) nothing is said. */
+Test(report_text, the_critical_path_in_the_header) {
+    Profile *p = small_profile("gemm(float*)", "train.py");
+    RankedFindings r = {.files_checked = 1};
+    ReportProfile rp = {p, "small.json"};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
+    char *out = render(false, &in);
+    cr_expect_null(strstr(out, "critical path"), "%s", out);
+    free(out);
+    out = render(true, &in);
+    cr_expect_null(strstr(out, "critical path"));
+    free(out);
+    uint64_t gpu = 0;
+    for (size_t i = 0; i < p->kernel_count; i++) {
+        p->kernels[i].critical = (CriticalTime){true, p->kernels[i].stats.total_ns / 4};
+        gpu += p->kernels[i].stats.total_ns;
+    }
+    p->processes[0].host_wait_known = true;
+    p->processes[0].host_wait_ns = 1500;
+    char expected[256], critical[32], total[32];
+    uint64_t quarter = 0;
+    for (size_t i = 0; i < p->kernel_count; i++) quarter += p->kernels[i].critical.ns;
+    units_ns(quarter, critical, sizeof critical);
+    units_ns(gpu, total, sizeof total);
+    snprintf(expected, sizeof expected,
+             "         on the critical path %s of the GPU's %s (25%%): the rest was followed by the GPU waiting for "
+             "the host; the host waited for the GPU 1.50 \xC2\xB5s\n",
+             critical, total);
+    out = render(false, &in);
+    cr_expect(strstr(out, expected), "%s\nnot in\n%s", expected, out);
+    free(out);
+    out = render(true, &in);
+    cr_expect(strstr(out, "GPU time on the critical path"), "%s", out);
+    cr_expect(strstr(out, "host waiting for the GPU"));
+    cr_expect_null(check_balanced(out));
+    free(out);
+    free_findings(&r);
+    profile_free(p);
+}
+
 /* "What to do first" spreads a whole-program gain over the profiled run's
  * optimizer steps; a gain local to a kernel, or a run without steps, gets
  * no per-step figure. */

@@ -130,6 +130,16 @@ static void write_profile_cards(FILE *out, const Profile *p) {
     report_html_card(out, launches, buf, NULL);
     units_ns(t.sync_ns, buf, sizeof buf);
     report_html_card(out, "host waiting in syncs", buf, NULL);
+    uint64_t gpu_ns = t.kernel_ns + t.copy_ns + t.memset_ns;
+    if (t.critical_known && gpu_ns) {
+        format_percent(buf, sizeof buf, (double)t.critical_ns / (double)gpu_ns);
+        report_html_card(out, "GPU time on the critical path", buf,
+                         "the part of the GPU's work the run waited for; after the rest the GPU waited for the host");
+    }
+    if (t.host_wait_known) {
+        units_ns(t.host_wait_ns, buf, sizeof buf);
+        report_html_card(out, "host waiting for the GPU", buf, "all that faster GPU work can give back");
+    }
     const ProfProcess *stepped = report_steps_process(p);
     if (stepped) { /* the phases in the card's title */
         char head[160], phases[768];

@@ -82,6 +82,17 @@ static void write_profile(FILE *out, const ReportProfile *rp) {
     if (share >= 0) fprintf(out, "; GPU busy %s of its %s active span", units_ratio(share, busy, sizeof busy), span);
     fprintf(out, "\n         kernels %s (%llu launches), copies and memsets %s, host waiting in syncs %s\n", kernels,
             (unsigned long long)t.launches, copies, syncs);
+    if (t.critical_known && t.host_wait_known) {
+        char critical[32], gpu_time[32], part[UNITS_BUF], waited[32];
+        uint64_t gpu_ns = t.kernel_ns + t.copy_ns + t.memset_ns;
+        units_ns(t.critical_ns, critical, sizeof critical);
+        units_ns(gpu_ns, gpu_time, sizeof gpu_time);
+        units_ns(t.host_wait_ns, waited, sizeof waited);
+        fprintf(out, "         on the critical path %s of the GPU's %s (%s): the rest was followed by the GPU waiting "
+                     "for the host; the host waited for the GPU %s\n",
+                critical, gpu_time, gpu_ns ? units_ratio((double)t.critical_ns / (double)gpu_ns, part, sizeof part) : "-",
+                waited);
+    }
     const ProfProcess *stepped = report_steps_process(p);
     if (stepped) {
         char head[160], phases[768];
