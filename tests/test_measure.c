@@ -952,7 +952,26 @@ Test(measure_lines, global_sectors_judge_the_uncoalesced_store, .timeout = 240) 
     cr_assert(f->gain.present, "a memory-bound kernel's excess sectors cost time");
     cr_expect_float_eq(f->gain.seconds, 1e-3 * (18874368.0 - M4096) / (18874368.0 + M4096), 1e-9);
     cr_expect(strstr(ev(&f->gain.model), "in a memory-bound kernel"), "%s", ev(&f->gain.model));
+    double whole = f->gain.seconds;
     finding_list_free(&l);
+
+    /* with the critical path: 40% of the kernel's time on it, then the host's wait as the bound */
+    for (int capped = 0; capped < 2; capped++) {
+        Profile *p = naive_lines(18874368, M4096);
+        for (size_t i = 0; i < p->kernel_count; i++)
+            p->kernels[i].critical = (CriticalTime){true, p->kernels[i].stats.total_ns * 2 / 5};
+        for (size_t i = 0; i < p->process_count; i++)
+            p->processes[i].host_wait_known = true, p->processes[i].host_wait_ns = capped ? 100000 : 1000000000;
+        l = merged(&ps, p, NULL);
+        f = finding_at(&ps, &l, "CU004", 83);
+        cr_assert(f && f->gain.present);
+        cr_expect_float_eq(f->gain.seconds, capped ? 100e-6 : whole * 0.4, 1e-9);
+        cr_expect(strstr(ev(&f->gain.model), "x 40%, the part of the kernel's time on the run's critical path"), "%s",
+                  ev(&f->gain.model));
+        cr_expect(!capped || strstr(ev(&f->gain.model), "at most the time the host waited for the GPU (100 \xC2\xB5s)"),
+                  "%s", ev(&f->gain.model));
+        finding_list_free(&l);
+    }
 
     /* 3x: at most a warning, though the kernel takes 20% */
     l = merged(&ps, naive_lines(3 * M4096, M4096), NULL);

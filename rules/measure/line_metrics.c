@@ -38,6 +38,19 @@ uint64_t lm_kernel_total(const Profile *p, const char *kernel, LmKind kind) {
     return total;
 }
 
+/* The part of the kernel's time (every configuration of that name) on the
+ * critical path; -1 when a configuration did not measure it. */
+static double kernel_critical_share(const Profile *p, const char *kernel) {
+    uint64_t critical = 0, total = 0;
+    for (size_t i = 0; kernel && i < p->kernel_count; i++)
+        if (strcmp(p->kernels[i].name, kernel) == 0) {
+            if (!p->kernels[i].critical.known) return -1;
+            critical = prof_add_u64(critical, p->kernels[i].critical.ns);
+            total = prof_add_u64(total, p->kernels[i].stats.total_ns);
+        }
+    return total ? (double)critical / (double)total : -1;
+}
+
 /* the kernel's GPU time and launches: by demangled name, else by base name */
 static void kernel_time(const ProfileView *v, const char *kernel, uint64_t *ns, uint64_t *launches) {
     const Profile *p = profile_view_profile(v);
@@ -68,6 +81,7 @@ uint64_t lm_kernel_ns(const ProfileView *v, const char *kernel) {
 void lm_global_gain(const ProfileView *v, const char *kernel, uint64_t kernel_sectors, uint64_t measured_launches,
                     uint64_t actual, uint64_t ideal, LmGain *out) {
     memset(out, 0, sizeof *out);
+    out->critical_share = -1;
     uint64_t launches;
     kernel_time(v, kernel, &out->kernel_ns, &launches);
     const ProfDevice *d = profile_view_device(v);
@@ -82,8 +96,28 @@ void lm_global_gain(const ProfileView *v, const char *kernel, uint64_t kernel_se
     out->sector_bytes_per_s = bytes_per_launch / ns_per_launch * 1e9;
     out->bandwidth_share = out->sector_bytes_per_s / (double)out->bytes_per_s;
     out->memory_bound = out->bandwidth_share >= LM_MEMORY_BOUND_SHARE;
-    if (out->memory_bound)
-        out->gain_ns = (double)out->kernel_ns * (double)(actual - ideal) / (double)kernel_sectors;
+    if (!out->memory_bound) return;
+    out->gain_ns = (double)out->kernel_ns * (double)(actual - ideal) / (double)kernel_sectors;
+    double share = kernel_critical_share(profile_view_profile(v), kernel);
+    if (share < 0) return; /* not measured (imports, older profiles): the whole GPU time */
+    if (share < 0.995) {
+        out->critical_share = share;
+        out->gain_ns *= share;
+    }
+    uint64_t waited;
+    if (profile_view_host_wait_ns(v, &waited) && out->gain_ns > (double)waited) {
+        out->gain_ns = (double)waited;
+        out->capped_ns = waited;
+    }
+}
+
+bool lm_gain_critical_words(const LmGain *g, Evidence *model) {
+    if (g->critical_share >= 0 &&
+        !evidence_append(model, QV(q_ratio(g->critical_share)),
+                         "; x {}, the part of the kernel's time on the run's critical path"))
+        return false;
+    return !g->capped_ns || evidence_append(model, QV(q_ns(g->capped_ns)),
+                                            "; at most the time the host waited for the GPU ({})");
 }
 
 static bool at_lines(uint32_t line, uint32_t first, uint32_t last, const uint32_t *extra, size_t extra_count) {

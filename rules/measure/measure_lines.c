@@ -105,7 +105,8 @@ bool measure_line_access(Measure kind, const MeasureSite *s, Measurement *m) {
                               QV(q_ns(g.kernel_ns), q_share(sum.actual - sum.ideal, sum.kernel_total),
                                  q_ratio(g.bandwidth_share)),
                               "the kernel's {} \xc3\x97 the excess sectors, {} of the kernel's: in a memory-bound "
-                              "kernel ({} of peak bandwidth) time follows the sectors moved");
+                              "kernel ({} of peak bandwidth) time follows the sectors moved") &&
+                 lm_gain_critical_words(&g, &m->model);
     }
     return ok;
 }

@@ -60,7 +60,9 @@ static const char documentation[] =
     "it moves, and the gain is the kernel's time times the line's excess sectors (moved less ideal)\n"
     "over all of the kernel's sectors. Below 30% the kernel is bound by something else and no gain\n"
     "is given. On the H200 the naive transpose sample was estimated at 775 \xc2\xb5s and its tiled\n"
-    "fix saved 902 \xc2\xb5s: the estimate is conservative.\n";
+    "fix saved 902 \xc2\xb5s: the estimate is conservative. With a profile that measured the\n"
+    "critical path (FORMAT.md `critical_ns`), the gain counts only the part of the kernel's time\n"
+    "the run waited for, and at most the time the host waited for the GPU.\n";
 
 static void visit(RuleContext *ctx, const LmWaste *w) {
     Finding *f = lm_report_ratio(ctx, w,
@@ -80,7 +82,8 @@ static void visit(RuleContext *ctx, const LmWaste *w) {
              finding_set_gain(f, g.gain_ns / 1e9, "program",
                               QV(q_ns(g.kernel_ns), q_share(w->actual - w->ideal, w->kernel_total)),
                               "the kernel's {} \xc3\x97 the line's excess sectors, {} of the kernel's: in a "
-                              "memory-bound kernel time follows the sectors moved");
+                              "memory-bound kernel time follows the sectors moved") &&
+             lm_gain_critical_words(&g, &f->gain.model);
     else if (ok && g.known)
         ok = finding_model(f, QV(q_ratio(g.bandwidth_share)),
                            "no estimate: the kernel's sectors came at {} of the GPU's peak memory bandwidth, under "
