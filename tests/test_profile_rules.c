@@ -1141,6 +1141,17 @@ Test(pr007, small_grid_from_the_fixture) {
     cr_expect_float_eq(f->gain.seconds, 0.2 * (1 - 64.0 / 132), 1e-6);
     free(all);
     finding_list_free(&l);
+    /* with the critical path: a tenth of the launches' time on it */
+    Profile *p = (Profile *)profile_view_profile(x.v); /* the test's own */
+    for (size_t i = 0; i < p->op_count; i++)
+        if (p->ops[i].kind == PROF_OP_LAUNCH) p->ops[i].critical = (CriticalTime){true, p->ops[i].stats.total_ns / 10};
+    for (size_t i = 0; i < p->process_count; i++) p->processes[i].host_wait_known = true, p->processes[i].host_wait_ns = 1000 * MS;
+    l = run_rule("PR007", x.v, &x.s);
+    cr_assert_eq(l.count, 1);
+    cr_expect_float_eq(l.items[0].gain.seconds, 0.02 * (1 - 64.0 / 132), 1e-6);
+    cr_expect(strstr(ev(&l.items[0].gain.model), "x 10%, the part of that time on the run's critical path"), "%s",
+              ev(&l.items[0].gain.model));
+    finding_list_free(&l);
     fixture_free(&x);
 }
 

@@ -58,6 +58,24 @@ static const char documentation[] =
 #define MIN_SHARE 0.05
 #define MIN_TAIL_IDLE 0.10
 
+/* The gain is GPU time: with a profile that measured the critical path
+ * (FORMAT.md critical_ns) it counts the part of the launches' time the run
+ * waited for, and at most the host's wait for the GPU. */
+static bool set_gpu_gain(RuleContext *ctx, Finding *f, const ProfOp *op, double gain_ns, const char *words) {
+    double part = op->critical.known && op->stats.total_ns ? (double)op->critical.ns / (double)op->stats.total_ns : 1;
+    uint64_t waited = 0;
+    bool capped = op->critical.known && profile_view_host_wait_ns(ctx->profile, &waited) &&
+                  gain_ns * part > (double)waited;
+    if (part >= 0.995 && !capped) return finding_set_gain(f, gain_ns / 1e9, "kernel", NO_VALUES, "%s", words);
+    if (capped)
+        return finding_set_gain(f, (double)waited / 1e9, "kernel", QV(q_ratio(part), q_ns(waited)),
+                                "%s; x {}, the part of that time on the run's critical path; at most the time the "
+                                "host waited for the GPU ({})",
+                                words);
+    return finding_set_gain(f, gain_ns * part / 1e9, "kernel", QV(q_ratio(part)),
+                            "%s; x {}, the part of that time on the run's critical path", words);
+}
+
 static void check_config(RuleContext *ctx, uint32_t line, const ProfOp *op, const ProfKernel *k, double share) {
     const ProfDevice *dev = pf_kernel_device(ctx->profile, k);
     if (!dev || dev->sm_count == 0) return;
@@ -79,9 +97,9 @@ static void check_config(RuleContext *ctx, uint32_t line, const ProfOp *op, cons
                                    k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2]);
         ok = ok && finding_model(f, QV(q_seconds(gain / 1e9)),
                                  "up to {} faster if the same work were spread over all %u SMs", dev->sm_count);
-        ok = ok && finding_set_gain(f, gain / 1e9, "kernel", NO_VALUES,
-                                    "kernel time at the line \xc3\x97 (1 \xe2\x88\x92 blocks / SMs); an upper bound "
-                                    "for a kernel limited by the SMs' throughput");
+        ok = ok && set_gpu_gain(ctx, f, op, gain,
+                                "kernel time at the line \xc3\x97 (1 \xe2\x88\x92 blocks / SMs); an upper bound "
+                                "for a kernel limited by the SMs' throughput");
         if (!ok) ctx->out_of_memory = true;
         return;
     }
@@ -110,9 +128,9 @@ static void check_config(RuleContext *ctx, uint32_t line, const ProfOp *op, cons
                             pf_limit_name(occ.limit));
     ok = ok && finding_measured(f, QV(q_ns(ns), q_count(op->stats.count), q_seconds(gain / 1e9)),
                                 "{} in {} launches from this line; up to {} less with full waves");
-    ok = ok && finding_set_gain(f, gain / 1e9, "kernel", NO_VALUES,
-                                "kernel time at the line \xc3\x97 (1 \xe2\x88\x92 waves / \xe2\x8c\x88waves\xe2\x8c\x89); an "
-                                "upper bound, assuming equal blocks");
+    ok = ok && set_gpu_gain(ctx, f, op, gain,
+                            "kernel time at the line \xc3\x97 (1 \xe2\x88\x92 waves / \xe2\x8c\x88waves\xe2\x8c\x89); an "
+                            "upper bound, assuming equal blocks");
     if (!ok) ctx->out_of_memory = true;
 }
 
