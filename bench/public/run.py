@@ -162,6 +162,8 @@ def main():
                 with open(args.json, "w") as f:
                     json.dump(results, f, indent=1)
 
+    if not args.reps:  # profiles only: nothing was timed
+        return
     print(f"\n{'workload':8} " + " ".join(f"{v + ' ms':>12}" for v in variants) + "  speed-up")
     for name in names:
         if name in failed or not all(times[(name, v)] for v in variants):
