@@ -163,6 +163,9 @@ def main():
                     json.dump(results, f, indent=1)
 
     if not args.reps:  # profiles only: nothing was timed
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=1)
         return
     print(f"\n{'workload':8} " + " ".join(f"{v + ' ms':>12}" for v in variants) + "  speed-up")
     for name in names:
