@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/base/growable.h"
+
 void host_waits_init(HostWaits *w) {
     memset(w, 0, sizeof *w);
 }
@@ -25,17 +27,7 @@ static void drop_passed(HostWaits *w) {
 }
 
 static bool make_room(HostWaits *w) {
-    if (w->count < w->cap) return true;
-    if (w->cap < HOST_WAITS_MAX) {
-        size_t cap = w->cap ? w->cap * 2 : 256;
-        if (cap > HOST_WAITS_MAX) cap = HOST_WAITS_MAX;
-        HostWait *grown = realloc(w->waits, cap * sizeof *grown);
-        if (grown) {
-            w->waits = grown;
-            w->cap = cap;
-            return true;
-        }
-    }
+    if (w->count < HOST_WAITS_MAX && array_reserve(&w->waits, w->count, &w->cap, sizeof *w->waits, 256)) return true;
     drop_passed(w);
     return w->count < w->cap;
 }

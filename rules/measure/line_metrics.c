@@ -81,7 +81,7 @@ uint64_t lm_kernel_ns(const ProfileView *v, const char *kernel) {
 void lm_global_gain(const ProfileView *v, const char *kernel, uint64_t kernel_sectors, uint64_t measured_launches,
                     uint64_t actual, uint64_t ideal, LmGain *out) {
     memset(out, 0, sizeof *out);
-    out->critical_share = -1;
+    out->critical.share = -1;
     uint64_t launches;
     kernel_time(v, kernel, &out->kernel_ns, &launches);
     const ProfDevice *d = profile_view_device(v);
@@ -97,27 +97,9 @@ void lm_global_gain(const ProfileView *v, const char *kernel, uint64_t kernel_se
     out->bandwidth_share = out->sector_bytes_per_s / (double)out->bytes_per_s;
     out->memory_bound = out->bandwidth_share >= LM_MEMORY_BOUND_SHARE;
     if (!out->memory_bound) return;
-    out->gain_ns = (double)out->kernel_ns * (double)(actual - ideal) / (double)kernel_sectors;
-    double share = kernel_critical_share(profile_view_profile(v), kernel);
-    if (share < 0) return; /* not measured (imports, older profiles): the whole GPU time */
-    if (share < 0.995) {
-        out->critical_share = share;
-        out->gain_ns *= share;
-    }
-    uint64_t waited;
-    if (profile_view_host_wait_ns(v, &waited) && out->gain_ns > (double)waited) {
-        out->gain_ns = (double)waited;
-        out->capped_ns = waited;
-    }
-}
-
-bool lm_gain_critical_words(const LmGain *g, Evidence *model) {
-    if (g->critical_share >= 0 &&
-        !evidence_append(model, QV(q_ratio(g->critical_share)),
-                         "; x {}, the part of the kernel's time on the run's critical path"))
-        return false;
-    return !g->capped_ns || evidence_append(model, QV(q_ns(g->capped_ns)),
-                                            "; at most the time the host waited for the GPU ({})");
+    out->critical = critical_gain(v, (double)out->kernel_ns * (double)(actual - ideal) / (double)kernel_sectors,
+                                  kernel_critical_share(profile_view_profile(v), kernel));
+    out->gain_ns = out->critical.gain_ns;
 }
 
 static bool at_lines(uint32_t line, uint32_t first, uint32_t last, const uint32_t *extra, size_t extra_count) {

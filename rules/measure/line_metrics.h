@@ -18,6 +18,7 @@
 #include "analysis/finding.h"
 #include "profiler/profile.h"
 #include "profiler/profile_view.h"
+#include "rules/measure/critical_gain.h"
 
 typedef enum { LM_GLOBAL, LM_SHARED, LM_LOCAL } LmKind;
 
@@ -126,18 +127,12 @@ typedef struct {
     double sector_bytes_per_s; /* the kernel's sectors x 32 bytes over its mean launch time */
     uint64_t bytes_per_s;    /* the device's peak (an H200's when the profile names none) */
     /* The gain is GPU time: it counts the part of the kernel's time on the
-     * run's critical path and at most the host's wait for the GPU (FORMAT.md
-     * critical_ns, host_wait_ns; docs/models.md). critical_share is that part
-     * when the profile measured it and it is under 1, else -1; capped_ns
-     * the host's wait when it bounded the gain, else 0. */
-    double critical_share;
-    uint64_t capped_ns;
+     * run's critical path and at most the host's wait for the GPU
+     * (critical_gain.h); what that did, for critical_gain_words */
+    CriticalGain critical;
 } LmGain;
 void lm_global_gain(const ProfileView *v, const char *kernel, uint64_t kernel_sectors, uint64_t measured_launches,
                     uint64_t actual, uint64_t ideal, LmGain *out);
-/* Appends to a gain's model what the critical path did to it (nothing when
- * it changed nothing); false when memory runs out. */
-bool lm_gain_critical_words(const LmGain *g, Evidence *model);
 
 /* Bytes in so many 32-byte sectors (saturating). */
 uint64_t lm_sector_bytes(uint64_t sectors);

@@ -106,7 +106,7 @@ bool measure_line_access(Measure kind, const MeasureSite *s, Measurement *m) {
                                  q_ratio(g.bandwidth_share)),
                               "the kernel's {} \xc3\x97 the excess sectors, {} of the kernel's: in a memory-bound "
                               "kernel ({} of peak bandwidth) time follows the sectors moved") &&
-                 lm_gain_critical_words(&g, &m->model);
+                 critical_gain_words(&g.critical, "the kernel's time", &m->model);
     }
     return ok;
 }

@@ -11,6 +11,7 @@
 #include "rules/measure/measure.h"
 #include "profiler/kernel_name.h"
 #include "rules/measure/profile_facts.h"
+#include "rules/measure/critical_gain.h"
 #include "rules/measure/tf32_model.h"
 
 #define MAX_OPS 256
@@ -117,30 +118,18 @@ bool measure_gain_is_gpu_time(Measure kind) {
 static bool apply_critical(const MeasureSite *s, Measurement *m) {
     if (!m->has_gain || !m->critical.seen || m->critical.unknown || !m->critical.total_ns) return true;
     m->critical.applied = true;
+    bool weighed = m->critical.saved_total_ns > 0;
     double gpu_share = (double)m->critical.ns / (double)m->critical.total_ns;
-    double share = m->critical.saved_total_ns > 0 ? m->critical.saved_ns / m->critical.saved_total_ns : gpu_share;
-    if (share < 0.995) {
-        m->gain_seconds *= share;
-        if (!evidence_append(&m->model, QV(q_ratio(share)),
-                             m->critical.saved_total_ns > 0 ? "; x {}, the part of that saving on the run's critical path"
-                                                             : "; x {}, the part of that GPU time on the run's critical "
-                                                               "path") ||
-            !measure_evidence(m, EVIDENCE_MEASURED,
-                              QV(q_ratio(gpu_share), q_ns(m->critical.ns), q_ns(m->critical.total_ns)),
-                              "{} of this GPU time was on the run's critical path ({} of {}): after the rest the GPU "
-                              "went idle until the host asked for more work, so shortening it would only lengthen "
-                              "those waits"))
-            return false;
-    }
-    uint64_t waited;
-    if (profile_view_host_wait_ns(s->view, &waited) && m->gain_seconds > (double)waited / 1e9) {
-        m->gain_seconds = (double)waited / 1e9;
-        if (!evidence_append(&m->model, QV(q_ns(waited)),
-                             "; at most the time the host waited for the GPU ({}): once the GPU keeps up, the host's "
-                             "own pace sets the run's"))
-            return false;
-    }
-    return true;
+    CriticalGain c = critical_gain(s->view, m->gain_seconds * 1e9,
+                                   weighed ? m->critical.saved_ns / m->critical.saved_total_ns : gpu_share);
+    m->gain_seconds = c.gain_ns / 1e9;
+    if (c.share >= 0 &&
+        !measure_evidence(m, EVIDENCE_MEASURED, QV(q_ratio(gpu_share), q_ns(m->critical.ns), q_ns(m->critical.total_ns)),
+                          "{} of this GPU time was on the run's critical path ({} of {}): after the rest the GPU "
+                          "went idle until the host asked for more work, so shortening it would only lengthen "
+                          "those waits"))
+        return false;
+    return critical_gain_words(&c, weighed ? "that saving" : "that GPU time", &m->model);
 }
 
 /* how many operations of one kind ran at the lines, and their time in *total_ns */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rules/measure/critical_gain.h"
 #include "rules/measure/profile_facts.h"
 
 static const char documentation[] =
@@ -62,18 +63,10 @@ static const char documentation[] =
  * (FORMAT.md critical_ns) it counts the part of the launches' time the run
  * waited for, and at most the host's wait for the GPU. */
 static bool set_gpu_gain(RuleContext *ctx, Finding *f, const ProfOp *op, double gain_ns, const char *words) {
-    double part = op->critical.known && op->stats.total_ns ? (double)op->critical.ns / (double)op->stats.total_ns : 1;
-    uint64_t waited = 0;
-    bool capped = op->critical.known && profile_view_host_wait_ns(ctx->profile, &waited) &&
-                  gain_ns * part > (double)waited;
-    if (part >= 0.995 && !capped) return finding_set_gain(f, gain_ns / 1e9, "kernel", NO_VALUES, "%s", words);
-    if (capped)
-        return finding_set_gain(f, (double)waited / 1e9, "kernel", QV(q_ratio(part), q_ns(waited)),
-                                "%s; x {}, the part of that time on the run's critical path; at most the time the "
-                                "host waited for the GPU ({})",
-                                words);
-    return finding_set_gain(f, gain_ns * part / 1e9, "kernel", QV(q_ratio(part)),
-                            "%s; x {}, the part of that time on the run's critical path", words);
+    double part = op->critical.known && op->stats.total_ns ? (double)op->critical.ns / (double)op->stats.total_ns : -1;
+    CriticalGain c = critical_gain(ctx->profile, gain_ns, part);
+    return finding_set_gain(f, c.gain_ns / 1e9, "kernel", NO_VALUES, "%s", words) &&
+           critical_gain_words(&c, "that time", &f->gain.model);
 }
 
 static void check_config(RuleContext *ctx, uint32_t line, const ProfOp *op, const ProfKernel *k, double share) {

@@ -83,7 +83,7 @@ static void visit(RuleContext *ctx, const LmWaste *w) {
                               QV(q_ns(g.kernel_ns), q_share(w->actual - w->ideal, w->kernel_total)),
                               "the kernel's {} \xc3\x97 the line's excess sectors, {} of the kernel's: in a "
                               "memory-bound kernel time follows the sectors moved") &&
-             lm_gain_critical_words(&g, &f->gain.model);
+             critical_gain_words(&g.critical, "the kernel's time", &f->gain.model);
     else if (ok && g.known)
         ok = finding_model(f, QV(q_ratio(g.bandwidth_share)),
                            "no estimate: the kernel's sectors came at {} of the GPU's peak memory bandwidth, under "

@@ -8,6 +8,7 @@
 
 #include "analysis/python/python_query.h"
 #include "profiler/kernel_name.h"
+#include "rules/measure/critical_gain.h"
 #include "rules/measure/profile_facts.h"
 #include "rules/measure/tf32_model.h"
 
@@ -187,25 +188,11 @@ static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
     if (share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
     bool ok = finding_measured(f, QV(q_count(calls), q_ns(ns), q_share(ns, run->gpu_ns)),
                                "FP32 GEMM kernels (FFMA) launched here: {} calls, {} ({} of GPU time)");
-    /* shorter kernels shorten a run only on its critical path (FORMAT.md critical_ns), and by
-     * no more than the host waited for the GPU */
-    uint64_t waited = 0;
-    bool capped = critical_known && profile_view_host_wait_ns(run->view, &waited) &&
-                  critical_saved > (double)waited;
-    if (ok && saved > 0 && critical_known && (critical_saved < saved * 0.995 || capped)) {
-        double part = critical_saved / saved;
-        if (capped)
-            ok = finding_set_gain(f, (double)waited / 1e9, "program", QV(q_ratio(part), q_ns(waited)),
-                                  "%s; x {}, the part of that saving on the run's critical path; at most the time "
-                                  "the host waited for the GPU ({})",
-                                  TF32_MODEL_WORDS);
-        else
-            ok = finding_set_gain(f, critical_saved / 1e9, "program", QV(q_ratio(part)),
-                                  "%s; x {}, the part of that saving on the run's critical path (after the rest the "
-                                  "GPU went idle until the host asked for more work)",
-                                  TF32_MODEL_WORDS);
-    } else if (ok && saved > 0) {
-        ok = finding_set_gain(f, saved / 1e9, "program", NO_VALUES, "%s", TF32_MODEL_WORDS);
+    /* shorter kernels shorten a run only on its critical path, and by no more than the host waited */
+    if (ok && saved > 0) {
+        CriticalGain c = critical_gain(run->view, saved, critical_known ? critical_saved / saved : -1);
+        ok = finding_set_gain(f, c.gain_ns / 1e9, "program", NO_VALUES, "%s", TF32_MODEL_WORDS) &&
+             critical_gain_words(&c, "that saving", &f->gain.model);
     }
     /* profiles without critical-path figures: a caveat where the GPU did not set the pace */
     uint64_t busy = profile_view_busy_ns(run->view), length = profile_view_run_ns(run->view);
