@@ -4,6 +4,7 @@
 #include "analysis/base/growable.h"
 #include "analysis/finding.h"
 #include "analysis/python/python_index.h"
+#include "analysis/python/python_parse.h"
 #include "analysis/python/python_query.h"
 #include "analysis/base/text_format.h"
 
@@ -221,7 +222,7 @@ PySource *py_source_new_within(const Document *doc, unsigned timeout_seconds) {
     if (!src->parser || !ts_parser_set_language(src->parser, tree_sitter_python())) goto fail;
     /* error recovery on text that is not Python at all can take seconds per MiB: give up instead */
     ts_parser_set_timeout_micros(src->parser, timeout_seconds * 1000000ull);
-    src->tree = ts_parser_parse_string(src->parser, NULL, doc->text, (uint32_t)doc->length);
+    src->tree = py_parse(src->parser, NULL, doc->text, doc->length);
     if (!src->tree) goto fail;
     analyse(src);
     return src;
@@ -272,7 +273,7 @@ void py_source_note_edit(PySource *src, size_t start, size_t old_end, size_t new
 
 bool py_source_reparse(PySource *src, const Document *doc) {
     if (py_source_too_wide(doc)) return false;
-    TSTree *tree = ts_parser_parse_string(src->parser, src->tree, doc->text, (uint32_t)doc->length);
+    TSTree *tree = py_parse(src->parser, src->tree, doc->text, doc->length);
     if (!tree) return false;
     if (src->retired) ts_tree_delete(src->retired);
     src->retired = src->tree;
