@@ -1,6 +1,7 @@
 #include "profiler/aggregate.h"
 
 #include <pthread.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +9,7 @@
 #include "analysis/base/hash_index.h"
 #include "profiler/comm_kernels.h"
 #include "profiler/host_waits.h"
+#include "profiler/op_times.h"
 #include "profiler/step_phases.h"
 #include "profiler/time_buckets.h"
 
@@ -127,6 +129,7 @@ typedef struct {
     uint64_t bytes;
     StatAcc acc;
     CriticalAcc critical;
+    OpTimes starts;       /* LAUNCH, MEMCPY, MEMSET: when their GPU work started, for the step phases */
 } OpEntry;
 
 typedef struct {
@@ -677,6 +680,10 @@ static uint64_t span(uint64_t start, uint64_t end) {
 
 static uint32_t weight_of(uint32_t weight) { return weight ? weight : 1; }
 
+static void note_start(Aggregator *agg, int op, uint64_t start_ns, uint32_t weight) {
+    if (op >= 0) op_times_add(&agg->ops[op].starts, start_ns, weight);
+}
+
 void agg_kernel(Aggregator *agg, const AggKernel *k) {
     pthread_mutex_lock(&agg->lock);
     int site = checked_site(agg, k->site);
@@ -686,6 +693,7 @@ void agg_kernel(Aggregator *agg, const AggKernel *k) {
         stat_add_weighted(&agg->kernels[kernel].acc, d, weight_of(k->weight));
         ProfOp probe = {.kind = PROF_OP_LAUNCH, .site = site, .kernel = kernel};
         op = record_op(agg, &probe, 0, d, weight_of(k->weight));
+        note_start(agg, op, k->start_ns, weight_of(k->weight));
     }
     /* a kernel past the table's cap is judged by its name on each record */
     bool comm = kernel >= 0 ? agg->kernels[kernel].comm : comm_kernel_name(k->name);
@@ -702,6 +710,7 @@ void agg_memcpy(Aggregator *agg, const AggCopy *c) {
     ProfOp probe = {.kind = PROF_OP_MEMCPY, .site = site, .kernel = -1, .copy = c->copy,
                     .src = c->src, .dst = c->dst};
     int op = record_op(agg, &probe, c->bytes, span(c->start_ns, c->end_ns), weight_of(c->weight));
+    note_start(agg, op, c->start_ns, weight_of(c->weight));
     timeline_add(agg, c->device,
                  (Interval){.start = c->start_ns, .end = c->end_ns, .launch = c->launch_ns, .site = site,
                             .kernel = -1, .op = op, .window = c->window, .weight = weight_of(c->weight)});
@@ -713,6 +722,7 @@ void agg_memset(Aggregator *agg, const AggMemset *m) {
     int site = checked_site(agg, m->site);
     ProfOp probe = {.kind = PROF_OP_MEMSET, .site = site, .kernel = -1, .dst = m->dst};
     int op = record_op(agg, &probe, m->bytes, span(m->start_ns, m->end_ns), weight_of(m->weight));
+    note_start(agg, op, m->start_ns, weight_of(m->weight));
     timeline_add(agg, m->device,
                  (Interval){.start = m->start_ns, .end = m->end_ns, .launch = m->launch_ns, .site = site,
                             .kernel = -1, .op = op, .window = m->window, .weight = weight_of(m->weight)});
@@ -1009,6 +1019,24 @@ static void phase_idle(Aggregator *agg, const StepTimeline *steps, ProfSteps *ou
     out->phase_idle_known = true;
 }
 
+static double steady_share(void *ctx, uint64_t from, uint64_t to) {
+    return (double)step_timeline_steady_ns(ctx, from, to) / (double)(to - from);
+}
+
+/* Each launch's, copy's and memset's calls in the steady steps, from when
+ * they started (op_times.h): an operation that ran in one phase only (a
+ * sampling loop after training, a checkpoint) gets all or none of them. */
+static void steady_counts(const Aggregator *agg, const StepTimeline *steps, Profile *p) {
+    if (!steps->count) return;
+    for (size_t i = 0; i < agg->op_count && i < p->op_count; i++) {
+        ProfOp *op = &p->ops[i];
+        if (!prof_op_has_critical(op->kind) || !agg->ops[i].starts.width) continue; /* GPU work, seen starting */
+        double calls = op_times_calls_in(&agg->ops[i].starts, steady_share, (void *)steps);
+        uint64_t count = (uint64_t)llround(calls);
+        op->steady = (SteadyCount){true, count < op->stats.count ? count : op->stats.count};
+    }
+}
+
 /* The process's steps and each gap's phase, from the step marks (none: left unknown). */
 static void fill_steps(Aggregator *agg, Profile *p) {
     StepTimeline steps;
@@ -1025,6 +1053,7 @@ static void fill_steps(Aggregator *agg, Profile *p) {
     if (first == UINT64_MAX) first = last = steps.marks[0];
     step_timeline_summary(&steps, first, last, &p->processes[0].steps);
     phase_idle(agg, &steps, &p->processes[0].steps);
+    steady_counts(agg, &steps, p);
     /* A gap takes the phase at its middle: the host notes a step's end while the GPU may still run
      * it, or already idle, so a gap often straddles a mark; its middle lies where most of it is. */
     for (size_t g = 0; g < p->gap_count; g++) {

@@ -152,6 +152,15 @@ typedef struct {
     uint64_t ns;            /* at most stats.total_ns */
 } CriticalTime;
 
+/* How many of an operation's calls ran in its process's steady training
+ * steps (FORMAT.md, `steady_count`): an estimate from a sample of when their
+ * GPU work started. known is false where the steps are not known (no
+ * optimizer steps, imported traces, older profiles). */
+typedef struct {
+    bool known;
+    uint64_t count;         /* at most stats.count */
+} SteadyCount;
+
 typedef struct {
     int process;
     int device;             /* into devices, or -1 */
@@ -205,6 +214,7 @@ typedef struct {
     uint64_t bytes;         /* total over all calls */
     ProfStats stats;
     CriticalTime critical;  /* LAUNCH, MEMCPY, MEMSET */
+    SteadyCount steady;     /* LAUNCH, MEMCPY, MEMSET */
 } ProfOp;
 
 /* Host time spent inside one CUDA API function. */

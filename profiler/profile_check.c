@@ -317,6 +317,16 @@ static bool critical_ok(Check *c, const char *at, const CriticalTime *critical, 
     return true;
 }
 
+/* The calls in the steady steps are some of the operation's calls. */
+static bool steady_ok(Check *c, const char *at, const SteadyCount *steady, const ProfStats *stats) {
+    if (!steady->known) return true;
+    if (!integer_ok(c, at, "steady_count", steady->count)) return false;
+    if (steady->count > stats->count)
+        return prof_fail(c->error, "%s.steady_count: %llu is more than stats.count (%llu)", at,
+                         (unsigned long long)steady->count, (unsigned long long)stats->count);
+    return true;
+}
+
 static bool kernels_ok(Check *c) {
     const Profile *p = c->p;
     for (size_t i = 0; i < p->kernel_count; i++) {
@@ -372,7 +382,10 @@ static bool op_ok(Check *c, size_t i) {
     }
     if (op->critical.known && !prof_op_has_critical(op->kind))
         return prof_fail(c->error, "%s.critical_ns: only launches, copies and memsets have one", at);
-    return stats_ok(c, at, &op->stats) && critical_ok(c, at, &op->critical, &op->stats);
+    if (op->steady.known && !prof_op_has_critical(op->kind))
+        return prof_fail(c->error, "%s.steady_count: only launches, copies and memsets have one", at);
+    return stats_ok(c, at, &op->stats) && critical_ok(c, at, &op->critical, &op->stats) &&
+           steady_ok(c, at, &op->steady, &op->stats);
 }
 
 static bool ops_ok(Check *c) {

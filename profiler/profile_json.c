@@ -225,6 +225,7 @@ static json_t *op_json(const Profile *p, size_t i) {
     }
     put(&o, "stats", stats_json(&op->stats));
     if (op->critical.known && prof_op_has_critical(op->kind)) put(&o, "critical_ns", integer(op->critical.ns));
+    if (op->steady.known && prof_op_has_critical(op->kind)) put(&o, "steady_count", integer(op->steady.count));
     return obj_done(&o);
 }
 

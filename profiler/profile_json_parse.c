@@ -412,6 +412,14 @@ static bool get_critical(Reader *r, json_t *e, const char *at, CriticalTime *c) 
     return !v || uint_value(r, v, at, "critical_ns", 0, MAX_JSON_INTEGER, &c->ns);
 }
 
+/* The optional "steady_count" of an operation (likewise added later). */
+static bool get_steady(Reader *r, json_t *e, const char *at, SteadyCount *c) {
+    json_t *v = json_object_get(e, "steady_count");
+    c->known = v != NULL;
+    c->count = 0;
+    return !v || uint_value(r, v, at, "steady_count", 0, MAX_JSON_INTEGER, &c->count);
+}
+
 static bool read_kernels(Reader *r, json_t *root, Profile *p) {
     const char *key = "kernels";
     json_t *a;
@@ -470,7 +478,7 @@ static bool read_op(Reader *r, json_t *e, const char *at, ProfOp *op) {
     op->dst = (ProfMemKind)dst;
     op->sync = (ProfSyncKind)sync;
     return ok && get_stats(r, e, at, &op->stats) &&
-           (!prof_op_has_critical(op->kind) || get_critical(r, e, at, &op->critical));
+           (!prof_op_has_critical(op->kind) || (get_critical(r, e, at, &op->critical) && get_steady(r, e, at, &op->steady)));
 }
 
 static bool read_ops(Reader *r, json_t *root, Profile *p) {

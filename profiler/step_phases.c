@@ -13,8 +13,9 @@ bool step_timeline_build(StepTimeline *t, const uint64_t *marks, size_t count, u
     if (!count) return false;
     t->marks = malloc(count * sizeof *t->marks);
     t->phase = malloc(count * sizeof *t->phase); /* count - 1 intervals; one spare keeps count 1 simple */
+    t->steady_before = malloc(count * sizeof *t->steady_before);
     uint64_t *sorted = count > 1 ? malloc((count - 1) * sizeof *sorted) : NULL;
-    if (!t->marks || !t->phase || (count > 1 && !sorted)) {
+    if (!t->marks || !t->phase || !t->steady_before || (count > 1 && !sorted)) {
         free(sorted);
         step_timeline_free(t);
         return false;
@@ -38,26 +39,49 @@ bool step_timeline_build(StepTimeline *t, const uint64_t *marks, size_t count, u
         if (!slow) warming = false;
         t->phase[i] = (uint8_t)(!slow ? PROF_PHASE_STEADY : warming ? PROF_PHASE_WARMUP : PROF_PHASE_SLOW);
     }
+    t->steady_before[0] = 0;
+    for (size_t i = 0; i + 1 < count; i++)
+        t->steady_before[i + 1] =
+            t->steady_before[i] + (t->phase[i] == PROF_PHASE_STEADY ? t->marks[i + 1] - t->marks[i] : 0);
     return true;
 }
 
-void step_timeline_free(StepTimeline *t) {
-    free(t->marks);
-    free(t->phase);
-    memset(t, 0, sizeof *t);
-}
-
-ProfPhase step_timeline_phase_at(const StepTimeline *t, uint64_t when) {
-    if (!t->count) return PROF_PHASE_UNKNOWN;
-    if (when < t->marks[0]) return PROF_PHASE_FIRST;
-    if (when >= t->marks[t->count - 1]) return PROF_PHASE_AFTER;
-    size_t lo = 0, hi = t->count - 1; /* marks[lo] <= when < marks[hi] */
+static size_t interval_at(const StepTimeline *t, uint64_t when) {
+    size_t lo = 0, hi = t->count - 1;
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
         if (t->marks[mid] <= when) lo = mid;
         else hi = mid;
     }
-    return (ProfPhase)t->phase[lo];
+    return lo;
+}
+
+/* the steady steps' time from marks[0] to `when` */
+static uint64_t steady_until(const StepTimeline *t, uint64_t when) {
+    if (when <= t->marks[0]) return 0;
+    if (when >= t->marks[t->count - 1]) return t->steady_before[t->count - 1];
+    size_t i = interval_at(t, when);
+    return t->steady_before[i] + (t->phase[i] == PROF_PHASE_STEADY ? when - t->marks[i] : 0);
+}
+
+uint64_t step_timeline_steady_ns(const StepTimeline *t, uint64_t from, uint64_t to) {
+    if (!t->count || to <= from) return 0;
+    return steady_until(t, to) - steady_until(t, from);
+}
+
+void step_timeline_free(StepTimeline *t) {
+    free(t->marks);
+    free(t->phase);
+    free(t->steady_before);
+    memset(t, 0, sizeof *t);
+}
+
+/* the interval i with marks[i] <= when < marks[i + 1]; when must lie in [marks[0], marks[count - 1]) */
+ProfPhase step_timeline_phase_at(const StepTimeline *t, uint64_t when) {
+    if (!t->count) return PROF_PHASE_UNKNOWN;
+    if (when < t->marks[0]) return PROF_PHASE_FIRST;
+    if (when >= t->marks[t->count - 1]) return PROF_PHASE_AFTER;
+    return (ProfPhase)t->phase[interval_at(t, when)];
 }
 
 void step_timeline_summary(const StepTimeline *t, uint64_t first, uint64_t last, ProfSteps *out) {

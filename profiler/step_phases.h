@@ -28,6 +28,7 @@ typedef struct {
     uint64_t total_steps; /* steps seen, kept or not */
     uint64_t median;      /* the median interval; 0 with fewer than 2 marks */
     uint8_t *phase;       /* ProfPhase of interval i (marks[i] to marks[i + 1]) */
+    uint64_t *steady_before; /* the steady steps' time from marks[0] to marks[i] */
 } StepTimeline;
 
 /* From marks (any order; copied). False when memory runs out or there are
@@ -37,6 +38,9 @@ void step_timeline_free(StepTimeline *t);
 
 /* The phase at an instant on the marks' clock. */
 ProfPhase step_timeline_phase_at(const StepTimeline *t, uint64_t when);
+
+/* How much of [from, to) lay in steady steps (log time in the marks). */
+uint64_t step_timeline_steady_ns(const StepTimeline *t, uint64_t from, uint64_t to);
 
 /* Calls range(ctx, phase, from, to) for each stretch of [first, last) in
  * time order: the first phase up to the first mark, each interval between

@@ -91,25 +91,34 @@ Test(step_phases, one_step_and_none) {
 
 /* A device busy in each steady step with a 4 ms idle gap, and idle 400 ms in
  * the evaluation step: the gaps get their phases, the process its steps. */
-Test(step_phases, the_aggregator_labels_gaps_by_phase) {
-    Aggregator *agg = agg_new();
-    cr_assert_not_null(agg);
-    int fwd = agg_site(agg, "train.py", 20, NULL), eval = agg_site(agg, "train.py", 30, NULL);
-    uint64_t marks[32];
+/* The run of training_marks() in agg: a kernel from line 20 from 0 to the
+ * first step's end, then one in each interval [start + 4 ms, end), the
+ * 500 ms one's from line 30 (the evaluation) in [start + 400 ms, end). */
+static size_t training_run(Aggregator *agg, int *fwd, int *eval, uint64_t *marks) {
+    *fwd = agg_site(agg, "train.py", 20, NULL);
+    *eval = agg_site(agg, "train.py", 30, NULL);
     size_t n = training_marks(marks);
-    /* kernels: one from 0 to the first step end, then in each interval [start + 4 ms, end) */
-    AggKernel k = {.device = 0, .name = "gemm", .grid = {1, 1, 1}, .block = {256, 1, 1}, .site = fwd};
+    AggKernel k = {.device = 0, .name = "gemm", .grid = {1, 1, 1}, .block = {256, 1, 1}, .site = *fwd};
     k.start_ns = 0;
     k.end_ns = marks[0];
     agg_kernel(agg, &k);
     for (size_t i = 0; i + 1 < n; i++) {
         uint64_t d = marks[i + 1] - marks[i];
-        k.site = d == 500 * MS ? eval : fwd;
+        k.site = d == 500 * MS ? *eval : *fwd;
         k.start_ns = marks[i] + (d == 500 * MS ? 400 * MS : 4 * MS);
         k.end_ns = marks[i + 1];
         agg_kernel(agg, &k);
     }
     agg_steps(agg, marks, n, 1, n);
+    return n;
+}
+
+Test(step_phases, the_aggregator_labels_gaps_by_phase) {
+    Aggregator *agg = agg_new();
+    cr_assert_not_null(agg);
+    int fwd, eval;
+    uint64_t marks[32];
+    size_t n = training_run(agg, &fwd, &eval, marks);
     Profile *p = agg_to_profile(agg, NULL);
     cr_assert_not_null(p);
     cr_expect_eq(p->processes[0].steps.count, n);
@@ -254,6 +263,77 @@ Test(step_phases, idle_by_phase_under_sampled_tracing) {
     double steady = (double)s->idle_ns[PROF_PHASE_STEADY];
     cr_expect(steady > 1900.0 * MS && steady < 2100.0 * MS, "steady idle %.1f ms, about 2000 expected", steady / MS);
     cr_expect_eq(s->activities[PROF_PHASE_STEADY], 2000, "250 traced kernels weighing 8");
+    profile_free(p);
+    agg_free(agg);
+}
+
+/* Each launch knows how many of its calls ran in the steady steps
+ * (ops[].steady_count): the forward line's 20 of its 23, the evaluation's
+ * none; the count goes through the JSON and back, and the reader refuses a
+ * count above the calls. */
+/* a profile from agg with what a written profile must have */
+static Profile *written(Aggregator *agg) {
+    ProfProcess proc = {.pid = 42, .rank = -1, .local_rank = -1, .world_size = -1, .wall_ns = 3000 * MS};
+    Profile *p = agg_to_profile(agg, &proc);
+    cr_assert_not_null(p);
+    p->name = strdup("t");
+    p->source = strdup("cupti");
+    p->created = strdup("2026-12-03T00:00:00Z");
+    p->tool = strdup("advise test");
+    return p;
+}
+
+Test(step_phases, each_launch_counts_its_calls_in_the_steady_steps) {
+    Aggregator *agg = agg_new();
+    cr_assert_not_null(agg);
+    int fwd, eval;
+    uint64_t marks[32];
+    training_run(agg, &fwd, &eval, marks);
+    Profile *p = written(agg);
+    cr_assert_eq(p->op_count, 2);
+    for (size_t i = 0; i < p->op_count; i++) {
+        const ProfOp *op = &p->ops[i];
+        cr_assert(op->steady.known);
+        if (op->site == fwd) {
+            cr_expect_eq(op->stats.count, 23, "the first step's, 2 warm-up and 20 steady steps'");
+            /* a bucket (op_times.h: 1/128 of the line's 1.7 s, about one 16 ms step) that holds a
+             * phase boundary is split by time, not by its calls: one call may be blurred */
+            cr_expect(op->steady.count >= 19 && op->steady.count <= 20, "%llu", (unsigned long long)op->steady.count);
+        } else {
+            cr_expect_eq(op->steady.count, 0, "the evaluation ran in a slow step");
+        }
+    }
+    char *error = NULL;
+    char *text = profile_to_json(p, PROFILE_FINAL, &error);
+    cr_assert_not_null(text, "%s", error);
+    Profile *back = profile_from_json(text, strlen(text), PROFILE_FINAL, &error);
+    cr_assert_not_null(back, "%s", error);
+    for (size_t i = 0; i < p->op_count; i++)
+        cr_expect(back->ops[i].steady.known && back->ops[i].steady.count == p->ops[i].steady.count);
+    profile_free(back);
+    /* the reader: more calls in the steady steps than the calls */
+    char *at = strstr(text, "\"steady_count\":20");
+    if (!at) at = strstr(text, "\"steady_count\":19");
+    cr_assert_not_null(at, "%s", text);
+    memcpy(at + strlen("\"steady_count\":"), "90", 2);
+    error = NULL;
+    cr_expect_null(profile_from_json(text, strlen(text), PROFILE_FINAL, &error));
+    cr_expect(error && strstr(error, "steady_count: 90 is more than stats.count (23)"), "%s", error ? error : "(none)");
+    free(error);
+    free(text);
+    /* the writer refuses it on a synchronization */
+    agg_sync(agg, PROF_SYNC_STREAM, 100, fwd);
+    Profile *q = written(agg);
+    for (size_t i = 0; i < q->op_count; i++)
+        if (q->ops[i].kind == PROF_OP_SYNC) {
+            cr_expect(!q->ops[i].steady.known, "a synchronization has no GPU work to count");
+            q->ops[i].steady = (SteadyCount){true, 0};
+        }
+    error = NULL;
+    cr_expect_null(profile_to_json(q, PROFILE_FINAL, &error));
+    cr_expect(error && strstr(error, "steady_count: only launches, copies and memsets"), "%s", error ? error : "(none)");
+    free(error);
+    profile_free(q);
     profile_free(p);
     agg_free(agg);
 }

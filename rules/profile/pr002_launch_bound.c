@@ -56,11 +56,13 @@ static const char documentation[] =
     "\n"
     "Where the profile has the run's training steps and the GPU's idle time by phase\n"
     "(`processes[].steps`), only the steady steps count: their idle time, less the profiler's\n"
-    "share of its cost, over the activities that started in them gives `g`, and a line's tiny\n"
-    "launches are taken to fall in them as the run's activities did. Start-up, warm-up,\n"
-    "evaluation and checkpoints are phases, not launch overhead a CUDA graph removes.\n"
+    "share of its cost, over the activities that started in them gives `g`, and only the line's\n"
+    "tiny launches that ran in them count (`ops[].steady_count`; in older profiles, a line's\n"
+    "launches are taken to fall in them as the run's activities did). Start-up, warm-up,\n"
+    "evaluation, checkpoints and what runs after the last step (a sampling loop) are phases, not\n"
+    "launch overhead a CUDA graph removes from the training step.\n"
     "\n"
-    "Gain (whole program) = tiny launches × (g − 2 µs), where 2 µs is the gap a CUDA graph leaves\n"
+    "Gain (whole program) = tiny launches counted × (g − 2 µs), where 2 µs is the gap a CUDA graph leaves\n"
     "between consecutive kernels. It is an upper bound: host work between the launches that is not\n"
     "launching (Python logic, data loading) is not removed by a graph. Severity is info, warning\n"
     "when the gain reaches 10% of the run.\n";
@@ -79,6 +81,10 @@ typedef struct {
 typedef struct {
     size_t first, last; /* into the file's lines */
     uint64_t tiny, launches, tiny_ns;
+    /* the tiny launches in the steady steps, where every one of their
+     * operations knows its count there (ProfOp.steady) */
+    uint64_t tiny_steady;
+    bool steady_known;
     Sample *samples;
     size_t sample_count, sample_cap;
 } Run;
@@ -157,7 +163,10 @@ static bool same_function(const ProfSite *a, const ProfSite *b) {
 
 static void report(RuleContext *ctx, const PfLines *lines, Run *r, const IdleBasis *b, uint64_t run_ns) {
     double gap_ns = b->gap_ns;
-    double counted = (double)r->tiny * b->launch_share; /* the tiny launches in the part of the run measured */
+    /* the tiny launches in the part of the run measured: counted per
+     * operation where the profile has it, else as the run's activities fell */
+    bool per_op = b->steady && r->steady_known;
+    double counted = per_op ? (double)r->tiny_steady : (double)r->tiny * b->launch_share;
     double gain_ns = counted * (gap_ns - GRAPH_GAP_NS);
     if (r->tiny < MIN_TINY || gain_ns < run_ns / 100.0) return;
     const PfLine *first = &lines->lines[r->first], *last = &lines->lines[r->last];
@@ -180,7 +189,14 @@ static void report(RuleContext *ctx, const PfLines *lines, Run *r, const IdleBas
                                "{} launches from %s in all, {} of them under 10 \xc2\xb5s; the tiny ones ran {} "
                                "on the GPU",
                                where);
-    if (b->steady)
+    if (per_op)
+        ok = ok && finding_measured(f, QV(q_ratio(b->idle_share), q_seconds(gap_ns / 1e9), q_count(r->tiny_steady),
+                                          q_count(r->tiny)),
+                                    "in the steady training steps, outside their gaps of 1 ms or more, the GPU was "
+                                    "idle {} of the time: ~{} per activity (kernel, copy or memset); {} of the {} "
+                                    "tiny launches ran in those steps (start-up, warm-up, evaluation, checkpoints "
+                                    "and what runs after the last step are left out)");
+    else if (b->steady)
         ok = ok && finding_measured(f, QV(q_ratio(b->idle_share), q_seconds(gap_ns / 1e9), q_ratio(b->launch_share)),
                                     "in the steady training steps, outside their gaps of 1 ms or more, the GPU was "
                                     "idle {} of the time: ~{} per activity (kernel, copy or memset); {} of the run's "
@@ -251,7 +267,8 @@ static void check_profile(RuleContext *ctx) {
         if (!candidate) continue;
         if (!open) {
             r.first = i;
-            r.tiny = r.launches = r.tiny_ns = 0;
+            r.tiny = r.launches = r.tiny_ns = r.tiny_steady = 0;
+            r.steady_known = true;
             r.sample_count = 0;
             open = true;
         }
@@ -261,9 +278,10 @@ static void check_profile(RuleContext *ctx) {
         r.tiny_ns += tiny_ns;
         for (size_t k = 0; k < l->op_count; k++) {
             const ProfOp *op = l->ops[k];
-            if (op->kind == PROF_OP_LAUNCH && op->stats.median_ns < TINY_NS &&
-                !add_sample(&r, op->stats.median_ns, op->stats.count))
-                ctx->out_of_memory = true;
+            if (op->kind != PROF_OP_LAUNCH || op->stats.median_ns >= TINY_NS) continue;
+            r.tiny_steady += op->steady.count;
+            r.steady_known &= op->steady.known;
+            if (!add_sample(&r, op->stats.median_ns, op->stats.count)) ctx->out_of_memory = true;
         }
     }
     if (open && !ctx->out_of_memory) report(ctx, &lines, &r, &basis, run_ns);
