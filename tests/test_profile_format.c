@@ -146,7 +146,8 @@ static Profile *sample_final(void) {
     PUSH(p->kernels, p->kernel_count,
          ((ProfKernel){0, -1, strdup("unknown_device_kernel"), {1, 1, 1}, {32, 1, 1}, 8, 0, 0, 0, stats(1, 7, 7, 7, 7)}));
     PUSH(p->ops, p->op_count, ((ProfOp){.kind = PROF_OP_LAUNCH, .process = 0, .site = 1, .kernel = 0,
-                                        .stats = stats(10, 5000, 400, 500, 600), .critical = {true, 3000}}));
+                                        .stats = stats(10, 5000, 400, 500, 600), .critical = {true, 3000},
+                                        .steady = {true, 9}}));
     PUSH(p->ops, p->op_count, ((ProfOp){.kind = PROF_OP_MEMCPY, .process = 0, .site = 0, .kernel = -1,
                                         .copy = PROF_COPY_HTOD, .src = PROF_MEM_PAGEABLE, .dst = PROF_MEM_DEVICE,
                                         .bytes = 4194304, .stats = stats(2, 4000, 1900, 2000, 2100)}));
@@ -1780,6 +1781,7 @@ static const BrokenFixture BROKEN[] = {
     {"steps-count-zero.json", sample_final, {"processes/0/steps/count", "0", "processes[0].steps.count: must be a positive"}},
     {"steps-activities-null.json", sample_final, {"processes/0/steps/activities", "null", "processes[0].steps.activities: must be an object"}},
     {"gap-phase-unknown.json", sample_final, {"gaps/0/phase", "\"eval\"", "gaps[0].phase: must be one of"}},
+    {"steady-count-negative.json", sample_final, {"ops/0/steady_count", "-1", "ops[0].steady_count: must be"}},
     {"memory-line-freed-bytes-zero.json", sample_final,
      {"memory_lines/0/freed/bytes", "0", "memory_lines[0].freed.bytes: must be a positive"}},
     {"memory-line-freed-site-null.json", sample_final,
