@@ -2,7 +2,7 @@
 times its steady training iterations.
 
     python3 launch.py --script main.py --data mnist|cifar10|text \
-        --iterations N --steps-per-iteration K --batch B --timing OUT.json
+        --iterations N --steps-per-iteration K --batch B --timing OUT.json [--seed S]
 
 The script runs as `python3 main.py` would run it (as __main__, from its own
 folder). Before it starts, torchvision's MNIST and CIFAR-10 classes are
@@ -14,6 +14,10 @@ Timing: a hook after every optimizer step. After the warm-up iterations and
 after the last training iteration it synchronizes the GPU once and reads the
 clock; the time per iteration is the difference over the iterations between.
 Those two synchronizations are the only work the timing adds.
+
+torch's generator is seeded (--seed, 0 unless told) before the script runs,
+so two copies of one workload start from the same weights and draw the same
+batches: their printed losses can be compared step by step.
 """
 import argparse
 import atexit
@@ -130,6 +134,7 @@ def main():
     parser.add_argument("--batch", type=int, required=True, help="items per iteration")
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--timing", required=True)
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
     if args.data == "mnist":
@@ -148,6 +153,7 @@ def main():
                            os.path.abspath(args.timing))
     register_optimizer_step_post_hook(clock.after_step)
     atexit.register(clock.write)
+    torch.manual_seed(args.seed)
     sys.argv = [args.script]
     sys.path.insert(0, os.getcwd())
     runpy.run_path(args.script, run_name="__main__")

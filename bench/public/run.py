@@ -2,19 +2,24 @@
 and with advise's advice followed, alternating, on a GPU machine.
 
     python3 bench/public/run.py [--corpus .corpus] [--work /tmp/advise-public]
-        [--workloads cifar,lstm,gan,vae] [--variants as-written,advised]
+        [--workloads cifar,lstm,gan,vae] [--variants as-written,advised,...]
         [--reps 3] [--iterations 300] [--profile BUNDLE/advise-profile]
         [--profiles-out DIR] [--json OUT.json]
         [--prepare-only]
 
 Each variant is a fresh copy of the workload's files under --work, with its
-edits applied (the "advised" copy has the random-data edits too). With
+edits applied (the "advised" copy has the random-data edits too). Besides
+as-written and advised, a workload may name further variants in
+workloads.py ("variants": graphed, compiled, ...); a variant a workload does
+not name is skipped for it. A variant that fails leaves the workload's
+others to run. With
 --profile, each workload's as-written copy is first run once under
 `advise profile`, and the profile is written to --profiles-out (then
 `advise report --profile P COPY` gives the advice, here or elsewhere).
 
 Prints the GPU, the date, and per workload the median milliseconds per
-training iteration of each variant and the speed-up.
+training iteration of each variant, what it saved against the first variant
+(as-written) and the speed-up.
 """
 import argparse
 import datetime
@@ -42,6 +47,17 @@ def apply_edits(folder, edits, workload, variant):
             f.write(text.replace(old, new))
 
 
+def edits_of(name, variant):
+    """The edits of one variant beyond the random-data ones; None when the
+    workload does not name that variant."""
+    spec = WORKLOADS[name]
+    if variant == "as-written":
+        return []
+    if variant == "advised":
+        return spec["advised"]
+    return spec.get("variants", {}).get(variant)
+
+
 def prepare(name, variant, corpus, work):
     spec = WORKLOADS[name]
     source = os.path.join(corpus, spec["corpus"])
@@ -59,8 +75,7 @@ def prepare(name, variant, corpus, work):
         else:
             shutil.copy(src, dst)
     apply_edits(folder, spec["random"], name, variant)
-    if variant == "advised":
-        apply_edits(folder, spec["advised"], name, variant)
+    apply_edits(folder, edits_of(name, variant), name, variant)
     return folder
 
 
@@ -105,14 +120,21 @@ def main():
     args = parser.parse_args()
     names = args.workloads.split(",")
     variants = args.variants.split(",")
-    for v in variants:
-        if v not in ("as-written", "advised"):
-            sys.exit(f"public: no variant {v!r} (as-written, advised)")
     for name in names:
         if name not in WORKLOADS:
             sys.exit(f"public: no workload {name!r} (known: {', '.join(WORKLOADS)})")
+    known = ["as-written", "advised"] + sorted({v for n in names for v in WORKLOADS[n].get("variants", {})})
+    for v in variants:
+        if v not in known:
+            sys.exit(f"public: no variant {v!r} ({', '.join(known)})")
+    # each workload's own variants, in the order asked
+    mine = {n: [v for v in variants if edits_of(n, v) is not None] for n in names}
+    for n in names:
+        skipped = [v for v in variants if v not in mine[n]]
+        if skipped:
+            print(f"public: {n} has no variant {', '.join(skipped)}: skipped", flush=True)
 
-    folders = {(n, v): prepare(n, v, os.path.abspath(args.corpus), args.work) for n in names for v in variants}
+    folders = {(n, v): prepare(n, v, os.path.abspath(args.corpus), args.work) for n in names for v in mine[n]}
     if args.prepare_only:
         for (n, v), folder in folders.items():
             print(f"{n} {v}: {folder}")
@@ -125,15 +147,15 @@ def main():
     results = {"gpu": gpu, "iterations": args.iterations, "workloads": {}}
     failed = set()
 
-    def attempt(name, *run_args, **run_kwargs):
-        # One workload failing leaves the others to run; its error is shown.
-        if name in failed:
+    def attempt(key, *run_args, **run_kwargs):
+        # One variant (workload, variant) failing leaves the others to run; its error is shown.
+        if key in failed:
             return None
         try:
-            return run_once(name, *run_args, **run_kwargs)
+            return run_once(key[0], *run_args, **run_kwargs)
         except RuntimeError as error:
             print(f"public: {error}", flush=True)
-            failed.add(name)
+            failed.add(key)
             return None
 
     if args.profile:
@@ -141,7 +163,7 @@ def main():
         for name in names:
             out = os.path.abspath(os.path.join(args.profiles_out, f"{name}.json"))
             folder = folders.get((name, "as-written")) or prepare(name, "as-written", os.path.abspath(args.corpus), args.work)
-            ms = attempt(name, folder, args.iterations, os.path.abspath(args.profile), out)
+            ms = attempt((name, "profile"), folder, args.iterations, os.path.abspath(args.profile), out)
             if ms is not None:
                 results["workloads"].setdefault(name, {})["profiled_ms"] = ms
                 print(f"{name:6} profiled {ms:8.2f} ms/iteration -> {out}", flush=True)
@@ -151,14 +173,14 @@ def main():
     # variants alternating within each
     for name in names:
         for rep in range(args.reps):
-            for variant in variants:
-                ms = attempt(name, folders[(name, variant)], args.iterations)
+            for variant in mine[name]:
+                ms = attempt((name, variant), folders[(name, variant)], args.iterations)
                 if ms is not None:
                     times[(name, variant)].append(ms)
-            print(f"{name} rep {rep + 1}: " + ", ".join(f"{v} {times[(name, v)][-1]:.2f}" for v in variants
+            print(f"{name} rep {rep + 1}: " + ", ".join(f"{v} {times[(name, v)][-1]:.2f}" for v in mine[name]
                                                         if times[(name, v)]), flush=True)
             if args.json:
-                results["workloads"].setdefault(name, {}).update({v: times[(name, v)] for v in variants})
+                results["workloads"].setdefault(name, {}).update({v: times[(name, v)] for v in mine[name]})
                 with open(args.json, "w") as f:
                     json.dump(results, f, indent=1)
 
@@ -167,18 +189,23 @@ def main():
             with open(args.json, "w") as f:
                 json.dump(results, f, indent=1)
         return
-    print(f"\n{'workload':8} " + " ".join(f"{v + ' ms':>12}" for v in variants) + "  speed-up")
+    print(f"\n{'workload':8} {'variant':14} {'runs':>4} {'median ms':>10} {'saved ms':>9} {'speed-up':>8}  each run (ms)")
     for name in names:
-        if name in failed or not all(times[(name, v)] for v in variants):
-            print(f"{name:8} failed")
-            continue
-        medians = [statistics.median(times[(name, v)]) for v in variants]
-        entry = results["workloads"].setdefault(name, {})
-        entry.update({v: times[(name, v)] for v in variants})
-        line = f"{name:8} " + " ".join(f"{m:12.2f}" for m in medians)
-        if len(medians) > 1:
-            line += f"  {medians[0] / medians[1]:.2f}x"
-        print(line)
+        base = None
+        for v in mine[name]:
+            xs = times[(name, v)]
+            if not xs:
+                print(f"{name:8} {v:14} failed")
+                continue
+            med = statistics.median(xs)
+            results["workloads"].setdefault(name, {})[v] = xs
+            if base is None:  # the first variant asked (as-written) is the reference
+                base = med
+                saved, speedup = "", ""
+            else:
+                saved, speedup = f"{base - med:9.2f}", f"{base / med:7.2f}x"
+            print(f"{name:8} {v:14} {len(xs):4} {med:10.2f} {saved:>9} {speedup:>8}  "
+                  + " ".join(f"{x:.2f}" for x in xs))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
