@@ -638,6 +638,9 @@ static void timeline_sweep(Aggregator *agg, DeviceTimeline *t) {
             Gap g = {.start = t->busy_end - t->first, .duration = iv->start - t->busy_end,
                      .before = t->last_site, .after = iv->site, .weight = iv->weight};
             keep_gap(t, &g);
+            /* the GPU waited for this work to be launched (a long gap is a phase or a wait: PR003's) */
+            if (iv->op >= 0 && g.duration < PROF_LONG_GAP_NS)
+                op_times_add_idle(&agg->ops[iv->op].starts, iv->start, (double)g.duration * iv->weight);
         }
         if (agg->critical_path) {
             chain_before(agg, t, iv); /* the first interval ends nothing: its chain is empty */
@@ -1023,17 +1026,21 @@ static double steady_share(void *ctx, uint64_t from, uint64_t to) {
     return (double)step_timeline_steady_ns(ctx, from, to) / (double)(to - from);
 }
 
-/* Each launch's, copy's and memset's calls in the steady steps, from when
- * they started (op_times.h): an operation that ran in one phase only (a
- * sampling loop after training, a checkpoint) gets all or none of them. */
+/* Each launch's, copy's and memset's calls in the steady steps, and the
+ * GPU's idle time before them, from when they started (op_times.h): an
+ * operation that ran in one phase only (a sampling loop after training, a
+ * checkpoint) gets all or none of them. */
 static void steady_counts(const Aggregator *agg, const StepTimeline *steps, Profile *p) {
     if (!steps->count) return;
     for (size_t i = 0; i < agg->op_count && i < p->op_count; i++) {
         ProfOp *op = &p->ops[i];
         if (!prof_op_has_critical(op->kind) || !agg->ops[i].starts.width) continue; /* GPU work, seen starting */
         double calls = op_times_calls_in(&agg->ops[i].starts, steady_share, (void *)steps);
+        double idle = op_times_idle_in(&agg->ops[i].starts, steady_share, (void *)steps);
         uint64_t count = (uint64_t)llround(calls);
-        op->steady = (SteadyCount){true, count < op->stats.count ? count : op->stats.count};
+        op->steady = (SteadyCount){.known = true, .idle_known = true,
+                                   .count = count < op->stats.count ? count : op->stats.count,
+                                   .idle_ns = (uint64_t)llround(idle)};
     }
 }
 

@@ -21,11 +21,16 @@ typedef struct {
     uint64_t first, last;             /* the earliest and latest start seen */
     uint32_t used;                    /* buckets holding anything are below it */
     uint32_t calls[OP_TIME_BUCKETS];  /* weighted: a record of a sampled window stands for `weight` calls */
+    float idle[OP_TIME_BUCKETS];      /* ns the GPU sat idle just before those calls' work (weighted) */
 } OpTimes;
 
 /* A start at `at` standing for `weight` calls (0 counts as 1). A start
  * before the first bucket that the buckets cannot reach counts in the first. */
 void op_times_add(OpTimes *o, uint64_t at, uint32_t weight);
+
+/* The GPU sat idle `ns` (already weighted) right before a start at `at`:
+ * it waited for this call's work. */
+void op_times_add_idle(OpTimes *o, uint64_t at, double ns);
 
 /* The calls, each bucket's counted by the share of its time that
  * share(ctx, from, to) gives (in [0, 1]): the calls in a phase where share
@@ -33,5 +38,7 @@ void op_times_add(OpTimes *o, uint64_t at, uint32_t weight);
  * between the first and the last start seen, so that the ends of the span
  * are exact. */
 double op_times_calls_in(const OpTimes *o, double (*share)(void *ctx, uint64_t from, uint64_t to), void *ctx);
+/* ... and the idle time before them, likewise. */
+double op_times_idle_in(const OpTimes *o, double (*share)(void *ctx, uint64_t from, uint64_t to), void *ctx);
 
 #endif

@@ -152,13 +152,16 @@ typedef struct {
     uint64_t ns;            /* at most stats.total_ns */
 } CriticalTime;
 
-/* How many of an operation's calls ran in its process's steady training
- * steps (FORMAT.md, `steady_count`): an estimate from a sample of when their
- * GPU work started. known is false where the steps are not known (no
- * optimizer steps, imported traces, older profiles). */
+/* An operation's calls in its process's steady training steps (FORMAT.md,
+ * `steady_count`, `steady_idle_ns`): how many, and how long the GPU sat idle
+ * right before their work (gaps under 1 ms: the GPU waiting for them to be
+ * launched). known is false where the steps are not known (no optimizer
+ * steps, imported traces, older profiles); idle_known where the profile
+ * has the idle time too. */
 typedef struct {
-    bool known;
+    bool known, idle_known;
     uint64_t count;         /* at most stats.count */
+    uint64_t idle_ns;
 } SteadyCount;
 
 typedef struct {

@@ -321,6 +321,7 @@ static bool critical_ok(Check *c, const char *at, const CriticalTime *critical, 
 static bool steady_ok(Check *c, const char *at, const SteadyCount *steady, const ProfStats *stats) {
     if (!steady->known) return true;
     if (!integer_ok(c, at, "steady_count", steady->count)) return false;
+    if (steady->idle_known && !integer_ok(c, at, "steady_idle_ns", steady->idle_ns)) return false;
     if (steady->count > stats->count)
         return prof_fail(c->error, "%s.steady_count: %llu is more than stats.count (%llu)", at,
                          (unsigned long long)steady->count, (unsigned long long)stats->count);

@@ -225,7 +225,10 @@ static json_t *op_json(const Profile *p, size_t i) {
     }
     put(&o, "stats", stats_json(&op->stats));
     if (op->critical.known && prof_op_has_critical(op->kind)) put(&o, "critical_ns", integer(op->critical.ns));
-    if (op->steady.known && prof_op_has_critical(op->kind)) put(&o, "steady_count", integer(op->steady.count));
+    if (op->steady.known && prof_op_has_critical(op->kind)) {
+        put(&o, "steady_count", integer(op->steady.count));
+        if (op->steady.idle_known) put(&o, "steady_idle_ns", integer(op->steady.idle_ns));
+    }
     return obj_done(&o);
 }
 

@@ -414,10 +414,11 @@ static bool get_critical(Reader *r, json_t *e, const char *at, CriticalTime *c) 
 
 /* The optional "steady_count" of an operation (likewise added later). */
 static bool get_steady(Reader *r, json_t *e, const char *at, SteadyCount *c) {
-    json_t *v = json_object_get(e, "steady_count");
-    c->known = v != NULL;
-    c->count = 0;
-    return !v || uint_value(r, v, at, "steady_count", 0, MAX_JSON_INTEGER, &c->count);
+    json_t *v = json_object_get(e, "steady_count"), *idle = json_object_get(e, "steady_idle_ns");
+    *c = (SteadyCount){.known = v != NULL, .idle_known = v != NULL && idle != NULL};
+    if (idle && !v) return prof_fail(r->error, "%s.steady_idle_ns: only with steady_count", at);
+    return !v || (uint_value(r, v, at, "steady_count", 0, MAX_JSON_INTEGER, &c->count) &&
+                  (!idle || uint_value(r, idle, at, "steady_idle_ns", 0, MAX_JSON_INTEGER, &c->idle_ns)));
 }
 
 static bool read_kernels(Reader *r, json_t *root, Profile *p) {

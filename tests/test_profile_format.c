@@ -147,7 +147,7 @@ static Profile *sample_final(void) {
          ((ProfKernel){0, -1, strdup("unknown_device_kernel"), {1, 1, 1}, {32, 1, 1}, 8, 0, 0, 0, stats(1, 7, 7, 7, 7)}));
     PUSH(p->ops, p->op_count, ((ProfOp){.kind = PROF_OP_LAUNCH, .process = 0, .site = 1, .kernel = 0,
                                         .stats = stats(10, 5000, 400, 500, 600), .critical = {true, 3000},
-                                        .steady = {true, 9}}));
+                                        .steady = {.known = true, .idle_known = true, .count = 9, .idle_ns = 1200}}));
     PUSH(p->ops, p->op_count, ((ProfOp){.kind = PROF_OP_MEMCPY, .process = 0, .site = 0, .kernel = -1,
                                         .copy = PROF_COPY_HTOD, .src = PROF_MEM_PAGEABLE, .dst = PROF_MEM_DEVICE,
                                         .bytes = 4194304, .stats = stats(2, 4000, 1900, 2000, 2100)}));

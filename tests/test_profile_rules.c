@@ -651,6 +651,47 @@ Test(pr002, launches_after_the_last_step_are_no_gain_per_step) {
     profile_view_free(v);
 }
 
+/* Thirty steady steps, each 100 tiny launches from line 3 (gelu) with the
+ * GPU idle 30 us before each, then 100 from line 8 (other) 2 us apart, as a
+ * graph would leave them. Idle per activity over the steps is 16 us;
+ * charging it evenly gave both lines 3,000 x 14 us = 42 ms. The profile has
+ * the idle time before each launch: line 3's 3,000 x 30 us less 2 us each
+ * is 84 ms, and line 8 has nothing to gain. */
+Test(pr002, the_idle_time_is_charged_to_the_launches_it_preceded) {
+    Builder b = builder();
+    int l3 = site(&b, "launch.py", 3, "gelu"), l8 = site(&b, "launch.py", 8, "other");
+    uint64_t marks[31];
+    marks[0] = b.t;
+    for (int i = 1; i <= 30; i++) {
+        for (int k = 0; k < 100; k++) {
+            idle(&b, 30 * US);
+            launches(&b, l3, &tiny, 1, 2 * US, 0);
+        }
+        for (int k = 0; k < 100; k++) {
+            idle(&b, 2 * US);
+            launches(&b, l8, &tiny, 1, 2 * US, 0);
+        }
+        marks[i] = b.t;
+    }
+    agg_steps(b.agg, marks, 31, 1, 31);
+    ProfileView *v = view_of(&b, 0);
+    Source s = source_text("launch.py", launch_py);
+    FindingList l = run_rule("PR002", v, &s);
+    char *all = describe(&l, &s);
+    cr_assert_eq(l.count, 1, "line 3 only:%s", all);
+    const Finding *f = &l.items[0];
+    cr_expect_eq(finding_line(&s, f), 3);
+    cr_assert(f->gain.present);
+    cr_expect(f->gain.seconds > 0.080 && f->gain.seconds < 0.088, "gain %f:%s", f->gain.seconds, all);
+    cr_expect(has_evidence(f, "in the steady training steps the GPU sat idle 90.0 ms right before the work of these "
+                              "lines' 3,000 launches"), "%s", all);
+    cr_expect(strstr(f->message, "while the GPU idles ~30.0 \xc2\xb5s before each"), "%s", f->message);
+    free(all);
+    finding_list_free(&l);
+    source_free(&s);
+    profile_view_free(v);
+}
+
 /* One optimizer step: no steady steps to judge by, so the whole run counts,
  * as without steps (not no idle time at all). */
 Test(pr002, a_single_step_leaves_the_whole_run_to_judge) {

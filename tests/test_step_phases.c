@@ -327,7 +327,7 @@ Test(step_phases, each_launch_counts_its_calls_in_the_steady_steps) {
     for (size_t i = 0; i < q->op_count; i++)
         if (q->ops[i].kind == PROF_OP_SYNC) {
             cr_expect(!q->ops[i].steady.known, "a synchronization has no GPU work to count");
-            q->ops[i].steady = (SteadyCount){true, 0};
+            q->ops[i].steady = (SteadyCount){.known = true};
         }
     error = NULL;
     cr_expect_null(profile_to_json(q, PROFILE_FINAL, &error));

@@ -7,6 +7,7 @@
 
 #include "rules/measure/profile_facts.h"
 #include "analysis/base/growable.h"
+#include "profiler/profile_diff.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -18,8 +19,10 @@ static const char documentation[] =
     "It needs, all of them:\n"
     "- at least 100 tiny launches from the lines, and tiny ones are at least half of each line's\n"
     "  launches (a line whose launches are mostly long kernels is not launch-bound);\n"
-    "- the GPU idle at least half of the time outside its long gaps (gaps of 1 ms or more, which\n"
-    "  PR003 reports): the host, not the GPU, sets the pace;\n"
+    "- the host, not the GPU, sets the pace: the GPU idle at least half of the time outside its\n"
+    "  long gaps (gaps of 1 ms or more, which PR003 reports), or, where the profile measured the\n"
+    "  critical path (`critical_ns`), less than half of the GPU's work on it (after the rest the\n"
+    "  GPU waited for the host to ask for more);\n"
     "- an estimated gain (below) of at least 1% of the run.\n"
     "\n"
     "## Why is this slow?\n"
@@ -62,6 +65,12 @@ static const char documentation[] =
     "evaluation, checkpoints and what runs after the last step (a sampling loop) are phases, not\n"
     "launch overhead a CUDA graph removes from the training step.\n"
     "\n"
+    "Where the profile also has the GPU's idle time right before each launch's work\n"
+    "(`ops[].steady_idle_ns`: gaps under 1 ms in the steady steps, the GPU waiting for that launch),\n"
+    "the gain is measured, not averaged: a CUDA graph of the lines removes the wait before every\n"
+    "one of their launches, tiny or not. Gain (whole program) = that idle time − the profiler's\n"
+    "share of its cost (by the lines' share of the steady activities) − launches × 2 µs. Otherwise:\n"
+    "\n"
     "Gain (whole program) = tiny launches counted × (g − 2 µs), where 2 µs is the gap a CUDA graph leaves\n"
     "between consecutive kernels. It is an upper bound: host work between the launches that is not\n"
     "launching (Python logic, data loading) is not removed by a graph. Severity is info, warning\n"
@@ -85,6 +94,10 @@ typedef struct {
      * operations knows its count there (ProfOp.steady) */
     uint64_t tiny_steady;
     bool steady_known;
+    /* every launch of the lines in the steady steps, and the GPU's idle time
+     * right before them, where every operation has it (ProfOp.steady) */
+    uint64_t launches_steady, idle_steady_ns;
+    bool idle_known;
     Sample *samples;
     size_t sample_count, sample_cap;
 } Run;
@@ -114,6 +127,7 @@ typedef struct {
     bool steady;          /* over the steady training steps only (ProfSteps known) */
     double launch_share;  /* of a line's launches, the part taken to fall there */
     uint64_t profiler_ns; /* the profiler's cost taken out of that idle time */
+    uint64_t activities;  /* the GPU activities it was measured over */
 } IdleBasis;
 
 /* With the training steps known, only the steady steps count: start-up,
@@ -153,7 +167,26 @@ static bool idle_between_launches(const ProfileView *v, IdleBasis *b) {
     b->idle_share = (double)(idle - long_gaps) / (span - long_gaps);
     b->steady = steady != NULL;
     b->profiler_ns = profiler;
+    b->activities = activities;
     return true;
+}
+
+/* The GPU's work on the run's critical path, as a share of it; -1 when the
+ * profile did not measure it. */
+static double critical_share(const ProfileView *v) {
+    ProfileTotals t;
+    profile_totals(profile_view_profile(v), &t);
+    uint64_t gpu = t.kernel_ns + t.copy_ns + t.memset_ns;
+    return t.critical_known && gpu ? (double)t.critical_ns / (double)gpu : -1;
+}
+
+/* Whether the host set the pace. The GPU's idle share says so where it is
+ * half or more; below that, a GPU that mostly ran dry before the host asked
+ * for more work says so too (the critical path measures it directly: the
+ * same loop measured 61% and 48% idle on two machines, and a CUDA graph
+ * saved 40% of its step). */
+static bool host_paced(const IdleBasis *b, double critical) {
+    return b->idle_share >= MIN_IDLE_SHARE || (critical >= 0 && critical < MIN_IDLE_SHARE);
 }
 
 static bool same_function(const ProfSite *a, const ProfSite *b) {
@@ -161,13 +194,25 @@ static bool same_function(const ProfSite *a, const ProfSite *b) {
     return strcmp(a->function, b->function) == 0;
 }
 
-static void report(RuleContext *ctx, const PfLines *lines, Run *r, const IdleBasis *b, uint64_t run_ns) {
+static void report(RuleContext *ctx, const PfLines *lines, Run *r, const IdleBasis *b, double critical,
+                   uint64_t run_ns) {
     double gap_ns = b->gap_ns;
     /* the tiny launches in the part of the run measured: counted per
      * operation where the profile has it, else as the run's activities fell */
     bool per_op = b->steady && r->steady_known;
     double counted = per_op ? (double)r->tiny_steady : (double)r->tiny * b->launch_share;
     double gain_ns = counted * (gap_ns - GRAPH_GAP_NS);
+    /* Where the profile measured the idle time before each launch, a graph of
+     * the lines removes what the GPU waited before every one of their
+     * launches, tiny or not, less the ~2 us it leaves between kernels and
+     * the profiler's share of that time (its cost lands on launches). */
+    bool measured_idle = b->steady && r->idle_known && r->launches_steady > 0;
+    double profiler_share = 0;
+    if (measured_idle) {
+        counted = (double)r->launches_steady;
+        profiler_share = b->activities ? (double)b->profiler_ns * counted / (double)b->activities : 0;
+        gain_ns = (double)r->idle_steady_ns - profiler_share - counted * GRAPH_GAP_NS;
+    }
     if (r->tiny < MIN_TINY || gain_ns < run_ns / 100.0) return;
     const PfLine *first = &lines->lines[r->first], *last = &lines->lines[r->last];
     char count[32], median[24], gap[24], where[96] = "this line", fn[72] = "";
@@ -176,10 +221,10 @@ static void report(RuleContext *ctx, const PfLines *lines, Run *r, const IdleBas
     bool python = ctx->doc->language == LANGUAGE_PYTHON;
     Finding *f = pf_report_line(
         ctx, first->line,
-        "launch-bound: %s tiny kernel launches from %s (median %s on the GPU) while the GPU idles ~%s between its "
-        "work; %s",
+        "launch-bound: %s tiny kernel launches from %s (median %s on the GPU) while the GPU idles ~%s %s; %s",
         units_count(r->tiny, count, sizeof count), where, units_ns(run_median(r), median, sizeof median),
-        units_ns((uint64_t)gap_ns, gap, sizeof gap),
+        units_ns(measured_idle ? (uint64_t)((double)r->idle_steady_ns / counted) : (uint64_t)gap_ns, gap, sizeof gap),
+        measured_idle ? "before each" : "between its work",
         python ? "capture them in a CUDA graph (`torch.compile(mode=\"reduce-overhead\")`, `torch.cuda.graph`) or "
                  "fuse them (`torch.compile`)"
                : "capture them in a CUDA graph (stream capture, `cudaGraphLaunch`) or fuse the kernels");
@@ -189,6 +234,10 @@ static void report(RuleContext *ctx, const PfLines *lines, Run *r, const IdleBas
                                "{} launches from %s in all, {} of them under 10 \xc2\xb5s; the tiny ones ran {} "
                                "on the GPU",
                                where);
+    if (measured_idle)
+        ok = ok && finding_measured(f, QV(q_ns(r->idle_steady_ns), q_count(r->launches_steady)),
+                                    "in the steady training steps the GPU sat idle {} right before the work of "
+                                    "these lines' {} launches (gaps under 1 ms: it waited for them to be launched)");
     if (per_op)
         ok = ok && finding_measured(f, QV(q_ratio(b->idle_share), q_seconds(gap_ns / 1e9), q_count(r->tiny_steady),
                                           q_count(r->tiny)),
@@ -206,6 +255,10 @@ static void report(RuleContext *ctx, const PfLines *lines, Run *r, const IdleBas
         ok = ok && finding_measured(f, QV(q_ratio(b->idle_share), q_seconds(gap_ns / 1e9)),
                                     "outside its gaps of 1 ms or more the GPU was idle {} of the time: ~{} per "
                                     "activity (kernel, copy or memset)");
+    if (critical >= 0)
+        ok = ok && finding_measured(f, QV(q_ratio(critical)),
+                                    "{} of the GPU's work was on the run's critical path: after the rest the GPU "
+                                    "went idle until the host asked for more");
     if (b->profiler_ns)
         ok = ok && finding_measured(f, QV(q_ns(b->profiler_ns)),
                                     "the profiler's own cost on the launching threads, {} as measured in this run, "
@@ -218,14 +271,22 @@ static void report(RuleContext *ctx, const PfLines *lines, Run *r, const IdleBas
         if (!pf_line_range(ctx->doc, lines->lines[i].line, &start, &end)) continue;
         ok = finding_add_related(f, (ByteRange){start, end}, "launches tiny kernels too (same launch-bound run)");
     }
-    ok = ok && finding_set_gain(f, gain_ns / 1e9, "program",
-                                QV(q_count((uint64_t)(counted + 0.5)), q_seconds(gap_ns / 1e9)),
-                                b->steady ? "{} tiny launches in the steady steps \xc3\x97 ({} measured idle per GPU "
-                                            "activity there \xe2\x88\x92 2 \xc2\xb5s in a CUDA graph); an upper "
-                                            "bound: host work between launches stays"
-                                          : "{} tiny launches \xc3\x97 ({} measured idle per GPU activity \xe2\x88\x92 2 "
-                                            "\xc2\xb5s in a CUDA graph); an upper bound: host work between launches "
-                                            "stays");
+    if (measured_idle)
+        ok = ok && finding_set_gain(f, gain_ns / 1e9, "program",
+                                    QV(q_ns(r->idle_steady_ns), q_ns((uint64_t)(profiler_share + 0.5)),
+                                       q_count(r->launches_steady)),
+                                    "{} the GPU waited before these lines' launches in the steady steps \xe2\x88\x92 "
+                                    "{}, the profiler's share of it \xe2\x88\x92 {} launches \xc3\x97 2 \xc2\xb5s "
+                                    "in a CUDA graph; an upper bound: host work between launches stays");
+    else
+        ok = ok && finding_set_gain(f, gain_ns / 1e9, "program",
+                                    QV(q_count((uint64_t)(counted + 0.5)), q_seconds(gap_ns / 1e9)),
+                                    b->steady ? "{} tiny launches in the steady steps \xc3\x97 ({} measured idle per GPU "
+                                                "activity there \xe2\x88\x92 2 \xc2\xb5s in a CUDA graph); an upper "
+                                                "bound: host work between launches stays"
+                                              : "{} tiny launches \xc3\x97 ({} measured idle per GPU activity \xe2\x88\x92 2 "
+                                                "\xc2\xb5s in a CUDA graph); an upper bound: host work between launches "
+                                                "stays");
     if (!ok) ctx->out_of_memory = true;
 }
 
@@ -239,7 +300,8 @@ static void check_profile(RuleContext *ctx) {
     uint64_t run_ns = profile_view_run_ns(ctx->profile);
     IdleBasis basis;
     if (run_ns == 0 || !idle_between_launches(ctx->profile, &basis)) return;
-    if (basis.idle_share < MIN_IDLE_SHARE || basis.gap_ns <= GRAPH_GAP_NS) return;
+    double critical = critical_share(ctx->profile);
+    if (!host_paced(&basis, critical) || basis.gap_ns <= GRAPH_GAP_NS) return;
     PfLines lines;
     if (!pf_file_lines(ctx, &lines)) return;
     Run r = {0};
@@ -261,14 +323,14 @@ static void check_profile(RuleContext *ctx) {
         bool joins = open && candidate && same_function(lines.lines[r.last].site, l->site) &&
                      l->line - lines.lines[r.last].line <= MAX_LINE_DISTANCE;
         if (open && !joins) {
-            report(ctx, &lines, &r, &basis, run_ns);
+            report(ctx, &lines, &r, &basis, critical, run_ns);
             open = false;
         }
         if (!candidate) continue;
         if (!open) {
             r.first = i;
-            r.tiny = r.launches = r.tiny_ns = r.tiny_steady = 0;
-            r.steady_known = true;
+            r.tiny = r.launches = r.tiny_ns = r.tiny_steady = r.launches_steady = r.idle_steady_ns = 0;
+            r.steady_known = r.idle_known = true;
             r.sample_count = 0;
             open = true;
         }
@@ -278,13 +340,17 @@ static void check_profile(RuleContext *ctx) {
         r.tiny_ns += tiny_ns;
         for (size_t k = 0; k < l->op_count; k++) {
             const ProfOp *op = l->ops[k];
-            if (op->kind != PROF_OP_LAUNCH || op->stats.median_ns >= TINY_NS) continue;
+            if (op->kind != PROF_OP_LAUNCH) continue;
+            r.launches_steady += op->steady.count;
+            r.idle_steady_ns += op->steady.idle_ns;
+            r.idle_known &= op->steady.known && op->steady.idle_known;
+            if (op->stats.median_ns >= TINY_NS) continue;
             r.tiny_steady += op->steady.count;
             r.steady_known &= op->steady.known;
             if (!add_sample(&r, op->stats.median_ns, op->stats.count)) ctx->out_of_memory = true;
         }
     }
-    if (open && !ctx->out_of_memory) report(ctx, &lines, &r, &basis, run_ns);
+    if (open && !ctx->out_of_memory) report(ctx, &lines, &r, &basis, critical, run_ns);
     free(r.samples);
     pf_lines_free(&lines);
 }
