@@ -263,14 +263,16 @@ Test(step_phases, idle_by_phase_under_sampled_tracing) {
     double steady = (double)s->idle_ns[PROF_PHASE_STEADY];
     cr_expect(steady > 1900.0 * MS && steady < 2100.0 * MS, "steady idle %.1f ms, about 2000 expected", steady / MS);
     cr_expect_eq(s->activities[PROF_PHASE_STEADY], 2000, "250 traced kernels weighing 8");
+    /* the launch's own count in the steady steps weighs its records too: its
+     * 2,000 steady calls and the first step's one, less a bucket's blur */
+    cr_assert_eq(p->op_count, 1);
+    cr_expect(p->ops[0].steady.known);
+    cr_expect(p->ops[0].steady.count >= 1980 && p->ops[0].steady.count <= 2000, "%llu of %llu",
+              (unsigned long long)p->ops[0].steady.count, (unsigned long long)p->ops[0].stats.count);
     profile_free(p);
     agg_free(agg);
 }
 
-/* Each launch knows how many of its calls ran in the steady steps
- * (ops[].steady_count): the forward line's 20 of its 23, the evaluation's
- * none; the count goes through the JSON and back, and the reader refuses a
- * count above the calls. */
 /* a profile from agg with what a written profile must have */
 static Profile *written(Aggregator *agg) {
     ProfProcess proc = {.pid = 42, .rank = -1, .local_rank = -1, .world_size = -1, .wall_ns = 3000 * MS};
@@ -283,6 +285,10 @@ static Profile *written(Aggregator *agg) {
     return p;
 }
 
+/* Each launch knows how many of its calls ran in the steady steps
+ * (ops[].steady_count): the forward line's 20 of its 23, the evaluation's
+ * none; the count goes through the JSON and back, and the reader refuses a
+ * count above the calls. */
 Test(step_phases, each_launch_counts_its_calls_in_the_steady_steps) {
     Aggregator *agg = agg_new();
     cr_assert_not_null(agg);
