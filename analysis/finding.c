@@ -123,6 +123,10 @@ bool finding_take_gain(Finding *f, double seconds, const char *scope, Evidence *
     return true;
 }
 
+void finding_gain_over_steady_steps(Finding *f) {
+    if (f->gain.present) f->gain.steady_steps = true;
+}
+
 bool finding_set_gain(Finding *f, double seconds, const char *scope, const Quantity *values, size_t count,
                       const char *fmt, ...) {
     Evidence model = evidence_new(EVIDENCE_MODEL);

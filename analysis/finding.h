@@ -48,6 +48,10 @@ typedef struct {
     double seconds;
     const char *scope; /* "program" or "kernel" */
     Evidence model;    /* how it was estimated (kind EVIDENCE_MODEL); text NULL when unsaid */
+    /* counted over the steady training steps only (start-up, warm-up,
+     * evaluation and checkpoints left out): its share per step is per
+     * steady step (ranked_finding_gain_per_step) */
+    bool steady_steps;
 } Gain;
 
 typedef struct {
@@ -110,6 +114,8 @@ bool finding_set_gain(Finding *f, double seconds, const char *scope, const Quant
                       const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* The same with a model already built (moved in, *model left empty). */
 bool finding_take_gain(Finding *f, double seconds, const char *scope, Evidence *model);
+/* Marks the gain as counted over the steady training steps only (Gain.steady_steps). */
+void finding_gain_over_steady_steps(Finding *f);
 bool finding_add_related(Finding *f, ByteRange range, const char *message);
 Fix *finding_add_fix(Finding *f, const char *title, bool safe);
 bool fix_add_edit(Fix *fix, size_t start, size_t end, const char *new_text);

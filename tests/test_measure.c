@@ -629,6 +629,7 @@ Test(measure, loader_waits_before_the_batch_copies) {
     cr_assert(f->gain.present);
     cr_expect_float_eq(f->gain.seconds, 0.450, 1e-9);
     cr_expect_str_eq(f->gain.scope, "program");
+    cr_expect(f->gain.steady_steps, "the steady steps' waits only");
     cr_expect_null(at(&c, "PR003", 8), "the same waits: PY014 carries them");
     checked_free(&c); /* the view took the profile */
 
@@ -640,6 +641,7 @@ Test(measure, loader_waits_before_the_batch_copies) {
     cr_assert_not_null(f);
     cr_expect(has_evidence(f, "the GPU sat idle 3 times before a batch was copied to it, 10.0 ms each"));
     cr_expect_float_eq(f->gain.seconds, 0.030, 1e-9);
+    cr_expect(!f->gain.steady_steps, "no steps: the whole run's waits");
     checked_free(&c); /* the view took the profile */
 
     /* a single wait is start-up's: no figures */

@@ -645,6 +645,7 @@ Test(pr002, launches_after_the_last_step_are_no_gain_per_step) {
     /* 3,000 steady launches x (~20 us - 2 us) = ~54 ms */
     cr_expect(f->gain.seconds > 0.050 && f->gain.seconds < 0.056, "gain %f:%s", f->gain.seconds, all);
     cr_expect(has_evidence(f, "of the 4,000 tiny launches ran in those steps"), "%s", all);
+    cr_expect(f->gain.steady_steps, "the gain counts the steady steps only: its per-step share is per steady step");
     free(all);
     finding_list_free(&l);
     source_free(&s);
@@ -708,6 +709,7 @@ Test(pr002, a_single_step_leaves_the_whole_run_to_judge) {
     cr_assert_eq(l.count, 1);
     cr_assert(l.items[0].gain.present);
     cr_expect(l.items[0].gain.seconds > 0.050 && l.items[0].gain.seconds < 0.056, "gain %f", l.items[0].gain.seconds);
+    cr_expect(!l.items[0].gain.steady_steps, "no steady steps: the whole run");
     finding_list_free(&l);
     source_free(&s);
     profile_view_free(v);

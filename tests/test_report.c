@@ -304,8 +304,18 @@ Test(report_text, what_to_do_first_per_step) {
     RankedFinding *c = add_finding(&r, "eval.py", 9, "PY001", "host-sync-in-loop", SEVERITY_WARNING, "waits", 0.4);
     finding_set_gain(&c->finding, 0.4, "program", NO_VALUES, "the waits go");
     c->profile_steps = 1;
+    /* a gain counted over the steady steps only is a share of a steady step */
+    RankedFinding *d = add_finding(&r, "loader.py", 5, "PY014", "dataloader-without-workers", SEVERITY_WARNING,
+                                   "waits for batches", 0.3);
+    finding_set_gain(&d->finding, 0.3, "program", NO_VALUES, "the waits go");
+    finding_gain_over_steady_steps(&d->finding);
+    d->profile_steps = 300;
+    d->profile_steady_steps = 250;
     a = &r.items[0]; /* add_finding reallocates the list */
     b = &r.items[1];
+    d = &r.items[3];
+    cr_expect_float_eq(ranked_finding_gain_per_step(d), 0.0012, 1e-12);
+    cr_expect_eq(ranked_finding_gain_steps(d), 250);
     cr_expect_float_eq(ranked_finding_gain_per_step(a), 0.002, 1e-12);
     cr_expect_eq(ranked_finding_gain_per_step(b), 0);
     cr_expect_eq(ranked_finding_gain_per_step(c), 0, "one step is not a rate");
@@ -316,11 +326,15 @@ Test(report_text, what_to_do_first_per_step) {
               "%s", out);
     cr_expect(strstr(out, "  2. about 500 ms local to the kernel  k.cu:7  PR010"), "%s", out);
     cr_expect(strstr(out, "  3. about 400 ms for the whole program  eval.py:9  PY001"), "%s", out);
+    cr_expect(strstr(out, "  4. about 300 ms for the whole program (1.20 ms per step over 250 steady steps)  "
+                          "loader.py:5  PY014"),
+              "%s", out);
     free(out);
     out = render(true, &in);
     cr_expect(strstr(out, "for the whole program (<span class=\"gain\">2.00 ms per step</span> over 300 steps)"), "%s",
               out);
-    cr_expect_eq(count_of(out, "per step</span>"), 1, "%s", out);
+    cr_expect(strstr(out, "(<span class=\"gain\">1.20 ms per step</span> over 250 steady steps)"), "%s", out);
+    cr_expect_eq(count_of(out, "per step</span>"), 2, "%s", out);
     free(out);
     free_findings(&r);
 }

@@ -193,7 +193,9 @@ static bool attach(const Merge *m, Finding *f, Measurement *meas, const Rule *ru
     if (!m->stale && meas->has_gain && meas->gain_seconds > 0 && measure_gain_is_gpu_time(rule->measure) &&
         !meas->critical.applied && !caveat_host_bound(m, f))
         return false;
-    if (meas->has_gain && meas->gain_seconds > 0) finding_take_gain(f, meas->gain_seconds, meas->scope, &meas->model);
+    if (meas->has_gain && meas->gain_seconds > 0 && finding_take_gain(f, meas->gain_seconds, meas->scope, &meas->model) &&
+        meas->steady_steps)
+        finding_gain_over_steady_steps(f);
     if (!m->stale && meas->withhold_fixes) finding_drop_fixes(f);
     if (!m->stale && !severity_pinned(m->cfg, rule))
         f->severity = severity_measured(meas, profile_view_run_ns(m->view), f->severity);

@@ -44,6 +44,7 @@ typedef struct {
     bool has_gain;
     double gain_seconds;
     const char *scope;        /* "program" or "kernel" */
+    bool steady_steps;        /* the gain counts the steady training steps only (Gain.steady_steps) */
     Evidence model;           /* how the gain was estimated */
     /* Models that judge the finding from per-line metrics
      * (MEASURE_GLOBAL_ACCESS, MEASURE_SHARED_ACCESS): */

@@ -654,6 +654,7 @@ static bool measure_loader_wait(const MeasureSite *s, Measurement *m) {
                           "of the run): the host was loading the next batch",
                           phases ? "in the steady training steps " : ""))
         return false;
+    m->steady_steps = phases;
     return measure_gain(m, (double)total / 1e9, "program", NO_VALUES,
                         "the GPU's idle time in those waits (gaps of 1 ms or more ending with the batch's copy%s); an "
                         "upper bound, reached when worker processes keep the next batch ready",

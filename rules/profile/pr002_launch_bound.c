@@ -287,6 +287,7 @@ static void report(RuleContext *ctx, const PfLines *lines, Run *r, const IdleBas
                                               : "{} tiny launches \xc3\x97 ({} measured idle per GPU activity \xe2\x88\x92 2 "
                                                 "\xc2\xb5s in a CUDA graph); an upper bound: host work between launches "
                                                 "stays");
+    if (ok && b->steady) finding_gain_over_steady_steps(f);
     if (!ok) ctx->out_of_memory = true;
 }
 

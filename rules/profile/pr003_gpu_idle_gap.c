@@ -211,6 +211,7 @@ static void report(RuleContext *ctx, const Profile *p, LineGaps *g, uint64_t run
                                              "overlapped the GPU's"
                                            : "the GPU's idle time in the recorded gaps before this line's work; an "
                                              "upper bound, reached if the host work in between overlapped the GPU's");
+    if (ok && phases) finding_gain_over_steady_steps(f);
     if (!ok) ctx->out_of_memory = true;
 }
 

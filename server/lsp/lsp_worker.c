@@ -297,7 +297,9 @@ static void keep_outside(const FindingList *old, size_t ua, size_t ub_old, size_
         }
         if (f->gain.present) {
             Evidence model;
-            if (evidence_copy(&model, &f->gain.model)) finding_take_gain(g, f->gain.seconds, f->gain.scope, &model);
+            if (evidence_copy(&model, &f->gain.model) && finding_take_gain(g, f->gain.seconds, f->gain.scope, &model) &&
+                f->gain.steady_steps)
+                finding_gain_over_steady_steps(g);
         }
         bool whole = true; /* nothing dropped: the copy says what f said (its JSON can be reused) */
         for (size_t k = 0; k < f->related_count; k++) {

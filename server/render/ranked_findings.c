@@ -39,6 +39,7 @@ static bool take_findings(RankedFindings *r, size_t *capacity, const char *root,
         item.end_line = (uint32_t)end_line;
         item.end_column = (uint32_t)end_col;
         item.profile_steps = steps ? steps->steps.count : 0;
+        item.profile_steady_steps = steps ? steps->steps.steady_steps : 0;
         if (f->gain.present) item.cost_seconds = f->gain.seconds;
         else if (checked->profile)
             item.cost_seconds =
@@ -241,10 +242,16 @@ void ranked_findings_first(const RankedFindings *r, RankedFirst *out) {
                 out->correctness[out->correctness_count++] = i;
 }
 
+uint64_t ranked_finding_gain_steps(const RankedFinding *r) {
+    const Gain *g = &r->finding.gain;
+    return g->steady_steps && r->profile_steady_steps ? r->profile_steady_steps : r->profile_steps;
+}
+
 double ranked_finding_gain_per_step(const RankedFinding *r) {
     const Gain *g = &r->finding.gain;
-    if (!g->present || !g->scope || strcmp(g->scope, "program") != 0 || r->profile_steps < 2) return 0;
-    return g->seconds / (double)r->profile_steps;
+    uint64_t steps = ranked_finding_gain_steps(r);
+    if (!g->present || !g->scope || strcmp(g->scope, "program") != 0 || r->profile_steps < 2 || !steps) return 0;
+    return g->seconds / (double)steps;
 }
 
 void ranked_findings_free(RankedFindings *r) {

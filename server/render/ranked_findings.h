@@ -27,6 +27,7 @@ typedef struct {
      * the most steps), 0 when unknown: a whole-program gain over them is
      * its share per training step (ranked_finding_gain_per_step). */
     uint64_t profile_steps;
+    uint64_t profile_steady_steps; /* of them, the steady ones */
 } RankedFinding;
 
 typedef struct {
@@ -82,9 +83,13 @@ typedef struct {
 void ranked_findings_first(const RankedFindings *r, RankedFirst *out);
 /* A whole-program gain spread over the profiled run's optimizer steps, in
  * seconds; 0 when the gain is local to a kernel or the run had fewer than 2
- * steps. It counts the whole run, so phases outside the steps (start-up,
- * evaluation) weigh on it as they do on the gain. */
+ * steps. A gain counted over the steady steps only (Gain.steady_steps) is
+ * spread over those: its share of a steady step. Any other gain counts the
+ * whole run, so phases outside the steps (start-up, evaluation) weigh on it
+ * as they do on the gain. */
 double ranked_finding_gain_per_step(const RankedFinding *r);
+/* The steps that figure divides by: the steady ones or all. */
+uint64_t ranked_finding_gain_steps(const RankedFinding *r);
 bool ranked_finding_is_correctness(const RankedFinding *r);
 
 #endif

@@ -649,8 +649,10 @@ static void write_first(FILE *out, const RankedFindings *r) {
         double step_gain = ranked_finding_gain_per_step(item);
         if (step_gain > 0) {
             char each[UNITS_BUF], steps[UNITS_BUF];
-            fprintf(out, " (<span class=\"gain\">%s per step</span> over %s steps)",
-                    units_seconds(step_gain, each, sizeof each), units_count(item->profile_steps, steps, sizeof steps));
+            fprintf(out, " (<span class=\"gain\">%s per step</span> over %s %ssteps)",
+                    units_seconds(step_gain, each, sizeof each),
+                    units_count(ranked_finding_gain_steps(item), steps, sizeof steps),
+                    item->finding.gain.steady_steps ? "steady " : "");
         }
         fputs(" <code>", out);
         esc(out, item->path);

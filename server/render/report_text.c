@@ -225,8 +225,10 @@ static void write_first(FILE *out, const RankedFindings *r) {
         double step_gain = ranked_finding_gain_per_step(item);
         if (step_gain > 0) {
             char each[UNITS_BUF], steps[UNITS_BUF];
-            snprintf(per_step, sizeof per_step, " (%s per step over %s steps)",
-                     units_seconds(step_gain, each, sizeof each), units_count(item->profile_steps, steps, sizeof steps));
+            snprintf(per_step, sizeof per_step, " (%s per step over %s %ssteps)",
+                     units_seconds(step_gain, each, sizeof each),
+                     units_count(ranked_finding_gain_steps(item), steps, sizeof steps),
+                     item->finding.gain.steady_steps ? "steady " : "");
         }
         fprintf(out, "  %zu. about %s %s%s  %s:%u  %s %s\n     ", i + 1, gain, scope_words(f->gain.scope), per_step,
                 item->path, item->line, f->code, f->name);
