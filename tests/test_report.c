@@ -313,6 +313,7 @@ Test(report_text, what_to_do_first_per_step) {
     d->profile_steady_steps = 250;
     a = &r.items[0]; /* add_finding reallocates the list */
     b = &r.items[1];
+    c = &r.items[2];
     d = &r.items[3];
     cr_expect_float_eq(ranked_finding_gain_per_step(d), 0.0012, 1e-12);
     cr_expect_eq(ranked_finding_gain_steps(d), 250);
