@@ -11,6 +11,7 @@
 
 #include "analysis/python/python_parse.h"
 #include "analysis/python/python_source.h"
+#include "tests/python_edit.h"
 
 const TSLanguage *tree_sitter_python(void);
 
@@ -99,15 +100,6 @@ Test(masking, python2_print_statement_is_a_syntax_error) {
 
 /* ---- incremental reparses -------------------------------------------------------- */
 
-static void edit(PySource *src, Document *doc, size_t start, size_t end, const char *text) {
-    size_t len = strlen(text);
-    TSPoint start_point = py_point_at(doc->text, start);
-    TSPoint old_end_point = py_point_at(doc->text, end);
-    cr_assert(document_replace(doc, start, end, text, len));
-    TSPoint new_end_point = py_point_at(doc->text, start + len);
-    py_source_note_edit(src, start, end, start + len, start_point, old_end_point, new_end_point);
-    cr_assert(py_source_reparse(src, doc));
-}
 
 Test(reparse, typing_and_deleting_print_stays_exact) {
     static const char base[] = "import torch\n\nfor i in range(3):\n    x = torch.ones(2)\n    print(x)\n\nprint('done')\n";
@@ -125,7 +117,7 @@ Test(reparse, typing_and_deleting_print_stays_exact) {
         size_t end = start + (seed >> 8) % 4;
         if (end > doc->length) end = doc->length;
         seed = seed * 1103515245u + 12345u;
-        edit(src, doc, start, end, snippets[(seed >> 8) % (sizeof snippets / sizeof *snippets)]);
+        python_edit(src, doc, start, end, snippets[(seed >> 8) % (sizeof snippets / sizeof *snippets)]);
         PySource *fresh = py_source_new(doc);
         cr_assert_not_null(fresh);
         char *a = ts_node_string(ts_tree_root_node(src->tree)), *b = ts_node_string(ts_tree_root_node(fresh->tree));
@@ -133,7 +125,7 @@ Test(reparse, typing_and_deleting_print_stays_exact) {
         free(a);
         free(b);
         py_source_free(fresh);
-        if (doc->length > 2000) edit(src, doc, 0, doc->length - 500, "");
+        if (doc->length > 2000) python_edit(src, doc, 0, doc->length - 500, "");
     }
     py_source_free(src);
     document_free(doc);
@@ -164,7 +156,7 @@ Test(reuse, print_calls_are_reused_by_a_reparse) {
     cr_assert_not_null(src);
     ts_parser_set_logger(src->parser, (TSLogger){NULL, count_fragile});
     size_t at = strlen(text) - 3; /* inside the last print's argument */
-    edit(src, doc, at, at, "1");
+    python_edit(src, doc, at, at, "1");
     ts_parser_set_logger(src->parser, (TSLogger){NULL, NULL});
     cr_expect(!src->has_errors);
     cr_expect(fragile_calls == 0, "%d print calls refused as fragile", fragile_calls);

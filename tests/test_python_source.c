@@ -8,6 +8,7 @@
 
 #include "analysis/python/python_index.h"
 #include "analysis/python/python_source.h"
+#include "tests/python_edit.h"
 
 static Document *doc_of(const char *text) {
     Document *doc = document_new("t.py", LANGUAGE_PYTHON, text, strlen(text));
@@ -43,16 +44,6 @@ static void expect_same_as_fresh(const PySource *src, const Document *doc, const
     py_source_free(fresh);
 }
 
-/* replaces [start, end) of doc with text, telling src, and reparses */
-static void edit(PySource *src, Document *doc, size_t start, size_t end, const char *text) {
-    size_t len = strlen(text);
-    TSPoint start_point = py_point_at(doc->text, start);
-    TSPoint old_end_point = py_point_at(doc->text, end);
-    cr_assert(document_replace(doc, start, end, text, len));
-    TSPoint new_end_point = py_point_at(doc->text, start + len);
-    py_source_note_edit(src, start, end, start + len, start_point, old_end_point, new_end_point);
-    cr_assert(py_source_reparse(src, doc));
-}
 
 static size_t offset_of(const Document *doc, const char *needle) {
     const char *p = strstr(doc->text, needle);
@@ -102,7 +93,7 @@ Test(reparse, insert_a_statement) {
     Document *doc = doc_of(BASE);
     PySource *src = parse(doc);
     size_t at = offset_of(doc, "    return x + 1");
-    edit(src, doc, at, at, "    y = x * 2\n");
+    python_edit(src, doc, at, at, "    y = x * 2\n");
     cr_expect(strstr(doc->text, "    y = x * 2\n    return x + 1\n") != NULL);
     expect_same_as_fresh(src, doc, "insert a statement");
     py_source_free(src);
@@ -113,7 +104,7 @@ Test(reparse, replace_an_expression) {
     Document *doc = doc_of(BASE);
     PySource *src = parse(doc);
     size_t at = offset_of(doc, "x + 1");
-    edit(src, doc, at, at + 5, "torch.relu(x) * 2");
+    python_edit(src, doc, at, at + 5, "torch.relu(x) * 2");
     expect_same_as_fresh(src, doc, "replace an expression");
     py_source_free(src);
     document_free(doc);
@@ -123,7 +114,7 @@ Test(reparse, delete_lines) {
     Document *doc = doc_of(BASE);
     PySource *src = parse(doc);
     size_t start = offset_of(doc, "def f(x):"), end = offset_of(doc, "class Net:");
-    edit(src, doc, start, end, "");
+    python_edit(src, doc, start, end, "");
     cr_expect(strncmp(doc->text + start, "class Net:", 10) == 0);
     expect_same_as_fresh(src, doc, "delete a function");
     py_source_free(src);
@@ -134,7 +125,7 @@ Test(reparse, replace_across_lines_changing_indentation) {
     Document *doc = doc_of(BASE);
     PySource *src = parse(doc);
     size_t start = offset_of(doc, "for i in range(3):"), end = offset_of(doc, "        return x\n");
-    edit(src, doc, start, end, "with torch.no_grad():\n            x = x * 2\n");
+    python_edit(src, doc, start, end, "with torch.no_grad():\n            x = x * 2\n");
     expect_same_as_fresh(src, doc, "replace a loop by a with block");
     py_source_free(src);
     document_free(doc);
@@ -145,10 +136,10 @@ Test(reparse, break_the_code_then_repair_it) {
     PySource *src = parse(doc);
     cr_expect(!src->has_errors);
     size_t at = offset_of(doc, "def f(x):") + 5; /* after "def f" */
-    edit(src, doc, at, at + 3, "(x");          /* "def f(x:" */
+    python_edit(src, doc, at, at + 3, "(x");          /* "def f(x:" */
     cr_expect(src->has_errors, "a missing ')' is a syntax error");
     expect_same_as_fresh(src, doc, "break");
-    edit(src, doc, at, at + 2, "(x)");
+    python_edit(src, doc, at, at + 2, "(x)");
     cr_expect(!src->has_errors, "repaired");
     cr_expect(strcmp(doc->text, BASE) == 0);
     expect_same_as_fresh(src, doc, "repair");
@@ -162,7 +153,7 @@ Test(reparse, imports_follow_edits) {
     expect_resolves(src, "torch", "torch");
     expect_resolves(src, "np", NULL);
     size_t at = offset_of(doc, "import torch");
-    edit(src, doc, at, at + 12, "import numpy as np\nimport torch.nn.functional as F");
+    python_edit(src, doc, at, at + 12, "import numpy as np\nimport torch.nn.functional as F");
     expect_resolves(src, "np", "numpy");
     expect_resolves(src, "F", "torch.nn.functional");
     expect_resolves(src, "torch", NULL);
@@ -188,11 +179,11 @@ Test(reparse, many_random_edits) {
         if (end > doc->length) end = doc->length;
         seed = seed * 1103515245u + 12345u;
         const char *text = snippets[(seed >> 8) % (sizeof snippets / sizeof *snippets)];
-        edit(src, doc, start, end, text);
+        python_edit(src, doc, start, end, text);
         char when[32];
         snprintf(when, sizeof when, "round %d", round);
         expect_same_as_fresh(src, doc, when);
-        if (doc->length > 3000) edit(src, doc, 0, doc->length - 1000, "");
+        if (doc->length > 3000) python_edit(src, doc, 0, doc->length - 1000, "");
     }
     py_source_free(src);
     document_free(doc);
@@ -340,11 +331,11 @@ Test(robustness, empty_text) {
     cr_expect(py_resolve_import(src, "x", 1) == NULL);
     cr_expect(ts_node_end_byte(ts_tree_root_node(src->tree)) == 0);
     /* and grow it from nothing */
-    edit(src, doc, 0, 0, "import torch as t\nt.cuda.synchronize()\n");
+    python_edit(src, doc, 0, 0, "import torch as t\nt.cuda.synchronize()\n");
     expect_resolves(src, "t", "torch");
     cr_expect(src->uses_gpu);
     expect_same_as_fresh(src, doc, "from empty");
-    edit(src, doc, 0, doc->length, "");
+    python_edit(src, doc, 0, doc->length, "");
     cr_expect(src->import_count == 0 && !src->has_errors);
     py_source_free(src);
     document_free(doc);
@@ -359,7 +350,7 @@ Test(robustness, invalid_utf8) {
     cr_expect(src->first_error <= doc->length);
     /* edits into the invalid bytes reparse too */
     size_t at = offset_of(doc, "x = '");
-    edit(src, doc, at + 5, at + 6, "\xc3");
+    python_edit(src, doc, at + 5, at + 6, "\xc3");
     expect_same_as_fresh(src, doc, "invalid UTF-8");
     py_source_free(src);
     document_free(doc);
@@ -386,7 +377,7 @@ Test(robustness, two_megabyte_file) {
     cr_expect(ts_node_end_byte(ts_tree_root_node(src->tree)) == n);
     /* an edit at the end of a large file */
     size_t at = doc->length;
-    edit(src, doc, at, at, "import numpy as np\n");
+    python_edit(src, doc, at, at, "import numpy as np\n");
     expect_resolves(src, "np", "numpy");
     cr_expect(!src->has_errors);
     py_source_free(src);
