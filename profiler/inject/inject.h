@@ -45,8 +45,9 @@ int correlation_get(uint32_t correlation, uint32_t *window, uint64_t *launch_ns)
 
 /* ---- which device work is traced (trace_sampling.c) */
 void trace_sampling_start(bool kernels, bool copies, bool memsets);
-/* A launch, copy or memset call begins: its window tag, and whether CUPTI traces it. */
-uint32_t trace_sampling_on_launch(bool *traced);
+/* A launch, copy or memset call begins (graph: a whole CUDA graph's launch):
+ * its window tag, and whether CUPTI traces it. */
+uint32_t trace_sampling_on_launch(bool graph, bool *traced);
 /* ... ends: host time inside the call and the callbacks' own time on it */
 void trace_sampling_launch_time(bool traced, uint64_t api_ns, uint64_t callback_ns);
 /* the weight of a record of window tag w: 1 in the prefix, trace_every in a sampled window */

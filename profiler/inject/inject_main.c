@@ -169,14 +169,25 @@ static uint64_t now_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* What each callback id is, classified once when callbacks are enabled. */
+/* What each callback id is, classified once when callbacks are enabled: a
+ * Watch, with GRAPH_LAUNCH set on the launches of a whole CUDA graph. */
+#define GRAPH_LAUNCH 0x80u
 static uint8_t runtime_watch[CUPTI_RUNTIME_TRACE_CBID_SIZE];
 static uint8_t driver_watch[CUPTI_DRIVER_TRACE_CBID_SIZE];
 
-static Watch watch_of(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+static uint8_t watch_entry(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE) return runtime_watch[cbid];
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE) return driver_watch[cbid];
     return WATCH_NONE;
+}
+
+static Watch watch_of(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+    return (Watch)(watch_entry(domain, cbid) & ~GRAPH_LAUNCH);
+}
+
+static bool is_graph_launch(const char *name) {
+    while (*name == '_') name++;
+    return strncmp(name, "cudaGraphLaunch", 15) == 0 || strncmp(name, "cuGraphLaunch", 13) == 0;
 }
 
 /* The runtime calls the driver: a synchronization or an allocation is a
@@ -199,14 +210,15 @@ static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_C
             return;
         }
         uint64_t entered = now_ns();
-        Watch watch = watch_of(domain, cbid);
+        uint8_t entry = watch_entry(domain, cbid);
+        Watch watch = (Watch)(entry & ~GRAPH_LAUNCH);
         outer_window = 0;
         outer_traced = false;
         /* the critical path compares when the host asked with when the GPU ran dry */
         api_enter_cupti = 0;
         if ((watch == WATCH_WORK || watch == WATCH_SYNC) && cuptiGetTimestamp(&api_enter_cupti) != CUPTI_SUCCESS)
             api_enter_cupti = 0;
-        if (watch == WATCH_WORK) outer_window = trace_sampling_on_launch(&outer_traced);
+        if (watch == WATCH_WORK) outer_window = trace_sampling_on_launch(entry & GRAPH_LAUNCH, &outer_traced);
         outer_site = callsite_current();
         correlation_put(cb->correlationId, outer_site, outer_window, api_enter_cupti);
         api_enter_ns = now_ns();
@@ -275,7 +287,7 @@ static void enable_watched(CUpti_CallbackDomain domain, CUpti_CallbackId limit, 
         if (cuptiGetCallbackName(domain, id, &name) != CUPTI_SUCCESS || !name) continue;
         Watch w = classify(name);
         if (w == WATCH_WORK && !launches) w = WATCH_NONE;
-        table[id] = (uint8_t)w;
+        table[id] = (uint8_t)(w | (w == WATCH_WORK && is_graph_launch(name) ? GRAPH_LAUNCH : 0));
         if (w != WATCH_NONE) cuptiEnableCallback(1, subscriber, domain, id);
     }
 }

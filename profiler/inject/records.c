@@ -1,6 +1,8 @@
 /* Turns CUPTI activity records into aggregator calls. */
 #include <cupti.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "profiler/inject/inject.h"
@@ -49,10 +51,31 @@ static const char *overhead_name(CUpti_ActivityOverheadKind kind) {
     }
 }
 
+/* ADVISE_PROFILE_DUMP_KERNELS=FILE: every kernel record as CUPTI gave it, one
+ * line each (a diagnostic for records whose times look wrong; not a format). */
+static FILE *kernel_dump(void) {
+    static FILE *dump;
+    static bool opened;
+    if (!opened) {
+        opened = true; /* records arrive on CUPTI's one buffer thread */
+        const char *path = getenv("ADVISE_PROFILE_DUMP_KERNELS");
+        if (path && *path) dump = fopen(path, "w");
+        if (dump) setvbuf(dump, NULL, _IOLBF, 0); /* complete up to the last record, however the process ends */
+        if (dump) fputs("start end duration correlation window launch graph node stream device name\n", dump);
+    }
+    return dump;
+}
+
 static void on_kernel(const CUpti_ActivityKernel10 *k) {
     uint32_t window;
     uint64_t launch;
     int site = correlation_get(k->correlationId, &window, &launch);
+    FILE *dump = kernel_dump();
+    if (dump)
+        fprintf(dump, "%llu %llu %lld %u %u %llu %u %llu %u %u %.80s\n", (unsigned long long)k->start,
+                (unsigned long long)k->end, (long long)(k->end - k->start), k->correlationId, window,
+                (unsigned long long)launch, k->graphId, (unsigned long long)k->graphNodeId, k->streamId,
+                k->deviceId, k->name ? k->name : "?");
     AggKernel rec = {
         .device = k->deviceId, .name = k->name,
         .grid = {(uint32_t)k->gridX, (uint32_t)k->gridY, (uint32_t)k->gridZ},

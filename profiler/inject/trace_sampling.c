@@ -15,9 +15,19 @@
  * Calibration: the launching thread's time inside launch calls is summed
  * apart for traced and untraced launches (their difference is what tracing
  * adds per launch), and the callbacks' own time is summed too, so that rules
- * can take the profiler's cost out of the idle time they turn into gains. */
+ * can take the profiler's cost out of the idle time they turn into gains.
+ *
+ * CUDA graphs end the sampling: from the first graph launch on, device
+ * activity stays traced in full (tag 0, as in the prefix). CUPTI's records of
+ * a graph's kernels that were still queued or running when kernel tracing was
+ * turned off carry an end time from when it was turned back on: on the H200
+ * (2026-12-03, a graphed LSTM) 141 records of two graph launches lasted
+ * ~226 ms each instead of microseconds, and the profile's kernel time came to
+ * 52 times the run's length. A graph's launch is one call for many kernels,
+ * so tracing it in full costs the launching thread little. */
 #include <cupti.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +50,7 @@ static uint64_t window_index;       /* windows since the prefix, under toggle_lo
 static uint32_t current_tag;        /* 0: the prefix; else the traced window's tag; atomically */
 static bool tracing = true;         /* device activity enabled (under toggle_lock) */
 static bool dormant;                /* trace_sampling_set_dormant: nothing traced, whatever the window (under toggle_lock) */
+static bool graphs_seen;            /* a CUDA graph was launched: traced in full from then on (set under toggle_lock) */
 static uint64_t rng = 0x2545F4914F6CDD1Dull;
 
 /* calibration sums, atomically */
@@ -123,11 +134,24 @@ static void advance(uint64_t n) {
     }
 }
 
-uint32_t trace_sampling_on_launch(bool *traced) {
+/* The first graph launch: tracing goes on for good (called under toggle_lock). */
+static void trace_in_full(void) {
+    __atomic_store_n(&graphs_seen, true, __ATOMIC_RELEASE);
+    __atomic_store_n(&window_end, UINT64_MAX, __ATOMIC_RELEASE);
+    if (!tracing) set_device_activity(true);
+    __atomic_store_n(&current_tag, 0u, __ATOMIC_RELEASE);
+}
+
+uint32_t trace_sampling_on_launch(bool graph, bool *traced) {
     uint64_t n = __atomic_fetch_add(&launches, 1, __ATOMIC_RELAXED);
     if (every == 1) {
         *traced = true;
         return 0;
+    }
+    if (graph && !__atomic_load_n(&graphs_seen, __ATOMIC_ACQUIRE)) {
+        pthread_mutex_lock(&toggle_lock);
+        if (!graphs_seen) trace_in_full();
+        pthread_mutex_unlock(&toggle_lock);
     }
     /* window_end only grows, so a stale read just takes the lock */
     if (n >= __atomic_load_n(&window_end, __ATOMIC_ACQUIRE)) {
