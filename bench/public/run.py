@@ -29,6 +29,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -87,11 +88,11 @@ def command(name, iterations, timing):
             "--batch", str(spec["batch"]), "--timing", timing]
 
 
-def run_once(name, folder, iterations, profile=None, profile_out=None):
+def run_once(name, folder, iterations, profile=None, profile_out=None, variant="as-written"):
     timing = os.path.join(folder, "timing.json")
     cmd = command(name, iterations, timing)
     if profile:
-        cmd = [profile, "-o", profile_out, "--name", f"{name}-as-written", "--"] + cmd
+        cmd = [profile, "-o", profile_out, "--name", f"{name}-{variant}", "--"] + cmd
     done = subprocess.run(cmd, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     log = os.path.join(folder, "log.txt")
     with open(log, "a") as f:
@@ -115,6 +116,9 @@ def main():
     parser.add_argument("--iterations", type=int, default=300)
     parser.add_argument("--profile", help="advise-profile: record each as-written copy once first")
     parser.add_argument("--profiles-out", default="profiles")
+    parser.add_argument("--profile-variants", default="as-written",
+                        help="with --profile: the variants recorded, each once (as-written is written to NAME.json, "
+                             "another to NAME-VARIANT.json)")
     parser.add_argument("--json")
     parser.add_argument("--prepare-only", action="store_true")
     args = parser.parse_args()
@@ -161,24 +165,34 @@ def main():
     if args.profile:
         os.makedirs(args.profiles_out, exist_ok=True)
         for name in names:
-            out = os.path.abspath(os.path.join(args.profiles_out, f"{name}.json"))
-            folder = folders.get((name, "as-written")) or prepare(name, "as-written", os.path.abspath(args.corpus), args.work)
-            ms = attempt((name, "profile"), folder, args.iterations, os.path.abspath(args.profile), out)
-            if ms is not None:
-                results["workloads"].setdefault(name, {})["profiled_ms"] = ms
-                print(f"{name:6} profiled {ms:8.2f} ms/iteration -> {out}", flush=True)
+            for variant in args.profile_variants.split(","):
+                if edits_of(name, variant) is None:
+                    continue
+                file = f"{name}.json" if variant == "as-written" else f"{name}-{variant}.json"
+                out = os.path.abspath(os.path.join(args.profiles_out, file))
+                folder = folders.get((name, variant)) or prepare(name, variant, os.path.abspath(args.corpus), args.work)
+                started = time.monotonic()
+                ms = attempt((name, f"profile {variant}"), folder, args.iterations, os.path.abspath(args.profile), out,
+                             variant=variant)
+                if ms is not None:
+                    key = "profiled_ms" if variant == "as-written" else f"profiled_ms {variant}"
+                    results["workloads"].setdefault(name, {})[key] = ms
+                    print(f"{name:6} {variant} profiled {ms:8.2f} ms/iteration -> {out} "
+                          f"({time.monotonic() - started:.0f} s)", flush=True)
 
     times = {key: [] for key in folders}
     # workload by workload (a run cut short keeps whole workloads), the
     # variants alternating within each
     for name in names:
         for rep in range(args.reps):
+            started = time.monotonic()
             for variant in mine[name]:
                 ms = attempt((name, variant), folders[(name, variant)], args.iterations)
                 if ms is not None:
                     times[(name, variant)].append(ms)
             print(f"{name} rep {rep + 1}: " + ", ".join(f"{v} {times[(name, v)][-1]:.2f}" for v in mine[name]
-                                                        if times[(name, v)]), flush=True)
+                                                        if times[(name, v)])
+                  + f" ({time.monotonic() - started:.0f} s)", flush=True)
             if args.json:
                 results["workloads"].setdefault(name, {}).update({v: times[(name, v)] for v in mine[name]})
                 with open(args.json, "w") as f:
