@@ -87,10 +87,14 @@ def command(variant, args, model, out):
     return [binary, "-o", out, "--"] + step, env
 
 
-def alternates(variant):
+def alternates(variant, old_alternates=False):
     """Whether the variant registers the optimizer step hook that toggles the
     profiler (profiler/inject/python_sites.c): only with Python call sites on,
-    and only in this build."""
+    and only in this build, or in the --old-profile build when
+    --old-alternates says it has the hook too (ADVISE_PROFILE_ALTERNATE,
+    2026-12-03 and later)."""
+    if variant == "advise-old":
+        return old_alternates
     return variant in ("advise", "trace-all", "setprofile") or variant.startswith(("sample:", "launch:", "cb:"))
 
 
@@ -98,6 +102,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--profile", required=True, help="advise-profile binary")
     parser.add_argument("--old-profile", help="another advise-profile, for the advise-old variant")
+    parser.add_argument("--old-alternates", action="store_true",
+                        help="with --alternate: the --old-profile build alternates too (it has ADVISE_PROFILE_ALTERNATE)")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--models", default="gpt-small,tlm-small,gpt2")
@@ -130,7 +136,7 @@ def main():
                     env = dict(os.environ, **extra)
                     if args.alternate:
                         cmd += ["--blocks", str(args.alternate)]  # the same groups and warm-up for every variant
-                        if alternates(variant):
+                        if alternates(variant, args.old_alternates):
                             env["ADVISE_PROFILE_ALTERNATE"] = str(args.alternate)
                     if args.cpus:
                         cmd = ["taskset", "-c", args.cpus] + cmd
