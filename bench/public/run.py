@@ -167,6 +167,7 @@ def main():
         for name in names:
             for variant in args.profile_variants.split(","):
                 if edits_of(name, variant) is None:
+                    print(f"public: {name} has no variant {variant!r} to record: skipped", flush=True)
                     continue
                 file = f"{name}.json" if variant == "as-written" else f"{name}-{variant}.json"
                 out = os.path.abspath(os.path.join(args.profiles_out, file))

@@ -1,9 +1,11 @@
 /* Turns CUPTI activity records into aggregator calls. */
 #include <cupti.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "profiler/inject/inject.h"
 
@@ -52,17 +54,21 @@ static const char *overhead_name(CUpti_ActivityOverheadKind kind) {
 }
 
 /* ADVISE_PROFILE_DUMP_KERNELS=FILE: every kernel record as CUPTI gave it, one
- * line each (a diagnostic for records whose times look wrong; not a format). */
+ * line each, after the process id (a diagnostic for records whose times look
+ * wrong; not a format). Appended, a line a write: the processes of one run
+ * (loader workers, ranks) share the file without truncating each other's. */
+static FILE *dump;
+static pthread_once_t dump_once = PTHREAD_ONCE_INIT;
+
+static void open_dump(void) {
+    const char *path = getenv("ADVISE_PROFILE_DUMP_KERNELS");
+    if (!path || !*path || !(dump = fopen(path, "a"))) return;
+    setvbuf(dump, NULL, _IOLBF, 0); /* complete up to the last record, however the process ends */
+    fputs("pid start end duration correlation window launch graph node stream device name\n", dump);
+}
+
 static FILE *kernel_dump(void) {
-    static FILE *dump;
-    static bool opened;
-    if (!opened) {
-        opened = true; /* records arrive on CUPTI's one buffer thread */
-        const char *path = getenv("ADVISE_PROFILE_DUMP_KERNELS");
-        if (path && *path) dump = fopen(path, "w");
-        if (dump) setvbuf(dump, NULL, _IOLBF, 0); /* complete up to the last record, however the process ends */
-        if (dump) fputs("start end duration correlation window launch graph node stream device name\n", dump);
-    }
+    pthread_once(&dump_once, open_dump);
     return dump;
 }
 
@@ -72,7 +78,7 @@ static void on_kernel(const CUpti_ActivityKernel10 *k) {
     int site = correlation_get(k->correlationId, &window, &launch);
     FILE *dump = kernel_dump();
     if (dump)
-        fprintf(dump, "%llu %llu %lld %u %u %llu %u %llu %u %u %.80s\n", (unsigned long long)k->start,
+        fprintf(dump, "%d %llu %llu %lld %u %u %llu %u %llu %u %u %.80s\n", (int)getpid(), (unsigned long long)k->start,
                 (unsigned long long)k->end, (long long)(k->end - k->start), k->correlationId, window,
                 (unsigned long long)launch, k->graphId, (unsigned long long)k->graphNodeId, k->streamId,
                 k->deviceId, k->name ? k->name : "?");

@@ -18,7 +18,10 @@
  * can take the profiler's cost out of the idle time they turn into gains.
  *
  * CUDA graphs end the sampling: from the first graph launch on, device
- * activity stays traced in full (tag 0, as in the prefix). CUPTI's records of
+ * activity stays traced in full, under a tag of its own (FULL_TAG, weight 1:
+ * the prefix's tag 0 again would let a device whose last record came from
+ * the prefix measure one idle gap over the whole sampled stretch), and the
+ * dormant alternation no longer turns it off. CUPTI's records of
  * a graph's kernels that were still queued or running when kernel tracing was
  * turned off carry an end time from when it was turned back on: on the H200
  * (2026-12-03, a graphed LSTM) 141 records of two graph launches lasted
@@ -37,6 +40,8 @@
 #define WINDOW 256u             /* launches per window, on average */
 #define DEFAULT_EVERY 8u
 #define MAX_EVERY 1024u
+#define WINDOW_TAGS 4094u       /* sampled windows' tags: 1..4094 (12 bits beside the site, inject_main.c) */
+#define FULL_TAG 4095u          /* traced in full after a graph launch */
 
 static const CUpti_ActivityKind device_kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                                   CUPTI_ACTIVITY_KIND_MEMSET};
@@ -56,7 +61,7 @@ static uint64_t rng = 0x2545F4914F6CDD1Dull;
 /* calibration sums, atomically */
 static uint64_t traced_launches, traced_api_ns, untraced_launches, untraced_api_ns, self_ns, timed_launches;
 
-uint32_t trace_sampling_weight(uint32_t window) { return window ? every : 1; }
+uint32_t trace_sampling_weight(uint32_t window) { return window && window != FULL_TAG ? every : 1; }
 
 void trace_sampling_start(bool kernels, bool copies, bool memsets) {
     kernels_traced = kernels;
@@ -104,8 +109,10 @@ static void set_device_activity(bool on) {
  * it then changes `tracing` only, under the same lock. */
 void trace_sampling_set_dormant(bool now_dormant) {
     pthread_mutex_lock(&toggle_lock);
-    dormant = now_dormant;
-    enable_device_kinds(!now_dormant && __atomic_load_n(&tracing, __ATOMIC_ACQUIRE));
+    /* after a graph launch, turning kernel tracing off would give the graphs
+     * in flight wrong end times again: dormant blocks are traced too */
+    dormant = now_dormant && !graphs_seen;
+    enable_device_kinds(!dormant && __atomic_load_n(&tracing, __ATOMIC_ACQUIRE));
     pthread_mutex_unlock(&toggle_lock);
 }
 
@@ -129,8 +136,8 @@ static void advance(uint64_t n) {
         window_end += traced_window ? length : length * (every - 1);
         window_index++;
         if (traced_window != tracing) set_device_activity(traced_window);
-        /* tags 1..4095, never 0 (the prefix): tags of nearby windows differ */
-        __atomic_store_n(&current_tag, traced_window ? (uint32_t)(cycle % 4095u) + 1u : 0u, __ATOMIC_RELEASE);
+        /* tags 1..WINDOW_TAGS, never 0 (the prefix): tags of nearby windows differ */
+        __atomic_store_n(&current_tag, traced_window ? (uint32_t)(cycle % WINDOW_TAGS) + 1u : 0u, __ATOMIC_RELEASE);
     }
 }
 
@@ -138,8 +145,10 @@ static void advance(uint64_t n) {
 static void trace_in_full(void) {
     __atomic_store_n(&graphs_seen, true, __ATOMIC_RELEASE);
     __atomic_store_n(&window_end, UINT64_MAX, __ATOMIC_RELEASE);
-    if (!tracing) set_device_activity(true);
-    __atomic_store_n(&current_tag, 0u, __ATOMIC_RELEASE);
+    bool was_dormant = dormant; /* the alternation's dormant block: traced from now on too */
+    dormant = false;
+    if (!tracing || was_dormant) set_device_activity(true);
+    __atomic_store_n(&current_tag, FULL_TAG, __ATOMIC_RELEASE);
 }
 
 uint32_t trace_sampling_on_launch(bool graph, bool *traced) {

@@ -66,8 +66,12 @@ Test(trace_sampling, a_graph_launch_ends_the_sampling) {
     uint32_t tag = trace_sampling_on_launch(true, &traced);
     cr_assert(traced, "the graph launch itself is traced");
     cr_assert(kernels_on, "kernel activity is back on for the graph's kernels");
-    cr_assert_eq(tag, 0, "from the graph on, records carry the prefix's tag (weight 1)");
-    cr_assert_eq(trace_sampling_weight(tag), 1);
+    cr_assert_neq(tag, 0, "not the prefix's tag: a gap across the sampled stretch would join them");
+    cr_assert_eq(trace_sampling_weight(tag), 1, "a record traced in full stands for itself");
+    for (int i = 0; i < 1000; i++) {
+        bool later_traced = false;
+        cr_assert_eq(trace_sampling_on_launch(false, &later_traced), tag, "one tag from the graph on");
+    }
 
     cr_assert_eq(launch(50000), 50000, "every later launch is traced");
     cr_assert_eq(disables, disables_before, "tracing is never turned off again");
@@ -84,10 +88,33 @@ Test(trace_sampling, a_graph_inside_a_traced_window_keeps_tracing_on) {
     cr_assert(kernels_on);
     int disables_before = disables;
     bool traced = false;
-    trace_sampling_on_launch(true, &traced);
+    uint32_t window_tag = trace_sampling_on_launch(false, &traced);
+    cr_assert(traced && window_tag != 0);
+    cr_assert_eq(trace_sampling_weight(window_tag), 8, "a sampled window's record stands for 8");
+    uint32_t tag = trace_sampling_on_launch(true, &traced);
     cr_assert(traced);
+    cr_assert_neq(tag, window_tag, "the graph's records leave the sampled window");
+    cr_assert_eq(trace_sampling_weight(tag), 1, "and stand for themselves");
     cr_assert_eq(launch(50000), 50000, "every later launch is traced");
     cr_assert_eq(disables, disables_before, "tracing is never turned off again");
+}
+
+Test(trace_sampling, the_dormant_alternation_keeps_graphs_traced) {
+    setenv("ADVISE_PROFILE_TRACE", "sample:8:64", 1);
+    trace_sampling_start(true, true, true);
+    launch(64);
+    trace_sampling_set_dormant(true);
+    cr_assert_not(kernels_on, "dormant: nothing traced");
+    trace_sampling_set_dormant(false);
+    cr_assert(kernels_on, "awake again inside the prefix: traced");
+    bool traced = false;
+    trace_sampling_on_launch(true, &traced);
+    int disables_before = disables;
+    trace_sampling_set_dormant(true);
+    cr_assert(kernels_on, "after a graph launch, a dormant block still traces");
+    cr_assert_eq(disables, disables_before);
+    trace_sampling_set_dormant(false);
+    cr_assert(kernels_on);
 }
 
 Test(trace_sampling, tracing_everything_ignores_graphs) {
