@@ -182,3 +182,10 @@ WORKLOADS = {
         ],
     },
 }
+
+# The language model's next advice once graphed (2026-12-03 22:24 recording of the graphed copy: PY009,
+# #1 of "What to do first", 645 µs per step, "Enable TF32 matmuls with
+# torch.set_float32_matmul_precision("high")"): the graphed copy with that fix, so that the estimate is
+# measured against the copy it was made on.
+WORKLOADS["lstm"]["variants"]["graphed-tf32"] = (
+    WORKLOADS["lstm"]["variants"]["graphed"] + WORKLOADS["lstm"]["advised"])
