@@ -73,7 +73,8 @@ static int run_command(char *const argv[], const char *out_path, const char *log
     pid_t pid = fork();
     cr_assert(pid >= 0);
     if (pid == 0) {
-        int out = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        /* never O_CREAT /dev/null: where it is missing that would make a plain file */
+        int out = out_path ? open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644) : open("/dev/null", O_WRONLY);
         int log = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
         if (out < 0 || log < 0) _exit(126);
         dup2(out, 1);
