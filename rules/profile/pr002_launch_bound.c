@@ -22,8 +22,11 @@ static const char documentation[] =
     "- the host, not the GPU, sets the pace: the GPU idle at least half of the time outside its\n"
     "  long gaps (gaps of 1 ms or more, which PR003 reports), or, where the profile measured the\n"
     "  critical path (`critical_ns`), less than half of the GPU's work on it (after the rest the\n"
-    "  GPU waited for the host to ask for more);\n"
-    "- an estimated gain (below) of at least 1% of the run.\n"
+    "  GPU waited for the host to ask for more); or, where the profile has the GPU's idle time\n"
+    "  right before each of the lines' launches in the steady steps, that measured time alone\n"
+    "  (the gain below): a run busy as a whole can still wait on one stretch of small launches;\n"
+    "- an estimated gain (below) of at least 1% of the run, or of its steady training steps\n"
+    "  where they are known (a long start-up must not hide a gain every step repeats).\n"
     "\n"
     "## Why is this slow?\n"
     "Every kernel launch costs the host several microseconds (Python and the framework's\n"
@@ -128,6 +131,7 @@ typedef struct {
     double launch_share;  /* of a line's launches, the part taken to fall there */
     uint64_t profiler_ns; /* the profiler's cost taken out of that idle time */
     uint64_t activities;  /* the GPU activities it was measured over */
+    uint64_t steady_ns;   /* the steady steps' span, where they are known */
 } IdleBasis;
 
 /* With the training steps known, only the steady steps count: start-up,
@@ -148,6 +152,7 @@ static bool idle_between_launches(const ProfileView *v, IdleBasis *b) {
         profiler = steady->profiler_ns;
         idle = steady->idle_ns > profiler ? steady->idle_ns - profiler : 0;
         span = steady->span_ns;
+        b->steady_ns = steady->span_ns;
         b->launch_share = activities ? (double)steady->activities / (double)activities : 0;
         if (b->launch_share > 1) b->launch_share = 1;
         activities = steady->activities;
@@ -195,7 +200,7 @@ static bool same_function(const ProfSite *a, const ProfSite *b) {
 }
 
 static void report(RuleContext *ctx, const PfLines *lines, Run *r, const IdleBasis *b, double critical,
-                   uint64_t run_ns) {
+                   bool paced, uint64_t run_ns) {
     double gap_ns = b->gap_ns;
     /* the tiny launches in the part of the run measured: counted per
      * operation where the profile has it, else as the run's activities fell */
@@ -213,7 +218,13 @@ static void report(RuleContext *ctx, const PfLines *lines, Run *r, const IdleBas
         profiler_share = b->activities ? (double)b->profiler_ns * counted / (double)b->activities : 0;
         gain_ns = (double)r->idle_steady_ns - profiler_share - counted * GRAPH_GAP_NS;
     }
-    if (r->tiny < MIN_TINY || gain_ns < run_ns / 100.0) return;
+    /* a run the host did not pace as a whole is reported only on the idle
+     * time measured before these lines' own launches, never on an average */
+    if (!paced && !measured_idle) return;
+    /* worth reporting: 1% of the part of the run the gain was measured over
+     * (a long start-up must not hide a per-step gain a longer run repeats) */
+    double measured_over = b->steady && b->steady_ns ? (double)b->steady_ns : (double)run_ns;
+    if (r->tiny < MIN_TINY || gain_ns < measured_over / 100.0) return;
     const PfLine *first = &lines->lines[r->first], *last = &lines->lines[r->last];
     char count[32], median[24], gap[24], where[96] = "this line", fn[72] = "";
     if (first->site->function) snprintf(fn, sizeof fn, " of `%.60s`", first->site->function);
@@ -299,10 +310,10 @@ static bool add_sample(Run *r, uint64_t median, uint64_t count) {
 
 static void check_profile(RuleContext *ctx) {
     uint64_t run_ns = profile_view_run_ns(ctx->profile);
-    IdleBasis basis;
+    IdleBasis basis = {0};
     if (run_ns == 0 || !idle_between_launches(ctx->profile, &basis)) return;
     double critical = critical_share(ctx->profile);
-    if (!host_paced(&basis, critical) || basis.gap_ns <= GRAPH_GAP_NS) return;
+    bool paced = host_paced(&basis, critical) && basis.gap_ns > GRAPH_GAP_NS;
     PfLines lines;
     if (!pf_file_lines(ctx, &lines)) return;
     Run r = {0};
@@ -324,7 +335,7 @@ static void check_profile(RuleContext *ctx) {
         bool joins = open && candidate && same_function(lines.lines[r.last].site, l->site) &&
                      l->line - lines.lines[r.last].line <= MAX_LINE_DISTANCE;
         if (open && !joins) {
-            report(ctx, &lines, &r, &basis, critical, run_ns);
+            report(ctx, &lines, &r, &basis, critical, paced, run_ns);
             open = false;
         }
         if (!candidate) continue;
@@ -351,7 +362,7 @@ static void check_profile(RuleContext *ctx) {
             if (!add_sample(&r, op->stats.median_ns, op->stats.count)) ctx->out_of_memory = true;
         }
     }
-    if (open && !ctx->out_of_memory) report(ctx, &lines, &r, &basis, critical, run_ns);
+    if (open && !ctx->out_of_memory) report(ctx, &lines, &r, &basis, critical, paced, run_ns);
     free(r.samples);
     pf_lines_free(&lines);
 }
