@@ -7,7 +7,7 @@ measure launch latency. A profile holds kernel durations, and the model
 predicts a kernel's TF32 time from its FP32 duration: this script measures
 exactly those.
 
-    python3 bench/tf32/gemm_kernels.py [--out kernels.json]
+    python3 bench/tf32/gemm_kernels.py [--out kernels.json] [--shapes grid|misaligned]
 
 For each shape and mode: 3 warm-up calls, then 10 calls under the profiler;
 the kernels of the 10 calls (a split-K product launches more than one) are
@@ -45,13 +45,30 @@ def shapes():
     return out
 
 
+def misaligned_shapes():
+    """Each product with a dimension that is not a multiple of 4 floats (16
+    bytes: a tensor-core kernel then loads one element at a time), beside its
+    aligned neighbour: a word-level LSTM's 33,278-word vocabulary (pytorch-
+    tutorial's language model: its FP32 GEMMs sped up 2.3x with TF32 on an
+    H200, where aligned products of that duration reach 4x) and GPT-2's
+    50,257."""
+    out = []
+    for m, n, k in ((700, 33278, 1500), (8192, 50257, 768), (4096, 50257, 384), (1024, 4097, 1024),
+                    (2048, 1024, 1023)):
+        out.append((m, n, k))
+        out.append((m, (n + 3) // 4 * 4, (k + 3) // 4 * 4))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="gemm_kernels.json")
+    ap.add_argument("--shapes", choices=("grid", "misaligned"), default="grid",
+                    help="grid: the model's 100 shapes; misaligned: odd dimensions beside aligned ones")
     args = ap.parse_args()
     torch.manual_seed(0)
     rows = []
-    for m, n, k in shapes():
+    for m, n, k in (shapes() if args.shapes == "grid" else misaligned_shapes()):
         a = torch.randn(m, k, device="cuda")
         b = torch.randn(k, n, device="cuda")
         torch.backends.cuda.matmul.allow_tf32 = False
@@ -73,9 +90,11 @@ def main():
         json.dump(out, f, indent=1)
     print("%s, PyTorch %s, %s" % (out["gpu"], out["torch"], out["date"]))
     print("| M | N | K | fp32 us | tf32 x | bf16 x |")
-    for r in sorted(rows, key=lambda r: r["fp32_us"])[::4]:
+    for r in sorted(rows, key=lambda r: r["fp32_us"])[::4 if args.shapes == "grid" else 1]:
         print("| %d | %d | %d | %.1f | %.2f | %.2f |" % (r["m"], r["n"], r["k"], r["fp32_us"], r["tf32_speedup"],
                                                       r["bf16_speedup"]))
+        if args.shapes == "misaligned":
+            print("|   | fp32: %.70s | tf32: %.70s |" % (r["fp32_kernel"], r["tf32_kernel"]))
 
 
 if __name__ == "__main__":
