@@ -36,7 +36,9 @@ static const char documentation[] =
     "iteration); accumulators that the code itself hands to backward later (`total =\n"
     "total + loss` then `total.backward()` every few steps, `torch.stack(losses).sum().backward()`),\n"
     "which is gradient accumulation on purpose; outputs of models whose parameters are frozen\n"
-    "(`requires_grad_(False)`). `torch.no_grad()` around an `append` does not help: it does not\n"
+    "(`requires_grad_(False)`); accumulations that run in one iteration only, under `if step == 0:`\n"
+    "(or `== CONSTANT`) where `step` is the target of an enclosing `for` (a reference kept from the\n"
+    "first step and updated in place afterwards; a guard every N steps still grows and is flagged). `torch.no_grad()` around an `append` does not help: it does not\n"
     "detach a tensor that already has a graph, so that case is flagged.\n"
     "\n"
     "## Why is this slow?\n"
@@ -233,6 +235,49 @@ static bool outlives_iteration(const PySource *src, const Accumulation *a, TSNod
             return false;
     }
     return true;
+}
+
+/* The accumulation runs in one iteration of a loop that holds it: it sits
+ * under `if step == 0:` (or `== CONSTANT`, either side) where `step` is the
+ * target of an enclosing `for`, so it happens once per run of that loop, not
+ * once per step (a reference kept from the first step, then updated in place:
+ * `if step == 0: ys.append(y) else: ys[i].copy_(y)`). A guard every N steps
+ * (`step % N == 0`) still grows and is not this. */
+static bool first_iteration_only(const PySource *src, TSNode stmt) {
+    TSNode child = stmt;
+    for (TSNode n = ts_node_parent(stmt); !ts_node_is_null(n) && !py_is(n, "function_definition");
+         child = n, n = ts_node_parent(n)) {
+        if (!py_is(n, "if_statement") && !py_is(n, "elif_clause")) continue;
+        if (!ts_node_eq(child, ts_node_child_by_field_name(n, "consequence", 11))) continue;
+        TSNode cond = ts_node_child_by_field_name(n, "condition", 9);
+        if (!py_is(cond, "comparison_operator") || ts_node_named_child_count(cond) != 2) continue;
+        bool eq = false;
+        for (uint32_t i = 0; i < ts_node_child_count(cond); i++) {
+            TSNode c = ts_node_child(cond, i);
+            if (!ts_node_is_named(c)) eq = strcmp(ts_node_type(c), "==") == 0;
+        }
+        if (!eq) continue;
+        TSNode sides[2] = {ts_node_named_child(cond, 0), ts_node_named_child(cond, 1)};
+        for (int k = 0; k < 2; k++) {
+            TSNode counter = sides[k], other = sides[1 - k];
+            if (!py_is(counter, "identifier")) continue;
+            if (!py_is(other, "integer") && !py_is(other, "identifier") && !py_is(other, "attribute")) continue;
+            if (py_same_text(src, counter, other)) continue;
+            for (TSNode loop = ts_node_parent(n); !ts_node_is_null(loop) && !py_is(loop, "function_definition");
+                 loop = ts_node_parent(loop)) {
+                if (!py_is(loop, "for_statement")) continue;
+                TSNode target = ts_node_child_by_field_name(loop, "left", 4);
+                if (py_is(target, "identifier") && py_same_text(src, target, counter)) return true;
+                /* `for step, batch in enumerate(loader)`: a name the loop binds */
+                if (!py_is(target, "pattern_list") && !py_is(target, "tuple_pattern")) continue;
+                for (uint32_t i = 0; i < ts_node_named_child_count(target); i++) {
+                    TSNode part = ts_node_named_child(target, i);
+                    if (py_is(part, "identifier") && py_same_text(src, part, counter)) return true;
+                }
+            }
+        }
+    }
+    return false;
 }
 
 /* ---- the training loop ------------------------------------------------------ */
@@ -735,6 +780,7 @@ static bool visit(TSNode n, void *data) {
     bool no_grad = py_grad_disabled_at(src, n);
     if (no_grad && a.kind == ACC_ADD) return true;
     if (plainly_without_history(src, a.value) || !outlives_iteration(src, &a, loop)) return true;
+    if (first_iteration_only(src, a.stmt)) return true;
     State st = {.ctx = ctx, .src = src, .loop = loop, .at = n};
     if (!training_loop(&st) || !carries(&st, a.value, 0) || differentiated_later(&st, &a)) return true;
 
