@@ -39,6 +39,12 @@ static const char documentation[] =
     "- values that are not known to be tensors: Python numbers, numpy arrays (`arr.item()`),\n"
     "  `float(lr)`, `int(args.steps)`, `len(x)`, `x.size(0)`, `x.shape`, and batches coming straight\n"
     "  from a DataLoader, which are host tensors;\n"
+    "- tensors in host memory: built by a torch factory without a CUDA `device=` (`torch.tensor(ids)`,\n"
+    "  `torch.as_tensor(x)`, `torch.from_numpy(a)`, `torch.zeros(3, device=\"cpu\")`) and never moved,\n"
+    "  and what is computed from such tensors alone (`torch.tensor(box).view(1, 4) / gn`,\n"
+    "  `torch.where(mask)[0]` of a host mask, `torch.cumsum(torch.tensor(lengths), 0)`), followed\n"
+    "  through names whose every reaching assignment is one; `torch.tensor(x, device=\"cuda\")`,\n"
+    "  `torch.tensor(x).cuda()`, `.to(device)` and a host tensor combined with a GPU one are on the GPU;\n"
     "- `.numpy()` on its own: it only works on CPU tensors (`t.cpu().numpy()` is reported at `.cpu()`);\n"
     "- loops without GPU work, and functions that never touch a CUDA device;\n"
     "- files that do not use CUDA at all.\n"
@@ -99,38 +105,105 @@ static bool is_device_move(const PySource *src, TSNode call) {
     return !ts_node_is_null(dev) && py_is_device_expr(src, dev);
 }
 
-/* The value is already on the host: it went through a host copy
- * (`x.cpu()...`, `y = x.cpu()` then `y.sum()`), which is where the wait is
- * reported, or was built there (`torch.tensor(ids)`) and never moved. */
-static bool already_on_host(const PySource *src, TSNode expr) {
-    for (int depth = 0; depth < MAX_CHAIN && !ts_node_is_null(expr); depth++) {
-        if (py_is(expr, "call")) {
-            if (is_sync_method(src, expr, true) || py_is_host_factory(src, expr)) return true;
-            if (is_device_move(src, expr)) return false;
-            TSNode fn = ts_node_child_by_field_name(expr, "function", 8);
-            if (!py_is(fn, "attribute")) return false;
-            expr = ts_node_child_by_field_name(fn, "object", 6);
-        } else if (py_is(expr, "attribute")) {
-            expr = ts_node_child_by_field_name(expr, "object", 6);
-        } else if (py_is(expr, "subscript")) {
-            expr = ts_node_child_by_field_name(expr, "value", 5);
-        } else if (py_is(expr, "parenthesized_expression")) {
-            expr = ts_node_named_child(expr, 0);
-        } else if (py_is(expr, "identifier")) {
-            TSNode value = {0};
-            if (py_binding_before(src, expr, py_text_ptr(src, expr), py_text_len(expr), ts_node_start_byte(expr),
-                                  &value) != BINDING_ASSIGNMENT)
-                return false;
-            expr = value;
-        } else {
-            return false;
+/* `x.to(torch.float16)`, `x.to(dtype=...)`, `x.to("cpu")`: a method call
+ * that keeps a host tensor on the host (`x.to(y)` with y a tensor or a
+ * device variable may move it) */
+static bool to_stays_on_host(const PySource *src, TSNode call) {
+    TSNode dev = py_call_keyword(src, call, "device");
+    if (!ts_node_is_null(dev) && !py_is_cpu_device(src, dev)) return false;
+    uint32_t n = py_call_positional_count(call);
+    for (uint32_t i = 0; i < n; i++) {
+        TSNode a = py_call_positional(call, i);
+        char name[64];
+        if (py_is_cpu_device(src, a)) continue;
+        if (py_qualified_name(src, a, name, sizeof name) && strncmp(name, "torch.", 6) == 0 &&
+            strchr(name + 6, '.') == NULL && strcmp(name, "torch.device") != 0)
+            continue; /* torch.float16, torch.long */
+        return false;
+    }
+    return true;
+}
+
+static bool on_host(const PySource *src, TSNode expr, int depth);
+
+/* an operand of an operation on a host tensor: a host tensor, or a value
+ * not known to be a tensor (a number) */
+static bool host_operand(const PySource *src, TSNode expr, int depth, bool *tensor) {
+    if (py_is(expr, "list") || py_is(expr, "tuple")) {
+        uint32_t n = ts_node_named_child_count(expr);
+        for (uint32_t i = 0; i < n; i++)
+            if (!host_operand(src, ts_node_named_child(expr, i), depth, tensor)) return false;
+        return true;
+    }
+    if (on_host(src, expr, depth)) {
+        *tensor = true;
+        return true;
+    }
+    return !py_is_tensor(src, expr) && !py_is(expr, "list_splat") && !py_is(expr, "keyword_argument");
+}
+
+/* The value is a tensor in host memory, as far as the code shows: it was
+ * built there by a torch factory without a CUDA device= (`torch.tensor(ids)`,
+ * `torch.from_numpy(a)`) and never moved, or went through a host copy
+ * (`x.cpu()...`, where that copy's wait is reported), or was computed from
+ * such tensors only (`torch.tensor(b).view(1, 4) / gn`, `torch.where(m)[0]`
+ * of a host mask), followed through names whose every reaching binding
+ * assigns one. */
+static bool on_host(const PySource *src, TSNode expr, int depth) {
+    if (depth > MAX_CHAIN || ts_node_is_null(expr)) return false;
+    if (py_is(expr, "call")) {
+        if (is_sync_method(src, expr, true) || py_is_host_factory(src, expr)) return true;
+        if (is_device_move(src, expr)) return false;
+        TSNode fn = ts_node_child_by_field_name(expr, "function", 8);
+        if (!py_is(fn, "attribute")) return false;
+        char name[128];
+        if (py_callee_name(src, expr, name, sizeof name) && strncmp(name, "torch.", 6) == 0 &&
+            strncmp(name, "torch.cuda.", 11) != 0) {
+            /* torch.where(mask), torch.cumsum(t, dim=0): on the host when its
+             * tensors are */
+            if (!ts_node_is_null(py_call_keyword(src, expr, "device")) || py_call_has_splat(expr)) return false;
+            bool tensor = false;
+            uint32_t n = py_call_positional_count(expr);
+            for (uint32_t i = 0; i < n; i++)
+                if (!host_operand(src, py_call_positional(expr, i), depth + 1, &tensor)) return false;
+            return tensor;
         }
+        TSNode method = py_method_name_node(expr);
+        if (py_text_eq(src, method, "to") || py_text_eq(src, method, "type")) {
+            if (!to_stays_on_host(src, expr)) return false;
+        } else {
+            /* `host.add(gpu)` would fail; tensor arguments must be on the host too */
+            bool tensor = false;
+            uint32_t n = py_call_positional_count(expr);
+            for (uint32_t i = 0; i < n; i++)
+                if (!host_operand(src, py_call_positional(expr, i), depth + 1, &tensor)) return false;
+        }
+        return on_host(src, ts_node_child_by_field_name(fn, "object", 6), depth + 1);
+    }
+    if (py_is(expr, "attribute")) return on_host(src, ts_node_child_by_field_name(expr, "object", 6), depth + 1);
+    if (py_is(expr, "subscript")) return on_host(src, ts_node_child_by_field_name(expr, "value", 5), depth + 1);
+    if (py_is(expr, "parenthesized_expression") || py_is(expr, "unary_operator"))
+        return on_host(src, ts_node_named_child(expr, 0), depth + 1);
+    if (py_is(expr, "binary_operator") || py_is(expr, "comparison_operator")) {
+        bool tensor = false;
+        uint32_t n = ts_node_named_child_count(expr);
+        for (uint32_t i = 0; i < n; i++)
+            if (!host_operand(src, ts_node_named_child(expr, i), depth + 1, &tensor)) return false;
+        return tensor;
+    }
+    if (py_is(expr, "identifier")) {
+        PyReachingBinding reach[8];
+        size_t n = py_reaching_bindings(src, expr, reach, 8);
+        if (n == 0 || n == 8) return false;
+        for (size_t i = 0; i < n; i++)
+            if (reach[i].kind != BINDING_ASSIGNMENT || !on_host(src, reach[i].value, depth + 1)) return false;
+        return true;
     }
     return false;
 }
 
 static bool is_host_read_tensor(const PySource *src, TSNode expr) {
-    return !ts_node_is_null(expr) && py_is_tensor(src, expr) && !already_on_host(src, expr);
+    return !ts_node_is_null(expr) && py_is_tensor(src, expr) && !on_host(src, expr, 0);
 }
 
 /* a string (or implicit concatenation) with an interpolated tensor: `f"{loss}"` */
