@@ -1,9 +1,12 @@
 /* PY001 host-sync-in-loop: `.item()`, `.cpu()`, `.tolist()`, `float(t)`,
  * `print(t)` on a tensor on every iteration of a loop that does GPU work. */
+#include <stdint.h>
 #include <string.h>
+#include <strings.h>
 
 #include "rules/rule.h"
 #include "analysis/python/python_index.h"
+#include "analysis/python/python_loaders.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -23,6 +26,9 @@ static const char documentation[] =
     "in loops of its own, the read is under no condition) and a loop of this file calls the function\n"
     "on every iteration: `def train_step(batch): ... return loss.item()`.\n"
     "\n"
+    "The same read twice in one statement (`f\"{loss.item():.2f}\" if a else f\"{loss.item():.4f}\"`) is\n"
+    "reported once.\n"
+    "\n"
     "## Why is this slow?\n"
     "CUDA kernels run asynchronously: the host queues work and moves on. Reading a tensor's value on\n"
     "the host (`.item()`, a copy to the CPU, converting or printing it) must wait until every kernel\n"
@@ -33,12 +39,37 @@ static const char documentation[] =
     "\n"
     "Not flagged:\n"
     "- a read guarded by a periodic or one-off condition (`if step % 100 == 0:`, `if i == 0:`), or in\n"
-    "  a block that ends in `break`/`return`, which is how logging is done right;\n"
+    "  a block that ends in `break`/`return`, which is how logging is done right; a loop inside such a\n"
+    "  block inherits it (`if i % 500 == 0: for n in SEQ_LENS: ...`) unless it walks a stream of\n"
+    "  batches (`for x, y in val_loader:`, a DataLoader), whose reads wait once per batch again;\n"
+    "- a read under `if DEBUG:` where `DEBUG` is assigned once, at module level, to `False`, `None` or\n"
+    "  `0` and never rebound (no `global DEBUG`, no other assignment): the block never runs;\n"
+    "- a loop over a literal list of a few configurations (`for stride, ch in [(1, 32), (2, 64)]:`): a\n"
+    "  sweep whose waits are a handful, not one per step;\n"
+    "- test code: files named `test_*.py`, `*_test.py` or `conftest.py`, and `def test_*` functions\n"
+    "  anywhere. The rule stands down there as a whole, not only for reads that feed an `assert` or a\n"
+    "  print: every value a test reads feeds a check, often through a helper\n"
+    "  (`assert max_diff(a, b) == 0`), and a test's run time is not what users wait for. Folders\n"
+    "  (`tests/`) are not looked at: a path may be absolute, and a project checked out under a folder\n"
+    "  of that name would lose every finding;\n"
+    "- a value produced in the same iteration by an operation whose result size depends on the data\n"
+    "  (boolean-mask indexing `acc[targets == i]`, `nonzero()`, one-argument `torch.where`,\n"
+    "  `masked_select`, `unique`): that operation already waits for the GPU, so dropping the read\n"
+    "  removes no wait;\n"
+    "- a comprehension in no loop whose only GPU work gathers, reshapes or casts what was computed\n"
+    "  earlier (`[torch.cat(x, 0).cpu().numpy() for x in zip(*stats)]` after the loop that collected\n"
+    "  them): a one-off conversion, not a wait per step;\n"
     "- reads after the loop, and reads in an outer loop (per epoch) whose GPU work happens in an\n"
     "  inner loop or in a loop inside a function of this file that it calls;\n"
     "- values that are not known to be tensors: Python numbers, numpy arrays (`arr.item()`),\n"
     "  `float(lr)`, `int(args.steps)`, `len(x)`, `x.size(0)`, `x.shape`, and batches coming straight\n"
     "  from a DataLoader, which are host tensors;\n"
+    "- tensors in host memory: built by a torch factory without a CUDA `device=` (`torch.tensor(ids)`,\n"
+    "  `torch.as_tensor(x)`, `torch.from_numpy(a)`, `torch.zeros(3, device=\"cpu\")`) and never moved,\n"
+    "  and what is computed from such tensors alone (`torch.tensor(box).view(1, 4) / gn`,\n"
+    "  `torch.where(mask)[0]` of a host mask, `torch.cumsum(torch.tensor(lengths), 0)`), followed\n"
+    "  through names whose every reaching assignment is one; `torch.tensor(x, device=\"cuda\")`,\n"
+    "  `torch.tensor(x).cuda()`, `.to(device)` and a host tensor combined with a GPU one are on the GPU;\n"
     "- `.numpy()` on its own: it only works on CPU tensors (`t.cpu().numpy()` is reported at `.cpu()`);\n"
     "- loops without GPU work, and functions that never touch a CUDA device;\n"
     "- files that do not use CUDA at all.\n"
@@ -99,38 +130,105 @@ static bool is_device_move(const PySource *src, TSNode call) {
     return !ts_node_is_null(dev) && py_is_device_expr(src, dev);
 }
 
-/* The value is already on the host: it went through a host copy
- * (`x.cpu()...`, `y = x.cpu()` then `y.sum()`), which is where the wait is
- * reported, or was built there (`torch.tensor(ids)`) and never moved. */
-static bool already_on_host(const PySource *src, TSNode expr) {
-    for (int depth = 0; depth < MAX_CHAIN && !ts_node_is_null(expr); depth++) {
-        if (py_is(expr, "call")) {
-            if (is_sync_method(src, expr, true) || py_is_host_factory(src, expr)) return true;
-            if (is_device_move(src, expr)) return false;
-            TSNode fn = ts_node_child_by_field_name(expr, "function", 8);
-            if (!py_is(fn, "attribute")) return false;
-            expr = ts_node_child_by_field_name(fn, "object", 6);
-        } else if (py_is(expr, "attribute")) {
-            expr = ts_node_child_by_field_name(expr, "object", 6);
-        } else if (py_is(expr, "subscript")) {
-            expr = ts_node_child_by_field_name(expr, "value", 5);
-        } else if (py_is(expr, "parenthesized_expression")) {
-            expr = ts_node_named_child(expr, 0);
-        } else if (py_is(expr, "identifier")) {
-            TSNode value = {0};
-            if (py_binding_before(src, expr, py_text_ptr(src, expr), py_text_len(expr), ts_node_start_byte(expr),
-                                  &value) != BINDING_ASSIGNMENT)
-                return false;
-            expr = value;
-        } else {
-            return false;
+/* `x.to(torch.float16)`, `x.to(dtype=...)`, `x.to("cpu")`: a method call
+ * that keeps a host tensor on the host (`x.to(y)` with y a tensor or a
+ * device variable may move it) */
+static bool to_stays_on_host(const PySource *src, TSNode call) {
+    TSNode dev = py_call_keyword(src, call, "device");
+    if (!ts_node_is_null(dev) && !py_is_cpu_device(src, dev)) return false;
+    uint32_t n = py_call_positional_count(call);
+    for (uint32_t i = 0; i < n; i++) {
+        TSNode a = py_call_positional(call, i);
+        char name[64];
+        if (py_is_cpu_device(src, a)) continue;
+        if (py_qualified_name(src, a, name, sizeof name) && strncmp(name, "torch.", 6) == 0 &&
+            strchr(name + 6, '.') == NULL && strcmp(name, "torch.device") != 0)
+            continue; /* torch.float16, torch.long */
+        return false;
+    }
+    return true;
+}
+
+static bool on_host(const PySource *src, TSNode expr, int depth);
+
+/* an operand of an operation on a host tensor: a host tensor, or a value
+ * not known to be a tensor (a number) */
+static bool host_operand(const PySource *src, TSNode expr, int depth, bool *tensor) {
+    if (py_is(expr, "list") || py_is(expr, "tuple")) {
+        uint32_t n = ts_node_named_child_count(expr);
+        for (uint32_t i = 0; i < n; i++)
+            if (!host_operand(src, ts_node_named_child(expr, i), depth, tensor)) return false;
+        return true;
+    }
+    if (on_host(src, expr, depth)) {
+        *tensor = true;
+        return true;
+    }
+    return !py_is_tensor(src, expr) && !py_is(expr, "list_splat") && !py_is(expr, "keyword_argument");
+}
+
+/* The value is a tensor in host memory, as far as the code shows: it was
+ * built there by a torch factory without a CUDA device= (`torch.tensor(ids)`,
+ * `torch.from_numpy(a)`) and never moved, or went through a host copy
+ * (`x.cpu()...`, where that copy's wait is reported), or was computed from
+ * such tensors only (`torch.tensor(b).view(1, 4) / gn`, `torch.where(m)[0]`
+ * of a host mask), followed through names whose every reaching binding
+ * assigns one. */
+static bool on_host(const PySource *src, TSNode expr, int depth) {
+    if (depth > MAX_CHAIN || ts_node_is_null(expr)) return false;
+    if (py_is(expr, "call")) {
+        if (is_sync_method(src, expr, true) || py_is_host_factory(src, expr)) return true;
+        if (is_device_move(src, expr)) return false;
+        TSNode fn = ts_node_child_by_field_name(expr, "function", 8);
+        if (!py_is(fn, "attribute")) return false;
+        char name[128];
+        if (py_callee_name(src, expr, name, sizeof name) && strncmp(name, "torch.", 6) == 0 &&
+            strncmp(name, "torch.cuda.", 11) != 0) {
+            /* torch.where(mask), torch.cumsum(t, dim=0): on the host when its
+             * tensors are */
+            if (!ts_node_is_null(py_call_keyword(src, expr, "device")) || py_call_has_splat(expr)) return false;
+            bool tensor = false;
+            uint32_t n = py_call_positional_count(expr);
+            for (uint32_t i = 0; i < n; i++)
+                if (!host_operand(src, py_call_positional(expr, i), depth + 1, &tensor)) return false;
+            return tensor;
         }
+        TSNode method = py_method_name_node(expr);
+        if (py_text_eq(src, method, "to") || py_text_eq(src, method, "type")) {
+            if (!to_stays_on_host(src, expr)) return false;
+        } else {
+            /* `host.add(gpu)` would fail; tensor arguments must be on the host too */
+            bool tensor = false;
+            uint32_t n = py_call_positional_count(expr);
+            for (uint32_t i = 0; i < n; i++)
+                if (!host_operand(src, py_call_positional(expr, i), depth + 1, &tensor)) return false;
+        }
+        return on_host(src, ts_node_child_by_field_name(fn, "object", 6), depth + 1);
+    }
+    if (py_is(expr, "attribute")) return on_host(src, ts_node_child_by_field_name(expr, "object", 6), depth + 1);
+    if (py_is(expr, "subscript")) return on_host(src, ts_node_child_by_field_name(expr, "value", 5), depth + 1);
+    if (py_is(expr, "parenthesized_expression") || py_is(expr, "unary_operator"))
+        return on_host(src, ts_node_named_child(expr, 0), depth + 1);
+    if (py_is(expr, "binary_operator") || py_is(expr, "comparison_operator")) {
+        bool tensor = false;
+        uint32_t n = ts_node_named_child_count(expr);
+        for (uint32_t i = 0; i < n; i++)
+            if (!host_operand(src, ts_node_named_child(expr, i), depth + 1, &tensor)) return false;
+        return tensor;
+    }
+    if (py_is(expr, "identifier")) {
+        PyReachingBinding reach[8];
+        size_t n = py_reaching_bindings(src, expr, reach, 8);
+        if (n == 0 || n == 8) return false;
+        for (size_t i = 0; i < n; i++)
+            if (reach[i].kind != BINDING_ASSIGNMENT || !on_host(src, reach[i].value, depth + 1)) return false;
+        return true;
     }
     return false;
 }
 
 static bool is_host_read_tensor(const PySource *src, TSNode expr) {
-    return !ts_node_is_null(expr) && py_is_tensor(src, expr) && !already_on_host(src, expr);
+    return !ts_node_is_null(expr) && py_is_tensor(src, expr) && !on_host(src, expr, 0);
 }
 
 /* a string (or implicit concatenation) with an interpolated tensor: `f"{loss}"` */
@@ -217,10 +315,321 @@ static bool called_every_iteration(const PySource *src, TSNode read, TSNode *cal
     return false;
 }
 
+/* ---- code whose waits are intended or do not repeat ---------------------- */
+
+/* Test code: a file named test_*.py, *_test.py or conftest.py (pytest's
+ * names). The whole rule stands down there rather than only for reads that
+ * feed an assert or a print: every value a test reads feeds a check, directly
+ * or through a helper (`assert max_diff(a, b) == 0`, a tolerance helper that
+ * formats a fraction into its error message), and following that flow is
+ * brittle, while a test's run time is not what the program's users wait for;
+ * a false warning costs more than a missed one. The folder (tests/, test/)
+ * is not looked at: the path may be absolute, and a project checked out under
+ * a folder of that name would lose every finding. */
+static bool is_test_path(const char *path) {
+    if (!path) return false;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t len = strlen(base);
+    if (strncmp(base, "test_", 5) == 0 || strcmp(base, "conftest.py") == 0) return true;
+    return len > 8 && strcmp(base + len - 8, "_test.py") == 0;
+}
+
+/* inside a `def test_*` (pytest or unittest), at any depth */
+static bool in_test_function(const PySource *src, TSNode n) {
+    for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
+        if (!py_is(p, "function_definition")) continue;
+        TSNode name = ts_node_child_by_field_name(p, "name", 4);
+        if (!ts_node_is_null(name) && py_text_len(name) > 5 && strncmp(py_text_ptr(src, name), "test_", 5) == 0)
+            return true;
+    }
+    return false;
+}
+
+typedef struct {
+    const PySource *src;
+    const char *name;
+    size_t length;
+    int assignments, falsy;
+    bool other; /* global, augmented assignment, del, ... */
+} FlagSearch;
+
+static bool is_falsy_literal(const PySource *src, TSNode v) {
+    return py_is(v, "false") || py_is(v, "none") || (py_is(v, "integer") && py_text_eq(src, v, "0"));
+}
+
+static bool names_flag(const FlagSearch *s, TSNode id) {
+    return py_is(id, "identifier") && py_text_len(id) == s->length &&
+           memcmp(py_text_ptr(s->src, id), s->name, s->length) == 0;
+}
+
+static bool visit_flag(TSNode n, void *data) {
+    FlagSearch *s = data;
+    if (py_is(n, "global_statement") || py_is(n, "nonlocal_statement")) {
+        uint32_t c = ts_node_named_child_count(n);
+        for (uint32_t i = 0; i < c; i++)
+            if (names_flag(s, ts_node_named_child(n, i))) s->other = true;
+        return false;
+    }
+    if (py_is(n, "assignment")) {
+        TSNode left = ts_node_child_by_field_name(n, "left", 4);
+        if (names_flag(s, left)) {
+            s->assignments++;
+            if (is_falsy_literal(s->src, ts_node_child_by_field_name(n, "right", 5))) s->falsy++;
+        } else if (!py_is(left, "identifier") && !py_is(left, "attribute") && !py_is(left, "subscript")) {
+            /* `DEBUG, x = ...`: rebinds it */
+            for (uint32_t i = 0; i < ts_node_named_child_count(left); i++)
+                if (names_flag(s, ts_node_named_child(left, i))) s->other = true;
+        }
+    } else if (py_is(n, "augmented_assignment") || py_is(n, "for_statement")) {
+        if (names_flag(s, ts_node_child_by_field_name(n, "left", 4))) s->other = true;
+    } else if (py_is(n, "named_expression")) {
+        if (names_flag(s, ts_node_child_by_field_name(n, "name", 4))) s->other = true;
+    }
+    return true;
+}
+
+/* `if DEBUG:` (or `if DEBUG and ...:`) where DEBUG is assigned once in the
+ * file, at module level, to False, None or 0, and never rebound (no global
+ * declaration, no other assignment): the block never runs. */
+static bool condition_is_dead(const PySource *src, TSNode cond, int depth) {
+    if (depth > 4 || ts_node_is_null(cond)) return false;
+    if (py_is(cond, "false") || py_is(cond, "none")) return true;
+    if (py_is(cond, "parenthesized_expression")) return condition_is_dead(src, ts_node_named_child(cond, 0), depth + 1);
+    if (py_is(cond, "boolean_operator")) {
+        TSNode op = ts_node_child_by_field_name(cond, "operator", 8);
+        if (ts_node_is_null(op) || strcmp(ts_node_type(op), "and") != 0) return false;
+        return condition_is_dead(src, ts_node_child_by_field_name(cond, "left", 4), depth + 1) ||
+               condition_is_dead(src, ts_node_child_by_field_name(cond, "right", 5), depth + 1);
+    }
+    if (!py_is(cond, "identifier")) return false;
+    TSNode value;
+    if (py_binding_before(src, cond, py_text_ptr(src, cond), py_text_len(cond), ts_node_start_byte(cond), &value) !=
+            BINDING_ASSIGNMENT ||
+        !ts_node_is_null(py_enclosing_function(src, value)))
+        return false;
+    FlagSearch s = {src, py_text_ptr(src, cond), py_text_len(cond), 0, 0, false};
+    py_walk(ts_tree_root_node(src->tree), visit_flag, &s);
+    return s.assignments == 1 && s.falsy == 1 && !s.other;
+}
+
+static bool under_dead_condition(const PySource *src, TSNode n) {
+    TSNode child = n;
+    for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); child = p, p = ts_node_parent(p)) {
+        if (!py_is(p, "if_statement")) continue;
+        TSNode cons = ts_node_child_by_field_name(p, "consequence", 11);
+        if (ts_node_eq(child, cons) && condition_is_dead(src, ts_node_child_by_field_name(p, "condition", 9), 0))
+            return true;
+    }
+    return false;
+}
+
+/* `for stride, ch in [(1, 32), (1, 128), (2, 32)]:`: a sweep over a few
+ * literal configurations (each usually builds its own model), not a stream
+ * of batches: its waits are a handful, not one per step. */
+static bool is_literal_value(const PySource *src, TSNode v, int depth) {
+    if (depth > 3) return false;
+    if (py_is(v, "integer") || py_is(v, "float") || py_is(v, "string") || py_is(v, "true") || py_is(v, "false") ||
+        py_is(v, "none"))
+        return true;
+    if (py_is(v, "unary_operator")) return is_literal_value(src, ts_node_named_child(v, 0), depth + 1);
+    if (py_is(v, "attribute")) { /* torch.float16 */
+        char name[64];
+        return py_qualified_name(src, v, name, sizeof name);
+    }
+    if (py_is(v, "tuple") || py_is(v, "list")) {
+        uint32_t n = ts_node_named_child_count(v);
+        for (uint32_t i = 0; i < n; i++)
+            if (!is_literal_value(src, ts_node_named_child(v, i), depth + 1)) return false;
+        return true;
+    }
+    return false;
+}
+
+static bool iterates_literal_configurations(const PySource *src, TSNode loop) {
+    if (!py_is(loop, "for_statement")) return false;
+    TSNode it = ts_node_child_by_field_name(loop, "right", 5);
+    if (py_is(it, "call") && (py_is_builtin_call(src, it, "enumerate")) && py_call_positional_count(it) >= 1)
+        it = py_call_positional(it, 0);
+    if (!py_is(it, "list") && !py_is(it, "tuple") && !py_is(it, "set")) return false;
+    uint32_t n = ts_node_named_child_count(it);
+    if (n == 0 || n > 16) return false;
+    for (uint32_t i = 0; i < n; i++)
+        if (!is_literal_value(src, ts_node_named_child(it, i), 0)) return false;
+    return true;
+}
+
+/* The loop walks a stream of batches: `for x, y in val_loader:`, a
+ * DataLoader, `enumerate(tqdm(loader))`. */
+static bool iterates_data(const PySource *src, TSNode loop) {
+    if (!py_is(loop, "for_statement")) return false;
+    TSNode it = ts_node_child_by_field_name(loop, "right", 5);
+    for (int i = 0; i < 4 && py_is(it, "call") && py_call_positional_count(it) >= 1; i++) {
+        if (py_is_dataloader_call(src, it)) return true;
+        char name[64];
+        if (!py_callee_name(src, it, name, sizeof name)) break;
+        const char *last = strrchr(name, '.');
+        last = last ? last + 1 : name;
+        if (strcmp(last, "enumerate") != 0 && strcmp(last, "tqdm") != 0 && strcmp(last, "zip") != 0 &&
+            strcmp(last, "iter") != 0)
+            break;
+        it = py_call_positional(it, 0);
+    }
+    if (py_is(it, "attribute")) it = ts_node_child_by_field_name(it, "attribute", 9);
+    if (!py_is(it, "identifier")) return false;
+    const char *t = py_text_ptr(src, it);
+    size_t len = py_text_len(it);
+    for (size_t i = 0; i + 6 <= len; i++)
+        if (strncasecmp(t + i, "loader", 6) == 0) return true;
+    if ((len == 2 && strncmp(t, "dl", 2) == 0) || (len > 3 && strncmp(t + len - 3, "_dl", 3) == 0)) return true;
+    TSNode value;
+    return py_binding_before(src, it, t, len, ts_node_start_byte(it), &value) == BINDING_ASSIGNMENT &&
+           py_is_dataloader_call(src, value);
+}
+
+/* The loop runs inside a periodic or one-off block of an outer loop
+ * (`if i % VALIDATE_EVERY == 0: for n in SEQ_LENS: ...`), and walks a few
+ * items rather than a stream of batches: it inherits the guard's exemption. */
+static bool inside_periodic_block(const PySource *src, TSNode loop) {
+    if (iterates_data(src, loop)) return false;
+    for (TSNode inner = loop, outer = py_enclosing_loop(loop); !ts_node_is_null(outer);
+         inner = outer, outer = py_enclosing_loop(outer))
+        if (py_is_periodic(src, inner, outer)) return true;
+    return false;
+}
+
+/* ---- waits that another operation already made --------------------------- */
+
+/* `acc[targets == i]`, `x[mask]` with `mask = y > 0`, `x.nonzero()`,
+ * `torch.where(cond)` (one argument), `masked_select`: the result's size
+ * depends on the data, so the operation copies a count to the host and waits
+ * for the GPU itself. */
+static bool is_comparison(const PySource *src, TSNode e, TSNode loop, int depth) {
+    if (depth > 4 || ts_node_is_null(e)) return false;
+    if (py_is(e, "comparison_operator")) return true;
+    if (py_is(e, "parenthesized_expression")) return is_comparison(src, ts_node_named_child(e, 0), loop, depth + 1);
+    if (py_is(e, "unary_operator")) return is_comparison(src, ts_node_named_child(e, 0), loop, depth + 1);
+    if (py_is(e, "binary_operator")) {
+        TSNode op = ts_node_child_by_field_name(e, "operator", 8);
+        if (ts_node_is_null(op) || (strcmp(ts_node_type(op), "&") != 0 && strcmp(ts_node_type(op), "|") != 0))
+            return false;
+        return is_comparison(src, ts_node_child_by_field_name(e, "left", 4), loop, depth + 1) ||
+               is_comparison(src, ts_node_child_by_field_name(e, "right", 5), loop, depth + 1);
+    }
+    if (py_is(e, "identifier")) {
+        TSNode value;
+        return py_binding_before(src, e, py_text_ptr(src, e), py_text_len(e), ts_node_start_byte(e), &value) ==
+                   BINDING_ASSIGNMENT &&
+               py_is_within(value, loop) && is_comparison(src, value, loop, depth + 1);
+    }
+    return false;
+}
+
+static bool is_data_dependent_shape(const PySource *src, TSNode e, TSNode loop) {
+    if (py_is(e, "subscript")) {
+        TSNode index = ts_node_child_by_field_name(e, "subscript", 9);
+        return ts_node_named_child_count(e) == 2 && is_comparison(src, index, loop, 0);
+    }
+    if (!py_is(e, "call")) return false;
+    static const char *const fns[] = {"torch.nonzero", "torch.masked_select", "torch.unique", "torch.argwhere", NULL};
+    if (py_callee_is_any(src, e, fns)) return true;
+    static const char *const where[] = {"torch.where", NULL};
+    if (py_callee_is_any(src, e, where)) return py_call_positional_count(e) == 1;
+    static const char *const methods[] = {"nonzero", "masked_select", "unique", "argwhere", NULL};
+    for (size_t i = 0; methods[i]; i++)
+        if (py_method_call(src, e, methods[i], NULL)) return true;
+    return false;
+}
+
+/* The value read was produced in this iteration by such an operation: the
+ * loop already waits there, and dropping this read removes no wait (it would
+ * have to go with the mask). */
+static bool after_own_wait(const PySource *src, TSNode expr, TSNode loop, int depth) {
+    if (depth > MAX_CHAIN || ts_node_is_null(expr)) return false;
+    if (is_data_dependent_shape(src, expr, loop)) return true;
+    if (py_is(expr, "call")) {
+        TSNode fn = ts_node_child_by_field_name(expr, "function", 8);
+        if (!py_is(fn, "attribute") || is_device_move(src, expr)) return false;
+        return after_own_wait(src, ts_node_child_by_field_name(fn, "object", 6), loop, depth + 1);
+    }
+    if (py_is(expr, "attribute")) return after_own_wait(src, ts_node_child_by_field_name(expr, "object", 6), loop, depth + 1);
+    if (py_is(expr, "subscript")) return after_own_wait(src, ts_node_child_by_field_name(expr, "value", 5), loop, depth + 1);
+    if (py_is(expr, "parenthesized_expression")) return after_own_wait(src, ts_node_named_child(expr, 0), loop, depth + 1);
+    if (py_is(expr, "identifier")) {
+        TSNode value;
+        return py_binding_before(src, expr, py_text_ptr(src, expr), py_text_len(expr), ts_node_start_byte(expr),
+                                 &value) == BINDING_ASSIGNMENT &&
+               py_is_within(value, loop) && after_own_wait(src, value, loop, depth + 1);
+    }
+    return false;
+}
+
+/* ---- one-off conversions ----------------------------------------------- */
+
+/* calls that only gather, reshape, cast or copy what was computed earlier */
+static bool is_gathering(const PySource *src, TSNode call) {
+    static const char *const fns[] = {"torch.cat",    "torch.stack", "torch.concatenate", "torch.concat",
+                                      "torch.hstack", "torch.vstack", NULL};
+    if (py_callee_is_any(src, call, fns)) return true;
+    static const char *const methods[] = {"cpu",     "numpy",   "tolist",  "item",  "view",  "reshape", "flatten",
+                                          "squeeze", "unsqueeze", "contiguous", "detach", "float", "double", "half",
+                                          "long",    "int",     "bool",    "permute", "transpose", "clone", NULL};
+    TSNode name = py_method_name_node(call);
+    if (ts_node_is_null(name)) return false;
+    for (size_t i = 0; methods[i]; i++)
+        if (py_text_eq(src, name, methods[i])) return true;
+    return py_text_eq(src, name, "to") && !is_device_move(src, call);
+}
+
+typedef struct {
+    const PySource *src;
+    bool heavy;
+} GatherSearch;
+
+static bool visit_gather(TSNode n, void *data) {
+    GatherSearch *s = data;
+    if (s->heavy) return false;
+    if (py_is(n, "lambda")) return false;
+    if (py_is(n, "call") && !is_gathering(s->src, n) && py_call_does_gpu_work(s->src, n)) s->heavy = true;
+    return !s->heavy;
+}
+
+/* `stats = [torch.cat(x, 0).cpu().numpy() for x in zip(*stats)]` after the
+ * loop that collected them: a comprehension, in no loop, whose only GPU work
+ * is gathering what was computed earlier and copying it to the host runs
+ * once; its copies are the conversion the code needs, not a wait per step. */
+static bool one_off_conversion(const PySource *src, TSNode comprehension) {
+    if (py_is(comprehension, "for_statement") || py_is(comprehension, "while_statement")) return false;
+    if (!ts_node_is_null(py_enclosing_loop(comprehension))) return false;
+    GatherSearch s = {src, false};
+    TSNode body = ts_node_child_by_field_name(comprehension, "body", 4);
+    if (ts_node_is_null(body)) return false;
+    py_walk(body, visit_gather, &s);
+    return !s.heavy;
+}
+
+/* the tensor a read copies: `t` of `t.item()` or `float(t)` (null for print) */
+static TSNode read_operand(const PySource *src, TSNode call) {
+    TSNode name = py_method_name_node(call);
+    if (!ts_node_is_null(name)) return ts_node_child_by_field_name(ts_node_parent(name), "object", 6);
+    if (py_is_builtin_call(src, call, "print")) return (TSNode){0};
+    return py_call_positional(call, 0);
+}
+
+typedef struct {
+    RuleContext *ctx;
+    /* the last finding's statement and text: `f"{loss.item():.2f}" if a else
+     * f"{loss.item():.4f}"` is one wait, reported once */
+    uint32_t last_statement;
+    char last_what[128];
+} Walk;
+
 static bool visit(TSNode n, void *data) {
-    RuleContext *ctx = data;
+    Walk *w = data;
+    RuleContext *ctx = w->ctx;
     if (ctx->out_of_memory) return false;
     if (!py_is(n, "call") || !is_host_read(ctx->py, n)) return true;
+    if (in_test_function(ctx->py, n) || under_dead_condition(ctx->py, n)) return true;
     char what[128];
     TSNode loop = py_enclosing_loop(n);
     if (ts_node_is_null(loop)) {
@@ -238,6 +647,7 @@ static bool visit(TSNode n, void *data) {
         return true;
     }
     if (py_is_periodic(ctx->py, n, loop)) return true;
+    if (one_off_conversion(ctx->py, loop)) return true;
     /* `[t.item() for t in tokens]` in a GPU loop: a wait per element, every iteration */
     while (!py_is(loop, "for_statement") && !py_is(loop, "while_statement") && !py_loop_is_hot(ctx->py, loop)) {
         TSNode outer = py_enclosing_loop(loop);
@@ -245,15 +655,22 @@ static bool visit(TSNode n, void *data) {
         loop = outer;
     }
     if (!py_loop_is_hot(ctx->py, loop)) return true;
+    if (iterates_literal_configurations(ctx->py, loop) || inside_periodic_block(ctx->py, loop)) return true;
+    if (after_own_wait(ctx->py, read_operand(ctx->py, n), loop, 0)) return true;
     describe(ctx->py, n, what, sizeof what);
+    uint32_t statement = ts_node_start_byte(py_statement_of(n));
+    if (statement == w->last_statement && strcmp(what, w->last_what) == 0) return true;
+    w->last_statement = statement;
+    snprintf(w->last_what, sizeof w->last_what, "%s", what);
     rule_report_node(
         ctx, n, "`%s` waits for the GPU on every iteration of this loop, so the host cannot queue work ahead", what);
     return true;
 }
 
 static void check(RuleContext *ctx) {
-    if (!ctx->py->uses_gpu) return;
-    rule_walk(ctx, visit, ctx);
+    if (!ctx->py->uses_gpu || is_test_path(ctx->doc->path)) return;
+    Walk w = {ctx, UINT32_MAX, ""};
+    rule_walk(ctx, visit, &w);
 }
 
 const Rule rule_py001_host_sync_in_loop = {
