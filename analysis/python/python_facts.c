@@ -1441,6 +1441,21 @@ static bool disables_grad(const PySource *src, TSNode expr) {
     return py_qualified_name(src, expr, q, sizeof q) && in_list(q, off); /* @torch.no_grad */
 }
 
+/* A project's own decorator named for what it does: `@smart_inference_mode()`
+ * (yolov5: a factory that returns `torch.inference_mode()(fn)`, or no_grad on
+ * old versions), `@no_grad_wrapper`. Defined in another file, so its body is
+ * out of sight; its last name part containing `inference_mode` or `no_grad`
+ * is taken at its word. Decorators only: such a factory is no context manager. */
+static bool names_grad_off_decorator(const PySource *src, TSNode decorator) {
+    TSNode e = ts_node_named_child(decorator, 0);
+    if (py_is(e, "call")) e = ts_node_child_by_field_name(e, "function", 8);
+    if (py_is(e, "attribute")) e = ts_node_child_by_field_name(e, "attribute", 9);
+    if (!py_is(e, "identifier")) return false;
+    const char *name = py_text_ptr(src, e);
+    size_t len = py_text_len(e);
+    return memmem(name, len, "inference_mode", 14) != NULL || memmem(name, len, "no_grad", 7) != NULL;
+}
+
 /* where the first statement of the block that turns gradients off starts
  * (SIZE_MAX: none), found with a cursor (ts_node_named_child(block, i) walks
  * from the first child each time) */
@@ -1484,7 +1499,7 @@ bool py_grad_disabled_at(const PySource *src, TSNode node) {
             uint32_t k = ts_node_named_child_count(n);
             for (uint32_t i = 0; i < k; i++) {
                 TSNode d = ts_node_named_child(n, i);
-                if (py_is(d, "decorator") && disables_grad(src, d)) return true;
+                if (py_is(d, "decorator") && (disables_grad(src, d) || names_grad_off_decorator(src, d))) return true;
             }
         }
         if ((py_is(n, "block") || py_is(n, "module")) && scope_turns_grad_off_before(src, n, ts_node_start_byte(node)))

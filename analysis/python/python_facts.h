@@ -124,7 +124,9 @@ bool py_is_sync_call(const PySource *src, TSNode call);
 bool py_is_blocking_to_cpu(const PySource *src, TSNode call);
 
 /* Inside `with torch.no_grad():`, `with torch.inference_mode():`, a function
- * decorated with either, or after torch.set_grad_enabled(False) in scope. */
+ * decorated with either (or with a decorator whose name contains
+ * `inference_mode` or `no_grad`), or after torch.set_grad_enabled(False) in
+ * scope. */
 bool py_grad_disabled_at(const PySource *src, TSNode node);
 
 /* The code around node works with a CUDA device: the file uses CUDA and the
