@@ -1319,13 +1319,16 @@ static bool is_loop_counter(const PySource *src, TSNode id, TSNode loop) {
     return false;
 }
 
-static bool mentions_counter(const PySource *src, TSNode n, TSNode loop, int depth) {
-    if (depth > 12 || ts_node_is_null(n)) return false;
-    if (is_loop_counter(src, n, loop)) return true;
-    uint32_t c = ts_node_named_child_count(n);
-    for (uint32_t i = 0; i < c; i++)
-        if (mentions_counter(src, ts_node_named_child(n, i), loop, depth + 1)) return true;
-    return false;
+/* the counter itself or arithmetic on it (`i`, `i + 1`, `(step - start)`),
+ * not a value looked up through it: `group["norm_type"] == 2` in a loop over
+ * parameter groups tests each group, not the iteration */
+static bool counter_arithmetic(const PySource *src, TSNode n, TSNode loop, int depth) {
+    if (depth > 8 || ts_node_is_null(n)) return false;
+    if (py_is(n, "parenthesized_expression")) return counter_arithmetic(src, ts_node_named_child(n, 0), loop, depth + 1);
+    if (py_is(n, "binary_operator"))
+        return counter_arithmetic(src, ts_node_child_by_field_name(n, "left", 4), loop, depth + 1) ||
+               counter_arithmetic(src, ts_node_child_by_field_name(n, "right", 5), loop, depth + 1);
+    return is_loop_counter(src, n, loop);
 }
 
 static bool is_integer_side(TSNode n) {
@@ -1344,8 +1347,8 @@ static bool condition_is_periodic(const PySource *src, TSNode cond, TSNode loop)
             TSNode c = ts_node_child(cond, i);
             if (!ts_node_is_named(c) && strcmp(ts_node_type(c), "==") == 0) eq = true;
         }
-        if (eq && ((is_integer_side(b) && mentions_counter(src, a, loop, 0)) ||
-                   (is_integer_side(a) && mentions_counter(src, b, loop, 0))))
+        if (eq && ((is_integer_side(b) && counter_arithmetic(src, a, loop, 0)) ||
+                   (is_integer_side(a) && counter_arithmetic(src, b, loop, 0))))
             return true;
         /* `if i < 4:`: only the first few iterations (a debug print of the first rows) */
         bool below = false;
