@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "rules/rule.h"
+#include "rules/python/support/loop_kinds.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -19,7 +20,10 @@ static const char documentation[] =
     "Not flagged: a synchronize or empty_cache guarded by a periodic condition (`if step % 100 == 0:`);\n"
     "empty_cache in a loop that sweeps over sizes (its target sizes the\n"
     "tensors it builds: `for m, k in shapes: a = torch.randn(m, k, ...)`), where handing back the last\n"
-    "size's blocks keeps a benchmark from running out of memory; a synchronize in an outer loop whose\n"
+    "size's blocks keeps a benchmark from running out of memory, or that reads the allocator's figures\n"
+    "on each iteration (`torch.cuda.memory_reserved()`, `max_memory_allocated()`: it measures memory per\n"
+    "item); a synchronize in a loop over a few literal configurations (`for stride, ch in [(1, 32),\n"
+    "(2, 64)]:`, at most 16); a synchronize in an outer loop whose\n"
     "GPU work runs in an inner loop or in a loop inside a function of this file that it calls (per\n"
     "epoch, per benchmark configuration); and a synchronize that makes a host\n"
     "clock read right, which is how per-iteration timing is done correctly: a clock read right before\n"
@@ -193,6 +197,32 @@ static bool iterates_over_sizes(const RuleContext *ctx, TSNode loop) {
     return s.found;
 }
 
+/* The loop reads the allocator's figures (`torch.cuda.memory_reserved()`,
+ * `max_memory_allocated()`, ...) on each iteration: it measures memory per
+ * item (yolov5's `profile()`), and empty_cache() between items is what makes
+ * each figure its own. */
+static const char *const memory_readers[] = {
+    "torch.cuda.memory_reserved", "torch.cuda.memory_allocated", "torch.cuda.max_memory_allocated",
+    "torch.cuda.max_memory_reserved", "torch.cuda.memory_stats", "torch.cuda.reset_peak_memory_stats",
+    "torch.cuda.mem_get_info", NULL};
+
+typedef struct {
+    const RuleContext *ctx;
+    bool found;
+} MemoryRead;
+
+static bool visit_memory_read(TSNode n, void *data) {
+    MemoryRead *m = data;
+    if (py_is(n, "call") && py_callee_is_any(m->ctx->py, n, memory_readers)) m->found = true;
+    return !m->found;
+}
+
+static bool measures_memory(const RuleContext *ctx, TSNode loop) {
+    MemoryRead m = {ctx, false};
+    py_walk(ts_node_child_by_field_name(loop, "body", 4), visit_memory_read, &m);
+    return m.found;
+}
+
 static bool visit(TSNode n, void *data) {
     RuleContext *ctx = data;
     if (!py_is(n, "call")) return true;
@@ -203,14 +233,14 @@ static bool visit(TSNode n, void *data) {
     if (ts_node_is_null(loop) || py_is_periodic(ctx->py, n, loop)) return true;
     if (sync) {
         /* an outer loop (per epoch, per benchmark configuration) runs its statements once per inner loop */
-        if (!py_loop_is_hot(ctx->py, loop)) return true;
+        if (!py_loop_is_hot(ctx->py, loop) || py_loop_sweeps_literal_configurations(ctx->py, loop)) return true;
         if (is_timing_sync(ctx, dispatch_statement(py_statement_of(n), loop), loop) || iterates_timed_wrapper(ctx, loop))
             return true;
         rule_report_node(ctx, n,
                          "torch.cuda.synchronize() runs on every iteration of this loop: the GPU idles while the "
                          "host waits and then queues the next step");
     } else {
-        if (iterates_over_sizes(ctx, loop)) return true;
+        if (iterates_over_sizes(ctx, loop) || measures_memory(ctx, loop)) return true;
         rule_report_node(ctx, n,
                          "torch.cuda.empty_cache() inside a loop: freed blocks must be cudaMalloc'ed again on the "
                          "next iteration, which synchronizes the device");
