@@ -8,6 +8,7 @@
 #include "analysis/python/python_index.h"
 #include "analysis/python/python_loaders.h"
 #include "rules/python/support/loop_kinds.h"
+#include "rules/python/support/test_code.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -318,35 +319,6 @@ static bool called_every_iteration(const PySource *src, TSNode read, TSNode *cal
 
 /* ---- code whose waits are intended or do not repeat ---------------------- */
 
-/* Test code: a file named test_*.py, *_test.py or conftest.py (pytest's
- * names). The whole rule stands down there rather than only for reads that
- * feed an assert or a print: every value a test reads feeds a check, directly
- * or through a helper (`assert max_diff(a, b) == 0`, a tolerance helper that
- * formats a fraction into its error message), and following that flow is
- * brittle, while a test's run time is not what the program's users wait for;
- * a false warning costs more than a missed one. The folder (tests/, test/)
- * is not looked at: the path may be absolute, and a project checked out under
- * a folder of that name would lose every finding. */
-static bool is_test_path(const char *path) {
-    if (!path) return false;
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    size_t len = strlen(base);
-    if (strncmp(base, "test_", 5) == 0 || strcmp(base, "conftest.py") == 0) return true;
-    return len > 8 && strcmp(base + len - 8, "_test.py") == 0;
-}
-
-/* inside a `def test_*` (pytest or unittest), at any depth */
-static bool in_test_function(const PySource *src, TSNode n) {
-    for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
-        if (!py_is(p, "function_definition")) continue;
-        TSNode name = ts_node_child_by_field_name(p, "name", 4);
-        if (!ts_node_is_null(name) && py_text_len(name) > 5 && strncmp(py_text_ptr(src, name), "test_", 5) == 0)
-            return true;
-    }
-    return false;
-}
-
 typedef struct {
     const PySource *src;
     const char *name;
@@ -595,7 +567,7 @@ static bool visit(TSNode n, void *data) {
     RuleContext *ctx = w->ctx;
     if (ctx->out_of_memory) return false;
     if (!py_is(n, "call") || !is_host_read(ctx->py, n)) return true;
-    if (in_test_function(ctx->py, n) || under_dead_condition(ctx->py, n)) return true;
+    if (py_in_test_function(ctx->py, n) || under_dead_condition(ctx->py, n)) return true;
     char what[128];
     TSNode loop = py_enclosing_loop(n);
     if (ts_node_is_null(loop)) {
@@ -634,7 +606,7 @@ static bool visit(TSNode n, void *data) {
 }
 
 static void check(RuleContext *ctx) {
-    if (!ctx->py->uses_gpu || is_test_path(ctx->doc->path)) return;
+    if (!ctx->py->uses_gpu || py_is_test_path(ctx->doc->path)) return;
     Walk w = {ctx, UINT32_MAX, ""};
     rule_walk(ctx, visit, &w);
 }

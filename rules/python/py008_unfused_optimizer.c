@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "rules/rule.h"
+#include "rules/python/support/test_code.h"
 #include "analysis/base/growable.h"
 #include "analysis/python/python_index.h"
 
@@ -34,6 +35,8 @@ static const char documentation[] =
     "its parameters stay in host memory), and one whose step torch.compile already compiles\n"
     "(`torch.compile(optimizer.step)`, or a compiled function that calls `optimizer.step()`), where\n"
     "Inductor generates fused kernels for the update itself.\n"
+    "Nor test code (files named `test_*.py`, `*_test.py`, `conftest.py`, and `def test_*`): there a\n"
+    "plain optimizer is usually the reference that a fused or custom one is checked against.\n"
     "\n"
     "## Example\n"
     "```python\n"
@@ -300,7 +303,7 @@ static bool visit(TSNode n, void *data) {
     Walk *w = data;
     RuleContext *ctx = w->ctx;
     if (!py_is(n, "call") || !py_callee_is_any(ctx->py, n, optimizer_names)) return true;
-    if (py_call_has_splat(n)) return true;
+    if (py_call_has_splat(n) || py_in_test_function(ctx->py, n)) return true;
     if (!ts_node_is_null(py_call_keyword(ctx->py, n, "fused")) ||
         !ts_node_is_null(py_call_keyword(ctx->py, n, "foreach")))
         return true;
@@ -341,7 +344,7 @@ static bool visit(TSNode n, void *data) {
 }
 
 static void check(RuleContext *ctx) {
-    if (!ctx->py->uses_gpu) return;
+    if (!ctx->py->uses_gpu || py_is_test_path(ctx->doc->path)) return;
     Walk w = {ctx, {.src = ctx->py}};
     rule_walk(ctx, visit, &w);
     if (w.compile_sites.out_of_memory) ctx->out_of_memory = true;
