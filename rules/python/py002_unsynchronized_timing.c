@@ -38,7 +38,9 @@ static const char documentation[] =
     "- work that a host wait follows (see above). Host waits: `torch.cuda.synchronize()`,\n"
     "  `stream.synchronize()`, `event.synchronize()`, a read such as `loss.item()`, `out.cpu()`,\n"
     "  `float(loss)` or `print(loss)`, a write into a tensor in host memory (`losses[k] = loss`),\n"
-    "  `tokenizer.decode(ids)`, a barrier, a helper named like `sync`, a copy of a batch to the device\n"
+    "  `tokenizer.decode(ids)`, a barrier, a helper named like `sync`, an imported helper named like a\n"
+    "  tensor-to-number conversion (`to_python_float(loss)`, `to_python_int`, `to_scalar`), a copy of a\n"
+    "  batch to the device\n"
     "  without `non_blocking=True` (a copy from pageable memory waits for the work queued before it),\n"
     "  or a call of a function of this file that does one of these (up to three calls deep);\n"
     "- GPU work the code does not show (a call to an unknown function or method), except a\n"
@@ -201,6 +203,17 @@ static bool callee_says_sync(const PySource *src, TSNode call) {
     return false;
 }
 
+/* A helper out of sight whose name says it turns a tensor into a Python
+ * number: `to_python_float(loss)` (apex, Megatron: `t.item()`),
+ * `to_python_int(n)`, `to_scalar(x)`. Reading the value waits for the GPU. */
+static bool callee_says_host_value(const PySource *src, TSNode call) {
+    if (py_call_positional_count(call) == 0 || !ts_node_is_null(py_local_function_of_call(src, call))) return false;
+    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+    TSNode name = py_is(fn, "attribute") ? ts_node_child_by_field_name(fn, "attribute", 9) : fn;
+    if (!py_is(name, "identifier")) return false;
+    return strncmp(py_text_ptr(src, name), "to_python_", 10) == 0 || py_text_eq(src, name, "to_scalar");
+}
+
 /* `tokenizer.decode(ids)`: the ids are read on the host */
 static bool is_token_decode(const PySource *src, TSNode call) {
     TSNode recv;
@@ -259,7 +272,7 @@ static bool visit_helper_sync(TSNode n, void *data) {
  * waits for all but the last iteration's work). */
 static bool is_sync_at(const PySource *src, TSNode call, int depth) {
     if (py_is_sync_call(src, call) || py_is_blocking_to_cpu(src, call) || reads_tensor_value(src, call) ||
-        callee_says_sync(src, call) || is_token_decode(src, call))
+        callee_says_sync(src, call) || callee_says_host_value(src, call) || is_token_decode(src, call))
         return true;
     if (depth >= MAX_HELPER_DEPTH) return false;
     TSNode def = py_local_function_of_call(src, call);
