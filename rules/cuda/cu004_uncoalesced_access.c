@@ -317,8 +317,18 @@ static bool carries_thread_y(const CuNode *n, void *ix) {
             cu_index_uses_thread(ix, n, 'y'));
 }
 
-/* the first use of threadIdx.y (or a variable derived from it) in the index */
-static const CuNode *thread_y_carrier(CuIndex *ix, const CuNode *index) { return cu_find(index, carries_thread_y, ix); }
+/* a column from threadIdx.y that stays put while threadIdx.x moves: not a flat
+ * thread id (`threadIdx.y * blockDim.x + threadIdx.x`), nor a loop counter
+ * started from one (`for (j = i; ...)` with i from such an id), which carry
+ * threadIdx.x as well */
+static bool carries_only_thread_y(const CuNode *n, void *ix) {
+    return carries_thread_y(n, ix) && cu_index_lane(ix, n).kind == CU_LANE_ZERO;
+}
+
+/* the first use of threadIdx.y (or a variable derived from it alone) in the index */
+static const CuNode *thread_y_carrier(CuIndex *ix, const CuNode *index) {
+    return cu_find(index, carries_only_thread_y, ix);
+}
 
 /* the same access twice in one statement (`y[k] = y[k] + 1`) is reported once */
 static bool seen(Analysis *a, const CuNode *base, const CuNode *stmt, const CuNode *index) {
