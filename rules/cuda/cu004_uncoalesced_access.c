@@ -49,7 +49,10 @@ static const char documentation[] =
     "thread), layout-generic accesses where every index has a runtime stride of its own\n"
     "(`src[i2 * s2 + i1 * s1 + i0 * s0]`: coalesced when the innermost stride is 1, as it usually is),\n"
     "kernels that this file launches only with one thread along x (`dim3 block(1, 256)`: the warp runs\n"
-    "along `threadIdx.y`), `__shared__` and local arrays, accesses done by one thread\n"
+    "along `threadIdx.y`), grid-stride loops that sample one element in every `s` by design (the loop's\n"
+    "variable is the index, starts at a multiple of the runtime stride `s` and steps by a multiple of it:\n"
+    "`i = tid * s; for (j = i; j < n; j += nthreads * s) p[j]`, where any thread mapping touches the\n"
+    "same sectors), `__shared__` and local arrays, accesses done by one thread\n"
     "(`if (threadIdx.x == 0)`), and what it cannot analyse: a division or remainder by a runtime value\n"
     "that is not a row/column split (`rem - rem / KW * KW` with a kernel width that may be 3), bit\n"
     "operations other than masks and shifts, indirect indices, calls.\n"
@@ -317,8 +320,18 @@ static bool carries_thread_y(const CuNode *n, void *ix) {
             cu_index_uses_thread(ix, n, 'y'));
 }
 
-/* the first use of threadIdx.y (or a variable derived from it) in the index */
-static const CuNode *thread_y_carrier(CuIndex *ix, const CuNode *index) { return cu_find(index, carries_thread_y, ix); }
+/* a column from threadIdx.y that stays put while threadIdx.x moves: not a flat
+ * thread id (`threadIdx.y * blockDim.x + threadIdx.x`), nor a loop counter
+ * started from one (`for (j = i; ...)` with i from such an id), which carry
+ * threadIdx.x as well */
+static bool carries_only_thread_y(const CuNode *n, void *ix) {
+    return carries_thread_y(n, ix) && cu_index_lane(ix, n).kind == CU_LANE_ZERO;
+}
+
+/* the first use of threadIdx.y (or a variable derived from it alone) in the index */
+static const CuNode *thread_y_carrier(CuIndex *ix, const CuNode *index) {
+    return cu_find(index, carries_only_thread_y, ix);
+}
 
 /* the same access twice in one statement (`y[k] = y[k] + 1`) is reported once */
 static bool seen(Analysis *a, const CuNode *base, const CuNode *stmt, const CuNode *index) {
@@ -475,6 +488,62 @@ static bool layout_generic(Analysis *a, const CuNode *base, const CuNode *index)
     return !t.overflow && t.plain == 0 && t.strided >= 2;
 }
 
+/* expr is a product with decl among its factors, through variables that take one value */
+static bool multiple_of(Analysis *a, const CuNode *expr, const CuNode *decl, int depth) {
+    expr = cu_strip((CuNode *)expr);
+    if (!expr || depth > 8) return false;
+    if (expr->kind == CXCursor_DeclRefExpr && expr->ref) {
+        if (expr->ref == decl) return true;
+        const CuNode *init = expr->ref->kind == CXCursor_VarDecl ? cu_index_single_value(a->ix, expr->ref) : NULL;
+        return init && multiple_of(a, init, decl, depth + 1);
+    }
+    return expr->kind == CXCursor_BinaryOperator && expr->op == CXBinaryOperator_Mul && expr->child_count == 2 &&
+           (multiple_of(a, expr->children[0], decl, depth + 1) || multiple_of(a, expr->children[1], decl, depth + 1));
+}
+
+static bool writes_var(const CuNode *n, void *var) {
+    if ((n->kind == CXCursor_BinaryOperator && n->op == CXBinaryOperator_Assign) ||
+        n->kind == CXCursor_CompoundAssignOperator)
+        return n->child_count == 2 && cu_refers_to(n->children[0], var);
+    if (n->kind == CXCursor_UnaryOperator && n->child_count == 1 &&
+        (n->op == CXUnaryOperator_PreInc || n->op == CXUnaryOperator_PostInc || n->op == CXUnaryOperator_PreDec ||
+         n->op == CXUnaryOperator_PostDec || n->op == CXUnaryOperator_AddrOf))
+        return cu_refers_to(n->children[0], var);
+    return false;
+}
+
+/* A grid-stride loop over every `s`-th element (apex's strided_check_finite:
+ * `i = tid * stride; for (j = i; j < n; j += nthreads * stride) p[j]`): the
+ * index is the loop's variable, started at a multiple of the runtime stride s
+ * and stepped by a multiple of it. The kernel reads one element in every s by
+ * design, and any mapping of threads to those elements touches the same
+ * sectors. Not this: a step that is not a multiple of s (the threads fill the
+ * gaps on later passes), or `x[tid * s]` outside such a loop. */
+static bool subsampling_loop(Analysis *a, const CuNode *index, const CuLane *l) {
+    const CuNode *idx = cu_strip((CuNode *)index);
+    if (!idx || idx->kind != CXCursor_DeclRefExpr || !idx->ref || idx->ref->kind != CXCursor_VarDecl ||
+        l->factor_count != 1)
+        return false;
+    const CuNode *s = cu_strip((CuNode *)l->factors[0]);
+    if (!s || s->kind != CXCursor_DeclRefExpr || !s->ref) return false;
+    const CuNode *j = idx->ref, *stmt = j->parent, *loop = stmt ? stmt->parent : NULL;
+    if (!stmt || stmt->kind != CXCursor_DeclStmt || !loop || loop->kind != CXCursor_ForStmt ||
+        loop->child_count < 3 || loop->children[0] != stmt)
+        return false;
+    const CuNode *init = cu_initializer(j);
+    if (!init || !multiple_of(a, init, s->ref, 0)) return false;
+    /* the increment `j += step` with step a multiple of s, and nothing else writes j */
+    bool stepped = false;
+    for (uint32_t i = 1; i + 1 < loop->child_count; i++) {
+        const CuNode *n = cu_strip(loop->children[i]);
+        if (n && n->kind == CXCursor_CompoundAssignOperator && n->op == CXBinaryOperator_AddAssign &&
+            n->child_count == 2 && cu_refers_to(n->children[0], j) && multiple_of(a, n->children[1], s->ref, 0) &&
+            !cu_index_uses_thread(a->ix, n->children[1], 0))
+            stepped = true;
+    }
+    return stepped && !cu_find(loop->children[loop->child_count - 1], writes_var, (void *)j);
+}
+
 static void check_access(Analysis *a, const CuNode *access, const CuNode *base, const CuNode *index) {
     CuLane l;
     long long elem;
@@ -486,7 +555,7 @@ static void check_access(Analysis *a, const CuNode *access, const CuNode *base, 
     }
     if (l.kind == CU_LANE_RUNTIME) {
         if (l.factor_count == 0 || stride_checked_against_one(a, &l) || stride_is_channel_count(a->src, &l) ||
-            layout_generic(a, base, index))
+            layout_generic(a, base, index) || (index && subsampling_loop(a, index, &l)))
             return;
     }
     if (single_thread(a, access)) return;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/base/growable.h"
 #include "analysis/cuda/cuda_index.h"
 #include "analysis/cuda/cuda_query.h"
 #include "rules/rule.h"
@@ -24,6 +25,13 @@ static const char documentation[] =
     "- a constant grid of fewer blocks than the GPU has SMs (132 on an H200) for a kernel whose\n"
     "  work grows with the problem size (a grid-stride loop, or a global index checked against a\n"
     "  size parameter).\n"
+    "\n"
+    "Launches written in a macro's body (`#define CALL_KERNEL(K) if (c == 280) K<<<grid, 140>>>(p); else\n"
+    "...`, one launch per block size) are reported once per macro and file rather than once per launch\n"
+    "and expansion: one finding at the macro's first expansion lists each odd block size with the\n"
+    "share of its lanes that idle, and the file's other expansions of the macro are its related\n"
+    "locations. A block size passed to the macro as an argument (`LAUNCH(K, 100)`) is written at\n"
+    "each use and reported there, as is a launch whose size alone is a macro (`<<<g, THREADS>>>`).\n"
     "\n"
     "## Why is this slow?\n"
     "The GPU schedules threads in warps of 32. A block of 100 threads occupies 4 warps, and the\n"
@@ -380,7 +388,160 @@ static bool kernel_uses_blocks(const CuNode *n) {
     return false;
 }
 
-static void check_block(RuleContext *ctx, const CuLaunch *l, const Dims *grid, bool grid_known) {
+/* ---- launches written in a macro's body ----------------------------------- */
+
+/* A macro that expands several launches (apex's CALL_TWO_PASS_KERNEL picks one
+ * of eleven block sizes), expanded at many places of a file, would give a
+ * finding per odd size per expansion. Its launches are gathered by macro and
+ * reported once per file, at the first expansion, listing each odd size. */
+enum { MAX_SIZES = 16 };
+
+typedef struct {
+    long long v[3];
+} OddSize;
+
+typedef struct {
+    const char *name;          /* the macro as written at its first expansion (in the document) */
+    size_t name_len;
+    size_t *expansions;        /* offsets of its expansions in this file, in order */
+    size_t expansion_count, expansion_cap;
+    OddSize sizes[MAX_SIZES];  /* the distinct odd block sizes, in order */
+    int size_count, more_sizes;
+} MacroGroup;
+
+typedef struct {
+    RuleContext *ctx;
+    MacroGroup *groups;
+    size_t count, cap;
+} Walk;
+
+/* where loc's macro expansion starts in the main file, when loc is a token of
+ * a macro's body (not an argument written at the use, not plain source) */
+static bool body_expansion(CXSourceLocation loc, unsigned *offset) {
+    CXFile fe, ff, fs;
+    unsigned oe, of, os;
+    clang_getExpansionLocation(loc, &fe, NULL, NULL, &oe);
+    clang_getFileLocation(loc, &ff, NULL, NULL, &of); /* an argument's own place, else the expansion */
+    clang_getSpellingLocation(loc, &fs, NULL, NULL, &os); /* in the #define for a body's token */
+    if (!fe || !ff || !fs || !clang_File_isEqual(fe, ff) || of != oe) return false;
+    if (clang_File_isEqual(fe, fs) && os == oe) return false; /* written here */
+    *offset = oe;
+    return true;
+}
+
+/* The launch, block size included, is written in a macro's body: *offset gets
+ * the expansion's place (the macro's name). `k<<<g, THREADS>>>(x)` is not: only
+ * its block size comes from a macro. */
+static bool launch_in_macro(const CudaSource *src, const CuLaunch *l, size_t *offset, size_t *name_len) {
+    unsigned a, b;
+    /* the `<<<...>>>` configuration (the call's own extent spans the arguments, written at the use) */
+    if (!body_expansion(clang_getRangeStart(clang_getCursorExtent(l->block->cursor)), &a) ||
+        !body_expansion(clang_getRangeStart(clang_getCursorExtent(l->config->cursor)), &b) || a != b ||
+        a >= src->doc->length)
+        return false;
+    const char *t = src->doc->text;
+    size_t i = a;
+    while (i < src->doc->length && (isalnum((unsigned char)t[i]) || t[i] == '_')) i++;
+    if (i == a) return false;
+    *offset = a;
+    *name_len = i - a;
+    return true;
+}
+
+static MacroGroup *group_of(Walk *w, const char *name, size_t len) {
+    for (size_t i = 0; i < w->count; i++)
+        if (w->groups[i].name_len == len && memcmp(w->groups[i].name, name, len) == 0) return &w->groups[i];
+    if (!array_reserve(&w->groups, w->count, &w->cap, sizeof *w->groups, 4)) return NULL;
+    MacroGroup *g = &w->groups[w->count++];
+    memset(g, 0, sizeof *g);
+    g->name = name;
+    g->name_len = len;
+    return g;
+}
+
+static bool group_add(Walk *w, size_t offset, size_t name_len, const Dims *d) {
+    MacroGroup *g = group_of(w, w->ctx->cuda->doc->text + offset, name_len);
+    if (!g) return false;
+    if (!g->expansion_count || g->expansions[g->expansion_count - 1] != offset) {
+        bool known = false;
+        for (size_t i = 0; i < g->expansion_count && !known; i++) known = g->expansions[i] == offset;
+        if (!known) {
+            if (!array_reserve(&g->expansions, g->expansion_count, &g->expansion_cap, sizeof *g->expansions, 8))
+                return false;
+            g->expansions[g->expansion_count++] = offset;
+        }
+    }
+    for (int i = 0; i < g->size_count; i++)
+        if (memcmp(g->sizes[i].v, d->v, sizeof d->v) == 0) return true;
+    if (g->size_count == MAX_SIZES) {
+        g->more_sizes++;
+        return true;
+    }
+    memcpy(g->sizes[g->size_count++].v, d->v, sizeof d->v);
+    return true;
+}
+
+/* "140 threads (the last of its 5 warps runs 12 of 32 lanes: 13% idle)" */
+static void size_text(const OddSize *s, char *buf, size_t size) {
+    long long threads = s->v[0] * s->v[1] * s->v[2];
+    long long warps = (threads + WARP - 1) / WARP, lanes = warps * WARP, idle = lanes - threads;
+    long long percent = (idle * 100 + lanes / 2) / lanes;
+    char shape[48] = "";
+    if (s->v[1] != 1 || s->v[2] != 1) {
+        if (s->v[2] != 1)
+            snprintf(shape, sizeof shape, "dim3(%lld, %lld, %lld) = ", s->v[0], s->v[1], s->v[2]);
+        else
+            snprintf(shape, sizeof shape, "dim3(%lld, %lld) = ", s->v[0], s->v[1]);
+    }
+    if (warps == 1)
+        snprintf(buf, size, "%s%lld thread%s (%lld of the 32 lanes of its only warp: %lld%% idle)", shape, threads,
+                 threads == 1 ? "" : "s", threads, percent);
+    else
+        snprintf(buf, size, "%s%lld threads (the last of its %lld warps runs %lld of 32 lanes: %lld%% idle)", shape,
+                 threads, warps, WARP - idle, percent);
+}
+
+static void report_group(RuleContext *ctx, const MacroGroup *g) {
+    size_t len = g->name_len, cap = 256 + (size_t)(g->size_count + 1) * 112, used = 0;
+    char *list = malloc(cap);
+    if (!list) {
+        ctx->out_of_memory = true;
+        return;
+    }
+    list[0] = '\0';
+    for (int i = 0; i < g->size_count; i++) {
+        char one[112];
+        size_text(&g->sizes[i], one, sizeof one);
+        const char *sep = i == 0 ? "" : i + 1 == g->size_count && !g->more_sizes ? " and " : ", ";
+        used += (size_t)snprintf(list + used, cap - used, "%s%s", sep, one);
+    }
+    if (g->more_sizes)
+        snprintf(list + used, cap - used, " and %d more size%s", g->more_sizes, g->more_sizes == 1 ? "" : "s");
+    char where[128] = "";
+    if (g->expansion_count > 1)
+        snprintf(where, sizeof where,
+                 "; reported once for its %zu expansions in this file (the others are listed as related locations)",
+                 g->expansion_count);
+    int sizes = g->size_count + g->more_sizes;
+    Finding *f = rule_report(ctx, g->expansions[0], g->expansions[0] + len, "macro `%.*s` launches %s (the warp size): %s%s",
+                             (int)len, g->name,
+                             sizes == 1 ? "a block whose size is not a multiple of 32"
+                                        : "blocks whose sizes are not multiples of 32",
+                             list, where);
+    free(list);
+    if (!f) return;
+    for (size_t i = 1; i < g->expansion_count; i++) {
+        char message[96];
+        snprintf(message, sizeof message, "`%.*s` expanded here too", (int)(len < 64 ? len : 64), g->name);
+        if (!finding_add_related(f, (ByteRange){g->expansions[i], g->expansions[i] + len}, message)) {
+            ctx->out_of_memory = true;
+            return;
+        }
+    }
+}
+
+static void check_block(Walk *w, const CuLaunch *l, const Dims *grid, bool grid_known) {
+    RuleContext *ctx = w->ctx;
     const CudaSource *src = ctx->cuda;
     Dims d = {{1, 1, 1}, NULL, NULL};
     if (!dims_of(src, l->block, &d, 0)) return;
@@ -388,6 +549,11 @@ static void check_block(RuleContext *ctx, const CuLaunch *l, const Dims *grid, b
     if (d.v[0] <= 0 || d.v[1] <= 0 || d.v[2] <= 0 || threads > MAX_BLOCK || threads % WARP == 0) return;
     /* one block (or one thread): the waste is a single partial warp */
     if (grid_known && grid->v[0] * grid->v[1] * grid->v[2] == 1) return;
+    size_t expansion, name_len;
+    if (launch_in_macro(src, l, &expansion, &name_len)) {
+        if (!group_add(w, expansion, name_len, &d)) ctx->out_of_memory = true;
+        return;
+    }
     long long warps = (threads + WARP - 1) / WARP;
     long long lanes = warps * WARP, idle = lanes - threads, rounded = lanes;
     long long percent = (idle * 100 + lanes / 2) / lanes;
@@ -497,19 +663,29 @@ static void check_grid(RuleContext *ctx, const CuLaunch *l, const Dims *grid) {
 }
 
 static bool visit(CuNode *n, void *data) {
-    RuleContext *ctx = data;
+    Walk *w = data;
+    RuleContext *ctx = w->ctx;
     CuLaunch l;
     if (n->kind != CXCursor_CallExpr || !cu_launch(n, &l) || !l.grid || !l.block) return true;
     CuNode *fn = cu_function_of(n);
     if (fn && fn->kind == CXCursor_FunctionTemplate) return true; /* dependent sizes */
     Dims grid = {{1, 1, 1}, NULL, NULL};
     bool grid_known = dims_of(ctx->cuda, l.grid, &grid, 0);
-    check_block(ctx, &l, &grid, grid_known);
+    check_block(w, &l, &grid, grid_known);
     if (grid_known) check_grid(ctx, &l, &grid);
     return true;
 }
 
-static void check(RuleContext *ctx) { rule_walk_cuda(ctx, visit, ctx); }
+static void check(RuleContext *ctx) {
+    Walk w = {.ctx = ctx};
+    rule_walk_cuda(ctx, visit, &w);
+    for (size_t i = 0; i < w.count; i++) {
+        const MacroGroup *g = &w.groups[i];
+        if (g->expansion_count && !ctx->out_of_memory) report_group(ctx, g);
+        free(g->expansions);
+    }
+    free(w.groups);
+}
 
 const Rule rule_cu009_launch_config = {
     .code = "CU009", .name = "launch-config", .severity = SEVERITY_WARNING,
