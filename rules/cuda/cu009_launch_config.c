@@ -70,7 +70,8 @@ static const char documentation[] =
     "## Fix safety\n"
     "The block size is rounded up to the next multiple of 32 (a safe fix) only when that cannot\n"
     "change the results: the block is one-dimensional and written as a literal (in the launch or\n"
-    "in a variable used by this launch alone); the kernel is defined in this file and computes\n"
+    "in a variable used by this launch alone), in a launch written out, not produced by a macro (a\n"
+    "macro's argument may serve more than the block); the kernel is defined in this file and computes\n"
     "its index as `blockIdx.x * blockDim.x + threadIdx.x`, guards it against the problem size\n"
     "(`if (i < n) {...}`, `if (i >= n) return;`, or a grid-stride loop) before touching memory,\n"
     "uses no shared memory, barriers or warp-level primitives, and reads the thread and block\n"
@@ -429,6 +430,19 @@ static bool body_expansion(CXSourceLocation loc, unsigned *offset) {
     return true;
 }
 
+/* The launch's `<<<...>>>` is spelled where it stands, not produced by a
+ * macro: a fix may edit its block size only then. In `LAUNCH(k, 100)` the
+ * literal is the macro's argument, which the body may use again (in the grid,
+ * as a kernel argument), so rounding it up would change more than the block. */
+static bool config_written_here(const CuLaunch *l) {
+    CXSourceLocation loc = clang_getRangeStart(clang_getCursorExtent(l->config->cursor));
+    CXFile fe, fs;
+    unsigned oe, os;
+    clang_getExpansionLocation(loc, &fe, NULL, NULL, &oe);
+    clang_getSpellingLocation(loc, &fs, NULL, NULL, &os);
+    return fe && fs && clang_File_isEqual(fe, fs) && oe == os;
+}
+
 /* The launch, block size included, is written in a macro's body: *offset gets
  * the expansion's place (the macro's name). `k<<<g, THREADS>>>(x)` is not: only
  * its block size comes from a macro. */
@@ -575,7 +589,9 @@ static void check_block(Walk *w, const CuLaunch *l, const Dims *grid, bool grid_
     if (!f || advice[0]) return;
     /* the fix: round up, when the kernel cannot tell the difference */
     CuNode *kernel = cu_definition_of(src, l->kernel_decl);
-    if (!d.x_literal || rounded > MAX_BLOCK || !kernel || kernel->kind != CXCursor_FunctionDecl) return;
+    if (!d.x_literal || rounded > MAX_BLOCK || !kernel || kernel->kind != CXCursor_FunctionDecl ||
+        !config_written_here(l))
+        return;
     GridGuard g;
     if (!grid_guard_of(src, kernel, GUARD_OPTIONS, &g) || !kernel_block_independent(src, kernel, &g, 0)) return;
     long long shared = 0;
