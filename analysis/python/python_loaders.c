@@ -277,21 +277,20 @@ static TSNode resolve_loader(const LoaderContext *ctx, TSNode expr, int depth) {
     return null;
 }
 
-/* Strips enumerate(...) and tqdm(...) off a loop's iterable; counts the enumerates. */
-static TSNode unwrap_iterable(const LoaderContext *ctx, TSNode iter, int *enumerates) {
+TSNode py_unwrap_iterable(const PySource *src, TSNode iter, int *enumerates) {
     *enumerates = 0;
     for (int i = 0; i < 4; i++) {
         iter = py_unparen(iter);
         if (!py_is(iter, "call")) break;
         TSNode fn = ts_node_child_by_field_name(iter, "function", 8);
-        if (py_is(fn, "identifier") && py_text_eq(ctx->py, fn, "enumerate") &&
-            !py_resolve_import(ctx->py, "enumerate", 9)) {
+        if (py_is(fn, "identifier") && py_text_eq(src, fn, "enumerate") &&
+            !py_resolve_import(src, "enumerate", 9)) {
             (*enumerates)++;
-        } else if (!py_callee_is_any(ctx->py, iter, progress_names)) {
+        } else if (!py_callee_is_any(src, iter, progress_names)) {
             break;
         }
         TSNode inner = py_call_positional(iter, 0);
-        if (ts_node_is_null(inner)) inner = py_call_keyword(ctx->py, iter, "iterable");
+        if (ts_node_is_null(inner)) inner = py_call_keyword(src, iter, "iterable");
         if (ts_node_is_null(inner)) return (TSNode){0};
         iter = inner;
     }
@@ -312,7 +311,7 @@ static bool read_loop(const LoaderContext *ctx, TSNode loop, TSNode *base, Loop 
     TSNode body = ts_node_child_by_field_name(loop, "body", 4);
     if (ts_node_is_null(left) || ts_node_is_null(right) || ts_node_is_null(body)) return false;
     int enumerates = 0;
-    *base = unwrap_iterable(ctx, right, &enumerates);
+    *base = py_unwrap_iterable(ctx->py, right, &enumerates);
     if (ts_node_is_null(*base)) return false;
     out->loop = loop;
     out->body = body;

@@ -51,6 +51,11 @@ void py_gpu_loaders_free(PyGpuLoaders *loaders);
  * caller frees it. NULL only when memory runs out. */
 char *py_gpu_loader_where_fed(const PyGpuLoader *loader);
 
+/* A loop's iterable without its enumerate(...) and tqdm(...) wrappers (up
+ * to four); *enumerates counts the enumerates. Null when a wrapper has no
+ * argument. */
+TSNode py_unwrap_iterable(const PySource *src, TSNode iter, int *enumerates);
+
 /* The call is `torch.utils.data.DataLoader(...)` (any import spelling). */
 bool py_is_dataloader_call(const PySource *src, TSNode call);
 

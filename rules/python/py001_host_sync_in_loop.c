@@ -401,18 +401,9 @@ static bool under_dead_condition(const PySource *src, TSNode n) {
  * DataLoader, `enumerate(tqdm(loader))`. */
 static bool iterates_data(const PySource *src, TSNode loop) {
     if (!py_is(loop, "for_statement")) return false;
-    TSNode it = ts_node_child_by_field_name(loop, "right", 5);
-    for (int i = 0; i < 4 && py_is(it, "call") && py_call_positional_count(it) >= 1; i++) {
-        if (py_is_dataloader_call(src, it)) return true;
-        char name[64];
-        if (!py_callee_name(src, it, name, sizeof name)) break;
-        const char *last = strrchr(name, '.');
-        last = last ? last + 1 : name;
-        if (strcmp(last, "enumerate") != 0 && strcmp(last, "tqdm") != 0 && strcmp(last, "zip") != 0 &&
-            strcmp(last, "iter") != 0)
-            break;
-        it = py_call_positional(it, 0);
-    }
+    int enumerates;
+    TSNode it = py_unwrap_iterable(src, ts_node_child_by_field_name(loop, "right", 5), &enumerates);
+    if (py_is(it, "call") && py_is_dataloader_call(src, it)) return true;
     if (py_is(it, "attribute")) it = ts_node_child_by_field_name(it, "attribute", 9);
     if (!py_is(it, "identifier")) return false;
     const char *t = py_text_ptr(src, it);
