@@ -738,6 +738,61 @@ Test(pr002, measured_idle_before_a_lines_launches_counts_in_a_gpu_bound_run) {
     }
 }
 
+/* A backward pass: a line whose launches are mostly long kernels (cuDNN's)
+ * between a few tiny ones. Where the profile measured the GPU waiting before
+ * them for longer than a graph would leave, the line joins the tiny launches
+ * beside it; where its kernels followed each other back to back it does not,
+ * and the tiny line is reported alone. */
+Test(pr002, a_line_of_long_kernels_joins_when_the_gpu_measurably_waited_for_it) {
+    for (int waited = 0; waited <= 1; waited++) {
+        Builder b = builder();
+        int l3 = site(&b, "launch.py", 3, "gelu"), l4 = site(&b, "launch.py", 4, "gelu");
+        Kernel conv = {"cudnn::bn_bw_kernel(float*)", 64, 512, 32, 0, 0};
+        uint64_t marks[31];
+        marks[0] = b.t;
+        for (int i = 1; i <= 30; i++) {
+            for (int k = 0; k < 100; k++) {
+                idle(&b, 20 * US);
+                launches(&b, l3, &tiny, 1, 2 * US, 0);
+            }
+            for (int k = 0; k < 30; k++) {
+                idle(&b, waited ? 25 * US : 1 * US);
+                launches(&b, l4, &conv, 1, 40 * US, 0);
+                idle(&b, waited ? 25 * US : 1 * US);
+                launches(&b, l4, &tiny, 1, 2 * US, 0);
+                idle(&b, waited ? 25 * US : 1 * US);
+                launches(&b, l4, &conv, 1, 40 * US, 0);
+            }
+            marks[i] = b.t;
+        }
+        agg_steps(b.agg, marks, 31, 1, 31);
+        ProfileView *v = view_of(&b, 1000 * MS);
+        Source s = source_text("launch.py", launch_py);
+        FindingList l = run_rule("PR002", v, &s);
+        char *all = describe(&l, &s);
+        cr_assert_eq(l.count, 1, "%s", all);
+        const Finding *f = &l.items[0];
+        cr_expect_eq(finding_line(&s, f), 3);
+        cr_assert(f->gain.present);
+        /* 30 steady steps: 100 waits of 20 us before line 3's launches in each, and
+         * with the wait, 90 of 25 us before line 4's; less 2 us a launch */
+        double line3 = 30 * 100 * (20e-6 - 2e-6), line4 = 30 * 90 * (25e-6 - 2e-6);
+        if (waited) {
+            cr_expect_eq(f->related_count, 1, "line 4 joins:%s", all);
+            cr_expect(f->gain.seconds > 0.99 * (line3 + line4) && f->gain.seconds < 1.01 * (line3 + line4),
+                      "gain %f against %f:%s", f->gain.seconds, line3 + line4, all);
+        } else {
+            cr_expect_eq(f->related_count, 0, "back-to-back long kernels do not join:%s", all);
+            cr_expect(f->gain.seconds > 0.99 * line3 && f->gain.seconds < 1.01 * line3, "gain %f against %f:%s",
+                      f->gain.seconds, line3, all);
+        }
+        free(all);
+        finding_list_free(&l);
+        source_free(&s);
+        profile_view_free(v);
+    }
+}
+
 /* One optimizer step: no steady steps to judge by, so the whole run counts,
  * as without steps (not no idle time at all). */
 Test(pr002, a_single_step_leaves_the_whole_run_to_judge) {

@@ -18,7 +18,10 @@ static const char documentation[] =
     "\n"
     "It needs, all of them:\n"
     "- at least 100 tiny launches from the lines, and tiny ones are at least half of each line's\n"
-    "  launches (a line whose launches are mostly long kernels is not launch-bound);\n"
+    "  launches (a line whose launches are mostly long kernels is not launch-bound), unless the\n"
+    "  profile measured the GPU waiting right before the line's launches in the steady steps for\n"
+    "  longer, in all, than a CUDA graph would leave between them (2 µs each): a backward pass\n"
+    "  mixes long cuDNN or GEMM kernels with tiny ones, and the GPU can wait for all of them;\n"
     "- the host, not the GPU, sets the pace: the GPU idle at least half of the time outside its\n"
     "  long gaps (gaps of 1 ms or more, which PR003 reports), or, where the profile measured the\n"
     "  critical path (`critical_ns`), less than half of the GPU's work on it (after the rest the\n"
@@ -308,6 +311,25 @@ static bool add_sample(Run *r, uint64_t median, uint64_t count) {
     return true;
 }
 
+/* Whether the profile measured the GPU waiting before this line's launches
+ * in the steady steps for longer than a CUDA graph would leave between them.
+ * A line whose launches are mostly long kernels (a backward pass: cuDNN's
+ * kernels between its small elementwise ones) is then launch-bound by that
+ * measurement, whatever its share of tiny kernels; the share only stands in
+ * for it where the wait was not measured. */
+static bool gpu_waited_for_launches(const PfLine *l, const IdleBasis *b) {
+    if (!b->steady) return false;
+    uint64_t launches = 0, idle_ns = 0;
+    for (size_t k = 0; k < l->op_count; k++) {
+        const ProfOp *op = l->ops[k];
+        if (op->kind != PROF_OP_LAUNCH) continue;
+        if (!op->steady.known || !op->steady.idle_known) return false;
+        launches += op->steady.count;
+        idle_ns += op->steady.idle_ns;
+    }
+    return launches > 0 && (double)idle_ns > (double)launches * GRAPH_GAP_NS;
+}
+
 static void check_profile(RuleContext *ctx) {
     uint64_t run_ns = profile_view_run_ns(ctx->profile);
     IdleBasis basis = {0};
@@ -331,7 +353,7 @@ static void check_profile(RuleContext *ctx) {
             }
         }
         if (launches == 0) continue; /* copies or syncs only: neither join nor break a run */
-        bool candidate = tiny > 0 && tiny * 2 >= launches;
+        bool candidate = tiny > 0 && (tiny * 2 >= launches || gpu_waited_for_launches(l, &basis));
         bool joins = open && candidate && same_function(lines.lines[r.last].site, l->site) &&
                      l->line - lines.lines[r.last].line <= MAX_LINE_DISTANCE;
         if (open && !joins) {
