@@ -64,6 +64,10 @@ typedef struct {
     size_t evidence_count;
     size_t evidence_cap; /* room in evidence (array_reserve) */
     Gain gain;
+    /* What to do, in one line, for a finding whose fixes (if any) do not
+     * say it: the reports' "what to do first" shows it. A static string
+     * (the rule's), never freed; NULL: none. */
+    const char *advice;
     Fix *fixes;
     size_t fix_count;
     size_t fix_cap; /* room in fixes (array_reserve) */

@@ -20,6 +20,7 @@ Finding *rule_report_v(RuleContext *ctx, size_t start, size_t end, const char *f
     f->severity = ctx->rule->severity;
     f->range = (ByteRange){start, end};
     f->message = message;
+    f->advice = ctx->rule->advice;
     return f;
 }
 

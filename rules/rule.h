@@ -83,6 +83,9 @@ typedef struct Rule {
     unsigned languages;   /* Language bits */
     const char *summary;  /* one line */
     const char *documentation; /* markdown: what it does, why it is slow, example, use instead, fix safety */
+    /* What to do, one line, given to each finding (Finding.advice); a rule
+     * whose advice depends on the finding sets that instead. NULL: none. */
+    const char *advice;
     void (*check)(RuleContext *ctx);
     /* Findings depend on the whole file (not just the top-level statement
      * they sit in): the editor's quick re-analysis of one edited function

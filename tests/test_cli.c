@@ -157,6 +157,8 @@ Test(cli, json_format_is_complete) {
     cr_expect_eq(json_integer_value(json_object_get(start, "column")), 9);
     cr_expect(json_is_null(json_object_get(f0, "gain")));
     cr_expect(json_is_array(json_object_get(f0, "fixes")));
+    const char *advice = json_string_value(json_object_get(f0, "advice"));
+    cr_expect(advice && strstr(advice, "drop the per-iteration synchronize"), "the rule's advice: %s", r.out);
     json_t *summary = json_object_get(doc, "summary");
     cr_expect_eq(json_integer_value(json_object_get(summary, "findings")), 1);
     cr_expect_eq(json_integer_value(json_object_get(summary, "files_checked")), 1);

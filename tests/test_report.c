@@ -1032,6 +1032,9 @@ Test(report_cli, correctness_apart_and_what_to_do_first, .timeout = 120) {
     cr_expect(strstr(todo, "  1. about 801 ms for the whole program  samples/python/benchmark_matmul.py:96  PR003 "
                            "gpu-idle-gap\n"),
               "%.1500s", todo);
+    /* a finding without a fix says what to do under its first sentence */
+    const char *do_line = strstr(todo, "\n     do: take the host work before this line off the GPU's path");
+    cr_expect(do_line && do_line < strstr(todo, "\n  2. about "), "%.1500s", todo);
     cr_expect(strstr(todo, "  2. about 781 ms for the whole program  samples/python/benchmark_matmul.py:49  PY009 "
                            "fp32-matmul-without-tf32\n     fix: Enable TF32 matmuls"),
               "%.1500s", todo);
@@ -1047,5 +1050,6 @@ Test(report_cli, correctness_apart_and_what_to_do_first, .timeout = 120) {
     const char *findings_html = strstr(r.out, "<section id=\"findings\">");
     cr_expect(c_html && f_html && findings_html && c_html < f_html && f_html < findings_html);
     cr_expect(strstr(r.out, "<span class=\"fix\">fix: Enable TF32 matmuls"), "the fix in the first list");
+    cr_expect(strstr(r.out, "<span class=\"fix\">do: capture them in a CUDA graph"), "the advice in the first list");
     run_result_free(&r);
 }

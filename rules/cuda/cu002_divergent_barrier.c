@@ -487,4 +487,5 @@ const Rule rule_cu002_divergent_barrier = {
     .code = "CU002", .name = "divergent-barrier", .severity = SEVERITY_ERROR, .correctness = true,
     .languages = LANGUAGE_CUDA, .check = check,
     .summary = "__syncthreads() under a condition that depends on the thread index",
+    .advice = "move the __syncthreads() out of the condition so that every thread of the block reaches it",
     .documentation = documentation};

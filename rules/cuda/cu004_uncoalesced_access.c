@@ -670,4 +670,5 @@ const Rule rule_cu004_uncoalesced_access = {
     .code = "CU004", .name = "uncoalesced-access", .severity = SEVERITY_WARNING,
     .languages = LANGUAGE_CUDA, .check = check, .measure = MEASURE_GLOBAL_ACCESS,
     .summary = "global-memory access where neighbouring threadIdx.x values land far apart",
+    .advice = "make neighbouring threads (threadIdx.x) touch neighbouring addresses: swap the indexes, store a structure of arrays, or stage a tile through shared memory",
     .documentation = documentation};

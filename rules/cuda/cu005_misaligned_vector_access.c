@@ -434,4 +434,5 @@ const Rule rule_cu005_misaligned_vector_access = {
     .code = "CU005", .name = "misaligned-vector-access", .severity = SEVERITY_WARNING,
     .languages = LANGUAGE_CUDA, .check = check, .whole_file = true, .measure = MEASURE_GLOBAL_ACCESS,
     .summary = "12-byte structs read per thread, or vector casts at an offset that is not a multiple of 4",
+    .advice = "read aligned 4-, 8- or 16-byte types (a structure of arrays, float4), or pad the struct to 16 bytes",
     .documentation = documentation};

@@ -600,4 +600,5 @@ const Rule rule_cu008_sync_or_alloc_in_loop = {
     .code = "CU008", .name = "sync-or-alloc-in-loop", .severity = SEVERITY_WARNING,
     .languages = LANGUAGE_CUDA, .check = check, .whole_file = true, .measure = MEASURE_SYNC,
     .summary = "Device synchronization after every launch, or cudaMalloc/cudaFree, inside a loop",
+    .advice = "synchronize once after the loop (or on an event), and allocate the buffers once before it",
     .documentation = documentation};

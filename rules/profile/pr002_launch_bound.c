@@ -89,6 +89,11 @@ static const char documentation[] =
 #define MIN_IDLE_SHARE 0.5
 #define MAX_LINE_DISTANCE 3u    /* lines of one run are at most this far apart */
 
+/* what to do, in the message and as the finding's advice */
+static const char python_advice[] = "capture them in a CUDA graph (`torch.compile(mode=\"reduce-overhead\")`, "
+                                    "`torch.cuda.graph`) or fuse them (`torch.compile`)";
+static const char cuda_advice[] = "capture them in a CUDA graph (stream capture, `cudaGraphLaunch`) or fuse the kernels";
+
 typedef struct {
     uint64_t median, count;
 } Sample;
@@ -238,11 +243,9 @@ static void report(RuleContext *ctx, const PfLines *lines, Run *r, const IdleBas
         "launch-bound: %s tiny kernel launches from %s (median %s on the GPU) while the GPU idles ~%s %s; %s",
         units_count(r->tiny, count, sizeof count), where, units_ns(run_median(r), median, sizeof median),
         units_ns(measured_idle ? (uint64_t)((double)r->idle_steady_ns / counted) : (uint64_t)gap_ns, gap, sizeof gap),
-        measured_idle ? "before each" : "between its work",
-        python ? "capture them in a CUDA graph (`torch.compile(mode=\"reduce-overhead\")`, `torch.cuda.graph`) or "
-                 "fuse them (`torch.compile`)"
-               : "capture them in a CUDA graph (stream capture, `cudaGraphLaunch`) or fuse the kernels");
+        measured_idle ? "before each" : "between its work", python ? python_advice : cuda_advice);
     if (!f) return;
+    f->advice = python ? python_advice : cuda_advice;
     if (gain_ns >= run_ns / 10.0) f->severity = SEVERITY_WARNING;
     bool ok = finding_measured(f, QV(q_count(r->launches), q_count(r->tiny), q_ns(r->tiny_ns)),
                                "{} launches from %s in all, {} of them under 10 \xc2\xb5s; the tiny ones ran {} "

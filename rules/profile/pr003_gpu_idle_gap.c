@@ -165,6 +165,12 @@ static void report(RuleContext *ctx, const Profile *p, LineGaps *g, uint64_t run
                            units_ns(g->total / g->count, mean, sizeof mean), units_count(g->count, count, sizeof count),
                            units_ns(g->total, total, sizeof total), share, host);
     if (!f) return;
+    f->advice = ctx->doc->language == LANGUAGE_PYTHON
+                    ? "take the host work before this line off the GPU's path: build and load what you can before "
+                      "the loop, feed input with loader workers and `pin_memory=True`, avoid `.item()` or `.cpu()` "
+                      "mid-step"
+                    : "queue the next work before the host work (streams, `cudaMemcpyAsync` from pinned memory), or "
+                      "move the host work out of the loop";
     uint64_t per_process = most_gaps_in_one_process(g);
     bool startup = g->count > 1 && per_process <= STARTUP_GAPS_PER_PROCESS && !pf_line_in_loop(ctx, g->line);
     /* with the training steps known, idle time outside the steady steps is a phase, not a gain */

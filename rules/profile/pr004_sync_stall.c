@@ -145,4 +145,5 @@ const Rule rule_pr004_sync_stall = {
     .code = "PR004", .name = "sync-stall", .severity = SEVERITY_INFO,
     .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA, .check_profile = check_profile, .subsumed_by = MEASURE_SYNC,
     .summary = "The host waited for the GPU here again and again, for 1% of the run or more (profile)",
+    .advice = "read the GPU's results less often (every N steps, or once after the loop) so the host can queue work ahead",
     .documentation = documentation};

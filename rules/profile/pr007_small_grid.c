@@ -136,4 +136,5 @@ const Rule rule_pr007_small_grid = {
     .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA, .check_profile = check_profile,
     .summary = "A kernel taking 5% of the GPU time or more leaves SMs idle: fewer blocks than SMs, or a thin last "
                "wave (profile)",
+    .advice = "size the grid from the SM count (a multiple of it, with a grid-stride loop inside the kernel), or give each block less work",
     .documentation = documentation};

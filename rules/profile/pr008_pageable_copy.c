@@ -306,4 +306,5 @@ const Rule rule_pr008_pageable_copy = {
     .code = "PR008", .name = "pageable-copy", .severity = SEVERITY_INFO,
     .languages = LANGUAGE_PYTHON | LANGUAGE_CUDA, .check_profile = check_profile, .subsumed_by = MEASURE_COPY,
     .summary = "Copies between the GPU and pageable host memory at this line, with a pinned estimate (profile)",
+    .advice = "copy from pinned memory (`pin_memory=True` in the DataLoader, `.pin_memory()`, `cudaMallocHost`), asynchronously",
     .documentation = documentation};

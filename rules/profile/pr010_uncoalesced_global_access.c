@@ -97,4 +97,5 @@ const Rule rule_pr010_uncoalesced_global_access = {
     .code = "PR010", .name = "uncoalesced-global-access", .severity = SEVERITY_INFO,
     .languages = LANGUAGE_CUDA, .check_profile = check_profile, .subsumed_by = MEASURE_GLOBAL_ACCESS,
     .summary = "A kernel's line moved 2x or more the global-memory sectors that coalesced accesses would (profile)",
+    .advice = "make neighbouring threads (threadIdx.x) touch neighbouring addresses: swap the indexes, store a structure of arrays, or stage a tile through shared memory",
     .documentation = documentation};

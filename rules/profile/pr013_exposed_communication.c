@@ -119,39 +119,38 @@ static const char *share_range(double lo, double hi, char *buf, size_t size) {
     return buf;
 }
 
+/* The finding with its advice (also the message's last clause). */
+static Finding *report_with(RuleContext *ctx, uint32_t line, const char *subject, const char *figures,
+                            const char *advice) {
+    Finding *f = pf_report_line(ctx, line, "%s ran with no compute beside it: %s; %s", subject, figures, advice);
+    if (f) f->advice = advice;
+    return f;
+}
+
 static Finding *report(RuleContext *ctx, const CommLine *top, size_t rows, const char *amount, const char *share) {
     const char *what = top->collective ? top->collective : "communication";
-    char figures[160];
+    char figures[160], subject[96];
     if (rows == 1) snprintf(figures, sizeof figures, "%s, %s of its GPU busy time", amount, share);
     else snprintf(figures, sizeof figures, "%s per rank, %s of each rank's GPU busy time", amount, share);
+    snprintf(subject, sizeof subject, "the NCCL %s launched here", what);
     if (ctx->doc->language == LANGUAGE_CUDA)
-        return pf_report_line(ctx, top->line,
-                              "the NCCL %s launched here ran with no compute beside it: %s; run it on its own stream "
-                              "beside independent kernels",
-                              what, figures);
+        return report_with(ctx, top->line, subject, figures, "run it on its own stream beside independent kernels");
     switch (where_of(ctx->doc, top->line)) {
     case AT_BACKWARD:
-        return pf_report_line(ctx, top->line,
-                              "the gradient %s launched from this backward() ran with no compute beside it: %s; "
-                              "for DDP tune `bucket_cap_mb`, set `gradient_as_bucket_view=True`, avoid "
-                              "`find_unused_parameters=True`, and use `no_sync()` on accumulation micro-steps",
-                              what, figures);
+        snprintf(subject, sizeof subject, "the gradient %s launched from this backward()", what);
+        return report_with(ctx, top->line, subject, figures,
+                           "for DDP tune `bucket_cap_mb`, set `gradient_as_bucket_view=True`, avoid "
+                           "`find_unused_parameters=True`, and use `no_sync()` on accumulation micro-steps");
     case AT_COLLECTIVE:
-        return pf_report_line(ctx, top->line,
-                              "this %s ran with no compute beside it: %s; launch it with `async_op=True` and wait on "
-                              "its handle only where the result is needed",
-                              what, figures);
+        snprintf(subject, sizeof subject, "this %s", what);
+        return report_with(ctx, top->line, subject, figures,
+                           "launch it with `async_op=True` and wait on its handle only where the result is needed");
     case AT_ASYNC_COLLECTIVE:
-        return pf_report_line(ctx, top->line,
-                              "this asynchronous %s still ran with no compute beside it: %s; queue independent work "
-                              "before its `wait()`",
-                              what, figures);
+        snprintf(subject, sizeof subject, "this asynchronous %s still", what);
+        return report_with(ctx, top->line, subject, figures, "queue independent work before its `wait()`");
     case AT_OTHER: break;
     }
-    return pf_report_line(ctx, top->line,
-                          "the NCCL %s launched here ran with no compute beside it: %s; overlap it with independent "
-                          "work",
-                          what, figures);
+    return report_with(ctx, top->line, subject, figures, "overlap it with independent work");
 }
 
 /* the per-rank figures, then where the NCCL time came from */

@@ -235,4 +235,5 @@ const Rule rule_pr014_rank_imbalance = {
     .check_profile = check_profile,
     .languages = LANGUAGE_PYTHON, /* the advice is PyTorch's (DistributedSampler, rank-0 work) */
     .summary = "The other ranks wait for one rank at the collectives, or one rank computes 10% more (profile)",
+    .advice = "balance the work per rank (`DistributedSampler(..., drop_last=True)`, batches of similar lengths) and move rank-0-only work out of the step",
     .documentation = documentation};

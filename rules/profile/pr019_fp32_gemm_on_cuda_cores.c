@@ -192,6 +192,9 @@ static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
                                        : "cuBLAS's TF32 mode (cublasSetMathMode(handle, CUBLAS_TF32_TENSOR_OP_MATH)) "
                                          "would run them on tensor cores");
     if (!f) return;
+    f->advice = python ? "enable TF32 once at the start (`torch.backends.cuda.matmul.allow_tf32 = True`) or run the "
+                         "forward under `torch.autocast(\"cuda\", dtype=torch.bfloat16)`"
+                       : "enable cuBLAS's TF32 mode: `cublasSetMathMode(handle, CUBLAS_TF32_TENSOR_OP_MATH)`";
     if (share >= WARNING_SHARE) f->severity = SEVERITY_WARNING;
     bool ok = finding_measured(f, QV(q_count(calls), q_ns(ns), q_share(ns, run->gpu_ns)),
                                "FP32 GEMM kernels (FFMA) launched here: {} calls, {} ({} of GPU time)");

@@ -606,4 +606,5 @@ const Rule rule_py001_host_sync_in_loop = {
     .code = "PY001", .name = "host-sync-in-loop", .severity = SEVERITY_WARNING,
     .languages = LANGUAGE_PYTHON, .check = check, .measure = MEASURE_SYNC,
     .summary = "`.item()`, `.cpu()`, `float(t)` or `print(t)` on a tensor every iteration of a GPU loop",
+    .advice = "keep the value on the GPU (accumulate into a tensor) and read it every N steps or once after the loop",
     .documentation = documentation};

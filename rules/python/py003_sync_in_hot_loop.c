@@ -254,4 +254,5 @@ const Rule rule_py003_sync_in_hot_loop = {
     .code = "PY003", .name = "sync-in-hot-loop", .severity = SEVERITY_WARNING,
     .languages = LANGUAGE_PYTHON, .check = check, .measure = MEASURE_SYNC,
     .summary = "torch.cuda.synchronize() every iteration, or empty_cache() in a loop",
+    .advice = "drop the per-iteration synchronize (or empty_cache); synchronize only where a host clock must read the GPU's time",
     .documentation = documentation};

@@ -106,4 +106,5 @@ const Rule rule_py011_data_parallel_instead_of_ddp = {
     .code = "PY011", .name = "data-parallel-instead-of-ddp", .severity = SEVERITY_WARNING,
     .languages = LANGUAGE_PYTHON, .check = check, .measure = MEASURE_GPU_TIME,
     .summary = "torch.nn.DataParallel where DistributedDataParallel is faster",
+    .advice = "use DistributedDataParallel with one process per GPU (`torchrun`)",
     .documentation = documentation};

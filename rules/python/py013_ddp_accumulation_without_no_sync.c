@@ -415,4 +415,5 @@ const Rule rule_py013_ddp_accumulation_without_no_sync = {
     .languages = LANGUAGE_PYTHON, .check = check, .measure = MEASURE_COMM,
     .whole_file = true, /* the DDP model is assigned elsewhere in the file */
     .summary = "Gradient accumulation on a DDP model without no_sync(): an all-reduce on every micro-step",
+    .advice = "run the micro-steps that do not step the optimizer under `with model.no_sync():`",
     .documentation = documentation};

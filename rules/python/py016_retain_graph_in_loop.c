@@ -373,4 +373,5 @@ const Rule rule_py016_retain_graph_in_loop = {
     .code = "PY016", .name = "retain-graph-in-loop", .severity = SEVERITY_WARNING,
     .languages = LANGUAGE_PYTHON, .check = check, .memory_evidence = true,
     .summary = "backward(retain_graph=True) in a loop that builds a new graph every iteration",
+    .advice = "drop `retain_graph=True`, or add the losses and call backward() once",
     .documentation = documentation};

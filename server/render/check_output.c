@@ -144,10 +144,13 @@ static json_t *json_finding(const char *path, const Document *doc, const Finding
                                                f->fixes[i].safe, "edits", edits));
     }
     json_t *gain = finding_gain_json(f);
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o}", "path", path, "code", f->code, "name", f->name,
-                     "severity", severity_name(f->severity), "message", f->message, "range",
-                     json_range(doc, f->range), "evidence", evidence, "gain", gain, "related", related, "fixes",
-                     fixes);
+    json_t *out = json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o,s:o}", "path", path, "code", f->code, "name",
+                            f->name, "severity", severity_name(f->severity), "message", f->message, "range",
+                            json_range(doc, f->range), "evidence", evidence, "gain", gain, "related", related,
+                            "fixes", fixes);
+    /* only where the rule says what to do: a finding without it keeps the same object */
+    if (out && f->advice) json_object_set_new(out, "advice", json_string(f->advice));
+    return out;
 }
 
 void check_output_file(CheckOutput *o, const char *path, const Document *doc, const FindingList *findings) {

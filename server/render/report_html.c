@@ -665,6 +665,11 @@ static void write_first(FILE *out, const RankedFindings *r) {
             fputs("</span>", out);
         } else {
             esc(out, f->message ? f->message : "");
+            if (f->advice) {
+                fputs("<br><span class=\"fix\">do: ", out);
+                esc(out, f->advice);
+                fputs("</span>", out);
+            }
         }
         fputs("</li>\n", out);
     }

@@ -236,6 +236,7 @@ static void write_first(FILE *out, const RankedFindings *r) {
         else {
             write_short(out, f->message, 150);
             fputc('\n', out);
+            if (f->advice) fprintf(out, "     do: %s\n", f->advice);
         }
     }
 }
