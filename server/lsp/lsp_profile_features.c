@@ -519,11 +519,12 @@ static json_t *findings_json(const LspServer *s, const char *root, const RankedF
         char *uri = file_uri_from_path(abs);
         double per_step = ranked_finding_gain_per_step(item);
         json_t *gain_per_step = per_step > 0 ? json_real(per_step) : json_null();
-        json_array_append_new(out, json_pack("{s:s,s:o,s:s,s:s,s:i,s:s,s:o,s:o,s:o,s:f,s:b}", "uri", uri, "range",
-                                             range, "code", f->code, "name", f->name, "severity", (int)f->severity,
-                                             "message", f->message, "evidence", evidence, "gain", gain,
-                                             "gain_per_step_seconds", gain_per_step, "cost_seconds",
-                                             item->cost_seconds, "stale", item->stale));
+        json_t *entry = json_pack("{s:s,s:o,s:s,s:s,s:i,s:s,s:o,s:o,s:o,s:f,s:b}", "uri", uri, "range", range, "code",
+                                  f->code, "name", f->name, "severity", (int)f->severity, "message", f->message,
+                                  "evidence", evidence, "gain", gain, "gain_per_step_seconds", gain_per_step,
+                                  "cost_seconds", item->cost_seconds, "stale", item->stale);
+        if (entry && f->advice) json_object_set_new(entry, "advice", json_string(f->advice));
+        json_array_append_new(out, entry);
         free(uri);
         free(abs);
     }

@@ -111,8 +111,9 @@ export async function applyFix(arg: unknown): Promise<boolean> {
     const fixes = found.actions.filter((a) => !isIgnore(a, f.code));
     if (!fixes.length) {
         const docs = 'Open Rule Documentation';
+        const what = f.advice ? `What to do: ${f.advice}.` : 'The rule\'s documentation says what to change.';
         const choice = await vscode.window.showInformationMessage(
-            `advise has no automatic fix for ${f.code} here: the rule's documentation says what to change.`, docs);
+            `advise has no automatic fix for ${f.code} here. ${what}`, docs);
         if (choice === docs) await openRuleDocs(arg);
         return false;
     }

@@ -75,6 +75,7 @@ export function findingTooltip(f: Finding, where: string, runSeconds?: number | 
                    // the message keeps its backticks: they mark code in markdown too
                    f.message.replace(/([\\*_{}[\]#+!|<>])/g, '\\$1')];
     const escape = (t: string) => t.replace(/([\\*_{}[\]#+!|<>])/g, '\\$1');
+    if (f.advice) lines.push('', `**What to do:** ${escape(f.advice)}`);
     const gain = formatGain(f, runSeconds);
     if (gain) {
         const model = f.gain?.model ? evidenceText(f.gain.model) : '';

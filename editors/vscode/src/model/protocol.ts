@@ -42,6 +42,8 @@ export interface Finding {
     gain: Gain | null;
     cost_seconds: number;
     stale: boolean;
+    /** what to do, one line, where no fix edit says it (absent otherwise) */
+    advice?: string;
 }
 
 export interface KernelSummary {

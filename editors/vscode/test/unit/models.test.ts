@@ -72,6 +72,10 @@ describe('models fed by advise server over the samples', { skip: missing }, () =
         const top = groups[0].findings[0];
         assert.equal(top.finding, findings[0]);
         assert.ok(top.tooltip.includes(`**${top.finding.code}**`));
+        // the rules' one-line advice reaches the tooltip (PR002 and PR003 give one on these profiles)
+        const advised = groups.flatMap((g) => g.findings).filter((n) => n.finding.advice);
+        assert.ok(advised.some((n) => n.finding.code === 'PR002'), 'PR002 findings carry their advice');
+        for (const n of advised) assert.ok(n.tooltip.includes(`**What to do:**`), n.finding.code);
         console.log(`  top finding: [${top.finding.code}] ${top.label} (${groups[0].label}:${top.finding.range.start.line + 1})`);
     });
 
