@@ -18,6 +18,8 @@
 #include "tests/temp_tree.h"
 
 #include "analysis/cuda/cuda_index.h"
+#include "analysis/cuda/cuda_pch.h"
+#include "analysis/cuda/cuda_preamble.h"
 #include "analysis/cuda/cuda_query.h"
 #include "analysis/cuda/cuda_shims.h"
 
@@ -1255,4 +1257,80 @@ Test(cuda_query, template_kernel_launch_resolves_its_declaration) {
     cr_expect(call->ref && call->ref->kind == CXCursor_FunctionTemplate, "a call to a function template in this file");
     cuda_source_free(src);
     document_free(doc);
+}
+
+/* ---- the include preamble (cuda_preamble.h) ---------------------------------- */
+
+static size_t preamble_of(const char *text) { return cuda_preamble_length(text, strlen(text)); }
+
+Test(cuda_preamble, comments_and_include_lines_up_to_the_last_include) {
+    const char *text = "/*\n * licence\n */\n\n// a note\n#include \"a.cuh\"\n  #  include <cuda_fp16.h> // why\n"
+                       "#include \"b.h\" /* one line */\n\nMACRO(8, 128)\n";
+    cr_expect_eq(preamble_of(text), (size_t)(strstr(text, "\n\nMACRO") + 1 - text));
+    cr_expect_eq(preamble_of("#include <cstdio>"), 17, "no line end at the end of the text");
+    cr_expect_eq(preamble_of("#include <cstdio>\r\nint x;\n"), 19);
+}
+
+Test(cuda_preamble, what_ends_it) {
+    /* a directive that is not an #include, before or between them */
+    cr_expect_eq(preamble_of("#define N 4\n#include <cstdio>\n"), 0);
+    cr_expect_eq(preamble_of("#include <cstdio>\n#define N 4\n#include <cmath>\n"), 18);
+    cr_expect_eq(preamble_of("#pragma once\n#include <cstdio>\n"), 0);
+    cr_expect_eq(preamble_of("#include <cstdio>\n#if X\n#include <cmath>\n#endif\n"), 18);
+    /* an include through a macro, a continued line, a comment that does not close on the line */
+    cr_expect_eq(preamble_of("#include HEADER\n"), 0);
+    cr_expect_eq(preamble_of("#include <cstdio>\n#include \\\n<cmath>\n"), 18);
+    cr_expect_eq(preamble_of("#include <cstdio> /* runs\non */\n"), 0);
+    cr_expect_eq(preamble_of("// note \\\n#include <cstdio>\n"), 0, "a // comment continued onto the include");
+    cr_expect_eq(preamble_of("/* never closed\n#include <cstdio>\n"), 0);
+    cr_expect_eq(preamble_of("#include <cstdio> int x;\n"), 0, "code after the include");
+    /* no include at all: nothing to share */
+    cr_expect_eq(preamble_of("// only a comment\n__global__ void k() {}\n"), 0);
+    cr_expect_eq(preamble_of(""), 0);
+}
+
+Test(cuda_preamble, blanked_keeps_offsets_and_lines) {
+    const char *text = "// c\r\n#include \"a.h\"\nint x;\n";
+    size_t n = preamble_of(text);
+    char *b = cuda_preamble_blanked(text, strlen(text), n);
+    cr_assert_not_null(b);
+    cr_expect_str_eq(b, "    \r\n              \nint x;\n");
+    free(b);
+}
+
+/* A file whose first parse read its #include lines from a precompiled
+ * preamble (the third of a folder's files that open with the same lines)
+ * reparses from the editor's whole text, and its edits show. */
+Test(cuda_source, reparse_after_a_first_parse_from_a_shared_preamble) {
+    char *root = temp_dir();
+    const char *header = "#pragma once\ntemplate <int N> __global__ void fill(float *x) { x[threadIdx.x] = N; }\n";
+    put(root, "fill.cuh", header);
+    const char *body = "#include \"fill.cuh\"\n#include <cuda_runtime.h>\n\ntemplate __global__ void fill<%d>(float *);\n";
+    Document *docs[3];
+    CudaSource *srcs[3];
+    for (int i = 0; i < 3; i++) {
+        char *text = fmt(body, i + 1);
+        docs[i] = doc_at(put(root, fmt("f%d.cu", i), text), text);
+        srcs[i] = parse(docs[i], NULL);
+        cr_expect(!srcs[i]->has_errors, "%s", srcs[i]->first_error_message);
+    }
+    CudaSource *src = srcs[2];
+    Document *doc = docs[2];
+    if (cuda_pch_enabled()) {
+        cr_expect(src->pch && src->preamble == strlen("#include \"fill.cuh\"\n#include <cuda_runtime.h>\n"),
+                  "the third file read the shared preamble (%zu bytes)", src->preamble);
+    }
+    const char *added = "void added_later(float *p) { fill<4><<<1, 32>>>(p); }\n";
+    cr_assert(document_replace(doc, doc->length, doc->length, added, strlen(added)));
+    char *error = NULL;
+    cr_assert(cuda_source_reparse(src, doc, &error), "%s", error);
+    cr_expect_eq(src->preamble, 0, "a reparse reads the whole text");
+    cr_expect_not_null(find(src, CXCursor_FunctionDecl, "added_later"));
+    cr_expect(!src->has_errors, "%s", src->first_error_message);
+    cr_assert(cuda_source_reparse(src, doc, &error), "%s", error);
+    cr_expect_not_null(find(src, CXCursor_FunctionDecl, "added_later"));
+    for (int i = 0; i < 3; i++) {
+        cuda_source_free(srcs[i]);
+        document_free(docs[i]);
+    }
 }

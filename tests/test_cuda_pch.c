@@ -7,6 +7,8 @@
  * folder), the files are parsed as before, and nothing is said. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
 
 #include "tests/cli_harness.h"
 
@@ -148,6 +150,59 @@ Test(cuda_pch, probes_parse_the_same_with_and_without_it, .timeout = 300) {
     cr_expect(strstr(r.out, "use of overloaded operator '+' is ambiguous") != NULL,
               "the macro defined before cuda_fp16.h still removes its operators: %s", r.out);
     run_result_free(&r);
+}
+
+/* printf into memory the test keeps until it ends */
+static char *text_of(const char *format, ...) {
+    va_list ap;
+    va_start(ap, format);
+    int n = vsnprintf(NULL, 0, format, ap);
+    va_end(ap);
+    cr_assert(n >= 0);
+    char *out = malloc((size_t)n + 1);
+    cr_assert_not_null(out);
+    va_start(ap, format);
+    vsnprintf(out, (size_t)n + 1, format, ap);
+    va_end(ap);
+    return remember(out);
+}
+
+/* Files of one folder that open with the same #include lines (a folder of
+ * generated instantiations) read those headers from one precompiled
+ * preamble, from the second file on: the snapshot, diagnostics and findings
+ * are the same as without it, for a file with an error of its own, for one
+ * whose instantiation fails inside the shared header (parsed again without
+ * the preamble: the error shows at its #include), and for one whose lines
+ * differ by a comment. */
+Test(cuda_pch, files_that_share_their_include_lines_parse_the_same, .timeout = 300) {
+    char *dir = temp_dir();
+    mkdir(path_in(dir, "inc"), 0755);
+    write_in(dir, "inc/kern.cuh",
+             "#pragma once\n"
+             "#define BLOCK 100\n"
+             "template <int N> __global__ void scale(float *x) { x[threadIdx.x * N] *= N; }\n"
+             "template <typename T> __global__ void sum(T *x) { x[threadIdx.x] = x[0].bad; }\n"
+             "#define INSTANTIATE(N) template __global__ void scale<N>(float *);\n");
+    const char *preamble = "// generated\n#include \"inc/kern.cuh\"\n#include <cuda_fp16.h>\n\n";
+    write_in(dir, "a.cu", text_of("%sINSTANTIATE(1)\n", preamble));
+    write_in(dir, "b.cu", text_of("%sINSTANTIATE(2)\nvoid go(float *x) { scale<2><<<1, BLOCK>>>(x); }\n", preamble));
+    write_in(dir, "c.cu", text_of("%s__global__ void race(float *x) { __shared__ float t[32]; t[threadIdx.x] = "
+                                        "x[0]; x[threadIdx.x] = t[31 - threadIdx.x]; }\n", preamble));
+    write_in(dir, "d.cu", text_of("%sINSTANTIATE(4)\nint broken = ;\n", preamble));
+    write_in(dir, "e.cu", text_of("%svoid go(float *x) { sum<float><<<1, 256>>>(x); }\n", preamble));
+    write_in(dir, "f.cu", text_of("// other\n%sINSTANTIATE(6)\n", preamble));
+    const char *files = "a.cu b.cu c.cu d.cu e.cu f.cu";
+    expect_same_parses(dir, files, 6);
+    RunResult r = debug_ast(dir, "1", files);
+    cr_expect_eq(count_of(r.out, "#include lines from a precompiled prefix"), 3,
+                 "b, c and d read the shared preamble; e's error is in the header; f's lines differ: %s", r.out);
+    run_result_free(&r);
+    RunResult j0 = check_json(dir, "0", files), j1 = check_json(dir, "1", files);
+    cr_expect(strstr(j0.out, "\"CU001\"") != NULL, "findings to compare: %s", j0.out);
+    cr_expect_str_eq(j1.out, j0.out);
+    cr_expect_str_eq(j1.err, j0.err);
+    run_result_free(&j0);
+    run_result_free(&j1);
 }
 
 /* A compile database whose -include has an error: the prefix cannot be

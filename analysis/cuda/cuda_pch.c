@@ -15,6 +15,7 @@
 #include "analysis/base/growable.h"
 
 #define MAX_HEADERS 32 /* a project whose files all have flags of their own gets no more */
+#define MAX_PREAMBLES 16 /* preamble headers hold the project's headers whole: tens of MB each */
 #define WAIT_SECONDS 60 /* for another thread's build, at most */
 
 typedef enum {
@@ -34,7 +35,7 @@ typedef struct {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t built = PTHREAD_COND_INITIALIZER; /* a build ended */
 static PchEntry *entries;
-static size_t entry_count, entry_cap, headers_started;
+static size_t entry_count, entry_cap, headers_started, preambles_started;
 static char folder[PATH_MAX]; /* "" until made */
 static bool folder_failed;
 static CudaPchStats stats;
@@ -132,20 +133,33 @@ static bool has_errors(CXTranslationUnit tu) {
     return errors;
 }
 
-/* An empty file parsed with flags, saved as a precompiled header: what
- * clang reads before the first line. Bodies of functions are skipped, as
- * libclang's preamble skips those of the headers a file includes. */
-static bool build(const CudaFlags *flags, const char *path) {
-    char main_file[PATH_MAX + 32];
-    snprintf(main_file, sizeof main_file, "%s/prefix.cu", folder);
+/* What a header is built from: an empty file in the private folder (the
+ * CUDA prefix), or a file's include preamble, parsed as a file beside it (its
+ * quoted includes are found from its folder). The file is never written:
+ * libclang reads it from memory. */
+typedef struct {
+    const char *main_file; /* NULL: the empty prefix file */
+    const char *text;
+    size_t length;
+} BuildSource;
+
+/* The source parsed with flags, saved as a precompiled header: what clang
+ * reads before the first line. The CUDA prefix skips the bodies of
+ * functions, as libclang's preamble skips those of the headers a file
+ * includes; a file's preamble keeps them, as a first parse does (the file's
+ * templates instantiate them). */
+static bool build(const CudaFlags *flags, const char *path, const BuildSource *source) {
+    char prefix_file[PATH_MAX + 32];
+    snprintf(prefix_file, sizeof prefix_file, "%s/prefix.cu", folder);
+    const char *main_file = source ? source->main_file : prefix_file;
     CXIndex index = clang_createIndex(0, 0);
     if (!index) return false;
-    struct CXUnsavedFile empty = {main_file, "", 0};
-    unsigned options = CXTranslationUnit_Incomplete | CXTranslationUnit_ForSerialization |
-                       CXTranslationUnit_SkipFunctionBodies;
+    struct CXUnsavedFile unsaved = {main_file, source ? source->text : "", source ? (unsigned long)source->length : 0};
+    unsigned options = CXTranslationUnit_Incomplete | CXTranslationUnit_ForSerialization;
+    if (!source) options |= CXTranslationUnit_SkipFunctionBodies;
     CXTranslationUnit tu = NULL;
     enum CXErrorCode e = clang_parseTranslationUnit2(index, main_file, (const char *const *)flags->args,
-                                                     (int)flags->count, &empty, 1, options, &tu);
+                                                     (int)flags->count, &unsaved, 1, options, &tu);
     bool ok = e == CXError_Success && tu && !has_errors(tu) &&
               clang_saveTranslationUnit(tu, path, clang_defaultSaveOptions(tu)) == CXSaveError_None;
     if (tu) clang_disposeTranslationUnit(tu);
@@ -154,11 +168,9 @@ static bool build(const CudaFlags *flags, const char *path) {
     return ok;
 }
 
-const char *cuda_pch_for(const CudaFlags *flags) {
-    if (!cuda_pch_enabled() || !eligible(flags)) return NULL;
-    size_t len = 0;
-    char *key = key_of(flags, &len);
-    if (!key) return NULL;
+/* The header for key (taken), built from source (NULL: the CUDA prefix)
+ * the second time it is asked for, or at once for the prefix when eager. */
+static const char *header_for(const CudaFlags *flags, char *key, size_t len, const BuildSource *source) {
     pthread_mutex_lock(&lock);
     PchEntry *e = find(key, len);
     const char *ready = NULL;
@@ -166,7 +178,7 @@ const char *cuda_pch_for(const CudaFlags *flags) {
     if (!e && array_reserve(&entries, entry_count, &entry_cap, sizeof *entries, 8)) {
         entries[entry_count] = (PchEntry){key, len, PCH_SEEN, NULL};
         key = NULL;
-        if (eager) e = &entries[entry_count];
+        if (eager && !source) e = &entries[entry_count];
         entry_count++;
     }
     if (e && e->state == PCH_BUILDING) { /* another thread builds it: a parse without it would cost more */
@@ -178,12 +190,13 @@ const char *cuda_pch_for(const CudaFlags *flags) {
             if (pthread_cond_timedwait(&built, &lock, &until) != 0) break; /* its builder never came back */
         e = &entries[at];
     }
+    size_t *started = source ? &preambles_started : &headers_started;
     if (e && e->state == PCH_READY) {
         ready = e->path;
         stats.used++;
-    } else if (e && e->state == PCH_SEEN && headers_started < MAX_HEADERS && make_folder()) {
+    } else if (e && e->state == PCH_SEEN && *started < (source ? MAX_PREAMBLES : MAX_HEADERS) && make_folder()) {
         char path[PATH_MAX + 32];
-        snprintf(path, sizeof path, "%s/prefix-%zu.pch", folder, ++headers_started);
+        snprintf(path, sizeof path, "%s/%s-%zu.pch", folder, source ? "preamble" : "prefix", ++*started);
         e->path = strdup(path);
         if (e->path) {
             e->state = PCH_BUILDING;
@@ -197,7 +210,7 @@ const char *cuda_pch_for(const CudaFlags *flags) {
     /* built outside the lock; the threads that want it meanwhile wait. A
      * crash that unwinds out of here (crash_guard.h) leaves it BUILDING:
      * they wait WAIT_SECONDS and parse without it. */
-    bool ok = build(flags, to_build);
+    bool ok = build(flags, to_build, source);
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < entry_count; i++) {
         if (!entries[i].path || strcmp(entries[i].path, to_build) != 0) continue;
@@ -213,6 +226,46 @@ const char *cuda_pch_for(const CudaFlags *flags) {
     pthread_cond_broadcast(&built);
     pthread_mutex_unlock(&lock);
     free(to_build);
+    return ready;
+}
+
+const char *cuda_pch_for(const CudaFlags *flags) {
+    if (!cuda_pch_enabled() || !eligible(flags)) return NULL;
+    size_t len = 0;
+    char *key = key_of(flags, &len);
+    return key ? header_for(flags, key, len, NULL) : NULL;
+}
+
+const char *cuda_pch_for_preamble(const CudaFlags *flags, const char *path, const char *text, size_t preamble) {
+    if (!cuda_pch_enabled() || !eligible(flags) || preamble == 0) return NULL;
+    /* the preamble is parsed as a file in path's folder, so that its quoted
+     * includes find what the file's own find */
+    const char *slash = strrchr(path, '/');
+    size_t dir_len = slash ? (size_t)(slash - path) : 1;
+    const char *dir = slash ? path : ".";
+    if (slash && dir_len == 0) dir_len = 1, dir = "/";
+    static const char name[] = "/.advise-preamble.cu";
+    char *main_file = malloc(dir_len + sizeof name);
+    if (!main_file) return NULL;
+    memcpy(main_file, dir, dir_len);
+    memcpy(main_file + dir_len, name, sizeof name);
+    /* the key: the flags, the folder, then the preamble's bytes */
+    size_t flags_len = 0;
+    char *flags_key = key_of(flags, &flags_len);
+    size_t file_len = strlen(main_file) + 1, len = flags_len + file_len + preamble;
+    char *key = flags_key ? malloc(len) : NULL;
+    if (!key) {
+        free(flags_key);
+        free(main_file);
+        return NULL;
+    }
+    memcpy(key, flags_key, flags_len);
+    memcpy(key + flags_len, main_file, file_len);
+    memcpy(key + flags_len + file_len, text, preamble);
+    free(flags_key);
+    BuildSource source = {main_file, text, preamble};
+    const char *ready = header_for(flags, key, len, &source);
+    free(main_file);
     return ready;
 }
 

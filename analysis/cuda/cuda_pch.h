@@ -29,6 +29,15 @@
  * stays valid until the process exits. */
 const char *cuda_pch_for(const CudaFlags *flags);
 
+/* A header of the CUDA prefix and a file's include preamble (its first
+ * `preamble` bytes, cuda_preamble.h), for a file at path parsed with flags:
+ * files of one folder that open with the same #include lines read their
+ * headers from it, parsed once, and are parsed with those lines blanked.
+ * Built the second time the same folder, flags and lines ask for it (at
+ * most MAX_PREAMBLES per process); NULL: parse without it. Function bodies
+ * are kept, as a file's first parse keeps them. */
+const char *cuda_pch_for_preamble(const CudaFlags *flags, const char *path, const char *text, size_t preamble);
+
 /* clang rejected the header at path (it changed under us, or reads
  * differently): it is not offered again. */
 void cuda_pch_reject(const char *path);

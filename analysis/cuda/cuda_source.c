@@ -8,6 +8,7 @@
 #include "analysis/base/growable.h"
 #include "analysis/finding.h"
 #include "analysis/cuda/cuda_pch.h"
+#include "analysis/cuda/cuda_preamble.h"
 #include "analysis/cuda/include_search.h"
 #include "analysis/base/text_format.h"
 
@@ -432,9 +433,11 @@ static bool pch_refused(CXTranslationUnit tu, const char *pch) {
     return refused;
 }
 
-static enum CXErrorCode parse_with(CudaSource *src, const Document *doc, const char *pch) {
+/* text: what clang parses as the file (the document's text, or the same
+ * with its preamble blanked) */
+static enum CXErrorCode parse_with(CudaSource *src, const Document *doc, const char *pch, const char *text) {
     const char *path = main_path(doc);
-    struct CXUnsavedFile unsaved = {path, doc->text, (unsigned long)doc->length};
+    struct CXUnsavedFile unsaved = {path, text, (unsigned long)doc->length};
     unsigned opts = CXTranslationUnit_PrecompiledPreamble |
                     CXTranslationUnit_KeepGoing | CXTranslationUnit_SkipFunctionBodies |
                     CXTranslationUnit_LimitSkipFunctionBodiesToPreamble |
@@ -457,12 +460,63 @@ static enum CXErrorCode parse_with(CudaSource *src, const Document *doc, const c
     return src->tu ? e : (e == CXError_Success ? CXError_Failure : e);
 }
 
-/* a fresh parse of doc into src->tu, with the precompiled CUDA prefix for
- * its flags when there is one (cuda_pch.h), else as clang reads it */
-static enum CXErrorCode parse_tu(CudaSource *src, const Document *doc) {
+/* An error outside the file: clang reports it in a header, where the file's
+ * #include lines would have placed it (note_errors). With those lines read
+ * from a precompiled preamble it has no #include to show at. */
+static bool error_outside(CXTranslationUnit tu, const char *path) {
+    CXFile main_file = clang_getFile(tu, path);
+    unsigned n = clang_getNumDiagnostics(tu);
+    bool outside = false;
+    for (unsigned i = 0; i < n && !outside; i++) {
+        CXDiagnostic d = clang_getDiagnostic(tu, i);
+        if (clang_getDiagnosticSeverity(d) >= CXDiagnostic_Error) {
+            CXFile file = NULL;
+            clang_getExpansionLocation(clang_getDiagnosticLocation(d), &file, NULL, NULL, NULL);
+            outside = file && !(main_file && clang_File_isEqual(file, main_file));
+        }
+        clang_disposeDiagnostic(d);
+    }
+    return outside;
+}
+
+/* A parse with the file's include preamble read from a precompiled header
+ * (cuda_pch_for_preamble) and blanked in the text: true when it was used.
+ * Only on a file's first parse: a reparse reads the editor's whole text. */
+static bool parse_with_preamble(CudaSource *src, const Document *doc) {
+    size_t preamble = cuda_preamble_length(doc->text, doc->length);
+    const char *pch = preamble ? cuda_pch_for_preamble(&src->flags, main_path(doc), doc->text, preamble) : NULL;
+    if (!pch) return false;
+    char *blanked = cuda_preamble_blanked(doc->text, doc->length, preamble);
+    enum CXErrorCode e = blanked ? parse_with(src, doc, pch, blanked) : CXError_Failure;
+    free(blanked);
+    if (e != CXError_Success) {
+        cuda_pch_reject(pch);
+        return false;
+    }
+    if (pch_refused(src->tu, pch) || error_outside(src->tu, main_path(doc))) {
+        if (pch_refused(src->tu, pch)) cuda_pch_reject(pch);
+        clang_disposeTranslationUnit(src->tu);
+        src->tu = NULL;
+        return false;
+    }
+    src->pch = pch;
+    src->preamble = preamble;
+    return true;
+}
+
+/* a fresh parse of doc into src->tu: with the file's include preamble and
+ * the CUDA prefix precompiled when files before it opened with the same
+ * lines; else with the precompiled CUDA prefix for its flags when there is
+ * one (cuda_pch.h); else as clang reads it */
+static enum CXErrorCode parse_tu(CudaSource *src, const Document *doc, bool first) {
     double t0 = now();
+    src->preamble = 0;
+    if (first && parse_with_preamble(src, doc)) {
+        src->parse_seconds = now() - t0;
+        return CXError_Success;
+    }
     const char *pch = cuda_pch_for(&src->flags);
-    enum CXErrorCode e = pch ? parse_with(src, doc, pch) : CXError_Failure;
+    enum CXErrorCode e = pch ? parse_with(src, doc, pch, doc->text) : CXError_Failure;
     if (pch && e == CXError_Success && pch_refused(src->tu, pch)) {
         clang_disposeTranslationUnit(src->tu);
         src->tu = NULL;
@@ -470,7 +524,7 @@ static enum CXErrorCode parse_tu(CudaSource *src, const Document *doc) {
     }
     if (pch && e != CXError_Success) cuda_pch_reject(pch);
     src->pch = pch && e == CXError_Success ? pch : NULL;
-    if (!src->pch) e = parse_with(src, doc, NULL);
+    if (!src->pch) e = parse_with(src, doc, NULL, doc->text);
     src->parse_seconds = now() - t0;
     return e;
 }
@@ -500,7 +554,7 @@ static enum CXErrorCode find_project_headers(CudaSource *src, const Document *do
         if (!added) break;
         clang_disposeTranslationUnit(src->tu);
         src->tu = NULL;
-        e = parse_tu(src, doc);
+        e = parse_tu(src, doc, true);
     }
     free(dir);
     return e;
@@ -535,7 +589,7 @@ CudaSource *cuda_source_new(const Document *doc, const CudaFlagOptions *options,
     }
     src->index = clang_createIndex(0, 0);
     if (!src->flags.database || src->flags.database_inferred) add_learned_includes(src, doc);
-    enum CXErrorCode e = parse_tu(src, doc);
+    enum CXErrorCode e = parse_tu(src, doc, true);
     if (e == CXError_Success && (!src->flags.database || src->flags.database_inferred))
         e = find_project_headers(src, doc);
     if (e != CXError_Success) {
@@ -554,8 +608,16 @@ CudaSource *cuda_source_new(const Document *doc, const CudaFlagOptions *options,
 bool cuda_source_reparse(CudaSource *src, const Document *doc, char **error) {
     src->doc = doc;
     arena_free(src); /* the cursors die with the reparse */
-    if (!src->tu) { /* an earlier reparse failed: start again */
-        enum CXErrorCode e = parse_tu(src, doc);
+    if (src->tu && src->preamble) {
+        /* the first parse read the file's #include lines from a precompiled
+         * preamble, with those lines blanked: the editor's text has them, so
+         * parse it afresh, as clang reads it (then reparses reuse libclang's
+         * own preamble) */
+        clang_disposeTranslationUnit(src->tu);
+        src->tu = NULL;
+    }
+    if (!src->tu) { /* an earlier reparse failed, or the first read a preamble: start again */
+        enum CXErrorCode e = parse_tu(src, doc, false);
         if (e != CXError_Success) {
             *error = format_string("%s", error_text(e));
             return false;
@@ -578,7 +640,7 @@ bool cuda_source_reparse(CudaSource *src, const Document *doc, char **error) {
                 return false;
             }
             cuda_pch_reject(src->pch);
-            enum CXErrorCode e = parse_tu(src, doc); /* afresh, without it */
+            enum CXErrorCode e = parse_tu(src, doc, false); /* afresh, without it */
             if (e != CXError_Success) {
                 *error = format_string("%s", error_text(e));
                 return false;

@@ -53,6 +53,8 @@ typedef struct {
     size_t inferred_includes; /* -I folders found by include_search (no database) */
     double parse_seconds;
     const char *pch;     /* the precompiled CUDA prefix the last parse read (cuda_pch.h), or NULL */
+    size_t preamble;     /* with pch: the bytes of the file's include preamble it held too (blanked in the
+                          * text clang parsed; cuda_preamble.h), else 0 */
     /* node storage */
     struct CuArena *arena;
 } CudaSource;

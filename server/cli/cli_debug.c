@@ -44,7 +44,9 @@ static int dump_file(const char *path) {
     printf("# file: %s\n# flags:", path);
     for (size_t i = 0; i < src->flags.count; i++) printf(" %s", src->flags.args[i]);
     printf("\n# parsed in %.0f ms%s%s%s\n", src->parse_seconds * 1000,
-           src->pch ? " (the CUDA headers from the precompiled prefix)" : "",
+           !src->pch        ? ""
+           : src->preamble ? " (the CUDA headers and the file's #include lines from a precompiled prefix)"
+                           : " (the CUDA headers from the precompiled prefix)",
            src->has_errors ? "; first error: " : "", src->has_errors ? src->first_error_message : "");
     unsigned n = clang_getNumDiagnostics(src->tu);
     for (unsigned i = 0; i < n; i++) { /* as clang says them, warnings of the file included */
