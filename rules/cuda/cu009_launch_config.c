@@ -30,7 +30,7 @@ static const char documentation[] =
     "...`, one launch per block size) are reported once per macro and file rather than once per launch\n"
     "and expansion: one finding at the macro's first expansion lists each odd block size with the\n"
     "share of its lanes that idle, and the file's other expansions of the macro are its related\n"
-    "locations. A block size passed to the macro as an argument (`LAUNCH(K, 100)`) is written at\n"
+    "locations, with the macro's `#define` when the file defines it. A block size passed to the macro as an argument (`LAUNCH(K, 100)`) is written at\n"
     "each use and reported there, as is a launch whose size alone is a macro (`<<<g, THREADS>>>`).\n"
     "\n"
     "## Why is this slow?\n"
@@ -408,6 +408,7 @@ typedef struct {
     size_t expansion_count, expansion_cap;
     OddSize sizes[MAX_SIZES];  /* the distinct odd block sizes, in order */
     int size_count, more_sizes;
+    size_t define_start, define_end; /* its #define's lines, when this file defines it (end 0: not) */
 } MacroGroup;
 
 typedef struct {
@@ -473,9 +474,49 @@ static MacroGroup *group_of(Walk *w, const char *name, size_t len) {
     return g;
 }
 
-static bool group_add(Walk *w, size_t offset, size_t name_len, const Dims *d) {
+/* The lines of the #define whose body spells the launch's configuration,
+ * when that is in this file (a header's macro is not this file's to show):
+ * from the `#define` line through the lines it continues with a backslash. */
+static bool define_lines(const CudaSource *src, const CuLaunch *l, size_t *start, size_t *end) {
+    CXSourceLocation loc = clang_getRangeStart(clang_getCursorExtent(l->config->cursor));
+    CXFile fe, fs;
+    unsigned os;
+    clang_getExpansionLocation(loc, &fe, NULL, NULL, NULL);
+    clang_getSpellingLocation(loc, &fs, NULL, NULL, &os);
+    const Document *doc = src->doc;
+    if (!fe || !fs || !clang_File_isEqual(fe, fs) || os >= doc->length) return false;
+    const char *t = doc->text;
+    size_t line = document_line_of(doc, os);
+    /* up through the lines that continue onto this one */
+    while (line > 0) {
+        size_t prev_end = doc->line_starts[line]; /* the previous line's '\n' is just before */
+        size_t k = prev_end >= 1 ? prev_end - 1 : 0;
+        while (k > doc->line_starts[line - 1] && (t[k - 1] == '\r' || t[k - 1] == '\n')) k--;
+        while (k > doc->line_starts[line - 1] && (t[k - 1] == ' ' || t[k - 1] == '\t')) k--;
+        if (k == doc->line_starts[line - 1] || t[k - 1] != '\\') break;
+        line--;
+    }
+    size_t at = doc->line_starts[line];
+    while (at < doc->length && (t[at] == ' ' || t[at] == '\t')) at++;
+    if (doc->length - at < 7 || t[at] != '#') return false;
+    size_t k = at + 1;
+    while (k < doc->length && (t[k] == ' ' || t[k] == '\t')) k++;
+    if (doc->length - k < 6 || memcmp(t + k, "define", 6) != 0) return false;
+    /* the end of the #define's first line: the finding points at its name, not its whole body */
+    const char *nl = memchr(t + at, '\n', doc->length - at);
+    *start = at;
+    *end = nl ? (size_t)(nl - t) : doc->length;
+    if (*end > at && t[*end - 1] == '\r') (*end)--;
+    return true;
+}
+
+static bool group_add(Walk *w, const CuLaunch *l, size_t offset, size_t name_len, const Dims *d) {
     MacroGroup *g = group_of(w, w->ctx->cuda->doc->text + offset, name_len);
     if (!g) return false;
+    if (!g->define_end) {
+        size_t start, end;
+        if (define_lines(w->ctx->cuda, l, &start, &end)) g->define_start = start, g->define_end = end;
+    }
     if (!g->expansion_count || g->expansions[g->expansion_count - 1] != offset) {
         bool known = false;
         for (size_t i = 0; i < g->expansion_count && !known; i++) known = g->expansions[i] == offset;
@@ -544,6 +585,12 @@ static void report_group(RuleContext *ctx, const MacroGroup *g) {
                              list, where);
     free(list);
     if (!f) return;
+    if (g->define_end &&
+        !finding_add_related(f, (ByteRange){g->define_start, g->define_end},
+                             "the macro is defined here: its body holds the launches and their block sizes")) {
+        ctx->out_of_memory = true;
+        return;
+    }
     for (size_t i = 1; i < g->expansion_count; i++) {
         char message[96];
         snprintf(message, sizeof message, "`%.*s` expanded here too", (int)(len < 64 ? len : 64), g->name);
@@ -565,7 +612,7 @@ static void check_block(Walk *w, const CuLaunch *l, const Dims *grid, bool grid_
     if (grid_known && grid->v[0] * grid->v[1] * grid->v[2] == 1) return;
     size_t expansion, name_len;
     if (launch_in_macro(src, l, &expansion, &name_len)) {
-        if (!group_add(w, expansion, name_len, &d)) ctx->out_of_memory = true;
+        if (!group_add(w, l, expansion, name_len, &d)) ctx->out_of_memory = true;
         return;
     }
     long long warps = (threads + WARP - 1) / WARP;
