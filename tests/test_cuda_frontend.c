@@ -1284,6 +1284,9 @@ Test(cuda_preamble, what_ends_it) {
     cr_expect_eq(preamble_of("// note \\\n#include <cstdio>\n"), 0, "a // comment continued onto the include");
     cr_expect_eq(preamble_of("/* never closed\n#include <cstdio>\n"), 0);
     cr_expect_eq(preamble_of("#include <cstdio> int x;\n"), 0, "code after the include");
+    /* a carriage return alone ends a line for clang: what follows it is not in the comment or the include */
+    cr_expect_eq(preamble_of("// gen\r#define BLOCK 128\n#include \"k.cuh\"\n"), 0);
+    cr_expect_eq(preamble_of("#include <cstdio>\n#include \"k.cuh\" // x\rint h;\n#include <cmath>\n"), 18);
     /* no include at all: nothing to share */
     cr_expect_eq(preamble_of("// only a comment\n__global__ void k() {}\n"), 0);
     cr_expect_eq(preamble_of(""), 0);
@@ -1333,4 +1336,28 @@ Test(cuda_source, reparse_after_a_first_parse_from_a_shared_preamble) {
         cuda_source_free(srcs[i]);
         document_free(docs[i]);
     }
+}
+
+/* One file parsed again (an editor that opens it twice, a profile merged
+ * over it) does not make its preamble shared: the header is built when a
+ * second file opens with the same lines. */
+Test(cuda_source, a_preamble_is_shared_by_two_files_not_by_one_file_twice) {
+    if (!cuda_pch_enabled()) return;
+    char *root = temp_dir();
+    put(root, "twice.cuh", "#pragma once\ninline __device__ int twice(int x) { return 2 * x; }\n");
+    const char *text = "#include \"twice.cuh\"\n__global__ void k(int *p) { p[threadIdx.x] = twice(1); }\n";
+    char *first = put(root, "a.cu", text), *second = put(root, "b.cu", text);
+    for (int i = 0; i < 3; i++) {
+        Document *doc = doc_at(first, text);
+        CudaSource *src = parse(doc, NULL);
+        cr_expect_eq(src->preamble, 0, "parse %d of the same file read no shared preamble", i + 1);
+        cuda_source_free(src);
+        document_free(doc);
+    }
+    Document *doc = doc_at(second, text);
+    CudaSource *src = parse(doc, NULL);
+    cr_expect_eq(src->preamble, strlen("#include \"twice.cuh\"\n"), "another file with the same lines shares it");
+    cr_expect(!src->has_errors, "%s", src->first_error_message);
+    cuda_source_free(src);
+    document_free(doc);
 }

@@ -793,6 +793,46 @@ Test(pr002, a_line_of_long_kernels_joins_when_the_gpu_measurably_waited_for_it) 
     }
 }
 
+/* The wait measured before a line's launches holds the profiler's own cost
+ * on them: 4 us before each of line 4's launches is more than a graph's 2
+ * us, but not once the profiler's 3 us a launch is taken out. */
+Test(pr002, the_profilers_cost_is_taken_out_before_a_line_of_long_kernels_joins) {
+    for (int calibrated = 0; calibrated <= 1; calibrated++) {
+        Builder b = builder();
+        int l3 = site(&b, "launch.py", 3, "gelu"), l4 = site(&b, "launch.py", 4, "gelu");
+        Kernel conv = {"cudnn::bn_bw_kernel(float*)", 64, 512, 32, 0, 0};
+        uint64_t marks[31];
+        marks[0] = b.t;
+        for (int i = 1; i <= 30; i++) {
+            for (int k = 0; k < 100; k++) {
+                idle(&b, 20 * US);
+                launches(&b, l3, &tiny, 1, 2 * US, 0);
+            }
+            for (int k = 0; k < 20; k++) { /* a third of line 4's launches tiny */
+                idle(&b, 4 * US);
+                launches(&b, l4, &conv, 1, 40 * US, 0);
+                idle(&b, 4 * US);
+                launches(&b, l4, &tiny, 1, 2 * US, 0);
+                idle(&b, 4 * US);
+                launches(&b, l4, &conv, 1, 40 * US, 0);
+            }
+            marks[i] = b.t;
+        }
+        agg_steps(b.agg, marks, 31, 1, 31);
+        ProfCalibration c = {.trace_every = 1, .launches = 30 * 160, .callback_ns = 30 * 160 * 3 * US};
+        ProfileView *v = view_calibrated(&b, 1000 * MS, calibrated ? c : (ProfCalibration){0});
+        Source s = source_text("launch.py", launch_py);
+        FindingList l = run_rule("PR002", v, &s);
+        char *all = describe(&l, &s);
+        cr_assert_eq(l.count, 1, "%s", all);
+        cr_expect_eq(l.items[0].related_count, calibrated ? 0 : 1, "%s", all);
+        free(all);
+        finding_list_free(&l);
+        source_free(&s);
+        profile_view_free(v);
+    }
+}
+
 /* One optimizer step: no steady steps to judge by, so the whole run counts,
  * as without steps (not no idle time at all). */
 Test(pr002, a_single_step_leaves_the_whole_run_to_judge) {

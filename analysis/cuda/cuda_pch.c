@@ -26,10 +26,11 @@ typedef enum {
 } PchState;
 
 typedef struct {
-    char *key; /* the arguments, each ended by '\0' */
+    char *key; /* the arguments, each ended by '\0' (then, for a preamble, its folder and bytes) */
     size_t key_len;
     PchState state;
     char *path;
+    char *seen_by; /* a preamble's: the file that asked first (a second file builds it, not a reparse) */
 } PchEntry;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -169,18 +170,27 @@ static bool build(const CudaFlags *flags, const char *path, const BuildSource *s
 }
 
 /* The header for key (taken), built from source (NULL: the CUDA prefix)
- * the second time it is asked for, or at once for the prefix when eager. */
-static const char *header_for(const CudaFlags *flags, char *key, size_t len, const BuildSource *source) {
+ * the second time it is asked for (for a preamble: by another file than
+ * the first, `file`), or at once for the prefix when eager. */
+static const char *header_for(const CudaFlags *flags, char *key, size_t len, const BuildSource *source,
+                              const char *file) {
     pthread_mutex_lock(&lock);
     PchEntry *e = find(key, len);
     const char *ready = NULL;
     char *to_build = NULL;
-    if (!e && array_reserve(&entries, entry_count, &entry_cap, sizeof *entries, 8)) {
-        entries[entry_count] = (PchEntry){key, len, PCH_SEEN, NULL};
-        key = NULL;
-        if (eager && !source) e = &entries[entry_count];
-        entry_count++;
+    /* no more preamble headers to build: stop remembering new preambles */
+    bool full = source && preambles_started >= MAX_PREAMBLES;
+    if (!e && !full && array_reserve(&entries, entry_count, &entry_cap, sizeof *entries, 8)) {
+        char *seen_by = source ? strdup(file) : NULL;
+        if (!source || seen_by) {
+            entries[entry_count] = (PchEntry){key, len, PCH_SEEN, NULL, seen_by};
+            key = NULL;
+            if (eager && !source) e = &entries[entry_count];
+            entry_count++;
+        }
     }
+    if (e && e->state == PCH_SEEN && source && e->seen_by && strcmp(e->seen_by, file) == 0)
+        e = NULL; /* the same file again (a reparse, a second open): not a shared preamble yet */
     if (e && e->state == PCH_BUILDING) { /* another thread builds it: a parse without it would cost more */
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
@@ -196,11 +206,15 @@ static const char *header_for(const CudaFlags *flags, char *key, size_t len, con
         stats.used++;
     } else if (e && e->state == PCH_SEEN && *started < (source ? MAX_PREAMBLES : MAX_HEADERS) && make_folder()) {
         char path[PATH_MAX + 32];
-        snprintf(path, sizeof path, "%s/%s-%zu.pch", folder, source ? "preamble" : "prefix", ++*started);
-        e->path = strdup(path);
-        if (e->path) {
+        snprintf(path, sizeof path, "%s/%s-%zu.pch", folder, source ? "preamble" : "prefix", *started + 1);
+        char *kept = strdup(path);
+        to_build = kept ? strdup(path) : NULL;
+        if (to_build) { /* out of memory: it stays SEEN, and a later request tries again */
+            e->path = kept;
             e->state = PCH_BUILDING;
-            to_build = strdup(path);
+            ++*started;
+        } else {
+            free(kept);
         }
     }
     pthread_mutex_unlock(&lock);
@@ -233,7 +247,7 @@ const char *cuda_pch_for(const CudaFlags *flags) {
     if (!cuda_pch_enabled() || !eligible(flags)) return NULL;
     size_t len = 0;
     char *key = key_of(flags, &len);
-    return key ? header_for(flags, key, len, NULL) : NULL;
+    return key ? header_for(flags, key, len, NULL, NULL) : NULL;
 }
 
 const char *cuda_pch_for_preamble(const CudaFlags *flags, const char *path, const char *text, size_t preamble) {
@@ -264,7 +278,7 @@ const char *cuda_pch_for_preamble(const CudaFlags *flags, const char *path, cons
     memcpy(key + flags_len + file_len, text, preamble);
     free(flags_key);
     BuildSource source = {main_file, text, preamble};
-    const char *ready = header_for(flags, key, len, &source);
+    const char *ready = header_for(flags, key, len, &source, path);
     free(main_file);
     return ready;
 }

@@ -33,8 +33,9 @@ const char *cuda_pch_for(const CudaFlags *flags);
  * `preamble` bytes, cuda_preamble.h), for a file at path parsed with flags:
  * files of one folder that open with the same #include lines read their
  * headers from it, parsed once, and are parsed with those lines blanked.
- * Built the second time the same folder, flags and lines ask for it (at
- * most MAX_PREAMBLES per process); NULL: parse without it. Function bodies
+ * Built when a second file (not path again) asks with the same folder,
+ * flags and lines (at most MAX_PREAMBLES per process); NULL: parse
+ * without it. Function bodies
  * are kept, as a file's first parse keeps them. */
 const char *cuda_pch_for_preamble(const CudaFlags *flags, const char *path, const char *text, size_t preamble);
 

@@ -7,10 +7,14 @@
 static bool blank(char c) { return c == ' ' || c == '\t' || c == '\f' || c == '\v' || c == '\r' || c == '\n'; }
 
 /* The end of the line that starts at at (past its '\n'), or 0 when the
- * line continues with a backslash: the preamble does not take it. */
+ * line continues with a backslash or holds a carriage return that ends a
+ * line of its own (clang ends lines there too): the preamble does not take
+ * it. */
 static size_t line_end(const char *text, size_t length, size_t at) {
     const char *nl = memchr(text + at, '\n', length - at);
     size_t end = nl ? (size_t)(nl - text) : length;
+    for (size_t i = at; i < end; i++)
+        if (text[i] == '\r' && i + 1 != end) return 0;
     size_t last = end;
     while (last > at && (text[last - 1] == '\r' || text[last - 1] == ' ' || text[last - 1] == '\t')) last--;
     if (last > at && text[last - 1] == '\\') return 0;

@@ -442,6 +442,7 @@ static enum CXErrorCode parse_with(CudaSource *src, const Document *doc, const c
                     CXTranslationUnit_KeepGoing | CXTranslationUnit_SkipFunctionBodies |
                     CXTranslationUnit_LimitSkipFunctionBodiesToPreamble |
                     CXTranslationUnit_IgnoreNonErrorsFromIncludedFiles;
+    if (src->editing) opts |= CXTranslationUnit_CreatePreambleOnFirstParse;
     const char **args = (const char **)src->flags.args;
     size_t count = src->flags.count;
     if (pch) { /* the same flags, and what they make clang read before the first line, read from pch */
@@ -460,23 +461,29 @@ static enum CXErrorCode parse_with(CudaSource *src, const Document *doc, const c
     return src->tu ? e : (e == CXError_Success ? CXError_Failure : e);
 }
 
-/* An error outside the file: clang reports it in a header, where the file's
- * #include lines would have placed it (note_errors). With those lines read
- * from a precompiled preamble it has no #include to show at. */
-static bool error_outside(CXTranslationUnit tu, const char *path) {
+/* An error in one of the project's headers, which note_errors shows at the
+ * file's #include of it: with those lines read from a precompiled preamble
+ * it has no #include to show at. (Errors in system headers, and those nvcc
+ * accepts, note_errors leaves out either way.) */
+static bool error_in_project_header(CXTranslationUnit tu, const char *path) {
     CXFile main_file = clang_getFile(tu, path);
     unsigned n = clang_getNumDiagnostics(tu);
-    bool outside = false;
-    for (unsigned i = 0; i < n && !outside; i++) {
+    bool found = false;
+    for (unsigned i = 0; i < n && !found; i++) {
         CXDiagnostic d = clang_getDiagnostic(tu, i);
         if (clang_getDiagnosticSeverity(d) >= CXDiagnostic_Error) {
+            CXSourceLocation loc = clang_getDiagnosticLocation(d);
             CXFile file = NULL;
-            clang_getExpansionLocation(clang_getDiagnosticLocation(d), &file, NULL, NULL, NULL);
-            outside = file && !(main_file && clang_File_isEqual(file, main_file));
+            clang_getExpansionLocation(loc, &file, NULL, NULL, NULL);
+            CXString s = clang_getDiagnosticSpelling(d);
+            const char *message = clang_getCString(s);
+            found = file && !(main_file && clang_File_isEqual(file, main_file)) &&
+                    !clang_Location_isInSystemHeader(loc) && !nvcc_accepts(message ? message : "", loc);
+            clang_disposeString(s);
         }
         clang_disposeDiagnostic(d);
     }
-    return outside;
+    return found;
 }
 
 /* A parse with the file's include preamble read from a precompiled header
@@ -490,10 +497,10 @@ static bool parse_with_preamble(CudaSource *src, const Document *doc) {
     enum CXErrorCode e = blanked ? parse_with(src, doc, pch, blanked) : CXError_Failure;
     free(blanked);
     if (e != CXError_Success) {
-        cuda_pch_reject(pch);
+        if (e == CXError_ASTReadError) cuda_pch_reject(pch); /* the header, not this file, failed */
         return false;
     }
-    if (pch_refused(src->tu, pch) || error_outside(src->tu, main_path(doc))) {
+    if (pch_refused(src->tu, pch) || error_in_project_header(src->tu, main_path(doc))) {
         if (pch_refused(src->tu, pch)) cuda_pch_reject(pch);
         clang_disposeTranslationUnit(src->tu);
         src->tu = NULL;
@@ -607,12 +614,13 @@ CudaSource *cuda_source_new(const Document *doc, const CudaFlagOptions *options,
 
 bool cuda_source_reparse(CudaSource *src, const Document *doc, char **error) {
     src->doc = doc;
+    src->editing = true;
     arena_free(src); /* the cursors die with the reparse */
     if (src->tu && src->preamble) {
         /* the first parse read the file's #include lines from a precompiled
          * preamble, with those lines blanked: the editor's text has them, so
-         * parse it afresh, as clang reads it (then reparses reuse libclang's
-         * own preamble) */
+         * parse it afresh, as clang reads it, building libclang's own
+         * preamble at once for the reparses that follow */
         clang_disposeTranslationUnit(src->tu);
         src->tu = NULL;
     }

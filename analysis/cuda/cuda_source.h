@@ -55,6 +55,8 @@ typedef struct {
     const char *pch;     /* the precompiled CUDA prefix the last parse read (cuda_pch.h), or NULL */
     size_t preamble;     /* with pch: the bytes of the file's include preamble it held too (blanked in the
                           * text clang parsed; cuda_preamble.h), else 0 */
+    bool editing;        /* reparsed at least once (an editor's document): a fresh parse then builds
+                          * libclang's preamble at once, for the edits that follow */
     /* node storage */
     struct CuArena *arena;
 } CudaSource;

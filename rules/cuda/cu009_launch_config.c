@@ -474,10 +474,13 @@ static MacroGroup *group_of(Walk *w, const char *name, size_t len) {
     return g;
 }
 
-/* The lines of the #define whose body spells the launch's configuration,
- * when that is in this file (a header's macro is not this file's to show):
- * from the `#define` line through the lines it continues with a backslash. */
-static bool define_lines(const CudaSource *src, const CuLaunch *l, size_t *start, size_t *end) {
+/* The first line of the #define of macro `name` whose body spells the
+ * launch's configuration, when that is in this file (a header's macro is not
+ * this file's to show); found by walking up the lines the #define continues
+ * with a backslash. Not when the body belongs to another macro that `name`
+ * expands (`#define OUTER(k) INNER(k)`). */
+static bool define_lines(const CudaSource *src, const CuLaunch *l, const char *name, size_t name_len, size_t *start,
+                         size_t *end) {
     CXSourceLocation loc = clang_getRangeStart(clang_getCursorExtent(l->config->cursor));
     CXFile fe, fs;
     unsigned os;
@@ -502,6 +505,12 @@ static bool define_lines(const CudaSource *src, const CuLaunch *l, size_t *start
     size_t k = at + 1;
     while (k < doc->length && (t[k] == ' ' || t[k] == '\t')) k++;
     if (doc->length - k < 6 || memcmp(t + k, "define", 6) != 0) return false;
+    k += 6;
+    if (k >= doc->length || (t[k] != ' ' && t[k] != '\t')) return false;
+    while (k < doc->length && (t[k] == ' ' || t[k] == '\t')) k++;
+    if (doc->length - k < name_len || memcmp(t + k, name, name_len) != 0) return false;
+    k += name_len;
+    if (k < doc->length && (isalnum((unsigned char)t[k]) || t[k] == '_')) return false; /* a longer name */
     /* the end of the #define's first line: the finding points at its name, not its whole body */
     const char *nl = memchr(t + at, '\n', doc->length - at);
     *start = at;
@@ -515,7 +524,8 @@ static bool group_add(Walk *w, const CuLaunch *l, size_t offset, size_t name_len
     if (!g) return false;
     if (!g->define_end) {
         size_t start, end;
-        if (define_lines(w->ctx->cuda, l, &start, &end)) g->define_start = start, g->define_end = end;
+        if (define_lines(w->ctx->cuda, l, g->name, g->name_len, &start, &end))
+            g->define_start = start, g->define_end = end;
     }
     if (!g->expansion_count || g->expansions[g->expansion_count - 1] != offset) {
         bool known = false;

@@ -315,7 +315,9 @@ static bool add_sample(Run *r, uint64_t median, uint64_t count) {
 }
 
 /* Whether the profile measured the GPU waiting before this line's launches
- * in the steady steps for longer than a CUDA graph would leave between them.
+ * in the steady steps, less the profiler's share of that wait (its cost
+ * lands on launches, as report() takes it out), for longer than a CUDA
+ * graph would leave between them.
  * A line whose launches are mostly long kernels (a backward pass: cuDNN's
  * kernels between its small elementwise ones) is then launch-bound by that
  * measurement, whatever its share of tiny kernels; the share only stands in
@@ -330,7 +332,8 @@ static bool gpu_waited_for_launches(const PfLine *l, const IdleBasis *b) {
         launches += op->steady.count;
         idle_ns += op->steady.idle_ns;
     }
-    return launches > 0 && (double)idle_ns > (double)launches * GRAPH_GAP_NS;
+    double profiler_per_launch = b->activities ? (double)b->profiler_ns / (double)b->activities : 0;
+    return launches > 0 && (double)idle_ns - (double)launches * profiler_per_launch > (double)launches * GRAPH_GAP_NS;
 }
 
 static void check_profile(RuleContext *ctx) {

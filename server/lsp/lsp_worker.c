@@ -289,6 +289,7 @@ static void keep_outside(const FindingList *old, size_t ua, size_t ub_old, size_
         g->name = f->name;
         g->severity = f->severity;
         g->range = r;
+        g->advice = f->advice; /* static: the rule's */
         g->message = strdup(f->message);
         /* the items keep their kinds: what the profile measured stays measured */
         for (size_t k = 0; k < f->evidence_count; k++) {
