@@ -100,6 +100,9 @@ Test(sarif, structure_rules_and_results) {
     cr_expect(region_field(res, "endColumn") > 9);
     const char *fp = fingerprint_of(res);
     cr_expect(fp && strlen(fp) == 64, "fingerprint %s", fp ? fp : "(none)");
+    const char *advice = json_string_value(json_object_get(json_object_get(res, "properties"), "advice"));
+    cr_expect(advice && strstr(advice, "drop the per-iteration synchronize"), "the rule's advice: %s",
+              advice ? advice : "(none)");
     const char *base = json_string_value(json_object_get(
         json_object_get(json_object_get(run, "originalUriBaseIds"), "%SRCROOT%"), "uri"));
     cr_assert(base != NULL);
@@ -194,6 +197,7 @@ Test(github, escaping_of_data_and_properties) {
     cr_expect_eq(r.status, 1, "%s%s", r.out, r.err);
     cr_expect(strstr(r.out, "::warning file=a%2Cb%3Ac.py,line=5,col=9,endLine=5,") == r.out, "%s", r.out);
     cr_expect(strstr(r.out, ",title=PY003 sync-in-hot-loop::") != NULL, "%s", r.out);
+    cr_expect(strstr(r.out, "%0Awhat to do: drop the per-iteration synchronize") != NULL, "the advice: %s", r.out);
     cr_expect(strchr(r.out, '\n') == r.out + strlen(r.out) - 1, "one line: %s", r.out);
     run_result_free(&r);
 }

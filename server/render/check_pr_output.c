@@ -219,6 +219,7 @@ static json_t *sarif_result(const PrOutput *o, const char *path, const Document 
     json_t *props = json_pack("{s:s,s:o}", "severity", severity_name(f->severity), "evidence",
                               finding_evidence_json(f));
     if (f->fix_count) json_object_set_new(props, "fixSafe", json_boolean(f->fixes[0].safe));
+    if (f->advice) json_object_set_new(props, "advice", json_string(f->advice));
     if (f->gain.present) {
         json_object_set_new(props, "gainSeconds", json_real(f->gain.seconds));
         json_object_set_new(props, "gainScope", json_string(f->gain.scope ? f->gain.scope : "program"));
@@ -421,6 +422,7 @@ static char *github_message(const Finding *f) {
         fprintf(m, "\nest. gain %s (%s)", units_seconds(f->gain.seconds, seconds, sizeof seconds),
                 f->gain.scope ? f->gain.scope : "program");
     }
+    if (f->advice && !f->fix_count) fprintf(m, "\nwhat to do: %s", f->advice);
     fclose(m);
     return buf;
 }
