@@ -320,6 +320,32 @@ static char *in_advise_words(const char *message) {
     return strdup(message);
 }
 
+/* An error clang places in one of the project's headers: not in the file,
+ * not in a system header (those are not the user's to see), not without a
+ * place. note_errors shows these at the file's #include of the header. */
+static bool in_project_header(CXSourceLocation loc, CXFile file, CXFile main_file) {
+    return file && main_file && !clang_File_isEqual(file, main_file) && !clang_Location_isInSystemHeader(loc);
+}
+
+/* Whether one of tu's errors (severity error or fatal) matches: each is
+ * handed with its words ("" when none) and place. */
+typedef bool (*ErrorMatch)(const char *message, CXSourceLocation loc, const void *data);
+static bool some_error(CXTranslationUnit tu, ErrorMatch match, const void *data) {
+    unsigned n = clang_getNumDiagnostics(tu);
+    bool found = false;
+    for (unsigned i = 0; i < n && !found; i++) {
+        CXDiagnostic d = clang_getDiagnostic(tu, i);
+        if (clang_getDiagnosticSeverity(d) >= CXDiagnostic_Error) {
+            CXString s = clang_getDiagnosticSpelling(d);
+            const char *m = clang_getCString(s);
+            found = match(m ? m : "", clang_getDiagnosticLocation(d), data);
+            clang_disposeString(s);
+        }
+        clang_disposeDiagnostic(d);
+    }
+    return found;
+}
+
 static void note_errors(CudaSource *src) {
     forget_errors(src);
     unsigned n = clang_getNumDiagnostics(src->tu);
@@ -342,10 +368,9 @@ static void note_errors(CudaSource *src) {
                 note_error(src, offset, in_advise_words(message));
             } else if (!file) {
                 note_error(src, 0, in_advise_words(message)); /* a fatal error with no location (bad flags) */
-            } else if (main_file && !in_system_header) {
-                /* errors in system headers are not the user's to see; errors in
-                 * the project's own headers show at the #include, as clangd
-                 * shows them */
+            } else if (in_project_header(loc, file, main_file)) {
+                /* errors in the project's own headers show at the #include, as
+                 * clangd shows them */
                 IncludeSearch search = {file, main_file, false, 0};
                 clang_getInclusions(src->tu, find_include, &search);
                 if (search.found) {
@@ -415,23 +440,14 @@ static bool has_include(const CudaFlags *f, const char *dir) {
     return false;
 }
 
+static bool names_the_pch(const char *message, CXSourceLocation loc, const void *pch) {
+    (void)loc;
+    return strstr(message, pch) || strstr(message, "precompiled header") || strstr(message, "PCH file");
+}
+
 /* clang turned the precompiled prefix down (a header changed since it was
  * built): a fatal error that names it. */
-static bool pch_refused(CXTranslationUnit tu, const char *pch) {
-    unsigned n = clang_getNumDiagnostics(tu);
-    bool refused = false;
-    for (unsigned i = 0; i < n && !refused; i++) {
-        CXDiagnostic d = clang_getDiagnostic(tu, i);
-        if (clang_getDiagnosticSeverity(d) >= CXDiagnostic_Error) {
-            CXString s = clang_getDiagnosticSpelling(d);
-            const char *m = clang_getCString(s);
-            refused = m && (strstr(m, pch) || strstr(m, "precompiled header") || strstr(m, "PCH file"));
-            clang_disposeString(s);
-        }
-        clang_disposeDiagnostic(d);
-    }
-    return refused;
-}
+static bool pch_refused(CXTranslationUnit tu, const char *pch) { return some_error(tu, names_the_pch, pch); }
 
 /* text: what clang parses as the file (the document's text, or the same
  * with its preamble blanked) */
@@ -461,29 +477,17 @@ static enum CXErrorCode parse_with(CudaSource *src, const Document *doc, const c
     return src->tu ? e : (e == CXError_Success ? CXError_Failure : e);
 }
 
+static bool shown_at_an_include(const char *message, CXSourceLocation loc, const void *main_file) {
+    CXFile file = NULL;
+    clang_getExpansionLocation(loc, &file, NULL, NULL, NULL);
+    return !nvcc_accepts(message, loc) && in_project_header(loc, file, (CXFile)main_file);
+}
+
 /* An error in one of the project's headers, which note_errors shows at the
  * file's #include of it: with those lines read from a precompiled preamble
- * it has no #include to show at. (Errors in system headers, and those nvcc
- * accepts, note_errors leaves out either way.) */
+ * it has no #include to show at. */
 static bool error_in_project_header(CXTranslationUnit tu, const char *path) {
-    CXFile main_file = clang_getFile(tu, path);
-    unsigned n = clang_getNumDiagnostics(tu);
-    bool found = false;
-    for (unsigned i = 0; i < n && !found; i++) {
-        CXDiagnostic d = clang_getDiagnostic(tu, i);
-        if (clang_getDiagnosticSeverity(d) >= CXDiagnostic_Error) {
-            CXSourceLocation loc = clang_getDiagnosticLocation(d);
-            CXFile file = NULL;
-            clang_getExpansionLocation(loc, &file, NULL, NULL, NULL);
-            CXString s = clang_getDiagnosticSpelling(d);
-            const char *message = clang_getCString(s);
-            found = file && !(main_file && clang_File_isEqual(file, main_file)) &&
-                    !clang_Location_isInSystemHeader(loc) && !nvcc_accepts(message ? message : "", loc);
-            clang_disposeString(s);
-        }
-        clang_disposeDiagnostic(d);
-    }
-    return found;
+    return some_error(tu, shown_at_an_include, clang_getFile(tu, path));
 }
 
 /* A parse with the file's include preamble read from a precompiled header
