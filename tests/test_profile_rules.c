@@ -738,6 +738,32 @@ Test(pr002, measured_idle_before_a_lines_launches_counts_in_a_gpu_bound_run) {
     }
 }
 
+/* 30 steady steps of a backward-like pass: 100 tiny launches at line 3, each
+ * after 20 us of idle GPU; then `triples` times a long cuDNN kernel, a tiny
+ * one and a long one at line 4, each after `wait` ns of idle GPU. */
+static void backward_steps(Builder *b, int triples, uint64_t wait) {
+    int l3 = site(b, "launch.py", 3, "gelu"), l4 = site(b, "launch.py", 4, "gelu");
+    Kernel conv = {"cudnn::bn_bw_kernel(float*)", 64, 512, 32, 0, 0};
+    uint64_t marks[31];
+    marks[0] = b->t;
+    for (int i = 1; i <= 30; i++) {
+        for (int k = 0; k < 100; k++) {
+            idle(b, 20 * US);
+            launches(b, l3, &tiny, 1, 2 * US, 0);
+        }
+        for (int k = 0; k < triples; k++) {
+            idle(b, wait);
+            launches(b, l4, &conv, 1, 40 * US, 0);
+            idle(b, wait);
+            launches(b, l4, &tiny, 1, 2 * US, 0);
+            idle(b, wait);
+            launches(b, l4, &conv, 1, 40 * US, 0);
+        }
+        marks[i] = b->t;
+    }
+    agg_steps(b->agg, marks, 31, 1, 31);
+}
+
 /* A backward pass: a line whose launches are mostly long kernels (cuDNN's)
  * between a few tiny ones. Where the profile measured the GPU waiting before
  * them for longer than a graph would leave, the line joins the tiny launches
@@ -746,26 +772,7 @@ Test(pr002, measured_idle_before_a_lines_launches_counts_in_a_gpu_bound_run) {
 Test(pr002, a_line_of_long_kernels_joins_when_the_gpu_measurably_waited_for_it) {
     for (int waited = 0; waited <= 1; waited++) {
         Builder b = builder();
-        int l3 = site(&b, "launch.py", 3, "gelu"), l4 = site(&b, "launch.py", 4, "gelu");
-        Kernel conv = {"cudnn::bn_bw_kernel(float*)", 64, 512, 32, 0, 0};
-        uint64_t marks[31];
-        marks[0] = b.t;
-        for (int i = 1; i <= 30; i++) {
-            for (int k = 0; k < 100; k++) {
-                idle(&b, 20 * US);
-                launches(&b, l3, &tiny, 1, 2 * US, 0);
-            }
-            for (int k = 0; k < 30; k++) {
-                idle(&b, waited ? 25 * US : 1 * US);
-                launches(&b, l4, &conv, 1, 40 * US, 0);
-                idle(&b, waited ? 25 * US : 1 * US);
-                launches(&b, l4, &tiny, 1, 2 * US, 0);
-                idle(&b, waited ? 25 * US : 1 * US);
-                launches(&b, l4, &conv, 1, 40 * US, 0);
-            }
-            marks[i] = b.t;
-        }
-        agg_steps(b.agg, marks, 31, 1, 31);
+        backward_steps(&b, 30, waited ? 25 * US : 1 * US);
         ProfileView *v = view_of(&b, 1000 * MS);
         Source s = source_text("launch.py", launch_py);
         FindingList l = run_rule("PR002", v, &s);
@@ -799,26 +806,7 @@ Test(pr002, a_line_of_long_kernels_joins_when_the_gpu_measurably_waited_for_it) 
 Test(pr002, the_profilers_cost_is_taken_out_before_a_line_of_long_kernels_joins) {
     for (int calibrated = 0; calibrated <= 1; calibrated++) {
         Builder b = builder();
-        int l3 = site(&b, "launch.py", 3, "gelu"), l4 = site(&b, "launch.py", 4, "gelu");
-        Kernel conv = {"cudnn::bn_bw_kernel(float*)", 64, 512, 32, 0, 0};
-        uint64_t marks[31];
-        marks[0] = b.t;
-        for (int i = 1; i <= 30; i++) {
-            for (int k = 0; k < 100; k++) {
-                idle(&b, 20 * US);
-                launches(&b, l3, &tiny, 1, 2 * US, 0);
-            }
-            for (int k = 0; k < 20; k++) { /* a third of line 4's launches tiny */
-                idle(&b, 4 * US);
-                launches(&b, l4, &conv, 1, 40 * US, 0);
-                idle(&b, 4 * US);
-                launches(&b, l4, &tiny, 1, 2 * US, 0);
-                idle(&b, 4 * US);
-                launches(&b, l4, &conv, 1, 40 * US, 0);
-            }
-            marks[i] = b.t;
-        }
-        agg_steps(b.agg, marks, 31, 1, 31);
+        backward_steps(&b, 20, 4 * US);
         ProfCalibration c = {.trace_every = 1, .launches = 30 * 160, .callback_ns = 30 * 160 * 3 * US};
         ProfileView *v = view_calibrated(&b, 1000 * MS, calibrated ? c : (ProfCalibration){0});
         Source s = source_text("launch.py", launch_py);
