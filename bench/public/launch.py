@@ -15,6 +15,16 @@ after the last training iteration it synchronizes the GPU once and reads the
 clock; the time per iteration is the difference over the iterations between.
 Those two synchronizations are the only work the timing adds.
 
+--alternate K (with ADVISE_PROFILE_ALTERNATE=K under `advise profile`, which
+then sleeps through steps K+1..2K, 3K+1..4K, ...): the hook also synchronizes
+at every K-th step from the warm-up's end on and writes each block of K
+steps with the profiler's state during it, so that one process gives the
+profiler's cost per step, free of the spread between processes.
+
+--torch-profiler: the script runs inside torch.profiler.profile (CPU and
+CUDA activity, with_stack=True), the peer tool's cost on the same workload;
+nothing is exported.
+
 torch's generator is seeded (--seed, 0 unless told) before the script runs,
 so two copies of one workload start from the same weights and draw the same
 batches: their printed losses can be compared step by step.
@@ -97,13 +107,31 @@ def write_random_text(path, tokens, vocabulary=10000, per_line=20):
 
 
 class IterationClock:
-    def __init__(self, iterations, steps_per_iteration, warmup, out):
+    def __init__(self, iterations, steps_per_iteration, warmup, out, alternate=0):
         self.iterations, self.per, self.warmup, self.out = iterations, steps_per_iteration, warmup, out
+        self.alternate = alternate
         self.steps = 0
         self.start = self.end = None
+        self.blocks = []  # (first step, ms, profiler state) per block of `alternate` steps
+        self.block_start = None
+
+    def block_boundary(self):
+        """At the end of step m*K: the block of steps m*K+1..(m+1)*K runs with
+        the profiler dormant when m is odd (profiler/inject/step_marks.c)."""
+        torch.cuda.synchronize()
+        now = time.perf_counter()
+        if self.block_start is not None:
+            first, began = self.block_start
+            dormant = ((first - 1) // self.alternate) % 2 == 1
+            self.blocks.append({"first_step": first, "ms": (now - began) * 1e3,
+                                "profiler": "dormant" if dormant else "awake"})
+        self.block_start = (self.steps + 1, now)
 
     def after_step(self, optimizer, args, kwargs):
         self.steps += 1
+        if self.alternate and self.steps % self.alternate == 0 and \
+                self.warmup * self.per <= self.steps <= self.iterations * self.per:
+            self.block_boundary()
         if self.steps % self.per:
             return
         done = self.steps // self.per
@@ -119,6 +147,9 @@ class IterationClock:
         timed = self.iterations - self.warmup
         result = {"iterations": self.steps // self.per, "timed_iterations": timed,
                   "ms_per_iteration": None}
+        if self.alternate:
+            result["alternate"] = self.alternate
+            result["blocks"] = self.blocks
         if self.start is not None and self.end is not None:
             result["ms_per_iteration"] = (self.end - self.start) * 1e3 / timed
         with open(self.out, "w") as f:
@@ -135,7 +166,13 @@ def main():
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--timing", required=True)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--alternate", type=int, default=0,
+                        help="time blocks of K optimizer steps (with ADVISE_PROFILE_ALTERNATE=K)")
+    parser.add_argument("--torch-profiler", action="store_true",
+                        help="run inside torch.profiler.profile(with_stack=True)")
     args = parser.parse_args()
+    if args.alternate < 0:
+        parser.error("--alternate must be 0 or more")
 
     if args.data == "mnist":
         RandomMNIST.items = args.iterations * args.batch
@@ -150,13 +187,18 @@ def main():
         write_random_text("data/train.txt", (args.iterations + 1) * args.batch)
 
     clock = IterationClock(args.iterations, args.steps_per_iteration, args.warmup,
-                           os.path.abspath(args.timing))
+                           os.path.abspath(args.timing), args.alternate)
     register_optimizer_step_post_hook(clock.after_step)
     atexit.register(clock.write)
     torch.manual_seed(args.seed)
     sys.argv = [args.script]
     sys.path.insert(0, os.getcwd())
-    runpy.run_path(args.script, run_name="__main__")
+    if args.torch_profiler:
+        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        with torch.profiler.profile(activities=activities, with_stack=True):
+            runpy.run_path(args.script, run_name="__main__")
+    else:
+        runpy.run_path(args.script, run_name="__main__")
 
 
 if __name__ == "__main__":

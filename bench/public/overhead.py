@@ -4,7 +4,8 @@ one call on one machine.
 
     python3 bench/public/overhead.py --profile BUNDLE/advise-profile
         [--workload cifar] [--reps 3] [--iterations 300]
-        [--variants plain,advise,no-python,activity-only] [--json OUT.json]
+        [--variants plain,advise,no-python,activity-only,torch.profiler]
+        [--alternate K] [--json OUT.json]
 
 Variants (the environment variables are the profiler's own, see
 bench/overhead/run.py):
@@ -13,6 +14,13 @@ bench/overhead/run.py):
   advise         advise-profile as shipped
   no-python      advise without Python call sites (ADVISE_PROFILE_PYTHON_HOOK=off)
   activity-only  advise without callbacks or call sites (ADVISE_PROFILE_SITES=0)
+  torch.profiler the copy run inside torch.profiler.profile(with_stack=True), CPU
+                 and CUDA activity, nothing exported (the peer tool)
+  in-process     advise with ADVISE_PROFILE_ALTERNATE=K (needs --alternate K):
+                 the profiler sleeps through every other block of K optimizer
+                 steps and launch.py times each block, so one process gives
+                 the profiler's cost: the median awake block over the median
+                 dormant one, and the median of adjacent pairs' ratios
 
 For each run: milliseconds per training iteration (launch.py's timing,
 after 20 untimed iterations), and the CPU seconds (user + system) of the
@@ -38,13 +46,34 @@ ENV = {
     "advise": {},
     "no-python": {"ADVISE_PROFILE_PYTHON_HOOK": "off"},
     "activity-only": {"ADVISE_PROFILE_SITES": "0"},
+    "torch.profiler": None,
+    "in-process": {},  # ADVISE_PROFILE_ALTERNATE is added from --alternate
+    "in-process-every-8": {"ADVISE_PROFILE_TRACE": "sample:8"},
 }
 
 
-def run_variant(variant, workload, folder, iterations, profile, out_dir, rep):
+def in_process_change(blocks):
+    """(median awake / median dormant - 1, median over adjacent awake-dormant
+    pairs of their ratio - 1), in percent; None without both kinds."""
+    awake = [b["ms"] for b in blocks if b["profiler"] == "awake"]
+    dormant = [b["ms"] for b in blocks if b["profiler"] == "dormant"]
+    if not awake or not dormant:
+        return None
+    pairs = [a["ms"] / d["ms"] for a, d in zip(blocks, blocks[1:])
+             if a["profiler"] == "awake" and d["profiler"] == "dormant"]
+    return ((statistics.median(awake) / statistics.median(dormant) - 1) * 100,
+            (statistics.median(pairs) - 1) * 100 if pairs else None, len(awake), len(dormant))
+
+
+def run_variant(variant, workload, folder, iterations, profile, out_dir, rep, alternate):
     timing = os.path.join(folder, "timing.json")
     cmd = command(workload, iterations, timing)
     env = dict(os.environ)
+    if variant == "torch.profiler":
+        cmd.append("--torch-profiler")
+    if variant.startswith("in-process"):
+        cmd += ["--alternate", str(alternate)]
+        env["ADVISE_PROFILE_ALTERNATE"] = str(alternate)
     if ENV[variant] is not None:
         env.update(ENV[variant])
         out = os.path.join(out_dir, f"{workload}-{variant}-{rep}.json")
@@ -55,9 +84,9 @@ def run_variant(variant, workload, folder, iterations, profile, out_dir, rep):
     if done.returncode != 0:
         raise RuntimeError(f"{variant} exited {done.returncode}:\n{done.stdout[-3000:]}")
     with open(timing) as f:
-        ms = json.load(f)["ms_per_iteration"]
+        timed = json.load(f)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return ms, cpu
+    return timed["ms_per_iteration"], cpu, timed.get("blocks", [])
 
 
 def main():
@@ -69,22 +98,35 @@ def main():
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=300)
     parser.add_argument("--profile", required=True, help="advise-profile")
+    parser.add_argument("--alternate", type=int, default=0,
+                        help="blocks of K optimizer steps for the in-process variant")
     parser.add_argument("--json")
     args = parser.parse_args()
     variants = [v for v in args.variants.split(",") if v]
     for v in variants:
         if v not in ENV:
             sys.exit(f"overhead: unknown variant {v} (known: {', '.join(ENV)})")
+    if any(v.startswith("in-process") for v in variants) != (args.alternate > 0):
+        sys.exit("overhead: the in-process variant and --alternate K (K > 0) go together")
     folder = prepare(args.workload, "as-written", os.path.abspath(args.corpus), args.work)
     profile = os.path.abspath(args.profile)
     results = {v: [] for v in variants}
+    in_process = []
     with tempfile.TemporaryDirectory() as out_dir:
         for rep in range(args.reps):
             order = variants[rep % len(variants):] + variants[:rep % len(variants)]
             for v in order:
-                ms, cpu = run_variant(v, args.workload, folder, args.iterations, profile, out_dir, rep)
+                ms, cpu, blocks = run_variant(v, args.workload, folder, args.iterations, profile, out_dir, rep,
+                                              args.alternate)
                 results[v].append((ms, cpu))
-                print(f"rep {rep + 1}: {v:<14} {ms:7.2f} ms/iteration, {cpu:7.1f} s of CPU", flush=True)
+                line = f"rep {rep + 1}: {v:<14} {ms:7.2f} ms/iteration, {cpu:7.1f} s of CPU"
+                change = in_process_change(blocks) if v.startswith("in-process") else None
+                if change:
+                    pairs = f", pairs {change[1]:+.1f}%" if change[1] is not None else ""
+                    line += f"; awake over dormant {change[0]:+.1f}%{pairs} ({change[2]} and {change[3]} blocks)"
+                    in_process.append({"variant": v, "rep": rep + 1, "blocks": blocks, "median_change_percent": change[0],
+                                       "pair_change_percent": change[1]})
+                print(line, flush=True)
     base = statistics.median(ms for ms, _ in results[variants[0]]) if results[variants[0]] else None
     print(f"\n{'variant':<14} {'runs':>4} {'median ms':>10} {'change':>8} {'CPU s':>8}  each run (ms)")
     for v in variants:
@@ -93,11 +135,18 @@ def main():
         change = f"{(ms / base - 1) * 100:+.1f}%" if base and v != variants[0] else ""
         each = " ".join(f"{m:.2f}" for m, _ in results[v])
         print(f"{v:<14} {len(results[v]):>4} {ms:>10.2f} {change:>8} {cpu:>8.1f}  {each}")
+    if in_process:
+        print(f"\nin one process (blocks of {args.alternate} steps, awake over dormant), per run:")
+        for v in variants:
+            each = " ".join(f"{r['median_change_percent']:+.1f}%" for r in in_process if r["variant"] == v)
+            if each:
+                print(f"  {v:<20} {each}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"workload": args.workload, "iterations": args.iterations,
                        "runs": {v: [{"ms_per_iteration": m, "cpu_seconds": c} for m, c in results[v]]
-                                for v in variants}}, f, indent=1)
+                                for v in variants},
+                       "alternate": args.alternate, "in_process": in_process}, f, indent=1)
 
 
 if __name__ == "__main__":
