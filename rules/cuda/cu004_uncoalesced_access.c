@@ -24,7 +24,11 @@ static const char documentation[] =
     "- a thread-per-row loop over the fast dimension (`for (i = 0; i < C; ++i) sum += x[row * C + i]`\n"
     "  with `row` from the thread index).\n"
     "\n"
-    "The message names the variable that carries `threadIdx.x` and the stride.\n"
+    "The message names the variable that carries `threadIdx.x` and the stride. When the strided access\n"
+    "is one side of an assignment whose other side moves with `threadIdx.x` one element at a time\n"
+    "(`out[x * height + y] = in[y * width + x]`), the statement is a transpose: swapping the thread\n"
+    "roles would only move the strided access to the other side, so the message says so and points to a\n"
+    "shared-memory tile instead.\n"
     "\n"
     "## Why is this slow?\n"
     "The 32 threads of a warp issue a load or store together. When consecutive `threadIdx.x` values\n"
@@ -544,6 +548,24 @@ static bool subsampling_loop(Analysis *a, const CuNode *index, const CuLane *l) 
     return stepped && !cu_find(loop->children[loop->child_count - 1], writes_var, (void *)j);
 }
 
+/* A transpose: `access` is one side of a plain assignment whose other side
+ * is an array access that threadIdx.x moves along by one element (its
+ * contiguous dimension). Swapping the thread roles would only move the
+ * strided access to that side. Returns the other side, or NULL. */
+static const CuNode *coalesced_other_side(Analysis *a, const CuNode *access) {
+    const CuNode *p = cu_plain_parent(access);
+    if (!p || p->kind != CXCursor_BinaryOperator || p->op != CXBinaryOperator_Assign || p->child_count != 2) return NULL;
+    const CuNode *lhs = cu_strip(p->children[0]), *rhs = cu_strip(p->children[1]);
+    const CuNode *other = lhs == access ? rhs : rhs == access ? lhs : NULL;
+    if (!other || other->kind != CXCursor_ArraySubscriptExpr || other->child_count != 2) return NULL;
+    /* a pointer, or in a template a base whose type is not known yet (`output(row)[col]` on a PitchedPtr<T>);
+     * either way only the wording of the finding depends on it */
+    CXType t = clang_getCanonicalType(clang_getCursorType(cu_strip(other->children[0])->cursor));
+    if (t.kind != CXType_Pointer && t.kind != CXType_Dependent) return NULL;
+    CuLane l = cu_index_lane(a->ix, other->children[1]);
+    return l.kind == CU_LANE_CONST && (l.c == 1 || l.c == -1) ? other : NULL;
+}
+
 static void check_access(Analysis *a, const CuNode *access, const CuNode *base, const CuNode *index) {
     CuLane l;
     long long elem;
@@ -597,6 +619,20 @@ static void check_access(Analysis *a, const CuNode *access, const CuNode *base, 
                        "Let the threads of a warp or block share a row and stride over `%s` instead "
                        "(`%s = threadIdx.x; ...; %s += blockDim.x`), or transpose the data",
                        pointer, carrier, mult, verb, dist, loop_var->name, loop_var->name, loop_var->name);
+    } else if (y && coalesced_other_side(a, access)) {
+        char ytext[64], other[64];
+        node_text(a->src, y, ytext, sizeof ytext);
+        node_text(a->src, cu_strip(coalesced_other_side(a, access)->children[0]), other, sizeof other);
+        const char *from = write ? other : pointer, *to = write ? pointer : other;
+        rule_report_cu(a->ctx, access,
+                       "this statement transposes `%s` into `%s`: in the index into `%s`, %s is multiplied by %s "
+                       "while `%s` (from threadIdx.y) picks the contiguous position, so neighbouring threads %s "
+                       "addresses %s apart; the access to `%s` is coalesced. Swapping the thread roles would only "
+                       "move the strided access there: stage a tile through shared memory (load it with threadIdx.x "
+                       "along `%s`'s contiguous dimension, `__syncthreads()`, store it with threadIdx.x along "
+                       "`%s`'s; pad its rows by one element against bank conflicts) so that both global accesses "
+                       "are coalesced",
+                       from, to, pointer, carrier, mult, ytext, verb, dist, other, from, to);
     } else if (y) {
         char ytext[64];
         node_text(a->src, y, ytext, sizeof ytext);
