@@ -49,6 +49,9 @@ ENV = {
     "torch.profiler": None,
     "in-process": {},  # ADVISE_PROFILE_ALTERNATE is added from --alternate
     "in-process-every-8": {"ADVISE_PROFILE_TRACE": "sample:8"},
+    "in-process-every-64": {"ADVISE_PROFILE_TRACE": "sample:64"},
+    "in-process-trace-all": {"ADVISE_PROFILE_TRACE": "all"},
+    "in-process-no-tracing": {"ADVISE_PROFILE_ACTIVITY": "device"},
 }
 
 
