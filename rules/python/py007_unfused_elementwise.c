@@ -13,7 +13,8 @@
 static const char documentation[] =
     "## What it does\n"
     "Flags elementwise formulas that PyTorch ships as one fused kernel:\n"
-    "- `x * torch.sigmoid(x)` (either order, also `x.sigmoid()`): SiLU / Swish, use `F.silu(x)`;\n"
+    "- `x * torch.sigmoid(x)` (either order, also `x.sigmoid()`, `x.mul(torch.sigmoid(x))` and\n"
+    "  `torch.mul(x, torch.sigmoid(x))`): SiLU / Swish, use `F.silu(x)`;\n"
     "- the tanh approximation of GELU, `0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 *\n"
     "  x ** 3)))`, in its common spellings (`torch.pow(x, 3)`, `x * x * x`, the constant `0.7978845608`,\n"
     "  `(2 / math.pi) ** 0.5`, the factored form `0.79788456 * x * (1 + 0.044715 * x * x)`, `/ 2`):\n"
@@ -144,6 +145,31 @@ static bool match_silu(const PySource *src, TSNode n, size_t *start, TSNode *x) 
         }
     }
     if (unary_torch_call(src, l, sigmoid_funcs, "sigmoid", &a) && same(src, r, a)) {
+        *x = a;
+        return true;
+    }
+    return false;
+}
+
+static const char *const mul_funcs[] = {"torch.mul", "torch.multiply", NULL};
+
+/* the same product spelled as a call: x.mul(sigmoid(x)), torch.mul(x, sigmoid(x)) (either order); not the
+ * in-place x.mul_(...) */
+static bool match_silu_call(const PySource *src, TSNode n, TSNode *x) {
+    if (!py_is(n, "call") || py_call_has_splat(n) || py_call_has_argument(n, "keyword_argument")) return false;
+    TSNode recv, a;
+    if ((py_value_method_call(src, n, "mul", &recv) || py_value_method_call(src, n, "multiply", &recv)) &&
+        py_call_positional_count(n) == 1) {
+        if (unary_torch_call(src, py_call_positional(n, 0), sigmoid_funcs, "sigmoid", &a) && same(src, recv, a)) {
+            *x = a;
+            return true;
+        }
+        return false;
+    }
+    if (!py_callee_is_any(src, n, mul_funcs) || py_call_positional_count(n) != 2) return false;
+    TSNode l = py_unparen(py_call_positional(n, 0)), r = py_unparen(py_call_positional(n, 1));
+    if ((unary_torch_call(src, r, sigmoid_funcs, "sigmoid", &a) && same(src, l, a)) ||
+        (unary_torch_call(src, l, sigmoid_funcs, "sigmoid", &a) && same(src, r, a))) {
         *x = a;
         return true;
     }
@@ -414,8 +440,15 @@ static bool visit_formulas(TSNode n, void *data) {
         for (size_t i = 0; i < s->hinted_count; i++)
             if (ts_node_eq(s->hinted[i], n)) return false; /* the hint covers its formulas */
     }
-    if (!py_is(n, "binary_operator")) return true;
     TSNode x;
+    if (match_silu_call(src, n, &x)) {
+        Finding *f = rule_report_node(ctx, n,
+                                      "x.mul(sigmoid(x)) runs two kernels and keeps a temporary for backward; "
+                                      "F.silu(x) is one fused kernel");
+        if (f) add_replacement(ctx, f, "Use F.silu(x)", ts_node_start_byte(n), ts_node_end_byte(n), "silu", x, "");
+        return false;
+    }
+    if (!py_is(n, "binary_operator")) return true;
     size_t start;
     GeluKind gelu = match_gelu(src, n, &x);
     if (gelu != GELU_NONE) {
