@@ -82,7 +82,8 @@ char *fixes_apply(const char *text, size_t length, const FindingList *findings, 
             free(chosen);
             return NULL;
         }
-        memcpy(chosen + count, fix->edits, fix->edit_count * sizeof *chosen);
+        /* a fix may hold no edits (fix->edits NULL): memcpy's source must not be NULL even for 0 bytes */
+        if (fix->edit_count) memcpy(chosen + count, fix->edits, fix->edit_count * sizeof *chosen);
         count += fix->edit_count;
         fixes++;
     }
