@@ -33,17 +33,29 @@ bool severity_parse(const char *text, Severity *out) {
 
 void finding_list_init(FindingList *list) { memset(list, 0, sizeof *list); }
 
+static void fix_free(Fix *fix) {
+    free(fix->title);
+    for (size_t k = 0; k < fix->edit_count; k++) free(fix->edits[k].new_text);
+    free(fix->edits);
+}
+
 void finding_drop_fixes(Finding *f) {
-    for (size_t i = 0; i < f->fix_count; i++) {
-        Fix *fix = &f->fixes[i];
-        free(fix->title);
-        for (size_t k = 0; k < fix->edit_count; k++) free(fix->edits[k].new_text);
-        free(fix->edits);
-    }
+    for (size_t i = 0; i < f->fix_count; i++) fix_free(&f->fixes[i]);
     free(f->fixes);
     f->fixes = NULL;
     f->fix_count = f->fix_cap = 0;
     f->fixes_withheld = true;
+}
+
+void finding_drop_empty_fixes(Finding *f) {
+    size_t kept = 0;
+    for (size_t i = 0; i < f->fix_count; i++) {
+        if (f->fixes[i].edit_count == 0)
+            fix_free(&f->fixes[i]);
+        else
+            f->fixes[kept++] = f->fixes[i];
+    }
+    f->fix_count = kept;
 }
 
 void finding_free(Finding *f) {
@@ -51,12 +63,7 @@ void finding_free(Finding *f) {
     for (size_t i = 0; i < f->evidence_count; i++) evidence_free(&f->evidence[i]);
     free(f->evidence);
     evidence_free(&f->gain.model);
-    for (size_t i = 0; i < f->fix_count; i++) {
-        Fix *fix = &f->fixes[i];
-        free(fix->title);
-        for (size_t k = 0; k < fix->edit_count; k++) free(fix->edits[k].new_text);
-        free(fix->edits);
-    }
+    for (size_t i = 0; i < f->fix_count; i++) fix_free(&f->fixes[i]);
     free(f->fixes);
     for (size_t i = 0; i < f->related_count; i++) free(f->related[i].message);
     free(f->related);

@@ -98,6 +98,9 @@ void finding_free(Finding *f);
 /* Removes every fix of f and marks them withheld (a measurement showed
  * they would not help). */
 void finding_drop_fixes(Finding *f);
+/* Removes the fixes that hold no edit (a rule that could not build its
+ * edit): a code action that changes nothing must never be offered. */
+void finding_drop_empty_fixes(Finding *f);
 
 /* Builders; all copy their strings. Return false when memory runs out. */
 /* An item of evidence: fmt and values as evidence_append's ("{}" where

@@ -43,6 +43,7 @@ size_t engine_settle_findings(const Document *doc, const PySource *py, const Con
             suppressed++;
             continue;
         }
+        finding_drop_empty_fixes(f);
         const Rule *rule = rule_find(f->code);
         if (rule) f->severity = config_rule_severity(cfg, rule, f->severity);
         i++;

@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (src) {
         FindingList out;
         finding_list_init(&out);
-        (void)engine_check_cuda(doc, src, &cfg, &out, NULL, &error);
+        if (engine_check_cuda(doc, src, &cfg, &out, NULL, &error)) fuzz_check_findings(&out, doc->length);
         free(error);
         finding_list_free(&out);
         cuda_source_free(src);

@@ -91,6 +91,7 @@ static void check_text(const char *text, size_t length, int depth) {
     if (view) engine_merge_profile_parsed(doc, py, NULL, "fuzz.py", view, &cfg, &out, NULL);
     profile_view_free(view);
     py_source_free(py);
+    if (checked) fuzz_check_findings(&out, doc->length);
     if (checked && depth == 0) {
         size_t fixed_length = 0, applied = 0;
         char *fixed = fixes_apply(doc->text, doc->length, &out, true, &fixed_length, &applied);
