@@ -13,7 +13,10 @@ that one epoch is N iterations; "text" writes a random word corpus instead.
 Timing: a hook after every optimizer step. After the warm-up iterations and
 after the last training iteration it synchronizes the GPU once and reads the
 clock; the time per iteration is the difference over the iterations between.
-Those two synchronizations are the only work the timing adds.
+Those two synchronizations are the only work the timing adds. The host clock
+is also read (without synchronizing) at the end of every timed iteration:
+timing.json's host_iteration_ms, whose median and slow iterations show what
+the average hides.
 
 --alternate K (with ADVISE_PROFILE_ALTERNATE=K under `advise profile`, which
 then sleeps through steps K+1..2K, 3K+1..4K, ...): the hook also synchronizes
@@ -114,6 +117,7 @@ class IterationClock:
         self.start = self.end = None
         self.blocks = []  # (first step, ms, profiler state) per block of `alternate` steps
         self.block_start = None
+        self.iteration_ends = []  # host clock at each timed iteration's end (no synchronization)
 
     def block_boundary(self):
         """At the end of step m*K: the block of steps m*K+1..(m+1)*K runs with
@@ -135,6 +139,8 @@ class IterationClock:
         if self.steps % self.per:
             return
         done = self.steps // self.per
+        if self.warmup <= done <= self.iterations:
+            self.iteration_ends.append(time.perf_counter())
         if done == self.warmup or done == self.iterations:
             torch.cuda.synchronize()
             now = time.perf_counter()
@@ -152,6 +158,11 @@ class IterationClock:
             result["blocks"] = self.blocks
         if self.start is not None and self.end is not None:
             result["ms_per_iteration"] = (self.end - self.start) * 1e3 / timed
+        ends = self.iteration_ends
+        if len(ends) > 1:
+            # the host's pace per iteration: a queue that stays full makes it the
+            # GPU's; its median is free of the rare stalls the average holds
+            result["host_iteration_ms"] = [round((b - a) * 1e3, 3) for a, b in zip(ends, ends[1:])]
         with open(self.out, "w") as f:
             json.dump(result, f)
 

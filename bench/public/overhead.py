@@ -5,7 +5,7 @@ one call on one machine.
     python3 bench/public/overhead.py --profile BUNDLE/advise-profile
         [--workload cifar] [--reps 3] [--iterations 300]
         [--variants plain,advise,no-python,activity-only,torch.profiler]
-        [--alternate K] [--json OUT.json]
+        [--alternate K] [--json OUT.json] [--profiles-out DIR]
 
 Variants (the environment variables are the profiler's own, see
 bench/overhead/run.py):
@@ -14,6 +14,12 @@ bench/overhead/run.py):
   advise         advise-profile as shipped
   no-python      advise without Python call sites (ADVISE_PROFILE_PYTHON_HOOK=off)
   activity-only  advise without callbacks or call sites (ADVISE_PROFILE_SITES=0)
+  no-tracing     advise with its callbacks and call sites but no kernel, copy or
+                 memset traced (ADVISE_PROFILE_ACTIVITY=device)
+  asleep         advise attached (CUPTI subscribed, the Python hook on) but dormant
+                 from the start: no callback runs and nothing is traced
+                 (ADVISE_PROFILE_ASLEEP=1), what attaching alone costs
+  asleep-no-python  the same without the Python hook
   torch.profiler the copy run inside torch.profiler.profile(with_stack=True), CPU
                  and CUDA activity, nothing exported (the peer tool)
   in-process     advise with ADVISE_PROFILE_ALTERNATE=K (needs --alternate K):
@@ -23,7 +29,9 @@ bench/overhead/run.py):
                  dormant one, and the median of adjacent pairs' ratios
 
 For each run: milliseconds per training iteration (launch.py's timing,
-after 20 untimed iterations), and the CPU seconds (user + system) of the
+after 20 untimed iterations), the median of the host's time per iteration
+and how many iterations took over twice that (stalls, which the average
+holds and the in-process medians do not), and the CPU seconds (user + system) of the
 run and every process it waited for (the training process and its loader
 workers), from getrusage. Prints per variant the medians, and the change
 against plain. The variants rotate each repetition.
@@ -47,6 +55,9 @@ ENV = {
     "no-python": {"ADVISE_PROFILE_PYTHON_HOOK": "off"},
     "activity-only": {"ADVISE_PROFILE_SITES": "0"},
     "torch.profiler": None,
+    "no-tracing": {"ADVISE_PROFILE_ACTIVITY": "device"},
+    "asleep": {"ADVISE_PROFILE_ASLEEP": "1"},
+    "asleep-no-python": {"ADVISE_PROFILE_ASLEEP": "1", "ADVISE_PROFILE_PYTHON_HOOK": "off"},
     "in-process": {},  # ADVISE_PROFILE_ALTERNATE is added from --alternate
     "in-process-every-8": {"ADVISE_PROFILE_TRACE": "sample:8"},
     "in-process-every-64": {"ADVISE_PROFILE_TRACE": "sample:64"},
@@ -89,7 +100,7 @@ def run_variant(variant, workload, folder, iterations, profile, out_dir, rep, al
     with open(timing) as f:
         timed = json.load(f)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return timed["ms_per_iteration"], cpu, timed.get("blocks", [])
+    return timed["ms_per_iteration"], cpu, timed.get("blocks", []), timed.get("host_iteration_ms", [])
 
 
 def main():
@@ -104,6 +115,7 @@ def main():
     parser.add_argument("--alternate", type=int, default=0,
                         help="blocks of K optimizer steps for the in-process variant")
     parser.add_argument("--json")
+    parser.add_argument("--profiles-out", help="keep each run's profile in this folder (else they are dropped)")
     args = parser.parse_args()
     variants = [v for v in args.variants.split(",") if v]
     for v in variants:
@@ -114,15 +126,26 @@ def main():
     folder = prepare(args.workload, "as-written", os.path.abspath(args.corpus), args.work)
     profile = os.path.abspath(args.profile)
     results = {v: [] for v in variants}
+    host_medians = {v: [] for v in variants}
     in_process = []
-    with tempfile.TemporaryDirectory() as out_dir:
+    with tempfile.TemporaryDirectory() as scratch:
+        out_dir = scratch
+        if args.profiles_out:
+            out_dir = os.path.abspath(args.profiles_out)
+            os.makedirs(out_dir, exist_ok=True)
         for rep in range(args.reps):
             order = variants[rep % len(variants):] + variants[:rep % len(variants)]
             for v in order:
-                ms, cpu, blocks = run_variant(v, args.workload, folder, args.iterations, profile, out_dir, rep,
+                ms, cpu, blocks, host = run_variant(v, args.workload, folder, args.iterations, profile, out_dir, rep,
                                               args.alternate)
                 results[v].append((ms, cpu))
                 line = f"rep {rep + 1}: {v:<14} {ms:7.2f} ms/iteration, {cpu:7.1f} s of CPU"
+                if host:
+                    median = statistics.median(host)
+                    slow = [h for h in host if h > 2 * median]
+                    line += (f"; host median {median:.2f} ms, {len(slow)} iterations over twice that "
+                             f"({sum(slow) - len(slow) * median:.0f} ms beyond the median)")
+                    host_medians[v].append(median)
                 change = in_process_change(blocks) if v.startswith("in-process") else None
                 if change:
                     pairs = f", pairs {change[1]:+.1f}%" if change[1] is not None else ""
@@ -131,13 +154,18 @@ def main():
                                        "pair_change_percent": change[1]})
                 print(line, flush=True)
     base = statistics.median(ms for ms, _ in results[variants[0]]) if results[variants[0]] else None
-    print(f"\n{'variant':<14} {'runs':>4} {'median ms':>10} {'change':>8} {'CPU s':>8}  each run (ms)")
+    host_base = statistics.median(host_medians[variants[0]]) if host_medians[variants[0]] else None
+    print(f"\n{'variant':<14} {'runs':>4} {'median ms':>10} {'change':>8} {'host median':>12} {'change':>8} "
+          f"{'CPU s':>8}  each run (ms)")
     for v in variants:
         ms = statistics.median(m for m, _ in results[v])
         cpu = statistics.median(c for _, c in results[v])
         change = f"{(ms / base - 1) * 100:+.1f}%" if base and v != variants[0] else ""
+        host = statistics.median(host_medians[v]) if host_medians[v] else None
+        host_text = f"{host:.2f}" if host else "-"
+        host_change = f"{(host / host_base - 1) * 100:+.1f}%" if host and host_base and v != variants[0] else ""
         each = " ".join(f"{m:.2f}" for m, _ in results[v])
-        print(f"{v:<14} {len(results[v]):>4} {ms:>10.2f} {change:>8} {cpu:>8.1f}  {each}")
+        print(f"{v:<14} {len(results[v]):>4} {ms:>10.2f} {change:>8} {host_text:>12} {host_change:>8} {cpu:>8.1f}  {each}")
     if in_process:
         print(f"\nin one process (blocks of {args.alternate} steps, awake over dormant), per run:")
         for v in variants:
@@ -149,6 +177,7 @@ def main():
             json.dump({"workload": args.workload, "iterations": args.iterations,
                        "runs": {v: [{"ms_per_iteration": m, "cpu_seconds": c} for m, c in results[v]]
                                 for v in variants},
+                       "host_iteration_median_ms": host_medians,
                        "alternate": args.alternate, "in_process": in_process}, f, indent=1)
 
 

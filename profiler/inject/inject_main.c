@@ -528,5 +528,12 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
     enable_watched(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, driver_watch);
     native_sites_start();
     python_sites_start();
+    /* ADVISE_PROFILE_ASLEEP=1 (bench/public/overhead.py's asleep variants):
+     * attached, subscribed and hooked, but dormant from the start, so that
+     * runs across processes show what the profiler costs before any of its
+     * callbacks or tracing does (which ADVISE_PROFILE_ALTERNATE cannot: its
+     * dormant blocks keep all that on). */
+    const char *asleep = getenv("ADVISE_PROFILE_ASLEEP");
+    if (asleep && strcmp(asleep, "1") == 0) inject_set_dormant(true);
     return 1;
 }
