@@ -612,6 +612,7 @@ static void check_access(Analysis *a, const CuNode *access, const CuNode *base, 
 
     const CuNode *y = index ? thread_y_carrier(a->ix, index) : NULL;
     const CuNode *loop_var = index && !y ? row_walk_variable(a, access, index) : NULL;
+    const CuNode *other_side = y ? coalesced_other_side(a, access) : NULL;
     if (loop_var) {
         rule_report_cu(a->ctx, access,
                        "each thread walks its own row of `%s` in this loop: %s is multiplied by %s, so on every "
@@ -619,10 +620,10 @@ static void check_access(Analysis *a, const CuNode *access, const CuNode *base, 
                        "Let the threads of a warp or block share a row and stride over `%s` instead "
                        "(`%s = threadIdx.x; ...; %s += blockDim.x`), or transpose the data",
                        pointer, carrier, mult, verb, dist, loop_var->name, loop_var->name, loop_var->name);
-    } else if (y && coalesced_other_side(a, access)) {
+    } else if (other_side) {
         char ytext[64], other[64];
         node_text(a->src, y, ytext, sizeof ytext);
-        node_text(a->src, cu_strip(coalesced_other_side(a, access)->children[0]), other, sizeof other);
+        node_text(a->src, cu_strip(other_side->children[0]), other, sizeof other);
         const char *from = write ? other : pointer, *to = write ? pointer : other;
         rule_report_cu(a->ctx, access,
                        "this statement transposes `%s` into `%s`: in the index into `%s`, %s is multiplied by %s "

@@ -127,25 +127,28 @@ static bool flatten(TSNode n, TSNode *factors, size_t *count, int depth) {
 static const char *const sigmoid_funcs[] = {"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit",
                                             NULL};
 
+/* gate is sigmoid(a) of the same a as other: *x = a */
+static bool sigmoid_of(const PySource *src, TSNode gate, TSNode other, TSNode *x) {
+    TSNode a;
+    if (!unary_torch_call(src, gate, sigmoid_funcs, "sigmoid", &a) || !same(src, other, a)) return false;
+    *x = a;
+    return true;
+}
+
+/* a * sigmoid(a) in either order */
+static bool silu_operands(const PySource *src, TSNode l, TSNode r, TSNode *x) {
+    return sigmoid_of(src, r, l, x) || sigmoid_of(src, l, r, x);
+}
+
 /* x * sigmoid(x): the range to replace and the operand */
 static bool match_silu(const PySource *src, TSNode n, size_t *start, TSNode *x) {
     if (!py_is_binary(n, "*")) return false;
-    TSNode l = py_unparen(left_of(n)), r = py_unparen(right_of(n)), a;
+    TSNode l = py_unparen(left_of(n)), r = py_unparen(right_of(n));
     *start = ts_node_start_byte(n);
-    if (unary_torch_call(src, r, sigmoid_funcs, "sigmoid", &a)) {
-        if (same(src, l, a)) {
-            *x = a;
-            return true;
-        }
-        /* c * x * sigmoid(x) is (c * x) * sigmoid(x) */
-        if (py_is_binary(left_of(n), "*") && same(src, right_of(left_of(n)), a)) {
-            *start = ts_node_start_byte(right_of(left_of(n)));
-            *x = a;
-            return true;
-        }
-    }
-    if (unary_torch_call(src, l, sigmoid_funcs, "sigmoid", &a) && same(src, r, a)) {
-        *x = a;
+    if (silu_operands(src, l, r, x)) return true;
+    /* c * x * sigmoid(x) is (c * x) * sigmoid(x) */
+    if (py_is_binary(left_of(n), "*") && sigmoid_of(src, r, right_of(left_of(n)), x)) {
+        *start = ts_node_start_byte(right_of(left_of(n)));
         return true;
     }
     return false;
@@ -157,23 +160,11 @@ static const char *const mul_funcs[] = {"torch.mul", "torch.multiply", NULL};
  * in-place x.mul_(...) */
 static bool match_silu_call(const PySource *src, TSNode n, TSNode *x) {
     if (!py_is(n, "call") || py_call_has_splat(n) || py_call_has_argument(n, "keyword_argument")) return false;
-    TSNode recv, a;
-    if ((py_value_method_call(src, n, "mul", &recv) || py_value_method_call(src, n, "multiply", &recv)) &&
-        py_call_positional_count(n) == 1) {
-        if (unary_torch_call(src, py_call_positional(n, 0), sigmoid_funcs, "sigmoid", &a) && same(src, recv, a)) {
-            *x = a;
-            return true;
-        }
-        return false;
-    }
+    TSNode recv;
+    if (py_value_method_call(src, n, "mul", &recv) || py_value_method_call(src, n, "multiply", &recv))
+        return py_call_positional_count(n) == 1 && sigmoid_of(src, py_call_positional(n, 0), recv, x);
     if (!py_callee_is_any(src, n, mul_funcs) || py_call_positional_count(n) != 2) return false;
-    TSNode l = py_unparen(py_call_positional(n, 0)), r = py_unparen(py_call_positional(n, 1));
-    if ((unary_torch_call(src, r, sigmoid_funcs, "sigmoid", &a) && same(src, l, a)) ||
-        (unary_torch_call(src, l, sigmoid_funcs, "sigmoid", &a) && same(src, r, a))) {
-        *x = a;
-        return true;
-    }
-    return false;
+    return silu_operands(src, py_unparen(py_call_positional(n, 0)), py_unparen(py_call_positional(n, 1)), x);
 }
 
 /* ---- GELU ---------------------------------------------------------------- */
