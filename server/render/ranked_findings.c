@@ -228,12 +228,18 @@ bool ranked_finding_is_correctness(const RankedFinding *r) {
 
 void ranked_findings_first(const RankedFindings *r, RankedFirst *out) {
     memset(out, 0, sizeof *out);
+    double largest = 0;
     for (size_t i = 0; r && i < r->count; i++) {
         const RankedFinding *item = &r->items[i];
-        if (ranked_finding_is_correctness(item)) out->correctness_total++;
-        else if (item->finding.gain.present && item->finding.gain.seconds > 0 && !item->stale &&
-                 out->first_count < RANKED_FIRST_MAX)
-            out->first[out->first_count++] = i; /* in gain order: the cost of a finding with a gain is its gain */
+        if (ranked_finding_is_correctness(item)) {
+            out->correctness_total++;
+            continue;
+        }
+        double gain = item->finding.gain.present && !item->stale ? item->finding.gain.seconds : 0;
+        /* in gain order: the cost of a finding with a gain is its gain, so the first is the largest */
+        if (gain > 0 && !largest) largest = gain;
+        if (gain > 0 && gain >= largest * RANKED_FIRST_FLOOR && out->first_count < RANKED_FIRST_MAX)
+            out->first[out->first_count++] = i;
     }
     /* the wrong results that matter most first: by severity, then in the list's order */
     for (int sev = SEVERITY_ERROR; sev <= SEVERITY_HINT; sev++)

@@ -69,8 +69,11 @@ void ranked_findings_free(RankedFindings *r);
 /* What a report shows before its ranked list: the findings about wrong
  * results (Rule.correctness), apart and never ranked by cost, and "what to
  * do first": the findings with the largest estimated gains, at most
- * RANKED_FIRST_MAX (indexes into the sorted list, largest gain first). */
+ * RANKED_FIRST_MAX (indexes into the sorted list, largest gain first), and
+ * none under RANKED_FIRST_FLOOR of the largest (a gain of microseconds
+ * beside one of a second is not what to do first; it stays in the list). */
 #define RANKED_FIRST_MAX 5
+#define RANKED_FIRST_FLOOR 0.01
 #define RANKED_CORRECTNESS_SHOWN 10
 typedef struct {
     size_t first[RANKED_FIRST_MAX];
