@@ -181,11 +181,11 @@ static void check_line(RuleContext *ctx, const PfLine *line, const void *data) {
     double share = (double)ns / (double)run->gpu_ns;
     if (!calls || share < MIN_LINE_SHARE) return;
     bool python = ctx->doc->language == LANGUAGE_PYTHON;
-    char n[32], t[32], pct[16];
+    char pct[16];
+    /* the headline share only: the counts and times are the measured evidence below it */
     Finding *f = pf_report_line(ctx, line->line,
-                                "float32 matrix products launched here ran on CUDA cores, not tensor cores: %s FP32 "
-                                "GEMM kernels, %s (%s of GPU time); %s",
-                                units_count(calls, n, sizeof n), units_ns(ns, t, sizeof t),
+                                "float32 matrix products launched here ran on CUDA cores, not tensor cores (%s of "
+                                "the GPU's time); %s",
                                 units_ratio(share, pct, sizeof pct),
                                 python ? "TF32 (torch.backends.cuda.matmul.allow_tf32 = True) or bf16 autocast would "
                                          "run them on tensor cores"
