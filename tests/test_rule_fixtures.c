@@ -509,6 +509,37 @@ Test(fixtures, whole_file_look_alikes) {
     globfree(&g);
 }
 
+/* A test compares results at default tolerances, which TF32 can break
+ * (minGPT's tests/test_huggingface_import.py checks logits with
+ * torch.allclose): PY009 leaves test files alone, and flags the same text
+ * elsewhere. */
+Test(fixtures, py009_leaves_test_files_alone) {
+    const Rule *rule = rule_find("PY009");
+    cr_assert_not_null(rule);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/fixtures/python/PY009.py", ADVISE_SOURCE_DIR);
+    size_t len;
+    char *text = read_file(path, &len);
+    cr_assert_not_null(text);
+    const char *const elsewhere[] = {"/project/train.py", "/project/tests/helpers.py"};
+    const char *const tests[] = {"/project/tests/test_model.py", "/project/model_test.py", "/project/conftest.py"};
+    for (size_t i = 0; i < sizeof elsewhere / sizeof *elsewhere; i++) {
+        FindingList findings;
+        finding_list_init(&findings);
+        cr_assert(run_rule(rule, elsewhere[i], text, len, &findings));
+        cr_expect_gt(findings.count, 0, "%s: PY009 should flag it", elsewhere[i]);
+        finding_list_free(&findings);
+    }
+    for (size_t i = 0; i < sizeof tests / sizeof *tests; i++) {
+        FindingList findings;
+        finding_list_init(&findings);
+        cr_assert(run_rule(rule, tests[i], text, len, &findings));
+        cr_expect_eq(findings.count, 0, "%s: a test file", tests[i]);
+        finding_list_free(&findings);
+    }
+    free(text);
+}
+
 /* ---- projects: facts that cross files ------------------------------------ */
 
 typedef struct {

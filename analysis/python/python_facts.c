@@ -1,5 +1,6 @@
 #define _GNU_SOURCE /* memmem */
 #include "analysis/python/python_facts.h"
+#include "analysis/python/python_expr.h"
 
 #include "analysis/python/python_index.h"
 #include "analysis/python/python_workspace.h"
@@ -1205,6 +1206,72 @@ static bool not_cuda_at(const PySource *src, TSNode expr, int depth) {
 }
 
 bool py_device_not_cuda(const PySource *src, TSNode expr) { return not_cuda_at(src, expr, 0); }
+
+/* Names that hold a run's settings, whose .device is the device the program
+ * chose (`args.device`, `cfg.device`), not one read off a tensor. */
+static bool names_settings(const PySource *src, TSNode id) {
+    static const char *const names[] = {"self", "cls", "args", "opt", "opts", "options", "config", "cfg", "conf",
+                                        "hparams", "hp", "params", "settings", "flags", "FLAGS", "accelerator",
+                                        "fabric", "trainer", "torch", NULL};
+    for (size_t i = 0; names[i]; i++)
+        if (py_text_eq(src, id, names[i])) return true;
+    return false;
+}
+
+/* x.device where x is a tensor the code has: a parameter or local that is not
+ * a settings object, `self.weight`, `next(model.parameters())` */
+static bool tensor_device_attribute(const PySource *src, TSNode expr) {
+    if (!py_is(expr, "attribute")) return false;
+    TSNode attr = ts_node_child_by_field_name(expr, "attribute", 9);
+    if (!py_text_eq(src, attr, "device")) return false;
+    TSNode obj = py_unparen(ts_node_child_by_field_name(expr, "object", 6));
+    if (py_is(obj, "identifier") && py_text_eq(src, obj, "self")) { /* a model's own device (a property) */
+        TSNode c = expr;
+        while (!ts_node_is_null(c) && !py_is(c, "class_definition")) c = ts_node_parent(c);
+        TSNode name = ts_node_is_null(c) ? c : ts_node_child_by_field_name(c, "name", 4);
+        return !ts_node_is_null(name) && is_module_class(src, py_text_ptr(src, name), py_text_len(name), 0);
+    }
+    if (py_is(obj, "identifier")) return !names_settings(src, obj);
+    if (py_is(obj, "attribute")) { /* self.weight.device; not self.args.device or args.model.device */
+        TSNode root = py_unparen(ts_node_child_by_field_name(obj, "object", 6));
+        TSNode leaf = ts_node_child_by_field_name(obj, "attribute", 9);
+        return py_is(root, "identifier") && py_text_eq(src, root, "self") && !names_settings(src, leaf) &&
+               !py_text_eq(src, leaf, "device");
+    }
+    if (py_is(obj, "call")) { /* next(model.parameters()).device */
+        static const char *const next[] = {"next", NULL};
+        TSNode arg = py_call_positional(obj, 0), recv;
+        return py_callee_is_any(src, obj, next) && !ts_node_is_null(arg) &&
+               (py_method_call(src, arg, "parameters", &recv) || py_method_call(src, arg, "buffers", &recv));
+    }
+    return false;
+}
+
+static bool follows_tensor_at(const PySource *src, TSNode expr, int depth) {
+    if (ts_node_is_null(expr) || depth > MAX_DEPTH) return false;
+    expr = py_unparen(expr);
+    if (tensor_device_attribute(src, expr)) return true;
+    if (!py_is(expr, "identifier")) return false;
+    PyReachingBinding reach[MAX_REACHING];
+    size_t n = py_reaching_bindings(src, expr, reach, MAX_REACHING);
+    if (n == 0 || n == MAX_REACHING) return false;
+    for (size_t i = 0; i < n; i++) {
+        if (reach[i].kind == BINDING_ASSIGNMENT && follows_tensor_at(src, reach[i].value, depth + 1)) continue;
+        /* `_, n, device = *x.shape, x.device`: an unpacking whose values hold a tensor's device and no
+         * other device */
+        if (reach[i].kind != BINDING_OTHER || !py_is(reach[i].value, "expression_list")) return false;
+        bool tensor_device = false;
+        for (uint32_t k = 0; k < ts_node_named_child_count(reach[i].value); k++) {
+            TSNode item = ts_node_named_child(reach[i].value, k);
+            if (tensor_device_attribute(src, item)) tensor_device = true;
+            else if (is_device_at(src, item, depth + 1)) return false;
+        }
+        if (!tensor_device) return false;
+    }
+    return true;
+}
+
+bool py_device_follows_tensor(const PySource *src, TSNode expr) { return follows_tensor_at(src, expr, 0); }
 
 bool py_is_cuda_device(const PySource *src, TSNode expr) {
     return !ts_node_is_null(expr) && py_is_device_expr(src, expr) && !py_device_not_cuda(src, expr);

@@ -78,6 +78,12 @@ bool py_is_device_expr(const PySource *src, TSNode expr);
 bool py_device_not_cuda(const PySource *src, TSNode expr);
 /* py_is_device_expr and not py_device_not_cuda: a move to it reaches the GPU. */
 bool py_is_cuda_device(const PySource *src, TSNode expr);
+/* The device is read off a tensor the code already has (`x.device`,
+ * `self.weight.device`, `next(model.parameters()).device`, a name bound to
+ * one, also by unpacking: `_, n, device = *x.shape, x.device`): device-agnostic
+ * code, which puts nothing on a GPU by itself. Not `args.device` or
+ * `self.device`: those are the program's own choice. */
+bool py_device_follows_tensor(const PySource *src, TSNode expr);
 /* The expression spells the CPU itself: "cpu", 'cpu', torch.device("cpu")
  * (not a variable that holds it). */
 bool py_is_cpu_device(const PySource *src, TSNode expr);

@@ -16,6 +16,7 @@
 #include "analysis/python/python_precision.h"
 #include "analysis/python/python_workspace.h"
 #include "analysis/base/text_format.h"
+#include "rules/python/support/test_code.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -80,8 +81,12 @@ static const char documentation[] =
     "use autocast or a `GradScaler`, mention half, bfloat16 or float64 dtypes (`.half()`,\n"
     "`.bfloat16()`, `.double()`, `torch.float16`, `torch.bfloat16`, `torch.float64`, strings such\n"
     "as \"bf16\"), pass `torch_dtype=` or a reduced `precision=`/`mixed_precision=` to a framework,\n"
-    "or import a project module that does any of these; files that are not entry points, and files\n"
-    "that never mention CUDA or a device.\n"
+    "or import a project module that does any of these; files that are not entry points, files\n"
+    "that never mention CUDA or a device, and test files (`test_*.py`, `*_test.py`, `conftest.py`:\n"
+    "a test compares results at default tolerances, which TF32 can break). A device read off a\n"
+    "tensor the code already has (`torch.arange(n, device=x.device)`, `self.device` in a model,\n"
+    "`device = next(model.parameters()).device`) is not evidence that the program uses the GPU:\n"
+    "such device-agnostic model code runs on the CPU as well.\n"
     "\n"
     "## Example\n"
     "```python\n"
@@ -126,6 +131,13 @@ typedef struct {
 /* calls whose callee the workspace is asked about, looking for a model of another module */
 #define REMOTE_CALL_BUDGET 1024
 
+/* A device that may be CUDA and is the program's choice: not one read off a
+ * tensor it already has (`device=x.device` in a model's forward follows its
+ * input, and a model that never leaves the CPU runs such code too). */
+static bool placed_on_cuda(const PySource *src, TSNode dev) {
+    return !ts_node_is_null(dev) && py_is_cuda_device(src, dev) && !py_device_follows_tensor(src, dev);
+}
+
 /* The program runs on the GPU: it moves a model or tensors to a CUDA device
  * (`.cuda()`, `.to(device)`, `device="cuda"`, `fabric.setup(model)`,
  * `DDP(model)`), and it runs a model there (a model call, `backward()`). */
@@ -134,12 +146,11 @@ static void note_gpu_work(Scan *s, TSNode call) {
     TSNode recv;
     if (!s->on_gpu) {
         TSNode dev = py_call_keyword(src, call, "device");
-        if (py_method_call(src, call, "cuda", &recv) || (!ts_node_is_null(dev) && py_is_cuda_device(src, dev)))
+        if (py_method_call(src, call, "cuda", &recv) || placed_on_cuda(src, dev))
             s->on_gpu = true;
         else if (py_method_call(src, call, "to", &recv)) {
             TSNode target = py_call_positional(call, 0);
-            if (ts_node_is_null(target)) target = dev;
-            s->on_gpu = !ts_node_is_null(target) && py_is_cuda_device(src, target);
+            s->on_gpu = placed_on_cuda(src, ts_node_is_null(target) ? dev : target);
         } else {
             char q[PY_NAME_MAX];
             static const char *const wrappers[] = {"torch.nn.parallel.DistributedDataParallel",
@@ -509,7 +520,8 @@ static void module_display(const PySource *src, const PyModuleFacts *m, char *bu
 
 static void check(RuleContext *ctx) {
     const PySource *src = ctx->py;
-    if (!src->uses_gpu) return;
+    /* a test compares results at default tolerances, which TF32 can break */
+    if (!src->uses_gpu || py_is_test_path(ctx->doc->path)) return;
     TSNode root = ts_tree_root_node(src->tree);
     Scan s = {.src = src, .budget = PY_MATMUL_CHECK_BUDGET};
     py_walk(root, visit_scan, &s);
