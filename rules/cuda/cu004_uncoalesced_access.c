@@ -56,7 +56,9 @@ static const char documentation[] =
     "along `threadIdx.y`), grid-stride loops that sample one element in every `s` by design (the loop's\n"
     "variable is the index, starts at a multiple of the runtime stride `s` and steps by a multiple of it:\n"
     "`i = tid * s; for (j = i; j < n; j += nthreads * s) p[j]`, where any thread mapping touches the\n"
-    "same sectors), `__shared__` and local arrays, accesses done by one thread\n"
+    "same sectors), 16-byte vector accesses (`*(int4 *)&C[row * N + col]`, `float4`: each thread\n"
+    "fills half a sector, so the loss is at most 2x and often the tile's own shape), `__shared__` and\n"
+    "local arrays, accesses done by one thread\n"
     "(`if (threadIdx.x == 0)`), and what it cannot analyse: a division or remainder by a runtime value\n"
     "that is not a row/column split (`rem - rem / KW * KW` with a kernel width that may be 3), bit\n"
     "operations other than masks and shifts, indirect indices, calls.\n"
@@ -122,6 +124,14 @@ typedef struct {
     char **seen_index;
     size_t seen_count, seen_cap;
 } Analysis;
+
+#define VECTOR_BYTES 16 /* the widest load or store a thread can issue */
+
+/* bytes of the value an access reads or writes (its own type: `*(int4 *)&x[i]` moves 16 whatever x holds) */
+static long long value_size(const CuNode *access) {
+    long long s = clang_Type_getSizeOf(clang_getCanonicalType(clang_getCursorType(access->cursor)));
+    return s < 0 ? -1 : s;
+}
 
 static bool is_pointer_type(const CuNode *n) {
     CXType t = clang_getCanonicalType(clang_getCursorType(n->cursor));
@@ -566,11 +576,24 @@ static const CuNode *coalesced_other_side(Analysis *a, const CuNode *access) {
     return l.kind == CU_LANE_CONST && (l.c == 1 || l.c == -1) ? other : NULL;
 }
 
+/* The access is the left side of an assignment: `x[i] = v`, `x[i] += v`, and
+ * for a struct or vector type (`float2`, `int4`) C++'s `operator=` call */
+static bool is_assigned(const CuNode *access) {
+    const CuNode *p = cu_plain_parent(access);
+    if (!p || p->child_count < 2 || cu_strip(p->children[0]) != access) return false;
+    if (p->kind == CXCursor_BinaryOperator) return p->op == CXBinaryOperator_Assign;
+    if (p->kind == CXCursor_CompoundAssignOperator) return true;
+    return p->kind == CXCursor_CallExpr && strcmp(cu_callee(p), "operator=") == 0;
+}
+
 static void check_access(Analysis *a, const CuNode *access, const CuNode *base, const CuNode *index) {
     CuLane l;
     long long elem;
     if (!access_lane(a, base, index, &l, &elem)) return;
     if (l.kind == CU_LANE_ZERO) return;
+    /* a 16-byte vector per thread (int4, float4 through a cast): each thread fills half a sector, so
+     * the loss is at most 2x, and it is often the tile's shape (a row of 8 halves per lane) */
+    if (value_size(access) >= VECTOR_BYTES) return;
     if (l.kind == CU_LANE_CONST) {
         long long c = l.c < 0 ? -l.c : l.c;
         if (c <= 1 || (elem > 0 ? c * elem : c) < 32) return;
@@ -602,11 +625,7 @@ static void check_access(Analysis *a, const CuNode *access, const CuNode *base, 
         node_text(a->src, root_ptr, pointer, sizeof pointer);
     else
         snprintf(pointer, sizeof pointer, "the array");
-    const CuNode *p = cu_plain_parent(access);
-    bool write = p &&
-                 ((p->kind == CXCursor_BinaryOperator && p->op == CXBinaryOperator_Assign) ||
-                  p->kind == CXCursor_CompoundAssignOperator) &&
-                 p->child_count == 2 && cu_strip(p->children[0]) == access;
+    bool write = is_assigned(access);
     if (access->kind == CXCursor_CallExpr) write = strncmp(cu_callee(access), "__st", 4) == 0;
     const char *verb = write ? "write" : "read";
 
