@@ -78,7 +78,11 @@ static const char documentation[] =
     "softmax and the product (use `dropout_p=`), when the transposed dimensions may not be the last\n"
     "two (`k.transpose(2, 3)`, `k.T`), when the scale may be a tensor, when a mask is applied\n"
     "conditionally or in place, when several masks are combined, or when deleting the intermediate\n"
-    "statements is not clearly safe (leaving them would compute attention twice).\n";
+    "statements is not clearly safe (leaving them would compute attention twice). When the code\n"
+    "shows q to have 5 dimensions or more (`qkv.reshape(B, L, N, 3, H, D).permute(...)` and\n"
+    "`q, k, v = qkv.unbind(0)`: attention inside windows), the finding says to fold the leading\n"
+    "dimensions into the batch first and offers no rewrite: the fused kernels take 4-D (batch,\n"
+    "heads, length, head_dim) inputs, and the call alone would run the same unfused math.\n";
 
 #define MAX_CHAIN 24
 #define MAX_CHAINS 32
@@ -405,6 +409,57 @@ static TSNode resolve(Match *m, TSNode n) {
         n = py_unparen(value);
     }
     return n;
+}
+
+/* ---- the operands' rank ----------------------------------------------------- */
+
+/* How many dimensions the code shows a tensor to have, -1 when it does not:
+ * the arguments of a reshape, view or permute (`x.reshape(B, L, N, 3, H, D)`),
+ * one fewer after unbind or an integer index (`q, k, v = qkv.unbind(0)`,
+ * `qkv[0]`), the same through transpose, contiguous and arithmetic, and
+ * through the names the function binds. */
+static int known_rank(const PySource *src, TSNode n, int depth) {
+    n = py_unparen(n);
+    if (ts_node_is_null(n) || depth > 12) return -1;
+    if (py_is(n, "identifier")) {
+        TSNode value = {0};
+        BindingKind kind = py_binding_before(src, n, py_text_ptr(src, n), py_text_len(n), ts_node_start_byte(n),
+                                             &value);
+        if (kind != BINDING_ASSIGNMENT && kind != BINDING_OTHER) return -1;
+        if (ts_node_is_null(value) || ts_node_start_byte(value) >= ts_node_start_byte(n)) return -1;
+        TSNode recv;
+        if (kind == BINDING_OTHER) { /* q, k, v = qkv.unbind(0) */
+            if (!py_is(value, "call") || !py_value_method_call(src, value, "unbind", &recv)) return -1;
+            int r = known_rank(src, recv, depth + 1);
+            return r > 0 ? r - 1 : -1;
+        }
+        return known_rank(src, value, depth + 1);
+    }
+    if (py_is(n, "subscript")) { /* qkv[0] */
+        TSNode index = ts_node_child_by_field_name(n, "subscript", 9);
+        long i;
+        if (ts_node_is_null(index) || !py_int_literal(src, index, &i)) return -1;
+        int r = known_rank(src, ts_node_child_by_field_name(n, "value", 5), depth + 1);
+        return r > 0 ? r - 1 : -1;
+    }
+    if (py_is(n, "binary_operator")) {
+        int r = known_rank(src, left_of(n), depth + 1);
+        return r >= 0 ? r : known_rank(src, right_of(n), depth + 1);
+    }
+    if (!py_is(n, "call") || py_call_has_splat(n)) return -1;
+    TSNode recv;
+    if (py_value_method_call(src, n, "reshape", &recv) || py_value_method_call(src, n, "view", &recv) ||
+        py_value_method_call(src, n, "permute", &recv)) {
+        uint32_t count = py_call_positional_count(n);
+        TSNode first = py_call_positional(n, 0);
+        if (count == 1 && (py_is(first, "tuple") || py_is(first, "list"))) return (int)ts_node_named_child_count(first);
+        return count >= 1 && !py_is(first, "list_splat") ? (int)count : -1;
+    }
+    static const char *const same_rank[] = {"transpose", "contiguous", "float", "half", "bfloat16", "to",
+                                            "clone", "detach", "softmax", NULL};
+    for (size_t i = 0; same_rank[i]; i++)
+        if (py_value_method_call(src, n, same_rank[i], &recv)) return known_rank(src, recv, depth + 1);
+    return -1;
 }
 
 /* ---- recognizing the pattern --------------------------------------------- */
@@ -1143,7 +1198,21 @@ static bool visit(TSNode n, void *data) {
         !split_off_last_dim(m, m->k)) {
         UseSearch use = {.m = m};
         py_walk(m->scope, visit_use, &use);
-        if (!use.used) {
+        int rank = known_rank(src, m->q, 0);
+        if (!use.used && rank > 4) {
+            /* the fused kernels take (batch, heads, length, head_dim): the call alone would run the same math */
+            Finding *f = rule_report_node(
+                ctx, n,
+                "attention written out as softmax(q @ k^T) @ v runs several kernels and stores the whole score "
+                "matrix; F.scaled_dot_product_attention fuses it into one kernel, but only for 4-D (batch, heads, "
+                "length, head_dim) inputs, and q here is %d-D: fold its leading dimensions into the batch "
+                "(`q.reshape(-1, *q.shape[-3:])`, the same for k and v, and the result back) and call it then",
+                rank);
+            if (f) {
+                ByteRange r = {ts_node_start_byte(m->softmax), ts_node_end_byte(m->softmax)};
+                if (!finding_add_related(f, r, "the softmax over the attention scores")) ctx->out_of_memory = true;
+            }
+        } else if (!use.used) {
             Finding *f = rule_report_node(
                 ctx, n,
                 m->dropout
