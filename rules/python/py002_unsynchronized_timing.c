@@ -38,7 +38,9 @@ static const char documentation[] =
     "- work that a host wait follows (see above). Host waits: `torch.cuda.synchronize()`,\n"
     "  `stream.synchronize()`, `event.synchronize()`, a read such as `loss.item()`, `out.cpu()`,\n"
     "  `float(loss)` or `print(loss)`, a write into a tensor in host memory (`losses[k] = loss`),\n"
-    "  `tokenizer.decode(ids)`, a barrier, a helper named like `sync`, an imported helper named like a\n"
+    "  `tokenizer.decode(ids)`, a barrier, a helper named like `sync`, an imported evaluation\n"
+    "  (`evaluate_model(model, loader)`, `validate(...)`, `eval_epoch(...)`: it reports metrics, read on\n"
+    "  the host), an imported helper named like a\n"
     "  tensor-to-number conversion (`to_python_float(loss)`, `to_python_int`, `to_scalar`), a copy of a\n"
     "  batch to the device\n"
     "  without `non_blocking=True` (a copy from pageable memory waits for the work queued before it),\n"
@@ -214,6 +216,25 @@ static bool callee_says_host_value(const PySource *src, TSNode call) {
     return strncmp(py_text_ptr(src, name), "to_python_", 10) == 0 || py_text_eq(src, name, "to_scalar");
 }
 
+/* A function out of sight whose name says it evaluates (`evaluate_model(model,
+ * loader)`, `validate(...)`, `eval_epoch(...)`): an evaluation reports
+ * metrics, and reading them waits for the GPU (dinov2 times a whole
+ * evaluation through `evaluate_model` from another module). */
+static bool callee_says_evaluation(const PySource *src, TSNode call) {
+    if (ts_node_named_child_count(py_call_arguments(call)) == 0 ||
+        !ts_node_is_null(py_local_function_of_call(src, call)))
+        return false;
+    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+    TSNode name = py_is(fn, "attribute") ? ts_node_child_by_field_name(fn, "attribute", 9) : fn;
+    if (!py_is(name, "identifier")) return false;
+    static const char *const prefixes[] = {"evaluate", "validate", "eval_", "run_eval", NULL};
+    const char *t = py_text_ptr(src, name);
+    size_t len = py_text_len(name);
+    for (size_t i = 0; prefixes[i]; i++)
+        if (len >= strlen(prefixes[i]) && strncmp(t, prefixes[i], strlen(prefixes[i])) == 0) return true;
+    return false;
+}
+
 /* `tokenizer.decode(ids)`: the ids are read on the host */
 static bool is_token_decode(const PySource *src, TSNode call) {
     TSNode recv;
@@ -272,7 +293,8 @@ static bool visit_helper_sync(TSNode n, void *data) {
  * waits for all but the last iteration's work). */
 static bool is_sync_at(const PySource *src, TSNode call, int depth) {
     if (py_is_sync_call(src, call) || py_is_blocking_to_cpu(src, call) || reads_tensor_value(src, call) ||
-        callee_says_sync(src, call) || callee_says_host_value(src, call) || is_token_decode(src, call))
+        callee_says_sync(src, call) || callee_says_host_value(src, call) || callee_says_evaluation(src, call) ||
+        is_token_decode(src, call))
         return true;
     if (depth >= MAX_HELPER_DEPTH) return false;
     TSNode def = py_local_function_of_call(src, call);
