@@ -1168,6 +1168,40 @@ static bool split_off_last_dim(const Match *m, TSNode t) {
     return !ts_node_is_null(dim) && is_minus_one(m->src, dim);
 }
 
+/* Reports the written-out attention at n. The fused kernels take
+ * (batch, heads, length, head_dim): for a q the code shows to be 5-D or more
+ * the call alone would run the same math, so the message says to fold the
+ * leading dimensions into the batch, and no rewrite is offered. */
+static void report(RuleContext *ctx, TSNode n, Match *m, bool use_unsure) {
+    int rank = known_rank(ctx->py, m->q, 0);
+    bool folded = rank > 4;
+    Finding *f;
+    if (folded)
+        f = rule_report_node(
+            ctx, n,
+            "attention written out as softmax(q @ k^T) @ v runs several kernels and stores the whole score "
+            "matrix; F.scaled_dot_product_attention fuses it into one kernel, but only for 4-D (batch, heads, "
+            "length, head_dim) inputs, and q here is %d-D: fold its leading dimensions into the batch "
+            "(`q.reshape(-1, *q.shape[-3:])`, the same for k and v, and the result back) and call it then",
+            rank);
+    else
+        f = rule_report_node(ctx, n,
+                             m->dropout
+                                 ? "attention written out as softmax(q @ k^T) @ v runs several kernels and stores "
+                                   "the whole score matrix; F.scaled_dot_product_attention (with dropout_p=) fuses "
+                                   "it into one kernel"
+                                 : "attention written out as softmax(q @ k^T) @ v runs several kernels and stores "
+                                   "the whole score matrix; F.scaled_dot_product_attention fuses it into one kernel");
+    if (!f) return;
+    ByteRange r = {ts_node_start_byte(m->softmax), ts_node_end_byte(m->softmax)};
+    if (!finding_add_related(f, r, "the softmax over the attention scores")) ctx->out_of_memory = true;
+    if (folded) return;
+    if (m->unclear)
+        finding_caveat(f, "the transposed dimensions are the last two only for tensors of a certain rank: check the "
+                          "shapes before fusing");
+    if (!use_unsure) add_fix(ctx, f, m);
+}
+
 static bool visit(TSNode n, void *data) {
     State *st = data;
     RuleContext *ctx = st->ctx;
@@ -1198,37 +1232,7 @@ static bool visit(TSNode n, void *data) {
         !split_off_last_dim(m, m->k)) {
         UseSearch use = {.m = m};
         py_walk(m->scope, visit_use, &use);
-        int rank = known_rank(src, m->q, 0);
-        if (!use.used && rank > 4) {
-            /* the fused kernels take (batch, heads, length, head_dim): the call alone would run the same math */
-            Finding *f = rule_report_node(
-                ctx, n,
-                "attention written out as softmax(q @ k^T) @ v runs several kernels and stores the whole score "
-                "matrix; F.scaled_dot_product_attention fuses it into one kernel, but only for 4-D (batch, heads, "
-                "length, head_dim) inputs, and q here is %d-D: fold its leading dimensions into the batch "
-                "(`q.reshape(-1, *q.shape[-3:])`, the same for k and v, and the result back) and call it then",
-                rank);
-            if (f) {
-                ByteRange r = {ts_node_start_byte(m->softmax), ts_node_end_byte(m->softmax)};
-                if (!finding_add_related(f, r, "the softmax over the attention scores")) ctx->out_of_memory = true;
-            }
-        } else if (!use.used) {
-            Finding *f = rule_report_node(
-                ctx, n,
-                m->dropout
-                    ? "attention written out as softmax(q @ k^T) @ v runs several kernels and stores the whole score "
-                      "matrix; F.scaled_dot_product_attention (with dropout_p=) fuses it into one kernel"
-                    : "attention written out as softmax(q @ k^T) @ v runs several kernels and stores the whole score "
-                      "matrix; F.scaled_dot_product_attention fuses it into one kernel");
-            if (f) {
-                ByteRange r = {ts_node_start_byte(m->softmax), ts_node_end_byte(m->softmax)};
-                if (!finding_add_related(f, r, "the softmax over the attention scores")) ctx->out_of_memory = true;
-                if (m->unclear)
-                    finding_caveat(f, "the transposed dimensions are the last two only for tensors of a "
-                                      "certain rank: check the shapes before fusing");
-                if (!use.unsure) add_fix(ctx, f, m);
-            }
-        }
+        if (!use.used) report(ctx, n, m, use.unsure);
     }
     free(m);
     return true;
