@@ -7,6 +7,7 @@
 #include "rules/rule.h"
 #include "analysis/python/python_expr.h"
 #include "analysis/base/text_format.h"
+#include "rules/python/support/test_code.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -31,6 +32,10 @@ static const char documentation[] =
     "method (`torch.arange(n).float().cuda()`); and `torch.tensor(data)`, `torch.as_tensor(data)`,\n"
     "`torch.from_numpy(array)`: their data lives in host memory, and `torch.tensor(data,\n"
     "device=\"cuda\")` still builds the tensor on the host and copies it, so `device=` saves nothing.\n"
+    "Nor in test code (files named `test_*.py`, `*_test.py`, `conftest.py`, and `def test_*`\n"
+    "functions): a test's inputs are made once, small, and often on the host on purpose (the same\n"
+    "random numbers whichever device runs the test); nor inside `torch.jit.trace(...)`, where the\n"
+    "move is what the trace records.\n"
     "\n"
     "## Why is this slow?\n"
     "The factory allocates and fills the tensor on the CPU, then the move allocates it again on\n"
@@ -225,6 +230,17 @@ static void add_fix(RuleContext *ctx, Finding *f, TSNode factory_call, const Fac
     free(device);
 }
 
+/* `torch.jit.trace(lambda: torch.ones([]).to(device), ...)`: the move is
+ * what the trace records (a device node to patch), run once at load */
+static bool inside_jit_trace(const PySource *src, TSNode n) {
+    static const char *const tracers[] = {"torch.jit.trace", "torch.jit.trace_module", NULL};
+    for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
+        if (py_is(p, "call") && py_callee_is_any(src, p, tracers)) return true;
+        if (py_is(p, "function_definition") || py_is(p, "class_definition")) return false;
+    }
+    return false;
+}
+
 static bool visit(TSNode n, void *data) {
     RuleContext *ctx = data;
     if (!py_is(n, "call")) return true;
@@ -243,6 +259,7 @@ static bool visit(TSNode n, void *data) {
         return true; /* normal(mean_tensor, std_tensor) follows its inputs' device */
     Move m;
     if (!read_move(ctx, n, &receiver, &m)) return true;
+    if (py_in_test_function(ctx->py, n) || inside_jit_trace(ctx->py, n)) return true;
 
     Finding *f = rule_report_node(ctx, n,
                                   "torch.%s() fills this tensor in host memory and then copies it to the GPU: "
@@ -252,7 +269,12 @@ static bool visit(TSNode n, void *data) {
     return true;
 }
 
-static void check(RuleContext *ctx) { rule_walk(ctx, visit, ctx); }
+/* Test files stand down as a whole: a test's inputs are made once, small,
+ * and on the host on purpose (the same random numbers on every device). */
+static void check(RuleContext *ctx) {
+    if (py_is_test_path(ctx->doc->path)) return;
+    rule_walk(ctx, visit, ctx);
+}
 
 const Rule rule_py004_host_tensor_moved_to_device = {
     .code = "PY004", .name = "host-tensor-moved-to-device", .severity = SEVERITY_WARNING,

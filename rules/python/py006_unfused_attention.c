@@ -10,6 +10,7 @@
 #include "analysis/python/python_expr.h"
 #include "analysis/python/python_index.h"
 #include "analysis/base/text_format.h"
+#include "rules/python/support/test_code.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -1122,34 +1123,6 @@ static void add_fix(RuleContext *ctx, Finding *f, const Match *m) {
 
 /* ---- the check ------------------------------------------------------------ */
 
-/* a word of a snake_case or CamelCase name, compared without case */
-static bool name_has_word(const char *name, size_t len, const char *word) {
-    size_t wl = strlen(word);
-    for (size_t i = 0; i + wl <= len; i++) {
-        bool starts = i == 0 || name[i - 1] == '_' || (isupper((unsigned char)name[i]) && islower((unsigned char)name[i - 1]));
-        size_t e = i + wl;
-        bool ends = e == len || name[e] == '_' || isupper((unsigned char)name[e]);
-        if (starts && ends && strncasecmp(name + i, word, wl) == 0) return true;
-    }
-    return false;
-}
-
-/* The attention is written out on purpose: a reference or baseline to test or
- * time a fused kernel against (`def naive_attention`, `def unfused_standard_attn`,
- * `def manual_attn`, `class ReferenceAttention`). */
-static bool deliberate_reference(const PySource *src, TSNode n) {
-    static const char *const words[] = {"naive", "unfused", "manual", "reference", "ref", "baseline", "eager",
-                                        "vanilla", "slow", NULL};
-    for (TSNode scope = py_index_enclosing_scope(src, n); !ts_node_is_null(scope);
-         scope = py_index_enclosing_scope(src, scope)) {
-        TSNode name = ts_node_child_by_field_name(scope, "name", 4);
-        if (ts_node_is_null(name)) continue;
-        for (size_t i = 0; words[i]; i++)
-            if (name_has_word(py_text_ptr(src, name), py_text_len(name), words[i])) return true;
-    }
-    return false;
-}
-
 /* `q, k, v = qkv.unbind(-1)`: vectors split off the last dimension have no
  * head dimension, so they are not in the (..., L, E) layout the fused kernel takes */
 static bool split_off_last_dim(const Match *m, TSNode t) {
@@ -1228,7 +1201,7 @@ static bool visit(TSNode n, void *data) {
     m->scope = scope;
     m->final_node = n;
     m->v = v;
-    if (parse_probs(m, p) && !deliberate_reference(src, n) && !split_off_last_dim(m, m->q) &&
+    if (parse_probs(m, p) && !py_in_deliberate_reference(src, n) && !split_off_last_dim(m, m->q) &&
         !split_off_last_dim(m, m->k)) {
         UseSearch use = {.m = m};
         py_walk(m->scope, visit_use, &use);

@@ -5,10 +5,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "rules/rule.h"
 #include "analysis/python/python_expr.h"
 #include "analysis/base/text_format.h"
+#include "rules/python/support/test_code.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -35,6 +37,13 @@ static const char documentation[] =
     "the hint. No hint either when the function does nothing but a SiLU/GELU formula (that finding\n"
     "covers it); when it does more (`y = x + bias` before the GELU), the hint takes the formula in,\n"
     "as evidence, instead of a second finding: `torch.compile` fuses the formula with the rest.\n"
+    "Written out on purpose, and not flagged either: test files (`test_*.py`, `*_test.py`,\n"
+    "`conftest.py`: they hold the eager references kernels are checked against); functions and\n"
+    "classes named as references or baselines (`selective_scan_ref`, `naive_*`, `Reference*`,\n"
+    "`*_baseline`, `eager_*`, `manual_*`, `slow_*`); and a SiLU that defines the activation under its\n"
+    "own name: a `class SiLU`/`class Swish` module (an export-friendly copy of `nn.SiLU`) or a\n"
+    "`'swish':` entry in a table of activations. A plain `def swish(x)` is still flagged: it is\n"
+    "usually older than `F.silu` (torch 1.7).\n"
     "\n"
     "## Why is this slow?\n"
     "In eager mode every operator is its own kernel: `x * torch.sigmoid(x)` reads `x` twice, writes\n"
@@ -422,17 +431,44 @@ static void add_replacement(RuleContext *ctx, Finding *f, const char *title, siz
 
 /* ---- the formula findings -------------------------------------------------- */
 
+/* x * sigmoid(x) is the definition of an activation module or table entry of
+ * that name: `class SiLU(nn.Module)` (a method of it), or a lambda under such
+ * a key (`'swish': dict(func=lambda x: torch.sigmoid(x) * x)`). A module that
+ * re-implements one torch has under the same name (since 1.7) is written out
+ * on purpose (yolov5's export-friendly SiLU), and so is a table of reference
+ * activations beside a custom kernel (stylegan2's bias_act). A plain `def
+ * swish(x)` is not excused: it is usually older than F.silu. */
+static bool defines_silu(const PySource *src, TSNode n) {
+    static const char *const names[] = {"silu", "swish", NULL};
+    for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p)) {
+        TSNode name = {0};
+        if (py_is(p, "class_definition")) name = ts_node_child_by_field_name(p, "name", 4);
+        else if (py_is(p, "pair")) {
+            name = ts_node_child_by_field_name(p, "key", 3);
+            if (py_is(name, "string")) name = ts_node_named_child(name, 1); /* string_content */
+        }
+        if (!ts_node_is_null(name) && (py_is(name, "identifier") || py_is(name, "string_content")))
+            for (size_t i = 0; names[i]; i++) /* the name itself: ScaledSwish is another activation */
+                if (py_text_len(name) == strlen(names[i]) &&
+                    strncasecmp(py_text_ptr(src, name), names[i], strlen(names[i])) == 0)
+                    return true;
+        if (py_is(p, "class_definition")) return false; /* the innermost class names it */
+    }
+    return false;
+}
+
 static bool visit_formulas(TSNode n, void *data) {
     State *s = data;
     RuleContext *ctx = s->ctx;
     const PySource *src = ctx->py;
     if (py_is(n, "function_definition")) {
-        if (function_is_compiled(s, n)) return false;
+        if (function_is_compiled(s, n) || py_in_deliberate_reference(src, ts_node_child_by_field_name(n, "body", 4)))
+            return false;
         for (size_t i = 0; i < s->hinted_count; i++)
             if (ts_node_eq(s->hinted[i], n)) return false; /* the hint covers its formulas */
     }
     TSNode x;
-    if (match_silu_call(src, n, &x)) {
+    if (match_silu_call(src, n, &x) && !defines_silu(src, n)) {
         Finding *f = rule_report_node(ctx, n,
                                       "x.mul(sigmoid(x)) runs two kernels and keeps a temporary for backward; "
                                       "F.silu(x) is one fused kernel");
@@ -455,7 +491,7 @@ static bool visit_formulas(TSNode n, void *data) {
                             gelu == GELU_TANH ? ", approximate=\"tanh\"" : "");
         return false;
     }
-    if (match_silu(src, n, &start, &x)) {
+    if (match_silu(src, n, &start, &x) && !defines_silu(src, n)) {
         Finding *f = rule_report(ctx, start, ts_node_end_byte(n),
                                  "x * sigmoid(x) runs two kernels and keeps a temporary for backward; F.silu(x) is "
                                  "one fused kernel");
@@ -665,7 +701,9 @@ static bool check_function(const State *s, TSNode fn) {
     RuleContext *ctx = s->ctx;
     const PySource *src = ctx->py;
     TSNode name = ts_node_child_by_field_name(fn, "name", 4);
-    if (ts_node_is_null(name) || !has_parameters(fn) || function_is_compiled(s, fn)) return false;
+    if (ts_node_is_null(name) || !has_parameters(fn) || function_is_compiled(s, fn) ||
+        py_in_deliberate_reference(src, ts_node_child_by_field_name(fn, "body", 4)))
+        return false;
     TSNode params = ts_node_child_by_field_name(fn, "parameters", 10);
     TSNode first = ts_node_named_child(params, 0);
     if (py_is(first, "identifier") && (py_text_eq(src, first, "self") || py_text_eq(src, first, "cls"))) return false;
@@ -704,6 +742,8 @@ static bool check_function(const State *s, TSNode fn) {
 }
 
 static void check(RuleContext *ctx) {
+    /* tests hold the eager references that kernels are checked against */
+    if (py_is_test_path(ctx->doc->path)) return;
     TSNode root = ts_tree_root_node(ctx->py->tree);
     State *s = calloc(1, sizeof *s);
     if (!s) {
