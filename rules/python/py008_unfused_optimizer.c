@@ -6,6 +6,7 @@
 
 #include "rules/rule.h"
 #include "rules/python/support/test_code.h"
+#include "rules/python/support/torch_floor.h"
 #include "analysis/base/growable.h"
 #include "analysis/python/python_index.h"
 
@@ -37,6 +38,12 @@ static const char documentation[] =
     "Inductor generates fused kernels for the update itself.\n"
     "Nor test code (files named `test_*.py`, `*_test.py`, `conftest.py`, and `def test_*`): there a\n"
     "plain optimizer is usually the reference that a fused or custom one is checked against.\n"
+    "Nor a project that declares support for a torch older than 2.4 (`torch>=1.8.0` or\n"
+    "`torch==1.7.1` in a `requirements*.txt`, `pyproject.toml`, `setup.py`, `setup.cfg` or\n"
+    "`environment.yml` (conda's `pytorch=1.10`) of the file's folder or the nearest parent that has\n"
+    "one, up to the repository's root): older releases reject `fused=` (Adam gained it in 1.13,\n"
+    "AdamW in 2.0, SGD later), and until 2.4 it refused parameters still in host memory, as they are\n"
+    "when the model is moved after the optimizer is built (`accelerate`'s `prepare`).\n"
     "\n"
     "## Example\n"
     "```python\n"
@@ -294,10 +301,26 @@ static void relate_steps(RuleContext *ctx, Finding *f, TSNode call) {
     py_walk(ts_tree_root_node(ctx->py->tree), visit_step_site, &s);
 }
 
+/* fused= on CPU parameters came in torch 2.4 (on CUDA: Adam 1.13, AdamW 2.0,
+ * SGD later); a project that supports an older release cannot take the fix
+ * as it stands (the keyword is rejected, or the model is still on the host
+ * when the optimizer is built and moved later, as with accelerate) */
+#define FUSED_EVERYWHERE TORCH_VERSION(2, 4)
+
 typedef struct {
     RuleContext *ctx;
     CompileSites compile_sites;
+    enum { FLOOR_UNREAD, FLOOR_RECENT, FLOOR_OLDER } floor; /* the project's oldest torch, read once */
 } Walk;
+
+/* the project declares support for a torch older than FUSED_EVERYWHERE */
+static bool supports_older_torch(Walk *w) {
+    if (w->floor == FLOOR_UNREAD) {
+        TorchVersion v;
+        w->floor = torch_floor_of_project(w->ctx->doc->path, &v) && v < FUSED_EVERYWHERE ? FLOOR_OLDER : FLOOR_RECENT;
+    }
+    return w->floor == FLOOR_OLDER;
+}
 
 static bool visit(TSNode n, void *data) {
     Walk *w = data;
@@ -318,6 +341,7 @@ static bool visit(TSNode n, void *data) {
     if (!ts_node_is_null(owner) && py_module_stays_on_host(ctx->py, owner)) return true;
     /* a step that torch.compile already turns into fused kernels */
     if (step_is_compiled(&w->compile_sites, n)) return true;
+    if (supports_older_torch(w)) return true;
     char name[PY_NAME_MAX];
     py_callee_name(ctx->py, n, name, sizeof name);
     const char *short_name = strrchr(name, '.');
@@ -345,7 +369,7 @@ static bool visit(TSNode n, void *data) {
 
 static void check(RuleContext *ctx) {
     if (!ctx->py->uses_gpu || py_is_test_path(ctx->doc->path)) return;
-    Walk w = {ctx, {.src = ctx->py}};
+    Walk w = {ctx, {.src = ctx->py}, FLOOR_UNREAD};
     rule_walk(ctx, visit, &w);
     if (w.compile_sites.out_of_memory) ctx->out_of_memory = true;
     free(w.compile_sites.nodes);

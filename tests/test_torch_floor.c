@@ -1,0 +1,128 @@
+/* The oldest torch a project declares (rules/python/support/torch_floor.c),
+ * and PY008 standing down in a project that supports one older than 2.4. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "analysis/document.h"
+#include "rules/engine/config.h"
+#include "rules/engine/engine.h"
+#include "rules/python/support/torch_floor.h"
+
+static bool floor_of(const char *text, TorchVersion *v) { return torch_floor_in_text(text, strlen(text), v); }
+
+static void expect_floor(const char *text, int major, int minor) {
+    TorchVersion v = -1;
+    cr_expect(floor_of(text, &v), "no floor found in <%s>", text);
+    cr_expect_eq(v, TORCH_VERSION(major, minor), "<%s>: %d, want %d.%d", text, v, major, minor);
+}
+
+static void expect_none(const char *text) {
+    TorchVersion v = -1;
+    cr_expect_not(floor_of(text, &v), "<%s> gave a floor of %d", text, v);
+}
+
+Test(torch_floor, requirement_spellings) {
+    expect_floor("numpy>=1.18\ntorch>=1.8.0  # see pytorch.org\ntorchvision>=0.9.0\n", 1, 8);
+    expect_floor("torch==1.7.1\n", 1, 7);
+    expect_floor("torch ~= 2.1\n", 2, 1);
+    expect_floor("torch<3,>=2.2.0\n", 2, 2);
+    expect_floor("torch[opt-einsum]>=2.0\n", 2, 0);
+    expect_floor("dependencies = [\n    \"einops\",\n    \"torch>=2.0\",\n]\n", 2, 0);
+    expect_floor("install_requires=['torch>=1.6', 'tqdm']", 1, 6);
+    expect_floor("dependencies:\n  - python=3.9\n  - pytorch=1.10\n  - cudatoolkit=11.3\n", 1, 10);
+    expect_floor("  - pytorch::pytorch=1.12.1\n", 1, 12);
+    expect_floor("[tool.poetry.dependencies]\ntorch = \"^2.1\"\n", 2, 1);
+    expect_floor("install_requires =\n    torch (>=1.9)\n", 1, 9);
+    /* the lowest of several */
+    expect_floor("torch>=2.4\n-r base.txt\ntorch>=1.13\n", 1, 13);
+}
+
+Test(torch_floor, no_declared_floor) {
+    expect_none("torch\n");
+    expect_none("torch<2.0\n"); /* an upper bound alone */
+    expect_none("torchvision>=0.15\ntorchaudio==2.0.1\ntorch-geometric>=2.3\n");
+    expect_none("pytorch-lightning>=1.9\n");
+    expect_none("# torch>=1.8 is what we tested\n");
+    expect_none("import torch.nn as nn\nx = torch.zeros(3)\n");
+    expect_none("[tool.ruff]\nline-length = 120\n");
+    expect_none("");
+}
+
+/* a scratch project folder: requirements text at its root (none when NULL), a
+ * .git beside it, and the source file in src/ */
+static void make_project(char *root, size_t size, const char *requirements) {
+    snprintf(root, size, "/tmp/advise-floor-XXXXXX");
+    cr_assert_not_null(mkdtemp(root));
+    char path[512];
+    snprintf(path, sizeof path, "%s/.git", root);
+    cr_assert_eq(mkdir(path, 0700), 0);
+    snprintf(path, sizeof path, "%s/src", root);
+    cr_assert_eq(mkdir(path, 0700), 0);
+    if (requirements) {
+        snprintf(path, sizeof path, "%s/requirements.txt", root);
+        FILE *f = fopen(path, "w");
+        cr_assert_not_null(f);
+        fputs(requirements, f);
+        fclose(f);
+    }
+}
+
+static void remove_project(const char *root) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    cr_expect_eq(system(cmd), 0);
+}
+
+Test(torch_floor, read_from_the_nearest_project_folder) {
+    char root[64], path[512];
+    make_project(root, sizeof root, "torch>=1.8.0\n");
+    snprintf(path, sizeof path, "%s/src/train.py", root);
+    TorchVersion v = -1;
+    cr_expect(torch_floor_of_project(path, &v));
+    cr_expect_eq(v, TORCH_VERSION(1, 8));
+    remove_project(root);
+
+    make_project(root, sizeof root, NULL);
+    snprintf(path, sizeof path, "%s/src/train.py", root);
+    cr_expect_not(torch_floor_of_project(path, &v), "no dependency file: no floor");
+    cr_expect_not(torch_floor_of_project(NULL, &v));
+    remove_project(root);
+}
+
+static size_t py008_findings(const char *path) {
+    static const char text[] = "import torch\n"
+                               "model = torch.nn.Linear(4, 4).cuda()\n"
+                               "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)\n";
+    Document *doc = document_new(path, LANGUAGE_PYTHON, text, strlen(text));
+    Config cfg;
+    config_init(&cfg);
+    string_list_add(&cfg.select, "PY008");
+    FindingList findings;
+    finding_list_init(&findings);
+    char *error = NULL;
+    cr_assert(engine_check(doc, NULL, &cfg, &findings, NULL, &error), "%s", error ? error : "?");
+    size_t count = findings.count;
+    finding_list_free(&findings);
+    config_free(&cfg);
+    document_free(doc);
+    return count;
+}
+
+Test(torch_floor, py008_stands_down_below_torch_2_4) {
+    static const struct {
+        const char *requirements; /* NULL: no dependency file */
+        size_t findings;
+    } cases[] = {{"torch>=1.8.0\n", 0}, {"torch>=2.0\n", 0}, {"torch>=2.4\n", 1}, {"torch\n", 1}, {NULL, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char root[64], path[512];
+        make_project(root, sizeof root, cases[i].requirements);
+        snprintf(path, sizeof path, "%s/src/train.py", root);
+        cr_expect_eq(py008_findings(path), cases[i].findings, "requirements <%s>",
+                     cases[i].requirements ? cases[i].requirements : "(none)");
+        remove_project(root);
+    }
+}
