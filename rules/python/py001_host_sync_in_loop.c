@@ -58,6 +58,12 @@ static const char documentation[] =
     "  (boolean-mask indexing `acc[targets == i]`, `nonzero()`, one-argument `torch.where`,\n"
     "  `masked_select`, `unique`): that operation already waits for the GPU, so dropping the read\n"
     "  removes no wait;\n"
+    "- a read of a value already computed (`loss.item()`, not `(a == b).sum().item()`) whose\n"
+    "  statement follows an explicit `torch.cuda.synchronize()` (or `stream.synchronize()`) in the\n"
+    "  same block, with nothing between but other such reads (`meter.update(loss.item(), n)` right\n"
+    "  after the synchronize of code that times each step): the synchronize is the wait, and dropping\n"
+    "  the read saves nothing while it stays. Two reads in a row with no synchronize are both\n"
+    "  reported: removing one moves the wait to the other;\n"
     "- a comprehension in no loop whose only GPU work gathers, reshapes or casts what was computed\n"
     "  earlier (`[torch.cat(x, 0).cpu().numpy() for x in zip(*stats)]` after the loop that collected\n"
     "  them): a one-off conversion, not a wait per step;\n"
@@ -493,6 +499,83 @@ static bool after_own_wait(const PySource *src, TSNode expr, TSNode loop, int de
     return false;
 }
 
+/* `torch.cuda.synchronize()`, `stream.synchronize()`, `event.synchronize()` as a statement */
+static bool is_explicit_sync(const PySource *src, TSNode stmt) {
+    if (!py_is(stmt, "expression_statement")) return false;
+    TSNode e = ts_node_named_child(stmt, 0);
+    static const char *const syncs[] = {"torch.cuda.synchronize", NULL};
+    return py_is(e, "call") && (py_callee_is_any(src, e, syncs) || py_method_call(src, e, "synchronize", NULL));
+}
+
+static bool visit_any_call(TSNode n, void *data) {
+    bool *found = data;
+    if (py_is(n, "call")) *found = true;
+    return !*found;
+}
+
+typedef struct {
+    const PySource *src;
+    bool reads, other_calls;
+} CallSearch;
+
+/* the tensor a read copies: `t` of `t.item()` or `float(t)` (null for print) */
+static TSNode read_operand(const PySource *src, TSNode call) {
+    TSNode name = py_method_name_node(call);
+    if (!ts_node_is_null(name)) return ts_node_child_by_field_name(ts_node_parent(name), "object", 6);
+    if (py_is_builtin_call(src, call, "print")) return (TSNode){0};
+    return py_call_positional(call, 0);
+}
+
+/* the read copies a value already computed: `loss.item()`, `self.loss.item()`,
+ * `float(outs[0])`; not `(a == b).sum().item()`, which computes first */
+static bool reads_computed_value(const PySource *src, TSNode call) {
+    TSNode e = read_operand(src, call);
+    if (py_is(e, "subscript")) e = ts_node_child_by_field_name(e, "value", 5);
+    return py_is(e, "identifier") || py_is(e, "attribute");
+}
+
+/* what a statement calls: reads of computed values, and other calls that
+ * give the GPU no work as far as the code shows (`meter.update(...)`,
+ * `y.size(0)`, `isinstance(...)`) */
+static bool visit_call_kinds(TSNode n, void *data) {
+    CallSearch *s = data;
+    if (py_is(n, "lambda")) return false;
+    if (!py_is(n, "call")) return true;
+    if (is_host_read(s->src, n)) {
+        if (reads_computed_value(s->src, n)) s->reads = true;
+        else s->other_calls = true;
+    } else if (py_call_does_gpu_work(s->src, n))
+        s->other_calls = true;
+    return !s->other_calls;
+}
+
+/* The read's statement follows an explicit synchronize in its block, with
+ * nothing between but statements that call nothing (`end = t0`, comments):
+ * `torch.cuda.synchronize()` then `meter.update(loss.item(), n)`, as code
+ * that times each step does, when the read copies a value already computed.
+ * The synchronize is the wait, and dropping the read saves nothing while
+ * the synchronize stays. (Two reads in a row with no synchronize are both
+ * reported: removing one moves the wait to the other.) */
+static bool after_explicit_sync(const PySource *src, TSNode read) {
+    if (!reads_computed_value(src, read)) return false; /* `model(x).sum().item()` waits for new work */
+    TSNode stmt = py_statement_of(read);
+    if (ts_node_is_null(stmt) || !py_is(ts_node_parent(stmt), "block")) return false;
+    for (TSNode prev = ts_node_prev_named_sibling(stmt); !ts_node_is_null(prev);
+         prev = ts_node_prev_named_sibling(prev)) {
+        if (py_is(prev, "comment")) continue;
+        if (is_explicit_sync(src, prev)) return true;
+        /* statements that call nothing, or read values already computed
+         * (`loss_meter.update(loss.item(), n)` before `acc_meter.update(acc.item(), n)`) */
+        CallSearch calls = {src, false, false};
+        py_walk(prev, visit_call_kinds, &calls);
+        if (calls.other_calls) return false;
+        bool calls_any = calls.reads;
+        if (!calls_any) py_walk(prev, visit_any_call, &calls_any);
+        if (calls_any && !calls.reads) return false;
+    }
+    return false;
+}
+
 /* ---- one-off conversions ----------------------------------------------- */
 
 /* calls that only gather, reshape, cast or copy what was computed earlier */
@@ -537,13 +620,6 @@ static bool one_off_conversion(const PySource *src, TSNode comprehension) {
     return !s.heavy;
 }
 
-/* the tensor a read copies: `t` of `t.item()` or `float(t)` (null for print) */
-static TSNode read_operand(const PySource *src, TSNode call) {
-    TSNode name = py_method_name_node(call);
-    if (!ts_node_is_null(name)) return ts_node_child_by_field_name(ts_node_parent(name), "object", 6);
-    if (py_is_builtin_call(src, call, "print")) return (TSNode){0};
-    return py_call_positional(call, 0);
-}
 
 typedef struct {
     RuleContext *ctx;
@@ -585,7 +661,7 @@ static bool visit(TSNode n, void *data) {
     }
     if (!py_loop_is_hot(ctx->py, loop)) return true;
     if (py_loop_sweeps_literal_configurations(ctx->py, loop) || inside_periodic_block(ctx->py, loop)) return true;
-    if (after_own_wait(ctx->py, read_operand(ctx->py, n), loop, 0)) return true;
+    if (after_own_wait(ctx->py, read_operand(ctx->py, n), loop, 0) || after_explicit_sync(ctx->py, n)) return true;
     describe(ctx->py, n, what, sizeof what);
     uint32_t statement = ts_node_start_byte(py_statement_of(n));
     if (statement == w->last_statement && strcmp(what, w->last_what) == 0) return true;
