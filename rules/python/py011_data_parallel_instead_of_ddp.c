@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "rules/rule.h"
+#include "rules/python/support/test_code.h"
 #include "analysis/python/python_index.h"
 
 static const char documentation[] =
@@ -16,8 +17,10 @@ static const char documentation[] =
     "Not flagged: `DistributedDataParallel`; a `DataParallel` of another package or one the\n"
     "file defines or assigns itself (at module level or in an enclosing function); mentions\n"
     "that construct nothing (`isinstance(model, nn.DataParallel)`, `model.module`, strings\n"
-    "and comments); and `DataParallel(model, device_ids=[0])` with a one-element literal\n"
-    "device list, which replicates nothing.\n"
+    "and comments); `DataParallel(model, device_ids=[0])` with a one-element literal\n"
+    "device list, which replicates nothing; and a `DataParallel` in a file that also builds\n"
+    "`DistributedDataParallel` (or calls a helper named for it, `smart_DDP(model)`): there it is\n"
+    "the fallback for a run started without `torchrun`, and the program already offers DDP.\n"
     "\n"
     "## Why is this slow?\n"
     "`DataParallel` runs one Python process that drives every GPU from threads. On each\n"
@@ -87,12 +90,50 @@ static bool single_device(const PySource *src, TSNode call) {
     return !py_is(only, "list_splat") && !py_is(only, "comment");
 }
 
+static const char *const ddp_names[] = {
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel",
+    NULL,
+};
+
+typedef struct {
+    RuleContext *ctx;
+    enum { DDP_UNSEARCHED, DDP_ABSENT, DDP_BUILT } ddp; /* searched once, when a DataParallel is found */
+} Walk;
+
+/* DistributedDataParallel(...), or a call of a helper named for it
+ * (`smart_DDP(model)`, `wrap_ddp(model)`) */
+static bool visit_ddp(TSNode n, void *data) {
+    Walk *w = data;
+    if (w->ddp == DDP_BUILT) return false;
+    if (!py_is(n, "call")) return true;
+    const PySource *src = w->ctx->py;
+    TSNode name = ts_node_child_by_field_name(n, "function", 8);
+    if (py_is(name, "attribute")) name = ts_node_child_by_field_name(name, "attribute", 9);
+    if (py_callee_is_any(src, n, ddp_names) ||
+        (py_is(name, "identifier") && py_name_has_word(py_text_ptr(src, name), py_text_len(name), "ddp")))
+        w->ddp = DDP_BUILT;
+    return w->ddp != DDP_BUILT;
+}
+
+/* The file builds DistributedDataParallel too: DataParallel is its fallback
+ * for a run started without torchrun (yolov5's train.py, which warns that
+ * DP is not recommended), and the advice is already the program's. */
+static bool file_builds_ddp(Walk *w) {
+    if (w->ddp == DDP_UNSEARCHED) {
+        w->ddp = DDP_ABSENT;
+        py_walk(ts_tree_root_node(w->ctx->py->tree), visit_ddp, w);
+    }
+    return w->ddp == DDP_BUILT;
+}
+
 static bool visit(TSNode n, void *data) {
-    RuleContext *ctx = data;
+    Walk *w = data;
+    RuleContext *ctx = w->ctx;
     if (!py_is(n, "call") || !py_callee_is_any(ctx->py, n, data_parallel_names)) return true;
     TSNode callee = ts_node_child_by_field_name(n, "function", 8);
     if (py_callee_shadowed(ctx->py, n, callee)) return true;
-    if (single_device(ctx->py, n)) return true;
+    if (single_device(ctx->py, n) || file_builds_ddp(w)) return true;
     rule_report_node(ctx, callee,
                      "DataParallel replicates the model from GPU 0 and scatters and gathers every batch through "
                      "it on each step, from threads of one process; DistributedDataParallel (one process per GPU, "
@@ -100,11 +141,15 @@ static bool visit(TSNode n, void *data) {
     return true;
 }
 
-static void check(RuleContext *ctx) { rule_walk(ctx, visit, ctx); }
+static void check(RuleContext *ctx) {
+    Walk w = {ctx, DDP_UNSEARCHED};
+    rule_walk(ctx, visit, &w);
+}
 
 const Rule rule_py011_data_parallel_instead_of_ddp = {
     .code = "PY011", .name = "data-parallel-instead-of-ddp", .severity = SEVERITY_WARNING,
     .languages = LANGUAGE_PYTHON, .check = check, .measure = MEASURE_GPU_TIME,
+    .whole_file = true, /* a DistributedDataParallel built elsewhere in the file decides */
     .summary = "torch.nn.DataParallel where DistributedDataParallel is faster",
     .advice = "use DistributedDataParallel with one process per GPU (`torchrun`)",
     .documentation = documentation};
