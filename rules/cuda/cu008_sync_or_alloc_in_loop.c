@@ -32,7 +32,8 @@ static const char documentation[] =
     "  of an asynchronous copy), reuses the host buffer of an asynchronous copy, or copies with a\n"
     "  blocking `cudaMemcpy` (which waits anyway) - convergence checks and per-iteration output;\n"
     "- loops that time their iterations (a host clock, `cudaEventRecord`/`cudaEventElapsedTime`, a\n"
-    "  timer helper such as `sdkStopTimer`, also when its header was not found);\n"
+    "  timer helper such as `sdkStopTimer`, also when its header was not found, or a function of\n"
+    "  this file that reads a clock, such as `double get_time() { clock_gettime(...); }`);\n"
     "- a synchronization the host hands on: after it the iteration waits at a host barrier or\n"
     "  signals other threads or processes (`barrierWait`, `MPI_Barrier`, `sem_post`); a loop whose\n"
     "  condition reads a variable the GPU writes (its address goes to a copy: `while (r1 > tol)`);\n"
@@ -338,13 +339,30 @@ static const char *called_name(const CuNode *n) {
     return unresolved ? unresolved : "";
 }
 
+typedef struct {
+    const CudaSource *src;
+    int depth; /* helpers of this file looked into so far */
+    bool found;
+} TimingSearch;
+
 static bool visit_timing(CuNode *n, void *data) {
-    bool *found = data;
+    TimingSearch *t = data;
+    bool *found = &t->found;
     if (*found) return false;
     CuLaunch l;
     if (n->kind == CXCursor_CallExpr && cu_launch(n, &l)) return true;
     const char *name = called_name(n);
     if (!*name) return true;
+    /* a timer helper of this file (`double get_time() { clock_gettime(...); }`): one level in */
+    if (n->kind == CXCursor_CallExpr && n->ref && t->depth == 0) {
+        CuNode *def = cu_definition_of(t->src, n->ref);
+        if (def && def != cu_function_of(n)) {
+            TimingSearch inner = {t->src, 1, false};
+            cu_walk(def, visit_timing, &inner);
+            if (inner.found) *found = true;
+            if (*found) return false;
+        }
+    }
     char low[96];
     size_t k = 0;
     for (; name[k] && k + 1 < sizeof low; k++) low[k] = (char)(name[k] >= 'A' && name[k] <= 'Z' ? name[k] + 32 : name[k]);
@@ -481,9 +499,9 @@ static void check_sync(Check *c, CuNode *call) {
     cu_walk(loop, visit_last_launch, &last);
     if (!last.launch) return;
     /* timing code */
-    bool timing = false;
+    TimingSearch timing = {src, 0, false};
     cu_walk(loop, visit_timing, &timing);
-    if (timing) return;
+    if (timing.found) return;
     /* the wait is what the iteration hands on, or what its condition or output needs */
     HandOff hand_off = {call->end, false};
     cu_walk(loop, visit_hand_off, &hand_off);

@@ -47,6 +47,8 @@ static const char documentation[] =
     "passed to the kernel (`<<<N / 256, 256>>>(x, N)`: the problem itself is that small);\n"
     "grid-stride kernels launched with at least one block per SM; kernels that never read\n"
     "`blockIdx`/`gridDim` (designed for one block); kernels defined elsewhere, for the grid check;\n"
+    "kernels that read neither `threadIdx` nor `blockIdx`, for the block check (every thread does\n"
+    "the same work, as in `atomicAdd(&counter, 1)`: the thread count is the amount of work);\n"
     "cooperative launches (`cudaLaunchCooperativeKernel`), whose grid is bounded by residency.\n"
     "\n"
     "## Example\n"
@@ -389,6 +391,16 @@ static bool kernel_uses_blocks(const CuNode *n) {
     return false;
 }
 
+/* The kernel tells its threads apart (threadIdx or blockIdx); one that does
+ * not (`atomicAdd(counter, 1)`) does the same work in every thread, so its
+ * thread count is the amount of work, not a shape to round. */
+static bool kernel_indexes_threads(const CuNode *n) {
+    if (cu_is_builtin_member(n, "threadIdx", 0) || cu_is_builtin_member(n, "blockIdx", 0)) return true;
+    for (uint32_t i = 0; i < n->child_count; i++)
+        if (kernel_indexes_threads(n->children[i])) return true;
+    return false;
+}
+
 /* ---- launches written in a macro's body ----------------------------------- */
 
 /* A macro that expands several launches (apex's CALL_TWO_PASS_KERNEL picks one
@@ -620,6 +632,8 @@ static void check_block(Walk *w, const CuLaunch *l, const Dims *grid, bool grid_
     if (d.v[0] <= 0 || d.v[1] <= 0 || d.v[2] <= 0 || threads > MAX_BLOCK || threads % WARP == 0) return;
     /* one block (or one thread): the waste is a single partial warp */
     if (grid_known && grid->v[0] * grid->v[1] * grid->v[2] == 1) return;
+    const CuNode *defined = cu_definition_of(src, l->kernel_decl);
+    if (defined && defined->kind == CXCursor_FunctionDecl && !kernel_indexes_threads(defined)) return;
     size_t expansion, name_len;
     if (launch_in_macro(src, l, &expansion, &name_len)) {
         if (!group_add(w, l, expansion, name_len, &d)) ctx->out_of_memory = true;
