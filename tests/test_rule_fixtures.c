@@ -643,3 +643,37 @@ Test(fixtures, projects) {
     py_workspaces_free(workspaces);
     globfree(&cases);
 }
+
+/* ---- CU011: a checker that would run the call twice is not offered ---------- */
+
+/* the fixes offered for `cudaFree(p);` in a file whose checking macro is defined as given */
+static size_t cu011_fixes_with(const char *define) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "#include <cstdio>\n#include <cstdlib>\n#include <cuda_runtime.h>\n%s\n"
+             "void run(float *p, float *q) {\n"
+             "    CHECK_CUDA(cudaMalloc(&q, 64));\n"
+             "    cudaFree(p);\n"
+             "}\n",
+             define);
+    FindingList findings;
+    finding_list_init(&findings);
+    cr_assert(run_rule(rule_find("CU011"), "/project/free.cu", text, strlen(text), &findings));
+    cr_assert_eq(findings.count, 1, "%zu findings", findings.count);
+    size_t fixes = findings.items[0].fix_count;
+    finding_list_free(&findings);
+    return fixes;
+}
+
+Test(fixtures, cu011_fix_only_with_a_checker_that_evaluates_once) {
+    cr_expect_eq(cu011_fixes_with("#define CHECK_CUDA(call) \\\n"
+                                  "    do { cudaError_t e_ = (call); if (e_ != cudaSuccess) exit(1); } while (0)"),
+                 1);
+    /* cutlass-style: `call` is evaluated in the test and again for the message */
+    cr_expect_eq(cu011_fixes_with("#define CHECK_CUDA(call) \\\n"
+                                  "    if ((call) != cudaSuccess) { \\\n"
+                                  "        printf(\"%s\\n\", cudaGetErrorString(call)); \\\n"
+                                  "        exit(1); \\\n"
+                                  "    }"),
+                 0);
+}

@@ -72,7 +72,9 @@ static const char documentation[] =
     "When the file already wraps CUDA calls in a checking macro or function (`CUDA_CHECK(...)`), an\n"
     "unsafe fix wraps the call in it, or adds `CUDA_CHECK(cudaGetLastError());` after the launch.\n"
     "It is unsafe because the checker changes what happens on failure (it usually exits). Without\n"
-    "such a checker there is no fix.\n";
+    "such a checker there is no fix, nor when the checker is a macro that names its argument twice\n"
+    "(`if ((call) != cudaSuccess) { ... cudaGetErrorString(call) ... }`): wrapped in it, a call\n"
+    "would run again on failure.\n";
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -158,6 +160,7 @@ typedef struct {
     /* a checker learned from this file: a macro or function that CUDA calls are passed to */
     char checker[64];
     size_t checker_define; /* offset of its #define in this file, or SIZE_MAX */
+    bool checker_repeats;  /* that macro names its argument twice: a call wrapped in it would run again */
 } State;
 
 static bool body_checks_last_error(const CuNode *fn, int depth);
@@ -563,9 +566,38 @@ static bool visit_learn(CuNode *n, void *data) {
     return false;
 }
 
+static bool is_word_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
+
+/* `#define CHECK_CUDA(call) if ((call) != cudaSuccess) { ... cudaGetErrorString(call) ... }`:
+ * the body (to the end of its continued lines) names the parameter more than once, so
+ * `CHECK_CUDA(cudaFree(p))` would call cudaFree again on failure. at: the macro's name. */
+static bool macro_repeats_argument(const Document *doc, size_t at, size_t name_len) {
+    const char *p = doc->text + at + name_len, *end = doc->text + doc->length;
+    if (p >= end || *p != '(') return false;
+    const char *param = ++p;
+    while (p < end && is_word_char(*p)) p++;
+    size_t param_len = (size_t)(p - param);
+    while (p < end && (*p == ' ' || *p == '\t')) p++;
+    if (!param_len || p >= end || *p != ')') return false; /* one named parameter only */
+    int uses = 0;
+    for (p++; p < end && *p != '\n'; p++) {
+        if (*p == '\\' && p + 1 < end && (p[1] == '\n' || (p[1] == '\r' && p + 2 < end && p[2] == '\n'))) {
+            p += p[1] == '\r' ? 2 : 1; /* a continued line */
+            continue;
+        }
+        if ((size_t)(end - p) >= param_len && strncmp(p, param, param_len) == 0 && !is_word_char(p[-1]) &&
+            (p + param_len == end || !is_word_char(p[param_len]))) {
+            uses++;
+            p += param_len - 1;
+        }
+    }
+    return uses > 1;
+}
+
 static void learn_checker(State *st) {
     st->checker[0] = '\0';
     st->checker_define = SIZE_MAX;
+    st->checker_repeats = false;
     cu_walk(st->src->root, visit_learn, st);
     if (!st->checker[0]) return;
     /* where the file defines it as a macro, the fix may only use it below */
@@ -583,13 +615,17 @@ static void learn_checker(State *st) {
         if ((size_t)(end - p) >= k && strncmp(p, st->checker, k) == 0 &&
             (p + k == end || !(isalnum((unsigned char)p[k]) || p[k] == '_'))) {
             st->checker_define = (size_t)(p - doc->text);
+            st->checker_repeats = macro_repeats_argument(doc, st->checker_define, k);
             return;
         }
     }
 }
 
+/* a fix may wrap a call in the checker: it is defined above offset, and it
+ * evaluates its argument once (a second evaluation would call again on
+ * failure, or report the error that the first cudaGetLastError() cleared) */
 static bool checker_usable_at(const State *st, size_t offset) {
-    return st->checker[0] && (st->checker_define == SIZE_MAX || st->checker_define < offset);
+    return st->checker[0] && !st->checker_repeats && (st->checker_define == SIZE_MAX || st->checker_define < offset);
 }
 
 /* the `;` that ends the expression statement n, or SIZE_MAX */
