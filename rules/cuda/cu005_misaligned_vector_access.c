@@ -211,8 +211,8 @@ static void check_struct_access(Scan *s, const CuNode *access) {
      * but it is a rewrite of every use, so no fix is offered. */
     Finding *f = rule_report_cu(s->ctx, access,
                        "`%s` is an array of `%s`, a 12-byte struct of three 4-byte members, read or written per "
-                       "thread: a warp's access is split into three 4-byte accesses with a 12-byte stride (three "
-                       "times the ideal L1 sectors). A structure of arrays (separate x, y and z arrays) makes each "
+                       "thread: each member it touches is a separate 4-byte access with a 12-byte stride across the "
+                       "warp (three times the ideal L1 sectors). A structure of arrays (separate x, y and z arrays) makes each "
                        "access coalesced without moving more bytes. Padding to 16 bytes (`__align__(16)`, float4) "
                        "gives one vector access per element but moves a third more bytes, which slows memory-bound "
                        "kernels and copies: measure before padding",
