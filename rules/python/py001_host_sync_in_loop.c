@@ -28,6 +28,10 @@ static const char documentation[] =
     "in loops of its own, the read is under no condition) and a loop of this file calls the function\n"
     "on every iteration: `def train_step(batch): ... return loss.item()`.\n"
     "\n"
+    "When the read takes one element of a tensor by the loop's variable (`int(cu_seqlens[i].item())`,\n"
+    "`cu_seqlens[i + 1]` in `for i in range(...)`) and the loop does not write that tensor, a note says\n"
+    "to read it whole once before the loop (`cu_seqlens.tolist()`) and index the list.\n"
+    "\n"
     "The same read twice in one statement (`f\"{loss.item():.2f}\" if a else f\"{loss.item():.4f}\"`) is\n"
     "reported once.\n"
     "\n"
@@ -622,6 +626,56 @@ static bool one_off_conversion(const PySource *src, TSNode comprehension) {
 
 
 typedef struct {
+    const PySource *src;
+    TSNode name;
+    bool written;
+} WriteSearch;
+
+/* `t[k] = ...`, `t[k] += ...`, `t.add_(...)`, `t.copy_(...)`: the loop changes t */
+static bool visit_write(TSNode n, void *data) {
+    WriteSearch *w = data;
+    if (w->written) return false;
+    TSNode target = {0};
+    if (py_is(n, "assignment") || py_is(n, "augmented_assignment")) {
+        target = ts_node_child_by_field_name(n, "left", 4);
+        if (py_is(target, "subscript")) target = ts_node_child_by_field_name(target, "value", 5);
+    } else if (py_is(n, "call")) {
+        TSNode name = py_method_name_node(n);
+        if (!ts_node_is_null(name) && py_text_len(name) > 1 && py_text_ptr(w->src, name)[py_text_len(name) - 1] == '_')
+            target = ts_node_child_by_field_name(ts_node_parent(name), "object", 6);
+    }
+    if (!ts_node_is_null(target) && py_same_text(w->src, target, w->name)) w->written = true;
+    return !w->written;
+}
+
+/* `t[i].item()` (`int(t[i])`) in `for i in range(...)`, where t is a name
+ * bound outside the loop and not written in it: *whole is t, which one
+ * `.tolist()` before the loop reads in a single wait */
+static bool indexes_by_loop_variable(const PySource *src, TSNode read, TSNode loop, TSNode *whole) {
+    if (!py_is(loop, "for_statement")) return false;
+    TSNode e = read_operand(src, read);
+    if (!py_is(e, "subscript") || ts_node_named_child_count(e) != 2) return false;
+    TSNode value = ts_node_child_by_field_name(e, "value", 5), index = ts_node_child_by_field_name(e, "subscript", 9);
+    TSNode target = ts_node_child_by_field_name(loop, "left", 4);
+    if (py_is(index, "binary_operator")) { /* t[i + 1] */
+        TSNode l = ts_node_child_by_field_name(index, "left", 4), r = ts_node_child_by_field_name(index, "right", 5);
+        index = py_is(r, "integer") ? l : py_is(l, "integer") ? r : (TSNode){0};
+    }
+    if (!py_is(value, "identifier") || !py_is(index, "identifier") || !py_is(target, "identifier") ||
+        !py_same_text(src, index, target))
+        return false;
+    TSNode bound = {0};
+    BindingKind kind =
+        py_binding_before(src, value, py_text_ptr(src, value), py_text_len(value), ts_node_start_byte(value), &bound);
+    if ((kind != BINDING_ASSIGNMENT && kind != BINDING_PARAMETER) || py_is_within(bound, loop)) return false;
+    WriteSearch w = {src, value, false};
+    py_walk(loop, visit_write, &w);
+    if (w.written) return false;
+    *whole = value;
+    return true;
+}
+
+typedef struct {
     RuleContext *ctx;
     /* the last finding's statement and text: `f"{loss.item():.2f}" if a else
      * f"{loss.item():.4f}"` is one wait, reported once */
@@ -667,8 +721,14 @@ static bool visit(TSNode n, void *data) {
     if (statement == w->last_statement && strcmp(what, w->last_what) == 0) return true;
     w->last_statement = statement;
     snprintf(w->last_what, sizeof w->last_what, "%s", what);
-    rule_report_node(
+    Finding *f = rule_report_node(
         ctx, n, "`%s` waits for the GPU on every iteration of this loop, so the host cannot queue work ahead", what);
+    TSNode whole;
+    if (f && indexes_by_loop_variable(ctx->py, n, loop, &whole) &&
+        !finding_note(f, "read `%.*s.tolist()` once before the loop and index the list: one wait instead of one "
+                         "per iteration",
+                      (int)py_text_len(whole), py_text_ptr(ctx->py, whole)))
+        ctx->out_of_memory = true;
     return true;
 }
 
