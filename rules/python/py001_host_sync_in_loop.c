@@ -61,7 +61,9 @@ static const char documentation[] =
     "- a value produced in the same iteration by an operation whose result size depends on the data\n"
     "  (boolean-mask indexing `acc[targets == i]`, `nonzero()`, one-argument `torch.where`,\n"
     "  `masked_select`, `unique`): that operation already waits for the GPU, so dropping the read\n"
-    "  removes no wait;\n"
+    "  removes no wait; so is a `torch.cat`/`torch.stack` of such values or of elements they index\n"
+    "  (`torch.cat((torch.stack(x, 1), iou[x[0], x[1]][:, None]), 1).cpu()` with\n"
+    "  `x = torch.where(mask)`);\n"
     "- a read of a value already computed (`loss.item()`, not `(a == b).sum().item()`) whose\n"
     "  statement follows an explicit `torch.cuda.synchronize()` (or `stream.synchronize()`) in the\n"
     "  same block, with nothing between but other such reads (`meter.update(loss.item(), n)` right\n"
@@ -483,9 +485,12 @@ static bool is_data_dependent_shape(const PySource *src, TSNode e, TSNode loop) 
 /* The value read was produced in this iteration by such an operation: the
  * loop already waits there, and dropping this read removes no wait (it would
  * have to go with the mask). */
+static bool gathers_after_own_wait(const PySource *src, TSNode call, TSNode loop, int depth);
+
 static bool after_own_wait(const PySource *src, TSNode expr, TSNode loop, int depth) {
     if (depth > MAX_CHAIN || ts_node_is_null(expr)) return false;
     if (is_data_dependent_shape(src, expr, loop)) return true;
+    if (gathers_after_own_wait(src, expr, loop, depth)) return true;
     if (py_is(expr, "call")) {
         TSNode fn = ts_node_child_by_field_name(expr, "function", 8);
         if (!py_is(fn, "attribute") || is_device_move(src, expr)) return false;
@@ -578,6 +583,33 @@ static bool after_explicit_sync(const PySource *src, TSNode read) {
         if (calls_any && !calls.reads) return false;
     }
     return false;
+}
+
+/* `torch.cat((torch.stack(x, 1), iou[x[0], x[1]][:, None]), 1)` with x from
+ * a one-argument torch.where: a gathering of values (a tuple or list of
+ * them, or their elements) of which one comes from such an operation; the
+ * loop waited there, and the gathering adds only small kernels */
+static bool gathers_after_own_wait(const PySource *src, TSNode call, TSNode loop, int depth) {
+    static const char *const gathers[] = {"torch.cat",    "torch.stack",  "torch.concatenate", "torch.concat",
+                                          "torch.hstack", "torch.vstack", NULL};
+    if (!py_is(call, "call") || !py_callee_is_any(src, call, gathers)) return false;
+    TSNode first = py_call_positional(call, 0);
+    if (py_is(first, "tuple") || py_is(first, "list")) {
+        uint32_t n = ts_node_named_child_count(first);
+        for (uint32_t i = 0; i < n && i < 16; i++) {
+            TSNode item = ts_node_named_child(first, i);
+            if (py_is(item, "subscript")) item = ts_node_child_by_field_name(item, "value", 5); /* iou[x[0]][:, None] */
+            if (py_is(item, "subscript")) { /* iou[x[0], x[1]]: indexed by the data-dependent result */
+                TSNode index = ts_node_child_by_field_name(item, "subscript", 9);
+                if (py_is(index, "subscript")) index = ts_node_child_by_field_name(index, "value", 5);
+                if (py_is(index, "identifier") && after_own_wait(src, index, loop, depth + 1)) return true;
+                item = ts_node_child_by_field_name(item, "value", 5);
+            }
+            if (after_own_wait(src, item, loop, depth + 1)) return true;
+        }
+        return false;
+    }
+    return after_own_wait(src, first, loop, depth + 1);
 }
 
 /* ---- one-off conversions ----------------------------------------------- */
