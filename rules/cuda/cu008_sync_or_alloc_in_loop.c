@@ -25,6 +25,8 @@ static const char documentation[] =
     "\n"
     "- a synchronization or allocation after (or before) the loop, or in a loop that runs once\n"
     "  (`do { ... } while (0)` of error-check macros, `for (;;) { ...; break; }`);\n"
+    "- a synchronization in a warm-up loop of a few runs (`for (int i = 0; i < 3; i++)`, a constant\n"
+    "  count of at most 8) that is in no loop itself: a handful of waits in all;\n"
     "- a synchronization or allocation under a condition inside the loop: a periodic\n"
     "  `if (iter % 100 == 0)`, a debug switch, or a buffer that grows on demand;\n"
     "- a synchronization the iteration needs: the loop also reads on the host what the GPU\n"
@@ -106,6 +108,29 @@ static bool runs_once(const CuNode *loop) {
             return true;
     }
     return false;
+}
+
+#define FEW_ITERATIONS 8
+
+/* `for (int i = 0; i < 3; i++)`, `for (int r = 0; r < warmupRuns; ++r)` with
+ * `const int warmupRuns = 5`: a constant count of at most FEW_ITERATIONS */
+static bool few_iterations(const CuNode *loop) {
+    if (loop->kind != CXCursor_ForStmt || loop->child_count != 4) return false;
+    const CuNode *init = loop->children[0], *cond = cu_strip(loop->children[1]), *inc = cu_strip(loop->children[2]);
+    if (init->kind != CXCursor_DeclStmt || init->child_count != 1 || init->children[0]->kind != CXCursor_VarDecl)
+        return false;
+    if (!cond || cond->kind != CXCursor_BinaryOperator || cond->child_count != 2 ||
+        (cond->op != CXBinaryOperator_LT && cond->op != CXBinaryOperator_LE))
+        return false;
+    if (!inc || inc->kind != CXCursor_UnaryOperator ||
+        (inc->op != CXUnaryOperator_PostInc && inc->op != CXUnaryOperator_PreInc))
+        return false;
+    const CuNode *var = init->children[0], *left = cu_strip(cond->children[0]);
+    if (!left || left->kind != CXCursor_DeclRefExpr || left->ref != var) return false;
+    long long start, bound;
+    if (!cu_int_value(var, &start) || !cu_int_value(cu_strip(cond->children[1]), &bound)) return false;
+    long long trips = bound - start + (cond->op == CXBinaryOperator_LE ? 1 : 0);
+    return trips >= 0 && trips <= FEW_ITERATIONS;
 }
 
 /* The loop whose every iteration runs n; guarded: n sits under a condition
@@ -495,6 +520,9 @@ static void check_sync(Check *c, CuNode *call) {
     bool guarded;
     CuNode *loop = repeating_loop(call, &guarded);
     if (!loop || guarded) return;
+    /* a warm-up of a few runs, in no loop of its own: a handful of waits in all */
+    bool outer_guarded;
+    if (few_iterations(loop) && !repeating_loop(loop, &outer_guarded)) return;
     LastLaunch last = {loop, call, NULL};
     cu_walk(loop, visit_last_launch, &last);
     if (!last.launch) return;
