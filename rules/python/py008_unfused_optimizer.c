@@ -38,12 +38,14 @@ static const char documentation[] =
     "Inductor generates fused kernels for the update itself.\n"
     "Nor test code (files named `test_*.py`, `*_test.py`, `conftest.py`, and `def test_*`): there a\n"
     "plain optimizer is usually the reference that a fused or custom one is checked against.\n"
-    "Nor a project that declares support for a torch older than 2.4 (`torch>=1.8.0` or\n"
-    "`torch==1.7.1` in a `requirements*.txt`, `pyproject.toml`, `setup.py`, `setup.cfg` or\n"
-    "`environment.yml` (conda's `pytorch=1.10`) of the file's folder or the nearest parent that has\n"
-    "one, up to the repository's root): older releases reject `fused=` (Adam gained it in 1.13,\n"
-    "AdamW in 2.0, SGD later), and until 2.4 it refused parameters still in host memory, as they are\n"
-    "when the model is moved after the optimizer is built (`accelerate`'s `prepare`).\n"
+    "A project's declared torch counts too (`torch>=1.8.0` or `torch==2.0.0` in a\n"
+    "`requirements*.txt`, `pyproject.toml`, `setup.py`, `setup.cfg` or `environment.yml` (conda's\n"
+    "`pytorch=1.10`) of the file's folder or the nearest parent that has one, up to the repository's\n"
+    "root): no finding when its oldest release lacks `fused=` for the optimizer (Adam gained it in\n"
+    "1.13, AdamW in 2.0, SGD in 2.3), nor, before 2.4 (which first accepts parameters in host\n"
+    "memory), when the model whose parameters it takes is not moved to the GPU before the optimizer\n"
+    "is built in the same function (`accelerate`'s `prepare` moves it later). Otherwise a caveat\n"
+    "says that releases before 2.4 need every parameter on the GPU at construction.\n"
     "\n"
     "## Example\n"
     "```python\n"
@@ -301,25 +303,80 @@ static void relate_steps(RuleContext *ctx, Finding *f, TSNode call) {
     py_walk(ts_tree_root_node(ctx->py->tree), visit_step_site, &s);
 }
 
-/* fused= on CPU parameters came in torch 2.4 (on CUDA: Adam 1.13, AdamW 2.0,
- * SGD later); a project that supports an older release cannot take the fix
- * as it stands (the keyword is rejected, or the model is still on the host
- * when the optimizer is built and moved later, as with accelerate) */
+/* The releases that accept fused=: on CUDA parameters Adam from 1.13, AdamW
+ * from 2.0, SGD from 2.3; on parameters in host memory every one from 2.4
+ * (before, the constructor refuses them). */
 #define FUSED_EVERYWHERE TORCH_VERSION(2, 4)
+
+static TorchVersion fused_on_cuda_since(const char *short_name) {
+    if (strcmp(short_name, "Adam") == 0) return TORCH_VERSION(1, 13);
+    if (strcmp(short_name, "AdamW") == 0) return TORCH_VERSION(2, 0);
+    return TORCH_VERSION(2, 3); /* SGD */
+}
 
 typedef struct {
     RuleContext *ctx;
     CompileSites compile_sites;
-    enum { FLOOR_UNREAD, FLOOR_RECENT, FLOOR_OLDER } floor; /* the project's oldest torch, read once */
+    bool floor_read, has_floor; /* the project's oldest torch, read once */
+    TorchVersion floor;
 } Walk;
 
-/* the project declares support for a torch older than FUSED_EVERYWHERE */
-static bool supports_older_torch(Walk *w) {
-    if (w->floor == FLOOR_UNREAD) {
-        TorchVersion v;
-        w->floor = torch_floor_of_project(w->ctx->doc->path, &v) && v < FUSED_EVERYWHERE ? FLOOR_OLDER : FLOOR_RECENT;
+static bool project_floor(Walk *w, TorchVersion *floor) {
+    if (!w->floor_read) {
+        w->floor_read = true;
+        w->has_floor = torch_floor_of_project(w->ctx->doc->path, &w->floor);
     }
-    return w->floor == FLOOR_OLDER;
+    *floor = w->floor;
+    return w->has_floor;
+}
+
+typedef struct {
+    const PySource *src;
+    TSNode model;
+    size_t before;
+    bool moved;
+} MoveBefore;
+
+/* `model.cuda()`, `model.to(device)`, or `model = Net(...).to(device)`, ending before `before` */
+static bool visit_move_before(TSNode n, void *data) {
+    MoveBefore *m = data;
+    if (m->moved || ts_node_start_byte(n) >= m->before) return false;
+    if (py_is(n, "function_definition") || py_is(n, "class_definition")) return false;
+    TSNode recv;
+    if (py_is(n, "call") && ts_node_end_byte(n) <= m->before &&
+        (py_method_call(m->src, n, "cuda", &recv) ||
+         (py_method_call(m->src, n, "to", &recv) && py_call_does_gpu_work(m->src, n)))) {
+        TSNode stmt = py_statement_of(n);
+        TSNode left = py_is(stmt, "expression_statement") ? ts_node_named_child(stmt, 0) : stmt;
+        if (py_is(left, "assignment")) left = ts_node_child_by_field_name(left, "left", 4);
+        if (py_same_text(m->src, recv, m->model) || py_same_text(m->src, left, m->model)) m->moved = true;
+    }
+    return !m->moved;
+}
+
+/* The model is put on the GPU before the optimizer is built over it, in the
+ * optimizer's scope (`model = Net().cuda()`, `model.to(device)`). */
+static bool moved_before(const PySource *src, TSNode model, TSNode call) {
+    TSNode scope = py_enclosing_function(src, call);
+    if (ts_node_is_null(scope)) scope = ts_tree_root_node(src->tree);
+    MoveBefore m = {src, model, ts_node_start_byte(call), false};
+    py_walk(scope, visit_move_before, &m);
+    return m.moved;
+}
+
+/* What the project's declared torch allows: a finding, with a caveat when its
+ * oldest release takes fused= only on parameters already on the GPU. False:
+ * no finding (the keyword does not exist there, or the parameters are still
+ * in host memory when the optimizer is built, as before `accelerate`'s
+ * prepare). */
+static bool fused_allowed(Walk *w, const char *short_name, TSNode owner, TSNode call, bool *caveat) {
+    *caveat = false;
+    TorchVersion floor;
+    if (!project_floor(w, &floor) || floor >= FUSED_EVERYWHERE) return true;
+    if (floor < fused_on_cuda_since(short_name)) return false;
+    if (!ts_node_is_null(owner) && !moved_before(w->ctx->py, owner, call)) return false;
+    *caveat = true;
+    return true;
 }
 
 static bool visit(TSNode n, void *data) {
@@ -341,16 +398,20 @@ static bool visit(TSNode n, void *data) {
     if (!ts_node_is_null(owner) && py_module_stays_on_host(ctx->py, owner)) return true;
     /* a step that torch.compile already turns into fused kernels */
     if (step_is_compiled(&w->compile_sites, n)) return true;
-    if (supports_older_torch(w)) return true;
     char name[PY_NAME_MAX];
     py_callee_name(ctx->py, n, name, sizeof name);
     const char *short_name = strrchr(name, '.');
     short_name = short_name ? short_name + 1 : name;
+    bool caveat;
+    if (!fused_allowed(w, short_name, owner, n, &caveat)) return true;
     Finding *f = rule_report_node(ctx, callee,
                                   "%s updates the parameters with several multi-tensor kernels per step; "
                                   "fused=True does the whole update in one pass over memory",
                                   short_name);
     if (!f) return true;
+    if (caveat && !finding_caveat(f, "the project supports torch releases before 2.4, which refuse fused=True "
+                                     "unless every parameter is already on the GPU when the optimizer is built"))
+        ctx->out_of_memory = true;
     relate_steps(ctx, f, n);
     /* a call that the parser closed with a MISSING ')' gets no fix */
     TSNode args = py_call_arguments(n);
@@ -369,7 +430,7 @@ static bool visit(TSNode n, void *data) {
 
 static void check(RuleContext *ctx) {
     if (!ctx->py->uses_gpu || py_is_test_path(ctx->doc->path)) return;
-    Walk w = {ctx, {.src = ctx->py}, FLOOR_UNREAD};
+    Walk w = {ctx, {.src = ctx->py}, false, false, 0};
     rule_walk(ctx, visit, &w);
     if (w.compile_sites.out_of_memory) ctx->out_of_memory = true;
     free(w.compile_sites.nodes);
