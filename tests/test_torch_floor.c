@@ -147,3 +147,38 @@ Test(torch_floor, py008_by_the_declared_torch) {
         remove_project(root);
     }
 }
+
+/* PY006 on written-out attention, by the project's declared torch */
+static size_t py006_findings(const char *path) {
+    static const char text[] = "import torch\n"
+                               "def attention(q, k, v):\n"
+                               "    scores = (q @ k.transpose(-2, -1)) * q.shape[-1] ** -0.5\n"
+                               "    return torch.softmax(scores, dim=-1) @ v\n";
+    Document *doc = document_new(path, LANGUAGE_PYTHON, text, strlen(text));
+    Config cfg;
+    config_init(&cfg);
+    string_list_add(&cfg.select, "PY006");
+    FindingList findings;
+    finding_list_init(&findings);
+    char *error = NULL;
+    cr_assert(engine_check(doc, NULL, &cfg, &findings, NULL, &error), "%s", error ? error : "?");
+    size_t count = findings.count;
+    finding_list_free(&findings);
+    config_free(&cfg);
+    document_free(doc);
+    return count;
+}
+
+Test(torch_floor, py006_not_before_torch_2_0) {
+    static const struct {
+        const char *requirements;
+        size_t findings;
+    } cases[] = {{"torch==1.13.1\n", 0}, {"torch>=2.0\n", 1}, {NULL, 1}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char root[64], path[512];
+        make_project(root, sizeof root, cases[i].requirements);
+        snprintf(path, sizeof path, "%s/src/model.py", root);
+        cr_expect_eq(py006_findings(path), cases[i].findings, "case %zu", i);
+        remove_project(root);
+    }
+}

@@ -11,6 +11,7 @@
 #include "analysis/python/python_index.h"
 #include "analysis/base/text_format.h"
 #include "rules/python/support/test_code.h"
+#include "rules/python/support/torch_floor.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -34,6 +35,9 @@ static const char documentation[] =
     "fused kernel against (a function or class named naive, unfused, manual, reference, ref,\n"
     "baseline, eager, vanilla or slow), and q or k split off the last dimension\n"
     "(`q, k, v = qkv.unbind(-1)`: no head dimension, not the (..., L, E) layout the kernel takes).\n"
+    "Nor in a project that declares a torch older than 2.0 (`torch==1.13.1` in a\n"
+    "`requirements*.txt`, `pyproject.toml`, `setup.py`, `setup.cfg` or `environment.yml` of the\n"
+    "file's folder or the nearest parent that has one): `F.scaled_dot_product_attention` came in 2.0.\n"
     "\n"
     "## Why is this slow?\n"
     "Written out, attention runs as four or five kernels (matmul, scale, mask, softmax, matmul)\n"
@@ -105,6 +109,7 @@ typedef struct {
     BindingKind kinds[CACHE_SIZE];
     TSNode values[CACHE_SIZE];
     size_t count;
+    bool floor_read, before_sdpa; /* the project declares a torch without F.scaled_dot_product_attention */
 } State;
 
 typedef struct {
@@ -1175,6 +1180,18 @@ static void report(RuleContext *ctx, TSNode n, Match *m, bool use_unsure) {
     if (!use_unsure) add_fix(ctx, f, m);
 }
 
+/* F.scaled_dot_product_attention came in torch 2.0: a project that declares
+ * an older release (deit's torch==1.13.1) cannot call it. Read once, when a
+ * finding is due. */
+static bool project_predates_sdpa(State *st) {
+    if (!st->floor_read) {
+        st->floor_read = true;
+        TorchVersion v;
+        st->before_sdpa = torch_floor_of_project(st->ctx->doc->path, &v) && v < TORCH_VERSION(2, 0);
+    }
+    return st->before_sdpa;
+}
+
 static bool visit(TSNode n, void *data) {
     State *st = data;
     RuleContext *ctx = st->ctx;
@@ -1205,7 +1222,7 @@ static bool visit(TSNode n, void *data) {
         !split_off_last_dim(m, m->k)) {
         UseSearch use = {.m = m};
         py_walk(m->scope, visit_use, &use);
-        if (!use.used) report(ctx, n, m, use.unsure);
+        if (!use.used && !project_predates_sdpa(st)) report(ctx, n, m, use.unsure);
     }
     free(m);
     return true;
