@@ -70,6 +70,13 @@ static const char documentation[] =
     "  after the synchronize of code that times each step): the synchronize is the wait, and dropping\n"
     "  the read saves nothing while it stays. Two reads in a row with no synchronize are both\n"
     "  reported: removing one moves the wait to the other;\n"
+    "- a read in a branch that ends the loop (`if num_nan: print(num_nan.item()); os._exit(1)`, an\n"
+    "  error path that raises, breaks or returns): it runs once, not on every iteration;\n"
+    "- a value the host needs to take the next step: a generation loop's sampled token, fed back as\n"
+    "  the next input (`token = int(torch.argmax(logits))` ... `torch.as_tensor([[token]])`), or a\n"
+    "  value that a stop test compares, whose branch ends the loop or sets the flag it breaks on\n"
+    "  (`if token in stop_token_ids: stopped = True`, `if not math.isfinite(loss_value):\n"
+    "  sys.exit(1)`); a value only compared to keep the best one is still reported;\n"
     "- a comprehension in no loop whose only GPU work gathers, reshapes or casts what was computed\n"
     "  earlier (`[torch.cat(x, 0).cpu().numpy() for x in zip(*stats)]` after the loop that collected\n"
     "  them): a one-off conversion, not a wait per step;\n"
@@ -612,6 +619,130 @@ static bool gathers_after_own_wait(const PySource *src, TSNode call, TSNode loop
     return after_own_wait(src, first, loop, depth + 1);
 }
 
+/* ---- values the host needs to go on ------------------------------------- */
+
+/* `raise`, `break`, `return`, `sys.exit(1)`, `os._exit(1)`, `exit()`, `quit()` */
+static bool ends_the_loop(const PySource *src, TSNode stmt) {
+    if (py_is(stmt, "raise_statement") || py_is(stmt, "break_statement") || py_is(stmt, "return_statement"))
+        return true;
+    if (!py_is(stmt, "expression_statement")) return false;
+    TSNode e = ts_node_named_child(stmt, 0);
+    static const char *const exits[] = {"sys.exit", "os._exit", "exit", "quit", NULL};
+    return py_is(e, "call") && py_callee_is_any(src, e, exits);
+}
+
+static TSNode last_statement(TSNode block) {
+    uint32_t n = ts_node_named_child_count(block);
+    for (uint32_t i = n; i-- > 0;) {
+        TSNode c = ts_node_named_child(block, i);
+        if (!py_is(c, "comment")) return c;
+    }
+    return (TSNode){0};
+}
+
+/* The read sits in a branch of the loop that ends it (`if num_nan: print(...);
+ * os._exit(1)`, an error path that raises): it runs once, not per iteration. */
+static bool in_exiting_branch(const PySource *src, TSNode read, TSNode loop) {
+    for (TSNode p = ts_node_parent(read); !ts_node_is_null(p) && !ts_node_eq(p, loop); p = ts_node_parent(p)) {
+        if (!py_is(p, "block")) continue;
+        TSNode owner = ts_node_parent(p);
+        if (!py_is(owner, "if_statement") && !py_is(owner, "elif_clause") && !py_is(owner, "else_clause") &&
+            !py_is(owner, "except_clause"))
+            continue;
+        TSNode last = last_statement(p);
+        if (!ts_node_is_null(last) && ends_the_loop(src, last)) return true;
+    }
+    return false;
+}
+
+typedef struct {
+    const PySource *src;
+    bool found;
+} ExitSearch;
+
+/* a statement that ends the loop: break, return, raise, sys.exit(...) */
+static bool visit_exit(TSNode n, void *data) {
+    ExitSearch *e = data;
+    if (e->found || py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "for_statement") ||
+        py_is(n, "while_statement"))
+        return false; /* a break in an inner loop ends that loop */
+    if (ends_the_loop(e->src, n)) e->found = true;
+    return !e->found;
+}
+
+typedef struct {
+    const PySource *src;
+    TSNode name;
+    bool fed_back, stops, flags, exits;
+} NeedSearch;
+
+/* `stopped = True`: a flag that a later test of the loop breaks on */
+static bool visit_true_flag(TSNode n, void *data) {
+    bool *found = data;
+    if (*found || py_is(n, "function_definition") || py_is(n, "class_definition")) return false;
+    if (py_is(n, "assignment") && py_is(ts_node_child_by_field_name(n, "right", 5), "true")) *found = true;
+    return !*found;
+}
+
+static bool mentions_name(const PySource *src, TSNode n, TSNode name, int depth) {
+    if (depth > 12 || ts_node_is_null(n)) return false;
+    if (py_is(n, "identifier")) return py_same_text(src, n, name);
+    uint32_t c = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < c; i++)
+        if (mentions_name(src, ts_node_named_child(n, i), name, depth + 1)) return true;
+    return false;
+}
+
+static bool visit_need(TSNode n, void *data) {
+    NeedSearch *s = data;
+    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    if (py_is(n, "break_statement") || py_is(n, "return_statement")) s->exits = true;
+    /* fed back as the next step's input: torch.as_tensor([[token]], device=device) */
+    static const char *const builders[] = {"torch.tensor", "torch.as_tensor", "torch.LongTensor", NULL};
+    if (py_is(n, "call") && py_callee_is_any(s->src, n, builders) && py_is(py_call_positional(n, 0), "list") &&
+        mentions_name(s->src, py_call_positional(n, 0), s->name, 0))
+        s->fed_back = true;
+    /* a stop test whose branch ends the loop, or sets the flag a later test breaks on:
+     * `if token in stop_token_ids`, `if token == eos_id`, `if not math.isfinite(loss_value)` */
+    if (py_is(n, "if_statement") || py_is(n, "elif_clause")) {
+        TSNode cond = ts_node_child_by_field_name(n, "condition", 9);
+        if (py_is(cond, "not_operator")) cond = ts_node_child_by_field_name(cond, "argument", 8);
+        static const char *const finite[] = {"math.isfinite", "math.isnan", "math.isinf", NULL};
+        if ((py_is(cond, "comparison_operator") && mentions_name(s->src, cond, s->name, 0)) ||
+            (py_is(cond, "call") && py_callee_is_any(s->src, cond, finite) &&
+             mentions_name(s->src, py_call_arguments(cond), s->name, 0))) {
+            TSNode branch = ts_node_child_by_field_name(n, "consequence", 11);
+            ExitSearch e = {s->src, false};
+            py_walk(branch, visit_exit, &e);
+            bool flag = false;
+            if (!e.found) py_walk(branch, visit_true_flag, &flag);
+            s->stops |= e.found;
+            s->flags |= flag;
+        }
+    }
+    return true;
+}
+
+/* The value read is what the host needs to take the next step: the sampled
+ * token of a generation loop, fed back as the next input in a list
+ * (`torch.as_tensor([[token]])`), or the value a stop test of a loop that can
+ * stop compares (`if token in stop_token_ids` ... `break`; `if not
+ * math.isfinite(loss_value): sys.exit(1)`). Reading it each step is the
+ * loop's design, not a wait to defer. */
+static bool host_needs_value(const PySource *src, TSNode read, TSNode loop) {
+    TSNode stmt = py_statement_of(read);
+    TSNode assign = py_is(stmt, "expression_statement") ? ts_node_named_child(stmt, 0) : stmt;
+    if (!py_is(assign, "assignment")) return false;
+    TSNode name = ts_node_child_by_field_name(assign, "left", 4);
+    if (!py_is(name, "identifier")) return false;
+    /* `for key, value in ...`: a name the loop binds anew is not carried to the next step */
+    TSNode target = ts_node_child_by_field_name(loop, "left", 4);
+    if (!ts_node_is_null(target) && mentions_name(src, target, name, 0)) return false;
+    NeedSearch s = {src, name, false, false, false, false};
+    py_walk(ts_node_child_by_field_name(loop, "body", 4), visit_need, &s);
+    return s.fed_back || s.stops || (s.flags && s.exits);
+}
+
 /* ---- one-off conversions ----------------------------------------------- */
 
 /* calls that only gather, reshape, cast or copy what was computed earlier */
@@ -748,6 +879,7 @@ static bool visit(TSNode n, void *data) {
     if (!py_loop_is_hot(ctx->py, loop)) return true;
     if (py_loop_sweeps_literal_configurations(ctx->py, loop) || inside_periodic_block(ctx->py, loop)) return true;
     if (after_own_wait(ctx->py, read_operand(ctx->py, n), loop, 0) || after_explicit_sync(ctx->py, n)) return true;
+    if (in_exiting_branch(ctx->py, n, loop) || host_needs_value(ctx->py, n, loop)) return true;
     describe(ctx->py, n, what, sizeof what);
     uint32_t statement = ts_node_start_byte(py_statement_of(n));
     if (statement == w->last_statement && strcmp(what, w->last_what) == 0) return true;
