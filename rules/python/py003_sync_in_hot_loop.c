@@ -18,6 +18,10 @@ static const char documentation[] =
     "milliseconds each time.\n"
     "\n"
     "Not flagged: a synchronize or empty_cache guarded by a periodic condition (`if step % 100 == 0:`);\n"
+    "in a loop over the model's modules (`for name, m in model.named_modules():`, a one-off rewrite\n"
+    "or conversion); empty_cache in a loop that moves what it loaded off the GPU again (`layer =\n"
+    "layer.cpu()`, `module.cpu()`, `module.unload()`: layer-by-layer calibration or quantization,\n"
+    "which fits in memory by handing the freed blocks back);\n"
     "empty_cache in a loop that sweeps over sizes (its target sizes the\n"
     "tensors it builds: `for m, k in shapes: a = torch.randn(m, k, ...)`), where handing back the last\n"
     "size's blocks keeps a benchmark from running out of memory, or that reads the allocator's figures\n"
@@ -223,6 +227,63 @@ static bool measures_memory(const RuleContext *ctx, TSNode loop) {
     return m.found;
 }
 
+/* `layer = layer.cpu()`, `module.cpu()`, `x = x.to("cpu")`, `module.unload()` as
+ * a statement: the iteration moves what it loaded off the GPU */
+static bool offload_statement(const PySource *src, TSNode stmt) {
+    TSNode e = py_is(stmt, "expression_statement") ? ts_node_named_child(stmt, 0) : (TSNode){0};
+    TSNode call = e, left = {0};
+    if (py_is(e, "assignment")) {
+        left = ts_node_child_by_field_name(e, "left", 4);
+        call = ts_node_child_by_field_name(e, "right", 5);
+    }
+    if (!py_is(call, "call")) return false;
+    TSNode recv;
+    bool to_host = py_method_call(src, call, "cpu", &recv) || py_method_call(src, call, "unload", &recv);
+    if (!to_host && py_method_call(src, call, "to", &recv)) {
+        TSNode dev = py_call_positional(call, 0);
+        to_host = py_is(dev, "string") && (py_text_eq(src, dev, "\"cpu\"") || py_text_eq(src, dev, "'cpu'"));
+    }
+    if (!to_host) return false;
+    return ts_node_is_null(left) || py_same_text(src, left, recv); /* in place, or the same name rebound */
+}
+
+typedef struct {
+    const PySource *src;
+    bool found;
+} OffloadSearch;
+
+static bool visit_offload(TSNode n, void *data) {
+    OffloadSearch *o = data;
+    if (o->found || py_is(n, "function_definition") || py_is(n, "class_definition")) return false;
+    if (py_is(n, "expression_statement") && offload_statement(o->src, n)) o->found = true;
+    return !o->found;
+}
+
+/* The loop loads one layer or module at a time onto the GPU and moves it off
+ * again (layer-by-layer calibration, quantization, conversion): empty_cache()
+ * hands back what the move freed before the next one comes in, which is how
+ * such a pass fits in memory. */
+static bool offloads_each_iteration(const RuleContext *ctx, TSNode loop) {
+    OffloadSearch o = {ctx->py, false};
+    py_walk(ts_node_child_by_field_name(loop, "body", 4), visit_offload, &o);
+    return o.found;
+}
+
+/* `for name, m in model.named_modules():` (also through list(), enumerate(),
+ * tqdm()): a pass over the model's modules, a one-off rewrite or conversion,
+ * not a step of training or inference */
+static bool iterates_modules(const PySource *src, TSNode loop) {
+    if (!py_is(loop, "for_statement")) return false;
+    TSNode it = ts_node_child_by_field_name(loop, "right", 5);
+    for (int depth = 0; depth < 3 && py_is(it, "call"); depth++) {
+        static const char *const walks[] = {"modules", "named_modules", "children", "named_children", NULL};
+        for (size_t i = 0; walks[i]; i++)
+            if (py_method_call(src, it, walks[i], NULL)) return true;
+        it = py_call_positional(it, 0); /* list(...), enumerate(...), tqdm(...) */
+    }
+    return false;
+}
+
 static bool visit(TSNode n, void *data) {
     RuleContext *ctx = data;
     if (!py_is(n, "call")) return true;
@@ -230,7 +291,7 @@ static bool visit(TSNode n, void *data) {
     bool empty = !sync && py_callee_is_any(ctx->py, n, empty_cache_names);
     if (!sync && !empty) return true;
     TSNode loop = py_enclosing_loop(n);
-    if (ts_node_is_null(loop) || py_is_periodic(ctx->py, n, loop)) return true;
+    if (ts_node_is_null(loop) || py_is_periodic(ctx->py, n, loop) || iterates_modules(ctx->py, loop)) return true;
     if (sync) {
         /* an outer loop (per epoch, per benchmark configuration) runs its statements once per inner loop */
         if (!py_loop_is_hot(ctx->py, loop) || py_loop_sweeps_literal_configurations(ctx->py, loop)) return true;
@@ -240,7 +301,8 @@ static bool visit(TSNode n, void *data) {
                          "torch.cuda.synchronize() runs on every iteration of this loop: the GPU idles while the "
                          "host waits and then queues the next step");
     } else {
-        if (iterates_over_sizes(ctx, loop) || measures_memory(ctx, loop)) return true;
+        if (iterates_over_sizes(ctx, loop) || measures_memory(ctx, loop) || offloads_each_iteration(ctx, loop))
+            return true;
         rule_report_node(ctx, n,
                          "torch.cuda.empty_cache() inside a loop: freed blocks must be cudaMalloc'ed again on the "
                          "next iteration, which synchronizes the device");
