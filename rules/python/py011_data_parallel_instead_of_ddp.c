@@ -20,7 +20,9 @@ static const char documentation[] =
     "and comments); `DataParallel(model, device_ids=[0])` with a one-element literal\n"
     "device list, which replicates nothing; and a `DataParallel` in a file that also builds\n"
     "`DistributedDataParallel` (or calls a helper named for it, `smart_DDP(model)`): there it is\n"
-    "the fallback for a run started without `torchrun`, and the program already offers DDP.\n"
+    "the fallback for a run started without `torchrun`, and the program already offers DDP. Nor in\n"
+    "test code (`test_*.py`, `*_test.py`, `conftest.py`, `def test_*`), which builds `DataParallel` to\n"
+    "check how the code handles it.\n"
     "\n"
     "## Why is this slow?\n"
     "`DataParallel` runs one Python process that drives every GPU from threads. On each\n"
@@ -133,7 +135,7 @@ static bool visit(TSNode n, void *data) {
     if (!py_is(n, "call") || !py_callee_is_any(ctx->py, n, data_parallel_names)) return true;
     TSNode callee = ts_node_child_by_field_name(n, "function", 8);
     if (py_callee_shadowed(ctx->py, n, callee)) return true;
-    if (single_device(ctx->py, n) || file_builds_ddp(w)) return true;
+    if (single_device(ctx->py, n) || py_in_test_function(ctx->py, n) || file_builds_ddp(w)) return true;
     rule_report_node(ctx, callee,
                      "DataParallel replicates the model from GPU 0 and scatters and gathers every batch through "
                      "it on each step, from threads of one process; DistributedDataParallel (one process per GPU, "
@@ -142,6 +144,8 @@ static bool visit(TSNode n, void *data) {
 }
 
 static void check(RuleContext *ctx) {
+    /* a test builds DataParallel to check how the code handles it (unwrapping, saving) */
+    if (py_is_test_path(ctx->doc->path)) return;
     Walk w = {ctx, DDP_UNSEARCHED};
     rule_walk(ctx, visit, &w);
 }
