@@ -103,12 +103,12 @@ static const char moved_later[] = "import torch\n"
                                   "optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)\n"
                                   "model = model.cuda()\n";
 
-/* PY008's findings on text at path; *caveats: how many carry a caveat */
-static size_t py008_findings(const char *path, const char *text, size_t *caveats) {
+/* the findings of the one rule code on text at path; *caveats: how many carry a caveat */
+static size_t rule_findings(const char *code, const char *path, const char *text, size_t *caveats) {
     Document *doc = document_new(path, LANGUAGE_PYTHON, text, strlen(text));
     Config cfg;
     config_init(&cfg);
-    string_list_add(&cfg.select, "PY008");
+    string_list_add(&cfg.select, code);
     FindingList findings;
     finding_list_init(&findings);
     char *error = NULL;
@@ -122,6 +122,10 @@ static size_t py008_findings(const char *path, const char *text, size_t *caveats
     config_free(&cfg);
     document_free(doc);
     return count;
+}
+
+static size_t py008_findings(const char *path, const char *text, size_t *caveats) {
+    return rule_findings("PY008", path, text, caveats);
 }
 
 Test(torch_floor, py008_by_the_declared_torch) {
@@ -154,19 +158,8 @@ static size_t py006_findings(const char *path) {
                                "def attention(q, k, v):\n"
                                "    scores = (q @ k.transpose(-2, -1)) * q.shape[-1] ** -0.5\n"
                                "    return torch.softmax(scores, dim=-1) @ v\n";
-    Document *doc = document_new(path, LANGUAGE_PYTHON, text, strlen(text));
-    Config cfg;
-    config_init(&cfg);
-    string_list_add(&cfg.select, "PY006");
-    FindingList findings;
-    finding_list_init(&findings);
-    char *error = NULL;
-    cr_assert(engine_check(doc, NULL, &cfg, &findings, NULL, &error), "%s", error ? error : "?");
-    size_t count = findings.count;
-    finding_list_free(&findings);
-    config_free(&cfg);
-    document_free(doc);
-    return count;
+    size_t caveats;
+    return rule_findings("PY006", path, text, &caveats);
 }
 
 Test(torch_floor, py006_not_before_torch_2_0) {

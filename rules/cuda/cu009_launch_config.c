@@ -384,22 +384,21 @@ static bool grid_names_an_argument(const CudaSource *src, const CuLaunch *l) {
 
 /* ---- the check ---------------------------------------------------------- */
 
-static bool kernel_uses_blocks(const CuNode *n) {
-    if (cu_is_builtin_member(n, "blockIdx", 0) || cu_is_builtin_member(n, "gridDim", 0)) return true;
+/* n (a kernel's body, or the kernel) reads the builtin a or b (`blockIdx`, ...) */
+static bool reads_builtin(const CuNode *n, const char *a, const char *b) {
+    if (cu_is_builtin_member(n, a, 0) || cu_is_builtin_member(n, b, 0)) return true;
     for (uint32_t i = 0; i < n->child_count; i++)
-        if (kernel_uses_blocks(n->children[i])) return true;
+        if (reads_builtin(n->children[i], a, b)) return true;
     return false;
 }
+
+/* the kernel tells its blocks apart: one that does not is designed for one block */
+static bool kernel_uses_blocks(const CuNode *n) { return reads_builtin(n, "blockIdx", "gridDim"); }
 
 /* The kernel tells its threads apart (threadIdx or blockIdx); one that does
  * not (`atomicAdd(counter, 1)`) does the same work in every thread, so its
  * thread count is the amount of work, not a shape to round. */
-static bool kernel_indexes_threads(const CuNode *n) {
-    if (cu_is_builtin_member(n, "threadIdx", 0) || cu_is_builtin_member(n, "blockIdx", 0)) return true;
-    for (uint32_t i = 0; i < n->child_count; i++)
-        if (kernel_indexes_threads(n->children[i])) return true;
-    return false;
-}
+static bool kernel_indexes_threads(const CuNode *n) { return reads_builtin(n, "threadIdx", "blockIdx"); }
 
 /* ---- launches written in a macro's body ----------------------------------- */
 

@@ -613,7 +613,7 @@ static void learn_checker(State *st) {
         p += 6;
         while (p < end && (*p == ' ' || *p == '\t')) p++;
         if ((size_t)(end - p) >= k && strncmp(p, st->checker, k) == 0 &&
-            (p + k == end || !(isalnum((unsigned char)p[k]) || p[k] == '_'))) {
+            (p + k == end || !is_word_char(p[k]))) {
             st->checker_define = (size_t)(p - doc->text);
             st->checker_repeats = macro_repeats_argument(doc, st->checker_define, k);
             return;

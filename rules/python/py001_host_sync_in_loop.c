@@ -140,8 +140,6 @@ static bool is_sync_method(const PySource *src, TSNode call, bool include_numpy)
     return py_is_blocking_to_cpu(src, call);
 }
 
-
-
 /* `x.cuda()`, `x.to(device)` (not `x.to(torch.float16)`) */
 static bool is_device_move(const PySource *src, TSNode call) {
     if (py_method_call(src, call, "cuda", NULL)) return true;
@@ -523,15 +521,9 @@ static bool is_explicit_sync(const PySource *src, TSNode stmt) {
     return py_is(e, "call") && (py_callee_is_any(src, e, syncs) || py_method_call(src, e, "synchronize", NULL));
 }
 
-static bool visit_any_call(TSNode n, void *data) {
-    bool *found = data;
-    if (py_is(n, "call")) *found = true;
-    return !*found;
-}
-
 typedef struct {
     const PySource *src;
-    bool reads, other_calls;
+    bool calls, reads, other_calls;
 } CallSearch;
 
 /* the tensor a read copies: `t` of `t.item()` or `float(t)` (null for print) */
@@ -557,6 +549,7 @@ static bool visit_call_kinds(TSNode n, void *data) {
     CallSearch *s = data;
     if (py_is(n, "lambda")) return false;
     if (!py_is(n, "call")) return true;
+    s->calls = true;
     if (is_host_read(s->src, n)) {
         if (reads_computed_value(s->src, n)) s->reads = true;
         else s->other_calls = true;
@@ -566,7 +559,8 @@ static bool visit_call_kinds(TSNode n, void *data) {
 }
 
 /* The read's statement follows an explicit synchronize in its block, with
- * nothing between but statements that call nothing (`end = t0`, comments):
+ * nothing between but statements that call nothing (`end = t0`, comments)
+ * or only read values already computed (and call what gives the GPU no work):
  * `torch.cuda.synchronize()` then `meter.update(loss.item(), n)`, as code
  * that times each step does, when the read copies a value already computed.
  * The synchronize is the wait, and dropping the read saves nothing while
@@ -582,12 +576,9 @@ static bool after_explicit_sync(const PySource *src, TSNode read) {
         if (is_explicit_sync(src, prev)) return true;
         /* statements that call nothing, or read values already computed
          * (`loss_meter.update(loss.item(), n)` before `acc_meter.update(acc.item(), n)`) */
-        CallSearch calls = {src, false, false};
+        CallSearch calls = {src, false, false, false};
         py_walk(prev, visit_call_kinds, &calls);
-        if (calls.other_calls) return false;
-        bool calls_any = calls.reads;
-        if (!calls_any) py_walk(prev, visit_any_call, &calls_any);
-        if (calls_any && !calls.reads) return false;
+        if (calls.other_calls || (calls.calls && !calls.reads)) return false;
     }
     return false;
 }
@@ -786,7 +777,6 @@ static bool one_off_conversion(const PySource *src, TSNode comprehension) {
     py_walk(body, visit_gather, &s);
     return !s.heavy;
 }
-
 
 typedef struct {
     const PySource *src;

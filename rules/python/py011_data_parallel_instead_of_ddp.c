@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "rules/rule.h"
+#include "rules/python/support/ddp_calls.h"
 #include "rules/python/support/test_code.h"
 #include "analysis/python/python_index.h"
 
@@ -92,12 +93,6 @@ static bool single_device(const PySource *src, TSNode call) {
     return !py_is(only, "list_splat") && !py_is(only, "comment");
 }
 
-static const char *const ddp_names[] = {
-    "torch.nn.parallel.DistributedDataParallel",
-    "torch.nn.parallel.distributed.DistributedDataParallel",
-    NULL,
-};
-
 typedef struct {
     RuleContext *ctx;
     enum { DDP_UNSEARCHED, DDP_ABSENT, DDP_BUILT } ddp; /* searched once, when a DataParallel is found */
@@ -112,7 +107,7 @@ static bool visit_ddp(TSNode n, void *data) {
     const PySource *src = w->ctx->py;
     TSNode name = ts_node_child_by_field_name(n, "function", 8);
     if (py_is(name, "attribute")) name = ts_node_child_by_field_name(name, "attribute", 9);
-    if (py_callee_is_any(src, n, ddp_names) ||
+    if (py_constructs_ddp(src, n) ||
         (py_is(name, "identifier") && py_name_has_word(py_text_ptr(src, name), py_text_len(name), "ddp")))
         w->ddp = DDP_BUILT;
     return w->ddp != DDP_BUILT;

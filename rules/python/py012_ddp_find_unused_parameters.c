@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "rules/rule.h"
+#include "rules/python/support/ddp_calls.h"
 #include "analysis/python/python_index.h"
 
 static const char documentation[] =
@@ -48,12 +49,6 @@ static const char documentation[] =
     "gradient, DDP then stops with an error in the next iteration (\"Expected to have\n"
     "finished reduction in the prior iteration before starting a new one\"), so the\n"
     "program must be run once after the change.\n";
-
-static const char *const ddp_names[] = {
-    "torch.nn.parallel.DistributedDataParallel",
-    "torch.nn.parallel.distributed.DistributedDataParallel",
-    NULL,
-};
 
 /* the argument before `arg` (comments skipped), or a null node */
 static TSNode previous_argument(TSNode arg) {
@@ -118,7 +113,7 @@ static bool removal_range(const PySource *src, TSNode kw, size_t *start, size_t 
 static bool visit(TSNode n, void *data) {
     RuleContext *ctx = data;
     const PySource *src = ctx->py;
-    if (!py_is(n, "call") || !py_callee_is_any(src, n, ddp_names)) return true;
+    if (!py_constructs_ddp(src, n)) return true;
     TSNode kw = py_call_keyword_argument(src, n, "find_unused_parameters");
     if (ts_node_is_null(kw)) return true;
     TSNode value = ts_node_child_by_field_name(kw, "value", 5);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rules/rule.h"
+#include "rules/python/support/ddp_calls.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -76,12 +77,6 @@ static const char documentation[] =
 #define TARGET_MAX 96
 #define MAX_DEPTH 4
 
-static const char *const ddp_names[] = {
-    "torch.nn.parallel.DistributedDataParallel",
-    "torch.nn.parallel.distributed.DistributedDataParallel",
-    NULL,
-};
-
 typedef struct {
     RuleContext *ctx;
     const PySource *src;
@@ -92,7 +87,7 @@ typedef struct {
 /* DDP(...), or torch.compile(DDP(...)) */
 static bool is_ddp_call(const PySource *src, TSNode n, int depth) {
     if (depth > MAX_DEPTH || !py_is(n, "call")) return false;
-    if (py_callee_is_any(src, n, ddp_names))
+    if (py_constructs_ddp(src, n))
         return !py_callee_shadowed(src, n, ts_node_child_by_field_name(n, "function", 8));
     static const char *const wrappers[] = {"torch.compile", NULL};
     return py_callee_is_any(src, n, wrappers) && is_ddp_call(src, py_call_positional(n, 0), depth + 1);
