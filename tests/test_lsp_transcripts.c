@@ -924,11 +924,37 @@ static void play(const char *name) {
     snprintf(path, sizeof path, "%s/%s", TRANSCRIPT_DIR, name);
     size_t count;
     Directive *directives = parse_file(path, &count);
+    /* `-- env NAME=VALUE` lines give the server its environment (they are read before it starts) */
+    char *env_set[8];
+    size_t env_count = 0;
+    for (size_t i = 0; i < count; i++)
+        if (strncmp(directives[i].text, "-- env ", 7) == 0 && env_count < 8) {
+            char *assignment = strdup(directives[i].text + 7);
+            char *eq = strchr(assignment, '=');
+            cr_assert(eq != NULL, "%s:%d: -- env needs NAME=VALUE", name, directives[i].line);
+            *eq = '\0';
+            setenv(assignment, eq + 1, 1);
+            env_set[env_count++] = assignment;
+        }
     Session s;
     session_start(&s, name);
+    for (size_t i = 0; i < env_count; i++) { /* the server has it; the next transcript must not */
+        unsetenv(env_set[i]);
+        free(env_set[i]);
+    }
+    const char *stderr_wanted[8];
+    int stderr_wanted_line[8];
+    size_t stderr_wanted_count = 0;
     for (size_t i = 0; i < count; i++) {
         const char *t = directives[i].text;
         s.line = directives[i].line;
+        if (strncmp(t, "-- env ", 7) == 0) continue;
+        if (strncmp(t, "-- stderr-has ", 14) == 0) {
+            if (stderr_wanted_count == 8) fail(&s, "more than 8 -- stderr-has lines");
+            stderr_wanted_line[stderr_wanted_count] = s.line;
+            stderr_wanted[stderr_wanted_count++] = t + 14;
+            continue;
+        }
         if (strncmp(t, "->+ ", 4) == 0) do_send(&s, t + 4, true);
         else if (strncmp(t, "-> ", 3) == 0) do_send(&s, t + 3, false);
         else if (strncmp(t, "<-& ", 4) == 0) {
@@ -953,6 +979,12 @@ static void play(const char *name) {
         fail(&s, "the server died of signal %d", WTERMSIG(s.status));
     char *err = read_all(s.err_path, NULL);
     bool sanitizer = err && strstr(err, "Sanitizer");
+    for (size_t i = 0; i < stderr_wanted_count && !sanitizer; i++)
+        if (!err || !strstr(err, stderr_wanted[i])) {
+            free(err);
+            s.line = stderr_wanted_line[i];
+            fail(&s, "the server's stderr lacks \"%s\"", stderr_wanted[i]);
+        }
     free(err);
     if (sanitizer) fail(&s, "the server reported a sanitizer error");
     for (size_t i = 0; i < count; i++) free(directives[i].text);

@@ -47,7 +47,8 @@ LspDocument *lsp_find_document(LspServer *s, const char *uri) {
 
 void lsp_schedule(LspServer *s, LspDocument *d, double delay) {
     d->dirty = true;
-    d->due = lsp_now() + delay;
+    d->scheduled_at = lsp_now();
+    d->due = d->scheduled_at + delay;
     pthread_cond_broadcast(&s->work_ready);
 }
 

@@ -54,6 +54,7 @@ struct LspDocument {
     bool busy;                  /* a worker is analysing it */
     bool closed;                /* closed while busy: the worker frees it */
     double due;                 /* monotonic seconds when analysis may start */
+    double scheduled_at;        /* when the last change asked for it (ADVISE_LSP_TIMING) */
     /* worker-side parse state */
     Document *parsed_doc;
     void *parsed_py;            /* PySource* */

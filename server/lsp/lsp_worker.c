@@ -399,7 +399,21 @@ typedef struct {
     bool cancelled; /* stopped at a check: no results (ok is false) */
     char *error;
     FindingList findings;
+    double began, parsed, facts_ready, rules_done; /* lsp_now() at each phase's end, for ADVISE_LSP_TIMING */
 } AnalysisPass;
+
+/* ADVISE_LSP_TIMING=1: one line on stderr per finished pass, with the time
+ * of each phase (bench/README.md, "Where an edit's time goes"). */
+static bool timing_wanted(void) {
+    static int wanted = -1; /* workers may race to set it: each sets the same value */
+    int w = __atomic_load_n(&wanted, __ATOMIC_RELAXED);
+    if (w < 0) {
+        const char *v = getenv("ADVISE_LSP_TIMING");
+        w = v && *v && strcmp(v, "0") != 0;
+        __atomic_store_n(&wanted, w, __ATOMIC_RELAXED);
+    }
+    return w;
+}
 
 /* Cooperative cancellation: the pass looks at the flags between its phases
  * (parse, rules, profile merge) and between rules, and stops there, leaving
@@ -427,6 +441,7 @@ static void run_pass(void *arg) {
     }
     bool ok = true;
     bool is_cuda = d->language == LANGUAGE_CUDA;
+    p->began = lsp_now();
     p->warm_up = is_cuda && !edited && d->parsed_cuda && d->parsed_doc;
     if (edited && is_cuda) ok = p->text && reparse_cuda(d, p->text, config, &p->error);
     /* a CUDA file's first parse skips the precompiled preamble so that its
@@ -437,6 +452,7 @@ static void run_pass(void *arg) {
                           config, &p->error);
     else if (edited) ok = p->text && reparse(d, p->text, p->edits, p->edit_count, p->from_scratch);
     PySource *py = d->parsed_py;
+    p->parsed = lsp_now();
     PyWorkspace *ws = ok && py && !is_cuda ? py_workspaces_for(p->workspaces, d->path) : NULL;
     py_workspace_refresh_if_older(ws, WORKSPACE_REFRESH_SECONDS);
 
@@ -467,6 +483,7 @@ static void run_pass(void *arg) {
     if (py) py_workspace_attach(py, view);
     FindingList *findings = &p->findings;
     EngineStop stop = {pass_should_stop, p};
+    p->facts_ready = lsp_now();
     if (ok && pass_cancelled(p)) ok = false; /* before the rules, the long part */
     if (ok && held) {
         size_t b_old = (size_t)((long long)b - delta);
@@ -498,6 +515,7 @@ static void run_pass(void *arg) {
     }
     if (py) py_workspace_attach(py, NULL);
     py_workspace_view_release(view);
+    p->rules_done = lsp_now();
     p->ok = ok;
     p->quick = quick || held; /* either way the whole-file pass follows */
 }
@@ -595,6 +613,7 @@ static void analyse(LspServer *s, LspDocument *d, TSTree **garbage) {
         have_diagnostics = lsp_diagnostic_texts(s, d, &findings, analysed, &texts);
     config_free(&config);
     line_map_free(&line_map);
+    double texts_done = lsp_now();
 
     pthread_mutex_lock(&s->lock);
     lsp_profiles_unref(profiles);
@@ -702,6 +721,14 @@ static void analyse(LspServer *s, LspDocument *d, TSTree **garbage) {
         /* sent under the lock so that an older version can never overtake a newer one */
         lsp_publish_diagnostic_texts(d->uri, version, &d->published);
     }
+    if (timing_wanted())
+        fprintf(stderr,
+                "advise timing: version %lld %s, waited %.2f ms, parse %.2f, facts %.2f, rules %.2f, "
+                "texts %.2f, publish %.2f ms\n",
+                (long long)version, quick ? "quick" : edited ? "full, reparsed" : "full",
+                (pass.began - d->scheduled_at) * 1e3, (pass.parsed - pass.began) * 1e3,
+                (pass.facts_ready - pass.parsed) * 1e3, (pass.rules_done - pass.facts_ready) * 1e3,
+                (texts_done - pass.rules_done) * 1e3, (lsp_now() - texts_done) * 1e3);
 }
 
 /* Frees the thread's alternate signal stack (crash_guard.c gives each
