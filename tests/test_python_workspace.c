@@ -370,3 +370,56 @@ Test(workspace, precision_choices_and_matmul_at_scale) {
     py_workspace_view_release(v);
     py_workspace_free(ws);
 }
+
+/* A module whose functions call themselves several times (tiny-cuda-nn's
+ * scripts/gen_sh.py, spherical harmonics with sympy): summarising it asked
+ * "is this a tensor?" of each argument of each call, and each parameter
+ * asked every call of its function again, to a depth of 20: the summary of
+ * an 86-line file took hours, and `advise check` of any file in the project
+ * with it. python_facts.c now asks no parameter again inside its own
+ * question and gives one question a budget of work; the summary still says
+ * what returns a tensor. The timeout is a hang's, not a speed limit: the
+ * summary takes milliseconds. */
+Test(workspace, recursive_functions_summarised_in_bounded_work, .timeout = 120) {
+    static const char text[] =
+        "import torch\n"
+        "\n"
+        "def P(l, m):\n"
+        "    if l == 0 and m == 0:\n"
+        "        return 1\n"
+        "    if l == m:\n"
+        "        return (1 - 2 * m) * P(m - 1, m - 1)\n"
+        "    if l == m + 1:\n"
+        "        return (2 * m + 1) * P(m, m)\n"
+        "    return ((2 * l - 1) * P(l - 1, m) - (l + m - 1) * P(l - 2, m)) / (l - m)\n"
+        "\n"
+        "def Y(l, m):\n"
+        "    if m > 0:\n"
+        "        return K(l, m) * C[m] * P(l, m)\n"
+        "    if m < 0:\n"
+        "        return K(l, m) * S[-m] * P(l, -m)\n"
+        "    return K(l, m) * P(l, m)\n"
+        "\n"
+        "def K(l, m):\n"
+        "    return (2 * l + 1) * P(l - abs(m), m) / P(l + abs(m), m)\n"
+        "\n"
+        "def ones():\n"
+        "    return torch.ones(3, device='cuda')\n"
+        "\n"
+        "for l in range(8):\n"
+        "    for m in range(-l, l + 1):\n"
+        "        o = Y(l, m)\n"
+        "        o = o.subs(P(l, m), K(l, m))\n";
+    Document *doc = document_new("/p/gen_sh.py", LANGUAGE_PYTHON, text, strlen(text));
+    PySource *src = py_source_new(doc);
+    cr_assert_not_null(src);
+    PyModuleFacts *facts = py_module_facts_extract(src, "/p/gen_sh.py", "gen_sh", false);
+    cr_assert_not_null(facts);
+    bool ones_is_tensor = false;
+    for (size_t i = 0; i < facts->function_count; i++)
+        if (strcmp(facts->functions[i].name, "ones") == 0) ones_is_tensor = facts->functions[i].kinds & PY_VALUE_TENSOR;
+    cr_expect(ones_is_tensor, "ones() returns a tensor");
+    py_module_facts_unref(facts);
+    py_source_free(src);
+    document_free(doc);
+}

@@ -678,3 +678,27 @@ Test(fixtures, cu011_fix_only_with_a_checker_that_evaluates_once) {
                                   "    }"),
                  0);
 }
+
+/* A parameter of a function that calls itself is a tensor when the file
+ * hands it one from outside: the recursive call's own `x / 2` says nothing
+ * either way (python_facts.c no longer asks the same parameter again). */
+Test(fixtures, a_recursive_function_s_tensor_parameter) {
+    static const char text[] =
+        "import torch\n"
+        "\n"
+        "def show(x, n):\n"
+        "    for i in range(n):\n"
+        "        print(x.sum().item())\n"
+        "    if n > 0:\n"
+        "        show(x / 2, n - 1)\n"
+        "\n"
+        "show(torch.ones(4, device='cuda'), 3)\n";
+    const Rule *rule = rule_find("PY001");
+    cr_assert_not_null(rule);
+    FindingList findings;
+    finding_list_init(&findings);
+    cr_assert(run_rule(rule, "/project/train.py", text, sizeof text - 1, &findings));
+    cr_expect_eq(findings.count, 1, "%zu findings", findings.count);
+    if (findings.count) cr_expect_eq(findings.items[0].range.start, (size_t)(strstr(text, "x.sum().item()") - text));
+    finding_list_free(&findings);
+}

@@ -230,12 +230,45 @@ static TSNode argument_for(const PySource *src, TSNode call, uint32_t index, TSN
     return py_call_positional(call, index);
 }
 
-static bool is_tensor_at(const PySource *src, TSNode expr, int depth);
+/* The questions one outermost is_tensor_at may ask. Depth alone does not
+ * bound the work: each parameter asks every call of its function, whose
+ * arguments name parameters again, so a recursive function with several
+ * calls of itself (tiny-cuda-nn's `P(l, m)` in scripts/gen_sh.py, four of
+ * them) made one question take hours. Past the budget the answer is "don't
+ * know". Per thread: the server's workers analyse files side by side. */
+#define TENSOR_STEP_BUDGET 4096u
+static __thread unsigned tensor_steps;
+static __thread int tensor_nesting;
+
+static bool tensor_at(const PySource *src, TSNode expr, int depth);
+
+/* the parameters whose callers are being asked (parameter_is_tensor_by_callers) */
+static __thread TSNode params_asked[MAX_DEPTH];
+static __thread int params_asked_count;
+
+void py_facts_thread_reset(void) {
+    tensor_steps = 0;
+    tensor_nesting = 0;
+    params_asked_count = 0;
+}
+
+static bool is_tensor_at(const PySource *src, TSNode expr, int depth) {
+    if (tensor_nesting == 0) tensor_steps = 0;
+    if (++tensor_steps > TENSOR_STEP_BUDGET) return false;
+    tensor_nesting++;
+    bool tensor = tensor_at(src, expr, depth);
+    tensor_nesting--;
+    return tensor;
+}
 
 /* a parameter without annotation is a tensor when the file's calls of the
- * function pass tensors for it (and nothing that is clearly not one) */
+ * function pass tensors for it (and nothing that is clearly not one). A
+ * parameter already being asked about further out is not asked again: a
+ * function that calls itself passes its own parameters on, which says nothing. */
 static bool parameter_is_tensor_by_callers(const PySource *src, TSNode param, int depth) {
-    if (depth > MAX_DEPTH - 4) return false;
+    if (depth > MAX_DEPTH - 4 || params_asked_count == MAX_DEPTH) return false;
+    for (int i = 0; i < params_asked_count; i++)
+        if (ts_node_eq(params_asked[i], param)) return false;
     TSNode params = ts_node_parent(param);
     TSNode fn = ts_node_parent(params);
     if (!py_is(params, "parameters") || !py_is(fn, "function_definition")) return false;
@@ -254,6 +287,7 @@ static bool parameter_is_tensor_by_callers(const PySource *src, TSNode param, in
     const TSNode *calls;
     size_t n = calls_of_function(src, fn, &calls);
     bool tensor = false, other = false;
+    params_asked[params_asked_count++] = param;
     for (size_t i = 0; i < n; i++) {
         TSNode arg = argument_for(src, calls[i], index, name);
         if (ts_node_is_null(arg)) continue;
@@ -262,6 +296,7 @@ static bool parameter_is_tensor_by_callers(const PySource *src, TSNode param, in
                  py_is(arg, "list") || py_is(arg, "tuple") || py_is(arg, "dictionary"))
             other = true;
     }
+    params_asked_count--;
     return tensor && !other;
 }
 
@@ -945,7 +980,7 @@ static unsigned workspace_name_kinds(const PySource *src, TSNode expr) {
     return py_workspace_name_kinds(src->workspace, src->module, spelled);
 }
 
-static bool is_tensor_at(const PySource *src, TSNode expr, int depth) {
+static bool tensor_at(const PySource *src, TSNode expr, int depth) {
     if (ts_node_is_null(expr) || depth > MAX_DEPTH) return false;
     const char *type = ts_node_type(expr);
     if (strcmp(type, "parenthesized_expression") == 0)

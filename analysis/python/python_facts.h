@@ -21,6 +21,10 @@ typedef enum {
 /* The nearest binding of identifier `name` before `offset` within the scope
  * that holds `at` (a function body, or the module; module-level bindings are
  * searched too from inside functions). *value is the right-hand side. */
+/* Forgets this thread's state of a question left unfinished (a rule cut
+ * short by the crash guard): the engine calls it before each rule. */
+void py_facts_thread_reset(void);
+
 BindingKind py_binding_before(const PySource *src, TSNode at, const char *name, size_t length, size_t offset,
                               TSNode *value);
 

@@ -137,6 +137,7 @@ static bool run(const Document *doc, const PySource *py, const CudaSource *cuda,
             ctx.region_end = region->end;
         }
         size_t before = out->count;
+        py_facts_thread_reset();
         rule->check(&ctx);
         oom |= ctx.out_of_memory;
         if (region) /* a rule may look beyond the region; keep what starts inside it */
