@@ -30,7 +30,8 @@ static const char documentation[] =
     "(2, 64)]:`, at most 16); a synchronize in an outer loop whose\n"
     "GPU work runs in an inner loop or in a loop inside a function of this file that it calls (per\n"
     "epoch, per benchmark configuration); and a synchronize that makes a host\n"
-    "clock read right, which is how per-iteration timing is done correctly: a clock read right before\n"
+    "clock read right, which is how per-iteration timing is done correctly: a clock read (or a CUDA\n"
+    "event recorded for timing, `start.record()` on a `torch.cuda.Event`) right before\n"
     "it, or later in the same block with no GPU work in between, also when the synchronize sits in an\n"
     "`if` that picks the device or a flag (`if device.type == \"cuda\": torch.cuda.synchronize()`), and\n"
     "a synchronize in a loop over a wrapper that times or logs each iteration\n"
@@ -72,12 +73,45 @@ typedef struct {
     bool sync;  /* a host read that waits for the GPU (`.item()`, `.cpu()`) */
 } StatementSearch;
 
+static const char *const event_names[] = {"torch.cuda.Event", "torch.Event", NULL};
+
+typedef struct {
+    const PySource *src;
+    bool found;
+} EventSearch;
+
+static bool visit_event_call(TSNode n, void *data) {
+    EventSearch *e = data;
+    if (e->found) return false;
+    if (py_is(n, "call") && py_callee_is_any(e->src, n, event_names)) e->found = true;
+    return !e->found;
+}
+
+/* `start.record()`, `end_events[i].record()`: a CUDA event marks a point
+ * of the stream for timing, where the name it is recorded on was bound to
+ * torch.cuda.Event(...) (or a list of them) before the call. */
+static bool is_event_record(const PySource *src, TSNode call) {
+    TSNode receiver;
+    if (!py_method_call(src, call, "record", &receiver) || py_call_positional_count(call) > 1) return false;
+    while (py_is(receiver, "subscript")) receiver = ts_node_child_by_field_name(receiver, "value", 5);
+    if (!py_is(receiver, "identifier")) return false;
+    TSNode value;
+    if (py_binding_before(src, call, py_text_ptr(src, receiver), py_text_len(receiver), ts_node_start_byte(call),
+                          &value) != BINDING_ASSIGNMENT)
+        return false;
+    EventSearch e = {src, false};
+    py_walk(value, visit_event_call, &e);
+    return e.found;
+}
+
 static bool visit_statement(TSNode n, void *data) {
     StatementSearch *s = data;
     if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
     if (!py_is(n, "call")) return true;
-    /* a clock read, or CUDA events' `start.elapsed_time(end)`, which needs the end event reached */
-    if ((py_callee_is_any(s->ctx->py, n, clock_names) || py_method_call(s->ctx->py, n, "elapsed_time", NULL)) &&
+    /* a clock read, CUDA events' `start.elapsed_time(end)`, which needs the end event reached, or
+     * an event recorded for timing */
+    if ((py_callee_is_any(s->ctx->py, n, clock_names) || py_method_call(s->ctx->py, n, "elapsed_time", NULL) ||
+         is_event_record(s->ctx->py, n)) &&
         !py_is_periodic(s->ctx->py, n, s->loop))
         s->clock = true;
     if (py_is_sync_call(s->ctx->py, n)) s->sync = true;
@@ -295,7 +329,11 @@ static bool visit(TSNode n, void *data) {
     if (sync) {
         /* an outer loop (per epoch, per benchmark configuration) runs its statements once per inner loop */
         if (!py_loop_is_hot(ctx->py, loop) || py_loop_sweeps_literal_configurations(ctx->py, loop)) return true;
-        if (is_timing_sync(ctx, dispatch_statement(py_statement_of(n), loop), loop) || iterates_timed_wrapper(ctx, loop))
+        /* its own neighbours first (`if impl == "torch": sync; start.record(); ...`), then those of the
+         * `if` around it that picks the device or a flag */
+        TSNode stmt = py_statement_of(n);
+        if (is_timing_sync(ctx, stmt, loop) || is_timing_sync(ctx, dispatch_statement(stmt, loop), loop) ||
+            iterates_timed_wrapper(ctx, loop))
             return true;
         rule_report_node(ctx, n,
                          "torch.cuda.synchronize() runs on every iteration of this loop: the GPU idles while the "
