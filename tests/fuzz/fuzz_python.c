@@ -10,13 +10,18 @@
  * error recovery.
  *
  * The profile rules run too: each input is merged with a small profile made
- * for it (profile_for), whose measurements sit on the input's own lines. */
+ * for it (profile_for), whose measurements sit on the input's own lines.
+ * And the module's summary for the workspace index, which `advise check`
+ * and the server build for every Python file of a project: a hang there
+ * (tiny-cuda-nn's scripts/gen_sh.py, 2026-12-05) was outside what this
+ * target ran. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/document.h"
 #include "analysis/edits.h"
 #include "analysis/finding.h"
+#include "analysis/python/python_module_facts.h"
 #include "analysis/python/python_source.h"
 #include "profiler/profile_view.h"
 #include "rules/engine/config.h"
@@ -90,6 +95,7 @@ static void check_text(const char *text, size_t length, int depth) {
     ProfileView *view = p ? profile_view_new(p, "fuzz.json") : NULL; /* owns p, even when it fails */
     if (view) engine_merge_profile_parsed(doc, py, NULL, "fuzz.py", view, &cfg, &out, NULL);
     profile_view_free(view);
+    if (py && depth == 0) py_module_facts_unref(py_module_facts_extract(py, "/fuzz/fuzz.py", "fuzz", false));
     py_source_free(py);
     if (checked) fuzz_check_findings(&out, doc->length);
     if (checked && depth == 0) {
