@@ -18,13 +18,13 @@ typedef enum {
     BINDING_OTHER,      /* with ... as name, augmented assignment, tuple unpacking of a call, ... */
 } BindingKind;
 
-/* The nearest binding of identifier `name` before `offset` within the scope
- * that holds `at` (a function body, or the module; module-level bindings are
- * searched too from inside functions). *value is the right-hand side. */
 /* Forgets this thread's state of a question left unfinished (a rule cut
  * short by the crash guard): the engine calls it before each rule. */
 void py_facts_thread_reset(void);
 
+/* The nearest binding of identifier `name` before `offset` within the scope
+ * that holds `at` (a function body, or the module; module-level bindings are
+ * searched too from inside functions). *value is the right-hand side. */
 BindingKind py_binding_before(const PySource *src, TSNode at, const char *name, size_t length, size_t offset,
                               TSNode *value);
 

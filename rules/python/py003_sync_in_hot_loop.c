@@ -73,19 +73,26 @@ typedef struct {
     bool sync;  /* a host read that waits for the GPU (`.item()`, `.cpu()`) */
 } StatementSearch;
 
-static const char *const event_names[] = {"torch.cuda.Event", "torch.Event", NULL};
-
 typedef struct {
     const PySource *src;
+    const char *const *names;
     bool found;
-} EventSearch;
+} NamedCallSearch;
 
-static bool visit_event_call(TSNode n, void *data) {
-    EventSearch *e = data;
-    if (e->found) return false;
-    if (py_is(n, "call") && py_callee_is_any(e->src, n, event_names)) e->found = true;
-    return !e->found;
+static bool visit_named_call(TSNode n, void *data) {
+    NamedCallSearch *s = data;
+    if (py_is(n, "call") && py_callee_is_any(s->src, n, s->names)) s->found = true;
+    return !s->found;
 }
+
+/* somewhere in `root`, a call of one of `names` */
+static bool calls_any_of(const PySource *src, TSNode root, const char *const *names) {
+    NamedCallSearch s = {src, names, false};
+    py_walk(root, visit_named_call, &s);
+    return s.found;
+}
+
+static const char *const event_names[] = {"torch.cuda.Event", "torch.Event", NULL};
 
 /* `start.record()`, `end_events[i].record()`: a CUDA event marks a point
  * of the stream for timing, where the name it is recorded on was bound to
@@ -99,9 +106,7 @@ static bool is_event_record(const PySource *src, TSNode call) {
     if (py_binding_before(src, call, py_text_ptr(src, receiver), py_text_len(receiver), ts_node_start_byte(call),
                           &value) != BINDING_ASSIGNMENT)
         return false;
-    EventSearch e = {src, false};
-    py_walk(value, visit_event_call, &e);
-    return e.found;
+    return calls_any_of(src, value, event_names);
 }
 
 static bool visit_statement(TSNode n, void *data) {
@@ -244,21 +249,8 @@ static const char *const memory_readers[] = {
     "torch.cuda.max_memory_reserved", "torch.cuda.memory_stats", "torch.cuda.reset_peak_memory_stats",
     "torch.cuda.mem_get_info", NULL};
 
-typedef struct {
-    const RuleContext *ctx;
-    bool found;
-} MemoryRead;
-
-static bool visit_memory_read(TSNode n, void *data) {
-    MemoryRead *m = data;
-    if (py_is(n, "call") && py_callee_is_any(m->ctx->py, n, memory_readers)) m->found = true;
-    return !m->found;
-}
-
 static bool measures_memory(const RuleContext *ctx, TSNode loop) {
-    MemoryRead m = {ctx, false};
-    py_walk(ts_node_child_by_field_name(loop, "body", 4), visit_memory_read, &m);
-    return m.found;
+    return calls_any_of(ctx->py, ts_node_child_by_field_name(loop, "body", 4), memory_readers);
 }
 
 /* `layer = layer.cpu()`, `module.cpu()`, `x = x.to("cpu")`, `module.unload()` as
