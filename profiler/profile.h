@@ -88,7 +88,7 @@ typedef struct {
     int rank;
     int local_rank;
     int world_size;
-    uint64_t wall_ns;       /* from CUDA start-up to exit in this process */
+    uint64_t wall_ns;       /* from CUDA start-up to exit in this process (--steps: to the detach) */
     char *error;            /* why nothing (or not everything) was recorded, or NULL */
     ProfCalibration calibration;
     ProfSteps steps;

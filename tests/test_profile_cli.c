@@ -335,6 +335,40 @@ Test(profile_cli, memory_options_reach_the_recorder) {
     run_result_free(&r);
 }
 
+/* --steps N reaches the recorder; a stale ADVISE_PROFILE_STEPS in the caller's environment does not */
+Test(profile_cli, steps_reach_the_recorder) {
+    char env[1400];
+    snprintf(env, sizeof env, "LD_LIBRARY_PATH=%s ADVISE_INJECT_LIB=%s/libcuda.so.1 ADVISE_PROFILE_STEPS=77", fake_driver,
+             fake_driver);
+    static const struct {
+        const char *option, *seen;
+    } cases[] = {{"--steps 200", "[200]"}, {"--steps=5", "[5]"}, {"", "[]"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char args[400];
+        snprintf(args, sizeof args, "%s -- sh -c 'echo \"[$ADVISE_PROFILE_STEPS]\"'", cases[i].option);
+        RunResult r = run_profile(env, args);
+        cr_expect_eq(r.status, 0, "%s: %s", cases[i].option, r.err);
+        cr_expect(strncmp(r.out, cases[i].seen, strlen(cases[i].seen)) == 0, "'%s': %s", cases[i].option, r.out);
+        run_result_free(&r);
+    }
+}
+
+Test(profile_cli, steps_are_a_positive_count_and_not_with_memory) {
+    static const char *const bad[] = {"--steps 0 -- true", "--steps -- true", "--steps=x -- true", "--steps=-3 -- true",
+                                      "--steps 12abc -- true", "--steps"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        RunResult r = run_profile("", bad[i]);
+        cr_expect_eq(r.status, 2, "%s", bad[i]);
+        cr_expect(strstr(r.err, "--steps needs a number of optimizer steps from 1 to 1000000000"), "%s: %s", bad[i],
+                  r.err);
+        run_result_free(&r);
+    }
+    RunResult r = run_profile("", "--steps 10 --memory -- true");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "--steps and --memory cannot be combined"), "%s", r.err);
+    run_result_free(&r);
+}
+
 Test(profile_cli, source_metrics_do_not_rerun_a_stopped_command) {
     char staged[600];
     snprintf(staged, sizeof staged, "%s/staged", project);

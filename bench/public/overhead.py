@@ -22,6 +22,8 @@ bench/overhead/run.py):
   asleep-no-python  the same without the Python hook
   torch.profiler the copy run inside torch.profiler.profile(with_stack=True), CPU
                  and CUDA activity, nothing exported (the peer tool)
+  steps:N        advise profile --steps N: the first N optimizer steps recorded,
+                 then the profiler detaches and the run goes on without it
   in-process     advise with ADVISE_PROFILE_ALTERNATE=K (needs --alternate K):
                  the profiler sleeps through every other block of K optimizer
                  steps and launch.py times each block, so one process gives
@@ -79,6 +81,14 @@ def in_process_change(blocks):
             (statistics.median(pairs) - 1) * 100 if pairs else None, len(awake), len(dormant))
 
 
+def variant_steps(variant):
+    """N of a steps:N variant, else None."""
+    if not variant.startswith("steps:"):
+        return None
+    n = variant[len("steps:"):]
+    return int(n) if n.isdigit() and int(n) > 0 else None
+
+
 def run_variant(variant, workload, folder, iterations, profile, out_dir, rep, alternate):
     timing = os.path.join(folder, "timing.json")
     cmd = command(workload, iterations, timing)
@@ -88,10 +98,13 @@ def run_variant(variant, workload, folder, iterations, profile, out_dir, rep, al
     if variant.startswith("in-process"):
         cmd += ["--alternate", str(alternate)]
         env["ADVISE_PROFILE_ALTERNATE"] = str(alternate)
-    if ENV[variant] is not None:
-        env.update(ENV[variant])
-        out = os.path.join(out_dir, f"{workload}-{variant}-{rep}.json")
-        cmd = [profile, "-o", out, "--name", f"{workload}-{variant}", "--"] + cmd
+    steps = variant_steps(variant)
+    if steps or ENV[variant] is not None:
+        env.update(ENV.get(variant) or {})
+        name = variant.replace(":", "-")
+        out = os.path.join(out_dir, f"{workload}-{name}-{rep}.json")
+        cmd = [profile, "-o", out, "--name", f"{workload}-{name}"] + (["--steps", str(steps)] if steps else []) + \
+            ["--"] + cmd
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(cmd, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -119,8 +132,8 @@ def main():
     args = parser.parse_args()
     variants = [v for v in args.variants.split(",") if v]
     for v in variants:
-        if v not in ENV:
-            sys.exit(f"overhead: unknown variant {v} (known: {', '.join(ENV)})")
+        if v not in ENV and not variant_steps(v):
+            sys.exit(f"overhead: unknown variant {v} (known: {', '.join(ENV)}, steps:N)")
     if any(v.startswith("in-process") for v in variants) != (args.alternate > 0):
         sys.exit("overhead: the in-process variant and --alternate K (K > 0) go together")
     folder = prepare(args.workload, "as-written", os.path.abspath(args.corpus), args.work)

@@ -28,7 +28,8 @@
 void profile_run_usage(FILE *out, const char *program) {
     fprintf(out,
             "usage: %s [-o FILE] [--name NAME] [--profile-dir DIR] [--source-metrics[=N]]\n"
-            "          [--source-metrics-kernel TEXT] [--memory[=native]] -- COMMAND [ARGS...]\n"
+            "          [--source-metrics-kernel TEXT] [--memory[=native]] [--steps N]\n"
+            "          -- COMMAND [ARGS...]\n"
             "\n"
             "Runs COMMAND (and the processes it starts) with advise's CUDA profiler and\n"
             "writes one profile: kernels, copies, syncs and allocations with the source\n"
@@ -55,8 +56,26 @@ void profile_run_usage(FILE *out, const char *program) {
             "                     error; in other programs cudaMalloc and friends\n"
             "  --memory=native    the same, with the C++ frames of each allocation's stack\n"
             "                     too, so that tensors a C++ extension of the project\n"
-            "                     allocates land on its own lines (costlier to record)\n",
+            "                     allocates land on its own lines (costlier to record)\n"
+            "  --steps N          record only the first N optimizer steps of each process\n"
+            "                     (PyTorch's torch.optim), then detach the profiler, so\n"
+            "                     that the rest of a long run goes at full speed; the\n"
+            "                     profile covers those steps (not with --memory)\n",
             program);
+}
+
+/* --steps N: a count of optimizer steps, 1 to a billion */
+static bool parse_steps(const char *value, unsigned long *steps) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long n = value[0] >= '0' && value[0] <= '9' ? strtoul(value, &end, 10) : 0;
+    if (!value[0] || !end || *end || errno || n < 1 || n > 1000000000ul) {
+        fprintf(stderr, "advise: --steps needs a number of optimizer steps from 1 to 1000000000%s%s%s\n",
+                value[0] ? " (got '" : "", value, value[0] ? "')" : "");
+        return false;
+    }
+    *steps = n;
+    return true;
 }
 
 int profile_run_parse(int argc, char **argv, ProfileRun *run, const char **profile_dir_option) {
@@ -97,6 +116,11 @@ int profile_run_parse(int argc, char **argv, ProfileRun *run, const char **profi
             fprintf(stderr, "advise: --memory=%s: the stacks to record are python (the default) or native\n", a + 9);
             return 2;
         }
+        if (strcmp(a, "--steps") == 0 || strncmp(a, "--steps=", 8) == 0) {
+            const char *value = a[7] == '=' ? a + 8 : i + 1 < argc ? argv[++i] : "";
+            if (!parse_steps(value, &run->steps)) return 2;
+            continue;
+        }
         if (strcmp(a, "--source-metrics") == 0) {
             run->source_metrics_runs = SOURCE_METRICS_DEFAULT_RUNS;
             continue;
@@ -128,6 +152,11 @@ int profile_run_parse(int argc, char **argv, ProfileRun *run, const char **profi
     if (i >= argc) {
         fprintf(stderr, "advise: no command to profile\n");
         profile_run_usage(stderr, "advise profile");
+        return 2;
+    }
+    if (run->steps && run->memory) {
+        fprintf(stderr, "advise: --steps and --memory cannot be combined: memory over time and its peak need the "
+                        "whole run recorded\n");
         return 2;
     }
     run->command = argv + i;
@@ -490,9 +519,16 @@ int profile_run(const ProfileRun *run) {
         inject = NULL;
     }
     bool memory = inject && run->memory && memory_recording_start(inject, run->memory_native);
+    /* --steps reaches the injection library (inject/recording_window.c);
+     * one left in the caller's environment must not */
+    char steps[32];
+    snprintf(steps, sizeof steps, "%lu", run->steps);
+    if (run->steps) setenv(STEPS_ENV, steps, 1);
+    else unsetenv(STEPS_ENV);
     struct timespec started;
     clock_gettime(CLOCK_MONOTONIC, &started);
     int status = run_child(run->command, inject, parts, run->root, NULL);
+    unsetenv(STEPS_ENV); /* the --source-metrics re-runs record no steps */
     double seconds = seconds_since(&started);
     if (memory) { /* the --source-metrics re-runs do not record it */
         unsetenv(MEMORY_ENV);

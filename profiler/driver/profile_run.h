@@ -19,10 +19,13 @@ typedef struct {
     const char *source_metrics_kernel; /* --source-metrics-kernel TEXT: only kernels whose name holds TEXT */
     bool memory;             /* --memory: PyTorch's allocator history (profiler/python/advise_memory.py) */
     bool memory_native;      /* --memory=native: with C++ frames on its stacks too */
+    /* --steps N: record each process's first N optimizer steps, then detach
+     * (0: the whole run); ADVISE_PROFILE_STEPS in the command's environment */
+    unsigned long steps;
 } ProfileRun;
 
 /* Parses `[-o FILE] [--name NAME] [--profile-dir DIR] [--source-metrics[=N]]
- * [--source-metrics-kernel TEXT] [--memory] -- CMD ARGS...` (the
+ * [--source-metrics-kernel TEXT] [--memory] [--steps N] -- CMD ARGS...` (the
  * `--` may be left out when CMD does not start with '-'). Returns 0 on
  * success, -1 after printing usage for --help, 2 after printing an error. */
 int profile_run_parse(int argc, char **argv, ProfileRun *run, const char **profile_dir_option);

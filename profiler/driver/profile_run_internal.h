@@ -36,6 +36,7 @@ Profile *merge_parts(const char *parts_dir);
  * recorder for C++ frames on the stacks too (PyTorch's stacks="all"). */
 #define MEMORY_ENV "ADVISE_PROFILE_MEMORY"
 #define MEMORY_STACKS_ENV "ADVISE_PROFILE_MEMORY_STACKS"
+#define STEPS_ENV "ADVISE_PROFILE_STEPS" /* --steps N, read by inject/recording_window.c */
 bool memory_recording_start(const char *inject, bool native);
 /* The memory-PID.json parts, read and deleted (before merge_parts removes the folder). */
 typedef struct {

@@ -10,6 +10,7 @@
 #ifndef ADVISE_INJECT_H
 #define ADVISE_INJECT_H
 
+#include <cupti.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -59,6 +60,20 @@ void trace_sampling_set_dormant(bool dormant);
 /* bench/overhead's alternation (ADVISE_PROFILE_ALTERNATE=K, step_marks.c):
  * dormant, no callback of ours runs and no device work is traced. */
 void inject_set_dormant(bool dormant);
+
+/* `advise profile --steps N` (recording_window.c): after the Nth optimizer
+ * step the profiler detaches from CUPTI for good. start reads
+ * ADVISE_PROFILE_STEPS; step is called after each step's mark, on the
+ * thread that stepped, outside CUPTI's callbacks; once detached nothing may
+ * call CUPTI again (a call would attach it anew). */
+#include <cupti.h>
+void recording_window_start(CUpti_SubscriberHandle subscriber, uint64_t start_ns);
+uint64_t recording_window_steps(void); /* N, 0 when the whole run is recorded */
+void recording_window_step(uint64_t steps_seen);
+bool recording_detached(void);
+size_t recording_window_dropped(void);   /* CUPTI's dropped records, read before the detach */
+uint64_t recording_window_wall_ns(void); /* process start to the detach */
+uint64_t step_marks_seen(void);          /* optimizer steps so far */
 
 /* Python programs: a profile hook keeps the innermost user frame of each
  * thread; python_site reads its current line. */

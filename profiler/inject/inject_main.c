@@ -199,6 +199,7 @@ static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_C
                             const void *data) {
     (void)userdata;
     const CUpti_CallbackData *cb = data;
+    if (recording_detached()) return; /* --steps: the detach is under way on another thread */
     if (cb->callbackSite == CUPTI_API_ENTER) {
         uint32_t epoch = __atomic_load_n(&callbacks_epoch, __ATOMIC_RELAXED);
         if (api_epoch != epoch) { /* the callbacks were off meanwhile: an exit may have gone unseen */
@@ -335,6 +336,20 @@ static bool label(Profile *p) {
     return profile_set_labels(p, "part", "cupti", "advise-inject");
 }
 
+/* What --steps N left out of this process's profile, or that it left out nothing. */
+static void window_note(char *out, size_t size, bool detached, uint64_t recorded_ns, uint64_t ran_ns) {
+    unsigned long long n = (unsigned long long)recording_window_steps();
+    if (detached)
+        snprintf(out, size,
+                 "--steps %llu: process %ld was recorded for its first %llu optimizer steps, %.1f s of the %.1f s it "
+                 "ran; the rest ran without the profiler",
+                 n, (long)getpid(), n, recorded_ns / 1e9, ran_ns / 1e9);
+    else
+        snprintf(out, size,
+                 "--steps %llu: process %ld made %llu optimizer steps (torch.optim), so all of its run was recorded",
+                 n, (long)getpid(), (unsigned long long)step_marks_seen());
+}
+
 static void write_part(void) {
     if (getpid() != owner_pid || !parts_dir) return;
     ProfProcess proc = {.pid = getpid(),
@@ -343,13 +358,23 @@ static void write_part(void) {
                         .world_size = env_int("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE"),
                         .wall_ns = now_ns() - start_ns,
                         .error = start_error};
-    char dropped_msg[128];
+    char dropped_msg[128], window_msg[256];
     size_t dropped = 0;
-    if (!start_error && cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped) {
+    bool detached = recording_detached();
+    if (detached) {
+        dropped = recording_window_dropped();
+        proc.wall_ns = recording_window_wall_ns(); /* what the profile covers */
+    } else if (start_error || cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) != CUPTI_SUCCESS) {
+        dropped = 0;
+    }
+    if (!start_error && dropped) {
         snprintf(dropped_msg, sizeof dropped_msg, "CUPTI dropped %zu activity records", dropped);
         proc.error = dropped_msg;
     } else if (!start_error && inject_note[0]) {
         proc.error = inject_note;
+    } else if (!start_error && !metrics_mode && recording_window_steps()) {
+        window_note(window_msg, sizeof window_msg, detached, proc.wall_ns, now_ns() - start_ns);
+        proc.error = window_msg;
     }
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/part-%ld.json", parts_dir, (long)getpid());
@@ -386,7 +411,8 @@ static void write_part(void) {
 static void at_exit(void) {
     if (getpid() != owner_pid) return;
     if (!start_error) {
-        cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        /* after --steps detached CUPTI, a call would attach it again; its records were flushed then */
+        if (!recording_detached()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         /* nothing new is attributed after this point */
         api_times_flush_all();
     }
@@ -521,6 +547,8 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
      * nothing sees the launches, so everything is traced. */
     const char *sites = getenv("ADVISE_PROFILE_SITES");
     if (sites && strcmp(sites, "0") == 0) return 1;
+    /* --steps (never with --memory, whose timeline needs the whole run: the driver refuses both) */
+    if (!memory_wanted) recording_window_start(subscriber, start_ns);
     trace_sampling_start(activity_wanted(kinds, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
                          activity_wanted(kinds, CUPTI_ACTIVITY_KIND_MEMCPY),
                          activity_wanted(kinds, CUPTI_ACTIVITY_KIND_MEMSET));

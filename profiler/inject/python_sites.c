@@ -205,6 +205,7 @@ static int profile_hook(PyObject *self, PyObject *frame, int what, PyObject *arg
     (void)arg;
     ran_python = true;
     if (what == TRACE_CALL) {
+        if (recording_detached()) return 0; /* --steps: no more sites wanted (returns still pop) */
         PyObject *code = py.frame_code(frame);
         if (!code) return 0;
         const CodeInfo *info = code_info(code);
@@ -234,7 +235,9 @@ static PyObject *disable(void) {
 static PyObject *on_enter(PyObject *self, PyObject *const *args, Py_ssize_t_ nargs) {
     (void)self;
     ran_python = true;
-    if (nargs < 1) return none();
+    /* after --steps detached the profiler no site is wanted: each function
+     * stops calling us at its next start; the frames kept before still pop */
+    if (nargs < 1 || recording_detached()) return nargs < 1 ? none() : disable();
     const CodeInfo *info = code_info(args[0]);
     if (!info || !info->user) return disable();
     PyObject *frame = py.get_frame();
@@ -246,7 +249,7 @@ static PyObject *on_enter(PyObject *self, PyObject *const *args, Py_ssize_t_ nar
 static PyObject *on_throw(PyObject *self, PyObject *const *args, Py_ssize_t_ nargs) {
     (void)self;
     ran_python = true;
-    const CodeInfo *info = nargs >= 1 ? code_info(args[0]) : NULL;
+    const CodeInfo *info = nargs >= 1 && !recording_detached() ? code_info(args[0]) : NULL;
     PyObject *frame = info && info->user ? py.get_frame() : NULL;
     if (frame) push(frame, info);
     return none();

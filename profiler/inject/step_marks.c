@@ -2,7 +2,8 @@
  * (processes[].steps in FORMAT.md): python_sites.c registers a torch.optim
  * step post-hook that calls step_marks_record, and the exit hands the marks
  * to the aggregator. Bounded: the first STEP_MARKS_MAX ends, then every
- * other one kept, then every fourth, and so on. */
+ * other one kept, then every fourth, and so on. With --steps N the Nth
+ * step's end detaches the profiler (recording_window.c). */
 #include <cupti.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@ static uint64_t alternate_every(void) {
 }
 
 void step_marks_record(void) {
+    if (recording_detached()) return; /* --steps: the steps after the window are not recorded */
     uint64_t now = 0;
     if (cuptiGetTimestamp(&now) != CUPTI_SUCCESS) return;
     pthread_mutex_lock(&lock);
@@ -48,8 +50,17 @@ void step_marks_record(void) {
     uint64_t every = alternate_every();
     bool toggle = every && seen % every == 0;
     bool dormant = every && (seen / every) % 2 == 1;
+    uint64_t steps = seen;
     pthread_mutex_unlock(&lock);
     if (toggle) inject_set_dormant(dormant);
+    recording_window_step(steps);
+}
+
+uint64_t step_marks_seen(void) {
+    pthread_mutex_lock(&lock);
+    uint64_t n = seen;
+    pthread_mutex_unlock(&lock);
+    return n;
 }
 
 void step_marks_flush(Aggregator *agg) {

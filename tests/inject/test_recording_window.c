@@ -1,0 +1,108 @@
+/* `advise profile --steps N` (profiler/inject/recording_window.c and
+ * step_marks.c) against stand-ins for CUPTI and the driver: the Nth
+ * optimizer step detaches the profiler once, in an order that loses no
+ * record (callbacks off, the device waited for, the buffers flushed, then
+ * CUPTI finalized), and nothing calls CUPTI afterwards, since any call
+ * would attach it again. Built only where cupti.h is found. */
+#include <criterion/criterion.h>
+#include <cupti.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profiler/inject/inject.h"
+
+static char calls[512]; /* the CUPTI and driver calls, in order */
+static int timestamps;  /* cuptiGetTimestamp calls */
+static size_t kept_marks;
+
+static void note(const char *call) {
+    strncat(calls, call, sizeof calls - strlen(calls) - 2);
+    strcat(calls, " ");
+}
+
+CUptiResult cuptiGetTimestamp(uint64_t *t) {
+    *t = 1000u * (uint64_t)++timestamps;
+    return CUPTI_SUCCESS;
+}
+CUptiResult cuptiEnableAllDomains(uint32_t enable, CUpti_SubscriberHandle s) {
+    (void)s;
+    note(enable ? "enable-all" : "callbacks-off");
+    return CUPTI_SUCCESS;
+}
+CUptiResult cuptiActivityFlushAll(uint32_t flag) {
+    note(flag == CUPTI_ACTIVITY_FLAG_FLUSH_FORCED ? "flush-forced" : "flush");
+    return CUPTI_SUCCESS;
+}
+CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t stream, size_t *dropped) {
+    (void)c;
+    (void)stream;
+    note("dropped");
+    *dropped = 7;
+    return CUPTI_SUCCESS;
+}
+CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle s) {
+    (void)s;
+    note("unsubscribe");
+    return CUPTI_SUCCESS;
+}
+CUptiResult cuptiFinalize(void) {
+    note("finalize");
+    return CUPTI_SUCCESS;
+}
+/* found by dlsym (the test is linked with its symbols exported) */
+CUresult cuCtxSynchronize(void) {
+    note("sync");
+    return CUDA_SUCCESS;
+}
+void inject_set_dormant(bool dormant) { note(dormant ? "dormant" : "awake"); }
+void agg_steps(Aggregator *agg, const uint64_t *marks, size_t count, uint32_t stride, uint64_t total) {
+    (void)agg;
+    (void)marks;
+    (void)stride;
+    (void)total;
+    kept_marks = count;
+}
+
+static void steps(int n) {
+    for (int i = 0; i < n; i++) step_marks_record();
+}
+
+/* Each test runs in its own process (Criterion), so the modules' state starts fresh. */
+Test(recording_window, without_steps_the_whole_run_is_recorded) {
+    unsetenv("ADVISE_PROFILE_STEPS");
+    recording_window_start(NULL, 0);
+    steps(100);
+    cr_assert_eq(recording_window_steps(), 0);
+    cr_assert(!recording_detached());
+    cr_assert_str_empty(calls, "no detach: %s", calls);
+    cr_assert_eq(timestamps, 100, "every step is marked");
+}
+
+Test(recording_window, the_nth_step_detaches_once_in_an_order_that_loses_no_record) {
+    setenv("ADVISE_PROFILE_STEPS", "3", 1);
+    recording_window_start(NULL, 0);
+    steps(2);
+    cr_assert(!recording_detached(), "two steps of three: still recording");
+    cr_assert_str_empty(calls);
+    steps(1);
+    cr_assert(recording_detached(), "the third step's end detaches");
+    cr_assert_str_eq(calls, "callbacks-off sync flush-forced dropped unsubscribe finalize ");
+    cr_assert_eq(recording_window_dropped(), 7, "CUPTI's dropped records are read before the detach");
+    steps(50);
+    cr_assert_str_eq(calls, "callbacks-off sync flush-forced dropped unsubscribe finalize ",
+                     "after the detach nothing calls CUPTI: %s", calls);
+    cr_assert_eq(timestamps, 3, "the steps after the window are not marked (%d clock reads)", timestamps);
+    cr_assert_eq(step_marks_seen(), 3);
+    step_marks_flush(NULL);
+    cr_assert_eq(kept_marks, 3, "the profile holds the recorded steps");
+}
+
+Test(recording_window, a_value_that_is_no_count_records_the_whole_run) {
+    static const char *const bad[] = {"", "x", "3x", "-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("ADVISE_PROFILE_STEPS", bad[i], 1);
+        recording_window_start(NULL, 0);
+        cr_assert_eq(recording_window_steps(), 0, "'%s'", bad[i]);
+    }
+}
