@@ -33,7 +33,10 @@ static const char documentation[] =
     "to read it whole once before the loop (`cu_seqlens.tolist()`) and index the list.\n"
     "\n"
     "The same read twice in one statement (`f\"{loss.item():.2f}\" if a else f\"{loss.item():.4f}\"`) is\n"
-    "reported once.\n"
+    "reported once. A read of a value that a statement before it in the same iteration already read\n"
+    "(`total += loss.item()`, then `shown = f\"{loss.item():.2f}\"`), with no GPU work and no new value\n"
+    "between, is not reported: the first read waited, and this one waits for nothing new. The earlier\n"
+    "read must run whenever the later one does (not in a branch of its own).\n"
     "\n"
     "## Why is this slow?\n"
     "CUDA kernels run asynchronously: the host queues work and moves on. Reading a tensor's value on\n"
@@ -828,6 +831,115 @@ static bool indexes_by_loop_variable(const PySource *src, TSNode read, TSNode lo
     return true;
 }
 
+/* target (of an assignment, a loop, `as`) is value or holds it: `loss`, `(loss, aux)`, `*rest` */
+static bool target_holds(const PySource *src, TSNode target, TSNode value, int depth) {
+    if (depth > 12 || ts_node_is_null(target)) return false;
+    if (py_same_text(src, target, value)) return true;
+    static const char *const groups[] = {"pattern_list", "tuple_pattern", "list_pattern", "tuple", "list",
+                                         "parenthesized_expression", "list_splat_pattern", "expression_list",
+                                         NULL};
+    bool group = false;
+    for (size_t i = 0; groups[i] && !group; i++) group = py_is(target, groups[i]);
+    if (!group) return false; /* `shown["loss"]` does not bind `loss` */
+    uint32_t c = ts_node_named_child_count(target);
+    for (uint32_t i = 0; i < c; i++)
+        if (target_holds(src, ts_node_named_child(target, i), value, depth + 1)) return true;
+    return false;
+}
+
+/* Does n (a statement, or a statement's header) give its value a new
+ * binding: `loss = ...`, `loss += ...`, `for loss in ...`, `with ... as
+ * loss`, `(loss := ...)`, or an in-place write (visit_write)? */
+static bool visit_rebind(TSNode n, void *data) {
+    WriteSearch *w = data;
+    if (w->written) return false;
+    if (py_is(n, "assignment") || py_is(n, "augmented_assignment") || py_is(n, "for_statement") ||
+        py_is(n, "for_in_clause") || py_is(n, "named_expression") || py_is(n, "as_pattern") ||
+        py_is(n, "delete_statement")) {
+        TSNode target = py_is(n, "named_expression") ? ts_node_child_by_field_name(n, "name", 4)
+                        : py_is(n, "as_pattern")      ? ts_node_child_by_field_name(n, "alias", 5)
+                        : py_is(n, "delete_statement") ? n
+                                                       : ts_node_child_by_field_name(n, "left", 4);
+        if (target_holds(w->src, target, w->name, 0)) w->written = true;
+    }
+    if (!w->written) visit_write(n, data);
+    return !w->written;
+}
+
+static bool rebinds(const PySource *src, TSNode n, TSNode value) {
+    WriteSearch w = {src, value, false};
+    py_walk(n, visit_rebind, &w);
+    return w.written;
+}
+
+/* A read of the same value as `value` (`loss.item()`, `float(loss)`) that
+ * runs whenever stmt runs: not in a nested block, a conditional
+ * expression, a short-circuit operand, a lambda or a comprehension. */
+typedef struct {
+    const PySource *src;
+    TSNode stmt, value;
+    bool found;
+} SameReadSearch;
+
+static bool always_runs_in(TSNode n, TSNode stmt) {
+    for (TSNode p = ts_node_parent(n); !ts_node_is_null(p) && !ts_node_eq(p, stmt); p = ts_node_parent(p))
+        if (py_is(p, "conditional_expression") || py_is(p, "boolean_operator") || py_is(p, "lambda") ||
+            py_is(p, "list_comprehension") || py_is(p, "dictionary_comprehension") ||
+            py_is(p, "set_comprehension") || py_is(p, "generator_expression") || py_is(p, "block"))
+            return false;
+    return true;
+}
+
+static bool visit_same_read(TSNode n, void *data) {
+    SameReadSearch *s = data;
+    if (s->found) return false;
+    if (py_is(n, "block") || py_is(n, "lambda")) return false;
+    if (py_is(n, "call") && is_host_read(s->src, n) && reads_computed_value(s->src, n) &&
+        py_same_text(s->src, read_operand(s->src, n), s->value) && always_runs_in(n, s->stmt))
+        s->found = true;
+    return !s->found;
+}
+
+/* `shown = f"{loss.item():.2f}"` after `total += loss.item()` in the same
+ * iteration, with no GPU work and no new value of `loss` between: the first
+ * read waited, and this one waits for nothing new (x-transformers'
+ * train_path_star.py reads `loss.item()` three times a step). Only the first
+ * is reported; removing it makes the next one the wait, reported then. The
+ * earlier read must run whenever this one does: in a statement before it in
+ * its block or in an enclosing block of the loop's body, not in a nested
+ * block or a branch of an expression. */
+static bool rereads_value(const PySource *src, TSNode read, TSNode loop) {
+    if (!py_is(loop, "for_statement") && !py_is(loop, "while_statement")) return false;
+    if (!reads_computed_value(src, read)) return false;
+    TSNode value = read_operand(src, read);
+    TSNode child = py_statement_of(read);
+    if (!py_is_within(child, loop)) return false; /* a read in a comprehension: its loop is inside the statement */
+    for (;;) {
+        TSNode parent = ts_node_parent(child);
+        if (ts_node_is_null(parent) || ts_node_eq(parent, loop)) return false;
+        if (py_is(parent, "block")) {
+            for (TSNode prev = ts_node_prev_named_sibling(child); !ts_node_is_null(prev);
+                 prev = ts_node_prev_named_sibling(prev)) {
+                if (py_is(prev, "comment")) continue;
+                if (py_does_gpu_work(src, prev) || rebinds(src, prev, value)) return false;
+                SameReadSearch same = {src, prev, value, false};
+                py_walk(prev, visit_same_read, &same);
+                if (same.found) return true;
+            }
+        } else {
+            /* an if, with, try or clause around the read: what it ran before the read's block (a condition,
+             * an earlier branch's test) must give the GPU no work and no new value either */
+            uint32_t start = ts_node_start_byte(child);
+            for (uint32_t i = 0; i < ts_node_named_child_count(parent); i++) {
+                TSNode c = ts_node_named_child(parent, i);
+                if (ts_node_start_byte(c) >= start) break;
+                if (py_does_gpu_work(src, c) || rebinds(src, c, value)) return false;
+            }
+        }
+        child = parent;
+    }
+}
+
 typedef struct {
     RuleContext *ctx;
     /* the last finding's statement and text: `f"{loss.item():.2f}" if a else
@@ -870,6 +982,7 @@ static bool visit(TSNode n, void *data) {
     if (py_loop_sweeps_literal_configurations(ctx->py, loop) || inside_periodic_block(ctx->py, loop)) return true;
     if (after_own_wait(ctx->py, read_operand(ctx->py, n), loop, 0) || after_explicit_sync(ctx->py, n)) return true;
     if (in_exiting_branch(ctx->py, n, loop) || host_needs_value(ctx->py, n, loop)) return true;
+    if (rereads_value(ctx->py, n, loop)) return true;
     describe(ctx->py, n, what, sizeof what);
     uint32_t statement = ts_node_start_byte(py_statement_of(n));
     if (statement == w->last_statement && strcmp(what, w->last_what) == 0) return true;
