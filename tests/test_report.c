@@ -363,6 +363,33 @@ Test(report_text, an_empty_profile) {
     profile_free(p);
 }
 
+/* what a process left out (`advise profile --steps`, dropped records) is said in the header, once */
+Test(report_text, what_processes_left_out_is_noted_once) {
+    Profile *p = profile_new();
+    label(p, "steps");
+    const char *window = "--steps 300: process 11 was recorded for its first 300 optimizer steps, 4.1 s of the 40.2 s "
+                         "it ran; the rest ran without the profiler";
+    for (int i = 0; i < 3; i++) {
+        ProfProcess proc = {.pid = 11 + i, .rank = i, .local_rank = i, .world_size = 3, .wall_ns = 4100000000u,
+                            .error = (char *)(i < 2 ? window : "CUPTI dropped 12 activity records")};
+        cr_assert_eq(profile_add_process(p, &proc), i);
+    }
+    RankedFindings r = {0};
+    ReportProfile rp = {p, "steps.json"};
+    ReportInput in = {.profiles = &rp, .profile_count = 1, .findings = &r};
+    char *out = render(false, &in);
+    char line[300];
+    snprintf(line, sizeof line, "note     %s\n", window);
+    cr_expect_eq(count_of(out, line), 1, "%s", out);
+    cr_expect_eq(count_of(out, "note     CUPTI dropped 12 activity records\n"), 1, "%s", out);
+    free(out);
+    out = render(true, &in);
+    cr_expect_eq(count_of(out, "<p class=\"note\">--steps 300: process 11 was recorded"), 1, "%s", out);
+    cr_expect_eq(count_of(out, "<p class=\"note\">CUPTI dropped 12 activity records</p>"), 1, "%s", out);
+    free(out);
+    profile_free(p);
+}
+
 /* ---- HTML ----------------------------------------------------------------------------- */
 
 static const char *const NASTY = "<script>alert('x')</script> & \"quoted\"";

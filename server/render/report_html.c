@@ -216,6 +216,17 @@ static void write_header(FILE *out, const ReportInput *in) {
                 report_has_memory(in) ? "<a href=\"#memory\">Device memory</a> &#183; " : "", count);
     for (size_t i = 0; i < in->profile_count; i++) {
         const Profile *p = in->profiles[i].profile;
+        /* what a process could not record, or left out on purpose (--steps), each said once */
+        for (size_t j = 0; j < p->process_count; j++) {
+            const char *err = p->processes[j].error;
+            bool said = false;
+            for (size_t k = 0; err && k < j && !said; k++)
+                said = p->processes[k].error && strcmp(p->processes[k].error, err) == 0;
+            if (!err || said) continue;
+            fputs("<p class=\"note\">", out);
+            esc(out, err);
+            fputs("</p>\n", out);
+        }
         if (!p->dropped_kernels && !p->dropped_ops && !p->dropped_sites) continue;
         fputs("<p class=\"note\">The profile <q>", out);
         esc(out, p->name);
