@@ -367,6 +367,10 @@ Test(profile_cli, steps_are_a_positive_count_and_not_with_memory) {
     cr_expect_eq(r.status, 2);
     cr_expect(strstr(r.err, "--steps and --memory cannot be combined"), "%s", r.err);
     run_result_free(&r);
+    r = run_profile("", "--source-metrics --steps 10 -- true");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "--steps and --source-metrics cannot be combined"), "%s", r.err);
+    run_result_free(&r);
 }
 
 Test(profile_cli, source_metrics_do_not_rerun_a_stopped_command) {

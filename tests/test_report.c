@@ -367,8 +367,8 @@ Test(report_text, an_empty_profile) {
 Test(report_text, what_processes_left_out_is_noted_once) {
     Profile *p = profile_new();
     label(p, "steps");
-    const char *window = "--steps 300: process 11 was recorded for its first 300 optimizer steps, 4.1 s of the 40.2 s "
-                         "it ran; the rest ran without the profiler";
+    const char *window = "--steps 300: recorded until the end of the process's optimizer step 300, then the profiler "
+                         "detached and the rest of the run went without it";
     for (int i = 0; i < 3; i++) {
         ProfProcess proc = {.pid = 11 + i, .rank = i, .local_rank = i, .world_size = 3, .wall_ns = 4100000000u,
                             .error = (char *)(i < 2 ? window : "CUPTI dropped 12 activity records")};
@@ -384,7 +384,8 @@ Test(report_text, what_processes_left_out_is_noted_once) {
     cr_expect_eq(count_of(out, "note     CUPTI dropped 12 activity records\n"), 1, "%s", out);
     free(out);
     out = render(true, &in);
-    cr_expect_eq(count_of(out, "<p class=\"note\">--steps 300: process 11 was recorded"), 1, "%s", out);
+    cr_expect_eq(count_of(out, "<p class=\"note\">--steps 300: recorded until the end of the process&#39;s"), 1,
+                 "%s", out);
     cr_expect_eq(count_of(out, "<p class=\"note\">CUPTI dropped 12 activity records</p>"), 1, "%s", out);
     free(out);
     profile_free(p);

@@ -154,6 +154,11 @@ int profile_run_parse(int argc, char **argv, ProfileRun *run, const char **profi
         profile_run_usage(stderr, "advise profile");
         return 2;
     }
+    if (run->steps && (run->source_metrics_runs || run->source_metrics_kernel)) {
+        fprintf(stderr, "advise: --steps and --source-metrics cannot be combined: each --source-metrics re-run "
+                        "measures one kernel over the whole command\n");
+        return 2;
+    }
     if (run->steps && run->memory) {
         fprintf(stderr, "advise: --steps and --memory cannot be combined: memory over time and its peak need the "
                         "whole run recorded\n");

@@ -63,14 +63,21 @@ void inject_set_dormant(bool dormant);
 
 /* `advise profile --steps N` (recording_window.c): after the Nth optimizer
  * step the profiler detaches from CUPTI for good. start reads
- * ADVISE_PROFILE_STEPS; step is called after each step's mark, on the
- * thread that stepped, outside CUPTI's callbacks; once detached nothing may
- * call CUPTI again (a call would attach it anew). */
-#include <cupti.h>
+ * ADVISE_PROFILE_STEPS. The step hook asks due() after each step's mark and
+ * calls detach() on the thread that stepped, outside CUPTI's callbacks and
+ * graph captures; false when CUPTI could not be detached (it stays on, with
+ * no callback of ours). Once detaching, nothing may call CUPTI again (a call
+ * would attach it anew): each CUPTI callback, and each step mark, runs only
+ * between recording_callback_enter() (false: do nothing) and _leave(). */
 void recording_window_start(CUpti_SubscriberHandle subscriber, uint64_t start_ns);
-uint64_t recording_window_steps(void); /* N, 0 when the whole run is recorded */
-void recording_window_step(uint64_t steps_seen);
-bool recording_detached(void);
+void recording_window_forget(void);      /* a forked child: never detaches */
+uint64_t recording_window_steps(void);   /* N, 0 when the whole run is recorded */
+bool recording_window_due(uint64_t steps_seen);
+bool recording_window_detach(void);
+bool recording_detached(void);           /* the detach began */
+bool recording_window_finished(void);    /* ... and CUPTI was finalized */
+bool recording_callback_enter(void);
+void recording_callback_leave(void);
 size_t recording_window_dropped(void);   /* CUPTI's dropped records, read before the detach */
 uint64_t recording_window_wall_ns(void); /* process start to the detach */
 uint64_t step_marks_seen(void);          /* optimizer steps so far */

@@ -195,11 +195,7 @@ static bool is_graph_launch(const char *name) {
  * domain alone, launch_domain_wanted). Only the outermost call on a thread
  * finds the site and takes the time; a nested one just shares its site, so
  * a call pays for one site lookup and two clock reads. */
-static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                            const void *data) {
-    (void)userdata;
-    const CUpti_CallbackData *cb = data;
-    if (recording_detached()) return; /* --steps: the detach is under way on another thread */
+static void on_api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData *cb) {
     if (cb->callbackSite == CUPTI_API_ENTER) {
         uint32_t epoch = __atomic_load_n(&callbacks_epoch, __ATOMIC_RELAXED);
         if (api_epoch != epoch) { /* the callbacks were off meanwhile: an exit may have gone unseen */
@@ -260,6 +256,15 @@ static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_C
     }
     if (watch == WATCH_WORK) trace_sampling_launch_time(outer_traced, took, outer_callback_ns + (now_ns() - exited));
     outer_site = -1;
+}
+
+static void CUPTIAPI on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                            const void *data) {
+    (void)userdata;
+    /* --steps: once the detach began, nothing; until then the detach waits for us */
+    if (!recording_callback_enter()) return;
+    on_api_call(domain, cbid, data);
+    recording_callback_leave();
 }
 
 /* Launches, copies and memsets are watched in the driver's API domain only.
@@ -336,18 +341,26 @@ static bool label(Profile *p) {
     return profile_set_labels(p, "part", "cupti", "advise-inject");
 }
 
-/* What --steps N left out of this process's profile, or that it left out nothing. */
-static void window_note(char *out, size_t size, bool detached, uint64_t recorded_ns, uint64_t ran_ns) {
+/* What --steps N left out of this process's profile, or that it left out
+ * nothing; the same words in every process, so that a run's processes
+ * (ranks) that did the same say it once. */
+static void window_note(char *out, size_t size) {
     unsigned long long n = (unsigned long long)recording_window_steps();
-    if (detached)
+    if (recording_window_finished())
         snprintf(out, size,
-                 "--steps %llu: process %ld was recorded for its first %llu optimizer steps, %.1f s of the %.1f s it "
-                 "ran; the rest ran without the profiler",
-                 n, (long)getpid(), n, recorded_ns / 1e9, ran_ns / 1e9);
+                 "--steps %llu: recorded until the end of the process's optimizer step %llu, then the profiler "
+                 "detached and the rest of the run went without it",
+                 n, n);
+    else if (recording_detached())
+        snprintf(out, size,
+                 "--steps %llu: after optimizer step %llu the profiler stopped recording but could not detach from "
+                 "CUPTI (a callback did not return), so the rest of the run still paid part of its cost",
+                 n, n);
     else
         snprintf(out, size,
-                 "--steps %llu: process %ld made %llu optimizer steps (torch.optim), so all of its run was recorded",
-                 n, (long)getpid(), (unsigned long long)step_marks_seen());
+                 "--steps %llu: the process made fewer optimizer steps (torch.optim) outside CUDA graph captures, so "
+                 "all of its run was recorded",
+                 n);
 }
 
 static void write_part(void) {
@@ -358,23 +371,26 @@ static void write_part(void) {
                         .world_size = env_int("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE"),
                         .wall_ns = now_ns() - start_ns,
                         .error = start_error};
-    char dropped_msg[128], window_msg[256];
+    char message[1024] = "";
     size_t dropped = 0;
-    bool detached = recording_detached();
-    if (detached) {
-        dropped = recording_window_dropped();
+    if (recording_window_finished()) {
+        dropped = recording_window_dropped(); /* CUPTI is gone: asking now would attach it again */
         proc.wall_ns = recording_window_wall_ns(); /* what the profile covers */
     } else if (start_error || cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) != CUPTI_SUCCESS) {
         dropped = 0;
     }
-    if (!start_error && dropped) {
-        snprintf(dropped_msg, sizeof dropped_msg, "CUPTI dropped %zu activity records", dropped);
-        proc.error = dropped_msg;
-    } else if (!start_error && inject_note[0]) {
-        proc.error = inject_note;
-    } else if (!start_error && !metrics_mode && recording_window_steps()) {
-        window_note(window_msg, sizeof window_msg, detached, proc.wall_ns, now_ns() - start_ns);
-        proc.error = window_msg;
+    /* the notes, joined: dropped records, the injection's own note, what --steps left out */
+    if (!start_error) {
+        size_t used = 0;
+        if (dropped) used += (size_t)snprintf(message, sizeof message, "CUPTI dropped %zu activity records", dropped);
+        if (inject_note[0] && used < sizeof message)
+            used += (size_t)snprintf(message + used, sizeof message - used, "%s%s", used ? "; " : "", inject_note);
+        if (!metrics_mode && recording_window_steps() && used < sizeof message) {
+            char window[320];
+            window_note(window, sizeof window);
+            snprintf(message + used, sizeof message - used, "%s%s", used ? "; " : "", window);
+        }
+        if (message[0]) proc.error = message;
     }
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/part-%ld.json", parts_dir, (long)getpid());
@@ -412,7 +428,7 @@ static void at_exit(void) {
     if (getpid() != owner_pid) return;
     if (!start_error) {
         /* after --steps detached CUPTI, a call would attach it again; its records were flushed then */
-        if (!recording_detached()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+        if (!recording_window_finished()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
         /* nothing new is attributed after this point */
         api_times_flush_all();
     }
@@ -423,6 +439,7 @@ static void after_fork_in_child(void) {
     /* A forked child cannot use the parent's CUDA context; it writes nothing.
      * (A child that execs loads this library afresh.) */
     owner_pid = 0;
+    recording_window_forget();
 }
 
 static void fail(const char *what, CUptiResult r) {

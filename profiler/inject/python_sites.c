@@ -395,10 +395,31 @@ static int start_memory(void *unused) {
  * interleaved ends would halve the intervals. GIL held. */
 static const PyObject *stepping_optimizer; /* compared, never dereferenced */
 
+/* Is this thread capturing a CUDA graph (torch.cuda.is_current_stream_capturing())?
+ * A capture cannot be waited for, nor CUPTI detached during it. */
+static bool capturing_a_graph(void) {
+    PyObject *sys = py.import("sys");
+    PyObject *modules = sys ? py.get_attr(sys, "modules") : NULL;
+    PyObject *cuda = modules ? py.call_method(modules, "get", "s", "torch.cuda") : NULL;
+    PyObject *answer = cuda && cuda != py.none ? py.call_method(cuda, "is_current_stream_capturing", NULL) : NULL;
+    /* True is 1; an error or no answer: assume a capture, and wait for a later step */
+    bool capturing = !answer || !py.as_long || py.as_long(answer) != 0;
+    if (answer) py.decref(answer);
+    if (cuda) py.decref(cuda);
+    if (modules) py.decref(modules);
+    if (sys) py.decref(sys);
+    py.err_clear();
+    return capturing;
+}
+
 static PyObject *on_optimizer_step(PyObject *self, PyObject *const *args, Py_ssize_t_ nargs) {
     (void)self;
     if (nargs >= 1 && !stepping_optimizer) stepping_optimizer = args[0];
-    if (nargs < 1 || args[0] == stepping_optimizer) step_marks_record();
+    if (nargs < 1 || args[0] == stepping_optimizer) {
+        step_marks_record();
+        /* --steps N: the Nth step's end, on this thread between its CUDA calls (recording_window.c) */
+        if (recording_window_due(step_marks_seen()) && !capturing_a_graph()) recording_window_detach();
+    }
     py.incref(py.none);
     return py.none;
 }

@@ -9,15 +9,16 @@
  * cuptiFinalize costs about 3 ms and synchronizes every context, so it is
  * done once.
  *
- * Where: at the end of the Nth step, in the torch.optim step hook
- * (step_marks.c), on the thread that stepped, between its CUDA calls. Not
- * inside a CUPTI callback: detaching there crashed on the H200
- * (launch_probe in-callback). The callbacks check recording_detached()
- * first, so one running on another thread while the detach begins returns
- * at once; nothing calls CUPTI after the detach, since any CUPTI call would
- * attach it again. The process's CUDA work since the last step is waited
- * for (its records complete), flushed into the aggregator, and the profile
- * part written at exit covers the recorded span only. */
+ * Where: at the end of the Nth step, from the torch.optim step hook
+ * (python_sites.c), on the thread that stepped, between its CUDA calls and
+ * not while it captures a CUDA graph. Not inside a CUPTI callback:
+ * detaching there crashed on the H200 (launch_probe in-callback). Any CUPTI
+ * call after cuptiFinalize would attach CUPTI again, so the callbacks count
+ * themselves in and out (recording_callback_enter/leave) and the detach
+ * waits until those already running on other threads have left. Then the
+ * device is waited for (the records of the step's work complete), the
+ * records are flushed into the aggregator, and the profile part written at
+ * exit covers the recorded span. */
 #define _GNU_SOURCE
 #include <cupti.h>
 #include <dlfcn.h>
@@ -27,9 +28,14 @@
 
 #include "profiler/inject/inject.h"
 
+#define LEAVE_WAIT_NS 2000000000ull /* callbacks leave in microseconds; past this something is wrong */
+
 static uint64_t steps_wanted;       /* 0: the whole run */
+static bool counting;               /* steps_wanted != 0: callbacks count themselves in and out */
 static CUpti_SubscriberHandle subscriber;
-static bool detached;               /* atomically */
+static bool detaching;              /* set first: callbacks entering from then on do nothing */
+static bool detached;               /* CUPTI finalized; set last */
+static uint32_t in_flight;          /* callbacks running (when counting) */
 static uint64_t started_ns, detached_ns; /* CLOCK_MONOTONIC */
 static size_t dropped;              /* CUPTI's dropped records, read before the detach */
 
@@ -46,30 +52,76 @@ void recording_window_start(CUpti_SubscriberHandle sub, uint64_t start_ns) {
     char *end = NULL;
     unsigned long long n = v && *v >= '0' && *v <= '9' ? strtoull(v, &end, 10) : 0;
     steps_wanted = end && !*end ? n : 0;
+    counting = steps_wanted != 0;
+}
+
+void recording_window_forget(void) {
+    steps_wanted = 0;
+    counting = false;
 }
 
 uint64_t recording_window_steps(void) { return steps_wanted; }
 
-bool recording_detached(void) { return __atomic_load_n(&detached, __ATOMIC_ACQUIRE); }
+bool recording_detached(void) { return __atomic_load_n(&detaching, __ATOMIC_ACQUIRE); }
+
+bool recording_window_finished(void) { return __atomic_load_n(&detached, __ATOMIC_ACQUIRE); }
+
+bool recording_window_due(uint64_t steps_seen) {
+    return steps_wanted && steps_seen >= steps_wanted && !recording_detached();
+}
+
+/* The callback counts itself in, then looks whether the detach began; the
+ * detach says it began, then looks whether a callback is in. Both sequentially
+ * consistent: one of the two sees the other. */
+bool recording_callback_enter(void) {
+    if (!counting) return true;
+    __atomic_add_fetch(&in_flight, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&detaching, __ATOMIC_SEQ_CST)) return true;
+    __atomic_sub_fetch(&in_flight, 1, __ATOMIC_RELEASE);
+    return false;
+}
+
+void recording_callback_leave(void) {
+    if (counting) __atomic_sub_fetch(&in_flight, 1, __ATOMIC_RELEASE);
+}
+
+static bool callbacks_left(void) {
+    uint64_t until = monotonic_ns() + LEAVE_WAIT_NS;
+    while (__atomic_load_n(&in_flight, __ATOMIC_SEQ_CST)) {
+        if (monotonic_ns() > until) return false;
+        struct timespec pause = {0, 20000};
+        nanosleep(&pause, NULL);
+    }
+    return true;
+}
 
 /* Waits for the calling thread's context, so that the records of work still
  * queued complete before the flush (cuptiFinalize then waits for every
- * context). The driver is loaded in any process CUPTI runs in. */
+ * context). The runtime loads libcuda with RTLD_LOCAL: look in it first. */
 static void wait_for_the_device(void) {
-    CUresult (*ctx_synchronize)(void) = (CUresult(*)(void))dlsym(RTLD_DEFAULT, "cuCtxSynchronize");
+    void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    CUresult (*ctx_synchronize)(void) =
+        (CUresult(*)(void))dlsym(driver ? driver : RTLD_DEFAULT, "cuCtxSynchronize");
     if (ctx_synchronize) ctx_synchronize();
+    if (driver) dlclose(driver);
 }
 
-void recording_window_step(uint64_t steps_seen) {
-    if (!steps_wanted || steps_seen != steps_wanted || recording_detached()) return;
-    __atomic_store_n(&detached, true, __ATOMIC_RELEASE);
+bool recording_window_detach(void) {
+    if (recording_detached()) return recording_window_finished();
+    __atomic_store_n(&detaching, true, __ATOMIC_SEQ_CST);
     cuptiEnableAllDomains(0, subscriber);
+    /* a callback that never leaves: CUPTI stays attached (with no callback
+     * of ours on), rather than torn down under it */
+    if (!callbacks_left()) return false;
     wait_for_the_device();
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    api_times_flush_all(); /* their names are CUPTI's strings */
     if (cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) != CUPTI_SUCCESS) dropped = 0;
     cuptiUnsubscribe(subscriber);
     cuptiFinalize();
     detached_ns = monotonic_ns();
+    __atomic_store_n(&detached, true, __ATOMIC_RELEASE);
+    return true;
 }
 
 size_t recording_window_dropped(void) { return dropped; }

@@ -2,8 +2,7 @@
  * (processes[].steps in FORMAT.md): python_sites.c registers a torch.optim
  * step post-hook that calls step_marks_record, and the exit hands the marks
  * to the aggregator. Bounded: the first STEP_MARKS_MAX ends, then every
- * other one kept, then every fourth, and so on. With --steps N the Nth
- * step's end detaches the profiler (recording_window.c). */
+ * other one kept, then every fourth, and so on. */
 #include <cupti.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -36,9 +35,12 @@ static uint64_t alternate_every(void) {
 }
 
 void step_marks_record(void) {
-    if (recording_detached()) return; /* --steps: the steps after the window are not recorded */
+    if (!recording_callback_enter()) return; /* --steps: the steps after the window are not recorded */
     uint64_t now = 0;
-    if (cuptiGetTimestamp(&now) != CUPTI_SUCCESS) return;
+    if (cuptiGetTimestamp(&now) != CUPTI_SUCCESS) {
+        recording_callback_leave();
+        return;
+    }
     pthread_mutex_lock(&lock);
     if (seen % stride == 0 && kept == STEP_MARKS_MAX) { /* full: keep every other one, twice as far apart */
         for (size_t i = 0; i < STEP_MARKS_MAX / 2; i++) marks[i] = marks[2 * i];
@@ -50,10 +52,9 @@ void step_marks_record(void) {
     uint64_t every = alternate_every();
     bool toggle = every && seen % every == 0;
     bool dormant = every && (seen / every) % 2 == 1;
-    uint64_t steps = seen;
     pthread_mutex_unlock(&lock);
     if (toggle) inject_set_dormant(dormant);
-    recording_window_step(steps);
+    recording_callback_leave();
 }
 
 uint64_t step_marks_seen(void) {

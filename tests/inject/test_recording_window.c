@@ -8,7 +8,10 @@
 #include <cupti.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
+#include <sched.h>
 #include <string.h>
+#include <time.h>
 
 #include "profiler/inject/inject.h"
 
@@ -56,6 +59,7 @@ CUresult cuCtxSynchronize(void) {
     return CUDA_SUCCESS;
 }
 void inject_set_dormant(bool dormant) { note(dormant ? "dormant" : "awake"); }
+void api_times_flush_all(void) { note("api-times"); }
 void agg_steps(Aggregator *agg, const uint64_t *marks, size_t count, uint32_t stride, uint64_t total) {
     (void)agg;
     (void)marks;
@@ -64,9 +68,15 @@ void agg_steps(Aggregator *agg, const uint64_t *marks, size_t count, uint32_t st
     kept_marks = count;
 }
 
+/* n steps as the torch.optim hook (python_sites.c) takes them */
 static void steps(int n) {
-    for (int i = 0; i < n; i++) step_marks_record();
+    for (int i = 0; i < n; i++) {
+        step_marks_record();
+        if (recording_window_due(step_marks_seen())) recording_window_detach();
+    }
 }
+
+#define DETACH "callbacks-off sync flush-forced api-times dropped unsubscribe finalize "
 
 /* Each test runs in its own process (Criterion), so the modules' state starts fresh. */
 Test(recording_window, without_steps_the_whole_run_is_recorded) {
@@ -87,11 +97,12 @@ Test(recording_window, the_nth_step_detaches_once_in_an_order_that_loses_no_reco
     cr_assert_str_empty(calls);
     steps(1);
     cr_assert(recording_detached(), "the third step's end detaches");
-    cr_assert_str_eq(calls, "callbacks-off sync flush-forced dropped unsubscribe finalize ");
+    cr_assert_str_eq(calls, DETACH);
+    cr_assert(recording_window_finished());
     cr_assert_eq(recording_window_dropped(), 7, "CUPTI's dropped records are read before the detach");
     steps(50);
-    cr_assert_str_eq(calls, "callbacks-off sync flush-forced dropped unsubscribe finalize ",
-                     "after the detach nothing calls CUPTI: %s", calls);
+    cr_assert_str_eq(calls, DETACH, "after the detach nothing calls CUPTI: %s", calls);
+    cr_assert(!recording_callback_enter(), "a CUPTI callback after the detach does nothing");
     cr_assert_eq(timestamps, 3, "the steps after the window are not marked (%d clock reads)", timestamps);
     cr_assert_eq(step_marks_seen(), 3);
     step_marks_flush(NULL);
@@ -105,4 +116,38 @@ Test(recording_window, a_value_that_is_no_count_records_the_whole_run) {
         recording_window_start(NULL, 0);
         cr_assert_eq(recording_window_steps(), 0, "'%s'", bad[i]);
     }
+}
+
+/* a callback still running on another thread when the detach begins: CUPTI
+ * is torn down only after it has left */
+static void *slow_callback(void *started) {
+    cr_assert(recording_callback_enter());
+    __atomic_store_n((bool *)started, true, __ATOMIC_RELEASE);
+    struct timespec pause = {0, 50000000};
+    nanosleep(&pause, NULL);
+    note("callback-left");
+    recording_callback_leave();
+    return NULL;
+}
+
+Test(recording_window, the_detach_waits_for_callbacks_running_elsewhere) {
+    setenv("ADVISE_PROFILE_STEPS", "1", 1);
+    recording_window_start(NULL, 0);
+    bool started = false;
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, slow_callback, &started), 0);
+    while (!__atomic_load_n(&started, __ATOMIC_ACQUIRE)) sched_yield();
+    steps(1);
+    pthread_join(t, NULL);
+    cr_assert_str_eq(calls, "callbacks-off callback-left sync flush-forced api-times dropped unsubscribe finalize ",
+                     "%s", calls);
+}
+
+Test(recording_window, a_forked_child_never_detaches) {
+    setenv("ADVISE_PROFILE_STEPS", "2", 1);
+    recording_window_start(NULL, 0);
+    recording_window_forget();
+    steps(5);
+    cr_assert(!recording_detached());
+    cr_assert_str_empty(calls);
 }
