@@ -23,6 +23,8 @@ plain run and the spread of its repetitions. Variants:
   cb:KINDS         callbacks and call sites, and only the activity kinds listed
   launch:DOMAIN    advise watching launches in one API domain only (runtime or driver)
   sample:K         advise tracing one window in K after the prefix (ADVISE_PROFILE_TRACE=sample:K)
+  steps:N          advise profile --steps N: the first N optimizer steps recorded, then the profiler
+                   detaches and the run goes on without it
 
 --alternate K runs the advise variants that have Python call sites (advise,
 trace-all, setprofile, sample:, launch:, cb:) with ADVISE_PROFILE_ALTERNATE=K:
@@ -84,6 +86,8 @@ def command(variant, args, model, out):
     elif variant == "kernels-only":
         env["ADVISE_PROFILE_SITES"] = "0"
         env["ADVISE_PROFILE_ACTIVITY"] = "kernels"
+    elif variant.startswith("steps:"):
+        return [binary, "-o", out, "--steps", variant.split(":", 1)[1], "--"] + step, env
     return [binary, "-o", out, "--"] + step, env
 
 
