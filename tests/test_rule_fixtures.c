@@ -513,7 +513,7 @@ Test(fixtures, whole_file_look_alikes) {
  * (minGPT's tests/test_huggingface_import.py checks logits with
  * torch.allclose): PY009 leaves test files alone, and flags the same text
  * elsewhere. */
-/* PY004, PY007, PY009 and PY011 stand down in test files (a test's inputs and
+/* PY003, PY004, PY007, PY009 and PY011 stand down in test files (a test's inputs and
  * reference math are its purpose): each rule's own fixture, which it flags
  * under a program's name, gives nothing under a test's. */
 static void expect_silent_in_test_files(const char *code) {
@@ -544,6 +544,7 @@ Test(fixtures, py009_leaves_test_files_alone) { expect_silent_in_test_files("PY0
 Test(fixtures, py004_leaves_test_files_alone) { expect_silent_in_test_files("PY004"); }
 Test(fixtures, py007_leaves_test_files_alone) { expect_silent_in_test_files("PY007"); }
 Test(fixtures, py011_leaves_test_files_alone) { expect_silent_in_test_files("PY011"); }
+Test(fixtures, py003_leaves_test_files_alone) { expect_silent_in_test_files("PY003"); }
 
 /* ---- projects: facts that cross files ------------------------------------ */
 

@@ -4,6 +4,7 @@
 
 #include "rules/rule.h"
 #include "rules/python/support/loop_kinds.h"
+#include "rules/python/support/test_code.h"
 
 static const char documentation[] =
     "## What it does\n"
@@ -26,7 +27,9 @@ static const char documentation[] =
     "tensors it builds: `for m, k in shapes: a = torch.randn(m, k, ...)`), where handing back the last\n"
     "size's blocks keeps a benchmark from running out of memory, or that reads the allocator's figures\n"
     "on each iteration (`torch.cuda.memory_reserved()`, `max_memory_allocated()`: it measures memory per\n"
-    "item); a synchronize in a loop over a few literal configurations (`for stride, ch in [(1, 32),\n"
+    "item), or that times each iteration with CUDA events and empties the cache after the last event\n"
+    "of the iteration (a benchmark that starts each timed run from an empty cache; host clock reads do\n"
+    "not count, since training loops log their step time); a synchronize in a loop over a few literal configurations (`for stride, ch in [(1, 32),\n"
     "(2, 64)]:`, at most 16); a synchronize in an outer loop whose\n"
     "GPU work runs in an inner loop or in a loop inside a function of this file that it calls (per\n"
     "epoch, per benchmark configuration); and a synchronize that makes a host\n"
@@ -35,7 +38,9 @@ static const char documentation[] =
     "it, or later in the same block with no GPU work in between, also when the synchronize sits in an\n"
     "`if` that picks the device or a flag (`if device.type == \"cuda\": torch.cuda.synchronize()`), and\n"
     "a synchronize in a loop over a wrapper that times or logs each iteration\n"
-    "(`for x in metric_logger.log_every(loader, 10):`).\n"
+    "(`for x in metric_logger.log_every(loader, 10):`). Test files (`test_*.py`, `*_test.py`,\n"
+    "`conftest.py`) are left alone: a test synchronizes to compare results, and its run time is not\n"
+    "what the program's users wait for.\n"
     "\n"
     "## Example\n"
     "```python\n"
@@ -310,6 +315,36 @@ static bool iterates_modules(const PySource *src, TSNode loop) {
     return false;
 }
 
+typedef struct {
+    const PySource *src;
+    TSNode loop;
+    uint32_t cache_at; /* the empty_cache call's start */
+    bool before, after; /* an event recorded for timing before it, after it */
+} EventSearch;
+
+static bool visit_event_record(TSNode n, void *data) {
+    EventSearch *s = data;
+    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    if (py_is(n, "call") && is_event_record(s->src, n) && !py_is_periodic(s->src, n, s->loop)) {
+        if (ts_node_start_byte(n) < s->cache_at) s->before = true;
+        else s->after = true;
+    }
+    return true;
+}
+
+/* Each iteration is timed with CUDA events (`starts[i].record()` ...
+ * `ends[i].record()`), and empty_cache() comes after the last of them in
+ * the body: a benchmark that starts each timed run from an empty cache
+ * (ThunderKittens' kernel benchmarks); what it costs is outside the span
+ * measured. Timing by the host clock does not count: training loops log
+ * their step time, and emptying the cache every step is what this rule is
+ * for. */
+static bool empties_between_timed_spans(const RuleContext *ctx, TSNode loop, TSNode call) {
+    EventSearch s = {ctx->py, loop, ts_node_start_byte(call), false, false};
+    py_walk(ts_node_child_by_field_name(loop, "body", 4), visit_event_record, &s);
+    return s.before && !s.after;
+}
+
 static bool visit(TSNode n, void *data) {
     RuleContext *ctx = data;
     if (!py_is(n, "call")) return true;
@@ -331,7 +366,8 @@ static bool visit(TSNode n, void *data) {
                          "torch.cuda.synchronize() runs on every iteration of this loop: the GPU idles while the "
                          "host waits and then queues the next step");
     } else {
-        if (iterates_over_sizes(ctx, loop) || measures_memory(ctx, loop) || offloads_each_iteration(ctx, loop))
+        if (iterates_over_sizes(ctx, loop) || measures_memory(ctx, loop) || offloads_each_iteration(ctx, loop) ||
+            empties_between_timed_spans(ctx, loop, n))
             return true;
         rule_report_node(ctx, n,
                          "torch.cuda.empty_cache() inside a loop: freed blocks must be cudaMalloc'ed again on the "
@@ -340,7 +376,10 @@ static bool visit(TSNode n, void *data) {
     return true;
 }
 
-static void check(RuleContext *ctx) { rule_walk(ctx, visit, ctx); }
+static void check(RuleContext *ctx) {
+    if (py_is_test_path(ctx->doc->path)) return;
+    rule_walk(ctx, visit, ctx);
+}
 
 const Rule rule_py003_sync_in_hot_loop = {
     .code = "PY003", .name = "sync-in-hot-loop", .severity = SEVERITY_WARNING,
