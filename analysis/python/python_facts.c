@@ -1328,6 +1328,25 @@ bool py_is_host_factory(const PySource *src, TSNode call) {
     return py_callee_is_any(src, call, factories) && !has_cuda_device_arg(src, call);
 }
 
+bool py_call_sets_cuda_default(const PySource *src, TSNode call) {
+    static const char *const set_device[] = {"torch.set_default_device", NULL};
+    static const char *const set_type[] = {"torch.set_default_tensor_type", NULL};
+    if (!py_is(call, "call")) return false;
+    TSNode arg = py_call_positional(call, 0);
+    if (ts_node_is_null(arg)) return false;
+    if (py_callee_is_any(src, call, set_device)) return py_is_cuda_device(src, arg);
+    if (!py_callee_is_any(src, call, set_type)) return false;
+    const char *t = py_text_ptr(src, arg);
+    size_t len = py_text_len(arg);
+    if (py_is(arg, "string") && len > 2) { /* "torch.cuda.HalfTensor" */
+        t++;
+        len -= 2;
+    } else if (!py_is(arg, "attribute")) {
+        return false;
+    }
+    return len > 11 && strncmp(t, "torch.cuda.", 11) == 0;
+}
+
 bool py_call_is_device_work(const PySource *src, TSNode call) {
     TSNode recv;
     if (py_method_call(src, call, "backward", &recv) || py_method_call(src, call, "cuda", &recv)) return true;

@@ -95,6 +95,11 @@ bool py_is_cpu_device(const PySource *src, TSNode expr);
 /* A torch factory (torch.zeros, torch.tensor, ...) with no CUDA device=:
  * the tensor is built in host memory. */
 bool py_is_host_factory(const PySource *src, TSNode call);
+/* The call makes CUDA the default device of torch's factories:
+ * `torch.set_default_device("cuda")` (or a CUDA device expression),
+ * `torch.set_default_tensor_type(torch.cuda.HalfTensor)` (or its name in a
+ * string). Factories without device= build on the GPU from then on. */
+bool py_call_sets_cuda_default(const PySource *src, TSNode call);
 /* Work that only a device explains: a model call, backward(), an optimizer
  * step, a move to the GPU, a tensor created with a CUDA device=. */
 bool py_call_is_device_work(const PySource *src, TSNode call);

@@ -538,6 +538,8 @@ static bool visit_precision(TSNode n, void *data) {
     const PySource *src = s->x->src;
     if (s->x->m->precision_choice_line == 0 && py_node_makes_precision_choice(src, n))
         s->x->m->precision_choice_line = line_of(src, n);
+    if (s->x->m->cuda_default_line == 0 && py_call_sets_cuda_default(src, n))
+        s->x->m->cuda_default_line = line_of(src, n);
     if (py_is(n, "string")) return false; /* judged whole */
     bool from_parameters;
     if ((py_is(n, "call") || py_is(n, "binary_operator")) && py_is_matmul_at_scale(src, n, &s->budget, &from_parameters))

@@ -82,6 +82,9 @@ struct PyModuleFacts {
      * matmul site at scale anywhere in the module; 0: none */
     uint32_t precision_choice_line;
     uint32_t matmul_at_scale_line;
+    /* the first line that makes CUDA the default device of torch's
+     * factories (py_call_sets_cuda_default), 0: none */
+    uint32_t cuda_default_line;
     /* the modules its import statements load, absolute dotted names:
      * `import a.b.c` -> "a.b.c"; `from .x import y` in pkg -> "pkg.x" and
      * "pkg.x.y" (y may be a submodule); in any order, repeats allowed */

@@ -799,17 +799,21 @@ static bool module_index(const PyWorkspaceView *v, const PyModuleFacts *m, size_
     return false;
 }
 
-bool py_workspace_imports_precision_choice(const PyWorkspaceView *v, const PyModuleFacts *from,
-                                           const PyModuleFacts **where_module, unsigned *where_line) {
-    if (where_module) *where_module = NULL;
-    if (where_line) *where_line = 0;
-    if (!v || !from || !v->count) return false;
+/* The first module that `from` loads, directly or through the project
+ * modules those load (a package above one of them too: its __init__ runs
+ * first), for which wanted(module, data) holds; `from` itself is not asked.
+ * NULL when none (or memory runs out). */
+typedef bool (*ModuleWanted)(const PyModuleFacts *m, const void *data);
+
+static const PyModuleFacts *first_loaded(const PyWorkspaceView *v, const PyModuleFacts *from, ModuleWanted wanted,
+                                         const void *data) {
+    if (!v || !from || !v->count) return NULL;
     bool *seen = calloc(v->count, sizeof *seen);
     const PyModuleFacts **queue = malloc((v->count + 1) * sizeof *queue);
     if (!seen || !queue) {
         free(seen);
         free(queue);
-        return false;
+        return NULL;
     }
     size_t head = 0, tail = 0, at;
     if (module_index(v, from, &at)) seen[at] = true; /* an editor's buffer may not be in the view */
@@ -830,16 +834,46 @@ bool py_workspace_imports_precision_choice(const PyWorkspaceView *v, const PyMod
                 const PyModuleFacts *s = find_module(v, prefix, m);
                 if (!s || !module_index(v, s, &at) || seen[at]) continue;
                 seen[at] = true;
-                if (s->precision_choice_line) found = s;
+                if (wanted(s, data)) found = s;
                 else queue[tail++] = s;
             }
         }
     }
     free(seen);
     free(queue);
-    if (found && where_module) *where_module = found;
-    if (found && where_line) *where_line = found->precision_choice_line;
+    return found;
+}
+
+static bool makes_precision_choice(const PyModuleFacts *m, const void *data) {
+    (void)data;
+    return m->precision_choice_line != 0;
+}
+
+bool py_workspace_imports_precision_choice(const PyWorkspaceView *v, const PyModuleFacts *from,
+                                           const PyModuleFacts **where_module, unsigned *where_line) {
+    const PyModuleFacts *found = first_loaded(v, from, makes_precision_choice, NULL);
+    if (where_module) *where_module = found;
+    if (where_line) *where_line = found ? found->precision_choice_line : 0;
     return found != NULL;
+}
+
+static bool is_module(const PyModuleFacts *m, const void *data) {
+    return strcmp(m->path, ((const PyModuleFacts *)data)->path) == 0;
+}
+
+bool py_workspace_default_cuda_for(const PyWorkspaceView *v, const PyModuleFacts *module,
+                                   const PyModuleFacts **where_module, unsigned *where_line) {
+    if (where_module) *where_module = NULL;
+    if (where_line) *where_line = 0;
+    for (size_t i = 0; v && module && i < v->count; i++) {
+        const PyModuleFacts *setter = v->modules[i];
+        if (!setter->cuda_default_line) continue;
+        if (strcmp(setter->path, module->path) != 0 && !first_loaded(v, setter, is_module, module)) continue;
+        if (where_module) *where_module = setter;
+        if (where_line) *where_line = setter->cuda_default_line;
+        return true;
+    }
+    return false;
 }
 
 #define MAX_VISITED 128 /* definitions one matmul question looks at */

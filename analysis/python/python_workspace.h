@@ -139,6 +139,15 @@ const char *py_module_path(const PyModuleFacts *module);
  * may be NULL) get the first such module found and its line. */
 bool py_workspace_imports_precision_choice(const PyWorkspaceView *view, const PyModuleFacts *from,
                                            const PyModuleFacts **where_module, unsigned *where_line);
+/* A module that makes CUDA the default device of torch's factories
+ * (`torch.set_default_device("cuda")`,
+ * `torch.set_default_tensor_type(torch.cuda.HalfTensor)`) is `module`, or
+ * loads it, directly or through project modules: llama's generation.py does
+ * so before it builds the model of model.py. A script elsewhere in the
+ * project that does not load it does not count. where_module and where_line
+ * (either may be NULL) get the first such module and line. */
+bool py_workspace_default_cuda_for(const PyWorkspaceView *view, const PyModuleFacts *module,
+                                   const PyModuleFacts **where_module, unsigned *where_line);
 /* The class, function or module-level variable `name` (spelled as `from`
  * spells it) has float32 matmul work at scale: a site in its own body or
  * value, in the project classes it builds (`parts`), its bases, or what it

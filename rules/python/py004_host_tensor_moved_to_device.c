@@ -6,6 +6,8 @@
 
 #include "rules/rule.h"
 #include "analysis/python/python_expr.h"
+#include "analysis/python/python_facts.h"
+#include "analysis/python/python_workspace.h"
 #include "analysis/base/text_format.h"
 #include "rules/python/support/test_code.h"
 
@@ -35,7 +37,10 @@ static const char documentation[] =
     "Nor in test code (files named `test_*.py`, `*_test.py`, `conftest.py`, and `def test_*`\n"
     "functions): a test's inputs are made once, small, and often on the host on purpose (the same\n"
     "random numbers whichever device runs the test); nor inside `torch.jit.trace(...)`, where the\n"
-    "move is what the trace records.\n"
+    "move is what the trace records; nor when the file, or a module of the project that imports it,\n"
+    "makes CUDA the default device of torch's factories (`torch.set_default_device(\"cuda\")`,\n"
+    "`torch.set_default_tensor_type(torch.cuda.HalfTensor)`, as llama's generation.py does before it\n"
+    "builds the model): the factory then already builds on the GPU, and the move does nothing.\n"
     "\n"
     "## Why is this slow?\n"
     "The factory allocates and fills the tensor on the CPU, then the move allocates it again on\n"
@@ -269,10 +274,34 @@ static bool visit(TSNode n, void *data) {
     return true;
 }
 
+typedef struct {
+    const PySource *src;
+    bool found;
+} DefaultSearch;
+
+static bool visit_cuda_default(TSNode n, void *data) {
+    DefaultSearch *s = data;
+    if (py_call_sets_cuda_default(s->src, n)) s->found = true;
+    return !s->found;
+}
+
+/* The file, or another module of the project that loads it, makes CUDA the
+ * default device of torch's factories (llama's generation.py calls
+ * `torch.set_default_tensor_type(torch.cuda.HalfTensor)` before building the
+ * model of model.py, whose `torch.zeros(...).cuda()` then moves nothing). */
+static bool cuda_is_the_default(const RuleContext *ctx) {
+    const PySource *src = ctx->py;
+    if (src->workspace && src->module && py_workspace_default_cuda_for(src->workspace, src->module, NULL, NULL))
+        return true;
+    DefaultSearch s = {src, false};
+    py_walk(ts_tree_root_node(src->tree), visit_cuda_default, &s);
+    return s.found;
+}
+
 /* Test files stand down as a whole: a test's inputs are made once, small,
  * and on the host on purpose (the same random numbers on every device). */
 static void check(RuleContext *ctx) {
-    if (py_is_test_path(ctx->doc->path)) return;
+    if (py_is_test_path(ctx->doc->path) || cuda_is_the_default(ctx)) return;
     rule_walk(ctx, visit, ctx);
 }
 
