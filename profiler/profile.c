@@ -287,6 +287,13 @@ int profile_add_process(Profile *p, const ProfProcess *proc) {
     return (int)p->process_count++;
 }
 
+const char *profile_process_error_first(const Profile *p, size_t i) {
+    const char *err = p->processes[i].error;
+    for (size_t j = 0; err && j < i; j++)
+        if (p->processes[j].error && strcmp(p->processes[j].error, err) == 0) return NULL;
+    return err;
+}
+
 /* ---- names ---------------------------------------------------------------------- */
 
 static const char *const OP_KIND_NAMES[PROF_OP_KIND_COUNT] = {"launch", "memcpy", "memset", "sync", "alloc"};

@@ -409,6 +409,10 @@ int profile_add_site(Profile *p, int file, uint32_t line, const char *function);
  * set; imported traces); never merged with a line-level site. */
 int profile_add_function_site(Profile *p, int file, uint32_t line, const char *function);
 int profile_add_process(Profile *p, const ProfProcess *proc);
+/* Process i's error (what it could not record, or left out on purpose) when
+ * no earlier process of p has the same words; NULL otherwise: a run's ranks
+ * that all say one thing say it once. */
+const char *profile_process_error_first(const Profile *p, size_t i);
 /* Adds m's counts to the entry for (m->kernel, m->file, m->line), creating it
  * when new. Returns its index, or -1 when out of memory. */
 int profile_add_line_metrics(Profile *p, const ProfLineMetrics *m);

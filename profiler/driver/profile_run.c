@@ -314,12 +314,8 @@ Profile *merge_parts(const char *parts_dir) {
 
 static void report_process_errors(const Profile *p) {
     for (size_t i = 0; i < p->process_count; i++) {
-        const char *err = p->processes[i].error;
-        if (!err) continue;
-        bool seen = false;
-        for (size_t j = 0; j < i; j++)
-            if (p->processes[j].error && strcmp(p->processes[j].error, err) == 0) seen = true;
-        if (!seen) fprintf(stderr, "advise: %s\n", err);
+        const char *err = profile_process_error_first(p, i);
+        if (err) fprintf(stderr, "advise: %s\n", err);
     }
 }
 

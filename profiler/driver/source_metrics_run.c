@@ -104,10 +104,8 @@ static size_t take_lines(Profile *p, const Profile *q) {
 
 static void say_process_notes(const Profile *q, int run, int runs) {
     for (size_t i = 0; i < q->process_count; i++) {
-        const char *err = q->processes[i].error;
-        bool seen = false;
-        for (size_t j = 0; err && j < i; j++) seen |= q->processes[j].error && strcmp(q->processes[j].error, err) == 0;
-        if (err && !seen) fprintf(stderr, "advise: source metrics %d/%d: %s\n", run, runs, err);
+        const char *err = profile_process_error_first(q, i);
+        if (err) fprintf(stderr, "advise: source metrics %d/%d: %s\n", run, runs, err);
     }
 }
 

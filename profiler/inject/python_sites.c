@@ -418,7 +418,8 @@ static PyObject *on_optimizer_step(PyObject *self, PyObject *const *args, Py_ssi
     if (nargs < 1 || args[0] == stepping_optimizer) {
         step_marks_record();
         /* --steps N: the Nth step's end, on this thread between its CUDA calls (recording_window.c) */
-        if (recording_window_due(step_marks_seen()) && !capturing_a_graph()) recording_window_detach();
+        if (recording_window_steps() && recording_window_due(step_marks_seen()) && !capturing_a_graph())
+            recording_window_detach();
     }
     py.incref(py.none);
     return py.none;

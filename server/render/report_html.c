@@ -218,11 +218,8 @@ static void write_header(FILE *out, const ReportInput *in) {
         const Profile *p = in->profiles[i].profile;
         /* what a process could not record, or left out on purpose (--steps), each said once */
         for (size_t j = 0; j < p->process_count; j++) {
-            const char *err = p->processes[j].error;
-            bool said = false;
-            for (size_t k = 0; err && k < j && !said; k++)
-                said = p->processes[k].error && strcmp(p->processes[k].error, err) == 0;
-            if (!err || said) continue;
+            const char *err = profile_process_error_first(p, j);
+            if (!err) continue;
             fputs("<p class=\"note\">", out);
             esc(out, err);
             fputs("</p>\n", out);

@@ -101,11 +101,8 @@ static void write_profile(FILE *out, const ReportProfile *rp) {
     }
     /* what a process could not record, or left out on purpose (--steps), each said once */
     for (size_t i = 0; i < p->process_count; i++) {
-        const char *err = p->processes[i].error;
-        bool said = false;
-        for (size_t j = 0; err && j < i && !said; j++)
-            said = p->processes[j].error && strcmp(p->processes[j].error, err) == 0;
-        if (err && !said) fprintf(out, "note     %s\n", err);
+        const char *err = profile_process_error_first(p, i);
+        if (err) fprintf(out, "note     %s\n", err);
     }
     if (p->dropped_kernels || p->dropped_ops || p->dropped_sites)
         fprintf(out, "note     the profile reached its caps: %llu kernels, %llu operations, %llu sites left out\n",
