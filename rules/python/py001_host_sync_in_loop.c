@@ -69,7 +69,9 @@ static const char documentation[] =
     "  `x = torch.where(mask)`);\n"
     "- a read of a value already computed (`loss.item()`, not `(a == b).sum().item()`) whose\n"
     "  statement follows an explicit `torch.cuda.synchronize()` (or `stream.synchronize()`) in the\n"
-    "  same block, with nothing between but other such reads (`meter.update(loss.item(), n)` right\n"
+    "  same block, or an `if` that runs it whenever the code is on CUDA (`if device.type == \"cuda\":`,\n"
+    "  `if torch.cuda.is_available():`, `if use_cuda:`; not a flag such as `if args.sync:`), with\n"
+    "  nothing between but other such reads (`meter.update(loss.item(), n)` right\n"
     "  after the synchronize of code that times each step): the synchronize is the wait, and dropping\n"
     "  the read saves nothing while it stays. Two reads in a row with no synchronize are both\n"
     "  reported: removing one moves the wait to the other;\n"
@@ -524,6 +526,55 @@ static bool is_explicit_sync(const PySource *src, TSNode stmt) {
     return py_is(e, "call") && (py_callee_is_any(src, e, syncs) || py_method_call(src, e, "synchronize", NULL));
 }
 
+/* A name that says the code runs on CUDA (`use_cuda`, `args.cuda`,
+ * `x.is_cuda`), not one that says it does not (`no_cuda`). */
+static bool names_cuda(const PySource *src, TSNode e) {
+    if (py_is(e, "attribute")) e = ts_node_child_by_field_name(e, "attribute", 9);
+    if (!py_is(e, "identifier")) return false;
+    const char *t = py_text_ptr(src, e);
+    size_t len = py_text_len(e);
+    if ((len >= 3 && strncasecmp(t, "no_", 3) == 0) || (len >= 4 && strncasecmp(t, "not_", 4) == 0)) return false;
+    for (size_t i = 0; i + 4 <= len; i++)
+        if (strncasecmp(t + i, "cuda", 4) == 0) return true;
+    return false;
+}
+
+/* `"cuda"`, `'cuda:0'` */
+static bool is_cuda_string(const PySource *src, TSNode e) {
+    if (!py_is(e, "string")) return false;
+    const char *t = py_text_ptr(src, e);
+    size_t len = py_text_len(e);
+    return len >= 6 && (t[0] == '"' || t[0] == '\'') && strncmp(t + 1, "cuda", 4) == 0 &&
+           (t[5] == t[0] || t[5] == ':');
+}
+
+/* A condition that holds whenever the code runs on CUDA:
+ * `torch.cuda.is_available()`, `device.type == "cuda"`, `"cuda" in str(device)`,
+ * `use_cuda`, `args.cuda`. Not a negation, `!=`, or a combination with a flag
+ * (`args.sync and use_cuda` may be false on CUDA). */
+static bool holds_on_cuda(const PySource *src, TSNode cond) {
+    while (py_is(cond, "parenthesized_expression")) cond = ts_node_named_child(cond, 0);
+    static const char *const available[] = {"torch.cuda.is_available", NULL};
+    if (py_is(cond, "call")) return py_callee_is_any(src, cond, available);
+    if (py_is(cond, "identifier") || py_is(cond, "attribute")) return names_cuda(src, cond);
+    if (!py_is(cond, "comparison_operator") || ts_node_child_count(cond) != 3) return false;
+    TSNode op = ts_node_child(cond, 1);
+    if (!py_is(op, "==") && !py_is(op, "in")) return false;
+    return is_cuda_string(src, ts_node_child(cond, 0)) || is_cuda_string(src, ts_node_child(cond, 2));
+}
+
+/* `if device.type == "cuda": torch.cuda.synchronize()` (other branches for
+ * other devices): on CUDA the synchronize runs */
+static bool syncs_on_cuda(const PySource *src, TSNode stmt) {
+    if (!py_is(stmt, "if_statement") || !holds_on_cuda(src, ts_node_child_by_field_name(stmt, "condition", 9)))
+        return false;
+    TSNode block = ts_node_child_by_field_name(stmt, "consequence", 11);
+    uint32_t n = ts_node_named_child_count(block);
+    for (uint32_t i = 0; i < n; i++)
+        if (is_explicit_sync(src, ts_node_named_child(block, i))) return true;
+    return false;
+}
+
 typedef struct {
     const PySource *src;
     bool calls, reads, other_calls;
@@ -576,7 +627,7 @@ static bool after_explicit_sync(const PySource *src, TSNode read) {
     for (TSNode prev = ts_node_prev_named_sibling(stmt); !ts_node_is_null(prev);
          prev = ts_node_prev_named_sibling(prev)) {
         if (py_is(prev, "comment")) continue;
-        if (is_explicit_sync(src, prev)) return true;
+        if (is_explicit_sync(src, prev) || syncs_on_cuda(src, prev)) return true;
         /* statements that call nothing, or read values already computed
          * (`loss_meter.update(loss.item(), n)` before `acc_meter.update(acc.item(), n)`) */
         CallSearch calls = {src, false, false, false};
