@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs what advise needs on Debian 12 (only what is missing) and builds
 # it into build/. Installs with apt-get: build-essential cmake pkg-config
-# python3 libjansson-dev libtree-sitter-dev libcriterion-dev libclang-19-dev libdw-dev openssl
+# python3 python3-dev libjansson-dev libtree-sitter-dev libcriterion-dev libclang-19-dev libdw-dev openssl
 # ca-certificates neovim (the end-to-end LSP tests drive it headless),
 # python3-yaml (tests/check_ci_recipes.sh parses docs/ci.md's workflows), git
 # and patch (tests compare .gitignore handling with git, run check
@@ -13,7 +13,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-packages="build-essential cmake pkg-config python3 python3-yaml libjansson-dev libtree-sitter-dev libcriterion-dev libclang-19-dev libdw-dev openssl ca-certificates neovim git patch"
+packages="build-essential cmake pkg-config python3 python3-dev python3-yaml libjansson-dev libtree-sitter-dev libcriterion-dev libclang-19-dev libdw-dev openssl ca-certificates neovim git patch"
 command -v npm >/dev/null 2>&1 || packages="$packages nodejs npm"
 
 missing=""

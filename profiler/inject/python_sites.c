@@ -200,12 +200,29 @@ static void pop(PyObject *frame) {
     }
 }
 
+/* --steps detached the profiler: no site is wanted any more, so the profile
+ * hook leaves this thread at its next call, after giving back the frames it
+ * holds (their returns will not be heard, and a held frame keeps its locals
+ * alive). Called from the hook itself, as sys.setprofile(None) may be. */
+static void leave_thread(void) {
+    for (int i = 0; i < user_depth && i < STACK_DEPTH; i++)
+        if (user_stack[i].frame) {
+            py.decref(user_stack[i].frame);
+            user_stack[i].frame = NULL;
+        }
+    user_depth = 0;
+    py.set_profile(NULL, NULL);
+}
+
 static int profile_hook(PyObject *self, PyObject *frame, int what, PyObject *arg) {
     (void)self;
     (void)arg;
     ran_python = true;
     if (what == TRACE_CALL) {
-        if (recording_detached()) return 0; /* --steps: no more sites wanted (returns still pop) */
+        if (recording_detached()) {
+            leave_thread();
+            return 0;
+        }
         PyObject *code = py.frame_code(frame);
         if (!code) return 0;
         const CodeInfo *info = code_info(code);

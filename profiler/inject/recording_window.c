@@ -95,14 +95,61 @@ static bool callbacks_left(void) {
     return true;
 }
 
-/* Waits for the calling thread's context, so that the records of work still
- * queued complete before the flush (cuptiFinalize then waits for every
- * context). The runtime loads libcuda with RTLD_LOCAL: look in it first. */
+/* The driver calls the wait needs, looked up in libcuda (the runtime loads
+ * it with RTLD_LOCAL, so look in it first). The _v2 names are the ones
+ * cuda.h's macros give. */
+typedef struct {
+    CUresult (*ctx_synchronize)(void);
+    CUresult (*device_count)(int *);
+    CUresult (*device_get)(CUdevice *, int);
+    CUresult (*primary_state)(CUdevice, unsigned int *, int *);
+    CUresult (*primary_retain)(CUcontext *, CUdevice);
+    CUresult (*primary_release)(CUdevice);
+    CUresult (*push)(CUcontext);
+    CUresult (*pop)(CUcontext *);
+} DriverCalls;
+
+static void *driver_symbol(void *driver, const char *name) {
+    void *f = driver ? dlsym(driver, name) : NULL;
+    return f ? f : dlsym(RTLD_DEFAULT, name);
+}
+
+/* Waits for the calling thread's context, then for the primary context of
+ * every other device in use (a process that drives several GPUs), so that
+ * the records of work still queued anywhere complete before the flush.
+ * Only contexts already active are visited: retaining an inactive primary
+ * context would create one. (cuptiFinalize waits for every context too,
+ * but after the flush.) */
 static void wait_for_the_device(void) {
     void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    CUresult (*ctx_synchronize)(void) =
-        (CUresult(*)(void))dlsym(driver ? driver : RTLD_DEFAULT, "cuCtxSynchronize");
-    if (ctx_synchronize) ctx_synchronize();
+    DriverCalls cu;
+    *(void **)&cu.ctx_synchronize = driver_symbol(driver, "cuCtxSynchronize");
+    *(void **)&cu.device_count = driver_symbol(driver, "cuDeviceGetCount");
+    *(void **)&cu.device_get = driver_symbol(driver, "cuDeviceGet");
+    *(void **)&cu.primary_state = driver_symbol(driver, "cuDevicePrimaryCtxGetState");
+    *(void **)&cu.primary_retain = driver_symbol(driver, "cuDevicePrimaryCtxRetain");
+    *(void **)&cu.primary_release = driver_symbol(driver, "cuDevicePrimaryCtxRelease_v2");
+    *(void **)&cu.push = driver_symbol(driver, "cuCtxPushCurrent_v2");
+    *(void **)&cu.pop = driver_symbol(driver, "cuCtxPopCurrent_v2");
+    if (cu.ctx_synchronize) cu.ctx_synchronize();
+    int devices = 0;
+    bool walk = cu.ctx_synchronize && cu.device_count && cu.device_get && cu.primary_state && cu.primary_retain &&
+                cu.primary_release && cu.push && cu.pop && cu.device_count(&devices) == CUDA_SUCCESS;
+    for (int i = 0; walk && i < devices; i++) {
+        CUdevice device;
+        unsigned int flags = 0;
+        int active = 0;
+        CUcontext ctx = NULL, popped = NULL;
+        if (cu.device_get(&device, i) != CUDA_SUCCESS ||
+            cu.primary_state(device, &flags, &active) != CUDA_SUCCESS || !active)
+            continue;
+        if (cu.primary_retain(&ctx, device) != CUDA_SUCCESS) continue;
+        if (cu.push(ctx) == CUDA_SUCCESS) {
+            cu.ctx_synchronize();
+            cu.pop(&popped);
+        }
+        cu.primary_release(device);
+    }
     if (driver) dlclose(driver);
 }
 

@@ -6,6 +6,7 @@
  * would attach it again. Built only where cupti.h is found. */
 #include <criterion/criterion.h>
 #include <cupti.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <pthread.h>
@@ -58,6 +59,47 @@ CUresult cuCtxSynchronize(void) {
     note("sync");
     return CUDA_SUCCESS;
 }
+/* the devices of the process: how many, and which have an active primary context */
+static int device_count;
+static unsigned active_devices; /* bit i: device i */
+static int pushed = -1;         /* the device whose primary context is pushed */
+CUresult cuDeviceGetCount(int *count) {
+    *count = device_count;
+    return CUDA_SUCCESS;
+}
+CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+    *device = ordinal;
+    return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxGetState(CUdevice device, unsigned int *flags, int *active) {
+    *flags = 0;
+    *active = (active_devices >> device) & 1;
+    return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRetain(CUcontext *ctx, CUdevice device) {
+    char word[32];
+    snprintf(word, sizeof word, "retain%d", device);
+    note(word);
+    *ctx = (CUcontext)(intptr_t)(device + 1);
+    return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
+    char word[32];
+    snprintf(word, sizeof word, "release%d", device);
+    note(word);
+    return CUDA_SUCCESS;
+}
+CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+    pushed = (int)(intptr_t)ctx - 1;
+    note("push");
+    return CUDA_SUCCESS;
+}
+CUresult cuCtxPopCurrent_v2(CUcontext *ctx) {
+    *ctx = (CUcontext)(intptr_t)(pushed + 1);
+    pushed = -1;
+    note("pop");
+    return CUDA_SUCCESS;
+}
 void inject_set_dormant(bool dormant) { note(dormant ? "dormant" : "awake"); }
 void api_times_flush_all(void) { note("api-times"); }
 void agg_steps(Aggregator *agg, const uint64_t *marks, size_t count, uint32_t stride, uint64_t total) {
@@ -107,6 +149,20 @@ Test(recording_window, the_nth_step_detaches_once_in_an_order_that_loses_no_reco
     cr_assert_eq(step_marks_seen(), 3);
     step_marks_flush(NULL);
     cr_assert_eq(kept_marks, 3, "the profile holds the recorded steps");
+}
+
+Test(recording_window, every_device_in_use_is_waited_for_before_the_flush) {
+    device_count = 3;
+    active_devices = 0x5; /* devices 0 and 2 in use, device 1 never touched */
+    setenv("ADVISE_PROFILE_STEPS", "1", 1);
+    recording_window_start(NULL, 0);
+    steps(1);
+    cr_assert_str_eq(calls,
+                     "callbacks-off sync retain0 push sync pop release0 retain2 push sync pop release2 "
+                     "flush-forced api-times dropped unsubscribe finalize ",
+                     "the current context, then each active primary context, before the flush; "
+                     "no context is made for device 1: %s",
+                     calls);
 }
 
 Test(recording_window, a_value_that_is_no_count_records_the_whole_run) {
