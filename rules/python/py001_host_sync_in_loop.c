@@ -299,11 +299,41 @@ static bool is_host_read(const PySource *src, TSNode call) {
     return false;
 }
 
+/* An expression shortened to its chain of names, calls and subscripts, the
+ * arguments and indices elided where the whole is long or spans lines:
+ * `torch.max(...).item()`, `nn.functional.interpolate(...)[0].cpu()`. */
+static void shorten(const PySource *src, TSNode e, char *buf, size_t size, int depth) {
+    if (size == 0) return;
+    buf[0] = '\0';
+    while (py_is(e, "parenthesized_expression") && ts_node_named_child_count(e) == 1) e = ts_node_named_child(e, 0);
+    if (depth > 8 || py_short_text(src, e, 24, buf, size)) return;
+    char inner[96];
+    if (py_is(e, "call")) {
+        shorten(src, ts_node_child_by_field_name(e, "function", 8), inner, sizeof inner, depth + 1);
+        bool no_arguments = ts_node_named_child_count(py_call_arguments(e)) == 0;
+        snprintf(buf, size, "%.80s(%s)", inner, no_arguments ? "" : "...");
+    } else if (py_is(e, "attribute")) {
+        TSNode attr = ts_node_child_by_field_name(e, "attribute", 9);
+        shorten(src, ts_node_child_by_field_name(e, "object", 6), inner, sizeof inner, depth + 1);
+        int attr_len = (int)(py_text_len(attr) < 32 ? py_text_len(attr) : 32);
+        snprintf(buf, size, "%.60s.%.*s", inner, attr_len, py_text_ptr(src, attr));
+    } else if (py_is(e, "subscript")) {
+        TSNode index = ts_node_child_by_field_name(e, "subscript", 9);
+        char shown[24];
+        shorten(src, ts_node_child_by_field_name(e, "value", 5), inner, sizeof inner, depth + 1);
+        snprintf(buf, size, "%.80s[%.8s]", inner, py_short_text(src, index, 8, shown, sizeof shown) ? shown : "...");
+    } else {
+        snprintf(buf, size, "(...)"); /* an operator, a literal: `(...).sum().item()` */
+    }
+}
+
 static void describe(const PySource *src, TSNode call, char *buf, size_t size) {
     if (py_short_text(src, call, 48, buf, size)) return;
     TSNode name = py_method_name_node(call);
     if (!ts_node_is_null(name)) {
-        snprintf(buf, size, ".%.*s()", (int)py_text_len(name), py_text_ptr(src, name));
+        char receiver[96];
+        shorten(src, ts_node_child_by_field_name(ts_node_parent(name), "object", 6), receiver, sizeof receiver, 0);
+        snprintf(buf, size, "%s.%.*s()", receiver, (int)py_text_len(name), py_text_ptr(src, name));
         return;
     }
     TSNode fn = ts_node_child_by_field_name(call, "function", 8);
