@@ -371,6 +371,16 @@ Test(profile_cli, steps_are_a_positive_count_and_not_with_memory) {
     cr_expect_eq(r.status, 2);
     cr_expect(strstr(r.err, "--steps and --source-metrics cannot be combined"), "%s", r.err);
     run_result_free(&r);
+    /* the benchmarks' switches that leave no step count */
+    r = run_profile("ADVISE_PROFILE_SITES=0", "--steps 10 -- true");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "--steps counts optimizer steps with the Python hook, which ADVISE_PROFILE_SITES=0 turns off"),
+              "%s", r.err);
+    run_result_free(&r);
+    r = run_profile("ADVISE_PROFILE_PYTHON_HOOK=off", "--steps=3 -- true");
+    cr_expect_eq(r.status, 2);
+    cr_expect(strstr(r.err, "which ADVISE_PROFILE_PYTHON_HOOK=off turns off"), "%s", r.err);
+    run_result_free(&r);
 }
 
 Test(profile_cli, source_metrics_do_not_rerun_a_stopped_command) {

@@ -164,6 +164,14 @@ int profile_run_parse(int argc, char **argv, ProfileRun *run, const char **profi
                         "whole run recorded\n");
         return 2;
     }
+    /* the benchmarks' switches that turn the Python hook off also turn off the step count --steps needs */
+    const char *sites = getenv("ADVISE_PROFILE_SITES"), *hook = getenv("ADVISE_PROFILE_PYTHON_HOOK");
+    if (run->steps && ((sites && strcmp(sites, "0") == 0) || (hook && strcmp(hook, "off") == 0))) {
+        fprintf(stderr, "advise: --steps counts optimizer steps with the Python hook, which %s turns off: unset it, "
+                        "or profile the whole run without --steps\n",
+                sites && strcmp(sites, "0") == 0 ? "ADVISE_PROFILE_SITES=0" : "ADVISE_PROFILE_PYTHON_HOOK=off");
+        return 2;
+    }
     run->command = argv + i;
     if (run->source_metrics_kernel && run->source_metrics_runs == 0) run->source_metrics_runs = SOURCE_METRICS_DEFAULT_RUNS;
     return 0;
