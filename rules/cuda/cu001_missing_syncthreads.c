@@ -32,8 +32,10 @@ static const char documentation[] =
     "`s[tid]` and `s[threadIdx.x]` match), arrays that are not `__shared__` (registers, global memory),\n"
     "a barrier anywhere between the write and the read (even in a branch), writes and reads in the two\n"
     "branches of one `if`, a uniform slot that differs (`s[buf][tid]` written, `s[buf ^ 1][k]` read: a\n"
-    "double buffer), a read of an element written by all threads at the same uniform index, and\n"
-    "elements written through pointers or aliases (not followed).\n"
+    "double buffer), indices that are never equal because they differ modulo a factor common to their\n"
+    "terms (interleaved fields of one array: `s[6 * i + 0]` written, `s[6 * (i + d) + 1]` read), a read\n"
+    "of an element written by all threads at the same uniform index, and elements written through\n"
+    "pointers or aliases (not followed).\n"
     "\n"
     "## Why is this slow?\n"
     "It is a data race, not a slowdown: warps of a block run independently, so the reading warp can\n"
@@ -225,6 +227,8 @@ typedef struct {
     char text[TERM_LEN];
     bool thread;   /* depends on the thread index */
     bool constant;
+    long long value;  /* a constant term's value */
+    long long factor; /* a known multiple: 6 for `6 * (idx + d)`, 4 for `i << 2`; else 1 */
 } Term;
 
 typedef struct {
@@ -347,13 +351,33 @@ typedef struct {
     long long constant;
 } TermCtx;
 
+/* n is a constant of the program: a literal, an expression of them, or a
+ * name that is no local variable (a template parameter, a constexpr) */
+static bool constant_value(Fn *f, const CuNode *n, long long *v) {
+    n = cu_strip((CuNode *)n);
+    return n &&
+           (n->kind == CXCursor_IntegerLiteral || n->kind == CXCursor_BinaryOperator || n->kind == CXCursor_UnaryExpr ||
+            (n->kind == CXCursor_DeclRefExpr && !is_local_var(f, n->ref))) &&
+           cu_int_value(n, v);
+}
+
+/* what every value of the term is a multiple of: c for `c * x` or `x * c`,
+ * 2^k for `x << k`; 1 when nothing is known */
+static long long term_factor(Fn *f, const CuNode *n) {
+    long long c;
+    if (n->kind != CXCursor_BinaryOperator || n->child_count != 2) return 1;
+    if (n->op == CXBinaryOperator_Mul &&
+        (constant_value(f, n->children[0], &c) || constant_value(f, n->children[1], &c)) && c != 0)
+        return c < 0 ? -c : c;
+    if (n->op == CXBinaryOperator_Shl && constant_value(f, n->children[1], &c) && c >= 0 && c < 31) return 1LL << c;
+    return 1;
+}
+
 static void add_terms(TermCtx *t, const CuNode *n, bool negative, int depth) {
     n = cu_strip((CuNode *)n);
     if (!n) return;
     long long v;
-    if ((n->kind == CXCursor_IntegerLiteral || n->kind == CXCursor_BinaryOperator ||
-         n->kind == CXCursor_UnaryExpr || (n->kind == CXCursor_DeclRefExpr && !is_local_var(t->f, n->ref))) &&
-        cu_int_value(n, &v)) {
+    if (constant_value(t->f, n, &v)) {
         t->constant += negative ? -v : v;
         return;
     }
@@ -381,6 +405,7 @@ static void add_terms(TermCtx *t, const CuNode *n, bool negative, int depth) {
     canon(t->f, n, &b, depth + 1);
     term->thread = expr_tainted(t->f, n);
     term->constant = false;
+    term->factor = term_factor(t->f, n);
 }
 
 static int cmp_term(const void *a, const void *b) { return strcmp(((const Term *)a)->text, ((const Term *)b)->text); }
@@ -414,6 +439,8 @@ static void build_index(Fn *f, const CuNode *sub, Index *ix) {
         snprintf(term->text, sizeof term->text, "%lld", t.constant);
         term->thread = false;
         term->constant = true;
+        term->value = t.constant;
+        term->factor = 1;
     }
     qsort(ix->terms, (size_t)ix->count, sizeof ix->terms[0], cmp_term);
     Buf b = {ix->canon, 0, sizeof ix->canon};
@@ -703,6 +730,41 @@ static bool implied_by(Fn *f, const Guard *g, const CuNode *r) {
 
 typedef enum { WHY_OTHER_INDEX, WHY_GUARDED } Why;
 
+static long long gcd(long long a, long long b) {
+    while (b) {
+        long long t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* The index is its constant modulo the returned m (every other term is a
+ * known multiple of m); 0 when the index is constant; 1 when nothing is known. */
+static long long index_modulus(const Index *ix, long long *constant) {
+    long long m = 0;
+    *constant = 0;
+    if (ix->overflow) return 1;
+    for (int i = 0; i < ix->count; i++) {
+        const Term *t = &ix->terms[i];
+        if (t->constant) *constant = t->value;
+        else if ((m = gcd(m, t->factor)) == 1) return 1;
+    }
+    return m;
+}
+
+/* `s[6 * idx + 0]` and `s[6 * (idx + d) + 1]`: the two indices differ modulo
+ * a common factor of their terms, so no element is both (interleaved fields
+ * of one shared array) */
+static bool disjoint_residues(const Index *wi, const Index *ri) {
+    long long cw, cr;
+    long long mw = index_modulus(wi, &cw), mr = index_modulus(ri, &cr);
+    if (mw == 1 || mr == 1 || (mw == 0 && mr == 0)) return false;
+    long long m = gcd(mw, mr);
+    if (m <= 1) return false;
+    return ((cw % m) + m) % m != ((cr % m) + m) % m;
+}
+
 /* W's element can be one that R reads while another thread wrote it */
 static bool conflicts(Scan *s, const Access *w, const Access *r, Why *why, Guard *guard_out) {
     if (w->rank != r->rank) return false;
@@ -710,6 +772,7 @@ static bool conflicts(Scan *s, const Access *w, const Access *r, Why *why, Guard
         if (same_index(w, r) || !w->exact || !r->exact) return false;
         for (int k = 0; k < w->rank; k++) {
             const Index *wi = &w->idx[k], *ri = &r->idx[k];
+            if (disjoint_residues(wi, ri)) return false;
             /* a different uniform slot (double buffers): unknown, assume disjoint */
             if (!wi->thread && !ri->thread && strcmp(wi->canon, ri->canon) != 0) return false;
             /* the write's uniform, non-constant offsets must reappear in the read */
