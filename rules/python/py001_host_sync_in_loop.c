@@ -36,7 +36,9 @@ static const char documentation[] =
     "reported once. A read of a value that a statement before it in the same iteration already read\n"
     "(`total += loss.item()`, then `shown = f\"{loss.item():.2f}\"`), with no GPU work and no new value\n"
     "between, is not reported: the first read waited, and this one waits for nothing new. The earlier\n"
-    "read must run whenever the later one does (not in a branch of its own).\n"
+    "read must run whenever the later one does (not in a branch of its own); it may be the test of the\n"
+    "`if` around the later one (`if ids[k][pos].item() in media:` then `media[ids[k][pos].item()]`).\n"
+    "Elements taken by plain indices (`ids[k][pos]`) count as values already computed.\n"
     "\n"
     "## Why is this slow?\n"
     "CUDA kernels run asynchronously: the host queues work and moves on. Reading a tensor's value on\n"
@@ -618,11 +620,26 @@ static TSNode read_operand(const PySource *src, TSNode call) {
     return py_call_positional(call, 0);
 }
 
+/* an index that selects without computing: `k`, `0`, `-1`, `self.pos` */
+static bool plain_index(TSNode index) {
+    if (py_is(index, "unary_operator")) index = ts_node_child_by_field_name(index, "argument", 8);
+    return py_is(index, "identifier") || py_is(index, "integer") || py_is(index, "attribute");
+}
+
 /* the read copies a value already computed: `loss.item()`, `self.loss.item()`,
- * `float(outs[0])`; not `(a == b).sum().item()`, which computes first */
+ * `float(outs[0])`, `input_ids[k][pos].item()`; not `(a == b).sum().item()`,
+ * which computes first */
 static bool reads_computed_value(const PySource *src, TSNode call) {
     TSNode e = read_operand(src, call);
-    if (py_is(e, "subscript")) e = ts_node_child_by_field_name(e, "value", 5);
+    for (int level = 0; level < 4 && py_is(e, "subscript"); level++) {
+        /* the first index may be anything (`outs[0]`, `outs[key]`); those around it only plain ones */
+        if (level > 0) {
+            uint32_t n = ts_node_named_child_count(e);
+            for (uint32_t i = 1; i < n; i++)
+                if (!plain_index(ts_node_named_child(e, i))) return false;
+        }
+        e = ts_node_child_by_field_name(e, "value", 5);
+    }
     return py_is(e, "identifier") || py_is(e, "attribute");
 }
 
@@ -1015,6 +1032,10 @@ static bool rereads_value(const PySource *src, TSNode read, TSNode loop) {
                 TSNode c = ts_node_named_child(parent, i);
                 if (ts_node_start_byte(c) >= start) break;
                 if (py_does_gpu_work(src, c) || rebinds(src, c, value)) return false;
+                /* the branch's own test read it (`if ids[k][pos].item() in media:` then `media[ids[k][pos].item()]`) */
+                SameReadSearch same = {src, c, value, false};
+                py_walk(c, visit_same_read, &same);
+                if (same.found) return true;
             }
         }
         child = parent;
