@@ -558,17 +558,21 @@ static bool is_explicit_sync(const PySource *src, TSNode stmt) {
     return py_is(e, "call") && (py_callee_is_any(src, e, syncs) || py_method_call(src, e, "synchronize", NULL));
 }
 
+static bool ends_with(const char *t, size_t len, const char *suffix) {
+    size_t n = strlen(suffix);
+    return len >= n && strncasecmp(t + len - n, suffix, n) == 0;
+}
+
 /* A name that says the code runs on CUDA (`use_cuda`, `args.cuda`,
- * `x.is_cuda`), not one that says it does not (`no_cuda`). */
+ * `x.is_cuda`, `cuda_available`), not one that says it does not
+ * (`no_cuda`) or names something else (`use_cuda_graph`). */
 static bool names_cuda(const PySource *src, TSNode e) {
     if (py_is(e, "attribute")) e = ts_node_child_by_field_name(e, "attribute", 9);
     if (!py_is(e, "identifier")) return false;
     const char *t = py_text_ptr(src, e);
     size_t len = py_text_len(e);
     if ((len >= 3 && strncasecmp(t, "no_", 3) == 0) || (len >= 4 && strncasecmp(t, "not_", 4) == 0)) return false;
-    for (size_t i = 0; i + 4 <= len; i++)
-        if (strncasecmp(t + i, "cuda", 4) == 0) return true;
-    return false;
+    return ends_with(t, len, "cuda") || ends_with(t, len, "cuda_available");
 }
 
 /* `"cuda"`, `'cuda:0'` */
