@@ -349,6 +349,7 @@ typedef struct {
     Fn *f;
     Index *ix;
     long long constant;
+    int narrowed; /* inside a cast to, or a variable of, an integer type narrower than int */
 } TermCtx;
 
 /* n is a constant of the program: a literal, an expression of them, or a
@@ -361,19 +362,54 @@ static bool constant_value(Fn *f, const CuNode *n, long long *v) {
            cu_int_value(n, v);
 }
 
+static bool integer_type(CXType t) {
+    t = clang_getCanonicalType(t);
+    return t.kind >= CXType_Bool && t.kind <= CXType_Int128;
+}
+
 /* what every value of the term is a multiple of: c for `c * x` or `x * c`,
- * 2^k for `x << k`; 1 when nothing is known */
+ * 2^k for `x << k`, in integer arithmetic (`(int)(u * 4)` with a float u
+ * is no multiple of 4); 1 when nothing is known */
 static long long term_factor(Fn *f, const CuNode *n) {
     long long c;
-    if (n->kind != CXCursor_BinaryOperator || n->child_count != 2) return 1;
+    if (n->kind != CXCursor_BinaryOperator || n->child_count != 2 || !integer_type(clang_getCursorType(n->cursor)))
+        return 1;
     if (n->op == CXBinaryOperator_Mul &&
-        (constant_value(f, n->children[0], &c) || constant_value(f, n->children[1], &c)) && c != 0)
+        (constant_value(f, n->children[0], &c) || constant_value(f, n->children[1], &c)) && c != 0 &&
+        c > -(1LL << 30) && c < (1LL << 30))
         return c < 0 ? -c : c;
-    if (n->op == CXBinaryOperator_Shl && constant_value(f, n->children[1], &c) && c >= 0 && c < 31) return 1LL << c;
+    if (n->op == CXBinaryOperator_Shl && constant_value(f, n->children[1], &c) && c >= 0 && c < 30) return 1LL << c;
     return 1;
 }
 
+/* an explicit cast, or a variable, of an integer type narrower than int:
+ * its values wrap, so what they are multiples of is not known */
+static bool narrows(const CuNode *n) {
+    for (int i = 0; n && i < 32; i++) {
+        bool cast = n->kind == CXCursor_CStyleCastExpr || n->kind == CXCursor_CXXFunctionalCastExpr ||
+                    n->kind == CXCursor_CXXStaticCastExpr;
+        if (cast || n->kind == CXCursor_DeclRefExpr) {
+            CXType t = clang_getCanonicalType(clang_getCursorType(n->cursor));
+            long long size = clang_Type_getSizeOf(t);
+            if (integer_type(t) && size > 0 && size < 4) return true;
+        }
+        bool wrapper = (n->kind == CXCursor_UnexposedExpr || n->kind == CXCursor_ParenExpr) && n->child_count == 1;
+        if (!(cast || wrapper) || n->child_count == 0) return false; /* as far as cu_strip looks */
+        n = n->children[n->child_count - 1];
+    }
+    return false;
+}
+
+static void add_terms_of(TermCtx *t, const CuNode *n, bool negative, int depth);
+
 static void add_terms(TermCtx *t, const CuNode *n, bool negative, int depth) {
+    bool narrow = narrows(n);
+    t->narrowed += narrow;
+    add_terms_of(t, n, negative, depth);
+    t->narrowed -= narrow;
+}
+
+static void add_terms_of(TermCtx *t, const CuNode *n, bool negative, int depth) {
     n = cu_strip((CuNode *)n);
     if (!n) return;
     long long v;
@@ -405,7 +441,7 @@ static void add_terms(TermCtx *t, const CuNode *n, bool negative, int depth) {
     canon(t->f, n, &b, depth + 1);
     term->thread = expr_tainted(t->f, n);
     term->constant = false;
-    term->factor = term_factor(t->f, n);
+    term->factor = t->narrowed ? 1 : term_factor(t->f, n);
 }
 
 static int cmp_term(const void *a, const void *b) { return strcmp(((const Term *)a)->text, ((const Term *)b)->text); }
@@ -413,7 +449,7 @@ static int cmp_term(const void *a, const void *b) { return strcmp(((const Term *
 static void canon_sum(Fn *f, const CuNode *n, Buf *b, int depth) {
     Index *ix = calloc(1, sizeof *ix);
     if (!ix) return put(b, "?");
-    TermCtx t = {f, ix, 0};
+    TermCtx t = {f, ix, 0, 0};
     add_terms(&t, n, false, depth);
     qsort(ix->terms, (size_t)ix->count, sizeof ix->terms[0], cmp_term);
     put(b, "(");
@@ -432,8 +468,9 @@ static void canon_sum(Fn *f, const CuNode *n, Buf *b, int depth) {
 
 static void build_index(Fn *f, const CuNode *sub, Index *ix) {
     memset(ix, 0, sizeof *ix);
-    TermCtx t = {f, ix, 0};
+    TermCtx t = {f, ix, 0, 0};
     add_terms(&t, sub, false, 0);
+    if (t.constant && ix->count == MAX_TERMS) ix->overflow = true; /* the constant would be lost */
     if (t.constant && ix->count < MAX_TERMS) {
         Term *term = &ix->terms[ix->count++];
         snprintf(term->text, sizeof term->text, "%lld", t.constant);
