@@ -71,8 +71,9 @@ static const char documentation[] =
     "  `x = torch.where(mask)`);\n"
     "- a read of a value already computed (`loss.item()`, not `(a == b).sum().item()`) whose\n"
     "  statement follows an explicit `torch.cuda.synchronize()` (or `stream.synchronize()`) in the\n"
-    "  same block, or an `if` that runs it whenever the code is on CUDA (`if device.type == \"cuda\":`,\n"
-    "  `if torch.cuda.is_available():`, `if use_cuda:`; not a flag such as `if args.sync:`), with\n"
+    "  same block, or an `if` that runs it whenever the code is on CUDA and queues no work after it\n"
+    "  (`if device.type == \"cuda\":`, `if torch.cuda.is_available():`, `if use_cuda:`, `if args.cuda:`;\n"
+    "  not a flag such as `if args.sync:` or `if args.sync_cuda:`, nor `device == \"cuda:0\"`), with\n"
     "  nothing between but other such reads (`meter.update(loss.item(), n)` right\n"
     "  after the synchronize of code that times each step): the synchronize is the wait, and dropping\n"
     "  the read saves nothing while it stays. Two reads in a row with no synchronize are both\n"
@@ -309,6 +310,11 @@ static void shorten(const PySource *src, TSNode e, char *buf, size_t size, int d
     buf[0] = '\0';
     while (py_is(e, "parenthesized_expression") && ts_node_named_child_count(e) == 1) e = ts_node_named_child(e, 0);
     if (depth > 8 || py_short_text(src, e, 24, buf, size)) return;
+    if (py_is(e, "identifier")) { /* a long name, cut past 60 characters */
+        size_t len = py_text_len(e);
+        snprintf(buf, size, "%.*s%s", (int)(len > 60 ? 60 : len), py_text_ptr(src, e), len > 60 ? "..." : "");
+        return;
+    }
     char inner[96];
     if (py_is(e, "call")) {
         shorten(src, ts_node_child_by_field_name(e, "function", 8), inner, sizeof inner, depth + 1);
@@ -322,8 +328,10 @@ static void shorten(const PySource *src, TSNode e, char *buf, size_t size, int d
     } else if (py_is(e, "subscript")) {
         TSNode index = ts_node_child_by_field_name(e, "subscript", 9);
         char shown[24];
+        bool one_index = ts_node_named_child_count(e) == 2; /* `a[i, j]`: several */
         shorten(src, ts_node_child_by_field_name(e, "value", 5), inner, sizeof inner, depth + 1);
-        snprintf(buf, size, "%.80s[%.8s]", inner, py_short_text(src, index, 8, shown, sizeof shown) ? shown : "...");
+        snprintf(buf, size, "%.80s[%.8s]", inner,
+                 one_index && py_short_text(src, index, 8, shown, sizeof shown) ? shown : "...");
     } else {
         snprintf(buf, size, "(...)"); /* an operator, a literal: `(...).sum().item()` */
     }
@@ -558,30 +566,23 @@ static bool is_explicit_sync(const PySource *src, TSNode stmt) {
     return py_is(e, "call") && (py_callee_is_any(src, e, syncs) || py_method_call(src, e, "synchronize", NULL));
 }
 
-static bool ends_with(const char *t, size_t len, const char *suffix) {
-    size_t n = strlen(suffix);
-    return len >= n && strncasecmp(t + len - n, suffix, n) == 0;
-}
-
 /* A name that says the code runs on CUDA (`use_cuda`, `args.cuda`,
- * `x.is_cuda`, `cuda_available`), not one that says it does not
- * (`no_cuda`) or names something else (`use_cuda_graph`). */
+ * `cuda_available`); not a flag about something else (`sync_cuda`,
+ * `use_cuda_graph`), nor `x.is_cuda`, which speaks of x alone. */
 static bool names_cuda(const PySource *src, TSNode e) {
     if (py_is(e, "attribute")) e = ts_node_child_by_field_name(e, "attribute", 9);
     if (!py_is(e, "identifier")) return false;
-    const char *t = py_text_ptr(src, e);
-    size_t len = py_text_len(e);
-    if ((len >= 3 && strncasecmp(t, "no_", 3) == 0) || (len >= 4 && strncasecmp(t, "not_", 4) == 0)) return false;
-    return ends_with(t, len, "cuda") || ends_with(t, len, "cuda_available");
+    static const char *const names[] = {"cuda",           "use_cuda",          "on_cuda",
+                                        "has_cuda",       "with_cuda",         "cuda_available",
+                                        "is_cuda_available", "cuda_is_available", NULL};
+    for (size_t i = 0; names[i]; i++)
+        if (py_text_eq(src, e, names[i])) return true;
+    return false;
 }
 
-/* `"cuda"`, `'cuda:0'` */
+/* `"cuda"` or `'cuda'` exactly: `device == "cuda:0"` holds on one GPU only */
 static bool is_cuda_string(const PySource *src, TSNode e) {
-    if (!py_is(e, "string")) return false;
-    const char *t = py_text_ptr(src, e);
-    size_t len = py_text_len(e);
-    return len >= 6 && (t[0] == '"' || t[0] == '\'') && strncmp(t + 1, "cuda", 4) == 0 &&
-           (t[5] == t[0] || t[5] == ':');
+    return py_is(e, "string") && (py_text_eq(src, e, "\"cuda\"") || py_text_eq(src, e, "'cuda'"));
 }
 
 /* A condition that holds whenever the code runs on CUDA:
@@ -599,18 +600,6 @@ static bool holds_on_cuda(const PySource *src, TSNode cond) {
     return is_cuda_string(src, ts_node_child(cond, 0)) || is_cuda_string(src, ts_node_child(cond, 2));
 }
 
-/* `if device.type == "cuda": torch.cuda.synchronize()` (other branches for
- * other devices): on CUDA the synchronize runs */
-static bool syncs_on_cuda(const PySource *src, TSNode stmt) {
-    if (!py_is(stmt, "if_statement") || !holds_on_cuda(src, ts_node_child_by_field_name(stmt, "condition", 9)))
-        return false;
-    TSNode block = ts_node_child_by_field_name(stmt, "consequence", 11);
-    uint32_t n = ts_node_named_child_count(block);
-    for (uint32_t i = 0; i < n; i++)
-        if (is_explicit_sync(src, ts_node_named_child(block, i))) return true;
-    return false;
-}
-
 typedef struct {
     const PySource *src;
     bool calls, reads, other_calls;
@@ -624,25 +613,31 @@ static TSNode read_operand(const PySource *src, TSNode call) {
     return py_call_positional(call, 0);
 }
 
-/* an index that selects without computing: `k`, `0`, `-1`, `self.pos` */
-static bool plain_index(TSNode index) {
-    if (py_is(index, "unary_operator")) index = ts_node_child_by_field_name(index, "argument", 8);
-    return py_is(index, "identifier") || py_is(index, "integer") || py_is(index, "attribute");
+/* an index that selects without computing: `k`, `0`, `-1` (a name may
+ * still be an index tensor: a chain of such reads is rare) */
+static bool plain_index(const PySource *src, TSNode index) {
+    if (py_is(index, "unary_operator")) {
+        TSNode op = ts_node_child(index, 0);
+        if (!py_text_eq(src, op, "-")) return false;
+        index = ts_node_child_by_field_name(index, "argument", 8);
+        return py_is(index, "integer");
+    }
+    return py_is(index, "identifier") || py_is(index, "integer");
 }
 
 /* the read copies a value already computed: `loss.item()`, `self.loss.item()`,
  * `float(outs[0])`, `input_ids[k][pos].item()`; not `(a == b).sum().item()`,
- * which computes first */
+ * which computes first. One subscript may take any index (`outs[key]`); in a
+ * chain of them every index must be plain. */
 static bool reads_computed_value(const PySource *src, TSNode call) {
     TSNode e = read_operand(src, call);
-    for (int level = 0; level < 4 && py_is(e, "subscript"); level++) {
-        /* the first index may be anything (`outs[0]`, `outs[key]`); those around it only plain ones */
-        if (level > 0) {
-            uint32_t n = ts_node_named_child_count(e);
-            for (uint32_t i = 1; i < n; i++)
-                if (!plain_index(ts_node_named_child(e, i))) return false;
-        }
-        e = ts_node_child_by_field_name(e, "value", 5);
+    int levels = 0;
+    for (TSNode v = e; py_is(v, "subscript") && levels < 5; v = ts_node_child_by_field_name(v, "value", 5)) levels++;
+    if (levels > 4) return false;
+    for (; py_is(e, "subscript"); e = ts_node_child_by_field_name(e, "value", 5)) {
+        uint32_t n = ts_node_named_child_count(e);
+        for (uint32_t i = 1; levels > 1 && i < n; i++)
+            if (!plain_index(src, ts_node_named_child(e, i))) return false;
     }
     return py_is(e, "identifier") || py_is(e, "attribute");
 }
@@ -663,6 +658,33 @@ static bool visit_call_kinds(TSNode n, void *data) {
     return !s->other_calls;
 }
 
+/* The statement calls nothing (`end = t0`), or only reads values already
+ * computed and calls what gives the GPU no work: a read after it waits for
+ * nothing it did. */
+static bool queues_no_work(const PySource *src, TSNode stmt) {
+    CallSearch calls = {src, false, false, false};
+    py_walk(stmt, visit_call_kinds, &calls);
+    return !calls.other_calls && (!calls.calls || calls.reads);
+}
+
+/* `if device.type == "cuda": torch.cuda.synchronize()` (other branches for
+ * other devices): on CUDA the synchronize runs, and nothing after it in the
+ * branch queues new work */
+static bool syncs_on_cuda(const PySource *src, TSNode stmt) {
+    if (!py_is(stmt, "if_statement") || !holds_on_cuda(src, ts_node_child_by_field_name(stmt, "condition", 9)))
+        return false;
+    TSNode block = ts_node_child_by_field_name(stmt, "consequence", 11);
+    uint32_t n = ts_node_named_child_count(block);
+    bool synced = false;
+    for (uint32_t i = 0; i < n; i++) {
+        TSNode c = ts_node_named_child(block, i);
+        if (py_is(c, "comment")) continue;
+        if (is_explicit_sync(src, c)) synced = true;
+        else if (synced && !queues_no_work(src, c)) synced = false; /* `extra = model(x)` after it */
+    }
+    return synced;
+}
+
 /* The read's statement follows an explicit synchronize in its block, with
  * nothing between but statements that call nothing (`end = t0`, comments)
  * or only read values already computed (and call what gives the GPU no work):
@@ -681,9 +703,7 @@ static bool after_explicit_sync(const PySource *src, TSNode read) {
         if (is_explicit_sync(src, prev) || syncs_on_cuda(src, prev)) return true;
         /* statements that call nothing, or read values already computed
          * (`loss_meter.update(loss.item(), n)` before `acc_meter.update(acc.item(), n)`) */
-        CallSearch calls = {src, false, false, false};
-        py_walk(prev, visit_call_kinds, &calls);
-        if (calls.other_calls || (calls.calls && !calls.reads)) return false;
+        if (!queues_no_work(src, prev)) return false;
     }
     return false;
 }
