@@ -66,6 +66,8 @@ static struct {
     void (*incref)(PyObject *);
     void (*decref)(PyObject *);
     void (*err_clear)(void);
+    void *(*save_thread)(void);        /* PyEval_SaveThread: lets go of the GIL */
+    void (*restore_thread)(void *);    /* PyEval_RestoreThread */
 } py;
 
 /* What we know of one code object; created under the GIL, never freed. */
@@ -435,8 +437,13 @@ static PyObject *on_optimizer_step(PyObject *self, PyObject *const *args, Py_ssi
     if (nargs < 1 || args[0] == stepping_optimizer) {
         step_marks_record();
         /* --steps N: the Nth step's end, on this thread between its CUDA calls (recording_window.c) */
-        if (recording_window_steps() && recording_window_due(step_marks_seen()) && !capturing_a_graph())
+        if (recording_window_steps() && recording_window_due(step_marks_seen()) && !capturing_a_graph()) {
+            /* the wait for the device runs without the GIL: work queued on a
+             * stream may call back into Python (a host function) and need it */
+            void *state = py.save_thread && py.restore_thread ? py.save_thread() : NULL;
             recording_window_detach();
+            if (state) py.restore_thread(state);
+        }
     }
     py.incref(py.none);
     return py.none;
@@ -506,6 +513,8 @@ void python_sites_start(void) {
     LOAD(incref, "Py_IncRef");
     LOAD(decref, "Py_DecRef");
     LOAD(err_clear, "PyErr_Clear");
+    LOAD(save_thread, "PyEval_SaveThread");
+    LOAD(restore_thread, "PyEval_RestoreThread");
     if (!py.add_pending_call || !(py.set_profile_all || py.set_profile) || !py.get_frame || !py.frame_back ||
         !py.frame_code || !py.frame_line || !py.get_attr || !py.as_utf8 || !py.incref || !py.decref ||
         !py.err_clear)

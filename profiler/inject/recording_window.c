@@ -118,8 +118,11 @@ static void *driver_symbol(void *driver, const char *name) {
  * every other device in use (a process that drives several GPUs), so that
  * the records of work still queued anywhere complete before the flush.
  * Only contexts already active are visited: retaining an inactive primary
- * context would create one. (cuptiFinalize waits for every context too,
- * but after the flush.) */
+ * context would create one (a cudaDeviceReset between the two calls makes
+ * the retain create one, which the release then tears down: time lost, no
+ * harm). (cuptiFinalize waits for every context too, but after the flush.)
+ * The caller holds no GIL (python_sites.c). A synchronize is not allowed
+ * while another thread captures a graph in global mode (docs/profiling.md). */
 static void wait_for_the_device(void) {
     void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
     DriverCalls cu;

@@ -36,15 +36,17 @@ int agg_site(Aggregator *agg, const char *file, uint32_t line, const char *funct
     last_site_line = line;
     return 1;
 }
+static uint64_t steps_wanted, steps_seen; /* --steps N, and the optimizer steps the hook counted */
+static int gil_at_detach = -1;             /* PyGILState_Check() inside the detach */
 bool recording_detached(void) { return detached; }
-bool recording_window_detach(void) { return detached = true; }
-bool recording_window_due(uint64_t steps) {
-    (void)steps;
-    return false;
+bool recording_window_detach(void) {
+    gil_at_detach = PyGILState_Check();
+    return detached = true;
 }
-uint64_t recording_window_steps(void) { return 0; }
-void step_marks_record(void) {}
-uint64_t step_marks_seen(void) { return 0; }
+bool recording_window_due(uint64_t steps) { return steps_wanted && steps >= steps_wanted && !detached; }
+uint64_t recording_window_steps(void) { return steps_wanted; }
+void step_marks_record(void) { steps_seen++; }
+uint64_t step_marks_seen(void) { return steps_seen; }
 
 /* ---- what the Python code calls ------------------------------------------- */
 /* `probe.launch()`: a CUDA call as the injection library's callback sees it
@@ -160,4 +162,48 @@ Test(python_sites, the_default_hook_finds_the_line_and_lets_go_of_frames) {
     cr_assert_eq(after, -1, "after the detach no site is resolved (%ld)", after);
     cr_assert(!inside && !profiling, "before 3.12 the default is the profile hook, which leaves after the detach");
 #endif
+}
+
+/* torch.optim's step post-hook, with stand-ins for the two torch modules the
+ * hook asks (torch is not needed): the Nth step of the first optimizer
+ * detaches, without the GIL, and a graph capture in progress puts it off. */
+static const char fake_torch[] =
+    "import sys, types\n"
+    "hooks = []\n"
+    "optim = types.ModuleType('torch.optim.optimizer')\n"
+    "optim.register_optimizer_step_post_hook = hooks.append\n"
+    "cuda = types.ModuleType('torch.cuda')\n"
+    "cuda.capturing = False\n"
+    "cuda.is_current_stream_capturing = lambda: cuda.capturing\n"
+    "sys.modules['torch.optim.optimizer'] = optim\n"
+    "sys.modules['torch.cuda'] = cuda\n";
+
+static void step(const char *optimizer) {
+    char code[128];
+    snprintf(code, sizeof code, "hooks[0](%s, (), {})\n", optimizer);
+    cr_assert_eq(PyRun_SimpleString(code), 0);
+}
+
+Test(python_sites, the_nth_optimizer_step_detaches_without_the_gil) {
+    snprintf(user_dir, sizeof user_dir, "/nonexistent-user-dir");
+    steps_wanted = 3;
+    setenv("ADVISE_PROFILE_PYTHON_HOOK", "setprofile", 1);
+    Py_InitializeEx(0);
+    cr_assert_eq(PyRun_SimpleString(fake_torch), 0);
+    python_sites_start();
+    cr_assert_eq(PyRun_SimpleString("for _ in range(100): pass\nopt, other = object(), object()\n"), 0);
+    cr_assert_eq(PyRun_SimpleString("assert len(hooks) == 1, hooks\n"), 0, "the step hook is registered");
+    step("opt");
+    step("other"); /* a second optimizer's steps are not counted */
+    step("opt");
+    cr_assert(!detached, "two steps of three");
+    cr_assert_eq(PyRun_SimpleString("cuda.capturing = True\n"), 0);
+    step("opt");
+    cr_assert(!detached, "not during a graph capture: a later step detaches");
+    cr_assert_eq(PyRun_SimpleString("cuda.capturing = False\n"), 0);
+    step("opt");
+    cr_assert(detached, "the first step after the capture detaches");
+    cr_assert_eq(steps_seen, 4, "the first optimizer's steps only (%llu)", (unsigned long long)steps_seen);
+    cr_assert_eq(gil_at_detach, 0, "the detach (and its wait for the device) runs without the GIL");
+    cr_assert_eq(PyRun_SimpleString("x = sum(range(10))\n"), 0, "Python runs on after the detach");
 }
