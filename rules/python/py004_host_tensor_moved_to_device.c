@@ -30,7 +30,9 @@ static const char documentation[] =
     "`dev = \"cpu\"; .to(dev)`, a name that every arm binds to the CPU), `.to(torch.float16)`, `.to(other_tensor)` and `.to(dtype=...)`\n"
     "alone; factories that already pass `device=` (even `device=\"cpu\"`), `out=`, `pin_memory=`\n"
     "(a pinned staging buffer is deliberate), `generator=` (a host generator cannot draw on the GPU)\n"
-    "or `**kwargs` (they may carry `device=`); moves with `*args`/`**kwargs`; `*_like` factories (they follow their input's device); a move after some other\n"
+    "or `**kwargs` (they may carry `device=`); a tensor with no elements (`torch.empty(0).to(device)`, an\n"
+    "accumulator to concatenate onto: nothing to fill or copy); moves with `*args`/`**kwargs`; `*_like`\n"
+    "factories (they follow their input's device); a move after some other\n"
     "method (`torch.arange(n).float().cuda()`); and `torch.tensor(data)`, `torch.as_tensor(data)`,\n"
     "`torch.from_numpy(array)`: their data lives in host memory, and `torch.tensor(data,\n"
     "device=\"cuda\")` still builds the tensor on the host and copies it, so `device=` saves nothing.\n"
@@ -246,6 +248,30 @@ static bool inside_jit_trace(const PySource *src, TSNode n) {
     return false;
 }
 
+/* `torch.empty(0)`, `torch.zeros(0, dim)`, `torch.ones((0,))`: a size of the
+ * literal 0 makes a tensor with no elements, which costs nothing to fill or
+ * copy (an accumulator to `torch.cat` onto). Only for the factories whose
+ * positional arguments are all sizes. */
+static bool has_no_elements(const PySource *src, TSNode call, const Factory *fac) {
+    static const char *const sized[] = {"zeros", "ones", "empty", "rand", "randn", NULL};
+    bool sizes_only = false;
+    for (size_t i = 0; sized[i] && !sizes_only; i++) sizes_only = strcmp(fac->name, sized[i]) == 0;
+    if (!sizes_only) return false;
+    uint32_t n = py_call_positional_count(call);
+    for (uint32_t i = 0; i < n && i < 8; i++) {
+        TSNode a = py_call_positional(call, i);
+        if (py_is(a, "integer") && py_text_eq(src, a, "0")) return true;
+        if (py_is(a, "tuple") || py_is(a, "list")) {
+            uint32_t m = ts_node_named_child_count(a);
+            for (uint32_t k = 0; k < m && k < 8; k++) {
+                TSNode d = ts_node_named_child(a, k);
+                if (py_is(d, "integer") && py_text_eq(src, d, "0")) return true;
+            }
+        }
+    }
+    return false;
+}
+
 static bool visit(TSNode n, void *data) {
     RuleContext *ctx = data;
     if (!py_is(n, "call")) return true;
@@ -255,7 +281,8 @@ static bool visit(TSNode n, void *data) {
     TSNode factory_call = py_unparen(receiver);
     if (!py_is(factory_call, "call")) return true;
     const Factory *fac = factory_of(ctx, factory_call);
-    if (!fac || py_call_has_argument(factory_call, "dictionary_splat")) return true;
+    if (!fac || py_call_has_argument(factory_call, "dictionary_splat") || has_no_elements(ctx->py, factory_call, fac))
+        return true;
     static const char *const deliberate[] = {"device", "out", "pin_memory", "generator", NULL};
     for (size_t i = 0; deliberate[i]; i++)
         if (!ts_node_is_null(py_call_keyword(ctx->py, factory_call, deliberate[i]))) return true;
