@@ -3,16 +3,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+CuNode *cu_unwrap_once(const CuNode *n) {
+    if (!n) return NULL;
+    if ((n->kind == CXCursor_UnexposedExpr || n->kind == CXCursor_ParenExpr) && n->child_count == 1)
+        return n->children[0];
+    if ((n->kind == CXCursor_CStyleCastExpr || n->kind == CXCursor_CXXFunctionalCastExpr ||
+         n->kind == CXCursor_CXXStaticCastExpr) &&
+        n->child_count >= 1)
+        return n->children[n->child_count - 1];
+    return NULL;
+}
+
 CuNode *cu_strip(CuNode *n) {
     for (int i = 0; n && i < 32; i++) {
-        if ((n->kind == CXCursor_UnexposedExpr || n->kind == CXCursor_ParenExpr) && n->child_count == 1)
-            n = n->children[0];
-        else if ((n->kind == CXCursor_CStyleCastExpr || n->kind == CXCursor_CXXFunctionalCastExpr ||
-                  n->kind == CXCursor_CXXStaticCastExpr) &&
-                 n->child_count >= 1)
-            n = n->children[n->child_count - 1];
-        else
-            break;
+        CuNode *inner = cu_unwrap_once(n);
+        if (!inner) break;
+        n = inner;
     }
     return n;
 }

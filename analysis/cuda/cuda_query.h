@@ -11,6 +11,8 @@
 /* Skips the wrappers libclang shows around expressions: implicit casts
  * (UnexposedExpr), parentheses, and C++ functional casts with one child. */
 CuNode *cu_strip(CuNode *n);
+/* One step of cu_strip: the node inside a paren, implicit conversion or cast; NULL when n is none */
+CuNode *cu_unwrap_once(const CuNode *n);
 /* The i-th child after stripping, or NULL. */
 CuNode *cu_child(const CuNode *n, uint32_t i);
 

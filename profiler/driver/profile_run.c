@@ -166,10 +166,11 @@ int profile_run_parse(int argc, char **argv, ProfileRun *run, const char **profi
     }
     /* the benchmarks' switches that turn the Python hook off also turn off the step count --steps needs */
     const char *sites = getenv("ADVISE_PROFILE_SITES"), *hook = getenv("ADVISE_PROFILE_PYTHON_HOOK");
-    if (run->steps && ((sites && strcmp(sites, "0") == 0) || (hook && strcmp(hook, "off") == 0))) {
+    bool no_sites = sites && strcmp(sites, "0") == 0, no_hook = hook && strcmp(hook, "off") == 0;
+    if (run->steps && (no_sites || no_hook)) {
         fprintf(stderr, "advise: --steps counts optimizer steps with the Python hook, which %s turns off: unset it, "
                         "or profile the whole run without --steps\n",
-                sites && strcmp(sites, "0") == 0 ? "ADVISE_PROFILE_SITES=0" : "ADVISE_PROFILE_PYTHON_HOOK=off");
+                no_sites ? "ADVISE_PROFILE_SITES=0" : "ADVISE_PROFILE_PYTHON_HOOK=off");
         return 2;
     }
     run->command = argv + i;

@@ -385,17 +385,13 @@ static long long term_factor(Fn *f, const CuNode *n) {
 /* an explicit cast, or a variable, of an integer type narrower than int:
  * its values wrap, so what they are multiples of is not known */
 static bool narrows(const CuNode *n) {
-    for (int i = 0; n && i < 32; i++) {
+    for (int i = 0; n && i < 32; i++, n = cu_unwrap_once(n)) { /* as far as cu_strip looks */
         bool cast = n->kind == CXCursor_CStyleCastExpr || n->kind == CXCursor_CXXFunctionalCastExpr ||
                     n->kind == CXCursor_CXXStaticCastExpr;
-        if (cast || n->kind == CXCursor_DeclRefExpr) {
-            CXType t = clang_getCanonicalType(clang_getCursorType(n->cursor));
-            long long size = clang_Type_getSizeOf(t);
-            if (integer_type(t) && size > 0 && size < 4) return true;
-        }
-        bool wrapper = (n->kind == CXCursor_UnexposedExpr || n->kind == CXCursor_ParenExpr) && n->child_count == 1;
-        if (!(cast || wrapper) || n->child_count == 0) return false; /* as far as cu_strip looks */
-        n = n->children[n->child_count - 1];
+        if (!cast && n->kind != CXCursor_DeclRefExpr) continue;
+        CXType t = clang_getCanonicalType(clang_getCursorType(n->cursor));
+        long long size = clang_Type_getSizeOf(t);
+        if (integer_type(t) && size > 0 && size < 4) return true;
     }
     return false;
 }
