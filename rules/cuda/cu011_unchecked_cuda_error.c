@@ -31,7 +31,9 @@ static const char documentation[] =
     "Not flagged: results that are assigned, compared, returned or passed to a function or macro\n"
     "(`CUDA_CHECK(...)`, `checkCudaErrors(...)`, any wrapper); calls cast to `(void)`, which is an\n"
     "explicit choice; calls spelled inside a macro expansion; `cudaGetLastError()` itself (a bare\n"
-    "call is the usual way to clear an error); calls followed in the same function by a checked\n"
+    "call is the usual way to clear an error); `cudaEventQuery()` and `cudaStreamQuery()`, whose\n"
+    "usual result, `cudaErrorNotReady`, is a status rather than a failure (a bare query after\n"
+    "`cudaEventRecord` flushes the queued work to the device); calls followed in the same function by a checked\n"
     "`cudaGetLastError()`/`cudaPeekAtLastError()` (which report the last error of any runtime\n"
     "call); cleanup in destructors, `catch` blocks, error branches (`if (err != cudaSuccess) {\n"
     "cudaFree(p); return err; }`, the `else` of `if (err == cudaSuccess)`, a branch that frees and\n"
@@ -137,6 +139,15 @@ static bool is_cuda_api_call(const CuNode *n) {
     const char *name = cu_callee(n);
     if (strncmp(name, "cuda", 4) != 0 || !isupper((unsigned char)name[4])) return false;
     return type_is_cuda_error(clang_getCursorType(n->cursor));
+}
+
+/* `cudaEventQuery(e)`, `cudaStreamQuery(s)`: their usual result,
+ * cudaErrorNotReady, is a status, not a failure (a checking macro would
+ * abort on it), and a bare query is an idiom: it flushes the queued launches
+ * to the device (WDDM drivers batch them) right after a cudaEventRecord */
+static bool is_status_query(const CuNode *n) {
+    const char *name = cu_callee(n);
+    return strcmp(name, "cudaEventQuery") == 0 || strcmp(name, "cudaStreamQuery") == 0;
 }
 
 static bool is_last_error_call(const CuNode *n) {
@@ -743,7 +754,8 @@ static bool visit(CuNode *n, void *data) {
         report_launch(st, &l);
         return true;
     }
-    if (!is_cuda_api_call(n) || is_last_error_call(n) || in_macro(n) || !call_spelled_here(st->src, n) ||
+    if (!is_cuda_api_call(n) || is_last_error_call(n) || is_status_query(n) || in_macro(n) ||
+        !call_spelled_here(st->src, n) ||
         !is_discarded(n))
         return true;
     if (in_cleanup(n, fn) || checked_after(fn, n)) return true;
