@@ -84,7 +84,10 @@ static const char documentation[] =
     "  the next input (`token = int(torch.argmax(logits))` ... `torch.as_tensor([[token]])`), or a\n"
     "  value that a stop test compares, whose branch ends the loop or sets the flag it breaks on\n"
     "  (`if token in stop_token_ids: stopped = True`, `if not math.isfinite(loss_value):\n"
-    "  sys.exit(1)`); a value only compared to keep the best one is still reported;\n"
+    "  sys.exit(1)`), also through names computed from it in the loop (`tokens = [int(i) for i in\n"
+    "  indices.tolist()]`, then `token = tokens[0]`), and a read that is itself the test of a branch\n"
+    "  that ends the loop (`if signal.item() == 0: break` after a broadcast of whether to go on); a\n"
+    "  value only compared to keep the best one is still reported;\n"
     "- a comprehension in no loop whose only GPU work gathers, reshapes or casts what was computed\n"
     "  earlier (`[torch.cat(x, 0).cpu().numpy() for x in zip(*stats)]` after the loop that collected\n"
     "  them): a one-off conversion, not a wait per step;\n"
@@ -786,9 +789,12 @@ static bool visit_exit(TSNode n, void *data) {
     return !e->found;
 }
 
+#define MAX_DERIVED 8
+
 typedef struct {
     const PySource *src;
-    TSNode name;
+    TSNode names[MAX_DERIVED]; /* the name the read is bound to, and names computed from it in the loop */
+    size_t name_count;
     bool fed_back, stops, flags, exits;
 } NeedSearch;
 
@@ -809,6 +815,12 @@ static bool mentions_name(const PySource *src, TSNode n, TSNode name, int depth)
     return false;
 }
 
+static bool mentions_any(const NeedSearch *s, TSNode n) {
+    for (size_t i = 0; i < s->name_count; i++)
+        if (mentions_name(s->src, n, s->names[i], 0)) return true;
+    return false;
+}
+
 static bool visit_need(TSNode n, void *data) {
     NeedSearch *s = data;
     if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
@@ -816,7 +828,7 @@ static bool visit_need(TSNode n, void *data) {
     /* fed back as the next step's input: torch.as_tensor([[token]], device=device) */
     static const char *const builders[] = {"torch.tensor", "torch.as_tensor", "torch.LongTensor", NULL};
     if (py_is(n, "call") && py_callee_is_any(s->src, n, builders) && py_is(py_call_positional(n, 0), "list") &&
-        mentions_name(s->src, py_call_positional(n, 0), s->name, 0))
+        mentions_any(s, py_call_positional(n, 0)))
         s->fed_back = true;
     /* a stop test whose branch ends the loop, or sets the flag a later test breaks on:
      * `if token in stop_token_ids`, `if token == eos_id`, `if not math.isfinite(loss_value)` */
@@ -824,9 +836,8 @@ static bool visit_need(TSNode n, void *data) {
         TSNode cond = ts_node_child_by_field_name(n, "condition", 9);
         if (py_is(cond, "not_operator")) cond = ts_node_child_by_field_name(cond, "argument", 8);
         static const char *const finite[] = {"math.isfinite", "math.isnan", "math.isinf", NULL};
-        if ((py_is(cond, "comparison_operator") && mentions_name(s->src, cond, s->name, 0)) ||
-            (py_is(cond, "call") && py_callee_is_any(s->src, cond, finite) &&
-             mentions_name(s->src, py_call_arguments(cond), s->name, 0))) {
+        if ((py_is(cond, "comparison_operator") && mentions_any(s, cond)) ||
+            (py_is(cond, "call") && py_callee_is_any(s->src, cond, finite) && mentions_any(s, py_call_arguments(cond)))) {
             TSNode branch = ts_node_child_by_field_name(n, "consequence", 11);
             ExitSearch e = {s->src, false};
             py_walk(branch, visit_exit, &e);
@@ -836,6 +847,19 @@ static bool visit_need(TSNode n, void *data) {
             s->flags |= flag;
         }
     }
+    return true;
+}
+
+/* `token = tokens[0]`: a name bound in the loop from one the search follows */
+static bool visit_derived(TSNode n, void *data) {
+    NeedSearch *s = data;
+    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    if (!py_is(n, "assignment") || s->name_count == MAX_DERIVED) return true;
+    TSNode left = ts_node_child_by_field_name(n, "left", 4), right = ts_node_child_by_field_name(n, "right", 5);
+    if (!py_is(left, "identifier") || ts_node_is_null(right) || !mentions_any(s, right)) return true;
+    for (size_t i = 0; i < s->name_count; i++)
+        if (py_same_text(s->src, left, s->names[i])) return true;
+    s->names[s->name_count++] = left;
     return true;
 }
 
@@ -854,9 +878,31 @@ static bool host_needs_value(const PySource *src, TSNode read, TSNode loop) {
     /* `for key, value in ...`: a name the loop binds anew is not carried to the next step */
     TSNode target = ts_node_child_by_field_name(loop, "left", 4);
     if (!ts_node_is_null(target) && mentions_name(src, target, name, 0)) return false;
-    NeedSearch s = {src, name, false, false, false, false};
-    py_walk(ts_node_child_by_field_name(loop, "body", 4), visit_need, &s);
+    NeedSearch s = {.src = src, .names = {name}, .name_count = 1};
+    TSNode body = ts_node_child_by_field_name(loop, "body", 4);
+    /* what the host computes from it goes on with it: `tokens = [int(i) for i in
+     * indices.tolist()]`, then `token = tokens[0]`, fed back or stop-tested */
+    py_walk(body, visit_derived, &s);
+    py_walk(body, visit_need, &s);
     return s.fed_back || s.stops || (s.flags && s.exits);
+}
+
+/* The read is the stop test itself: `if signal.item() == 0: break` after a
+ * broadcast of whether to go on, `if not torch.isfinite(loss).item():
+ * return`. The host needs the value to know whether to take the next step. */
+static bool is_stop_test(const PySource *src, TSNode read, TSNode loop) {
+    TSNode test = ts_node_parent(read);
+    while (!ts_node_is_null(test) && !py_is(test, "if_statement") && !py_is(test, "elif_clause") &&
+           (py_is(test, "comparison_operator") || py_is(test, "not_operator") || py_is(test, "boolean_operator") ||
+            py_is(test, "parenthesized_expression") || py_is(test, "call") || py_is(test, "argument_list") ||
+            py_is(test, "attribute")))
+        test = ts_node_parent(test);
+    if (!py_is(test, "if_statement") && !py_is(test, "elif_clause")) return false;
+    TSNode cond = ts_node_child_by_field_name(test, "condition", 9);
+    if (!py_is_within(read, cond) || !py_is_within(test, loop)) return false;
+    ExitSearch e = {src, false};
+    py_walk(ts_node_child_by_field_name(test, "consequence", 11), visit_exit, &e);
+    return e.found;
 }
 
 /* ---- one-off conversions ----------------------------------------------- */
@@ -1107,7 +1153,8 @@ static bool visit(TSNode n, void *data) {
     if (!py_loop_is_hot(ctx->py, loop)) return true;
     if (py_loop_sweeps_literal_configurations(ctx->py, loop) || inside_periodic_block(ctx->py, loop)) return true;
     if (after_own_wait(ctx->py, read_operand(ctx->py, n), loop, 0) || after_explicit_sync(ctx->py, n)) return true;
-    if (in_exiting_branch(ctx->py, n, loop) || host_needs_value(ctx->py, n, loop)) return true;
+    if (in_exiting_branch(ctx->py, n, loop) || host_needs_value(ctx->py, n, loop) || is_stop_test(ctx->py, n, loop))
+        return true;
     if (rereads_value(ctx->py, n, loop)) return true;
     describe(ctx->py, n, what, sizeof what);
     uint32_t statement = ts_node_start_byte(py_statement_of(n));
