@@ -48,6 +48,11 @@ static const char documentation[] =
     "- GPU work the code does not show (a call to an unknown function or method), except a\n"
     "  callable parameter timed right after a `torch.cuda.synchronize()` (`fn(*args)` in a\n"
     "  benchmark helper);\n"
+    "- data on its way to the GPU as the only work left unwaited (`x.to(device, non_blocking=True)`,\n"
+    "  a method handed the device, `task.prepare_batch(batch, device=device)`): the clock then times\n"
+    "  the host fetching a batch (a data-time meter), and a synchronize before its second read would\n"
+    "  charge the GPU work queued before it, the previous step's, to the data. Still flagged when the\n"
+    "  code synchronized right before the first read (a benchmark of the copy itself);\n"
     "- the two reads in different functions, or a first read kept in an attribute (`self.t0`);\n"
     "- clocks around host work only (loading files, tokenizing, building tensors on the CPU);\n"
     "- clock reads that are not subtracted from an earlier one (timestamps for a log);\n"
@@ -342,10 +347,18 @@ static bool sync_follows(const Region *r, TSNode work, TSNode sync) {
     return false;
 }
 
+static bool is_upload(const PySource *src, TSNode call);
+
 /* some GPU work in the interval that no host wait follows */
 static bool unsynchronized_work(const Region *r) {
     if (r->overflow) return false; /* too much to judge: stay quiet */
     for (size_t w = 0; w < r->work_count; w++) {
+        /* Data on its way to the GPU (`x.to(device, non_blocking=True)`, `prepare_batch(batch,
+         * device=device)`) is not what the clock times, unless the code synchronized before its
+         * first read (a benchmark of the copy): the interval is the host fetching and handing
+         * over a batch (a data-time meter), and a synchronize before the second read would charge
+         * the GPU work queued before it, the previous step's, to the data. */
+        if (!r->lead_sync && is_upload(r->src, r->work[w])) continue;
         bool covered = false;
         for (size_t s = 0; s < r->sync_count && !covered; s++) covered = sync_follows(r, r->work[w], r->syncs[s]);
         if (!covered) return true;
@@ -371,6 +384,24 @@ static bool is_blocking_upload(const PySource *src, TSNode call) {
     }
     /* a model's move, or a tensor this code computed on the GPU, copies nothing from the host */
     return !py_is_module_instance(src, recv) && !(py_is_tensor(src, recv) && !py_is_host_factory(src, recv));
+}
+
+/* A copy of host data to the device: `x.to(device)` or `x.cuda()` of what is
+ * neither a model nor a tensor this code computed on the GPU, or a call handed
+ * a CUDA device that is neither a torch function nor a model's forward (a
+ * helper that moves a batch: `task.prepare_batch(batch, device=device)`). */
+static bool is_upload(const PySource *src, TSNode call) {
+    if (!py_is(call, "call")) return false;
+    TSNode recv;
+    if (py_method_call(src, call, "cuda", &recv) || py_method_call(src, call, "to", &recv))
+        return !py_is_module_instance(src, recv) && !(py_is_tensor(src, recv) && !py_is_host_factory(src, recv));
+    if (py_method_call(src, call, "backward", &recv) || py_method_call(src, call, "step", &recv)) return false;
+    /* a helper of this file may compute too: its body is what counts (call_does_gpu_work) */
+    if (!ts_node_is_null(py_local_function_of_call(src, call))) return false;
+    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+    char callee[PY_NAME_MAX];
+    bool torch_fn = py_callee_name(src, call, callee, sizeof callee) && strncmp(callee, "torch.", 6) == 0;
+    return py_call_is_device_work(src, call) && !py_is_module_instance(src, fn) && !torch_fn;
 }
 
 static bool is_parameter_call(const PySource *src, TSNode call) {
