@@ -25,7 +25,10 @@ static const char documentation[] =
     "iteration's work, and only the last iteration's is left out, which is close enough. A second read\n"
     "inside a loop that the first read is outside of (a `while` condition, a throughput since the\n"
     "start) covers every earlier iteration, so the whole loop body counts, unless the loop binds the\n"
-    "start again.\n"
+    "start again. When it does (`batch_time.update(time.time() - end)`, then `end = time.time()`), a\n"
+    "wait that runs on every iteration of that loop, in no branch (`losses.update(loss.item(), n)`\n"
+    "before the backward), covers the work: each iteration's time then holds the wait for the previous\n"
+    "iteration's work, and the times add up to the loop's.\n"
     "\n"
     "## Why is this slow?\n"
     "CUDA kernels run asynchronously: a call such as `model(x)` returns as soon as its kernels are\n"
@@ -49,7 +52,8 @@ static const char documentation[] =
     "  callable parameter timed right after a `torch.cuda.synchronize()` (`fn(*args)` in a\n"
     "  benchmark helper);\n"
     "- data on its way to the GPU as the only work left unwaited (`x.to(device, non_blocking=True)`,\n"
-    "  a method handed the device, `task.prepare_batch(batch, device=device)`): the clock then times\n"
+    "  a model's or loss module's `.cuda()`, a method handed the device,\n"
+    "  `task.prepare_batch(batch, device=device)`): the clock then times\n"
     "  the host fetching a batch (a data-time meter), and a synchronize before its second read would\n"
     "  charge the GPU work queued before it, the previous step's, to the data. Still flagged when the\n"
     "  code synchronized right before the first read (a benchmark of the copy itself);\n"
@@ -325,6 +329,7 @@ typedef struct {
     bool overflow;
     TSNode spanned[MAX_SPANNED]; /* loops whose earlier iterations the interval covers */
     size_t spanned_count;
+    TSNode carried; /* the loop that restarts the clock on each iteration (`end = time.time()`), if any */
     bool device_work;
 } Region;
 
@@ -333,12 +338,33 @@ static void mark(Region *r, TSNode *marks, size_t *count, TSNode n) {
     else marks[(*count)++] = n;
 }
 
+/* n runs on every iteration of loop: no branch, inner loop, handler or
+ * short-circuit between them */
+static bool runs_every_iteration(TSNode n, TSNode loop) {
+    static const char *const conditional[] = {
+        "if_statement",       "elif_clause",         "else_clause",       "for_statement",
+        "while_statement",    "except_clause",       "finally_clause",    "conditional_expression",
+        "boolean_operator",   "list_comprehension",  "set_comprehension", "dictionary_comprehension",
+        "generator_expression", "lambda",            "function_definition", "match_statement", NULL};
+    for (TSNode p = ts_node_parent(n); !ts_node_is_null(p) && !ts_node_eq(p, loop); p = ts_node_parent(p))
+        for (size_t i = 0; conditional[i]; i++)
+            if (py_is(p, conditional[i])) return false;
+    return true;
+}
+
 /* A sync that follows the work on the way to the second read: after it, or in
  * a loop that holds both and runs inside the interval (or that the interval
  * spans), so that the next iteration's wait covers this iteration's work. */
 static bool sync_follows(const Region *r, TSNode work, TSNode sync) {
     /* after it, or around it (`out.float().cpu()`: the receiver runs first) */
     if (ts_node_end_byte(sync) >= ts_node_end_byte(work)) return true;
+    /* A meter restarted on each iteration (`batch_time.update(time.time() - end)`, then
+     * `end = time.time()`), with a wait on every iteration (`losses.update(loss.item())`
+     * before the backward): each iteration's time holds the wait for the previous
+     * iteration's work, so the times add up to the loop's, all but the last step's. */
+    if (!ts_node_is_null(r->carried) && py_is_within(work, r->carried) && py_is_within(sync, r->carried) &&
+        runs_every_iteration(sync, r->carried))
+        return true;
     for (TSNode loop = py_enclosing_loop(work); !ts_node_is_null(loop); loop = py_enclosing_loop(loop)) {
         bool inside = ts_node_start_byte(loop) >= r->from && ts_node_end_byte(loop) <= r->to;
         for (size_t i = 0; i < r->spanned_count && !inside; i++) inside = ts_node_eq(loop, r->spanned[i]);
@@ -387,14 +413,15 @@ static bool is_blocking_upload(const PySource *src, TSNode call) {
 }
 
 /* A copy of host data to the device: `x.to(device)` or `x.cuda()` of what is
- * neither a model nor a tensor this code computed on the GPU, or a call handed
+ * not a tensor this code computed on the GPU (a batch, or a model's weights:
+ * `criterion = nn.CrossEntropyLoss().cuda()` before a loop), or a call handed
  * a CUDA device that is neither a torch function nor a model's forward (a
  * helper that moves a batch: `task.prepare_batch(batch, device=device)`). */
 static bool is_upload(const PySource *src, TSNode call) {
     if (!py_is(call, "call")) return false;
     TSNode recv;
     if (py_method_call(src, call, "cuda", &recv) || py_method_call(src, call, "to", &recv))
-        return !py_is_module_instance(src, recv) && !(py_is_tensor(src, recv) && !py_is_host_factory(src, recv));
+        return !(py_is_tensor(src, recv) && !py_is_host_factory(src, recv));
     if (py_method_call(src, call, "backward", &recv) || py_method_call(src, call, "step", &recv)) return false;
     /* a helper of this file may compute too: its body is what counts (call_does_gpu_work) */
     if (!ts_node_is_null(py_local_function_of_call(src, call))) return false;
@@ -581,6 +608,10 @@ static bool visit(TSNode n, void *data) {
         if (ts_node_end_byte(loop) > r.to) r.to = ts_node_end_byte(loop);
         if (r.spanned_count < MAX_SPANNED) r.spanned[r.spanned_count++] = loop;
     }
+    TSNode loop = py_enclosing_loop(n);
+    if ((py_is(loop, "for_statement") || py_is(loop, "while_statement")) && py_is_within(first, loop) == false &&
+        rebound_in(src, scope, name, loop))
+        r.carried = loop;
     py_walk(scope, visit_region, &r);
     /* a host wait after the work, or on every iteration of a loop that holds it (a
      * per-iteration `loss.item()`), leaves at most one iteration's work out: close enough */
