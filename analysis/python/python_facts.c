@@ -1088,6 +1088,23 @@ static bool is_module_class(const PySource *src, const char *name, size_t length
     return false;
 }
 
+/* `transformers.AutoModelForCausalLM.from_pretrained` loads a model;
+ * `AutoTokenizer`, `AutoProcessor`, `AutoConfig` and friends load what is not
+ * one. The class names a model when it says Model, LMHead or For<Task>. */
+bool py_is_transformers_model_load(const char *q) {
+    size_t n = strlen(q);
+    static const char suffix[] = ".from_pretrained";
+    if (!starts_with(q, "transformers.") || n < sizeof suffix || strcmp(q + n - (sizeof suffix - 1), suffix) != 0)
+        return false;
+    const char *cls_end = q + n - (sizeof suffix - 1), *cls = cls_end;
+    while (cls > q && cls[-1] != '.') cls--;
+    for (const char *c = cls; c < cls_end; c++) {
+        if (strncmp(c, "Model", 5) == 0 || strncmp(c, "LMHead", 6) == 0) return true;
+        if (strncmp(c, "For", 3) == 0 && c + 3 < cls_end && isupper((unsigned char)c[3])) return true;
+    }
+    return false;
+}
+
 static bool is_module_at(const PySource *src, TSNode expr, int depth) {
     if (ts_node_is_null(expr) || depth > MAX_DEPTH) return false;
     if (py_is(expr, "parenthesized_expression")) return is_module_at(src, ts_node_named_child(expr, 0), depth + 1);
@@ -1105,7 +1122,7 @@ static bool is_module_at(const PySource *src, TSNode expr, int depth) {
             !starts_with(q, "torch.nn.utils.") && isupper((unsigned char)last[0]) && strcmp(last, "Parameter") != 0)
             return true;
         if (starts_with(q, "torchvision.models.")) return true;
-        if (starts_with(q, "transformers.") && strcmp(last, "from_pretrained") == 0) return true;
+        if (py_is_transformers_model_load(q)) return true;
         if (strcmp(q, "torch.compile") == 0) return is_module_at(src, py_call_positional(expr, 0), depth + 1);
         if (py_is(fn, "identifier") && is_module_class(src, py_text_ptr(src, fn), py_text_len(fn), 0)) return true;
     }

@@ -331,7 +331,7 @@ static bool matmul_site_at_scale(Sizes *z, TSNode n, int *budget) {
                 if (starts_with(last, matmul_vision_prefixes[i])) return true;
             return false;
         }
-        if (starts_with(q, "transformers.") && strcmp(last_component(q), "from_pretrained") == 0) return true;
+        if (py_is_transformers_model_load(q)) return true;
         if (in_list(q, matmul_functions)) {
             if (starts_with(q, "torch.sparse") || *budget <= 0) return false;
             --*budget;
