@@ -25,6 +25,9 @@ static const char documentation[] =
     "\n"
     "- a synchronization or allocation after (or before) the loop, or in a loop that runs once\n"
     "  (`do { ... } while (0)` of error-check macros, `for (;;) { ...; break; }`);\n"
+    "- a second synchronization after one that already waited for the iteration's last launch (a\n"
+    "  checking macro that synchronizes, then `cudaDeviceSynchronize()` again): only the first is\n"
+    "  reported, the second waits for nothing;\n"
     "- a synchronization in a warm-up loop of a few runs (`for (int i = 0; i < 3; i++)`, a constant\n"
     "  count of at most 8) that is in no loop itself: a handful of waits in all;\n"
     "- a synchronization or allocation under a condition inside the loop: a periodic\n"
@@ -502,6 +505,7 @@ static const char *const releasers[] = {"cudaFree", "cudaFreeHost", NULL};
 typedef struct {
     const CuNode *loop, *before;
     CuNode *launch;
+    bool synced_since; /* a synchronize of the iteration came after that launch, before `before` */
 } LastLaunch;
 
 static bool visit_last_launch(CuNode *n, void *data) {
@@ -509,8 +513,15 @@ static bool visit_last_launch(CuNode *n, void *data) {
     if (n->start >= l->before->start) return false;
     if (n->kind == CXCursor_CallExpr && is_launch(n, 0)) {
         bool guarded;
-        if (repeating_loop(n, &guarded) == l->loop) l->launch = n;
+        if (repeating_loop(n, &guarded) == l->loop) {
+            l->launch = n;
+            l->synced_since = false;
+        }
         return false;
+    }
+    if (n->kind == CXCursor_CallExpr && l->launch && cu_name_in(cu_callee(n), syncs)) {
+        bool guarded;
+        if (repeating_loop(n, &guarded) == l->loop && !guarded) l->synced_since = true;
     }
     return true;
 }
@@ -523,9 +534,10 @@ static void check_sync(Check *c, CuNode *call) {
     /* a warm-up of a few runs, in no loop of its own: a handful of waits in all */
     bool outer_guarded;
     if (few_iterations(loop) && !repeating_loop(loop, &outer_guarded)) return;
-    LastLaunch last = {loop, call, NULL};
+    LastLaunch last = {loop, call, NULL, false};
     cu_walk(loop, visit_last_launch, &last);
-    if (!last.launch) return;
+    /* a second wait for the same launch (a checking macro's synchronize, then one more) waits for nothing */
+    if (!last.launch || last.synced_since) return;
     /* timing code */
     TimingSearch timing = {src, 0, false};
     cu_walk(loop, visit_timing, &timing);
