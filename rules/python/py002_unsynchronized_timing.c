@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "rules/rule.h"
+#include "rules/python/support/test_code.h"
 #include "analysis/python/python_expr.h"
 #include "analysis/python/python_index.h"
 #include "analysis/base/text_format.h"
@@ -51,12 +52,14 @@ static const char documentation[] =
     "- GPU work the code does not show (a call to an unknown function or method), except a\n"
     "  callable parameter timed right after a `torch.cuda.synchronize()` (`fn(*args)` in a\n"
     "  benchmark helper);\n"
-    "- data on its way to the GPU as the only work left unwaited (`x.to(device, non_blocking=True)`,\n"
-    "  a model's or loss module's `.cuda()`, a method handed the device,\n"
-    "  `task.prepare_batch(batch, device=device)`): the clock then times\n"
-    "  the host fetching a batch (a data-time meter), and a synchronize before its second read would\n"
-    "  charge the GPU work queued before it, the previous step's, to the data. Still flagged when the\n"
-    "  code synchronized right before the first read (a benchmark of the copy itself);\n"
+    "- data on its way to the GPU, left unwaited and not used before the second read\n"
+    "  (`x = x.to(device, non_blocking=True)`, a model's or loss module's `.cuda()`, a function\n"
+    "  or method handed the device whose name says it moves data: `task.prepare_batch(batch,\n"
+    "  device=device)`, `to_device(batch, device)`): the clock then times the host fetching a batch\n"
+    "  (a data-time meter), and a synchronize before its second read would charge the GPU work\n"
+    "  queued before it, the previous step's, to the data. Still flagged when the copied value is\n"
+    "  computed on before the second read, and when the code synchronized right before the first\n"
+    "  read (a benchmark of the copy itself);\n"
     "- the two reads in different functions, or a first read kept in an attribute (`self.t0`);\n"
     "- clocks around host work only (loading files, tokenizing, building tensors on the CPU);\n"
     "- clock reads that are not subtracted from an earlier one (timestamps for a log);\n"
@@ -330,6 +333,7 @@ typedef struct {
     TSNode spanned[MAX_SPANNED]; /* loops whose earlier iterations the interval covers */
     size_t spanned_count;
     TSNode carried; /* the loop that restarts the clock on each iteration (`end = time.time()`), if any */
+    TSNode scope;   /* the function (or module) of the two reads */
     bool device_work;
 } Region;
 
@@ -373,7 +377,7 @@ static bool sync_follows(const Region *r, TSNode work, TSNode sync) {
     return false;
 }
 
-static bool is_upload(const PySource *src, TSNode call);
+static bool is_unused_upload(const Region *r, TSNode scope, TSNode call);
 
 /* some GPU work in the interval that no host wait follows */
 static bool unsynchronized_work(const Region *r) {
@@ -384,7 +388,7 @@ static bool unsynchronized_work(const Region *r) {
          * first read (a benchmark of the copy): the interval is the host fetching and handing
          * over a batch (a data-time meter), and a synchronize before the second read would charge
          * the GPU work queued before it, the previous step's, to the data. */
-        if (!r->lead_sync && is_upload(r->src, r->work[w])) continue;
+        if (!r->lead_sync && !ts_node_is_null(r->scope) && is_unused_upload(r, r->scope, r->work[w])) continue;
         bool covered = false;
         for (size_t s = 0; s < r->sync_count && !covered; s++) covered = sync_follows(r, r->work[w], r->syncs[s]);
         if (!covered) return true;
@@ -412,23 +416,61 @@ static bool is_blocking_upload(const PySource *src, TSNode call) {
     return !py_is_module_instance(src, recv) && !(py_is_tensor(src, recv) && !py_is_host_factory(src, recv));
 }
 
-/* A copy of host data to the device: `x.to(device)` or `x.cuda()` of what is
- * not a tensor this code computed on the GPU (a batch, or a model's weights:
- * `criterion = nn.CrossEntropyLoss().cuda()` before a loop), or a call handed
- * a CUDA device that is neither a torch function nor a model's forward (a
- * helper that moves a batch: `task.prepare_batch(batch, device=device)`). */
-static bool is_upload(const PySource *src, TSNode call) {
+/* A call that moves data to the device: `x.to(device)` or `x.cuda()` of what
+ * is not a tensor this code computed on the GPU (a batch, or a model's
+ * weights: `criterion = nn.CrossEntropyLoss().cuda()`), or a function or
+ * method handed a CUDA device whose name says it moves data
+ * (`task.prepare_batch(batch, device=device)`, `to_device(batch, device)`),
+ * not a torch function and not a helper of this file (its body counts). */
+static bool moves_data(const PySource *src, TSNode call) {
     if (!py_is(call, "call")) return false;
     TSNode recv;
     if (py_method_call(src, call, "cuda", &recv) || py_method_call(src, call, "to", &recv))
         return !(py_is_tensor(src, recv) && !py_is_host_factory(src, recv));
-    if (py_method_call(src, call, "backward", &recv) || py_method_call(src, call, "step", &recv)) return false;
-    /* a helper of this file may compute too: its body is what counts (call_does_gpu_work) */
-    if (!ts_node_is_null(py_local_function_of_call(src, call))) return false;
-    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+    if (!ts_node_is_null(py_local_function_of_call(src, call)) || !py_call_is_device_work(src, call)) return false;
     char callee[PY_NAME_MAX];
-    bool torch_fn = py_callee_name(src, call, callee, sizeof callee) && strncmp(callee, "torch.", 6) == 0;
-    return py_call_is_device_work(src, call) && !py_is_module_instance(src, fn) && !torch_fn;
+    if (!py_callee_name(src, call, callee, sizeof callee) || strncmp(callee, "torch.", 6) == 0) return false;
+    const char *last = strrchr(callee, '.');
+    last = last ? last + 1 : callee;
+    static const char *const words[] = {"prepare", "device", "move", "transfer", "upload", "batch",
+                                        "collate", "place", "gpu", "cuda", NULL};
+    for (size_t i = 0; words[i]; i++)
+        if (py_name_has_word(last, strlen(last), words[i])) return true;
+    return false;
+}
+
+typedef struct {
+    const PySource *src;
+    TSNode name;
+    size_t from, to;
+    bool found;
+} RegionUse;
+
+static bool visit_use_in_region(TSNode n, void *data) {
+    RegionUse *u = data;
+    if (u->found || ts_node_end_byte(n) <= u->from || ts_node_start_byte(n) >= u->to) return false;
+    if (py_is(n, "identifier") && ts_node_start_byte(n) >= u->from && py_same_text(u->src, n, u->name)) u->found = true;
+    return !u->found;
+}
+
+/* Data on its way to the device that nothing uses before the second read:
+ * `batch = task.prepare_batch(batch, device=device)` or `x = x.cuda(...)`
+ * and then the clock. A copy whose value is computed on in the interval
+ * (`model(x.cuda())`, `y = x.cuda(); z = y.sum()`) is part of the timed work. */
+static bool is_unused_upload(const Region *r, TSNode scope, TSNode call) {
+    if (!moves_data(r->src, call)) return false;
+    TSNode stmt = py_statement_of(call);
+    TSNode assign = py_is(stmt, "expression_statement") ? ts_node_named_child(stmt, 0) : stmt;
+    if (!py_is(assign, "assignment") || !ts_node_eq(ts_node_child_by_field_name(assign, "right", 5), call))
+        return false;
+    TSNode target = ts_node_child_by_field_name(assign, "left", 4);
+    while (py_is(target, "subscript") || py_is(target, "attribute"))
+        target = ts_node_child_by_field_name(target, py_is(target, "subscript") ? "value" : "object",
+                                             py_is(target, "subscript") ? 5 : 6);
+    if (!py_is(target, "identifier")) return false;
+    RegionUse u = {r->src, target, ts_node_end_byte(stmt), r->to, false};
+    py_walk(scope, visit_use_in_region, &u);
+    return !u.found;
 }
 
 static bool is_parameter_call(const PySource *src, TSNode call) {
@@ -612,6 +654,7 @@ static bool visit(TSNode n, void *data) {
     if ((py_is(loop, "for_statement") || py_is(loop, "while_statement")) && py_is_within(first, loop) == false &&
         rebound_in(src, scope, name, loop))
         r.carried = loop;
+    r.scope = scope;
     py_walk(scope, visit_region, &r);
     /* a host wait after the work, or on every iteration of a loop that holds it (a
      * per-iteration `loss.item()`), leaves at most one iteration's work out: close enough */
