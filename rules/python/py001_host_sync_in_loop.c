@@ -84,10 +84,13 @@ static const char documentation[] =
     "  the next input (`token = int(torch.argmax(logits))` ... `torch.as_tensor([[token]])`), or a\n"
     "  value that a stop test compares, whose branch ends the loop or sets the flag it breaks on\n"
     "  (`if token in stop_token_ids: stopped = True`, `if not math.isfinite(loss_value):\n"
-    "  sys.exit(1)`), also through names computed from it in the loop (`tokens = [int(i) for i in\n"
-    "  indices.tolist()]`, then `token = tokens[0]`), and a read that is itself the test of a branch\n"
-    "  that ends the loop (`if signal.item() == 0: break` after a broadcast of whether to go on); a\n"
-    "  value only compared to keep the best one is still reported;\n"
+    "  sys.exit(1)`), also through names computed from it in the loop and bound from nothing else\n"
+    "  (`tokens = [int(i) for i in indices.tolist()]`, then `token = tokens[0]`; not through a dict\n"
+    "  or list display that holds it beside other values), and a read that is itself the test of a\n"
+    "  branch whose own statements end the loop (`if signal.item() == 0: break` after a broadcast of\n"
+    "  whether to go on), reached through comparisons, `not`, `and`/`or` and value tests such as\n"
+    "  `bool()` or `math.isfinite()` only; a value only compared to keep the best one is still\n"
+    "  reported;\n"
     "- a comprehension in no loop whose only GPU work gathers, reshapes or casts what was computed\n"
     "  earlier (`[torch.cat(x, 0).cpu().numpy() for x in zip(*stats)]` after the loop that collected\n"
     "  them): a one-off conversion, not a wait per step;\n"
@@ -850,17 +853,51 @@ static bool visit_need(TSNode n, void *data) {
     return true;
 }
 
-/* `token = tokens[0]`: a name bound in the loop from one the search follows */
+/* `token = tokens[0]`: a name bound in the loop from one the search follows
+ * (not through a dict, list, tuple or set display, whose parts need not be
+ * the value) */
 static bool visit_derived(TSNode n, void *data) {
     NeedSearch *s = data;
     if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
     if (!py_is(n, "assignment") || s->name_count == MAX_DERIVED) return true;
     TSNode left = ts_node_child_by_field_name(n, "left", 4), right = ts_node_child_by_field_name(n, "right", 5);
     if (!py_is(left, "identifier") || ts_node_is_null(right) || !mentions_any(s, right)) return true;
+    if (py_is(right, "dictionary") || py_is(right, "list") || py_is(right, "tuple") || py_is(right, "set"))
+        return true;
     for (size_t i = 0; i < s->name_count; i++)
         if (py_same_text(s->src, left, s->names[i])) return true;
     s->names[s->name_count++] = left;
     return true;
+}
+
+typedef struct {
+    const PySource *src;
+    TSNode name;
+    const NeedSearch *followed;
+    bool other; /* bound in the loop from something that is not the value */
+} OtherBinding;
+
+static bool visit_other_binding(TSNode n, void *data) {
+    OtherBinding *o = data;
+    if (o->other || py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    if (py_is(n, "assignment") || py_is(n, "augmented_assignment")) {
+        TSNode left = ts_node_child_by_field_name(n, "left", 4), right = ts_node_child_by_field_name(n, "right", 5);
+        if (py_is(left, "identifier") && py_same_text(o->src, left, o->name) &&
+            (ts_node_is_null(right) || !mentions_any(o->followed, right)))
+            o->other = true;
+    }
+    return !o->other;
+}
+
+/* keeps the derived names whose every binding in the loop comes from the value */
+static void drop_mixed_names(NeedSearch *s, TSNode body) {
+    size_t kept = 1; /* names[0] is the read's own */
+    for (size_t i = 1; i < s->name_count; i++) {
+        OtherBinding o = {s->src, s->names[i], s, false};
+        py_walk(body, visit_other_binding, &o);
+        if (!o.other) s->names[kept++] = s->names[i];
+    }
+    s->name_count = kept;
 }
 
 /* The value read is what the host needs to take the next step: the sampled
@@ -883,26 +920,43 @@ static bool host_needs_value(const PySource *src, TSNode read, TSNode loop) {
     /* what the host computes from it goes on with it: `tokens = [int(i) for i in
      * indices.tolist()]`, then `token = tokens[0]`, fed back or stop-tested */
     py_walk(body, visit_derived, &s);
+    drop_mixed_names(&s, body);
     py_walk(body, visit_need, &s);
     return s.fed_back || s.stops || (s.flags && s.exits);
 }
 
 /* The read is the stop test itself: `if signal.item() == 0: break` after a
- * broadcast of whether to go on, `if not torch.isfinite(loss).item():
- * return`. The host needs the value to know whether to take the next step. */
+ * broadcast of whether to go on, `if not math.isfinite(loss.item()):
+ * sys.exit(1)`. The host needs the value to know whether to take the next
+ * step. Between the read and the `if`: comparisons, `not`, `and`/`or`,
+ * parentheses and value tests (`bool`, `math.isfinite`), nothing that does
+ * more with the value (`if log_and_check(loss.item()):`); the branch's own
+ * statements end the loop, not a statement nested in it. */
 static bool is_stop_test(const PySource *src, TSNode read, TSNode loop) {
+    static const char *const value_tests[] = {"bool", "int", "float", "abs", "math.isfinite", "math.isnan",
+                                              "math.isinf", NULL};
     TSNode test = ts_node_parent(read);
-    while (!ts_node_is_null(test) && !py_is(test, "if_statement") && !py_is(test, "elif_clause") &&
-           (py_is(test, "comparison_operator") || py_is(test, "not_operator") || py_is(test, "boolean_operator") ||
-            py_is(test, "parenthesized_expression") || py_is(test, "call") || py_is(test, "argument_list") ||
-            py_is(test, "attribute")))
+    for (;;) {
+        if (ts_node_is_null(test) || py_is(test, "if_statement") || py_is(test, "elif_clause")) break;
+        if (py_is(test, "argument_list")) {
+            TSNode call = ts_node_parent(test);
+            if (!py_is(call, "call") || !py_callee_is_any(src, call, value_tests)) return false;
+            test = ts_node_parent(call);
+            continue;
+        }
+        if (!py_is(test, "comparison_operator") && !py_is(test, "not_operator") &&
+            !py_is(test, "boolean_operator") && !py_is(test, "parenthesized_expression"))
+            return false;
         test = ts_node_parent(test);
+    }
     if (!py_is(test, "if_statement") && !py_is(test, "elif_clause")) return false;
     TSNode cond = ts_node_child_by_field_name(test, "condition", 9);
     if (!py_is_within(read, cond) || !py_is_within(test, loop)) return false;
-    ExitSearch e = {src, false};
-    py_walk(ts_node_child_by_field_name(test, "consequence", 11), visit_exit, &e);
-    return e.found;
+    TSNode branch = ts_node_child_by_field_name(test, "consequence", 11);
+    uint32_t count = ts_node_named_child_count(branch);
+    for (uint32_t i = 0; i < count; i++)
+        if (ends_the_loop(src, ts_node_named_child(branch, i))) return true;
+    return false;
 }
 
 /* ---- one-off conversions ----------------------------------------------- */
