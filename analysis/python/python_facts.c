@@ -1088,9 +1088,9 @@ static bool is_module_class(const PySource *src, const char *name, size_t length
     return false;
 }
 
-/* `transformers.AutoModelForCausalLM.from_pretrained` loads a model;
- * `AutoTokenizer`, `AutoProcessor`, `AutoConfig` and friends load what is not
- * one. The class names a model when it says Model, LMHead or For<Task>. */
+/* `transformers.AutoModelForCausalLM.from_pretrained` loads a model (so do
+ * `AutoBackbone`, `SpeechT5HifiGan`, `BertGenerationEncoder`); a tokenizer,
+ * processor, feature extractor, configuration or model card does not. */
 bool py_is_transformers_model_load(const char *q) {
     size_t n = strlen(q);
     static const char suffix[] = ".from_pretrained";
@@ -1098,11 +1098,12 @@ bool py_is_transformers_model_load(const char *q) {
         return false;
     const char *cls_end = q + n - (sizeof suffix - 1), *cls = cls_end;
     while (cls > q && cls[-1] != '.') cls--;
-    for (const char *c = cls; c < cls_end; c++) {
-        if (strncmp(c, "Model", 5) == 0 || strncmp(c, "LMHead", 6) == 0) return true;
-        if (strncmp(c, "For", 3) == 0 && c + 3 < cls_end && isupper((unsigned char)c[3])) return true;
-    }
-    return false;
+    static const char *const not_models[] = {"Tokenizer", "Processor", "FeatureExtractor", "Config", "ModelCard",
+                                             NULL};
+    for (const char *c = cls; c < cls_end; c++)
+        for (size_t k = 0; not_models[k]; k++)
+            if (strncmp(c, not_models[k], strlen(not_models[k])) == 0) return false;
+    return true;
 }
 
 static bool is_module_at(const PySource *src, TSNode expr, int depth) {

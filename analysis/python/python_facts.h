@@ -103,7 +103,7 @@ bool py_call_sets_cuda_default(const PySource *src, TSNode call);
 /* Work that only a device explains: a model call, backward(), an optimizer
  * step, a move to the GPU, a tensor created with a CUDA device=. */
 bool py_call_is_device_work(const PySource *src, TSNode call);
-/* q, a qualified callee, loads a transformers model (`AutoModel...from_pretrained`), not a tokenizer or config */
+/* q, a qualified callee, loads a transformers model (`AutoModel...from_pretrained`), not a tokenizer, processor or config */
 bool py_is_transformers_model_load(const char *q);
 
 /* The call launches GPU work (a torch op, a model or loss call, backward(),
