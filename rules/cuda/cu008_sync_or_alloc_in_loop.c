@@ -25,9 +25,10 @@ static const char documentation[] =
     "\n"
     "- a synchronization or allocation after (or before) the loop, or in a loop that runs once\n"
     "  (`do { ... } while (0)` of error-check macros, `for (;;) { ...; break; }`);\n"
-    "- a second synchronization after one that already waited for the iteration's last launch (a\n"
-    "  checking macro that synchronizes, then `cudaDeviceSynchronize()` again): only the first is\n"
-    "  reported, the second waits for nothing;\n"
+    "- a synchronization after a device-wide one (`cudaDeviceSynchronize()`) that already waited\n"
+    "  for the iteration's last launch, with no launch between (a checking macro that synchronizes,\n"
+    "  then `cudaDeviceSynchronize()` again): only the first is reported, the second waits for\n"
+    "  nothing;\n"
     "- a synchronization in a warm-up loop of a few runs (`for (int i = 0; i < 3; i++)`, a constant\n"
     "  count of at most 8) that is in no loop itself: a handful of waits in all;\n"
     "- a synchronization or allocation under a condition inside the loop: a periodic\n"
@@ -508,18 +509,19 @@ typedef struct {
     bool synced_since; /* a synchronize of the iteration came after that launch, before `before` */
 } LastLaunch;
 
+/* a wait for the whole device (a stream's synchronize may wait for another stream) */
+static const char *const device_syncs[] = {"cudaDeviceSynchronize", "cudaThreadSynchronize", NULL};
+
 static bool visit_last_launch(CuNode *n, void *data) {
     LastLaunch *l = data;
     if (n->start >= l->before->start) return false;
     if (n->kind == CXCursor_CallExpr && is_launch(n, 0)) {
         bool guarded;
-        if (repeating_loop(n, &guarded) == l->loop) {
-            l->launch = n;
-            l->synced_since = false;
-        }
+        if (repeating_loop(n, &guarded) == l->loop) l->launch = n;
+        l->synced_since = false; /* any launch of the iteration, an inner loop's too, gives the next wait work */
         return false;
     }
-    if (n->kind == CXCursor_CallExpr && l->launch && cu_name_in(cu_callee(n), syncs)) {
+    if (n->kind == CXCursor_CallExpr && l->launch && cu_name_in(cu_callee(n), device_syncs)) {
         bool guarded;
         if (repeating_loop(n, &guarded) == l->loop && !guarded) l->synced_since = true;
     }
