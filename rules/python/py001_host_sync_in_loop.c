@@ -824,6 +824,9 @@ static bool mentions_any(const NeedSearch *s, TSNode n) {
     return false;
 }
 
+/* tests of a number that say whether a run can go on */
+static const char *const finite[] = {"math.isfinite", "math.isnan", "math.isinf", NULL};
+
 static bool visit_need(TSNode n, void *data) {
     NeedSearch *s = data;
     if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
@@ -838,7 +841,6 @@ static bool visit_need(TSNode n, void *data) {
     if (py_is(n, "if_statement") || py_is(n, "elif_clause")) {
         TSNode cond = ts_node_child_by_field_name(n, "condition", 9);
         if (py_is(cond, "not_operator")) cond = ts_node_child_by_field_name(cond, "argument", 8);
-        static const char *const finite[] = {"math.isfinite", "math.isnan", "math.isinf", NULL};
         if ((py_is(cond, "comparison_operator") && mentions_any(s, cond)) ||
             (py_is(cond, "call") && py_callee_is_any(s->src, cond, finite) && mentions_any(s, py_call_arguments(cond)))) {
             TSNode branch = ts_node_child_by_field_name(n, "consequence", 11);
@@ -933,14 +935,14 @@ static bool host_needs_value(const PySource *src, TSNode read, TSNode loop) {
  * more with the value (`if log_and_check(loss.item()):`); the branch's own
  * statements end the loop, not a statement nested in it. */
 static bool is_stop_test(const PySource *src, TSNode read, TSNode loop) {
-    static const char *const value_tests[] = {"bool", "int", "float", "abs", "math.isfinite", "math.isnan",
-                                              "math.isinf", NULL};
+    static const char *const conversions[] = {"bool", "int", "float", "abs", NULL};
     TSNode test = ts_node_parent(read);
-    for (;;) {
-        if (ts_node_is_null(test) || py_is(test, "if_statement") || py_is(test, "elif_clause")) break;
+    while (!ts_node_is_null(test) && !py_is(test, "if_statement") && !py_is(test, "elif_clause")) {
         if (py_is(test, "argument_list")) {
             TSNode call = ts_node_parent(test);
-            if (!py_is(call, "call") || !py_callee_is_any(src, call, value_tests)) return false;
+            if (!py_is(call, "call") ||
+                !(py_callee_is_any(src, call, conversions) || py_callee_is_any(src, call, finite)))
+                return false;
             test = ts_node_parent(call);
             continue;
         }

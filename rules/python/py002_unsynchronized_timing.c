@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "rules/rule.h"
+#include "rules/python/support/backward_calls.h"
 #include "rules/python/support/test_code.h"
 #include "analysis/python/python_expr.h"
 #include "analysis/python/python_index.h"
@@ -377,7 +378,57 @@ static bool sync_follows(const Region *r, TSNode work, TSNode sync) {
     return false;
 }
 
-static bool is_unused_upload(const Region *r, TSNode scope, TSNode call);
+/* A call that moves data to the device: `x.to(device)` or `x.cuda()` of what
+ * is not a tensor this code computed on the GPU (a batch, or a model's
+ * weights: `criterion = nn.CrossEntropyLoss().cuda()`), or a function or
+ * method handed a CUDA device whose name says it moves data
+ * (`task.prepare_batch(batch, device=device)`, `to_device(batch, device)`),
+ * not a torch function and not a helper of this file (its body counts). */
+static bool moves_data(const PySource *src, TSNode call) {
+    if (!py_is(call, "call")) return false;
+    TSNode recv;
+    if (py_method_call(src, call, "cuda", &recv) || py_method_call(src, call, "to", &recv))
+        return !(py_is_tensor(src, recv) && !py_is_host_factory(src, recv));
+    if (!ts_node_is_null(py_local_function_of_call(src, call)) || !py_call_is_device_work(src, call)) return false;
+    char callee[PY_NAME_MAX];
+    if (!py_callee_name(src, call, callee, sizeof callee) || strncmp(callee, "torch.", 6) == 0) return false;
+    const char *last = strrchr(callee, '.');
+    last = last ? last + 1 : callee;
+    static const char *const words[] = {"prepare", "device", "move", "transfer", "upload", "batch",
+                                        "collate", "place", "gpu", "cuda", NULL};
+    for (size_t i = 0; words[i]; i++)
+        if (py_name_has_word(last, strlen(last), words[i])) return true;
+    return false;
+}
+
+typedef struct {
+    TSNode name;
+    size_t from, to;
+} UseWindow;
+
+static bool not_read_in_window(const PySource *src, TSNode id, void *data) {
+    const UseWindow *w = data;
+    return ts_node_start_byte(id) < w->from || ts_node_start_byte(id) >= w->to || !py_same_text(src, id, w->name);
+}
+
+/* Data on its way to the device that nothing uses before the second read:
+ * `batch = task.prepare_batch(batch, device=device)` or `x = x.cuda(...)`
+ * and then the clock. A copy whose value is computed on in the interval
+ * (`model(x.cuda())`, `y = x.cuda(); z = y.sum()`) is part of the timed work. */
+static bool is_unused_upload(const Region *r, TSNode call) {
+    if (!moves_data(r->src, call)) return false;
+    TSNode stmt = py_statement_of(call);
+    TSNode assign = py_is(stmt, "expression_statement") ? ts_node_named_child(stmt, 0) : stmt;
+    if (!py_is(assign, "assignment") || !ts_node_eq(ts_node_child_by_field_name(assign, "right", 5), call))
+        return false;
+    TSNode target = ts_node_child_by_field_name(assign, "left", 4);
+    while (py_is(target, "subscript") || py_is(target, "attribute"))
+        target = ts_node_child_by_field_name(target, py_is(target, "subscript") ? "value" : "object",
+                                             py_is(target, "subscript") ? 5 : 6);
+    if (!py_is(target, "identifier")) return false;
+    UseWindow w = {target, ts_node_end_byte(stmt), r->to};
+    return py_each_read_name(r->src, r->scope, not_read_in_window, &w);
+}
 
 /* some GPU work in the interval that no host wait follows */
 static bool unsynchronized_work(const Region *r) {
@@ -388,7 +439,7 @@ static bool unsynchronized_work(const Region *r) {
          * first read (a benchmark of the copy): the interval is the host fetching and handing
          * over a batch (a data-time meter), and a synchronize before the second read would charge
          * the GPU work queued before it, the previous step's, to the data. */
-        if (!r->lead_sync && !ts_node_is_null(r->scope) && is_unused_upload(r, r->scope, r->work[w])) continue;
+        if (!r->lead_sync && is_unused_upload(r, r->work[w])) continue;
         bool covered = false;
         for (size_t s = 0; s < r->sync_count && !covered; s++) covered = sync_follows(r, r->work[w], r->syncs[s]);
         if (!covered) return true;
@@ -414,63 +465,6 @@ static bool is_blocking_upload(const PySource *src, TSNode call) {
     }
     /* a model's move, or a tensor this code computed on the GPU, copies nothing from the host */
     return !py_is_module_instance(src, recv) && !(py_is_tensor(src, recv) && !py_is_host_factory(src, recv));
-}
-
-/* A call that moves data to the device: `x.to(device)` or `x.cuda()` of what
- * is not a tensor this code computed on the GPU (a batch, or a model's
- * weights: `criterion = nn.CrossEntropyLoss().cuda()`), or a function or
- * method handed a CUDA device whose name says it moves data
- * (`task.prepare_batch(batch, device=device)`, `to_device(batch, device)`),
- * not a torch function and not a helper of this file (its body counts). */
-static bool moves_data(const PySource *src, TSNode call) {
-    if (!py_is(call, "call")) return false;
-    TSNode recv;
-    if (py_method_call(src, call, "cuda", &recv) || py_method_call(src, call, "to", &recv))
-        return !(py_is_tensor(src, recv) && !py_is_host_factory(src, recv));
-    if (!ts_node_is_null(py_local_function_of_call(src, call)) || !py_call_is_device_work(src, call)) return false;
-    char callee[PY_NAME_MAX];
-    if (!py_callee_name(src, call, callee, sizeof callee) || strncmp(callee, "torch.", 6) == 0) return false;
-    const char *last = strrchr(callee, '.');
-    last = last ? last + 1 : callee;
-    static const char *const words[] = {"prepare", "device", "move", "transfer", "upload", "batch",
-                                        "collate", "place", "gpu", "cuda", NULL};
-    for (size_t i = 0; words[i]; i++)
-        if (py_name_has_word(last, strlen(last), words[i])) return true;
-    return false;
-}
-
-typedef struct {
-    const PySource *src;
-    TSNode name;
-    size_t from, to;
-    bool found;
-} RegionUse;
-
-static bool visit_use_in_region(TSNode n, void *data) {
-    RegionUse *u = data;
-    if (u->found || ts_node_end_byte(n) <= u->from || ts_node_start_byte(n) >= u->to) return false;
-    if (py_is(n, "identifier") && ts_node_start_byte(n) >= u->from && py_same_text(u->src, n, u->name)) u->found = true;
-    return !u->found;
-}
-
-/* Data on its way to the device that nothing uses before the second read:
- * `batch = task.prepare_batch(batch, device=device)` or `x = x.cuda(...)`
- * and then the clock. A copy whose value is computed on in the interval
- * (`model(x.cuda())`, `y = x.cuda(); z = y.sum()`) is part of the timed work. */
-static bool is_unused_upload(const Region *r, TSNode scope, TSNode call) {
-    if (!moves_data(r->src, call)) return false;
-    TSNode stmt = py_statement_of(call);
-    TSNode assign = py_is(stmt, "expression_statement") ? ts_node_named_child(stmt, 0) : stmt;
-    if (!py_is(assign, "assignment") || !ts_node_eq(ts_node_child_by_field_name(assign, "right", 5), call))
-        return false;
-    TSNode target = ts_node_child_by_field_name(assign, "left", 4);
-    while (py_is(target, "subscript") || py_is(target, "attribute"))
-        target = ts_node_child_by_field_name(target, py_is(target, "subscript") ? "value" : "object",
-                                             py_is(target, "subscript") ? 5 : 6);
-    if (!py_is(target, "identifier")) return false;
-    RegionUse u = {r->src, target, ts_node_end_byte(stmt), r->to, false};
-    py_walk(scope, visit_use_in_region, &u);
-    return !u.found;
 }
 
 static bool is_parameter_call(const PySource *src, TSNode call) {
@@ -651,7 +645,7 @@ static bool visit(TSNode n, void *data) {
         if (r.spanned_count < MAX_SPANNED) r.spanned[r.spanned_count++] = loop;
     }
     TSNode loop = py_enclosing_loop(n);
-    if ((py_is(loop, "for_statement") || py_is(loop, "while_statement")) && py_is_within(first, loop) == false &&
+    if ((py_is(loop, "for_statement") || py_is(loop, "while_statement")) && !py_is_within(first, loop) &&
         rebound_in(src, scope, name, loop))
         r.carried = loop;
     r.scope = scope;
