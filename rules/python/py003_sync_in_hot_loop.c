@@ -19,10 +19,15 @@ static const char documentation[] =
     "milliseconds each time.\n"
     "\n"
     "Not flagged: a synchronize or empty_cache guarded by a periodic condition (`if step % 100 == 0:`);\n"
+
     "in a loop over the model's modules (`for name, m in model.named_modules():`, a one-off rewrite\n"
     "or conversion); empty_cache in a loop that moves what it loaded off the GPU again (`layer =\n"
     "layer.cpu()`, `module.cpu()`, `module.unload()`: layer-by-layer calibration or quantization,\n"
-    "which fits in memory by handing the freed blocks back);\n"
+    "which fits in memory by handing the freed blocks back), or that loads a whole model on every\n"
+    "iteration and deletes it before emptying the cache (`pipe = DiffusionPipeline.from_pretrained(...)`\n"
+    "... `del pipe`, also behind `.to(device)`; not a tokenizer, processor, configuration or scheduler,\n"
+    "and both whenever the cache is emptied, not under an `if` of their own: the next model fits\n"
+    "because the blocks went back);\n"
     "empty_cache in a loop that sweeps over sizes (its target sizes the\n"
     "tensors it builds: `for m, k in shapes: a = torch.randn(m, k, ...)`), where handing back the last\n"
     "size's blocks keeps a benchmark from running out of memory, or that reads the allocator's figures\n"
@@ -228,8 +233,9 @@ static bool visit_sized(TSNode n, void *data) {
     if (py_is(n, "slice") && mentions_target(s->ctx, n, s->target, 0)) s->found = true;
     if (py_is(n, "call")) {
         char q[PY_NAME_MAX];
-        if (py_callee_name(s->ctx->py, n, q, sizeof q) && strncmp(q, "torch.", 6) == 0 &&
-            mentions_target(s->ctx, py_call_arguments(n), s->target, 0))
+        /* a file named by the target (`torch.load(path)`) is no size */
+        if (py_callee_name(s->ctx->py, n, q, sizeof q) && strncmp(q, "torch.", 6) == 0 && strcmp(q, "torch.load") != 0 &&
+            strcmp(q, "torch.save") != 0 && mentions_target(s->ctx, py_call_arguments(n), s->target, 0))
             s->found = true;
     }
     return !s->found;
@@ -300,6 +306,104 @@ static bool offloads_each_iteration(const RuleContext *ctx, TSNode loop) {
     return o.found;
 }
 
+/* Classes whose from_pretrained() builds something that stays in host memory. */
+static const char *const host_side_classes[] = {"Tokenizer", "Processor", "FeatureExtractor", "Config", "ModelCard",
+                                                "Scheduler", NULL};
+
+/* `X.from_pretrained(...)` or `X.from_single_file(...)` of a model or
+ * pipeline (not a tokenizer, processor, configuration or scheduler), also
+ * behind `.to(device)`, `.cuda()`, `.eval()`, `.half()` and the like, or a
+ * module built on the spot (`Net().cuda()`) */
+static bool is_model_load(const PySource *src, TSNode call) {
+    static const char *const keeps[] = {"to", "cuda", "eval", "train", "half", "float", "bfloat16", "requires_grad_",
+                                        NULL};
+    for (int depth = 0; depth < 6 && py_is(call, "call"); depth++) {
+        TSNode recv;
+        bool kept = false;
+        for (size_t i = 0; keeps[i] && !kept; i++) kept = py_method_call(src, call, keeps[i], &recv);
+        if (kept) {
+            call = recv;
+            continue;
+        }
+        if (!py_method_call(src, call, "from_pretrained", &recv) && !py_method_call(src, call, "from_single_file", &recv))
+            return py_is_module_instance(src, call);
+        const char *text = py_text_ptr(src, recv);
+        size_t len = py_text_len(recv);
+        for (size_t i = 0; host_side_classes[i]; i++) {
+            size_t k = strlen(host_side_classes[i]);
+            for (size_t at = 0; at + k <= len; at++)
+                if (memcmp(text + at, host_side_classes[i], k) == 0) return false;
+        }
+        return true;
+    }
+    return false;
+}
+
+/* node's statement sits in the block that holds the empty_cache() call or
+ * in one around it, inside the loop: it runs whenever the call does (not
+ * only under an `if` of its own, nor in an inner loop). */
+static bool runs_whenever_call_does(TSNode node, TSNode call, TSNode loop) {
+    TSNode block = ts_node_parent(py_statement_of(node));
+    for (TSNode p = ts_node_parent(call); !ts_node_is_null(p) && !ts_node_eq(p, loop); p = ts_node_parent(p))
+        if (ts_node_eq(p, block)) return true;
+    return false;
+}
+
+typedef struct {
+    const PySource *src;
+    TSNode call, loop; /* the empty_cache() call and its loop */
+    TSNode name;       /* an identifier the loop deletes */
+    bool found;
+} LoadSearch;
+
+/* `name = <a model load>`, run whenever the empty_cache() call is */
+static bool visit_load(TSNode n, void *data) {
+    LoadSearch *s = data;
+    if (s->found || py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    if (py_is(n, "assignment")) {
+        TSNode left = ts_node_child_by_field_name(n, "left", 4), right = ts_node_child_by_field_name(n, "right", 5);
+        if (py_is(left, "identifier") && py_same_text(s->src, left, s->name) && py_is(right, "call") &&
+            runs_whenever_call_does(n, s->call, s->loop) && is_model_load(s->src, right))
+            s->found = true;
+    }
+    return !s->found;
+}
+
+typedef struct {
+    const PySource *src;
+    TSNode body, call, loop; /* the loop's body, the empty_cache() call, the loop */
+    bool found;
+} ReleaseSearch;
+
+static bool visit_release(TSNode n, void *data) {
+    ReleaseSearch *r = data;
+    if (r->found || py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    if (!py_is(n, "delete_statement")) return true;
+    if (ts_node_start_byte(n) >= ts_node_start_byte(r->call) || !runs_whenever_call_does(n, r->call, r->loop))
+        return false;
+    TSNode target = ts_node_named_child(n, 0);
+    bool list = py_is(target, "expression_list");
+    uint32_t count = list ? ts_node_named_child_count(target) : 1;
+    for (uint32_t i = 0; i < count && !r->found; i++) {
+        LoadSearch s = {r->src, r->call, r->loop, list ? ts_node_named_child(target, i) : target, false};
+        if (py_is(s.name, "identifier")) py_walk(r->body, visit_load, &s);
+        r->found = s.found;
+    }
+    return false;
+}
+
+/* Each iteration loads a whole model or pipeline and deletes it before
+ * empty_cache() (`pipeline = DiffusionPipeline.from_pretrained(...)` ... `del
+ * pipeline`: one per concept, per checkpoint, per trial): handing its blocks
+ * back is what lets the next one fit, and loading it costs far more than
+ * allocating again. */
+static bool releases_loaded_model(const RuleContext *ctx, TSNode loop, TSNode call) {
+    TSNode body = ts_node_child_by_field_name(loop, "body", 4);
+    ReleaseSearch r = {ctx->py, body, call, loop, false};
+    py_walk(body, visit_release, &r);
+    return r.found;
+}
+
 /* `for name, m in model.named_modules():` (also through list(), enumerate(),
  * tqdm()): a pass over the model's modules, a one-off rewrite or conversion,
  * not a step of training or inference */
@@ -367,7 +471,7 @@ static bool visit(TSNode n, void *data) {
                          "host waits and then queues the next step");
     } else {
         if (iterates_over_sizes(ctx, loop) || measures_memory(ctx, loop) || offloads_each_iteration(ctx, loop) ||
-            empties_between_timed_spans(ctx, loop, n))
+            releases_loaded_model(ctx, loop, n) || empties_between_timed_spans(ctx, loop, n))
             return true;
         rule_report_node(ctx, n,
                          "torch.cuda.empty_cache() inside a loop: freed blocks must be cudaMalloc'ed again on the "
