@@ -353,6 +353,25 @@ Test(profile_cli, steps_reach_the_recorder) {
     }
 }
 
+/* fewer than a hundred steps are recorded, with a warning that they may not stand for the run */
+Test(profile_cli, few_steps_are_warned_of) {
+    char env[1400];
+    snprintf(env, sizeof env, "LD_LIBRARY_PATH=%s ADVISE_INJECT_LIB=%s/libcuda.so.1", fake_driver, fake_driver);
+    static const struct {
+        const char *option;
+        bool warned;
+    } cases[] = {{"--steps 20", true}, {"--steps=99", true}, {"--steps 100", false}, {"--steps 300", false}, {"", false}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char args[400];
+        snprintf(args, sizeof args, "%s -- true", cases[i].option);
+        RunResult r = run_profile(env, args);
+        cr_expect_eq(r.status, 0, "%s: %s", cases[i].option, r.err);
+        cr_expect_eq(strstr(r.err, "records few steps: a run's first steps may not look like the rest") != NULL,
+                     cases[i].warned, "'%s': %s", cases[i].option, r.err);
+        run_result_free(&r);
+    }
+}
+
 Test(profile_cli, steps_are_a_positive_count_and_not_with_memory) {
     static const char *const bad[] = {"--steps 0 -- true", "--steps -- true", "--steps=x -- true", "--steps=-3 -- true",
                                       "--steps 12abc -- true", "--steps"};

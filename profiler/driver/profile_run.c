@@ -64,6 +64,9 @@ void profile_run_usage(FILE *out, const char *program) {
             program);
 }
 
+/* Fewer recorded steps than this get a warning (they are still recorded). */
+#define FEW_STEPS 100
+
 /* --steps N: a count of optimizer steps, 1 to a billion */
 static bool parse_steps(const char *value, unsigned long *steps) {
     char *end = NULL;
@@ -173,6 +176,13 @@ int profile_run_parse(int argc, char **argv, ProfileRun *run, const char **profi
                 no_sites ? "ADVISE_PROFILE_SITES=0" : "ADVISE_PROFILE_PYTHON_HOOK=off");
         return 2;
     }
+    /* a run's first steps may not look like its steady ones: a small GPT's first 20 kept its GPU 85% busy,
+     * its steady steps 49% (bench/RESULTS.md, "--steps measured") */
+    if (run->steps && run->steps < FEW_STEPS)
+        fprintf(stderr,
+                "advise: --steps %lu records few steps: a run's first steps may not look like the rest (warm-up, "
+                "caches, clocks); a few hundred (--steps 300) give figures that hold for the run\n",
+                run->steps);
     run->command = argv + i;
     if (run->source_metrics_kernel && run->source_metrics_runs == 0) run->source_metrics_runs = SOURCE_METRICS_DEFAULT_RUNS;
     return 0;
