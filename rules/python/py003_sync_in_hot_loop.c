@@ -29,7 +29,8 @@ static const char documentation[] =
     "and both whenever the cache is emptied, not under an `if` of their own: the next model fits\n"
     "because the blocks went back);\n"
     "empty_cache in a loop that sweeps over sizes (its target sizes the\n"
-    "tensors it builds: `for m, k in shapes: a = torch.randn(m, k, ...)`), where handing back the last\n"
+    "tensors it builds: `for m, k in shapes: a = torch.randn(m, k, ...)`; data or a file it names,\n"
+    "`torch.as_tensor(x)`, `torch.load(path)`, is no size), where handing back the last\n"
     "size's blocks keeps a benchmark from running out of memory, or that reads the allocator's figures\n"
     "on each iteration (`torch.cuda.memory_reserved()`, `max_memory_allocated()`: it measures memory per\n"
     "item), or that times each iteration with CUDA events and empties the cache after the last event\n"
@@ -233,9 +234,13 @@ static bool visit_sized(TSNode n, void *data) {
     if (py_is(n, "slice") && mentions_target(s->ctx, n, s->target, 0)) s->found = true;
     if (py_is(n, "call")) {
         char q[PY_NAME_MAX];
-        /* a file named by the target (`torch.load(path)`) is no size */
-        if (py_callee_name(s->ctx->py, n, q, sizeof q) && strncmp(q, "torch.", 6) == 0 && strcmp(q, "torch.load") != 0 &&
-            strcmp(q, "torch.save") != 0 && mentions_target(s->ctx, py_call_arguments(n), s->target, 0))
+        /* a file (`torch.load(path)`) or data (`torch.as_tensor(x)`) named by the target is no size */
+        static const char *const not_sizes[] = {"torch.load",   "torch.save",      "torch.jit.load", "torch.as_tensor",
+                                                "torch.tensor", "torch.from_numpy", "torch.stack",    "torch.cat",
+                                                NULL};
+        if (py_callee_name(s->ctx->py, n, q, sizeof q) && strncmp(q, "torch.", 6) == 0 &&
+            !py_callee_is_any(s->ctx->py, n, not_sizes) &&
+            mentions_target(s->ctx, py_call_arguments(n), s->target, 0))
             s->found = true;
     }
     return !s->found;
