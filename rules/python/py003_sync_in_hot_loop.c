@@ -45,7 +45,8 @@ static const char documentation[] =
     "`if` that picks the device or a flag (`if device.type == \"cuda\": torch.cuda.synchronize()`), and\n"
     "a synchronize in a loop over a wrapper that times or logs each iteration\n"
     "(`for x in metric_logger.log_every(loader, 10):`). Test files (`test_*.py`, `*_test.py`,\n"
-    "`conftest.py`) are left alone: a test synchronizes to compare results, and its run time is not\n"
+    "`conftest.py`) and test functions (`def test_*`, also in a test suite's helper script) are left\n"
+    "alone: a test synchronizes to compare results, and its run time is not\n"
     "what the program's users wait for.\n"
     "\n"
     "## Example\n"
@@ -461,7 +462,9 @@ static bool visit(TSNode n, void *data) {
     bool empty = !sync && py_callee_is_any(ctx->py, n, empty_cache_names);
     if (!sync && !empty) return true;
     TSNode loop = py_enclosing_loop(n);
-    if (ts_node_is_null(loop) || py_is_periodic(ctx->py, n, loop) || iterates_modules(ctx->py, loop)) return true;
+    if (ts_node_is_null(loop) || py_is_periodic(ctx->py, n, loop) || iterates_modules(ctx->py, loop) ||
+        py_in_test_function(ctx->py, n))
+        return true;
     if (sync) {
         /* an outer loop (per epoch, per benchmark configuration) runs its statements once per inner loop */
         if (!py_loop_is_hot(ctx->py, loop) || py_loop_sweeps_literal_configurations(ctx->py, loop)) return true;

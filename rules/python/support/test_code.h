@@ -1,6 +1,6 @@
 /* Test and reference code, where rules about a program's speed stand down:
  * a test's waits and inputs, and a reference implementation's written-out
- * math, are its purpose (PY001, PY004, PY006, PY007, PY008, PY009). */
+ * math, are its purpose (PY001, PY003, PY004, PY006, PY007, PY008, PY009, PY011). */
 #ifndef ADVISE_RULES_PYTHON_TEST_CODE_H
 #define ADVISE_RULES_PYTHON_TEST_CODE_H
 
