@@ -1598,6 +1598,15 @@ static bool names_grad_off_decorator(const PySource *src, TSNode decorator) {
     return memmem(name, len, "inference_mode", 14) != NULL || memmem(name, len, "no_grad", 7) != NULL;
 }
 
+/* `stack.enter_context(torch.no_grad())` (contextlib.ExitStack, detectron2's
+ * inference_on_dataset): gradients stay off until the stack closes, at the
+ * end of its `with` block at the earliest, so from here to the end of this
+ * block. */
+static bool enters_grad_off_context(const PySource *src, TSNode expr) {
+    return py_is(expr, "call") && py_method_call(src, expr, "enter_context", NULL) &&
+           py_is(py_call_positional(expr, 0), "call") && disables_grad(src, py_call_positional(expr, 0));
+}
+
 /* where the first statement of the block that turns gradients off starts
  * (SIZE_MAX: none), found with a cursor (ts_node_named_child(block, i) walks
  * from the first child each time) */
@@ -1607,7 +1616,8 @@ static size_t first_grad_off(const PySource *src, TSNode block) {
     if (ts_tree_cursor_goto_first_child(&c)) do {
             TSNode stmt = ts_tree_cursor_current_node(&c);
             if (ts_node_is_named(stmt) && py_is(stmt, "expression_statement") &&
-                disables_grad(src, ts_node_named_child(stmt, 0))) {
+                (disables_grad(src, ts_node_named_child(stmt, 0)) ||
+                 enters_grad_off_context(src, ts_node_named_child(stmt, 0)))) {
                 found = ts_node_start_byte(stmt);
                 break;
             }
