@@ -30,13 +30,20 @@ bench/overhead/run.py):
                  the profiler's cost: the median awake block over the median
                  dormant one, and the median of adjacent pairs' ratios
 
+--deadline S starts no run that would end more than S seconds after the
+start (judged by the longest run so far) and prints the table of what ran,
+so that a caller's time box does not cut the table off.
+
 For each run: milliseconds per training iteration (launch.py's timing,
 after 20 untimed iterations), the median of the host's time per iteration
 and how many iterations took over twice that (stalls, which the average
 holds and the in-process medians do not), and the CPU seconds (user + system) of the
 run and every process it waited for (the training process and its loader
 workers), from getrusage. Prints per variant the medians, and the change
-against plain. The variants rotate each repetition.
+against plain: of the medians, and "paired", the median over repetitions of
+each run against the plain run of the same repetition (runs of one
+repetition follow each other, so they share more of the machine's state).
+The variants rotate each repetition.
 """
 import argparse
 import json
@@ -46,6 +53,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -129,6 +137,9 @@ def main():
                         help="blocks of K optimizer steps for the in-process variant")
     parser.add_argument("--json")
     parser.add_argument("--profiles-out", help="keep each run's profile in this folder (else they are dropped)")
+    parser.add_argument("--deadline", type=float, default=0,
+                        help="seconds: start no run that would end past this (judged by the longest run so far), "
+                             "then print the table of what ran")
     args = parser.parse_args()
     variants = [v for v in args.variants.split(",") if v]
     for v in variants:
@@ -141,6 +152,8 @@ def main():
     results = {v: [] for v in variants}
     host_medians = {v: [] for v in variants}
     in_process = []
+    by_rep = []  # per repetition, each variant's ms per iteration: the pairs that share a machine state
+    began, longest, stopped = time.monotonic(), 0.0, None
     with tempfile.TemporaryDirectory() as scratch:
         out_dir = scratch
         if args.profiles_out:
@@ -148,10 +161,19 @@ def main():
             os.makedirs(out_dir, exist_ok=True)
         for rep in range(args.reps):
             order = variants[rep % len(variants):] + variants[:rep % len(variants)]
+            by_rep.append({})
             for v in order:
+                # --deadline: stop before a run that would end past it (as long as the longest so far), so
+                # that the table below is printed inside a caller's time box
+                if args.deadline and time.monotonic() - began + longest > args.deadline:
+                    stopped = f"rep {rep + 1}, {v}"
+                    break
+                run_began = time.monotonic()
                 ms, cpu, blocks, host = run_variant(v, args.workload, folder, args.iterations, profile, out_dir, rep,
                                               args.alternate)
+                longest = max(longest, time.monotonic() - run_began)
                 results[v].append((ms, cpu))
+                by_rep[-1][v] = ms
                 line = f"rep {rep + 1}: {v:<14} {ms:7.2f} ms/iteration, {cpu:7.1f} s of CPU"
                 if host:
                     median = statistics.median(host)
@@ -166,10 +188,18 @@ def main():
                     in_process.append({"variant": v, "rep": rep + 1, "blocks": blocks, "median_change_percent": change[0],
                                        "pair_change_percent": change[1]})
                 print(line, flush=True)
+            if stopped:
+                print(f"--deadline {args.deadline:g} s: stopped before {stopped}", flush=True)
+                break
+    variants = [v for v in variants if results[v]]
+    if not variants:
+        sys.exit("public: no run finished before the deadline")
+    # each variant against the first one's run of the same repetition
+    paired = {v: [(r[v] / r[variants[0]] - 1) * 100 for r in by_rep if v in r and variants[0] in r] for v in variants}
     base = statistics.median(ms for ms, _ in results[variants[0]]) if results[variants[0]] else None
     host_base = statistics.median(host_medians[variants[0]]) if host_medians[variants[0]] else None
-    print(f"\n{'variant':<14} {'runs':>4} {'median ms':>10} {'change':>8} {'host median':>12} {'change':>8} "
-          f"{'CPU s':>8}  each run (ms)")
+    print(f"\n{'variant':<14} {'runs':>4} {'median ms':>10} {'change':>8} {'paired':>8} {'host median':>12} "
+          f"{'change':>8} {'CPU s':>8}  each run (ms); each pair")
     for v in variants:
         ms = statistics.median(m for m, _ in results[v])
         cpu = statistics.median(c for _, c in results[v])
@@ -178,7 +208,11 @@ def main():
         host_text = f"{host:.2f}" if host else "-"
         host_change = f"{(host / host_base - 1) * 100:+.1f}%" if host and host_base and v != variants[0] else ""
         each = " ".join(f"{m:.2f}" for m, _ in results[v])
-        print(f"{v:<14} {len(results[v]):>4} {ms:>10.2f} {change:>8} {host_text:>12} {host_change:>8} {cpu:>8.1f}  {each}")
+        pairs = paired[v] if v != variants[0] else []
+        pair_text = f"{statistics.median(pairs):+.1f}%" if pairs else ""
+        pair_each = "; " + " ".join(f"{p:+.1f}%" for p in pairs) if pairs else ""
+        print(f"{v:<14} {len(results[v]):>4} {ms:>10.2f} {change:>8} {pair_text:>8} {host_text:>12} {host_change:>8} "
+              f"{cpu:>8.1f}  {each}{pair_each}")
     if in_process:
         print(f"\nin one process (blocks of {args.alternate} steps, awake over dormant), per run:")
         for v in variants:
@@ -191,6 +225,8 @@ def main():
                        "runs": {v: [{"ms_per_iteration": m, "cpu_seconds": c} for m, c in results[v]]
                                 for v in variants},
                        "host_iteration_median_ms": host_medians,
+                       "paired_change_percent": {v: paired[v] for v in variants[1:]},
+                       "stopped_by_deadline_before": stopped,
                        "alternate": args.alternate, "in_process": in_process}, f, indent=1)
 
 
