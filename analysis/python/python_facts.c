@@ -1088,6 +1088,14 @@ static bool is_module_class(const PySource *src, const char *name, size_t length
     return false;
 }
 
+bool py_class_stays_on_host(const char *name, size_t len) {
+    static const char *const host_side[] = {"Tokenizer", "Processor", "FeatureExtractor", "Config", "ModelCard",
+                                            "Scheduler", NULL};
+    for (size_t k = 0; host_side[k]; k++)
+        if (memmem(name, len, host_side[k], strlen(host_side[k]))) return true;
+    return false;
+}
+
 /* `transformers.AutoModelForCausalLM.from_pretrained` loads a model (so do
  * `AutoBackbone`, `SpeechT5HifiGan`, `BertGenerationEncoder`); a tokenizer,
  * processor, feature extractor, configuration or model card does not. */
@@ -1098,12 +1106,15 @@ bool py_is_transformers_model_load(const char *q) {
         return false;
     const char *cls_end = q + n - (sizeof suffix - 1), *cls = cls_end;
     while (cls > q && cls[-1] != '.') cls--;
-    static const char *const not_models[] = {"Tokenizer", "Processor", "FeatureExtractor", "Config", "ModelCard",
-                                             NULL};
-    for (const char *c = cls; c < cls_end; c++)
-        for (size_t k = 0; not_models[k]; k++)
-            if (strncmp(c, not_models[k], strlen(not_models[k])) == 0) return false;
-    return true;
+    return !py_class_stays_on_host(cls, (size_t)(cls_end - cls));
+}
+
+bool py_returns_its_module(const PySource *src, TSNode call, TSNode *module) {
+    static const char *const keeps_module[] = {"to", "cuda", "eval", "train", "half", "float", "bfloat16",
+                                               "double", "requires_grad_", "to_empty", "cpu", NULL};
+    for (size_t i = 0; keeps_module[i]; i++)
+        if (py_method_call(src, call, keeps_module[i], module)) return true;
+    return false;
 }
 
 static bool is_module_at(const PySource *src, TSNode expr, int depth) {
@@ -1128,15 +1139,14 @@ static bool is_module_at(const PySource *src, TSNode expr, int depth) {
         if (py_is(fn, "identifier") && is_module_class(src, py_text_ptr(src, fn), py_text_len(fn), 0)) return true;
     }
     if (py_is(fn, "attribute")) {
-        static const char *const keeps_module[] = {"to", "cuda", "eval", "train", "half", "float", "bfloat16",
-                                                   "double", "requires_grad_", "to_empty", "cpu", NULL};
+        TSNode module;
+        if (py_returns_its_module(src, expr, &module)) return is_module_at(src, module, depth + 1);
         TSNode method = ts_node_child_by_field_name(fn, "attribute", 9);
         char m[32];
         size_t len = py_text_len(method);
         if (len >= sizeof m) return false;
         memcpy(m, py_text_ptr(src, method), len);
         m[len] = '\0';
-        if (in_list(m, keeps_module)) return is_module_at(src, ts_node_child_by_field_name(fn, "object", 6), depth + 1);
         /* frameworks that wrap the model they are handed: fabric.setup_module(model), accelerator.prepare(model) */
         static const char *const wraps_module[] = {"setup_module", "setup", "prepare", "prepare_model", NULL};
         if (in_list(m, wraps_module) && py_call_positional_count(expr) == 1)

@@ -105,6 +105,13 @@ bool py_call_sets_cuda_default(const PySource *src, TSNode call);
 bool py_call_is_device_work(const PySource *src, TSNode call);
 /* q, a qualified callee, loads a transformers model (`AutoModel...from_pretrained`), not a tokenizer, processor or config */
 bool py_is_transformers_model_load(const char *q);
+/* A class name that says its from_pretrained() builds something kept in host
+ * memory: a tokenizer, processor, feature extractor, configuration, model
+ * card or scheduler (a word of it anywhere in name[0, len)). */
+bool py_class_stays_on_host(const char *name, size_t len);
+/* `m.to(device)`, `m.cuda()`, `m.eval()`, `m.half()` and the like return the
+ * module they are called on: true for such a call, with *module = m. */
+bool py_returns_its_module(const PySource *src, TSNode call, TSNode *module);
 
 /* The call launches GPU work (a torch op, a model or loss call, backward(),
  * optimizer.step(), a device move), given that the file uses CUDA. Building

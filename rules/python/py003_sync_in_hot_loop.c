@@ -19,7 +19,6 @@ static const char documentation[] =
     "milliseconds each time.\n"
     "\n"
     "Not flagged: a synchronize or empty_cache guarded by a periodic condition (`if step % 100 == 0:`);\n"
-
     "in a loop over the model's modules (`for name, m in model.named_modules():`, a one-off rewrite\n"
     "or conversion); empty_cache in a loop that moves what it loaded off the GPU again (`layer =\n"
     "layer.cpu()`, `module.cpu()`, `module.unload()`: layer-by-layer calibration or quantization,\n"
@@ -312,37 +311,17 @@ static bool offloads_each_iteration(const RuleContext *ctx, TSNode loop) {
     return o.found;
 }
 
-/* Classes whose from_pretrained() builds something that stays in host memory. */
-static const char *const host_side_classes[] = {"Tokenizer", "Processor", "FeatureExtractor", "Config", "ModelCard",
-                                                "Scheduler", NULL};
-
 /* `X.from_pretrained(...)` or `X.from_single_file(...)` of a model or
  * pipeline (not a tokenizer, processor, configuration or scheduler), also
  * behind `.to(device)`, `.cuda()`, `.eval()`, `.half()` and the like, or a
  * module built on the spot (`Net().cuda()`) */
 static bool is_model_load(const PySource *src, TSNode call) {
-    static const char *const keeps[] = {"to", "cuda", "eval", "train", "half", "float", "bfloat16", "requires_grad_",
-                                        NULL};
-    for (int depth = 0; depth < 6 && py_is(call, "call"); depth++) {
-        TSNode recv;
-        bool kept = false;
-        for (size_t i = 0; keeps[i] && !kept; i++) kept = py_method_call(src, call, keeps[i], &recv);
-        if (kept) {
-            call = recv;
-            continue;
-        }
-        if (!py_method_call(src, call, "from_pretrained", &recv) && !py_method_call(src, call, "from_single_file", &recv))
-            return py_is_module_instance(src, call);
-        const char *text = py_text_ptr(src, recv);
-        size_t len = py_text_len(recv);
-        for (size_t i = 0; host_side_classes[i]; i++) {
-            size_t k = strlen(host_side_classes[i]);
-            for (size_t at = 0; at + k <= len; at++)
-                if (memcmp(text + at, host_side_classes[i], k) == 0) return false;
-        }
-        return true;
-    }
-    return false;
+    TSNode module;
+    for (int depth = 0; depth < 6 && py_returns_its_module(src, call, &module); depth++) call = module;
+    TSNode cls;
+    if (!py_method_call(src, call, "from_pretrained", &cls) && !py_method_call(src, call, "from_single_file", &cls))
+        return py_is_module_instance(src, call);
+    return !py_class_stays_on_host(py_text_ptr(src, cls), py_text_len(cls));
 }
 
 /* node's statement sits in the block that holds the empty_cache() call or
