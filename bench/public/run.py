@@ -4,7 +4,7 @@ and with advise's advice followed, alternating, on a GPU machine.
     python3 bench/public/run.py [--corpus .corpus] [--work /tmp/advise-public]
         [--workloads cifar,lstm,gan,vae] [--variants as-written,advised,...]
         [--reps 3] [--iterations 300] [--profile BUNDLE/advise-profile]
-        [--profiles-out DIR] [--json OUT.json]
+        [--profiles-out DIR] [--profile-steps N] [--json OUT.json]
         [--prepare-only]
 
 Each variant is a fresh copy of the workload's files under --work, with its
@@ -14,7 +14,9 @@ workloads.py ("variants": graphed, compiled, ...); a variant a workload does
 not name is skipped for it. A variant that fails leaves the workload's
 others to run. With
 --profile, each workload's as-written copy is first run once under
-`advise profile`, and the profile is written to --profiles-out (then
+`advise profile` (with --profile-steps N, `advise profile --steps N`: the
+first N optimizer steps recorded, the rest run unprofiled), and the profile
+is written to --profiles-out (then
 `advise report --profile P COPY` gives the advice, here or elsewhere).
 
 Prints the GPU, the date, and per workload the median milliseconds per
@@ -88,11 +90,12 @@ def command(name, iterations, timing):
             "--batch", str(spec["batch"]), "--timing", timing]
 
 
-def run_once(name, folder, iterations, profile=None, profile_out=None, variant="as-written"):
+def run_once(name, folder, iterations, profile=None, profile_out=None, variant="as-written", profile_steps=None):
     timing = os.path.join(folder, "timing.json")
     cmd = command(name, iterations, timing)
     if profile:
-        cmd = [profile, "-o", profile_out, "--name", f"{name}-{variant}", "--"] + cmd
+        steps = ["--steps", str(profile_steps)] if profile_steps else []
+        cmd = [profile, "-o", profile_out, "--name", f"{name}-{variant}"] + steps + ["--"] + cmd
     done = subprocess.run(cmd, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     log = os.path.join(folder, "log.txt")
     with open(log, "a") as f:
@@ -119,6 +122,8 @@ def main():
     parser.add_argument("--profile-variants", default="as-written",
                         help="with --profile: the variants recorded, each once (as-written is written to NAME.json, "
                              "another to NAME-VARIANT.json)")
+    parser.add_argument("--profile-steps", type=int,
+                        help="with --profile: record only the first N optimizer steps (advise profile --steps N)")
     parser.add_argument("--json")
     parser.add_argument("--prepare-only", action="store_true")
     args = parser.parse_args()
@@ -174,7 +179,7 @@ def main():
                 folder = folders.get((name, variant)) or prepare(name, variant, os.path.abspath(args.corpus), args.work)
                 started = time.monotonic()
                 ms = attempt((name, f"profile {variant}"), folder, args.iterations, os.path.abspath(args.profile), out,
-                             variant=variant)
+                             variant=variant, profile_steps=args.profile_steps)
                 if ms is not None:
                     key = "profiled_ms" if variant == "as-written" else f"profiled_ms {variant}"
                     results["workloads"].setdefault(name, {})[key] = ms
