@@ -30,6 +30,12 @@ bench/overhead/run.py):
                  the profiler's cost: the median awake block over the median
                  dormant one, and the median of adjacent pairs' ratios
 
+With a steps:N variant, each run (plain included) also gets the host's
+median per iteration over the same late window, the iterations after
+N + 10 (launch.py's warm-up of 20 iterations untimed): whether the run goes
+at plain speed once the profiler has detached. The JSON keeps each run's
+host time per iteration.
+
 --deadline S starts no run that would end more than S seconds after the
 start (judged by the longest run so far) and prints the table of what ran,
 so that a caller's time box does not cut the table off.
@@ -56,6 +62,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+LAUNCH_WARMUP = 20  # launch.py's --warmup default: its host times start at that iteration
 sys.path.insert(0, HERE)
 from run import command, prepare  # noqa: E402
 
@@ -151,6 +158,12 @@ def main():
     profile = os.path.abspath(args.profile)
     results = {v: [] for v in variants}
     host_medians = {v: [] for v in variants}
+    # steps:N: the window after the latest detach (and 10 iterations to settle), the same for every variant;
+    # launch.py's host times start at its 20th iteration
+    detach = max((variant_steps(v) or 0 for v in variants), default=0)
+    late_from = detach + 10 - LAUNCH_WARMUP if detach else None
+    late_medians = {v: [] for v in variants}
+    host_runs = {v: [] for v in variants}
     in_process = []
     by_rep = []  # per repetition, each variant's ms per iteration: the pairs that share a machine state
     began, longest, stopped = time.monotonic(), 0.0, None
@@ -181,6 +194,11 @@ def main():
                     line += (f"; host median {median:.2f} ms, {len(slow)} iterations over twice that "
                              f"({sum(slow) - len(slow) * median:.0f} ms beyond the median)")
                     host_medians[v].append(median)
+                    host_runs[v].append(host)
+                    if late_from is not None and len(host) > late_from:
+                        late = statistics.median(host[late_from:])
+                        late_medians[v].append(late)
+                        line += f"; after iteration {detach + 10}: host median {late:.2f} ms"
                 change = in_process_change(blocks) if v.startswith("in-process") else None
                 if change:
                     pairs = f", pairs {change[1]:+.1f}%" if change[1] is not None else ""
@@ -213,6 +231,15 @@ def main():
         pair_each = "; " + " ".join(f"{p:+.1f}%" for p in pairs) if pairs else ""
         print(f"{v:<14} {len(results[v]):>4} {ms:>10.2f} {change:>8} {pair_text:>8} {host_text:>12} {host_change:>8} "
               f"{cpu:>8.1f}  {each}{pair_each}")
+    if late_from is not None and late_medians[variants[0]]:
+        late_base = statistics.median(late_medians[variants[0]])
+        print(f"\nafter iteration {detach + 10} (the profiler detached at step {detach}), host median per iteration:")
+        for v in variants:
+            if late_medians[v]:
+                late = statistics.median(late_medians[v])
+                change = f" ({(late / late_base - 1) * 100:+.1f}%)" if v != variants[0] else ""
+                each = " ".join(f"{m:.2f}" for m in late_medians[v])
+                print(f"  {v:<14} {late:.2f} ms{change}  {each}")
     if in_process:
         print(f"\nin one process (blocks of {args.alternate} steps, awake over dormant), per run:")
         for v in variants:
@@ -225,6 +252,9 @@ def main():
                        "runs": {v: [{"ms_per_iteration": m, "cpu_seconds": c} for m, c in results[v]]
                                 for v in variants},
                        "host_iteration_median_ms": host_medians,
+                       "late_window_from_iteration": detach + 10 if detach else None,
+                       "late_host_iteration_median_ms": late_medians if detach else None,
+                       "host_iteration_ms": host_runs,
                        "paired_change_percent": {v: paired[v] for v in variants[1:]},
                        "stopped_by_deadline_before": stopped,
                        "alternate": args.alternate, "in_process": in_process}, f, indent=1)
