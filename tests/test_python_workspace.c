@@ -272,6 +272,31 @@ Test(workspace, roots) {
     free(bare_real);
 }
 
+/* A clone or submodule inside the project (a folder with its own `.git`) is
+ * another project: its modules are not indexed. A loose file in a folder of
+ * clones (a scratch folder, /tmp) indexed them all, 5,683 files, 45 s. */
+Test(workspace, nested_repositories_are_other_projects) {
+    char *dir = temp_project();
+    write_file(dir, "train.py", "x = 1\n");
+    write_file(dir, "pkg/model.py", "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n");
+    write_file(dir, "clone/.git/HEAD", "ref: refs/heads/main\n");
+    write_file(dir, "clone/lib.py", "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n");
+    write_file(dir, "submodule/.git", "gitdir: ../.git/modules/submodule\n"); /* a submodule's .git is a file */
+    write_file(dir, "submodule/lib.py", "y = 2\n");
+    PyWorkspace *ws = py_workspace_new(dir);
+    py_workspace_refresh(ws);
+    PyWorkspaceView *v = py_workspace_view(ws);
+    module_at(v, dir, "train.py");
+    module_at(v, dir, "pkg/model.py");
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/clone/lib.py", dir);
+    cr_expect_null(py_workspace_module(v, path), "a clone's module was indexed");
+    snprintf(path, sizeof path, "%s/submodule/lib.py", dir);
+    cr_expect_null(py_workspace_module(v, path), "a submodule's module was indexed");
+    py_workspace_view_release(v);
+    py_workspace_free(ws);
+}
+
 /* PY009's questions: which modules the program imports make a precision
  * choice, and where a model's float32 matmul work at scale is */
 Test(workspace, precision_choices_and_matmul_at_scale) {

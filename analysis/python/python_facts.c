@@ -709,6 +709,33 @@ TSNode py_local_function_of_call(const PySource *src, TSNode call) {
     return py_is(def, "function_definition") ? def : null;
 }
 
+TSNode py_self_method_of_call(const PySource *src, TSNode call) {
+    TSNode null = {0};
+    TSNode fn = ts_node_child_by_field_name(call, "function", 8);
+    if (!py_is(fn, "attribute")) return null;
+    TSNode object = ts_node_child_by_field_name(fn, "object", 6);
+    TSNode name = ts_node_child_by_field_name(fn, "attribute", 9);
+    if (!py_is(object, "identifier") || !py_text_eq(src, object, "self") || ts_node_is_null(name)) return null;
+    TSNode method = py_enclosing_function(src, call);
+    if (ts_node_is_null(method)) return null;
+    /* `self` is the method's own first parameter */
+    TSNode params = ts_node_child_by_field_name(method, "parameters", 10);
+    TSNode first = ts_node_is_null(params) ? null : ts_node_named_child(params, 0);
+    if (!py_is(first, "identifier") || !py_text_eq(src, first, "self")) return null;
+    TSNode holder = ts_node_parent(method);
+    if (py_is(holder, "decorated_definition")) holder = ts_node_parent(holder);
+    if (!py_is(holder, "block") || !py_is(ts_node_parent(holder), "class_definition")) return null;
+    uint32_t n = ts_node_named_child_count(holder);
+    for (uint32_t i = 0; i < n; i++) {
+        TSNode c = ts_node_named_child(holder, i);
+        if (py_is(c, "decorated_definition")) c = ts_node_child_by_field_name(c, "definition", 10);
+        if (!py_is(c, "function_definition")) continue;
+        TSNode def_name = ts_node_child_by_field_name(c, "name", 4);
+        if (!ts_node_is_null(def_name) && py_same_text(src, def_name, name)) return c;
+    }
+    return null;
+}
+
 typedef struct {
     const PySource *src;
     int index; /* -1: the returned value; else that element of a returned tuple */

@@ -53,6 +53,12 @@ bool py_is_tensor(const PySource *src, TSNode expr);
  * module level; a null node for imported or rebound names, and calls that
  * are not bare names. */
 TSNode py_local_function_of_call(const PySource *src, TSNode call);
+/* The def that `self.NAME(...)` calls from a method: `def NAME` in the body
+ * of the class whose method holds the call (decorated or not); a null node
+ * for other calls, calls in nested functions, and names the class does not
+ * define (inherited ones). A subclass may override it: this class's own is
+ * what its instances run. */
+TSNode py_self_method_of_call(const PySource *src, TSNode call);
 /* The expression is a torch.nn.Module instance (a model or a loss): built
  * from a torch.nn class or a class of this file deriving from one, or a name
  * whose calls feed the loss the code hands to backward (a model or loss

@@ -114,7 +114,8 @@ const char *py_module_path(const PyModuleFacts *m) { return m ? m->path : ""; }
 
 static bool exists(const char *dir, const char *name) {
     char p[PATH_MAX];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
+    int n = snprintf(p, sizeof p, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= sizeof p) return false; /* a path too long to name exists for no one */
     struct stat st;
     return stat(p, &st) == 0;
 }
@@ -178,7 +179,10 @@ static void scan(const char *dir, int depth, PathList *out) {
         struct stat st;
         if (lstat(child, &st) != 0 || S_ISLNK(st.st_mode)) continue;
         if (S_ISDIR(st.st_mode)) {
-            if (!skipped_folder(e->d_name)) scan(child, depth + 1, out);
+            /* a folder with its own `.git` (a clone, a submodule) is another
+             * project: its modules are not this one's, and a loose file in a
+             * folder of clones would index them all */
+            if (!skipped_folder(e->d_name) && !exists(child, ".git")) scan(child, depth + 1, out);
         } else if (S_ISREG(st.st_mode) && n > 3 && strcmp(child + n - 3, ".py") == 0) {
             if (!array_reserve(&out->paths, out->count, &out->cap, sizeof *out->paths, 64)) break;
             char *copy = strdup(child);

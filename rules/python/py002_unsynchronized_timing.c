@@ -49,7 +49,8 @@ static const char documentation[] =
     "  tensor-to-number conversion (`to_python_float(loss)`, `to_python_int`, `to_scalar`), a copy of a\n"
     "  batch to the device\n"
     "  without `non_blocking=True` (a copy from pageable memory waits for the work queued before it),\n"
-    "  or a call of a function of this file that does one of these (up to three calls deep);\n"
+    "  or a call of a function of this file, or of a method of the same class on `self`\n"
+    "  (`self._run_step(batch)`), that does one of these (up to three calls deep);\n"
     "- GPU work the code does not show (a call to an unknown function or method), except a\n"
     "  callable parameter timed right after a `torch.cuda.synchronize()` (`fn(*args)` in a\n"
     "  benchmark helper);\n"
@@ -301,7 +302,8 @@ static bool visit_helper_sync(TSNode n, void *data) {
 /* The call makes the host wait for the GPU (or, for a helper of unknown
  * content, may well do so: `synchronize()`, `cuda_sync()`): a sync call, a
  * copy to the host, reading a tensor's value, decoding token ids, a barrier,
- * or a function of this file that does one of these (up to three calls deep;
+ * or a function of this file (or a method of the class, called on `self`)
+ * that does one of these (up to three calls deep;
  * anywhere in its body: a per-iteration `.item()` in an evaluation loop
  * waits for all but the last iteration's work). */
 static bool is_sync_at(const PySource *src, TSNode call, int depth) {
@@ -311,6 +313,7 @@ static bool is_sync_at(const PySource *src, TSNode call, int depth) {
         return true;
     if (depth >= MAX_HELPER_DEPTH) return false;
     TSNode def = py_local_function_of_call(src, call);
+    if (ts_node_is_null(def)) def = py_self_method_of_call(src, call); /* `self._run_step(batch)` */
     if (ts_node_is_null(def) || py_is_within(call, def)) return false;
     TSNode body = ts_node_child_by_field_name(def, "body", 4);
     if (ts_node_is_null(body)) return false;
