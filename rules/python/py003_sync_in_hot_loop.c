@@ -21,7 +21,8 @@ static const char documentation[] =
     "Not flagged: a synchronize or empty_cache guarded by a periodic condition (`if step % 100 == 0:`);\n"
     "in a loop over the model's modules (`for name, m in model.named_modules():`, a one-off rewrite\n"
     "or conversion); empty_cache in a loop that moves what it loaded off the GPU again (`layer =\n"
-    "layer.cpu()`, `module.cpu()`, `module.unload()`: layer-by-layer calibration or quantization,\n"
+    "layer.cpu()`, `module.cpu()`, `module.unload()`, `layers[i] = layer.cpu()` after `layer =\n"
+    "layers[i].to(dev)`: layer-by-layer calibration or quantization,\n"
     "which fits in memory by handing the freed blocks back), or that loads a whole model on every\n"
     "iteration and deletes it before emptying the cache (`pipe = DiffusionPipeline.from_pretrained(...)`\n"
     "... `del pipe`, also behind `.to(device)`; not a tokenizer, processor, configuration or scheduler,\n"
@@ -269,9 +270,39 @@ static bool measures_memory(const RuleContext *ctx, TSNode loop) {
     return calls_any_of(ctx->py, ts_node_child_by_field_name(loop, "body", 4), memory_readers);
 }
 
+typedef struct {
+    const PySource *src;
+    TSNode name, slot; /* `name = slot.to(dev)` or `name = slot.cuda()` wanted */
+    bool found;
+} SlotLoadSearch;
+
+static bool visit_slot_load(TSNode n, void *data) {
+    SlotLoadSearch *s = data;
+    if (s->found || py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda"))
+        return false;
+    if (!py_is(n, "assignment")) return true;
+    TSNode left = ts_node_child_by_field_name(n, "left", 4), right = ts_node_child_by_field_name(n, "right", 5);
+    TSNode recv;
+    if (py_is(right, "call") && py_same_text(s->src, left, s->name) &&
+        (py_method_call(s->src, right, "to", &recv) || py_method_call(s->src, right, "cuda", &recv)) &&
+        py_same_text(s->src, recv, s->slot))
+        s->found = true;
+    return !s->found;
+}
+
+/* `layers[i] = layer.cpu()` where the loop took `layer = layers[i].to(dev)`:
+ * the host copy goes back into the slot the layer came from */
+static bool returns_to_its_slot(const PySource *src, TSNode loop, TSNode slot, TSNode name) {
+    if (ts_node_is_null(loop)) return false;
+    SlotLoadSearch s = {src, name, slot, false};
+    py_walk(ts_node_child_by_field_name(loop, "body", 4), visit_slot_load, &s);
+    return s.found;
+}
+
 /* `layer = layer.cpu()`, `module.cpu()`, `x = x.to("cpu")`, `module.unload()` as
- * a statement: the iteration moves what it loaded off the GPU */
-static bool offload_statement(const PySource *src, TSNode stmt) {
+ * a statement, or `layers[i] = layer.cpu()` after `layer = layers[i].to(dev)`:
+ * the iteration moves what it loaded off the GPU */
+static bool offload_statement(const PySource *src, TSNode stmt, TSNode loop) {
     TSNode e = py_is(stmt, "expression_statement") ? ts_node_named_child(stmt, 0) : (TSNode){0};
     TSNode call = e, left = {0};
     if (py_is(e, "assignment")) {
@@ -286,18 +317,20 @@ static bool offload_statement(const PySource *src, TSNode stmt) {
         to_host = py_is(dev, "string") && (py_text_eq(src, dev, "\"cpu\"") || py_text_eq(src, dev, "'cpu'"));
     }
     if (!to_host) return false;
-    return ts_node_is_null(left) || py_same_text(src, left, recv); /* in place, or the same name rebound */
+    /* in place, the same name rebound, or back where it was loaded from */
+    return ts_node_is_null(left) || py_same_text(src, left, recv) || returns_to_its_slot(src, loop, left, recv);
 }
 
 typedef struct {
     const PySource *src;
+    TSNode loop;
     bool found;
 } OffloadSearch;
 
 static bool visit_offload(TSNode n, void *data) {
     OffloadSearch *o = data;
     if (o->found || py_is(n, "function_definition") || py_is(n, "class_definition")) return false;
-    if (py_is(n, "expression_statement") && offload_statement(o->src, n)) o->found = true;
+    if (py_is(n, "expression_statement") && offload_statement(o->src, n, o->loop)) o->found = true;
     return !o->found;
 }
 
@@ -306,7 +339,7 @@ static bool visit_offload(TSNode n, void *data) {
  * hands back what the move freed before the next one comes in, which is how
  * such a pass fits in memory. */
 static bool offloads_each_iteration(const RuleContext *ctx, TSNode loop) {
-    OffloadSearch o = {ctx->py, false};
+    OffloadSearch o = {ctx->py, loop, false};
     py_walk(ts_node_child_by_field_name(loop, "body", 4), visit_offload, &o);
     return o.found;
 }
