@@ -686,6 +686,19 @@ static bool local_loss_function_call(const PySource *src, TSNode call, int depth
     return false;
 }
 
+/* `def NAME` (decorated or not) among the statements of block */
+static TSNode def_in_block(const PySource *src, TSNode block, TSNode name) {
+    uint32_t n = ts_node_named_child_count(block);
+    for (uint32_t i = 0; i < n; i++) {
+        TSNode c = ts_node_named_child(block, i);
+        if (py_is(c, "decorated_definition")) c = ts_node_child_by_field_name(c, "definition", 10);
+        if (!py_is(c, "function_definition")) continue;
+        TSNode def_name = ts_node_child_by_field_name(c, "name", 4);
+        if (!ts_node_is_null(def_name) && py_same_text(src, def_name, name)) return c;
+    }
+    return (TSNode){0};
+}
+
 TSNode py_local_function_of_call(const PySource *src, TSNode call) {
     TSNode null = {0};
     TSNode fn = ts_node_child_by_field_name(call, "function", 8);
@@ -695,15 +708,8 @@ TSNode py_local_function_of_call(const PySource *src, TSNode call) {
         return null;
     for (TSNode outer = py_enclosing_function(src, call); !ts_node_is_null(outer);
          outer = py_enclosing_function(src, outer)) {
-        TSNode body = ts_node_child_by_field_name(outer, "body", 4);
-        uint32_t n = ts_node_named_child_count(body);
-        for (uint32_t i = 0; i < n; i++) {
-            TSNode c = ts_node_named_child(body, i);
-            if (py_is(c, "decorated_definition")) c = ts_node_child_by_field_name(c, "definition", 10);
-            if (!py_is(c, "function_definition")) continue;
-            TSNode name = ts_node_child_by_field_name(c, "name", 4);
-            if (!ts_node_is_null(name) && py_same_text(src, name, fn)) return c;
-        }
+        TSNode def = def_in_block(src, ts_node_child_by_field_name(outer, "body", 4), fn);
+        if (!ts_node_is_null(def)) return def;
     }
     TSNode def = py_index_top_level(src, py_text_ptr(src, fn), py_text_len(fn));
     return py_is(def, "function_definition") ? def : null;
@@ -725,15 +731,7 @@ TSNode py_self_method_of_call(const PySource *src, TSNode call) {
     TSNode holder = ts_node_parent(method);
     if (py_is(holder, "decorated_definition")) holder = ts_node_parent(holder);
     if (!py_is(holder, "block") || !py_is(ts_node_parent(holder), "class_definition")) return null;
-    uint32_t n = ts_node_named_child_count(holder);
-    for (uint32_t i = 0; i < n; i++) {
-        TSNode c = ts_node_named_child(holder, i);
-        if (py_is(c, "decorated_definition")) c = ts_node_child_by_field_name(c, "definition", 10);
-        if (!py_is(c, "function_definition")) continue;
-        TSNode def_name = ts_node_child_by_field_name(c, "name", 4);
-        if (!ts_node_is_null(def_name) && py_same_text(src, def_name, name)) return c;
-    }
-    return null;
+    return def_in_block(src, holder, name);
 }
 
 typedef struct {
