@@ -686,17 +686,19 @@ static bool local_loss_function_call(const PySource *src, TSNode call, int depth
     return false;
 }
 
-/* `def NAME` (decorated or not) among the statements of block */
+/* `def NAME` (decorated or not) among the statements of block: the last,
+ * which is the one the name is bound to */
 static TSNode def_in_block(const PySource *src, TSNode block, TSNode name) {
+    TSNode found = {0};
     uint32_t n = ts_node_named_child_count(block);
     for (uint32_t i = 0; i < n; i++) {
         TSNode c = ts_node_named_child(block, i);
         if (py_is(c, "decorated_definition")) c = ts_node_child_by_field_name(c, "definition", 10);
         if (!py_is(c, "function_definition")) continue;
         TSNode def_name = ts_node_child_by_field_name(c, "name", 4);
-        if (!ts_node_is_null(def_name) && py_same_text(src, def_name, name)) return c;
+        if (!ts_node_is_null(def_name) && py_same_text(src, def_name, name)) found = c;
     }
-    return (TSNode){0};
+    return found;
 }
 
 TSNode py_local_function_of_call(const PySource *src, TSNode call) {

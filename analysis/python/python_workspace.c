@@ -120,6 +120,14 @@ static bool exists(const char *dir, const char *name) {
     return stat(p, &st) == 0;
 }
 
+/* a folder that marks a project: a repository, or advise's or Python's packaging files */
+static bool is_project_folder(const char *dir) {
+    static const char *const markers[] = {".git", "advise.toml", "pyproject.toml", "setup.py", "setup.cfg", NULL};
+    for (size_t i = 0; markers[i]; i++)
+        if (exists(dir, markers[i])) return true;
+    return false;
+}
+
 char *py_workspace_root_for(const char *path) {
     char *abs = realpath(path, NULL);
     if (!abs) return NULL;
@@ -128,14 +136,12 @@ char *py_workspace_root_for(const char *path) {
         char *slash = strrchr(abs, '/');
         if (slash && slash != abs) *slash = '\0';
     }
-    static const char *const markers[] = {".git", "advise.toml", "pyproject.toml", "setup.py", "setup.cfg", NULL};
     char *cur = strdup(abs);
     while (cur && *cur) {
-        for (size_t i = 0; markers[i]; i++)
-            if (exists(cur, markers[i])) {
-                free(abs);
-                return cur;
-            }
+        if (is_project_folder(cur)) {
+            free(abs);
+            return cur;
+        }
         char *slash = strrchr(cur, '/');
         if (!slash || slash == cur) break;
         *slash = '\0';
@@ -166,7 +172,10 @@ typedef struct {
     size_t count, cap;
 } PathList;
 
-static void scan(const char *dir, int depth, PathList *out) {
+/* other_repositories: skip folders with a `.git` of their own (the root is
+ * a loose folder, no project: clones beside a script are other projects; in
+ * a project, a submodule or vendored checkout is code the project imports) */
+static void scan(const char *dir, int depth, bool other_repositories, PathList *out) {
     if (depth > MAX_SCAN_DEPTH || out->count >= MAX_FILES) return;
     DIR *d = opendir(dir);
     if (!d) return;
@@ -179,10 +188,8 @@ static void scan(const char *dir, int depth, PathList *out) {
         struct stat st;
         if (lstat(child, &st) != 0 || S_ISLNK(st.st_mode)) continue;
         if (S_ISDIR(st.st_mode)) {
-            /* a folder with its own `.git` (a clone, a submodule) is another
-             * project: its modules are not this one's, and a loose file in a
-             * folder of clones would index them all */
-            if (!skipped_folder(e->d_name) && !exists(child, ".git")) scan(child, depth + 1, out);
+            if (!skipped_folder(e->d_name) && !(other_repositories && exists(child, ".git")))
+                scan(child, depth + 1, other_repositories, out);
         } else if (S_ISREG(st.st_mode) && n > 3 && strcmp(child + n - 3, ".py") == 0) {
             if (!array_reserve(&out->paths, out->count, &out->cap, sizeof *out->paths, 64)) break;
             char *copy = strdup(child);
@@ -318,7 +325,8 @@ void py_workspace_refresh(PyWorkspace *ws) {
     ws->refreshed_at = now_seconds();
     pthread_mutex_unlock(&ws->lock);
     PathList files = {0};
-    scan(ws->root, 0, &files);
+    /* a loose file in a folder of clones (/tmp, a scratch folder) indexed every clone: 5,683 modules, 45 s */
+    scan(ws->root, 0, !is_project_folder(ws->root), &files);
     struct stat *stats = files.count ? calloc(files.count, sizeof *stats) : NULL;
     PyModuleFacts **fresh = files.count ? calloc(files.count, sizeof *fresh) : NULL;
     PyWorkspaceView *before = py_workspace_view(ws);

@@ -49,8 +49,9 @@ static const char documentation[] =
     "  tensor-to-number conversion (`to_python_float(loss)`, `to_python_int`, `to_scalar`), a copy of a\n"
     "  batch to the device\n"
     "  without `non_blocking=True` (a copy from pageable memory waits for the work queued before it),\n"
-    "  or a call of a function of this file, or of a method of the same class on `self`\n"
-    "  (`self._run_step(batch)`), that does one of these (up to three calls deep);\n"
+    "  or a call of a function of this file that does one of these (up to three calls deep), or of\n"
+    "  a method of the same class on `self` (`self._run_step(batch)`) that does one on every call\n"
+    "  (not in a branch or a loop's body, not after a `return`);\n"
     "- GPU work the code does not show (a call to an unknown function or method), except a\n"
     "  callable parameter timed right after a `torch.cuda.synchronize()` (`fn(*args)` in a\n"
     "  benchmark helper);\n"
@@ -299,6 +300,61 @@ static bool visit_helper_sync(TSNode n, void *data) {
     return !s->found;
 }
 
+static bool walk_waits(const PySource *src, TSNode node, int depth) {
+    SyncSearch s = {src, depth, false};
+    py_walk(node, visit_helper_sync, &s);
+    return s.found;
+}
+
+static bool visit_return(TSNode n, void *data) {
+    bool *found = data;
+    if (*found || py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda"))
+        return false;
+    if (py_is(n, "return_statement")) *found = true;
+    return !*found;
+}
+
+static bool waits_on_every_call(const PySource *src, TSNode block, int depth);
+
+/* the part of a statement that runs whenever it is reached waits: an if's
+ * or while's test, a for's iterable, a with's items and body, a try's body,
+ * any other statement whole */
+static bool statement_always_waits(const PySource *src, TSNode stmt, int depth) {
+    if (py_is(stmt, "if_statement") || py_is(stmt, "while_statement"))
+        return walk_waits(src, ts_node_child_by_field_name(stmt, "condition", 9), depth);
+    if (py_is(stmt, "for_statement")) return walk_waits(src, ts_node_child_by_field_name(stmt, "right", 5), depth);
+    if (py_is(stmt, "with_statement")) {
+        uint32_t n = ts_node_named_child_count(stmt);
+        for (uint32_t i = 0; i < n; i++) {
+            TSNode c = ts_node_named_child(stmt, i);
+            if (py_is(c, "with_clause") ? walk_waits(src, c, depth)
+                                         : py_is(c, "block") && waits_on_every_call(src, c, depth))
+                return true;
+        }
+        return false;
+    }
+    if (py_is(stmt, "try_statement")) return waits_on_every_call(src, ts_node_child_by_field_name(stmt, "body", 4), depth);
+    if (py_is(stmt, "function_definition") || py_is(stmt, "class_definition") ||
+        py_is(stmt, "decorated_definition") || py_is(stmt, "comment"))
+        return false;
+    return walk_waits(src, stmt, depth);
+}
+
+/* A wait in a statement of the block that runs whenever the block does: not
+ * in a branch or a loop's body, and before any `return` (an early return
+ * skips what follows it). */
+static bool waits_on_every_call(const PySource *src, TSNode block, int depth) {
+    uint32_t n = ts_node_named_child_count(block);
+    for (uint32_t i = 0; i < n; i++) {
+        TSNode stmt = ts_node_named_child(block, i);
+        if (statement_always_waits(src, stmt, depth)) return true;
+        bool returns = false;
+        py_walk(stmt, visit_return, &returns);
+        if (returns) return false;
+    }
+    return false;
+}
+
 /* The call makes the host wait for the GPU (or, for a helper of unknown
  * content, may well do so: `synchronize()`, `cuda_sync()`): a sync call, a
  * copy to the host, reading a tensor's value, decoding token ids, a barrier,
@@ -313,13 +369,17 @@ static bool is_sync_at(const PySource *src, TSNode call, int depth) {
         return true;
     if (depth >= MAX_HELPER_DEPTH) return false;
     TSNode def = py_local_function_of_call(src, call);
-    if (ts_node_is_null(def)) def = py_self_method_of_call(src, call); /* `self._run_step(batch)` */
+    if (!ts_node_is_null(def)) {
+        if (py_is_within(call, def)) return false; /* recursion */
+        TSNode body = ts_node_child_by_field_name(def, "body", 4);
+        return !ts_node_is_null(body) && walk_waits(src, body, depth + 1);
+    }
+    /* `self._run_step(batch)`: a trainer's method holds logging, checkpoints
+     * and early returns, so its wait counts only where it runs on every call */
+    def = py_self_method_of_call(src, call);
     if (ts_node_is_null(def) || py_is_within(call, def)) return false;
     TSNode body = ts_node_child_by_field_name(def, "body", 4);
-    if (ts_node_is_null(body)) return false;
-    SyncSearch s = {src, depth + 1, false};
-    py_walk(body, visit_helper_sync, &s);
-    return s.found;
+    return !ts_node_is_null(body) && waits_on_every_call(src, body, depth + 1);
 }
 
 static bool is_sync(const PySource *src, TSNode call) { return is_sync_at(src, call, 0); }

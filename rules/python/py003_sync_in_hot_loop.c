@@ -20,17 +20,20 @@ static const char documentation[] =
     "\n"
     "Not flagged: a synchronize or empty_cache guarded by a periodic condition (`if step % 100 == 0:`);\n"
     "in a loop over the model's modules (`for name, m in model.named_modules():`, a one-off rewrite\n"
-    "or conversion); empty_cache in a loop that moves what it loaded off the GPU again (`layer =\n"
+    "or conversion); empty_cache in a loop that exports a model on each iteration (`torch.onnx.export`,\n"
+    "`torch.jit.trace`, `torch.jit.script`, `torch.export.export`: a conversion pass over models); empty_cache in a loop that moves what it loaded off the GPU again (`layer =\n"
     "layer.cpu()`, `module.cpu()`, `module.unload()`, `layers[i] = layer.cpu()` after `layer =\n"
-    "layers[i].to(dev)`: layer-by-layer calibration or quantization,\n"
+    "layers[i].to(dev)` and `layer(x)`, the name bound to nothing else: layer-by-layer calibration or\n"
+    "quantization,\n"
     "which fits in memory by handing the freed blocks back), or that loads a whole model on every\n"
     "iteration and deletes it before emptying the cache (`pipe = DiffusionPipeline.from_pretrained(...)`\n"
     "... `del pipe`, also behind `.to(device)`; not a tokenizer, processor, configuration or scheduler,\n"
     "and both whenever the cache is emptied, not under an `if` of their own: the next model fits\n"
     "because the blocks went back);\n"
     "empty_cache in a loop that sweeps over sizes (its target sizes the\n"
-    "tensors it builds: `for m, k in shapes: a = torch.randn(m, k, ...)`; data or a file it names,\n"
-    "`torch.as_tensor(x)`, `torch.load(path)`, is no size), where handing back the last\n"
+    "tensors a torch factory builds, `for m, k in shapes: a = torch.randn(m, k, ...)`, or slices:\n"
+    "data or a file it names, `F.cross_entropy(out, labels)`, `torch.as_tensor(x)`, `torch.load(path)`,\n"
+    "is no size), where handing back the last\n"
     "size's blocks keeps a benchmark from running out of memory, or that reads the allocator's figures\n"
     "on each iteration (`torch.cuda.memory_reserved()`, `max_memory_allocated()`: it measures memory per\n"
     "item), or that times each iteration with CUDA events and empties the cache after the last event\n"
@@ -227,20 +230,20 @@ static bool mentions_target(const RuleContext *ctx, TSNode n, TSNode target, int
     return false;
 }
 
-/* a slice (`A[:m, :k]`) or a torch call's argument (`torch.randn(m, k)`) sized by the loop's target */
+/* a slice (`A[:m, :k]`) or a torch factory's argument (`torch.randn(m, k)`) sized by the loop's
+ * target; an operation on the target's data (`F.cross_entropy(logits, labels)`, `torch.load(path)`,
+ * `torch.as_tensor(x)`) is no size */
 static bool visit_sized(TSNode n, void *data) {
     SizeSearch *s = data;
     if (s->found) return false;
     if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
     if (py_is(n, "slice") && mentions_target(s->ctx, n, s->target, 0)) s->found = true;
     if (py_is(n, "call")) {
-        char q[PY_NAME_MAX];
-        /* a file (`torch.load(path)`) or data (`torch.as_tensor(x)`) named by the target is no size */
-        static const char *const not_sizes[] = {"torch.load",   "torch.save",      "torch.jit.load", "torch.as_tensor",
-                                                "torch.tensor", "torch.from_numpy", "torch.stack",    "torch.cat",
-                                                NULL};
-        if (py_callee_name(s->ctx->py, n, q, sizeof q) && strncmp(q, "torch.", 6) == 0 &&
-            !py_callee_is_any(s->ctx->py, n, not_sizes) &&
+        static const char *const factories[] = {
+            "torch.randn", "torch.rand",     "torch.randint", "torch.randperm",     "torch.zeros",
+            "torch.ones",  "torch.empty",    "torch.full",    "torch.arange",       "torch.linspace",
+            "torch.eye",   "torch.logspace", "torch.normal",  "torch.empty_strided", NULL};
+        if (py_callee_is_any(s->ctx->py, n, factories) &&
             mentions_target(s->ctx, py_call_arguments(n), s->target, 0))
             s->found = true;
     }
@@ -273,30 +276,36 @@ static bool measures_memory(const RuleContext *ctx, TSNode loop) {
 typedef struct {
     const PySource *src;
     TSNode name, slot; /* `name = slot.to(dev)` or `name = slot.cuda()` wanted */
-    bool found;
+    int loads, other_bindings, calls;
 } SlotLoadSearch;
 
 static bool visit_slot_load(TSNode n, void *data) {
     SlotLoadSearch *s = data;
-    if (s->found || py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda"))
-        return false;
-    if (!py_is(n, "assignment")) return true;
+    if (py_is(n, "function_definition") || py_is(n, "class_definition") || py_is(n, "lambda")) return false;
+    if (py_is(n, "call") && py_same_text(s->src, ts_node_child_by_field_name(n, "function", 8), s->name)) s->calls++;
+    if (!py_is(n, "assignment") && !py_is(n, "augmented_assignment")) return true;
     TSNode left = ts_node_child_by_field_name(n, "left", 4), right = ts_node_child_by_field_name(n, "right", 5);
+    if (!py_same_text(s->src, left, s->name)) return true;
     TSNode recv;
-    if (py_is(right, "call") && py_same_text(s->src, left, s->name) &&
+    if (py_is(n, "assignment") && py_is(right, "call") &&
         (py_method_call(s->src, right, "to", &recv) || py_method_call(s->src, right, "cuda", &recv)) &&
         py_same_text(s->src, recv, s->slot))
-        s->found = true;
-    return !s->found;
+        s->loads++;
+    else
+        s->other_bindings++;
+    return true;
 }
 
-/* `layers[i] = layer.cpu()` where the loop took `layer = layers[i].to(dev)`:
- * the host copy goes back into the slot the layer came from */
+/* `layers[i] = layer.cpu()` where the loop took `layer = layers[i].to(dev)`,
+ * ran it as a module (`layer(inps)`) and bound the name to nothing else: the
+ * layer goes back into the slot it came from. A tensor loaded so and
+ * written back after it was computed on (`frame = model(frame)`, a feature
+ * bank, optimizer state) is a result copied out, not an offload. */
 static bool returns_to_its_slot(const PySource *src, TSNode loop, TSNode slot, TSNode name) {
     if (ts_node_is_null(loop)) return false;
-    SlotLoadSearch s = {src, name, slot, false};
+    SlotLoadSearch s = {src, name, slot, 0, 0, 0};
     py_walk(ts_node_child_by_field_name(loop, "body", 4), visit_slot_load, &s);
-    return s.found;
+    return s.loads == 1 && s.other_bindings == 0 && s.calls > 0;
 }
 
 /* `layer = layer.cpu()`, `module.cpu()`, `x = x.to("cpu")`, `module.unload()` as
@@ -437,6 +446,16 @@ static bool iterates_modules(const PySource *src, TSNode loop) {
     return false;
 }
 
+/* The loop exports or compiles a model ahead of time on each iteration
+ * (`torch.onnx.export(model, ...)`, `torch.jit.trace`, `torch.export.export`):
+ * a conversion pass over models, like a loop over a model's modules, which
+ * fits in memory by handing each model's blocks back before the next. */
+static bool exports_models(const RuleContext *ctx, TSNode loop) {
+    static const char *const exporters[] = {"torch.onnx.export", "torch.onnx.dynamo_export", "torch.export.export",
+                                            "torch.jit.trace",   "torch.jit.script",         NULL};
+    return calls_any_of(ctx->py, ts_node_child_by_field_name(loop, "body", 4), exporters);
+}
+
 typedef struct {
     const PySource *src;
     TSNode loop;
@@ -491,7 +510,8 @@ static bool visit(TSNode n, void *data) {
                          "host waits and then queues the next step");
     } else {
         if (iterates_over_sizes(ctx, loop) || measures_memory(ctx, loop) || offloads_each_iteration(ctx, loop) ||
-            releases_loaded_model(ctx, loop, n) || empties_between_timed_spans(ctx, loop, n))
+            releases_loaded_model(ctx, loop, n) || empties_between_timed_spans(ctx, loop, n) ||
+            exports_models(ctx, loop))
             return true;
         rule_report_node(ctx, n,
                          "torch.cuda.empty_cache() inside a loop: freed blocks must be cudaMalloc'ed again on the "
