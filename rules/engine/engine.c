@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "analysis/suppression.h"
 #include "rules/engine/engine_internal.h"
@@ -67,6 +68,26 @@ static bool any_rule_for(const Config *cfg, Language language) {
     for (size_t i = 0; i < count; i++)
         if (all[i]->check && (all[i]->languages & language) && config_rule_enabled(cfg, all[i])) return true;
     return false;
+}
+
+/* ADVISE_RULE_TIMING=1: one line on stderr per rule run, with its time, so
+ * that a rule which walks the whole file in a one-statement pass shows up
+ * (bench/README.md, "Where an edit's time goes"). Read once. */
+static bool rule_timing_wanted(void) {
+    static int wanted = -1; /* threads may race to set it: each sets the same value */
+    int w = __atomic_load_n(&wanted, __ATOMIC_RELAXED);
+    if (w < 0) {
+        const char *v = getenv("ADVISE_RULE_TIMING");
+        w = v && *v && strcmp(v, "0") != 0;
+        __atomic_store_n(&wanted, w, __ATOMIC_RELAXED);
+    }
+    return w;
+}
+
+static double seconds_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 static bool run(const Document *doc, const PySource *py, const CudaSource *cuda, const Config *cfg,
@@ -138,7 +159,11 @@ static bool run(const Document *doc, const PySource *py, const CudaSource *cuda,
         }
         size_t before = out->count;
         py_facts_thread_reset();
+        double began = rule_timing_wanted() ? seconds_now() : 0;
         rule->check(&ctx);
+        if (began > 0)
+            fprintf(stderr, "advise rule timing: %s %s %.3f ms\n", rule->code, region ? "region" : "file",
+                    (seconds_now() - began) * 1e3);
         oom |= ctx.out_of_memory;
         if (region) /* a rule may look beyond the region; keep what starts inside it */
             for (size_t k = before; k < out->count;) {
