@@ -58,6 +58,7 @@ void rule_walk(RuleContext *ctx, PyVisitor visit, void *data) {
     if (ts_tree_cursor_goto_first_child_for_byte(&cursor, (uint32_t)ctx->region_start) >= 0) {
         do {
             TSNode stmt = ts_tree_cursor_current_node(&cursor);
+            py_walk_add_work(1);
             if (ts_node_start_byte(stmt) >= ctx->region_end) break;
             if (ts_node_end_byte(stmt) <= ctx->region_start || !ts_node_is_named(stmt)) continue;
             py_walk(stmt, visit, data);

@@ -291,14 +291,23 @@ bool py_starts_line(const PySource *src, TSNode stmt) {
 /* A tree cursor keeps the walk linear: ts_node_named_child(i) scans its
  * siblings from the start in this tree-sitter version, which made walks over
  * long modules quadratic. */
+static _Thread_local uint64_t walk_work;
+
+uint64_t py_walk_work(void) { return walk_work; }
+
+void py_walk_add_work(uint64_t steps) { walk_work += steps; }
+
 void py_walk(TSNode root, PyVisitor visit, void *data) {
     if (ts_node_is_null(root)) return;
     TSTreeCursor cursor = ts_tree_cursor_new(root);
+    walk_work++;
     bool descend = visit(root, data);
     if (descend && ts_tree_cursor_goto_first_child(&cursor)) {
         for (;;) {
             TSNode n = ts_tree_cursor_current_node(&cursor);
-            bool go_down = ts_node_is_named(n) ? visit(n, data) : false;
+            bool named = ts_node_is_named(n);
+            walk_work += named;
+            bool go_down = named ? visit(n, data) : false;
             if (go_down && ts_tree_cursor_goto_first_child(&cursor)) continue;
             /* next sibling, or climb until one exists */
             bool moved = false;

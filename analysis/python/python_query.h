@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "analysis/python/python_source.h"
 
@@ -77,6 +78,12 @@ bool py_starts_line(const PySource *src, TSNode stmt);
 /* Preorder walk; the visitor returns false to skip the node's children. */
 typedef bool (*PyVisitor)(TSNode node, void *data);
 void py_walk(TSNode root, PyVisitor visit, void *data);
+
+/* Work counted on this thread: each node py_walk visits and each top-level
+ * statement rule_walk steps over. Tests read it to check that a
+ * one-statement pass does work that does not grow with the module. */
+uint64_t py_walk_work(void);
+void py_walk_add_work(uint64_t steps);
 
 /* Text for an edit that adds keyword `kw=value` to a call's arguments, placed
  * before the closing parenthesis (handles trailing commas and empty lists).

@@ -321,10 +321,12 @@ static bool cuda_is_the_default(const RuleContext *ctx) {
     const PySource *src = ctx->py;
     if (src->workspace && src->module && py_workspace_default_cuda_for(src->workspace, src->module, NULL, NULL))
         return true;
-    /* both setters spell `set_default_`, aliased or not (the import names
-     * them): without it no call can set the default, and the walk over the
-     * whole tree (10 ms per keystroke on a 6,000-line module) is skipped */
-    if (!memmem(ctx->doc->text, ctx->doc->length, "set_default_", 12)) return false;
+    /* the file spells a setter's name, aliased or not (the import names it):
+     * without one no call can set the default, and the walk over the whole
+     * tree (10 ms per keystroke on a 6,000-line module) is skipped */
+    if (!memmem(ctx->doc->text, ctx->doc->length, "set_default_device", 18) &&
+        !memmem(ctx->doc->text, ctx->doc->length, "set_default_tensor_type", 23))
+        return false;
     DefaultSearch s = {src, false};
     py_walk(ts_tree_root_node(src->tree), visit_cuda_default, &s);
     return s.found;
