@@ -42,12 +42,75 @@ fail:
     return NULL;
 }
 
+Document *document_clone(const Document *doc) {
+    Document *copy = calloc(1, sizeof *copy);
+    if (!copy) return NULL;
+    copy->language = doc->language;
+    copy->length = doc->length;
+    copy->line_count = doc->line_count;
+    copy->text = malloc(doc->length + 1);
+    copy->line_starts = malloc(doc->line_count * sizeof *copy->line_starts);
+    if (!copy->text || !copy->line_starts || (doc->path && !(copy->path = strdup(doc->path)))) {
+        document_free(copy);
+        return NULL;
+    }
+    memcpy(copy->text, doc->text, doc->length + 1);
+    memcpy(copy->line_starts, doc->line_starts, doc->line_count * sizeof *copy->line_starts);
+    return copy;
+}
+
 void document_free(Document *doc) {
     if (!doc) return;
     free(doc->path);
     free(doc->text);
     free(doc->line_starts);
     free(doc);
+}
+
+/* Whether a line starts at byte i + 1: after a '\n', or after a '\r' that
+ * no '\n' follows. */
+static bool breaks_after(const char *text, size_t length, size_t i) {
+    return text[i] == '\n' || (text[i] == '\r' && (i + 1 >= length || text[i + 1] != '\n'));
+}
+
+/* The first index k with starts[k] >= offset (starts is sorted). */
+static size_t first_start_at_or_after(const size_t *starts, size_t count, size_t offset) {
+    size_t lo = 0, hi = count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (starts[mid] < offset) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Brings the line index of the text before a replacement of [start, end)
+ * by `length` bytes up to the text after it, without reading the rest of
+ * the text: a line start at p depends only on the bytes at p - 1 and p, so
+ * the starts before `start` stay, those after `end` move by the change in
+ * length, and only those in [start, start + length] are found again
+ * (keystrokes on a 6,000-line module rebuilt the whole index each). */
+static bool update_line_index(Document *doc, size_t start, size_t end, size_t length) {
+    size_t *old = doc->line_starts, old_count = doc->line_count;
+    /* starts < start, and always the first line's 0, which no break makes */
+    size_t keep_before = start ? first_start_at_or_after(old, old_count, start) : 1;
+    size_t after = first_start_at_or_after(old, old_count, end + 1);     /* starts > end */
+    size_t added = 0;
+    for (size_t i = start ? start - 1 : 0; i < start + length && i < doc->length; i++)
+        added += breaks_after(doc->text, doc->length, i);
+    size_t count = keep_before + added + (old_count - after);
+    size_t *starts = malloc(count * sizeof *starts);
+    if (!starts) return false;
+    memcpy(starts, old, keep_before * sizeof *starts);
+    size_t n = keep_before;
+    for (size_t i = start ? start - 1 : 0; i < start + length && i < doc->length; i++)
+        if (breaks_after(doc->text, doc->length, i)) starts[n++] = i + 1;
+    long long delta = (long long)length - (long long)(end - start);
+    for (size_t k = after; k < old_count; k++) starts[n++] = (size_t)((long long)old[k] + delta);
+    free(old);
+    doc->line_starts = starts;
+    doc->line_count = count;
+    return true;
 }
 
 bool document_replace(Document *doc, size_t start, size_t end, const char *text, size_t length) {
@@ -65,7 +128,7 @@ bool document_replace(Document *doc, size_t start, size_t end, const char *text,
     size_t old_length = doc->length;
     doc->text = buf;
     doc->length = new_length;
-    if (!build_line_index(doc)) {
+    if (!update_line_index(doc, start, end, length)) {
         doc->text = old_text;
         doc->length = old_length;
         free(buf);

@@ -37,6 +37,8 @@ typedef struct {
 
 /* Copies text. Returns NULL only when memory runs out. */
 Document *document_new(const char *path, Language language, const char *text, size_t length);
+/* A copy of doc, its line index included. NULL when memory runs out. */
+Document *document_clone(const Document *doc);
 void document_free(Document *doc);
 
 /* Replaces bytes [start, end) with text, keeping the line index current.

@@ -441,3 +441,21 @@ Test(language, for_path) {
     cr_expect(strcmp(language_name(LANGUAGE_CUDA), "cuda") == 0);
     cr_expect(strcmp(language_name(LANGUAGE_UNKNOWN), "unknown") == 0);
 }
+
+Test(clone, copies_text_path_and_line_index) {
+    Document *doc = doc_of("one\r\ntwo\rthree\nfour");
+    replace(doc, 4, 4, "\n");
+    Document *copy = document_clone(doc);
+    cr_assert_not_null(copy);
+    cr_expect(copy->text != doc->text && copy->line_starts != doc->line_starts);
+    cr_expect(copy->length == doc->length && memcmp(copy->text, doc->text, doc->length + 1) == 0);
+    cr_expect(copy->language == doc->language);
+    cr_expect((copy->path == NULL) == (doc->path == NULL));
+    if (doc->path) cr_expect(strcmp(copy->path, doc->path) == 0);
+    expect_same_index(copy);
+    cr_expect(copy->line_count == doc->line_count);
+    replace(copy, 0, copy->length, "x"); /* the copy is its own */
+    cr_expect(strcmp(doc->text, "one\r\n\ntwo\rthree\nfour") == 0, "got \"%s\"", doc->text);
+    document_free(copy);
+    document_free(doc);
+}

@@ -597,3 +597,108 @@ Test(python_index, module_bindings_not_carried_over_an_edit_of_a_module_value) {
     py_source_free(src);
     document_free(doc);
 }
+
+/* ---- imports over incremental reparses ---------------------------------------- */
+
+/* the imports a reparse left, against those of a fresh parse of the same text */
+static void expect_imports_fresh(const PySource *src, const Document *doc, int round) {
+    PySource *fresh = parse(doc);
+    cr_assert_eq(src->import_count, fresh->import_count, "round %d: %zu imports, fresh %zu\n%s", round,
+                 src->import_count, fresh->import_count, doc->text);
+    for (size_t i = 0; i < src->import_count; i++) {
+        cr_assert_str_eq(src->imports[i].local, fresh->imports[i].local, "round %d, import %zu", round, i);
+        cr_assert_str_eq(src->imports[i].qualified, fresh->imports[i].qualified, "round %d, import %zu", round, i);
+    }
+    cr_assert_eq(src->imports_torch, fresh->imports_torch, "round %d", round);
+    py_source_free(fresh);
+}
+
+/* the offset of the start of line `line` (clamped to the text's end) */
+static size_t line_start_of(const char *text, size_t length, size_t line) {
+    size_t at = 0;
+    while (line-- > 0) {
+        const char *nl = memchr(text + at, '\n', length - at);
+        if (!nl) return length;
+        at = (size_t)(nl - text) + 1;
+    }
+    return at;
+}
+
+/* One edit of doc as the server notes it before the reparse: the new text
+ * is a document of its own, the old one stays readable until then. */
+static Document *noted_edit(PySource *src, const Document *now, size_t start, size_t end, const char *piece) {
+    size_t len = strlen(piece);
+    char *buf = malloc(now->length - (end - start) + len + 1);
+    cr_assert_not_null(buf);
+    memcpy(buf, now->text, start);
+    memcpy(buf + start, piece, len);
+    memcpy(buf + start + len, now->text + end, now->length - end + 1);
+    Document *next = doc_of(buf);
+    free(buf);
+    py_source_note_edit(src, start, end, start + len, py_point_at(now->text, start), py_point_at(now->text, end),
+                        py_point_at(next->text, start + len));
+    return next;
+}
+
+/* Lines typed, deleted and replaced around imports, a name typed into a
+ * line, half an `import` typed and finished, one edit per reparse and now
+ * and then two: the imports a reparse keeps (it skips collecting them when
+ * the edit touches no statement that spells `import`, in trees without a
+ * syntax error) are always a fresh parse's, and they are kept often. */
+Test(python_source, imports_follow_incremental_edits) {
+    static const char *lines[] = {"x = 1\n", "import os\n", "from torch import nn as tnn\n", "y = x + 2\n",
+                                  "def f():\n    import math\n    return math.pi\n", "print(x)\n",
+                                  "class K:\n    pass\n", "import numpy as np\n", "z = [1,\n     2]\n",
+                                  "w = 'import'\n", "imp", "ort json\n", "# import sys\n", "\n"};
+    Document *doc = doc_of("import torch\nfrom torch.nn import functional as F\n\nx = torch.zeros(3)\n\n"
+                           "def g(a):\n    return F.relu(a)\n\nclass C:\n    import json\n");
+    PySource *src = parse(doc);
+    unsigned seed = 2026;
+    size_t kept = 0;
+    int broken = 0; /* reparses in a row that left a syntax error */
+    for (int round = 0; round < 600; round++) {
+        int edits = round % 7 == 6 ? 2 : 1;
+        Document *now = doc;
+        for (int e = 0; e < edits; e++) {
+            seed = seed * 1103515245u + 12345u;
+            unsigned kind = (seed >> 8) % 4;
+            seed = seed * 1103515245u + 12345u;
+            size_t at = line_start_of(now->text, now->length, (seed >> 8) % 40);
+            seed = seed * 1103515245u + 12345u;
+            const char *piece = lines[(seed >> 8) % (sizeof lines / sizeof *lines)];
+            size_t end = at;
+            if (kind == 1 || kind == 2) { /* delete, or replace, the line */
+                const char *nl = memchr(now->text + at, '\n', now->length - at);
+                end = nl ? (size_t)(nl - now->text) + 1 : now->length;
+            }
+            if (kind == 1) piece = "";
+            if (kind == 3) { /* a name typed into the line */
+                while (at < now->length && now->text[at] != '\n' && !(now->text[at] >= 'a' && now->text[at] <= 'z')) at++;
+                end = at;
+                piece = "q";
+            }
+            Document *next = noted_edit(src, now, at, end, piece);
+            if (now != doc) document_free(now); /* the first text stays: src reads it until the reparse */
+            now = next;
+        }
+        bool clean_before = !src->has_errors;
+        cr_assert(py_source_reparse(src, now));
+        document_free(doc);
+        doc = now;
+        expect_imports_fresh(src, doc, round);
+        kept += clean_before && !src->has_errors;
+        broken = src->has_errors ? broken + 1 : 0;
+        if (doc->length > 1200 || broken > 2) { /* start again from a short text without errors */
+            py_source_free(src);
+            Document *fresh = doc_of(round % 2 ? "import torch\nimport numpy\n\ny = 2\n"
+                                               : "x = 0\n\ndef h():\n    return 1\n\nfrom os import path\n");
+            document_free(doc);
+            doc = fresh;
+            src = parse(doc);
+        }
+    }
+    cr_log_info("%zu reparses between trees without errors", kept);
+    cr_expect_gt(kept, 100, "only %zu of the 600 reparses were between trees without errors", kept);
+    py_source_free(src);
+    document_free(doc);
+}

@@ -41,6 +41,11 @@ typedef struct {
      * the caller takes it: py_source_take_retired), so that freeing it (a
      * few ms on a large module) need not delay the answer */
     TSTree *retired;
+    /* the edits noted since the last parse, and whether the imports could
+     * change with them (py_source_note_edit); the last edit's span */
+    unsigned edits_noted;
+    bool imports_may_change;
+    size_t edit_start, edit_new_end;
 } PySource;
 
 #define PY_PARSE_TIMEOUT_SECONDS 20
@@ -63,7 +68,9 @@ void py_source_free(PySource *src);
 /* Incremental reparse: for each edit call py_source_note_edit (start and
  * old_end measured in the text before the edit, new_end in the text after
  * it), then py_source_reparse with the updated document: tree-sitter reuses
- * the unchanged parts of the old tree. */
+ * the unchanged parts of the old tree. src->doc must still hold the text
+ * of the last parse when the edits are noted (the new text comes as a
+ * document of its own). */
 TSPoint py_point_at(const char *text, size_t offset);
 void py_source_note_edit(PySource *src, size_t start, size_t old_end, size_t new_end,
                          TSPoint start_point, TSPoint old_end_point, TSPoint new_end_point);

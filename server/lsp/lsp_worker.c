@@ -128,6 +128,50 @@ typedef struct {
     uint32_t tops; /* named top-level nodes: statements and comments */
 } DefinitionSpan;
 
+/* The span of a top-level definition, where the cursor stands on it. */
+static bool definition_of(TSNode def, TSTreeCursor *at_def, size_t a, size_t b, uint32_t tops, DefinitionSpan *span) {
+    const char *type = ts_node_type(def);
+    if (strcmp(type, "function_definition") != 0 && strcmp(type, "class_definition") != 0) return false;
+    bool has_next = ts_tree_cursor_goto_next_sibling(at_def);
+    uint32_t next = has_next ? ts_node_start_byte(ts_tree_cursor_current_node(at_def)) : 0;
+    if (a && has_next && b >= next) return false;
+    *span = (DefinitionSpan){ts_node_start_byte(def), next, has_next, ts_node_symbol(def), tops};
+    return true;
+}
+
+static bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f'; }
+
+/* definition_around on a tree without a syntax error, in a logarithmic
+ * number of steps: the module's statements are found by byte through its
+ * hidden repetition nodes (counting them from the first, twice per
+ * keystroke, took about 0.5 ms on a module of 2,000 statements). *decided
+ * is false where it cannot tell, and the caller counts. */
+static bool definition_around_clean(const PySource *py, size_t a, size_t b, DefinitionSpan *span, bool *decided) {
+    *decided = true;
+    TSNode root = ts_tree_root_node(py->tree);
+    uint32_t goal;
+    if (a) { /* the last byte before a that a node must hold: not whitespace */
+        size_t q = a;
+        while (q > 0 && is_blank(py->doc->text[q - 1])) q--;
+        if (q == 0) return false; /* nothing starts before a */
+        goal = (uint32_t)(q - 1);
+    } else {
+        goal = span->start;
+    }
+    TSTreeCursor cursor = ts_tree_cursor_new(root);
+    bool ok = false;
+    if (ts_tree_cursor_goto_first_child_for_byte(&cursor, goal) < 0) {
+        *decided = false;
+    } else {
+        TSNode def = ts_tree_cursor_current_node(&cursor);
+        uint32_t s = ts_node_start_byte(def);
+        if (a ? s > goal : s != goal) *decided = false; /* a byte outside every node: count instead */
+        else ok = definition_of(def, &cursor, a, b, ts_node_named_child_count(root), span);
+    }
+    ts_tree_cursor_delete(&cursor);
+    return ok;
+}
+
 /* With a > 0: the top-level function or class definition of py's tree that
  * is the last top-level statement to start before byte a, when the next
  * one starts after byte b (an edit of [a, b] touches the definition or the
@@ -135,6 +179,11 @@ typedef struct {
  * span->start. Either way no other top-level statement may hold a syntax
  * error. */
 static bool definition_around(const PySource *py, size_t a, size_t b, DefinitionSpan *span) {
+    bool decided;
+    if (!ts_node_has_error(ts_tree_root_node(py->tree))) {
+        bool found = definition_around_clean(py, a, b, span, &decided);
+        if (decided) return found;
+    }
     TSTreeCursor cursor = ts_tree_cursor_new(ts_tree_root_node(py->tree));
     TSNode def = {0};
     bool def_error = false, has_next = false;
@@ -447,9 +496,7 @@ static void run_pass(void *arg) {
     /* a CUDA file's first parse skips the precompiled preamble so that its
      * diagnostics come sooner; this pass builds it, so that edits are fast */
     else if (p->warm_up)
-        ok = reparse_cuda(d, document_new(d->parsed_doc->path, d->parsed_doc->language, d->parsed_doc->text,
-                                          d->parsed_doc->length),
-                          config, &p->error);
+        ok = reparse_cuda(d, document_clone(d->parsed_doc), config, &p->error);
     else if (edited) ok = p->text && reparse(d, p->text, p->edits, p->edit_count, p->from_scratch);
     PySource *py = d->parsed_py;
     p->parsed = lsp_now();
@@ -544,7 +591,7 @@ static void analyse(LspServer *s, LspDocument *d, TSTree **garbage) {
     bool from_scratch = false;
     if (edited) {
         /* snapshot the text and the edits since the last parse */
-        text = document_new(d->doc->path, d->doc->language, d->doc->text, d->doc->length);
+        text = document_clone(d->doc);
         edit_count = d->edit_count;
         edits = edit_count ? malloc(edit_count * sizeof *edits) : NULL;
         if (edits) memcpy(edits, d->edits, edit_count * sizeof *edits);
@@ -599,9 +646,7 @@ static void analyse(LspServer *s, LspDocument *d, TSTree **garbage) {
     if (ok) lsp_profiles_explain_unmerged(s, profiles, d->path);
     char *error = pass.error;
     FindingList findings = pass.findings;
-    Document *analysed = ok ? document_new(d->parsed_doc->path, d->parsed_doc->language, d->parsed_doc->text,
-                                           d->parsed_doc->length)
-                            : NULL;
+    Document *analysed = ok ? document_clone(d->parsed_doc) : NULL;
     /* pull clients get the JSON array; a push publish is written from each
      * diagnostic's text, kept from the last publish where the finding is the same */
     json_t *diagnostics = NULL;
