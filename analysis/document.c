@@ -22,6 +22,7 @@ static bool build_line_index(Document *doc) {
     free(doc->line_starts);
     doc->line_starts = starts;
     doc->line_count = count;
+    doc->line_capacity = count;
     return true;
 }
 
@@ -31,6 +32,7 @@ Document *document_new(const char *path, Language language, const char *text, si
     doc->language = language;
     doc->text = malloc(length + 1);
     if (!doc->text) goto fail;
+    doc->capacity = length + 1;
     if (length) memcpy(doc->text, text, length);
     doc->text[length] = '\0';
     doc->length = length;
@@ -47,7 +49,9 @@ Document *document_clone(const Document *doc) {
     if (!copy) return NULL;
     copy->language = doc->language;
     copy->length = doc->length;
+    copy->capacity = doc->length + 1;
     copy->line_count = doc->line_count;
+    copy->line_capacity = doc->line_count;
     copy->text = malloc(doc->length + 1);
     copy->line_starts = malloc(doc->line_count * sizeof *copy->line_starts);
     if (!copy->text || !copy->line_starts || (doc->path && !(copy->path = strdup(doc->path)))) {
@@ -85,32 +89,36 @@ static size_t first_start_at_or_after(const size_t *starts, size_t count, size_t
 }
 
 /* Brings the line index of the text before a replacement of [start, end)
- * by `length` bytes up to the text after it, without reading the rest of
- * the text: a line start at p depends only on the bytes at p - 1 and p, so
- * the starts before `start` stay, those after `end` move by the change in
- * length, and only those in [start, start + length] are found again
- * (keystrokes on a 6,000-line module rebuilt the whole index each). */
-static bool update_line_index(Document *doc, size_t start, size_t end, size_t length) {
-    size_t *old = doc->line_starts, old_count = doc->line_count;
+ * by `length` bytes up to the text after it (already in doc), in place and
+ * without reading the rest of the text: a line start at p depends only on
+ * the bytes at p - 1 and p, so the starts before `start` stay, those after
+ * `end` move by the change in length, and only those in
+ * [start, start + length] are found again (keystrokes on a 6,000-line
+ * module rebuilt the whole index each). The index has room for
+ * line_index_bound() entries. */
+static void update_line_index(Document *doc, size_t start, size_t end, size_t length) {
+    size_t *starts = doc->line_starts, old_count = doc->line_count;
     /* starts < start, and always the first line's 0, which no break makes */
-    size_t keep_before = start ? first_start_at_or_after(old, old_count, start) : 1;
-    size_t after = first_start_at_or_after(old, old_count, end + 1);     /* starts > end */
-    size_t added = 0;
-    for (size_t i = start ? start - 1 : 0; i < start + length && i < doc->length; i++)
-        added += breaks_after(doc->text, doc->length, i);
-    size_t count = keep_before + added + (old_count - after);
-    size_t *starts = malloc(count * sizeof *starts);
-    if (!starts) return false;
-    memcpy(starts, old, keep_before * sizeof *starts);
+    size_t keep_before = start ? first_start_at_or_after(starts, old_count, start) : 1;
+    size_t after = first_start_at_or_after(starts, old_count, end + 1); /* starts > end */
+    size_t from = start ? start - 1 : 0, to = start + length < doc->length ? start + length : doc->length;
+    size_t found = 0;
+    for (size_t i = from; i < to; i++) found += breaks_after(doc->text, doc->length, i);
+    size_t tail = old_count - after;
+    memmove(starts + keep_before + found, starts + after, tail * sizeof *starts);
     size_t n = keep_before;
-    for (size_t i = start ? start - 1 : 0; i < start + length && i < doc->length; i++)
+    for (size_t i = from; i < to; i++)
         if (breaks_after(doc->text, doc->length, i)) starts[n++] = i + 1;
     long long delta = (long long)length - (long long)(end - start);
-    for (size_t k = after; k < old_count; k++) starts[n++] = (size_t)((long long)old[k] + delta);
-    free(old);
-    doc->line_starts = starts;
-    doc->line_count = count;
-    return true;
+    for (size_t k = n; k < n + tail; k++) starts[k] = (size_t)((long long)starts[k] + delta);
+    doc->line_count = n + tail;
+}
+
+/* the most line starts the index can hold after the replacement */
+static size_t line_index_bound(const Document *doc, size_t start, size_t end, size_t length) {
+    size_t keep_before = start ? first_start_at_or_after(doc->line_starts, doc->line_count, start) : 1;
+    size_t after = first_start_at_or_after(doc->line_starts, doc->line_count, end + 1);
+    return keep_before + length + 1 + (doc->line_count - after);
 }
 
 bool document_replace(Document *doc, size_t start, size_t end, const char *text, size_t length) {
@@ -118,23 +126,37 @@ bool document_replace(Document *doc, size_t start, size_t end, const char *text,
     if (end > doc->length) end = doc->length;
     if (end < start) end = start;
     size_t new_length = doc->length - (end - start) + length;
-    char *buf = malloc(new_length + 1);
-    if (!buf) return false;
-    memcpy(buf, doc->text, start);
-    if (length) memcpy(buf + start, text, length);
-    memcpy(buf + start + length, doc->text + end, doc->length - end);
-    buf[new_length] = '\0';
-    char *old_text = doc->text;
-    size_t old_length = doc->length;
-    doc->text = buf;
-    doc->length = new_length;
-    if (!update_line_index(doc, start, end, length)) {
-        doc->text = old_text;
-        doc->length = old_length;
-        free(buf);
-        return false;
+    /* Text and index change in place, growing by half again when they run
+     * out of room: a new copy of each per keystroke of a 150 KB module cost
+     * page faults and, in the server, a sweep of the allocator's free lists
+     * (malloc_consolidate) on the main thread. Both grow before either
+     * changes, so that running out of memory leaves the document as it was. */
+    size_t bound = line_index_bound(doc, start, end, length);
+    if (bound > doc->line_capacity) {
+        size_t capacity = bound + bound / 2;
+        size_t *starts = realloc(doc->line_starts, capacity * sizeof *starts);
+        if (!starts) return false;
+        doc->line_starts = starts;
+        doc->line_capacity = capacity;
     }
-    free(old_text);
+    uintptr_t from = (uintptr_t)text, own = (uintptr_t)doc->text;
+    bool aliased = text && from >= own && from < own + doc->capacity;
+    if (new_length + 1 > doc->capacity || aliased) {
+        size_t capacity = new_length + 1 + (aliased ? 0 : (new_length + 1) / 2);
+        char *buf = malloc(capacity);
+        if (!buf) return false;
+        memcpy(buf, doc->text, start);
+        if (length) memcpy(buf + start, text, length);
+        memcpy(buf + start + length, doc->text + end, doc->length - end + 1);
+        free(doc->text);
+        doc->text = buf;
+        doc->capacity = capacity;
+    } else {
+        memmove(doc->text + start + length, doc->text + end, doc->length - end + 1);
+        if (length) memcpy(doc->text + start, text, length);
+    }
+    doc->length = new_length;
+    update_line_index(doc, start, end, length);
     return true;
 }
 

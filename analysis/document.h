@@ -31,8 +31,10 @@ typedef struct {
     Language language;
     char *text;          /* NUL-terminated; may hold invalid UTF-8 only if the caller allowed it */
     size_t length;       /* bytes, without the terminating NUL */
+    size_t capacity;     /* bytes allocated for text (room to grow in place) */
     size_t *line_starts; /* byte offset of each line's first byte */
     size_t line_count;   /* >= 1 */
+    size_t line_capacity; /* entries allocated for line_starts */
 } Document;
 
 /* Copies text. Returns NULL only when memory runs out. */

@@ -459,3 +459,26 @@ Test(clone, copies_text_path_and_line_index) {
     document_free(copy);
     document_free(doc);
 }
+
+Test(replace, text_taken_from_the_document_itself) {
+    /* a piece that points into the document's own buffer is read before the buffer changes */
+    Document *doc = doc_of("abc\ndef\n");
+    cr_assert(document_replace(doc, 0, 0, doc->text + 4, 4)); /* "def\n" in front */
+    cr_expect(strcmp(doc->text, "def\nabc\ndef\n") == 0, "got \"%s\"", doc->text);
+    expect_same_index(doc);
+    cr_assert(document_replace(doc, 4, 8, doc->text, 3)); /* "abc\n" -> "def" */
+    cr_expect(strcmp(doc->text, "def\ndefdef\n") == 0, "got \"%s\"", doc->text);
+    expect_same_index(doc);
+    document_free(doc);
+}
+
+Test(replace, grows_and_shrinks_in_place) {
+    Document *doc = doc_of("x\n");
+    for (int i = 0; i < 2000; i++) cr_assert(document_replace(doc, doc->length, doc->length, "y = 1\n", 6));
+    cr_expect(doc->length == 2 + 2000 * 6 && doc->line_count == 2002);
+    cr_expect(doc->capacity > doc->length);
+    for (int i = 0; i < 2000; i++) cr_assert(document_replace(doc, 2, 8, "", 0));
+    cr_expect(strcmp(doc->text, "x\n") == 0 && doc->line_count == 2);
+    expect_same_index(doc);
+    document_free(doc);
+}

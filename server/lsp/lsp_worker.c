@@ -784,6 +784,19 @@ void lsp_thread_end(void) {
     crash_guard_thread_end();
 }
 
+/* Freeing a parse tree leaves thousands of small blocks in glibc's fast
+ * free lists, and the next request for a large block sweeps them all
+ * (malloc_consolidate): that was the next keystroke's snapshot of the
+ * text, 5% of the server's time on a 6,000-line module, on the path to
+ * its answer. A large block asked for and given back right after the
+ * tree's release makes the sweep happen now, after the publish, while the
+ * editor reads it. (Only a matter of when: it changes no result.) */
+static void sweep_free_lists(void) {
+    void *p = malloc(64 * 1024); /* above the small sizes, below the mmap threshold */
+    __asm__ volatile("" : : "r"(p) : "memory"); /* kept: the compiler may not pair and drop the two */
+    free(p);
+}
+
 static void *worker_main(void *arg) {
     LspServer *s = arg;
     bool analysed = false; /* since this worker last gave memory back */
@@ -799,6 +812,7 @@ static void *worker_main(void *arg) {
             if (garbage) {
                 pthread_mutex_unlock(&s->lock);
                 ts_tree_delete(garbage);
+                sweep_free_lists();
                 pthread_mutex_lock(&s->lock);
             }
             continue;
