@@ -8,6 +8,7 @@
 #include "analysis/python/python_query.h"
 #include "analysis/base/text_format.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,18 +122,21 @@ static bool visit_imports(TSNode node, void *data) {
            strstr(type, "definition") || strstr(type, "clause");
 }
 
-/* Whether a top-level node of `tree` that touches [start, end] (or the one
- * that ends at start) spells `import`: the imports are collected from such
- * statements (and the bodies that spell it), so where none does on either
- * side of an edit, the edit left them as they were. */
-static bool touched_statements_import(TSTree *tree, const Document *doc, size_t start, size_t end) {
+/* The top-level nodes of `tree` that touch [start, end] (and the one that
+ * ends at start): whether one spells `import`, and the span they cover
+ * (*from == *to == SIZE_MAX when none touches it). */
+static bool touched_statements_import(TSTree *tree, const Document *doc, size_t start, size_t end, size_t *from,
+                                      size_t *to) {
     TSTreeCursor cursor = ts_tree_cursor_new(ts_tree_root_node(tree));
     bool imports = false;
+    *from = *to = SIZE_MAX;
     if (ts_tree_cursor_goto_first_child_for_byte(&cursor, (uint32_t)(start ? start - 1 : 0)) >= 0) {
         do {
             TSNode n = ts_tree_cursor_current_node(&cursor);
             size_t a = ts_node_start_byte(n), b = ts_node_end_byte(n);
             if (a > end) break;
+            if (*from == SIZE_MAX) *from = a;
+            *to = b;
             if (b > doc->length || a > b) imports = true; /* not this text's tree: assume the worst */
             else imports = memmem(doc->text + a, b - a, "import", 6) != NULL;
         } while (!imports && ts_tree_cursor_goto_next_sibling(&cursor));
@@ -292,10 +296,12 @@ void py_source_note_edit(PySource *src, size_t start, size_t old_end, size_t new
      * tree says the same (py_source_reparse). The old tree and text agree
      * only before the first edit is applied. */
     if (src->edits_noted++ == 0 && src->doc && !ts_node_has_error(ts_tree_root_node(src->tree)))
-        src->imports_may_change = touched_statements_import(src->tree, src->doc, start, old_end);
+        src->imports_may_change = touched_statements_import(src->tree, src->doc, start, old_end, &src->touched_from,
+                                                            &src->touched_to);
     else
         src->imports_may_change = true;
     src->edit_start = start;
+    src->edit_old_end = old_end;
     src->edit_new_end = new_end;
     TSInputEdit edit = {
         .start_byte = (uint32_t)start,
@@ -317,10 +323,20 @@ bool py_source_reparse(PySource *src, const Document *doc) {
     src->retired = src->tree;
     src->tree = tree;
     src->doc = doc;
-    /* collecting them walks every top-level statement: 1 ms per keystroke on
-     * a module of 2,000 of them */
+    /* Collecting them walks every top-level statement: 1 ms per keystroke on
+     * a module of 2,000 of them. They are kept when the statements the edit
+     * touched are the same span of text in both trees, moved by the edit:
+     * the text after them is then the same, parsed from the same state, and
+     * so is the text before. (Where that span changes, a string the edit
+     * opened or closed can turn the text after it into code or back, and an
+     * `import` there with it, in two trees without a syntax error.) */
+    size_t from, to;
+    long long delta = (long long)src->edit_new_end - (long long)src->edit_old_end;
     bool keep_imports = !src->imports_may_change && !ts_node_has_error(ts_tree_root_node(tree)) &&
-                        !touched_statements_import(tree, doc, src->edit_start, src->edit_new_end);
+                        !touched_statements_import(tree, doc, src->edit_start, src->edit_new_end, &from, &to) &&
+                        from == src->touched_from &&
+                        (to == SIZE_MAX ? src->touched_to == SIZE_MAX
+                                        : src->touched_to != SIZE_MAX && (long long)to == (long long)src->touched_to + delta);
     src->edits_noted = 0;
     src->imports_may_change = false;
     analyse(src, keep_imports);

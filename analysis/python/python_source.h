@@ -45,7 +45,8 @@ typedef struct {
      * change with them (py_source_note_edit); the last edit's span */
     unsigned edits_noted;
     bool imports_may_change;
-    size_t edit_start, edit_new_end;
+    size_t edit_start, edit_old_end, edit_new_end;
+    size_t touched_from, touched_to; /* the span of the old tree's statements the edit touched */
 } PySource;
 
 #define PY_PARSE_TIMEOUT_SECONDS 20

@@ -160,7 +160,12 @@ static bool definition_around_clean(const PySource *py, size_t a, size_t b, Defi
     }
     TSTreeCursor cursor = ts_tree_cursor_new(root);
     bool ok = false;
-    if (ts_tree_cursor_goto_first_child_for_byte(&cursor, goal) < 0) {
+    /* tree-sitter 0.20 stops at a child that ends at the goal byte too (a
+     * `\` line continuation before a definition): the one after it holds it */
+    bool found = ts_tree_cursor_goto_first_child_for_byte(&cursor, goal) >= 0;
+    while (found && ts_node_end_byte(ts_tree_cursor_current_node(&cursor)) <= goal)
+        found = ts_tree_cursor_goto_next_sibling(&cursor);
+    if (!found) {
         *decided = false;
     } else {
         TSNode def = ts_tree_cursor_current_node(&cursor);
