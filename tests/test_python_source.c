@@ -532,23 +532,31 @@ static void expect_module_bindings_fresh(const PySource *src, const char *when) 
     py_source_free(fresh);
 }
 
+/* One edit of doc as the server notes it before the reparse: the new text
+ * is a document of its own, the old one stays readable until then. */
+static Document *noted_edit(PySource *src, const Document *now, size_t start, size_t end, const char *piece) {
+    size_t len = strlen(piece);
+    char *buf = malloc(now->length - (end - start) + len + 1);
+    cr_assert_not_null(buf);
+    memcpy(buf, now->text, start);
+    memcpy(buf + start, piece, len);
+    memcpy(buf + start + len, now->text + end, now->length - end + 1);
+    Document *next = doc_of(buf);
+    free(buf);
+    py_source_note_edit(src, start, end, start + len, py_point_at(now->text, start), py_point_at(now->text, end),
+                        py_point_at(next->text, start + len));
+    return next;
+}
+
 /* replaces [start, end) with text in a new document (the old one stays
  * readable, as the server keeps it until the reparse is done), carrying the
  * module's bindings over the reparse; returns what put said */
 static bool carry_edit(PySource *src, Document **doc, size_t start, size_t end, const char *text) {
     Document *old = *doc;
     size_t len = strlen(text);
-    char *buf = malloc(old->length - (end - start) + len + 1);
-    cr_assert_not_null(buf);
-    memcpy(buf, old->text, start);
-    memcpy(buf + start, text, len);
-    memcpy(buf + start + len, old->text + end, old->length - end + 1);
-    Document *now = doc_of(buf);
-    free(buf);
     PyCarriedBindings *carried = py_index_take_module(src);
     cr_assert_not_null(carried, "the module scope was indexed: something to carry");
-    py_source_note_edit(src, start, end, start + len, py_point_at(old->text, start), py_point_at(old->text, end),
-                        py_point_at(now->text, start + len));
+    Document *now = noted_edit(src, old, start, end, text);
     cr_assert(py_source_reparse(src, now));
     bool put = py_index_put_module(src, carried, start, end, start + len);
     document_free(old);
@@ -626,22 +634,6 @@ static size_t line_start_of(const char *text, size_t length, size_t line) {
         at = (size_t)(nl - text) + 1;
     }
     return at;
-}
-
-/* One edit of doc as the server notes it before the reparse: the new text
- * is a document of its own, the old one stays readable until then. */
-static Document *noted_edit(PySource *src, const Document *now, size_t start, size_t end, const char *piece) {
-    size_t len = strlen(piece);
-    char *buf = malloc(now->length - (end - start) + len + 1);
-    cr_assert_not_null(buf);
-    memcpy(buf, now->text, start);
-    memcpy(buf + start, piece, len);
-    memcpy(buf + start + len, now->text + end, now->length - end + 1);
-    Document *next = doc_of(buf);
-    free(buf);
-    py_source_note_edit(src, start, end, start + len, py_point_at(now->text, start), py_point_at(now->text, end),
-                        py_point_at(next->text, start + len));
-    return next;
 }
 
 /* Lines typed, deleted and replaced around imports, a name typed into a

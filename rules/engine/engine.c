@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "analysis/base/env_flag.h"
 #include "analysis/suppression.h"
 #include "rules/engine/engine_internal.h"
 #include "analysis/base/text_format.h"
@@ -72,16 +73,10 @@ static bool any_rule_for(const Config *cfg, Language language) {
 
 /* ADVISE_RULE_TIMING=1: one line on stderr per rule run, with its time, so
  * that a rule which walks the whole file in a one-statement pass shows up
- * (bench/README.md, "Where an edit's time goes"). Read once. */
+ * (bench/README.md, "Where an edit's time goes"). */
 static bool rule_timing_wanted(void) {
-    static int wanted = -1; /* threads may race to set it: each sets the same value */
-    int w = __atomic_load_n(&wanted, __ATOMIC_RELAXED);
-    if (w < 0) {
-        const char *v = getenv("ADVISE_RULE_TIMING");
-        w = v && *v && strcmp(v, "0") != 0;
-        __atomic_store_n(&wanted, w, __ATOMIC_RELAXED);
-    }
-    return w;
+    static int wanted = -1;
+    return env_flag("ADVISE_RULE_TIMING", &wanted);
 }
 
 static double seconds_now(void) {

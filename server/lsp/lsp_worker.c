@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "analysis/base/env_flag.h"
 #include "analysis/crash_guard.h"
 #include "analysis/cuda/cuda_source.h"
 #include "analysis/python/python_index.h"
@@ -459,14 +460,8 @@ typedef struct {
 /* ADVISE_LSP_TIMING=1: one line on stderr per finished pass, with the time
  * of each phase (bench/README.md, "Where an edit's time goes"). */
 static bool timing_wanted(void) {
-    static int wanted = -1; /* workers may race to set it: each sets the same value */
-    int w = __atomic_load_n(&wanted, __ATOMIC_RELAXED);
-    if (w < 0) {
-        const char *v = getenv("ADVISE_LSP_TIMING");
-        w = v && *v && strcmp(v, "0") != 0;
-        __atomic_store_n(&wanted, w, __ATOMIC_RELAXED);
-    }
-    return w;
+    static int wanted = -1;
+    return env_flag("ADVISE_LSP_TIMING", &wanted);
 }
 
 /* Cooperative cancellation: the pass looks at the flags between its phases
