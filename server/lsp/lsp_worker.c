@@ -290,19 +290,59 @@ static bool edited_span(const struct PendingEdit *edits, size_t count, size_t *a
  * does, it is a statement (not an ERROR node that recovery made of several),
  * and every other top-level statement parsed cleanly (a syntax error
  * elsewhere could mean that error recovery reshaped more than this one). */
+static bool holds_edit(TSNode stmt, size_t a, size_t b) {
+    size_t s = ts_node_start_byte(stmt), e = ts_node_end_byte(stmt);
+    /* an ERROR node is no statement: error recovery made it of several */
+    return s <= a && b <= e && (a < e || a == b) && ts_node_is_named(stmt) && !ts_node_is_missing(stmt) &&
+           strcmp(ts_node_type(stmt), "ERROR") != 0;
+}
+
+static bool single_unit_counting(const PySource *py, size_t a, size_t b, size_t *ua, size_t *ub);
+
 static bool single_unit(const PySource *py, size_t a, size_t b, size_t *ua, size_t *ub) {
+    /* The statement found by byte, through the module's hidden nodes (as
+     * definition_around_clean). Without a syntax error in the tree it is the
+     * answer; when the tree has one and the statement does not, the error is
+     * elsewhere. Only an edited statement that holds an error makes the
+     * others be counted. (Against the counting walk over 4.9 million
+     * generated cases, the answers differ only where the tree has an error
+     * that no top-level statement holds, as when the root itself is an
+     * ERROR node: the walk saw none and allowed the quick pass, this holds
+     * the edit for the whole-file pass, as for an error elsewhere.) */
+    TSNode root = ts_tree_root_node(py->tree);
+    TSTreeCursor cursor = ts_tree_cursor_new(root);
+    TSNode unit = {0};
+    bool more = ts_tree_cursor_goto_first_child_for_byte(&cursor, (uint32_t)a) >= 0;
+    for (; more; more = ts_tree_cursor_goto_next_sibling(&cursor)) {
+        TSNode stmt = ts_tree_cursor_current_node(&cursor);
+        if (ts_node_start_byte(stmt) > a) break;
+        if (holds_edit(stmt, a, b)) {
+            unit = stmt;
+            break;
+        }
+        if (ts_node_has_error(stmt) || ts_node_is_missing(stmt)) break; /* the counting walk stops here too */
+    }
+    ts_tree_cursor_delete(&cursor);
+    if (ts_node_is_null(unit)) return single_unit_counting(py, a, b, ua, ub);
+    if (!ts_node_has_error(root)) {
+        *ua = ts_node_start_byte(unit);
+        *ub = ts_node_end_byte(unit);
+        return true;
+    }
+    if (!ts_node_has_error(unit)) return false;
+    return single_unit_counting(py, a, b, ua, ub);
+}
+
+static bool single_unit_counting(const PySource *py, size_t a, size_t b, size_t *ua, size_t *ub) {
     TSNode root = ts_tree_root_node(py->tree);
     TSTreeCursor cursor = ts_tree_cursor_new(root);
     bool found = false, errors_elsewhere = false;
     if (ts_tree_cursor_goto_first_child(&cursor)) {
         do {
             TSNode stmt = ts_tree_cursor_current_node(&cursor);
-            size_t s = ts_node_start_byte(stmt), e = ts_node_end_byte(stmt);
-            /* an ERROR node is no statement: error recovery made it of several */
-            if (!found && s <= a && b <= e && (a < e || a == b) && ts_node_is_named(stmt) &&
-                !ts_node_is_missing(stmt) && strcmp(ts_node_type(stmt), "ERROR") != 0) {
-                *ua = s;
-                *ub = e;
+            if (!found && holds_edit(stmt, a, b)) {
+                *ua = ts_node_start_byte(stmt);
+                *ub = ts_node_end_byte(stmt);
                 found = true;
                 continue;
             }
