@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "analysis/base/monotonic_clock.h"
 #include "analysis/base/growable.h"
 #include "analysis/finding.h"
 #include "analysis/cuda/cuda_pch.h"
@@ -416,12 +416,6 @@ static bool snapshot(CudaSource *src) {
 
 /* ---- parsing ----------------------------------------------------------------- */
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static const char *error_text(enum CXErrorCode e) {
     switch (e) {
     case CXError_Failure: return "libclang failed to parse the file";
@@ -520,10 +514,10 @@ static bool parse_with_preamble(CudaSource *src, const Document *doc) {
  * lines; else with the precompiled CUDA prefix for its flags when there is
  * one (cuda_pch.h); else as clang reads it */
 static enum CXErrorCode parse_tu(CudaSource *src, const Document *doc, bool first) {
-    double t0 = now();
+    double t0 = monotonic_seconds();
     src->preamble = 0;
     if (first && parse_with_preamble(src, doc)) {
-        src->parse_seconds = now() - t0;
+        src->parse_seconds = monotonic_seconds() - t0;
         return CXError_Success;
     }
     const char *pch = cuda_pch_for(&src->flags);
@@ -536,7 +530,7 @@ static enum CXErrorCode parse_tu(CudaSource *src, const Document *doc, bool firs
     if (pch && e != CXError_Success) cuda_pch_reject(pch);
     src->pch = pch && e == CXError_Success ? pch : NULL;
     if (!src->pch) e = parse_with(src, doc, NULL, doc->text);
-    src->parse_seconds = now() - t0;
+    src->parse_seconds = monotonic_seconds() - t0;
     return e;
 }
 
@@ -637,9 +631,9 @@ bool cuda_source_reparse(CudaSource *src, const Document *doc, char **error) {
     } else {
         const char *path = main_path(doc);
         struct CXUnsavedFile unsaved = {path, doc->text, (unsigned long)doc->length};
-        double t0 = now();
+        double t0 = monotonic_seconds();
         int rc = clang_reparseTranslationUnit(src->tu, 1, &unsaved, clang_defaultReparseOptions(src->tu));
-        src->parse_seconds = now() - t0;
+        src->parse_seconds = monotonic_seconds() - t0;
         /* the CUDA headers changed since the precompiled prefix was built (a long
          * editor session): libclang fails the reparse, or reports the header */
         bool stale_pch = src->pch && (rc != 0 || pch_refused(src->tu, src->pch));

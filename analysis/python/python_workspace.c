@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
+#include "analysis/base/monotonic_clock.h"
 #include "analysis/base/growable.h"
 #include "analysis/python/python_module_facts.h"
 
@@ -35,12 +35,6 @@ struct PyWorkspace {
     PyWorkspaceView *current;
     double refreshed_at; /* monotonic seconds, 0: never */
 };
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* ---- views ---------------------------------------------------------------- */
 
@@ -306,8 +300,8 @@ static void publish(PyWorkspace *ws, PyModuleFacts **modules, size_t count) {
 void py_workspace_refresh_if_older(PyWorkspace *ws, double max_age) {
     if (!ws) return;
     pthread_mutex_lock(&ws->lock);
-    bool stale = ws->refreshed_at == 0 || now_seconds() - ws->refreshed_at > max_age;
-    if (stale) ws->refreshed_at = now_seconds(); /* one refresh at a time */
+    bool stale = ws->refreshed_at == 0 || monotonic_seconds() - ws->refreshed_at > max_age;
+    if (stale) ws->refreshed_at = monotonic_seconds(); /* one refresh at a time */
     pthread_mutex_unlock(&ws->lock);
     if (stale) py_workspace_refresh(ws);
 }
@@ -322,7 +316,7 @@ static bool unchanged(const PyModuleFacts *m, const struct stat *st) {
 void py_workspace_refresh(PyWorkspace *ws) {
     if (!ws) return;
     pthread_mutex_lock(&ws->lock);
-    ws->refreshed_at = now_seconds();
+    ws->refreshed_at = monotonic_seconds();
     pthread_mutex_unlock(&ws->lock);
     PathList files = {0};
     /* a loose file in a folder of clones (/tmp, a scratch folder) indexed every clone: 5,683 modules, 45 s */

@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "analysis/base/env_flag.h"
+#include "analysis/base/monotonic_clock.h"
 #include "analysis/suppression.h"
 #include "rules/engine/engine_internal.h"
 #include "analysis/base/text_format.h"
@@ -79,12 +79,6 @@ static bool rule_timing_wanted(void) {
     return env_flag("ADVISE_RULE_TIMING", &wanted);
 }
 
-static double seconds_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 static bool run(const Document *doc, const PySource *py, const CudaSource *cuda, const Config *cfg,
                 const ByteRange *region, const EngineStop *stop, FindingList *out, EngineReport *report,
                 char **error) {
@@ -154,11 +148,11 @@ static bool run(const Document *doc, const PySource *py, const CudaSource *cuda,
         }
         size_t before = out->count;
         py_facts_thread_reset();
-        double began = rule_timing_wanted() ? seconds_now() : 0;
+        double began = rule_timing_wanted() ? monotonic_seconds() : 0;
         rule->check(&ctx);
         if (began > 0)
             fprintf(stderr, "advise rule timing: %s %s %.3f ms\n", rule->code, region ? "region" : "file",
-                    (seconds_now() - began) * 1e3);
+                    (monotonic_seconds() - began) * 1e3);
         oom |= ctx.out_of_memory;
         if (region) /* a rule may look beyond the region; keep what starts inside it */
             for (size_t k = before; k < out->count;) {

@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "analysis/base/monotonic_clock.h"
 #include "analysis/base/growable.h"
 #include "analysis/python/python_source.h"
 #include "advise_version.h"
@@ -20,11 +20,7 @@
 #define DEFAULT_DEBOUNCE_SECONDS 0.0005
 #define MAX_PENDING_EDITS 256
 
-double lsp_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
+double lsp_now(void) { return monotonic_seconds(); }
 
 void lsp_log(int type, const char *fmt, ...) {
     va_list ap;

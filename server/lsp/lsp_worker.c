@@ -286,10 +286,7 @@ static bool edited_span(const struct PendingEdit *edits, size_t count, size_t *a
     return true;
 }
 
-/* The top-level statement of the new tree that holds [a, b], if exactly one
- * does, it is a statement (not an ERROR node that recovery made of several),
- * and every other top-level statement parsed cleanly (a syntax error
- * elsewhere could mean that error recovery reshaped more than this one). */
+/* stmt holds the edited span [a, b] and is a statement */
 static bool holds_edit(TSNode stmt, size_t a, size_t b) {
     size_t s = ts_node_start_byte(stmt), e = ts_node_end_byte(stmt);
     /* an ERROR node is no statement: error recovery made it of several */
@@ -299,6 +296,10 @@ static bool holds_edit(TSNode stmt, size_t a, size_t b) {
 
 static bool single_unit_counting(const PySource *py, size_t a, size_t b, size_t *ua, size_t *ub);
 
+/* The top-level statement of the new tree that holds [a, b], if exactly one
+ * does, it is a statement (not an ERROR node that recovery made of several),
+ * and every other top-level statement parsed cleanly (a syntax error
+ * elsewhere could mean that error recovery reshaped more than this one). */
 static bool single_unit(const PySource *py, size_t a, size_t b, size_t *ua, size_t *ub) {
     /* The statement found by byte, through the module's hidden nodes (as
      * definition_around_clean). Without a syntax error in the tree it is the

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "analysis/base/monotonic_clock.h"
 #include "analysis/crash_guard.h"
 #include "analysis/document.h"
 #include "analysis/cuda/include_search.h"
@@ -37,12 +38,6 @@ typedef struct {
 } Pool;
 
 static void *slot(Pool *p, size_t i) { return p->slots + i * p->pool->result_size; }
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* One item, its header searches learning in a lesson of the run. */
 static void work_item(Pool *p, size_t i) {
@@ -80,7 +75,7 @@ static void progress_clear(Pool *p) {
 
 static void progress_draw(Pool *p, size_t finished, bool force) {
     if (!p->pool->progress) return;
-    double t = now();
+    double t = monotonic_seconds();
     if (!force && t - p->drawn_at < PROGRESS_SECONDS) return;
     fprintf(stderr, "\r\033[Kadvise: %zu/%zu files", finished, p->pool->count);
     fflush(stderr);
