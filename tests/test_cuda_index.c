@@ -8,6 +8,7 @@
 
 #include "analysis/cuda/cuda_index.h"
 #include "analysis/cuda/cuda_query.h"
+#include "tests/cuda_nodes.h"
 
 static const char *const FILE_TEXT =
     "#include <cooperative_groups.h>\n"
@@ -43,28 +44,7 @@ static const char *const FILE_TEXT =
     "    __syncthreads();\n"
     "}\n";
 
-typedef struct {
-    const CudaSource *src;
-    const char *name;
-    CuNode *found;
-} FindVar;
-
-static bool find_var_visit(CuNode *n, void *data) {
-    FindVar *f = data;
-    if (f->found) return false;
-    if (n->kind == CXCursor_VarDecl && strcmp(n->name, f->name) == 0) {
-        f->found = n;
-        return false;
-    }
-    return true;
-}
-
-static CuNode *var(const CudaSource *src, const char *name) {
-    FindVar f = {src, name, NULL};
-    cu_walk(src->root, find_var_visit, &f);
-    cr_assert_not_null(f.found, "no variable %s", name);
-    return f.found;
-}
+static CuNode *var(const CudaSource *src, const char *name) { return cuda_var(src, name); }
 
 typedef struct {
     const CudaSource *src;
@@ -91,15 +71,7 @@ static CuNode *nth(const CudaSource *src, enum CXCursorKind kind, int n) {
     return f.found;
 }
 
-static CudaSource *parse(Document **doc_out) {
-    Document *doc = document_new("/tmp/advise-cuda-index-test.cu", LANGUAGE_CUDA, FILE_TEXT, strlen(FILE_TEXT));
-    cr_assert_not_null(doc);
-    char *error = NULL;
-    CudaSource *src = cuda_source_new(doc, NULL, &error);
-    cr_assert_not_null(src, "cuda_source_new failed: %s", error ? error : "?");
-    *doc_out = doc;
-    return src;
-}
+static CudaSource *parse(Document **doc_out) { return cuda_parse_text("/tmp/advise-cuda-index-test.cu", FILE_TEXT, doc_out); }
 
 static CuLane lane_of_var(CuIndex *ix, const CudaSource *src, const char *name) {
     return cu_index_lane(ix, cu_initializer(var(src, name)));

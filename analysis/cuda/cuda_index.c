@@ -6,6 +6,7 @@
 
 #include "analysis/base/growable.h"
 #include "analysis/cuda/cuda_query.h"
+#include "analysis/cuda/cuda_record.h"
 
 /* ---- the function's assignments, gathered once ----------------------------- */
 
@@ -40,7 +41,20 @@ typedef struct {
     bool global; /* pointer: rooted in a parameter of the function */
     bool busy;
     bool done;
+    /* an object built in place: is every use of it a read of a field or a const method call? */
+    bool uses_checked;
+    bool uses_read_only;
 } VarEntry;
+
+/* what obj.member depends on, once asked (member_dep) */
+enum { MEMBER_NAME = 64 };
+
+typedef struct {
+    const CuNode *obj;
+    char member[MEMBER_NAME];
+    bool ok; /* false: follow the whole object */
+    Dep dep;
+} MemberSlot;
 
 struct CuIndex {
     const CudaSource *src;
@@ -55,6 +69,8 @@ struct CuIndex {
     int dep_cuts; /* cycles cut while computing: results below the top are not cached */
     int depth;
     bool warp_rows; /* blockDim.x is a multiple of 32: threadIdx.y/z are the same across a warp */
+    MemberSlot *members;
+    size_t member_count, member_cap;
 };
 
 /* the text of a node without whitespace and outer parentheses, for comparing expressions */
@@ -95,6 +111,7 @@ void cu_index_free(CuIndex *ix) {
     if (!ix) return;
     free(ix->defs);
     free(ix->vars);
+    free(ix->members);
     free(ix);
 }
 
@@ -105,6 +122,7 @@ void cu_index_assume_block_x(CuIndex *ix, long long block_x) {
     ix->warp_rows = block_x > 0 && block_x % 32 == 0;
     /* cached answers were computed without it */
     for (size_t i = 0; i < ix->var_count; i++) ix->vars[i].dep_done = false;
+    ix->member_count = 0;
 }
 
 static bool is_inc_dec(int op) {
@@ -283,6 +301,223 @@ static Dep var_dep(CuIndex *ix, const CuNode *decl) {
     return d;
 }
 
+/* ---- objects built in place ------------------------------------------------- */
+
+/* where a member expression stands: read, or possibly written or bound to a
+ * reference. Inside a template libclang shows no implicit conversion on a
+ * dependent expression, so the parent's kind and the member's place in it
+ * decide. */
+static bool read_position(const CuNode *m) {
+    const CuNode *p = m->parent;
+    if (!p) return false;
+    bool second = p->child_count == 2 && p->children[1] == m;
+    switch (p->kind) {
+    case CXCursor_UnexposedExpr: /* an implicit conversion: the value is read */
+        return p->child_count == 1;
+    case CXCursor_ParenExpr:
+        return read_position(p);
+    case CXCursor_BinaryOperator:
+        return p->op != CXBinaryOperator_Assign || second;
+    case CXCursor_CompoundAssignOperator:
+        return second;
+    case CXCursor_UnaryOperator:
+        return !is_inc_dec(p->op) && p->op != CXUnaryOperator_AddrOf;
+    case CXCursor_ArraySubscriptExpr:
+        return second;
+    case CXCursor_IfStmt:
+    case CXCursor_WhileStmt:
+    case CXCursor_DoStmt:
+    case CXCursor_ForStmt:
+    case CXCursor_SwitchStmt:
+    case CXCursor_ConditionalOperator:
+    case CXCursor_ReturnStmt:
+        return true;
+    case CXCursor_CallExpr: { /* `a - obj.len` on a dependent type: an operator call that only reads */
+        bool writes;
+        return cu_record_operator_call(p->cursor, &writes) && !writes;
+    }
+    case CXCursor_VarDecl: {
+        enum CXTypeKind t = clang_getCursorType(p->cursor).kind;
+        return t != CXType_LValueReference && t != CXType_RValueReference;
+    }
+    default:
+        return false;
+    }
+}
+
+/* the name of the member a member expression names: libclang's spelling, or
+ * in a template, where a member of a dependent type has none, the text after
+ * the last `.` or `->` */
+static bool member_name(const CudaSource *src, const CuNode *m, char *out, size_t size) {
+    out[0] = '\0';
+    if (m->name && *m->name) {
+        if (strlen(m->name) >= size) return false;
+        strcpy(out, m->name);
+        return true;
+    }
+    const char *t = cu_text(src, m);
+    size_t len = cu_text_len(m), from = len;
+    while (from > 0 && (isalnum((unsigned char)t[from - 1]) || t[from - 1] == '_')) from--;
+    if (from == len || from == 0 || (t[from - 1] != '.' && t[from - 1] != '>') || len - from >= size) return false;
+    memcpy(out, t + from, len - from);
+    out[len - from] = '\0';
+    return !isdigit((unsigned char)out[0]);
+}
+
+/* the record that describes obj's type (cuda_record.h) */
+static CXCursor object_record(const CuNode *obj) {
+    CXCursor template_ref = clang_getNullCursor();
+    for (uint32_t i = 0; i < obj->child_count; i++)
+        if (obj->children[i]->kind == CXCursor_TemplateRef) template_ref = obj->children[i]->cursor;
+    return cu_record_of_variable(obj->cursor, template_ref);
+}
+
+typedef struct {
+    CXCursor items[CU_RECORD_MAX_CTORS];
+    int count;
+    bool field;
+} Members;
+
+/* the field, or the const methods, that the member expression m names in record */
+static bool resolve_member(const CudaSource *src, const CuNode *m, CXCursor record, Members *out) {
+    char name[MEMBER_NAME];
+    out->count = 0;
+    if (!member_name(src, m, name, sizeof name)) return false;
+    out->count = cu_record_members_named(record, name, out->items, CU_RECORD_MAX_CTORS, &out->field);
+    for (int i = 0; i < out->count && !out->field; i++)
+        if (!cu_record_is_const_method(out->items[i])) out->count = 0;
+    return out->count > 0;
+}
+
+typedef struct {
+    const CuNode *obj; /* NULL once a use was found that is not a read */
+    CXCursor record;
+    const CudaSource *src;
+} UseCheck;
+
+/* every use of obj in the function reads one of its fields or calls one of
+ * its const methods: nothing after the construction changes it */
+static bool visit_object_uses(CuNode *n, void *data) {
+    UseCheck *check = data;
+    if (!check->obj) return false;
+    if (n->kind != CXCursor_DeclRefExpr || n->ref != check->obj) return true;
+    const CuNode *q = n;
+    while (q->parent && (q->parent->kind == CXCursor_UnexposedExpr || q->parent->kind == CXCursor_ParenExpr) &&
+           q->parent->child_count == 1)
+        q = q->parent;
+    const CuNode *m = q->parent;
+    Members members;
+    bool ok = m && m->kind == CXCursor_MemberRefExpr && m->child_count == 1 && m->children[0] == q &&
+              resolve_member(check->src, m, check->record, &members);
+    if (ok && members.field)
+        ok = read_position(m);
+    else if (ok)
+        ok = m->parent && m->parent->kind == CXCursor_CallExpr && m->parent->child_count >= 1 &&
+             m->parent->children[0] == m;
+    if (!ok) check->obj = NULL; /* stops the walk */
+    return ok;
+}
+
+static bool uses_read_only(CuIndex *ix, const CuNode *obj, CXCursor record) {
+    VarEntry *e = var_entry(ix, obj);
+    if (e && e->uses_checked) return e->uses_read_only;
+    /* a mutable field can change under a const method, or in a const object */
+    UseCheck check = {cu_record_has_mutable_field(record) ? NULL : obj, record, ix->src};
+    /* a const object keeps what its constructor gave it, wherever it is
+     * passed; otherwise every use must be a read here */
+    bool constant = clang_isConstQualifiedType(clang_getCursorType(obj->cursor));
+    if (ix->fn && check.obj && !constant) cu_walk((CuNode *)ix->fn, visit_object_uses, &check);
+    e = var_entry(ix, obj);
+    if (e) {
+        e->uses_checked = true;
+        e->uses_read_only = check.obj != NULL;
+    }
+    return check.obj != NULL;
+}
+
+/* obj's construction in place: `T obj(args)` (a constructor call, or, in a
+ * template, the argument list clang keeps unresolved) or `T obj;`. *ctor
+ * gets the constructor when clang resolved it, else a null cursor. */
+static bool construction(const CudaSource *src, const CuNode *obj, CuNode ***args, uint32_t *nargs, CXCursor *ctor) {
+    *ctor = clang_getNullCursor();
+    *args = NULL;
+    *nargs = 0;
+    CuNode *init = cu_initializer(obj);
+    if (!init) return true; /* the default constructor */
+    CXCursor called = clang_getCursorReferenced(init->cursor);
+    enum CXCursorKind k = clang_getCursorKind(called);
+    if (init->kind == CXCursor_CallExpr &&
+        (k == CXCursor_Constructor ||
+         (k == CXCursor_FunctionTemplate && clang_getTemplateCursorKind(called) == CXCursor_Constructor))) {
+        int declared = clang_Cursor_getNumArguments(init->cursor);
+        if (declared >= 0 && (uint32_t)declared != init->child_count) return false;
+        *ctor = called;
+    } else if (init->kind == CXCursor_UnexposedExpr && !(init->name && *init->name) && init->start < init->end &&
+               cu_text(src, init)[0] == '(') {
+        /* `T obj(a, b)` in a template: the parenthesized arguments */
+    } else {
+        return false; /* `T obj = other`, `T obj{...}`, `T obj = make()`: not followed */
+    }
+    *args = init->children;
+    *nargs = init->child_count;
+    return true;
+}
+
+static Dep record_dep_to_dep(CuIndex *ix, CuRecordDep r, CuNode **args, uint32_t nargs) {
+    Dep d = {r.thread_index ? DEP_XYZ : 0, 0, r.block_index};
+    for (uint32_t i = 0; i < nargs && i < 64; i++)
+        if (r.params & (1ull << i)) d = dep_join(d, expr_dep(ix, args[i]));
+    return d;
+}
+
+/* obj.field, or the callee obj.method of a const method call, where obj is
+ * a local built in place and never changed after: what the construction's
+ * arguments that reach that field (or the fields the method reads) depend
+ * on, through the record's constructor (cuda_record.h). False when that
+ * cannot be followed: the caller then takes the whole object's dependence. */
+static bool member_dep(CuIndex *ix, const CuNode *m, Dep *out) {
+    if (m->child_count != 1) return false;
+    const CuNode *base = cu_strip(m->children[0]);
+    const CuNode *obj = base && base->kind == CXCursor_DeclRefExpr ? base->ref : NULL;
+    char name[MEMBER_NAME];
+    if (!obj || !is_local(ix, obj) || !member_name(ix->src, m, name, sizeof name)) return false;
+    for (size_t i = 0; i < ix->member_count; i++)
+        if (ix->members[i].obj == obj && strcmp(ix->members[i].member, name) == 0) {
+            *out = ix->members[i].dep;
+            return ix->members[i].ok;
+        }
+    Dep d = {0, 0, false};
+    /* a provisional answer first: `T obj(obj.len)` asks again while this runs */
+    if (!array_reserve(&ix->members, ix->member_count, &ix->member_cap, sizeof *ix->members, 8)) return false;
+    size_t slot = ix->member_count++;
+    ix->members[slot] = (MemberSlot){.obj = obj, .ok = false, .dep = d};
+    strcpy(ix->members[slot].member, name);
+    CXCursor record = clang_getNullCursor(), ctor, candidates[CU_RECORD_MAX_CTORS];
+    Members members;
+    CuNode **args;
+    uint32_t nargs;
+    /* cheapest first: most locals (`float4 v = make_float4(...)`) are not built in place */
+    bool ok = construction(ix->src, obj, &args, &nargs, &ctor) && !clang_Cursor_isNull(record = object_record(obj)) &&
+              resolve_member(ix->src, m, record, &members) && uses_read_only(ix, obj, record);
+    int count = 0;
+    if (ok && !clang_Cursor_isNull(ctor)) candidates[count++] = ctor;
+    else if (ok) count = cu_record_constructors(record, nargs, candidates, CU_RECORD_MAX_CTORS);
+    ok = ok && count > 0;
+    for (int c = 0; c < count && ok; c++)
+        for (int k = 0; k < members.count && ok; k++) {
+            CuRecordDep r = members.field ? cu_record_field_dep(candidates[c], members.items[k])
+                                          : cu_record_method_dep(candidates[c], members.items[k]);
+            /* a parameter past the arguments takes its default value, which is not followed */
+            ok = r.known && (nargs >= 64 || (r.params >> nargs) == 0);
+            if (ok) d = dep_join(d, record_dep_to_dep(ix, r, args, nargs));
+        }
+    if (!ok) d = (Dep){0, 0, false};
+    ix->members[slot].ok = ok; /* the table may have moved: by index */
+    ix->members[slot].dep = d;
+    *out = d;
+    return ok;
+}
+
 static Dep call_dep(CuIndex *ix, const CuNode *n) {
     Dep none = {0, 0, false};
     const char *callee = cu_callee(n);
@@ -340,6 +575,8 @@ static Dep expr_dep(CuIndex *ix, const CuNode *n) {
             return ix->warp_rows && bit != DEP_X ? (Dep){0, bit, false} : (Dep){bit, 0, false};
         }
         if (cu_is_builtin_member(n, "blockIdx", 0)) return (Dep){0, 0, true};
+        Dep member;
+        if (member_dep(ix, n, &member)) return member;
         /* block.thread_index().y, block.group_index().x */
         const CuNode *base = n->child_count == 1 ? cu_strip(n->children[0]) : NULL;
         if (base && base->kind == CXCursor_CallExpr && member_call_object(base)) {
