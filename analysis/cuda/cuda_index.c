@@ -54,6 +54,8 @@ typedef struct {
     char member[MEMBER_NAME];
     bool ok; /* false: follow the whole object */
     Dep dep;
+    bool busy;  /* being computed: a question about it now is a cycle */
+    bool final; /* no cycle was cut while it was computed: the answer can be kept */
 } MemberSlot;
 
 struct CuIndex {
@@ -67,6 +69,7 @@ struct CuIndex {
     const CuNode *dep_stack[16];
     int dep_depth;
     int dep_cuts; /* cycles cut while computing: results below the top are not cached */
+    unsigned long cuts_total; /* every cycle cut, never reset: member_dep's answers check it */
     int depth;
     bool warp_rows; /* blockDim.x is a multiple of 32: threadIdx.y/z are the same across a warp */
     MemberSlot *members;
@@ -271,10 +274,12 @@ static Dep var_dep(CuIndex *ix, const CuNode *decl) {
     for (int i = 0; i < ix->dep_depth; i++)
         if (ix->dep_stack[i] == decl) {
             ix->dep_cuts++;
+            ix->cuts_total++;
             return none; /* a cycle: i = i + 1 */
         }
     if (ix->dep_depth >= 16) {
         ix->dep_cuts++;
+        ix->cuts_total++;
         return none;
     }
     gather_defs(ix);
@@ -303,17 +308,29 @@ static Dep var_dep(CuIndex *ix, const CuNode *decl) {
 
 /* ---- objects built in place ------------------------------------------------- */
 
-/* where a member expression stands: read, or possibly written or bound to a
- * reference. Inside a template libclang shows no implicit conversion on a
- * dependent expression, so the parent's kind and the member's place in it
- * decide. */
+/* a variable initialized from a member's value holds a copy: its type is
+ * known and no reference (not `auto &r(obj.len)` or `decltype(auto)`) */
+static bool copies_value(const CuNode *var) {
+    CXType t = clang_getCanonicalType(clang_getCursorType(var->cursor));
+    return (t.kind >= CXType_FirstBuiltin && t.kind <= CXType_LastBuiltin) || t.kind == CXType_Enum ||
+           t.kind == CXType_Pointer;
+}
+
+/* where a scalar member expression stands: only where its value is read.
+ * Inside a template libclang shows no implicit conversion on a dependent
+ * expression, so the parent's kind and the member's place in it decide;
+ * anything else (an assignment's left side, a step, `&`, a call's argument,
+ * a returned reference, a branch of `?:` used as an lvalue) is not a read. */
 static bool read_position(const CuNode *m) {
     const CuNode *p = m->parent;
     if (!p) return false;
+    bool first = p->child_count >= 1 && p->children[0] == m;
     bool second = p->child_count == 2 && p->children[1] == m;
     switch (p->kind) {
-    case CXCursor_UnexposedExpr: /* an implicit conversion: the value is read */
-        return p->child_count == 1;
+    case CXCursor_UnexposedExpr: /* an implicit conversion, or a one-value initializer list */
+        if (p->child_count != 1) return false;
+        if (p->parent && p->parent->kind == CXCursor_VarDecl) return copies_value(p->parent);
+        return true;
     case CXCursor_ParenExpr:
         return read_position(p);
     case CXCursor_BinaryOperator:
@@ -327,18 +344,15 @@ static bool read_position(const CuNode *m) {
     case CXCursor_IfStmt:
     case CXCursor_WhileStmt:
     case CXCursor_DoStmt:
-    case CXCursor_ForStmt:
     case CXCursor_SwitchStmt:
-    case CXCursor_ConditionalOperator:
-    case CXCursor_ReturnStmt:
         return true;
+    case CXCursor_ConditionalOperator: /* its condition is read; a branch is what the whole is */
+        return first || read_position(p);
+    case CXCursor_VarDecl:
+        return copies_value(p);
     case CXCursor_CallExpr: { /* `a - obj.len` on a dependent type: an operator call that only reads */
         bool writes;
         return cu_record_operator_call(p->cursor, &writes) && !writes;
-    }
-    case CXCursor_VarDecl: {
-        enum CXTypeKind t = clang_getCursorType(p->cursor).kind;
-        return t != CXType_LValueReference && t != CXType_RValueReference;
     }
     default:
         return false;
@@ -367,7 +381,7 @@ static bool member_name(const CudaSource *src, const CuNode *m, char *out, size_
 /* the record that describes obj's type (cuda_record.h) */
 static CXCursor object_record(const CuNode *obj) {
     CXCursor template_ref = clang_getNullCursor();
-    for (uint32_t i = 0; i < obj->child_count; i++)
+    for (uint32_t i = 0; i < obj->child_count && clang_Cursor_isNull(template_ref); i++)
         if (obj->children[i]->kind == CXCursor_TemplateRef) template_ref = obj->children[i]->cursor;
     return cu_record_of_variable(obj->cursor, template_ref);
 }
@@ -384,8 +398,9 @@ static bool resolve_member(const CudaSource *src, const CuNode *m, CXCursor reco
     out->count = 0;
     if (!member_name(src, m, name, sizeof name)) return false;
     out->count = cu_record_members_named(record, name, out->items, CU_RECORD_MAX_CTORS, &out->field);
+    if (out->field && !cu_record_scalar_field(out->items[0])) out->count = 0; /* an array or a record: changed in part */
     for (int i = 0; i < out->count && !out->field; i++)
-        if (!cu_record_is_const_method(out->items[i])) out->count = 0;
+        if (!cu_record_method_reads_only(out->items[i])) out->count = 0;
     return out->count > 0;
 }
 
@@ -481,17 +496,29 @@ static bool member_dep(CuIndex *ix, const CuNode *m, Dep *out) {
     const CuNode *obj = base && base->kind == CXCursor_DeclRefExpr ? base->ref : NULL;
     char name[MEMBER_NAME];
     if (!obj || !is_local(ix, obj) || !member_name(ix->src, m, name, sizeof name)) return false;
+    size_t slot = ix->member_count;
     for (size_t i = 0; i < ix->member_count; i++)
         if (ix->members[i].obj == obj && strcmp(ix->members[i].member, name) == 0) {
-            *out = ix->members[i].dep;
-            return ix->members[i].ok;
+            if (ix->members[i].busy) {
+                /* `T obj(obj.len)`, or a cycle through locals: the whole object
+                 * answers here, and what depends on this is not kept */
+                ix->cuts_total++;
+                return false;
+            }
+            if (ix->members[i].final) {
+                *out = ix->members[i].dep;
+                return ix->members[i].ok;
+            }
+            slot = i; /* computed under a cut cycle before: again */
         }
     Dep d = {0, 0, false};
-    /* a provisional answer first: `T obj(obj.len)` asks again while this runs */
-    if (!array_reserve(&ix->members, ix->member_count, &ix->member_cap, sizeof *ix->members, 8)) return false;
-    size_t slot = ix->member_count++;
-    ix->members[slot] = (MemberSlot){.obj = obj, .ok = false, .dep = d};
+    if (slot == ix->member_count) {
+        if (!array_reserve(&ix->members, ix->member_count, &ix->member_cap, sizeof *ix->members, 8)) return false;
+        ix->member_count++;
+    }
+    ix->members[slot] = (MemberSlot){.obj = obj, .ok = false, .dep = d, .busy = true};
     strcpy(ix->members[slot].member, name);
+    unsigned long cuts = ix->cuts_total;
     CXCursor record = clang_getNullCursor(), ctor, candidates[CU_RECORD_MAX_CTORS];
     Members members;
     CuNode **args;
@@ -514,6 +541,8 @@ static bool member_dep(CuIndex *ix, const CuNode *m, Dep *out) {
     if (!ok) d = (Dep){0, 0, false};
     ix->members[slot].ok = ok; /* the table may have moved: by index */
     ix->members[slot].dep = d;
+    ix->members[slot].busy = false;
+    ix->members[slot].final = ix->cuts_total == cuts;
     *out = d;
     return ok;
 }

@@ -167,20 +167,95 @@ int cu_record_members_named(CXCursor record, const char *name, CXCursor *out, in
     return count;
 }
 
-CXCursor cu_record_of_variable(CXCursor var, CXCursor template_ref) {
-    if (!clang_Cursor_isNull(template_ref)) {
-        CXCursor t = clang_getCursorReferenced(template_ref);
-        if (clang_getCursorKind(t) == CXCursor_ClassTemplate) return clang_getCanonicalCursor(t);
+/* the type is spelled `[const] [ns::]Name<...>` and nothing after: the
+ * template named is the object's own, not an outer one (`Outer<T>::Inner`)
+ * or an argument's */
+static bool spelled_as_template(const char *type, const char *name) {
+    for (;;) {
+        if (strncmp(type, "const ", 6) == 0) type += 6;
+        else if (strncmp(type, "volatile ", 9) == 0) type += 9;
+        else break;
     }
+    size_t n = strlen(name);
+    for (;;) {
+        if (strncmp(type, name, n) == 0 && type[n] == '<') break;
+        const char *colons = strstr(type, "::");
+        const char *bracket = strchr(type, '<');
+        if (!colons || (bracket && bracket < colons)) return false;
+        type = colons + 2;
+    }
+    int depth = 0;
+    const char *p = type + n;
+    for (; *p; p++) {
+        depth += *p == '<' ? 1 : *p == '>' ? -1 : 0;
+        if (depth == 0) break;
+    }
+    return *p == '>' && p[1] == '\0';
+}
+
+typedef struct {
+    CXCursor template_;
+    unsigned seen;
+    bool found;
+} SpecializationSearch;
+
+static enum CXChildVisitResult find_specialization(CXCursor c, CXCursor parent, CXClientData data) {
+    (void)parent;
+    SpecializationSearch *search = data;
+    if (++search->seen > 300000) {
+        search->found = true; /* too many to look through: assume there is one */
+        return CXChildVisit_Break;
+    }
+    enum CXCursorKind k = clang_getCursorKind(c);
+    if (k == CXCursor_Namespace || k == CXCursor_LinkageSpec || k == CXCursor_UnexposedDecl) return CXChildVisit_Recurse;
+    if (k == CXCursor_ClassTemplatePartialSpecialization || k == CXCursor_StructDecl || k == CXCursor_ClassDecl) {
+        CXCursor t = clang_getSpecializedCursorTemplate(c);
+        if (!clang_Cursor_isNull(t) && same(clang_getCanonicalCursor(t), search->template_)) {
+            search->found = true;
+            return CXChildVisit_Break;
+        }
+    }
+    return CXChildVisit_Continue;
+}
+
+/* a partial or explicit specialization of the class template is declared
+ * at namespace scope in the translation unit: which one a dependent type
+ * names is then unknown */
+static bool has_specializations(CXCursor template_) {
+    SpecializationSearch search = {clang_getCanonicalCursor(template_), 0, false};
+    CXTranslationUnit tu = clang_Cursor_getTranslationUnit(template_);
+    if (!tu) return true;
+    clang_visitChildren(clang_getTranslationUnitCursor(tu), find_specialization, &search);
+    return search.found;
+}
+
+CXCursor cu_record_of_variable(CXCursor var, CXCursor template_ref) {
     CXType type = clang_getCanonicalType(clang_getNonReferenceType(clang_getCursorType(var)));
     CXCursor decl = clang_getTypeDeclaration(type);
-    if (clang_Cursor_isNull(decl) || clang_isInvalid(clang_getCursorKind(decl))) return clang_getNullCursor();
-    CXCursor pattern = clang_getSpecializedCursorTemplate(decl);
-    if (!clang_Cursor_isNull(pattern) && !clang_isInvalid(clang_getCursorKind(pattern)))
-        return clang_getCanonicalCursor(pattern);
     enum CXCursorKind k = clang_getCursorKind(decl);
-    if (k != CXCursor_StructDecl && k != CXCursor_ClassDecl) return clang_getNullCursor();
-    return clang_getCanonicalCursor(decl);
+    if (!clang_Cursor_isNull(decl) && (k == CXCursor_StructDecl || k == CXCursor_ClassDecl)) {
+        CXCursor pattern = clang_getSpecializedCursorTemplate(decl);
+        if (clang_Cursor_isNull(pattern) || clang_isInvalid(clang_getCursorKind(pattern)))
+            return clang_getCanonicalCursor(decl);
+        /* an instantiation sits where its pattern (the template, or the partial
+         * specialization it came from) is written; an explicit specialization
+         * is a record of its own, written elsewhere */
+        if (clang_equalLocations(clang_getCursorLocation(decl), clang_getCursorLocation(pattern)))
+            return clang_getCanonicalCursor(pattern);
+        return clang_getCanonicalCursor(decl);
+    }
+    /* a dependent specialization, inside a template: the primary template,
+     * when it is the object's own and nothing specializes it */
+    if (clang_Cursor_isNull(template_ref)) return clang_getNullCursor();
+    CXCursor t = clang_getCursorReferenced(template_ref);
+    if (clang_getCursorKind(t) != CXCursor_ClassTemplate) return clang_getNullCursor();
+    CXString type_spelling = clang_getTypeSpelling(clang_getCursorType(var));
+    CXString name = clang_getCursorSpelling(t);
+    bool own = spelled_as_template(clang_getCString(type_spelling), clang_getCString(name));
+    clang_disposeString(type_spelling);
+    clang_disposeString(name);
+    if (!own || has_specializations(t)) return clang_getNullCursor();
+    return clang_getCanonicalCursor(t);
 }
 
 bool cu_record_has_mutable_field(CXCursor record) {
@@ -206,15 +281,73 @@ bool cu_record_is_const_method(CXCursor referenced) {
     return clang_CXXMethod_isConst(referenced) != 0 && clang_CXXMethod_isStatic(referenced) == 0;
 }
 
+/* ---- operators ---------------------------------------------------------------- */
+
+/* the operator token of an operator call whose callee clang left unresolved
+ * (a dependent operand): the one token of the callee's extent */
+static bool unresolved_operator(CXCursor callee, char *out, size_t size) {
+    CXTranslationUnit tu = clang_Cursor_getTranslationUnit(callee);
+    CXToken *tokens = NULL;
+    unsigned count = 0;
+    if (!tu) return false;
+    clang_tokenize(tu, clang_getCursorExtent(callee), &tokens, &count);
+    bool ok = count == 1 && clang_getTokenKind(tokens[0]) == CXToken_Punctuation;
+    if (ok) {
+        CXString s = clang_getTokenSpelling(tu, tokens[0]);
+        ok = (size_t)snprintf(out, size, "operator%s", clang_getCString(s)) < size;
+        clang_disposeString(s);
+    }
+    clang_disposeTokens(tu, tokens, count);
+    return ok;
+}
+
+/* operators that only read their operands on numbers (`a - b`, `a < b`, `!a`);
+ * any other (assignments, steps, `<<` and `>>`, `,`, unary `&`, calls,
+ * subscripts) may change an operand or hand out a reference to it */
+static bool reads_only(const char *op, unsigned operands) {
+    static const char *const binary[] = {"+", "-", "*", "/", "%", "<", ">", "<=", ">=", "==", "!=",
+                                         "&&", "||", "&", "|", "^", NULL};
+    static const char *const unary[] = {"!", "~", "-", "+", NULL};
+    const char *const *list = operands == 2 ? binary : operands == 1 ? unary : NULL;
+    for (int i = 0; list && list[i]; i++)
+        if (strcmp(op, list[i]) == 0) return true;
+    return false;
+}
+
+bool cu_record_operator_call(CXCursor call, bool *writes) {
+    *writes = true;
+    if (clang_getCursorKind(call) != CXCursor_CallExpr) return false;
+    char spelling[32] = "";
+    CXString s = clang_getCursorSpelling(call);
+    if (strncmp(clang_getCString(s), "operator", 8) == 0) snprintf(spelling, sizeof spelling, "%s", clang_getCString(s));
+    clang_disposeString(s);
+    Children *list = children_of(call);
+    unsigned count = list ? list->count : 0;
+    /* `a - b` with a dependent operand: the operands, and between or around them the callee */
+    for (unsigned i = 0; list && i < count && !spelling[0]; i++) {
+        enum CXCursorKind k = clang_getCursorKind(list->items[i]);
+        if ((k == CXCursor_DeclRefExpr || k == CXCursor_OverloadedDeclRef) && (count == 2 || count == 3) &&
+            !unresolved_operator(list->items[i], spelling, sizeof spelling))
+            spelling[0] = '\0';
+    }
+    free(list);
+    if (!spelling[0]) return false;
+    *writes = !(count == 2 || count == 3) || !reads_only(spelling + 8, count - 1);
+    return true;
+}
+
 /* ---- summaries -------------------------------------------------------------- */
 
+enum { MAX_STEPS = 256 }; /* fields and methods summarised for one question: more is given up */
+
 typedef struct {
-    CXCursor ctor; /* its definition */
+    CXCursor ctor; /* its definition; null when only purity is asked */
     CXCursor record;
     Params params;
-    CXCursor method; /* the method whose body is read (its locals and parameters are its own), or null */
+    CXCursor method; /* the method whose body is read (its parameters are the call's), or null */
     CXCursor busy[MAX_NESTING]; /* fields and methods being summarised: a cycle adds nothing */
     int depth;
+    int steps;
 } Summary;
 
 static void join(CuRecordDep *into, CuRecordDep d) {
@@ -233,6 +366,16 @@ static bool is_busy(Summary *s, CXCursor c) {
     return false;
 }
 
+/* a field whose value one assignment sets whole: a number, an enum or a
+ * pointer (not an array, a record or a reference, which can be changed in part
+ * or through another name) */
+bool cu_record_scalar_field(CXCursor field) {
+    if (clang_getCursorKind(field) != CXCursor_FieldDecl) return false;
+    CXType t = clang_getCanonicalType(clang_getCursorType(field));
+    return (t.kind >= CXType_FirstBuiltin && t.kind <= CXType_LastBuiltin && t.kind != CXType_Void) ||
+           t.kind == CXType_Enum || t.kind == CXType_Pointer;
+}
+
 typedef struct {
     Summary *s;
     CuRecordDep dep;
@@ -240,7 +383,9 @@ typedef struct {
 
 static enum CXChildVisitResult visit_expr(CXCursor c, CXCursor parent, CXClientData data);
 
-/* what an expression of the constructor (or of a method) reads */
+/* what an expression of the constructor (or of a method) reads; unknown
+ * when it can change anything (an assignment, a step, an address taken, a
+ * call other than a reading operator or a const method of the object) */
 static CuRecordDep expr_summary(Summary *s, CXCursor e) {
     ExprWalk w = {s, {true, 0, false, false}};
     if (clang_Cursor_isNull(e)) return w.dep;
@@ -266,7 +411,7 @@ static void read_declaration(ExprWalk *w, CXCursor target) {
         w->dep.known = false;
         return;
     }
-    if (k != CXCursor_VarDecl) return; /* enumerators, template parameters, functions: the same everywhere */
+    if (k != CXCursor_VarDecl) return; /* enumerators, template parameters: the same everywhere */
     if (named(target, "threadIdx")) {
         w->dep.thread_index = true;
         return;
@@ -275,10 +420,25 @@ static void read_declaration(ExprWalk *w, CXCursor target) {
         w->dep.block_index = true;
         return;
     }
-    if (!is_function_kind(clang_getCursorKind(clang_getCursorSemanticParent(target)))) return; /* a global */
-    /* a local variable: in a method, whatever it holds came from reads this
-     * walk sees as well; in the constructor it is not followed */
-    if (clang_Cursor_isNull(s->method)) w->dep.known = false;
+    /* a local variable (not followed), or a global (the same everywhere) */
+    if (is_function_kind(clang_getCursorKind(clang_getCursorSemanticParent(target)))) w->dep.known = false;
+}
+
+static bool is_step(CXCursor c) {
+    enum CXUnaryOperatorKind op = clang_getCursorUnaryOperatorKind(c);
+    return op == CXUnaryOperator_PostInc || op == CXUnaryOperator_PostDec || op == CXUnaryOperator_PreInc ||
+           op == CXUnaryOperator_PreDec;
+}
+
+/* a call the walk may step into: a reading operator, or a const method of the object */
+static bool harmless_call(Summary *s, CXCursor call) {
+    bool writes;
+    if (cu_record_operator_call(call, &writes)) return !writes;
+    Children *list = children_of(call);
+    bool yes = list && list->count >= 1 && is_own_member(strip(list->items[0]), s->record) &&
+               cu_record_is_const_method(clang_getCursorReferenced(strip(list->items[0])));
+    free(list);
+    return yes;
 }
 
 static enum CXChildVisitResult visit_expr(CXCursor c, CXCursor parent, CXClientData data) {
@@ -290,21 +450,44 @@ static enum CXChildVisitResult visit_expr(CXCursor c, CXCursor parent, CXClientD
         read_declaration(w, clang_getCursorReferenced(c));
         return CXChildVisit_Continue;
     case CXCursor_MemberRefExpr: {
-        if (!is_own_member(c, s->record)) return CXChildVisit_Recurse; /* `params.h`: its object is read */
         CXCursor target = clang_getCursorReferenced(c);
-        if (clang_getCursorKind(target) == CXCursor_FieldDecl) join(&w->dep, field_summary(s, target));
+        if (!is_own_member(c, s->record)) {
+            /* `params.h`: its object is read; a member with no object named
+             * that is not this record's (a base's) is not followed */
+            Children *list = children_of(c);
+            if (!list || list->count == 0) w->dep.known = false;
+            free(list);
+            return w->dep.known ? CXChildVisit_Recurse : CXChildVisit_Break;
+        }
+        if (cu_record_scalar_field(target)) join(&w->dep, field_summary(s, target));
         else if (cu_record_is_const_method(target)) join(&w->dep, method_summary(s, target));
-        else w->dep.known = false; /* a call that can change the object */
+        else w->dep.known = false; /* a member changed in part, or a call that can change the object */
         return CXChildVisit_Continue;
     }
+    case CXCursor_BinaryOperator:
+        if (clang_getCursorBinaryOperatorKind(c) == CXBinaryOperator_Assign) w->dep.known = false;
+        break;
+    case CXCursor_UnaryOperator:
+        if (is_step(c) || clang_getCursorUnaryOperatorKind(c) == CXUnaryOperator_AddrOf) w->dep.known = false;
+        break;
+    case CXCursor_CallExpr:
+        if (!harmless_call(s, c)) w->dep.known = false;
+        break;
+    case CXCursor_CompoundAssignOperator:
     case CXCursor_CXXThisExpr: /* `this` handed out */
     case CXCursor_LambdaExpr:
     case CXCursor_OverloadedDeclRef:
+    case CXCursor_DeclStmt:
+    case CXCursor_CXXConstCastExpr:
+    case CXCursor_CXXReinterpretCastExpr:
+    case CXCursor_StmtExpr:
+    case CXCursor_AsmStmt:
         w->dep.known = false;
-        return CXChildVisit_Continue;
+        break;
     default:
-        return w->dep.known ? CXChildVisit_Recurse : CXChildVisit_Break;
+        break;
     }
+    return w->dep.known ? CXChildVisit_Recurse : CXChildVisit_Break;
 }
 
 /* ---- the writes to a field in the constructor ---------------------------------- */
@@ -316,133 +499,91 @@ typedef struct {
     bool written;
 } Writes;
 
-static bool is_loop_or_branch(enum CXCursorKind k) {
-    return k == CXCursor_IfStmt || k == CXCursor_WhileStmt || k == CXCursor_ForStmt || k == CXCursor_DoStmt ||
-           k == CXCursor_SwitchStmt || k == CXCursor_ConditionalOperator;
-}
-
-/* an overloaded operator that changes its left operand (`a += b`, `a = b`, `++a`, `in >> a`): libclang
- * shows an operator on a dependent type as a call, `operator-` for `a - b` */
-bool cu_record_operator_writes(const char *spelling) {
-    static const char *const writing[] = {"=",  "+=", "-=", "*=",  "/=",  "%=", "&=", "|=",
-                                          "^=", "<<=", ">>=", "++", "--", ">>", NULL};
-    if (strncmp(spelling, "operator", 8) != 0) return false;
-    const char *op = spelling + 8;
-    while (*op == ' ') op++;
-    for (int i = 0; writing[i]; i++)
-        if (strcmp(op, writing[i]) == 0) return true;
-    return !*op || op[0] == '(' || op[0] == '['; /* a call or subscript operator may hand out a reference */
-}
-
-/* the operator token of an operator call whose callee clang left unresolved
- * (a dependent operand): the one token of the callee's extent */
-static bool unresolved_operator(CXCursor callee, char *out, size_t size) {
-    CXTranslationUnit tu = clang_Cursor_getTranslationUnit(callee);
-    CXToken *tokens = NULL;
-    unsigned count = 0;
-    if (!tu) return false;
-    clang_tokenize(tu, clang_getCursorExtent(callee), &tokens, &count);
-    bool ok = count == 1 && clang_getTokenKind(tokens[0]) == CXToken_Punctuation;
-    if (ok) {
-        CXString s = clang_getTokenSpelling(tu, tokens[0]);
-        ok = (size_t)snprintf(out, size, "operator%s", clang_getCString(s)) < size;
-        clang_disposeString(s);
-    }
-    clang_disposeTokens(tu, tokens, count);
-    return ok;
-}
-
-bool cu_record_operator_call(CXCursor call, bool *writes) {
-    *writes = false;
-    if (clang_getCursorKind(call) != CXCursor_CallExpr) return false;
-    char spelling[32] = "";
-    CXString s = clang_getCursorSpelling(call);
-    bool named_operator = strncmp(clang_getCString(s), "operator", 8) == 0;
-    if (named_operator) snprintf(spelling, sizeof spelling, "%s", clang_getCString(s));
-    clang_disposeString(s);
-    if (!named_operator) {
-        /* `a - b` with a dependent operand: the operands, and between or around them the callee */
-        Children *list = children_of(call);
-        for (unsigned i = 0; list && i < list->count && !spelling[0]; i++) {
-            enum CXCursorKind k = clang_getCursorKind(list->items[i]);
-            if ((k == CXCursor_DeclRefExpr || k == CXCursor_OverloadedDeclRef) && (list->count == 2 || list->count == 3) &&
-                !unresolved_operator(list->items[i], spelling, sizeof spelling))
-                spelling[0] = '\0';
-        }
+static CXCursor unparen(CXCursor c) {
+    while (clang_getCursorKind(c) == CXCursor_ParenExpr) {
+        Children *list = children_of(c);
+        bool one = list && list->count == 1;
+        if (one) c = list->items[0];
         free(list);
-        if (!spelling[0]) return false;
+        if (!one) break;
     }
-    *writes = cu_record_operator_writes(spelling);
-    return true;
+    return c;
 }
 
-static bool is_step(CXCursor c) {
-    enum CXUnaryOperatorKind op = clang_getCursorUnaryOperatorKind(c);
-    return op == CXUnaryOperator_PostInc || op == CXUnaryOperator_PostDec || op == CXUnaryOperator_PreInc ||
-           op == CXUnaryOperator_PreDec;
+/* `field` or `(field)` of the object being built, a scalar one */
+static bool own_scalar(Summary *s, CXCursor lhs) {
+    lhs = unparen(lhs);
+    return is_own_member(lhs, s->record) && cu_record_scalar_field(clang_getCursorReferenced(lhs));
 }
 
-/* the statements of the constructor's body, under conditions that already
- * depend on `under` */
+/* The constructor's body, statement by statement, under conditions that
+ * already depend on `under`. Only what can be followed is taken: blocks,
+ * `if`/`else` without an init-statement, and expression statements that
+ * assign or step one scalar field of the object from an expression that
+ * only reads. Anything else makes the summary unknown. */
 static void scan_writes(Writes *w, CXCursor stmt, CuRecordDep under, int nesting) {
     if (!w->dep.known) return;
     enum CXCursorKind k = clang_getCursorKind(stmt);
-    if (nesting > 64 || k == CXCursor_ReturnStmt || k == CXCursor_GotoStmt || k == CXCursor_BreakStmt ||
-        k == CXCursor_ContinueStmt || k == CXCursor_CXXTryStmt || k == CXCursor_CXXThrowExpr ||
-        k == CXCursor_LambdaExpr) {
-        w->dep.known = false; /* which writes happen would depend on more than their conditions */
-        return;
-    }
-    Children *list = children_of(stmt);
+    Children *list = nesting > 64 ? NULL : children_of(stmt);
     if (!list || list->overflow) {
         w->dep.known = false;
         free(list);
         return;
     }
-    bool assign = (k == CXCursor_BinaryOperator && clang_getCursorBinaryOperatorKind(stmt) == CXBinaryOperator_Assign) ||
-                  k == CXCursor_CompoundAssignOperator;
-    if (assign && list->count == 2) {
-        CXCursor lhs = strip(list->items[0]);
-        if (is_own_member(lhs, w->s->record) && same(clang_getCursorReferenced(lhs), w->field)) {
+    switch (k) {
+    case CXCursor_CompoundStmt:
+        for (unsigned i = 0; i < list->count && w->dep.known; i++) scan_writes(w, list->items[i], under, nesting + 1);
+        break;
+    case CXCursor_NullStmt:
+        break;
+    case CXCursor_IfStmt: {
+        /* children: the condition, then the branches */
+        if (list->count < 2 || !clang_isExpression(clang_getCursorKind(list->items[0]))) {
+            w->dep.known = false;
+            break;
+        }
+        CuRecordDep inner = under;
+        join(&inner, expr_summary(w->s, list->items[0]));
+        if (!inner.known) w->dep.known = false;
+        for (unsigned i = 1; i < list->count && w->dep.known; i++) scan_writes(w, list->items[i], inner, nesting + 1);
+        break;
+    }
+    case CXCursor_BinaryOperator:
+    case CXCursor_CompoundAssignOperator: {
+        bool assign = k == CXCursor_CompoundAssignOperator ||
+                      clang_getCursorBinaryOperatorKind(stmt) == CXBinaryOperator_Assign;
+        if (!assign || list->count != 2 || !own_scalar(w->s, list->items[0])) {
+            w->dep.known = false;
+            break;
+        }
+        CuRecordDep value = expr_summary(w->s, list->items[1]);
+        if (!value.known) w->dep.known = false;
+        else if (same(clang_getCursorReferenced(unparen(list->items[0])), w->field)) {
             w->written = true;
             join(&w->dep, under);
-            join(&w->dep, expr_summary(w->s, list->items[1]));
+            join(&w->dep, value);
         }
-    } else if (k == CXCursor_UnaryOperator && list->count == 1) {
-        CXCursor operand = strip(list->items[0]);
-        if (is_own_member(operand, w->s->record)) {
-            if (clang_getCursorUnaryOperatorKind(stmt) == CXUnaryOperator_AddrOf) w->dep.known = false;
-            else if (is_step(stmt) && same(clang_getCursorReferenced(operand), w->field)) join(&w->dep, under);
-        }
-    } else if (k == CXCursor_CallExpr) {
-        /* a member of the object bound to a reference parameter, or a method
-         * that can change the object: the callee could write the field; an
-         * operator that only reads its operands (`a - b` on a dependent type) cannot */
-        bool writes = true;
-        bool reading_operator = cu_record_operator_call(stmt, &writes) && !writes;
-        for (unsigned i = 0; i < list->count && !reading_operator; i++) {
-            CXCursor arg = list->items[i];
-            if (clang_getCursorKind(arg) == CXCursor_MemberRefExpr && is_own_member(arg, w->s->record)) {
-                CXCursor target = clang_getCursorReferenced(arg);
-                if (clang_getCursorKind(target) == CXCursor_FieldDecl || !cu_record_is_const_method(target))
-                    w->dep.known = false;
-            }
-        }
+        break;
     }
-    /* a branch's or loop's conditions: every statement under it depends on them */
-    CuRecordDep inner = under;
-    if (is_loop_or_branch(k))
-        for (unsigned i = 0; i < list->count; i++)
-            if (clang_isExpression(clang_getCursorKind(list->items[i])) && (k != CXCursor_ConditionalOperator || i == 0))
-                join(&inner, expr_summary(w->s, list->items[i]));
-    for (unsigned i = 0; i < list->count && w->dep.known; i++) scan_writes(w, list->items[i], inner, nesting + 1);
+    case CXCursor_UnaryOperator:
+        if (!is_step(stmt) || list->count != 1 || !own_scalar(w->s, list->items[0])) w->dep.known = false;
+        else if (same(clang_getCursorReferenced(unparen(list->items[0])), w->field)) {
+            w->written = true;
+            join(&w->dep, under);
+        }
+        break;
+    default:
+        w->dep.known = false; /* loops, calls, declarations, returns, ... */
+        break;
+    }
     free(list);
 }
 
 static CuRecordDep field_summary(Summary *s, CXCursor field) {
     CuRecordDep none = {true, 0, false, false}, unknown = {false, 0, false, false};
     if (is_busy(s, field)) return none; /* `len = len + 1` adds nothing */
-    if (s->depth == MAX_NESTING) return unknown;
+    if (clang_Cursor_isNull(s->ctor)) return cu_record_scalar_field(field) ? none : unknown; /* purity alone */
+    if (s->depth == MAX_NESTING || ++s->steps > MAX_STEPS || !cu_record_scalar_field(field)) return unknown;
     s->busy[s->depth++] = field;
     Writes w = {s, field, none, false};
     Children *list = children_of(s->ctor);
@@ -451,17 +592,22 @@ static CuRecordDep field_summary(Summary *s, CXCursor field) {
         CXCursor c = list->items[i];
         enum CXCursorKind k = clang_getCursorKind(c);
         if (k == CXCursor_MemberRef && i + 1 < list->count) {
-            /* a member initializer: the member, then its expression */
-            if (same(clang_getCursorReferenced(c), field)) {
+            /* a member initializer: the member, then its expression; every
+             * one must only read, the field's own is its value */
+            CuRecordDep value = expr_summary(s, list->items[i + 1]);
+            if (!value.known) w.dep.known = false;
+            else if (same(clang_getCursorReferenced(c), field)) {
                 w.written = true;
-                join(&w.dep, expr_summary(s, list->items[i + 1]));
+                join(&w.dep, value);
             }
             i++;
-        } else if (k == CXCursor_CXXBaseSpecifier || k == CXCursor_TypeRef || k == CXCursor_TemplateRef) {
-            w.dep.known = false; /* a base class or a delegated constructor builds part of the object */
         } else if (k == CXCursor_CompoundStmt) {
             body = true;
             scan_writes(&w, c, none, 0);
+        } else if (k != CXCursor_ParmDecl && k != CXCursor_TemplateTypeParameter &&
+                   k != CXCursor_NonTypeTemplateParameter && k != CXCursor_TemplateTemplateParameter &&
+                   !clang_isAttribute(k)) {
+            w.dep.known = false; /* a base class or a delegated constructor builds part of the object */
         }
     }
     if (!list || list->overflow || !body) w.dep.known = false;
@@ -478,6 +624,7 @@ static CuRecordDep field_summary(Summary *s, CXCursor field) {
     return w.dep;
 }
 
+/* a const method whose body is `return <expression that only reads>;` */
 static CuRecordDep method_summary(Summary *s, CXCursor method) {
     CuRecordDep none = {true, 0, false, false}, unknown = {false, 0, false, false};
     if (clang_getCursorKind(method) == CXCursor_OverloadedDeclRef) {
@@ -487,25 +634,53 @@ static CuRecordDep method_summary(Summary *s, CXCursor method) {
         return n ? all : unknown;
     }
     CXCursor def = clang_getCursorDefinition(method);
-    if (clang_Cursor_isNull(def)) return unknown; /* defined elsewhere */
-    if (is_busy(s, def)) return none;             /* recursion reads nothing new */
-    if (s->depth == MAX_NESTING) return unknown;
+    if (clang_Cursor_isNull(def) || !cu_record_is_const_method(def)) return unknown;
+    if (is_busy(s, def)) return none; /* recursion reads nothing new */
+    if (s->depth == MAX_NESTING || ++s->steps > MAX_STEPS) return unknown;
     s->busy[s->depth++] = def;
     CXCursor outer = s->method;
     s->method = def;
-    CuRecordDep d = none;
-    Children *list = children_of(def);
-    bool body = false;
-    for (unsigned i = 0; list && !list->overflow && i < list->count; i++)
-        if (clang_getCursorKind(list->items[i]) == CXCursor_CompoundStmt) {
-            body = true;
-            join(&d, expr_summary(s, list->items[i])); /* every read in the body, conditions included */
-        }
-    if (!list || list->overflow || !body) d.known = false;
+    CuRecordDep d = unknown;
+    Children *list = children_of(def), *body = NULL, *ret = NULL;
+    CXCursor last = list && list->count ? list->items[list->count - 1] : clang_getNullCursor();
+    if (list && !list->overflow && clang_getCursorKind(last) == CXCursor_CompoundStmt) body = children_of(last);
+    if (body && body->count == 1 && clang_getCursorKind(body->items[0]) == CXCursor_ReturnStmt)
+        ret = children_of(body->items[0]);
+    if (ret && ret->count == 1) d = expr_summary(s, ret->items[0]);
+    free(ret);
+    free(body);
     free(list);
     s->method = outer;
     s->depth--;
     return d;
+}
+
+/* the record itself can be followed: no base class, no union, no anonymous
+ * member union or struct, and every default member initializer only reads */
+static bool plain_record(Summary *s) {
+    CXCursor def = clang_getCursorDefinition(s->record);
+    if (clang_Cursor_isNull(def)) return false;
+    if (clang_getCursorKind(def) == CXCursor_UnionDecl ||
+        (clang_getCursorKind(def) == CXCursor_ClassTemplate && clang_getTemplateCursorKind(def) == CXCursor_UnionDecl))
+        return false;
+    Children *list = children_of(def);
+    bool ok = list && !list->overflow;
+    for (unsigned i = 0; ok && i < list->count; i++) {
+        CXCursor c = list->items[i];
+        enum CXCursorKind k = clang_getCursorKind(c);
+        if (k == CXCursor_CXXBaseSpecifier || k == CXCursor_UnionDecl ||
+            ((k == CXCursor_StructDecl || k == CXCursor_ClassDecl) && clang_Cursor_isAnonymous(c)))
+            ok = false;
+        else if (k == CXCursor_FieldDecl) {
+            Children *field_children = children_of(c);
+            for (unsigned j = 0; field_children && j < field_children->count && ok; j++)
+                if (clang_isExpression(clang_getCursorKind(field_children->items[j])))
+                    ok = expr_summary(s, field_children->items[j]).known;
+            free(field_children);
+        }
+    }
+    free(list);
+    return ok;
 }
 
 static bool start_summary(Summary *s, CXCursor ctor) {
@@ -518,7 +693,7 @@ static bool start_summary(Summary *s, CXCursor ctor) {
     s->record = record_of(s->ctor);
     s->params = params_of(s->ctor);
     s->method = clang_getNullCursor();
-    return !s->params.overflow;
+    return !s->params.overflow && plain_record(s);
 }
 
 CuRecordDep cu_record_field_dep(CXCursor ctor, CXCursor field) {
@@ -535,4 +710,14 @@ CuRecordDep cu_record_method_dep(CXCursor ctor, CXCursor method) {
     if (clang_getCursorKind(method) != CXCursor_OverloadedDeclRef && !same(record_of(method), s.record))
         return unknown;
     return method_summary(&s, method);
+}
+
+bool cu_record_method_reads_only(CXCursor method) {
+    Summary s;
+    memset(&s, 0, sizeof s);
+    CXCursor one = clang_getCursorKind(method) == CXCursor_OverloadedDeclRef ? clang_getOverloadedDecl(method, 0) : method;
+    s.ctor = clang_getNullCursor();
+    s.method = clang_getNullCursor();
+    s.record = record_of(one);
+    return cu_record_is_const_method(method) && method_summary(&s, method).known;
 }

@@ -10,12 +10,16 @@
  * which of the construction's arguments can reach `binfo.actual_len`, or the
  * result of the const method `stop_early()`. A field's summary is the set of
  * constructor parameters its value is computed from (through other fields
- * too, and through the conditions its assignments sit under) and whether the
- * constructor reads threadIdx or blockIdx itself. Anything the summary cannot
- * follow (a local variable of the constructor, an early return, a call that
- * could change the object, `this` handed out, a base class, a constructor
- * defined elsewhere) makes it unknown, and the caller falls back to treating
- * every field as depending on every argument. */
+ * too, and through the `if` conditions its assignments sit under) and whether
+ * the constructor reads threadIdx or blockIdx itself.
+ *
+ * Only what can be followed whole is taken, the rest is unknown and the
+ * caller falls back to every field depending on every argument: scalar fields
+ * (numbers, enums, pointers) of a plain record (no base class, no union);
+ * constructors whose initializers and body only set such fields, in blocks
+ * and `if`/`else`, from expressions that only read (no declaration, loop,
+ * call other than an arithmetic operator, address taken or `this` handed
+ * out); const methods that are one `return` of such an expression. */
 #ifndef ADVISE_CUDA_RECORD_H
 #define ADVISE_CUDA_RECORD_H
 
@@ -61,16 +65,19 @@ CXCursor cu_record_of_variable(CXCursor var, CXCursor template_ref);
 /* record (its definition) declares a `mutable` field: a const object of it can still change */
 bool cu_record_has_mutable_field(CXCursor record);
 
-/* spelling, a call's (`operator+=`), names an overloaded operator that can
- * change its operand or hand out a reference to it (assignments, steps,
- * `>>`, calls and subscripts); false for one that only reads (`operator-`)
- * and for a name that is no operator */
-bool cu_record_operator_writes(const char *spelling);
-
 /* call is an overloaded operator's call (`a - b`, and on a dependent
- * operand, where libclang shows a call with an unnamed callee); *writes: the
- * operator can change an operand (cu_record_operator_writes) */
+ * operand, where libclang shows a call with an unnamed callee); *writes is
+ * false only for an operator that reads its operands on numbers (arithmetic,
+ * comparisons, logic), true for any that may change an operand or hand out a
+ * reference to it */
 bool cu_record_operator_call(CXCursor call, bool *writes);
+
+/* a field that one assignment sets whole: a number, an enum or a pointer */
+bool cu_record_scalar_field(CXCursor field);
+
+/* method (or every overload) is a const method whose body is one `return`
+ * of an expression that only reads: calling it cannot change the object */
+bool cu_record_method_reads_only(CXCursor method);
 
 /* method, or every overload it names, is a const member function */
 bool cu_record_is_const_method(CXCursor referenced);
