@@ -54,6 +54,12 @@ static const char *const FILE_TEXT =
     "    __device__ bool empty() const { return last <= first; }\n"
     "    int first, last, mine;\n"
     "};\n"
+    "__device__ float scale(int n);\n"
+    "struct Slope {\n"
+    "    __device__ Slope(int n, int tid) : rows(n), lane(tid), slope(1.0f / scale(n + 1)) {}\n"
+    "    int rows, lane;\n"
+    "    float slope;\n"
+    "};\n"
     "__device__ void take(Info &info);\n"
     "__global__ void k(int n) {\n"
     "    Info info(n, threadIdx.x);\n"
@@ -89,6 +95,9 @@ static const char *const FILE_TEXT =
     "    int h_rows = copy.rows;\n"
     "    Info by_block(blockIdx.x, threadIdx.x);\n"
     "    int i_rows = by_block.rows;\n"
+    "    Slope slope(n, threadIdx.x);\n"
+    "    int s_rows = slope.rows;\n"
+    "    float s_slope = slope.slope;\n"
     "}\n"
     "struct Starts { const int *starts; };\n"
     "template <typename P>\n"
@@ -127,6 +136,8 @@ Test(cuda_record, fields_follow_the_arguments_that_reach_them) {
     cr_expect_eq(variance_of(src, "e_lane"), CU_PER_THREAD, "the constructor reads threadIdx itself");
     cr_expect_eq(variance_of(src, "g_flag"), CU_PER_THREAD, "assigned under a condition on the thread index");
     cr_expect_eq(variance_of(src, "g_rows"), CU_UNIFORM);
+    cr_expect_eq(variance_of(src, "s_rows"), CU_UNIFORM, "a free function called in an initializer changes nothing");
+    cr_expect_eq(variance_of(src, "s_slope"), CU_UNIFORM, "its result depends on its argument, n");
     CuNode *i_rows = var(src, "i_rows");
     CuIndex *ix = cu_index_new(src, cu_function_of(i_rows));
     cr_expect_eq(cu_index_variance(ix, i_rows), CU_UNIFORM);

@@ -77,6 +77,8 @@ static CXCursor strip(CXCursor c) {
     return c;
 }
 
+static CXCursor unparen(CXCursor c);
+
 /* `field` or `this->field`: a member of the object being built */
 static bool is_own_member(CXCursor member_ref, CXCursor record) {
     if (clang_getCursorKind(member_ref) != CXCursor_MemberRefExpr) return false;
@@ -441,6 +443,36 @@ static bool harmless_call(Summary *s, CXCursor call) {
     return yes;
 }
 
+static bool is_free_function(CXCursor f) {
+    enum CXCursorKind k = clang_getCursorKind(f);
+    return k == CXCursor_FunctionDecl ||
+           (k == CXCursor_FunctionTemplate && clang_getTemplateCursorKind(f) == CXCursor_FunctionDecl);
+}
+
+/* `exp2f(x)`, `min(a, b)`: a function that is no member, handed no member of
+ * the object itself (which a reference parameter could change): it cannot
+ * change the object. Its arguments are read; what it returns is taken to
+ * depend on them alone, as the index analysis takes any call. */
+static bool free_call(Summary *s, const Children *list) {
+    if (list->count == 0) return false;
+    CXCursor callee = strip(list->items[0]);
+    enum CXCursorKind k = clang_getCursorKind(callee);
+    if (k != CXCursor_DeclRefExpr && k != CXCursor_OverloadedDeclRef) return false;
+    /* in a template, an unresolved name refers to its overload set */
+    CXCursor target = k == CXCursor_OverloadedDeclRef ? callee : clang_getCursorReferenced(callee);
+    if (clang_getCursorKind(target) == CXCursor_OverloadedDeclRef) {
+        unsigned n = clang_getNumOverloadedDecls(target);
+        for (unsigned i = 0; i < n; i++)
+            if (!is_free_function(clang_getOverloadedDecl(target, i))) return false;
+        if (n == 0) return false;
+    } else if (!is_free_function(target)) {
+        return false;
+    }
+    for (unsigned i = 1; i < list->count; i++)
+        if (is_own_member(unparen(list->items[i]), s->record)) return false;
+    return true;
+}
+
 static enum CXChildVisitResult visit_expr(CXCursor c, CXCursor parent, CXClientData data) {
     (void)parent;
     ExprWalk *w = data;
@@ -470,9 +502,16 @@ static enum CXChildVisitResult visit_expr(CXCursor c, CXCursor parent, CXClientD
     case CXCursor_UnaryOperator:
         if (is_step(c) || clang_getCursorUnaryOperatorKind(c) == CXUnaryOperator_AddrOf) w->dep.known = false;
         break;
-    case CXCursor_CallExpr:
-        if (!harmless_call(s, c)) w->dep.known = false;
-        break;
+    case CXCursor_CallExpr: {
+        if (harmless_call(s, c)) break;
+        Children *list = children_of(c);
+        if (list && free_call(s, list))
+            for (unsigned i = 1; i < list->count && w->dep.known; i++) join(&w->dep, expr_summary(s, list->items[i]));
+        else
+            w->dep.known = false;
+        free(list);
+        return w->dep.known ? CXChildVisit_Continue : CXChildVisit_Break;
+    }
     case CXCursor_CompoundAssignOperator:
     case CXCursor_CXXThisExpr: /* `this` handed out */
     case CXCursor_LambdaExpr:

@@ -18,8 +18,9 @@
  * (numbers, enums, pointers) of a plain record (no base class, no union);
  * constructors whose initializers and body only set such fields, in blocks
  * and `if`/`else`, from expressions that only read (no declaration, loop,
- * call other than an arithmetic operator, address taken or `this` handed
- * out); const methods that are one `return` of such an expression. */
+ * address taken, `this` handed out, or call other than an arithmetic
+ * operator or a free function handed no member of the object); const
+ * methods that are one `return` of such an expression. */
 #ifndef ADVISE_CUDA_RECORD_H
 #define ADVISE_CUDA_RECORD_H
 
