@@ -293,6 +293,28 @@ Test(imports, a_torch_xla_program_is_no_gpu_program) {
     }
 }
 
+/* Hugging Face's per-device batch sizes name no device: a CPU run has them too */
+Test(imports, a_per_device_batch_size_is_no_device) {
+    static const struct {
+        const char *text;
+        bool uses_gpu;
+    } cases[] = {
+        {"import torch\nargs = TrainingArguments(per_device_train_batch_size=8, use_cpu=True)\n", false},
+        {"import torch\nargs = dict(per_device_eval_batch_size=4)\nx = torch.ones(2)\n", false},
+        {"import torch\nargs = TrainingArguments(per_device_train_batch_size=8)\nm = load(device_map='auto')\n",
+         true},
+        {"import torch\nx = torch.ones(2).to(device)\nargs = dict(per_device_eval_batch_size=4)\n", true},
+        {"import torch\nnum_devices = 2\n", true},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        Document *doc = doc_of(cases[i].text);
+        PySource *src = parse(doc);
+        cr_expect(src->uses_gpu == cases[i].uses_gpu, "uses_gpu %d in:\n%s", src->uses_gpu, cases[i].text);
+        py_source_free(src);
+        document_free(doc);
+    }
+}
+
 Test(errors, clean_code_has_none) {
     Document *doc = doc_of(BASE);
     PySource *src = parse(doc);

@@ -150,6 +150,16 @@ static void collect_imports(PySource *src) {
     py_walk(ts_tree_root_node(src->tree), visit_imports, src);
 }
 
+/* The text says "device" other than in `per_device_...`: Hugging Face's
+ * per-device batch sizes (`per_device_train_batch_size=8`) count examples
+ * per worker of any kind, a CPU's too, and name no device. */
+static bool mentions_device(const char *text, size_t length) {
+    for (const char *at = memmem(text, length, "device", 6); at;
+         at = memmem(at + 1, length - (size_t)(at + 1 - text), "device", 6))
+        if (at - text < 4 || memcmp(at - 4, "per_", 4) != 0) return true;
+    return false;
+}
+
 /* keep: the imports of the last parse still hold (py_source_reparse) */
 static void analyse(PySource *src, bool keep_imports) {
     py_index_free(src->index);
@@ -182,7 +192,7 @@ static void analyse(PySource *src, bool keep_imports) {
         }
         src->first_error = ts_node_start_byte(n);
     }
-    src->uses_gpu = strstr(src->doc->text, "cuda") != NULL || strstr(src->doc->text, "device") != NULL;
+    src->uses_gpu = strstr(src->doc->text, "cuda") != NULL || mentions_device(src->doc->text, src->doc->length);
     /* a torch_xla program (TPU) that never mentions CUDA: its devices are not GPUs, its
      * synchronization is xm.mark_step(), and none of the CUDA advice applies */
     bool xla = false;
@@ -349,4 +359,14 @@ const char *py_resolve_import(const PySource *src, const char *local, size_t len
         if (src->imports[i].local_length == length && memcmp(src->imports[i].local, local, length) == 0)
             return src->imports[i].qualified;
     return NULL;
+}
+
+bool py_import_is_ambiguous(const PySource *src, const char *local, size_t length) {
+    const char *first = NULL;
+    for (size_t i = 0; i < src->import_count; i++) {
+        if (src->imports[i].local_length != length || memcmp(src->imports[i].local, local, length) != 0) continue;
+        if (!first) first = src->imports[i].qualified;
+        else if (strcmp(first, src->imports[i].qualified) != 0) return true;
+    }
+    return false;
 }

@@ -83,5 +83,10 @@ TSTree *py_source_take_retired(PySource *src);
 /* The qualified name a local name stands for ("F" -> "torch.nn.functional"),
  * or NULL when the file does not import it. */
 const char *py_resolve_import(const PySource *src, const char *local, size_t length);
+/* Two imports bind the name to different things (`if mup: from mup.optim
+ * import MuAdam as Adam` / `else: from torch.optim import Adam`; a `try:`
+ * of a fused implementation with a fallback): which one a call reaches
+ * depends on the run. */
+bool py_import_is_ambiguous(const PySource *src, const char *local, size_t length);
 
 #endif
