@@ -108,6 +108,12 @@ Test(workspace, classes_functions_and_variables_cross_files) {
     cr_expect(py_workspace_has_matmul_work(v, train, "GPT"));
     cr_expect(py_workspace_has_matmul_work(v, train, "build_model"));
     cr_expect_not(py_workspace_has_matmul_work(v, train, "Tokenizer"));
+    /* functions are known as functions, whatever their names say (`build_model` returns a model) */
+    cr_expect(py_workspace_is_function(v, train, "build_model"));
+    cr_expect(py_workspace_is_function(v, train, "data.describe"));
+    cr_expect_not(py_workspace_is_function(v, train, "GPT"));
+    cr_expect_not(py_workspace_is_function(v, train, "device"));
+    cr_expect_not(py_workspace_is_function(v, train, "torch.zeros"));
     /* names nobody defines are not guessed */
     cr_expect_eq(py_workspace_call_kinds(v, train, "torch.zeros"), 0);
     cr_expect_eq(py_workspace_call_kinds(v, train, "missing_function"), 0);

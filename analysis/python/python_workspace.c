@@ -646,6 +646,10 @@ bool py_workspace_is_module_class(const PyWorkspaceView *v, const PyModuleFacts 
     return t.kind == TARGET_CLASS && class_is_module(v, t.module, t.cls, 0);
 }
 
+bool py_workspace_is_function(const PyWorkspaceView *v, const PyModuleFacts *from, const char *name) {
+    return resolve_spelled(v, from, name, 0).kind == TARGET_FUNCTION;
+}
+
 static unsigned call_kinds(const PyWorkspaceView *v, const PyModuleFacts *from, const char *callee, int hops);
 
 static unsigned value_kinds(const PyWorkspaceView *v, const PyModuleFacts *m, const PyFactValue *value, int hops) {

@@ -115,6 +115,8 @@ unsigned py_workspace_method_kinds(const PyWorkspaceView *view, const PyModuleFa
                                    const char *method);
 /* What a module-level variable holds (`device` from config.py). */
 unsigned py_workspace_name_kinds(const PyWorkspaceView *view, const PyModuleFacts *from, const char *name);
+/* The name is a function that a module of the workspace defines. */
+bool py_workspace_is_function(const PyWorkspaceView *view, const PyModuleFacts *from, const char *name);
 /* The name is a class of the workspace that derives from torch.nn.Module. */
 bool py_workspace_is_module_class(const PyWorkspaceView *view, const PyModuleFacts *from, const char *name);
 /* The class (or, for a module-level instance or a function returning one,

@@ -7,6 +7,7 @@
 #include "analysis/base/growable.h"
 #include "rules/rule.h"
 #include "analysis/python/python_roles.h"
+#include "rules/python/support/model_calls.h"
 #include "analysis/python/python_workspace.h"
 #include "analysis/base/text_format.h"
 
@@ -46,7 +47,9 @@ static const char documentation[] =
     "`stack.enter_context(torch.no_grad())` (an ExitStack), or in a function that the\n"
     "file (or another module of the project) calls under one of these somewhere (grad is then managed by the caller, or the\n"
     "function is wrapped as `f = torch.no_grad()(f)`); loops in functions that train or compute\n"
-    "gradients (saliency maps, adversarial examples); Lightning `*_step` hooks and pytest\n"
+    "gradients (saliency maps, adversarial examples); calls of a function this file or the project\n"
+    "defines, whatever its name (`query_model(prompt, model)` that asks a server: a function, not a\n"
+    "model); Lightning `*_step` hooks and pytest\n"
     "`test_*` functions; models whose parameters are frozen with `requires_grad_(False)`;\n"
     "files that do not import torch or never mention CUDA or a device.\n"
     "\n"
@@ -265,11 +268,6 @@ static int model_mode(const PySource *src, const ScopeInfo *info, TSNode model, 
 
 /* ---- names ---------------------------------------------------------------- */
 
-
-
-
-
-
 static bool word_names_model(const char *t, size_t len) {
     static const char *const exact[] = {"model", "net", "network", "policy", "encoder", "decoder", "generator",
                                         "classifier", "backbone", "transformer", "unet", "vae", "denoiser",
@@ -330,7 +328,7 @@ static bool looks_like_model(const PySource *src, TSNode model, TSNode fn) {
     if (py_is_module_instance(src, model)) return !is_parameter_free_module(src, model);
     if (py_is(model, "identifier")) {
         if (py_text_eq(src, model, "self")) return !ts_node_is_null(fn) && method_of_module(src, fn);
-        return word_names_model(py_text_ptr(src, model), py_text_len(model));
+        return !py_names_project_function(src, model) && word_names_model(py_text_ptr(src, model), py_text_len(model));
     }
     if (py_is(model, "attribute")) {
         TSNode object = ts_node_child_by_field_name(model, "object", 6);

@@ -12,7 +12,13 @@
  * classifier, transformer, unet, as part of the name (`student_model`, `netG`). */
 bool py_names_model(const PySource *src, TSNode expr);
 
-/* expr is a model: an nn.Module instance the file shows, or named like one. */
+/* `evaluate_model`, `query_model`: a function that this file (at module
+ * level) or a module of the workspace defines. Its name says nothing of
+ * what it is: it is a function, whatever words it holds. */
+bool py_names_project_function(const PySource *src, TSNode expr);
+
+/* expr is a model: an nn.Module instance the file shows, or named like one
+ * (not a function the project defines, whatever its name). */
 bool py_is_model_like(const PySource *src, TSNode expr);
 
 /* The model that call runs, or a null node: the callee of `model(x)`, the
