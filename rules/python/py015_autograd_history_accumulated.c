@@ -35,7 +35,12 @@ static const char documentation[] =
     "(`loss = loss + aux_loss` before `loss.backward()`, micro-batch sums reset on every\n"
     "iteration); accumulators that the code itself hands to backward later (`total =\n"
     "total + loss` then `total.backward()` every few steps, `torch.stack(losses).sum().backward()`),\n"
-    "which is gradient accumulation on purpose; outputs of models whose parameters are frozen\n"
+    "which is gradient accumulation on purpose; a sum of the very loss the loop hands to backward\n"
+    "that the loop assigns afresh after the accumulation (`running_loss = 0` once the optimizer has\n"
+    "stepped, every N micro-batches): it holds one window's graphs, whose saved tensors backward has\n"
+    "freed (a list of outputs reset that way still holds their activations and is flagged); calls of\n"
+    "functions this file or the project defines, whatever their names (`evaluate_model(...)` is a\n"
+    "function, not a model); outputs of models whose parameters are frozen\n"
     "(`requires_grad_(False)`); accumulations that run in one iteration only, under `if step == 0:`\n"
     "(or `== CONSTANT`) where `step` is the target of an enclosing `for` (a reference kept from the\n"
     "first step and updated in place afterwards; a guard every N steps still grows and is flagged). `torch.no_grad()` around an `append` does not help: it does not\n"
@@ -563,6 +568,27 @@ static bool differentiated_later(State *st, const Accumulation *a) {
     return false;
 }
 
+/* The accumulator sums the very loss the loop hands to backward (whose
+ * saved tensors that backward frees) and the loop assigns it afresh after
+ * the accumulation (`running_loss = 0` once the optimizer has stepped, every
+ * N micro-batches): it holds the graphs of one accumulation window at most,
+ * not one per step. */
+static bool reset_after_backward(State *st, const Accumulation *a) {
+    const PySource *src = st->src;
+    if (!py_is(a->acc, "identifier") || !py_is(py_unparen(a->value), "identifier") ||
+        !set_has(src, &st->targets, py_unparen(a->value)))
+        return false;
+    size_t from = ts_node_end_byte(a->stmt), until = ts_node_end_byte(st->loop);
+    size_t count;
+    const PyBinding *b =
+        py_index_bindings(src, py_scope_of(src, a->stmt), py_text_ptr(src, a->acc), py_text_len(a->acc), &count);
+    for (size_t i = 0; i < count; i++)
+        if (b[i].start >= from && b[i].start < until && b[i].kind != BINDING_LOOP_TARGET && !ts_node_is_null(b[i].value) &&
+            restarts(src, &b[i], a->acc))
+            return true;
+    return false;
+}
+
 /* ---- how the accumulator is used (for the fixes) ---------------------------- */
 
 typedef struct {
@@ -782,7 +808,9 @@ static bool visit(TSNode n, void *data) {
     if (plainly_without_history(src, a.value) || !outlives_iteration(src, &a, loop)) return true;
     if (first_iteration_only(src, a.stmt)) return true;
     State st = {.ctx = ctx, .src = src, .loop = loop, .at = n};
-    if (!training_loop(&st) || !carries(&st, a.value, 0) || differentiated_later(&st, &a)) return true;
+    if (!training_loop(&st) || !carries(&st, a.value, 0) || differentiated_later(&st, &a) ||
+        reset_after_backward(&st, &a))
+        return true;
 
     char stmt[80], value[48], acc[48], kept[64];
     describe(src, a.stmt, 60, "this accumulation", stmt, sizeof stmt);
