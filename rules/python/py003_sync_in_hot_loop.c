@@ -20,7 +20,10 @@ static const char documentation[] =
     "\n"
     "Not flagged: a synchronize or empty_cache guarded by a periodic condition (`if step % 100 == 0:`);\n"
     "in a loop over the model's modules (`for name, m in model.named_modules():`, a one-off rewrite\n"
-    "or conversion); empty_cache in a loop that exports a model on each iteration (`torch.onnx.export`,\n"
+    "or conversion); empty_cache in a loop whose body only hands memory back (`for _ in range(3):\n"
+    "gc.collect(); torch.cuda.empty_cache()`, also under `if torch.cuda.is_available():`, beside imports,\n"
+    "`del` and other devices' `empty_cache()`): nothing is allocated between the calls, so nothing is\n"
+    "cudaMalloc'ed again; empty_cache in a loop that exports a model on each iteration (`torch.onnx.export`,\n"
     "`torch.jit.trace`, `torch.jit.script`, `torch.export.export`: a conversion pass over models); empty_cache in a loop that moves what it loaded off the GPU again (`layer =\n"
     "layer.cpu()`, `module.cpu()`, `module.unload()`, `layers[i] = layer.cpu()` after `layer =\n"
     "layers[i].to(dev)` and `layer(x)`, the name bound to nothing else: layer-by-layer calibration or\n"
@@ -456,6 +459,95 @@ static bool exports_models(const RuleContext *ctx, TSNode loop) {
     return calls_any_of(ctx->py, ts_node_child_by_field_name(loop, "body", 4), exporters);
 }
 
+/* Calls that hand memory back or wait, and allocate nothing. */
+static const char *const release_names[] = {"gc.collect",
+                                            "torch.cuda.empty_cache",
+                                            "torch.cuda.ipc_collect",
+                                            "torch.cuda.synchronize",
+                                            "torch.cuda.reset_peak_memory_stats",
+                                            "torch.xpu.empty_cache",
+                                            "torch.mps.empty_cache",
+                                            "time.sleep",
+                                            NULL};
+
+static bool only_releases(const PySource *src, TSNode block, int depth);
+
+typedef struct {
+    const PySource *src;
+    bool other; /* a call that does more than ask what the machine has */
+} QuestionSearch;
+
+static bool visit_question(TSNode n, void *data) {
+    QuestionSearch *s = data;
+    if (s->other) return false;
+    if (!py_is(n, "call")) return true;
+    static const char *const builtins[] = {"hasattr", "getattr", "isinstance", "callable", NULL};
+    for (size_t i = 0; builtins[i]; i++)
+        if (py_is_builtin_call(s->src, n, builtins[i])) return true;
+    static const char *const questions[] = {"is_available", "device_count", "is_initialized", NULL};
+    for (size_t i = 0; questions[i]; i++)
+        if (py_method_call(s->src, n, questions[i], NULL)) return true;
+    s->other = true;
+    return false;
+}
+
+/* an `if`'s condition that queues no GPU work: it asks which devices there
+ * are (`hasattr(torch, "xpu") and torch.xpu.is_available()`) or calls
+ * nothing that does GPU work */
+static bool condition_is_quiet(const PySource *src, TSNode cond) {
+    QuestionSearch s = {src, false};
+    py_walk(cond, visit_question, &s);
+    return !s.other || !py_does_gpu_work(src, cond);
+}
+
+/* one statement of a block that only releases: an import, `del`, `pass`, a
+ * call of release_names, or an `if` whose branches only release (the
+ * condition asks which device there is: `if torch.cuda.is_available():`) */
+static bool statement_only_releases(const PySource *src, TSNode stmt, int depth) {
+    if (py_is(stmt, "comment") || py_is(stmt, "pass_statement") || py_is(stmt, "delete_statement") ||
+        py_is(stmt, "import_statement") || py_is(stmt, "import_from_statement"))
+        return true;
+    if (py_is(stmt, "expression_statement")) {
+        TSNode call = ts_node_named_child(stmt, 0);
+        return ts_node_named_child_count(stmt) == 1 && py_is(call, "call") &&
+               py_callee_is_any(src, call, release_names);
+    }
+    if (!py_is(stmt, "if_statement") || depth > 4) return false;
+    if (!condition_is_quiet(src, ts_node_child_by_field_name(stmt, "condition", 9))) return false;
+    uint32_t n = ts_node_named_child_count(stmt);
+    for (uint32_t i = 0; i < n; i++) {
+        TSNode part = ts_node_named_child(stmt, i);
+        if (py_is(part, "elif_clause")) {
+            if (!condition_is_quiet(src, ts_node_child_by_field_name(part, "condition", 9))) return false;
+            part = ts_node_child_by_field_name(part, "consequence", 11);
+        } else if (py_is(part, "else_clause")) {
+            part = ts_node_child_by_field_name(part, "body", 4);
+        }
+        if (py_is(part, "block") && !only_releases(src, part, depth + 1)) return false;
+    }
+    return true;
+}
+
+static bool only_releases(const PySource *src, TSNode block, int depth) {
+    uint32_t n = ts_node_named_child_count(block);
+    for (uint32_t i = 0; i < n; i++)
+        if (!statement_only_releases(src, ts_node_named_child(block, i), depth)) return false;
+    return true;
+}
+
+/* `for _ in range(3): gc.collect(); torch.cuda.empty_cache()`: the loop's
+ * body releases memory and allocates nothing, so no block is cudaMalloc'ed
+ * again between the calls; it repeats the collection so that objects freed
+ * by one round (reference cycles) reach the cache in the next. */
+static bool loop_only_releases(const PySource *src, TSNode loop) {
+    TSNode body = ts_node_child_by_field_name(loop, "body", 4);
+    if (!py_is(body, "block")) return false;
+    if (py_is(loop, "while_statement") &&
+        py_does_gpu_work(src, ts_node_child_by_field_name(loop, "condition", 9)))
+        return false;
+    return only_releases(src, body, 0);
+}
+
 typedef struct {
     const PySource *src;
     TSNode loop;
@@ -511,7 +603,7 @@ static bool visit(TSNode n, void *data) {
     } else {
         if (iterates_over_sizes(ctx, loop) || measures_memory(ctx, loop) || offloads_each_iteration(ctx, loop) ||
             releases_loaded_model(ctx, loop, n) || empties_between_timed_spans(ctx, loop, n) ||
-            exports_models(ctx, loop))
+            exports_models(ctx, loop) || loop_only_releases(ctx->py, loop))
             return true;
         rule_report_node(ctx, n,
                          "torch.cuda.empty_cache() inside a loop: freed blocks must be cudaMalloc'ed again on the "
