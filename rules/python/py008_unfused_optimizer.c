@@ -29,8 +29,15 @@ static const char documentation[] =
     "made), calls with `differentiable=True` (fused has no differentiable variant), calls that\n"
     "splat `*args`/`**kwargs` (the keywords cannot be seen), `torch.optim.lr_scheduler.*`,\n"
     "other optimizers (Adagrad, RMSprop, ...: fused support is missing or CPU-only),\n"
-    "classes of the same name defined in the file, and files that never mention CUDA or a\n"
-    "device. `capturable=True` is compatible with `fused=True` and is still flagged.\n"
+    "classes of the same name defined in the file, names imported from `torch.optim` in one branch\n"
+    "and from elsewhere in another (`if mup: from mup.optim import MuAdam as Adam` / `else: from\n"
+    "torch.optim import Adam`), an optimizer built where the same function (at module level, the\n"
+    "same top-level statement) also builds one with `fused=` or `foreach=` (the plain one is its\n"
+    "fallback: `try: return AdamW(..., fused=True)` / `except ...: pass` / `return AdamW(...)`, or the\n"
+    "two branches of an `if`; two built side by side, a GAN's generator fused and its discriminator\n"
+    "not, are still flagged), and\n"
+    "files that never mention CUDA or a device (Hugging Face's `per_device_train_batch_size=` names\n"
+    "no device). `capturable=True` is compatible with `fused=True` and is still flagged.\n"
     "Not flagged either: an optimizer over the parameters of a model that the code builds and\n"
     "never moves to a device (no `.cuda()`, `.to(device)`, `fabric.setup(model)`, `DDP(model)`, ...:\n"
     "its parameters stay in host memory), and one whose step torch.compile already compiles\n"
@@ -379,18 +386,72 @@ static bool fused_allowed(Walk *w, const char *short_name, TSNode owner, TSNode 
     return true;
 }
 
+static bool chooses_implementation(const PySource *src, TSNode call) {
+    return !ts_node_is_null(py_call_keyword(src, call, "fused")) ||
+           !ts_node_is_null(py_call_keyword(src, call, "foreach"));
+}
+
+typedef struct {
+    const PySource *src;
+    TSNode plain, scope;
+    bool found;
+} ChoiceSearch;
+
+/* choice sits in a branch (a `try`'s body or handler, an `if`'s branch) of
+ * the scope that plain is not in: one of the two runs instead of the other */
+static bool in_a_branch_apart(TSNode choice, TSNode plain, TSNode scope) {
+    for (TSNode n = ts_node_parent(choice); !ts_node_is_null(n) && !ts_node_eq(n, scope); n = ts_node_parent(n)) {
+        if (!py_is(n, "block")) continue;
+        TSNode owner = ts_node_parent(n);
+        if ((py_is(owner, "try_statement") || py_is(owner, "except_clause") || py_is(owner, "if_statement") ||
+             py_is(owner, "elif_clause") || py_is(owner, "else_clause")) &&
+            !py_is_within(plain, n))
+            return true;
+    }
+    return false;
+}
+
+static bool visit_choice(TSNode n, void *data) {
+    ChoiceSearch *s = data;
+    if (py_is(n, "call") && py_callee_is_any(s->src, n, optimizer_names) && chooses_implementation(s->src, n) &&
+        in_a_branch_apart(n, s->plain, s->scope))
+        s->found = true;
+    return !s->found;
+}
+
+/* The code next to the call builds an optimizer with fused= or foreach= in
+ * a branch of its own (`try: return AdamW(params, fused=True)` / `except
+ * ...: pass` / `return AdamW(params)`; `if fused: ... else: ...`): the plain
+ * one is its fallback, where the fused implementation was refused or turned
+ * off on purpose. Next to it: in the same function, or in the same
+ * top-level statement at module level. Two optimizers built side by side
+ * (a GAN's generator fused, its discriminator not) are no such pair. */
+static bool falls_back_from_a_choice(const PySource *src, TSNode call) {
+    TSNode scope = py_enclosing_function(src, call);
+    if (ts_node_is_null(scope)) {
+        scope = call;
+        for (TSNode up = ts_node_parent(scope); !ts_node_is_null(up) && !py_is(up, "module"); up = ts_node_parent(up))
+            scope = up;
+    }
+    ChoiceSearch s = {src, call, scope, false};
+    py_walk(scope, visit_choice, &s);
+    return s.found;
+}
+
 static bool visit(TSNode n, void *data) {
     Walk *w = data;
     RuleContext *ctx = w->ctx;
     if (!py_is(n, "call") || !py_callee_is_any(ctx->py, n, optimizer_names)) return true;
     if (py_call_has_splat(n) || py_in_test_function(ctx->py, n)) return true;
-    if (!ts_node_is_null(py_call_keyword(ctx->py, n, "fused")) ||
-        !ts_node_is_null(py_call_keyword(ctx->py, n, "foreach")))
-        return true;
+    if (chooses_implementation(ctx->py, n) || falls_back_from_a_choice(ctx->py, n)) return true;
     TSNode differentiable = py_call_keyword(ctx->py, n, "differentiable");
     if (!ts_node_is_null(differentiable) && !py_text_eq(ctx->py, differentiable, "False")) return true;
     TSNode callee = ts_node_child_by_field_name(n, "function", 8);
     if (is_shadowed(ctx->py, callee)) return true;
+    /* `Adam` imported from torch.optim in one branch and from elsewhere (mup, apex) in another */
+    TSNode root = root_identifier(callee);
+    if (!ts_node_is_null(root) && py_import_is_ambiguous(ctx->py, py_text_ptr(ctx->py, root), py_text_len(root)))
+        return true;
     /* parameters the code keeps in host memory: fused= is for device parameters */
     TSNode params = py_call_positional(n, 0);
     if (ts_node_is_null(params)) params = py_call_keyword(ctx->py, n, "params");
