@@ -38,6 +38,9 @@ static const char documentation[] =
     "between, is not reported: the first read waited, and this one waits for nothing new. The earlier\n"
     "read must run whenever the later one does (not in a branch of its own); it may be the test of the\n"
     "`if` around the later one (`if ids[k][pos].item() in media:` then `media[ids[k][pos].item()]`).\n"
+    "Nor is a read at the end of an iteration of a value that the next iteration's stop test reads\n"
+    "(`generated.append(token.item())` last in the body, `if token.item() in stop_tokens: break` first),\n"
+    "with no GPU work and no new value between: that test waits for the same value anyway.\n"
     "Elements taken by plain indices (`ids[k][pos]`) count as values already computed.\n"
     "\n"
     "## Why is this slow?\n"
@@ -1169,6 +1172,65 @@ static bool rereads_value(const PySource *src, TSNode read, TSNode loop) {
 }
 
 typedef struct {
+    const PySource *src;
+    TSNode loop, value;
+    bool found;
+} StopReadSearch;
+
+/* `value.item()`, `int(value)`: read by its spelling (the name's binding at
+ * the top of the loop is the one from before it, which may say nothing of a
+ * tensor: it is the previous iteration's that the test reads) */
+static bool reads_on_host(const PySource *src, TSNode call, TSNode value) {
+    TSNode name = py_method_name_node(call);
+    if (!ts_node_is_null(name) && is_sync_method(src, call, false))
+        return py_same_text(src, ts_node_child_by_field_name(ts_node_parent(name), "object", 6), value);
+    if (py_is_builtin_call(src, call, "float") || py_is_builtin_call(src, call, "int") ||
+        py_is_builtin_call(src, call, "bool"))
+        return py_call_positional_count(call) == 1 && py_same_text(src, py_call_positional(call, 0), value);
+    return false;
+}
+
+static bool visit_stop_read(TSNode n, void *data) {
+    StopReadSearch *s = data;
+    if (s->found) return false;
+    if (py_is(n, "call") && reads_on_host(s->src, n, s->value) && is_stop_test(s->src, n, s->loop)) s->found = true;
+    return !s->found;
+}
+
+/* `generated.append(token.item())` at the end of a decoding step whose next
+ * iteration begins with `if token.item() in stop_tokens: break`, with no GPU
+ * work and no new `token` in between: that test waits for the same value
+ * anyway (the host needs it to decide whether to go on), so this read adds
+ * no wait. The read is a statement of the loop's body; what follows it in
+ * the body, and what precedes the test in the next iteration, queue nothing
+ * and bind nothing to the name (nor does the loop's own target). */
+static bool read_again_by_next_stop_test(const PySource *src, TSNode read, TSNode loop) {
+    if (!py_is(loop, "for_statement") && !py_is(loop, "while_statement")) return false;
+    TSNode value = read_operand(src, read);
+    TSNode body = ts_node_child_by_field_name(loop, "body", 4);
+    TSNode stmt = py_statement_of(read);
+    if (!py_is(value, "identifier") || !ts_node_eq(ts_node_parent(stmt), body) || rebinds(src, stmt, value))
+        return false;
+    if (py_is(loop, "for_statement") && target_holds(src, ts_node_child_by_field_name(loop, "left", 4), value, 0))
+        return false;
+    if (py_is(loop, "while_statement") && py_does_gpu_work(src, ts_node_child_by_field_name(loop, "condition", 9)))
+        return false;
+    for (TSNode next = ts_node_next_named_sibling(stmt); !ts_node_is_null(next); next = ts_node_next_named_sibling(next))
+        if (!py_is(next, "comment") && (py_does_gpu_work(src, next) || rebinds(src, next, value))) return false;
+    for (TSNode first = ts_node_named_child(body, 0); !ts_node_is_null(first) && !ts_node_eq(first, stmt);
+         first = ts_node_next_named_sibling(first)) {
+        if (py_is(first, "comment")) continue;
+        if (py_is(first, "if_statement")) {
+            StopReadSearch s = {src, loop, value, false};
+            py_walk(ts_node_child_by_field_name(first, "condition", 9), visit_stop_read, &s);
+            if (s.found) return true;
+        }
+        if (py_does_gpu_work(src, first) || rebinds(src, first, value)) return false;
+    }
+    return false;
+}
+
+typedef struct {
     RuleContext *ctx;
     /* the last finding's statement and text: `f"{loss.item():.2f}" if a else
      * f"{loss.item():.4f}"` is one wait, reported once */
@@ -1211,7 +1273,7 @@ static bool visit(TSNode n, void *data) {
     if (after_own_wait(ctx->py, read_operand(ctx->py, n), loop, 0) || after_explicit_sync(ctx->py, n)) return true;
     if (in_exiting_branch(ctx->py, n, loop) || host_needs_value(ctx->py, n, loop) || is_stop_test(ctx->py, n, loop))
         return true;
-    if (rereads_value(ctx->py, n, loop)) return true;
+    if (rereads_value(ctx->py, n, loop) || read_again_by_next_stop_test(ctx->py, n, loop)) return true;
     describe(ctx->py, n, what, sizeof what);
     uint32_t statement = ts_node_start_byte(py_statement_of(n));
     if (statement == w->last_statement && strcmp(what, w->last_what) == 0) return true;
