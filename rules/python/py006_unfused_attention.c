@@ -87,7 +87,10 @@ static const char documentation[] =
     "shows q to have 5 dimensions or more (`qkv.reshape(B, L, N, 3, H, D).permute(...)` and\n"
     "`q, k, v = qkv.unbind(0)`: attention inside windows), the finding says to fold the leading\n"
     "dimensions into the batch first and offers no rewrite: the fused kernels take 4-D (batch,\n"
-    "heads, length, head_dim) inputs, and the call alone would run the same unfused math.\n";
+    "heads, length, head_dim) inputs, and the call alone would run the same unfused math. The same\n"
+    "holds below 4-D: when the product shows q to have 3 dimensions (`torch.bmm`) or 2 (`k.T`), or\n"
+    "the code shows its shape, the finding says to add the heads (and batch) dimensions first\n"
+    "(`q.unsqueeze(1)`, `q[None, None]`), and no rewrite is offered.\n";
 
 #define MAX_CHAIN 24
 #define MAX_CHAINS 32
@@ -128,6 +131,7 @@ typedef struct {
     bool fill_known;
     bool dropout;
     bool unclear;   /* the transposed dimensions may not be the last two */
+    int shown_rank; /* what the product itself says of q's rank: 2 for `k.T`, 3 for bmm; 0 when nothing */
     bool unfixable; /* conditional or mutated bindings, unknown fill value, ... */
     TSNode stmts[MAX_CHAIN]; /* expression statements of the followed assignments */
     TSNode values[MAX_CHAIN];
@@ -525,6 +529,7 @@ static bool parse_kt(Match *m, TSNode n, bool bmm) {
         if (py_text_eq(m->src, attr, "T")) { /* reverses every dimension: 2-D only */
             m->k = obj;
             m->unclear = true;
+            m->shown_rank = 2;
             return true;
         }
         return false;
@@ -549,11 +554,13 @@ static bool parse_qk(Match *m, TSNode n) {
     bool bmm = py_callee_is_any(m->src, n, bmm_funcs);
     if ((bmm || py_callee_is_any(m->src, n, matmul_funcs)) && py_call_positional_count(n) == 2) {
         m->q = py_call_positional(n, 0);
+        if (bmm) m->shown_rank = 3; /* bmm takes 3-D tensors only */
         return parse_kt(m, py_call_positional(n, 1), bmm);
     }
     bmm = py_value_method_call(m->src, n, "bmm", &recv);
     if ((bmm || py_value_method_call(m->src, n, "matmul", &recv)) && py_call_positional_count(n) == 1) {
         m->q = recv;
+        if (bmm) m->shown_rank = 3;
         return parse_kt(m, py_call_positional(n, 0), bmm);
     }
     return false;
@@ -1152,9 +1159,19 @@ static bool split_off_last_dim(const Match *m, TSNode t) {
  * leading dimensions into the batch, and no rewrite is offered. */
 static void report(RuleContext *ctx, TSNode n, Match *m, bool use_unsure) {
     int rank = known_rank(ctx->py, m->q, 0);
-    bool folded = rank > 4;
+    if (rank < 0 && m->shown_rank > 0) rank = m->shown_rank;
+    bool folded = rank > 4, short_rank = rank == 2 || rank == 3;
     Finding *f;
-    if (folded)
+    if (short_rank)
+        f = rule_report_node(
+            ctx, n,
+            "attention written out as softmax(q @ k^T) @ v runs several kernels and stores the whole score "
+            "matrix; F.scaled_dot_product_attention fuses it into one kernel, but only for 4-D (batch, heads, "
+            "length, head_dim) inputs, and q here is %d-D (with fewer dimensions it runs the same unfused math): "
+            "%s, the same for k and v, call it, and take %s of the result",
+            rank, rank == 3 ? "give it a heads dimension (`q.unsqueeze(1)`)" : "give it batch and heads dimensions (`q[None, None]`)",
+            rank == 3 ? "`.squeeze(1)`" : "`[0, 0]`");
+    else if (folded)
         f = rule_report_node(
             ctx, n,
             "attention written out as softmax(q @ k^T) @ v runs several kernels and stores the whole score "
@@ -1173,7 +1190,7 @@ static void report(RuleContext *ctx, TSNode n, Match *m, bool use_unsure) {
     if (!f) return;
     ByteRange r = {ts_node_start_byte(m->softmax), ts_node_end_byte(m->softmax)};
     if (!finding_add_related(f, r, "the softmax over the attention scores")) ctx->out_of_memory = true;
-    if (folded) return;
+    if (folded || short_rank) return;
     if (m->unclear)
         finding_caveat(f, "the transposed dimensions are the last two only for tensors of a certain rank: check the "
                           "shapes before fusing");
