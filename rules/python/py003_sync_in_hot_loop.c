@@ -20,10 +20,10 @@ static const char documentation[] =
     "\n"
     "Not flagged: a synchronize or empty_cache guarded by a periodic condition (`if step % 100 == 0:`);\n"
     "in a loop over the model's modules (`for name, m in model.named_modules():`, a one-off rewrite\n"
-    "or conversion); empty_cache in a loop whose body only hands memory back (`for _ in range(3):\n"
-    "gc.collect(); torch.cuda.empty_cache()`, also under `if torch.cuda.is_available():`, beside imports,\n"
-    "`del` and other devices' `empty_cache()`): nothing is allocated between the calls, so nothing is\n"
-    "cudaMalloc'ed again; empty_cache in a loop that exports a model on each iteration (`torch.onnx.export`,\n"
+    "or conversion); empty_cache in a loop whose body collects garbage and hands memory back, and does\n"
+    "nothing else (`for _ in range(3): gc.collect(); torch.cuda.empty_cache()`, also under `if\n"
+    "torch.cuda.is_available():`, beside imports, `del` and other devices' `empty_cache()`): nothing is\n"
+    "allocated between the calls, so nothing is cudaMalloc'ed again; empty_cache in a loop that exports a model on each iteration (`torch.onnx.export`,\n"
     "`torch.jit.trace`, `torch.jit.script`, `torch.export.export`: a conversion pass over models); empty_cache in a loop that moves what it loaded off the GPU again (`layer =\n"
     "layer.cpu()`, `module.cpu()`, `module.unload()`, `layers[i] = layer.cpu()` after `layer =\n"
     "layers[i].to(dev)` and `layer(x)`, the name bound to nothing else: layer-by-layer calibration or\n"
@@ -535,13 +535,15 @@ static bool only_releases(const PySource *src, TSNode block, int depth) {
     return true;
 }
 
-/* `for _ in range(3): gc.collect(); torch.cuda.empty_cache()`: the loop's
- * body releases memory and allocates nothing, so no block is cudaMalloc'ed
- * again between the calls; it repeats the collection so that objects freed
- * by one round (reference cycles) reach the cache in the next. */
+/* `for _ in range(3): gc.collect(); torch.cuda.empty_cache()`: the loop
+ * collects garbage and releases memory, and allocates nothing, so no block
+ * is cudaMalloc'ed again between the calls; it repeats the collection so
+ * that objects freed by one round (reference cycles) reach the cache in the
+ * next. Only that idiom: the body calls gc.collect(). */
 static bool loop_only_releases(const PySource *src, TSNode loop) {
+    static const char *const collect[] = {"gc.collect", NULL};
     TSNode body = ts_node_child_by_field_name(loop, "body", 4);
-    if (!py_is(body, "block")) return false;
+    if (!py_is(body, "block") || !calls_any_of(src, body, collect)) return false;
     if (py_is(loop, "while_statement") &&
         py_does_gpu_work(src, ts_node_child_by_field_name(loop, "condition", 9)))
         return false;
