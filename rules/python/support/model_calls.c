@@ -20,11 +20,63 @@ bool py_names_model(const PySource *src, TSNode expr) {
     return false;
 }
 
+typedef struct {
+    const PySource *src;
+    TSNode params;
+    bool found;
+} ParameterCallSearch;
+
+static bool is_parameter_name(const PySource *src, TSNode params, TSNode id) {
+    uint32_t n = ts_node_named_child_count(params);
+    for (uint32_t i = 0; i < n; i++) {
+        TSNode p = ts_node_named_child(params, i);
+        if (!py_is(p, "identifier")) p = ts_node_child_by_field_name(p, "name", 4);
+        if (!py_is(p, "identifier")) p = ts_node_named_child(ts_node_named_child(params, i), 0);
+        if (py_is(p, "identifier") && py_same_text(src, p, id)) return true;
+    }
+    return false;
+}
+
+static bool visit_parameter_call(TSNode n, void *data) {
+    ParameterCallSearch *s = data;
+    if (s->found) return false;
+    if (!py_is(n, "call")) return true;
+    TSNode callee = ts_node_child_by_field_name(n, "function", 8);
+    for (int depth = 0; depth < 16 && py_is(callee, "attribute"); depth++)
+        callee = ts_node_child_by_field_name(callee, "object", 6);
+    if (py_is(callee, "identifier") && is_parameter_name(s->src, s->params, callee)) s->found = true;
+    return !s->found;
+}
+
+/* What the function gives back carries no autograd graph, as its body
+ * shows: it computes under torch.no_grad() or inference_mode (LLMs-from-
+ * scratch's evaluate_model), or it queues no GPU work and calls none of its
+ * parameters (query_model, which posts to a server). A helper that runs the
+ * model it is handed (`def run_model(model, x): return model(x.to(device))`)
+ * or a functional model (`def model(xb): return F.log_softmax(xb @ w + b)`)
+ * is neither. */
+static bool function_gives_no_graph(const PySource *src, TSNode def) {
+    TSNode outer = ts_node_parent(def);
+    TSNode whole = py_is(outer, "decorated_definition") ? outer : def;
+    const char *text = py_text_ptr(src, whole);
+    size_t len = py_text_len(whole);
+    if (memmem(text, len, "no_grad", 7) || memmem(text, len, "inference_mode", 14)) return true;
+    TSNode body = ts_node_child_by_field_name(def, "body", 4);
+    if (ts_node_is_null(body) || py_does_gpu_work(src, body)) return false;
+    ParameterCallSearch s = {src, ts_node_child_by_field_name(def, "parameters", 10), false};
+    py_walk(body, visit_parameter_call, &s);
+    return !s.found;
+}
+
 bool py_names_project_function(const PySource *src, TSNode expr) {
     if (!py_is(expr, "identifier")) return false;
     const char *name = py_text_ptr(src, expr);
     size_t len = py_text_len(expr);
-    if (py_is(py_index_top_level(src, name, len), "function_definition")) return true;
+    /* `generator = Generator().cuda()` in the function hides a module-level `def generator` */
+    BindingKind kind = py_binding_before(src, expr, name, len, ts_node_start_byte(expr), NULL);
+    if (kind == BINDING_ASSIGNMENT || kind == BINDING_PARAMETER || kind == BINDING_LOOP_TARGET) return false;
+    TSNode def = py_index_top_level(src, name, len);
+    if (py_is(def, "function_definition")) return function_gives_no_graph(src, def);
     char spelled[256];
     if (!src->workspace || len >= sizeof spelled) return false;
     memcpy(spelled, name, len);

@@ -12,9 +12,12 @@
  * classifier, transformer, unet, as part of the name (`student_model`, `netG`). */
 bool py_names_model(const PySource *src, TSNode expr);
 
-/* `evaluate_model`, `query_model`: a function that this file (at module
- * level) or a module of the workspace defines. Its name says nothing of
- * what it is: it is a function, whatever words it holds. */
+/* `evaluate_model`, `query_model`: a function that a module of the
+ * workspace defines, or that this file defines at module level and whose
+ * body shows that what it gives back carries no graph (it computes under
+ * no_grad, or runs no GPU work and calls none of its parameters). Its name
+ * says nothing of what it is: it is a function, whatever words it holds.
+ * Not a name the function's scope binds itself (`generator = G().cuda()`). */
 bool py_names_project_function(const PySource *src, TSNode expr);
 
 /* expr is a model: an nn.Module instance the file shows, or named like one
