@@ -111,6 +111,7 @@ typedef struct {
     TSNode loop;     /* the training loop */
     TSNode at;       /* the accumulation */
     NameSet targets; /* names the loop's backward calls read */
+    bool retains;    /* one of them keeps the graph (retain_graph=True) */
     NameSet feeding; /* names the loop computes those from */
 } State;
 
@@ -301,6 +302,9 @@ static bool visit_backward(TSNode n, void *data) {
     if (!ts_node_eq(py_statement_loop(n), s->st->loop) || py_grad_disabled_at(src, n)) return true;
     s->any = true;
     py_each_read_name(src, b.differentiated, add_to_set, &s->st->targets);
+    TSNode retain = py_backward_argument(src, &b, "retain_graph");
+    if (!ts_node_is_null(retain) && !py_text_eq(src, retain, "False") && !py_text_eq(src, retain, "None"))
+        s->st->retains = true;
     return true;
 }
 
@@ -568,14 +572,41 @@ static bool differentiated_later(State *st, const Accumulation *a) {
     return false;
 }
 
+typedef struct {
+    const PySource *src;
+    bool found;
+} StepSearch;
+
+static bool visit_step(TSNode n, void *data) {
+    StepSearch *s = data;
+    TSNode recv;
+    if (py_is(n, "call") && py_method_call(s->src, n, "step", &recv) && py_is_optimizer(s->src, recv)) s->found = true;
+    return !s->found;
+}
+
+/* The reset runs on a schedule: on every iteration (a statement of the
+ * loop's body), every N steps (`if (i + 1) % N == 0:`), or in the branch
+ * that steps the optimizer; not under a test of the data (`if
+ * torch.isnan(loss): total = 0`), which may never pass. */
+static bool resets_on_schedule(const PySource *src, TSNode reset, TSNode loop) {
+    TSNode body = ts_node_child_by_field_name(loop, "body", 4);
+    TSNode stmt = py_statement_of(reset);
+    if (ts_node_eq(ts_node_parent(stmt), body) || py_is_periodic(src, stmt, loop)) return true;
+    TSNode block = ts_node_parent(stmt);
+    StepSearch s = {src, false};
+    if (py_is(block, "block")) py_walk(block, visit_step, &s);
+    return s.found;
+}
+
 /* The accumulator sums the very loss the loop hands to backward (whose
- * saved tensors that backward frees) and the loop assigns it afresh after
- * the accumulation (`running_loss = 0` once the optimizer has stepped, every
- * N micro-batches): it holds the graphs of one accumulation window at most,
+ * saved tensors that backward frees: not with retain_graph=True) and the
+ * loop assigns it afresh after the accumulation, on a schedule
+ * (`running_loss = 0` once the optimizer has stepped, every N
+ * micro-batches): it holds the graphs of one accumulation window at most,
  * not one per step. */
 static bool reset_after_backward(State *st, const Accumulation *a) {
     const PySource *src = st->src;
-    if (!py_is(a->acc, "identifier") || !py_is(py_unparen(a->value), "identifier") ||
+    if (st->retains || !py_is(a->acc, "identifier") || !py_is(py_unparen(a->value), "identifier") ||
         !set_has(src, &st->targets, py_unparen(a->value)))
         return false;
     size_t from = ts_node_end_byte(a->stmt), until = ts_node_end_byte(st->loop);
@@ -584,7 +615,7 @@ static bool reset_after_backward(State *st, const Accumulation *a) {
         py_index_bindings(src, py_scope_of(src, a->stmt), py_text_ptr(src, a->acc), py_text_len(a->acc), &count);
     for (size_t i = 0; i < count; i++)
         if (b[i].start >= from && b[i].start < until && b[i].kind != BINDING_LOOP_TARGET && !ts_node_is_null(b[i].value) &&
-            restarts(src, &b[i], a->acc))
+            restarts(src, &b[i], a->acc) && resets_on_schedule(src, b[i].value, st->loop))
             return true;
     return false;
 }
