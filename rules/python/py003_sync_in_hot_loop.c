@@ -23,7 +23,9 @@ static const char documentation[] =
     "or conversion); empty_cache in a loop whose body collects garbage and hands memory back, and does\n"
     "nothing else (`for _ in range(3): gc.collect(); torch.cuda.empty_cache()`, also under `if\n"
     "torch.cuda.is_available():`, beside imports, `del` and other devices' `empty_cache()`): nothing is\n"
-    "allocated between the calls, so nothing is cudaMalloc'ed again; empty_cache in a loop that exports a model on each iteration (`torch.onnx.export`,\n"
+    "allocated between the calls, so nothing is cudaMalloc'ed again (such a loop inside a training loop\n"
+    "still empties the cache on every step, and the training loop is judged instead); empty_cache in a\n"
+    "loop that exports a model on each iteration (`torch.onnx.export`,\n"
     "`torch.jit.trace`, `torch.jit.script`, `torch.export.export`: a conversion pass over models); empty_cache in a loop that moves what it loaded off the GPU again (`layer =\n"
     "layer.cpu()`, `module.cpu()`, `module.unload()`, `layers[i] = layer.cpu()` after `layer =\n"
     "layers[i].to(dev)` and `layer(x)`, the name bound to nothing else: layer-by-layer calibration or\n"
@@ -603,9 +605,15 @@ static bool visit(TSNode n, void *data) {
                          "torch.cuda.synchronize() runs on every iteration of this loop: the GPU idles while the "
                          "host waits and then queues the next step");
     } else {
+        /* a collect-and-release loop repeats within one run of the loop around it, if any: that one decides */
+        while (loop_only_releases(ctx->py, loop)) {
+            loop = py_enclosing_loop(loop);
+            if (ts_node_is_null(loop) || py_is_periodic(ctx->py, n, loop) || iterates_modules(ctx->py, loop))
+                return true;
+        }
         if (iterates_over_sizes(ctx, loop) || measures_memory(ctx, loop) || offloads_each_iteration(ctx, loop) ||
             releases_loaded_model(ctx, loop, n) || empties_between_timed_spans(ctx, loop, n) ||
-            exports_models(ctx, loop) || loop_only_releases(ctx->py, loop))
+            exports_models(ctx, loop))
             return true;
         rule_report_node(ctx, n,
                          "torch.cuda.empty_cache() inside a loop: freed blocks must be cudaMalloc'ed again on the "
