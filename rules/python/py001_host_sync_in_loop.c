@@ -1173,7 +1173,7 @@ static bool rereads_value(const PySource *src, TSNode read, TSNode loop) {
 
 typedef struct {
     const PySource *src;
-    TSNode loop, value;
+    TSNode loop, value, test; /* test: the `if` statement */
     bool found;
 } StopReadSearch;
 
@@ -1190,11 +1190,60 @@ static bool reads_on_host(const PySource *src, TSNode call, TSNode value) {
     return false;
 }
 
+/* The read runs whenever the test is evaluated: not in the right operand of
+ * `and`/`or` (`if eos is not None and token.item() == eos:`) nor in a
+ * branch of a conditional expression. */
+static bool always_evaluated(TSNode read, TSNode test) {
+    TSNode child = read;
+    for (TSNode p = ts_node_parent(read); !ts_node_is_null(p) && !ts_node_eq(p, test); child = p, p = ts_node_parent(p)) {
+        if (py_is(p, "conditional_expression")) return false;
+        if (py_is(p, "boolean_operator") && !ts_node_eq(child, ts_node_child_by_field_name(p, "left", 4))) return false;
+    }
+    return true;
+}
+
 static bool visit_stop_read(TSNode n, void *data) {
     StopReadSearch *s = data;
     if (s->found) return false;
-    if (py_is(n, "call") && reads_on_host(s->src, n, s->value) && is_stop_test(s->src, n, s->loop)) s->found = true;
+    if (py_is(n, "call") && reads_on_host(s->src, n, s->value) && is_stop_test(s->src, n, s->loop) &&
+        always_evaluated(n, s->test))
+        s->found = true;
     return !s->found;
+}
+
+/* a call that keeps the host's own books (`generated.append(...)`,
+ * `print(...)`, `len(...)`), which queues nothing on the GPU */
+static bool host_bookkeeping_call(const PySource *src, TSNode call) {
+    static const char *const methods[] = {"append", "extend", "insert", "add", NULL};
+    static const char *const builtins[] = {"print", "len", "int", "float", "str", "min", "max", "range", NULL};
+    for (size_t i = 0; methods[i]; i++)
+        if (py_method_call(src, call, methods[i], NULL)) return true;
+    for (size_t i = 0; builtins[i]; i++)
+        if (py_is_builtin_call(src, call, builtins[i])) return true;
+    return false;
+}
+
+typedef struct {
+    const PySource *src;
+    TSNode read; /* the host read itself, and what it reads, are allowed */
+    bool other;
+} QuietSearch;
+
+static bool visit_quiet(TSNode n, void *data) {
+    QuietSearch *s = data;
+    if (s->other) return false;
+    if (!ts_node_is_null(s->read) && ts_node_eq(n, s->read)) return false;
+    if (py_is(n, "call") && !host_bookkeeping_call(s->src, n)) s->other = true;
+    return !s->other;
+}
+
+/* stmt calls nothing but host bookkeeping (besides read, when given): a
+ * helper of the project (`logits, cache = forward_step(model, token,
+ * cache)`) may queue GPU work that no name shows */
+static bool calls_only_bookkeeping(const PySource *src, TSNode stmt, TSNode read) {
+    QuietSearch s = {src, read, false};
+    py_walk(stmt, visit_quiet, &s);
+    return !s.other;
 }
 
 /* `generated.append(token.item())` at the end of a decoding step whose next
@@ -1209,23 +1258,28 @@ static bool read_again_by_next_stop_test(const PySource *src, TSNode read, TSNod
     TSNode value = read_operand(src, read);
     TSNode body = ts_node_child_by_field_name(loop, "body", 4);
     TSNode stmt = py_statement_of(read);
-    if (!py_is(value, "identifier") || !ts_node_eq(ts_node_parent(stmt), body) || rebinds(src, stmt, value))
+    if (!py_is(value, "identifier") || !ts_node_eq(ts_node_parent(stmt), body) || rebinds(src, stmt, value) ||
+        !calls_only_bookkeeping(src, stmt, read))
         return false;
     if (py_is(loop, "for_statement") && target_holds(src, ts_node_child_by_field_name(loop, "left", 4), value, 0))
         return false;
     if (py_is(loop, "while_statement") && py_does_gpu_work(src, ts_node_child_by_field_name(loop, "condition", 9)))
         return false;
     for (TSNode next = ts_node_next_named_sibling(stmt); !ts_node_is_null(next); next = ts_node_next_named_sibling(next))
-        if (!py_is(next, "comment") && (py_does_gpu_work(src, next) || rebinds(src, next, value))) return false;
+        if (!py_is(next, "comment") &&
+            (py_does_gpu_work(src, next) || rebinds(src, next, value) || !calls_only_bookkeeping(src, next, (TSNode){0})))
+            return false;
     for (TSNode first = ts_node_named_child(body, 0); !ts_node_is_null(first) && !ts_node_eq(first, stmt);
          first = ts_node_next_named_sibling(first)) {
         if (py_is(first, "comment")) continue;
         if (py_is(first, "if_statement")) {
-            StopReadSearch s = {src, loop, value, false};
+            StopReadSearch s = {src, loop, value, first, false};
             py_walk(ts_node_child_by_field_name(first, "condition", 9), visit_stop_read, &s);
             if (s.found) return true;
         }
-        if (py_does_gpu_work(src, first) || rebinds(src, first, value)) return false;
+        if (py_does_gpu_work(src, first) || rebinds(src, first, value) ||
+            !calls_only_bookkeeping(src, first, (TSNode){0}))
+            return false;
     }
     return false;
 }
