@@ -31,13 +31,14 @@ static const char documentation[] =
     "other optimizers (Adagrad, RMSprop, ...: fused support is missing or CPU-only),\n"
     "classes of the same name defined in the file, names imported from `torch.optim` in one branch\n"
     "and from elsewhere in another (`if mup: from mup.optim import MuAdam as Adam` / `else: from\n"
-    "torch.optim import Adam`), an optimizer built where the same function (at module level, the\n"
-    "same top-level statement) also builds one with `fused=` or `foreach=` (the plain one is its\n"
-    "fallback: `try: return AdamW(..., fused=True)` / `except ...: pass` / `return AdamW(...)`, or the\n"
-    "two branches of an `if`; two built side by side, a GAN's generator fused and its discriminator\n"
-    "not, are still flagged), and\n"
-    "files that never mention CUDA or a device (Hugging Face's `per_device_train_batch_size=` names\n"
-    "no device). `capturable=True` is compatible with `fused=True` and is still flagged.\n"
+    "torch.optim import Adam`), an optimizer built instead of the same one with `fused=True` or\n"
+    "`foreach=True` in the same function (at module level, the same top-level statement): both\n"
+    "returned (`try: return AdamW(..., fused=True)` / `except ...: pass` / `return AdamW(...)`), or\n"
+    "both assigned to the same name in the two branches of an `if` or after a `try` (the plain one\n"
+    "is the fallback). Still flagged: two built side by side (a GAN's generator fused and its\n"
+    "discriminator not), the other classes of an optimizer factory, and `foreach=False` beside a\n"
+    "plain one. Files that never mention CUDA or a device are not flagged either (Hugging Face's\n"
+    "`per_device_train_batch_size=` names no device). `capturable=True` is compatible with `fused=True` and is still flagged.\n"
     "Not flagged either: an optimizer over the parameters of a model that the code builds and\n"
     "never moves to a device (no `.cuda()`, `.to(device)`, `fabric.setup(model)`, `DDP(model)`, ...:\n"
     "its parameters stay in host memory), and one whose step torch.compile already compiles\n"
@@ -397,15 +398,67 @@ typedef struct {
     bool found;
 } ChoiceSearch;
 
-/* choice sits in a branch (a `try`'s body or handler, an `if`'s branch) of
- * the scope that plain is not in: one of the two runs instead of the other */
-static bool in_a_branch_apart(TSNode choice, TSNode plain, TSNode scope) {
+/* fused=True or foreach=True, or a value the code computes: a choice of the
+ * fast path (foreach=False turns it off, and is no such choice) */
+static bool chooses_fast_path(const PySource *src, TSNode call) {
+    static const char *const keywords[] = {"fused", "foreach", NULL};
+    for (size_t i = 0; keywords[i]; i++) {
+        TSNode v = py_call_keyword(src, call, keywords[i]);
+        if (!ts_node_is_null(v) && !py_text_eq(src, v, "False") && !py_text_eq(src, v, "None")) return true;
+    }
+    return false;
+}
+
+/* the if or try statement that owns block, with the clause the block belongs to */
+static TSNode branching_statement(TSNode block, TSNode *clause) {
+    TSNode owner = ts_node_parent(block);
+    *clause = owner;
+    if (py_is(owner, "elif_clause") || py_is(owner, "else_clause") || py_is(owner, "except_clause") ||
+        py_is(owner, "finally_clause"))
+        owner = ts_node_parent(owner);
+    return py_is(owner, "if_statement") || py_is(owner, "try_statement") ? owner : (TSNode){0};
+}
+
+/* the statement that returns call, or assigns it to a target: `return
+ * AdamW(...)`, `opt = AdamW(...)` (*target = `opt`) */
+static TSNode returned_or_assigned(TSNode call, TSNode *target) {
+    TSNode up = ts_node_parent(call), null = {0};
+    *target = null;
+    if (py_is(up, "return_statement")) return up;
+    if (py_is(up, "assignment") && ts_node_eq(ts_node_child_by_field_name(up, "right", 5), call)) {
+        *target = ts_node_child_by_field_name(up, "left", 4);
+        return up;
+    }
+    return null;
+}
+
+/* One is built instead of the other. Both are returned: the function gives
+ * back one or the other (`try: return AdamW(..., fused=True)` / `except
+ * ...: pass` / `return AdamW(...)`, an environment switch that returns the
+ * plain one first). Or both are assigned to the same name, choice in a
+ * branch of an `if` whose other branch holds plain, or in the body of a
+ * `try` that plain follows (in a handler, or after it). */
+static bool alternatives(const PySource *src, TSNode choice, TSNode plain, TSNode scope) {
+    TSNode choice_target, plain_target;
+    TSNode choice_stmt = returned_or_assigned(choice, &choice_target);
+    TSNode plain_stmt = returned_or_assigned(plain, &plain_target);
+    if (ts_node_is_null(choice_stmt) || ts_node_is_null(plain_stmt)) return false;
+    if (py_is(choice_stmt, "return_statement") && py_is(plain_stmt, "return_statement")) return true;
+    if (ts_node_is_null(choice_target) || ts_node_is_null(plain_target) ||
+        !py_same_text(src, choice_target, plain_target))
+        return false;
     for (TSNode n = ts_node_parent(choice); !ts_node_is_null(n) && !ts_node_eq(n, scope); n = ts_node_parent(n)) {
         if (!py_is(n, "block")) continue;
-        TSNode owner = ts_node_parent(n);
-        if ((py_is(owner, "try_statement") || py_is(owner, "except_clause") || py_is(owner, "if_statement") ||
-             py_is(owner, "elif_clause") || py_is(owner, "else_clause")) &&
-            !py_is_within(plain, n))
+        TSNode clause;
+        TSNode statement = branching_statement(n, &clause);
+        if (ts_node_is_null(statement) || py_is_within(plain, n)) continue;
+        if (py_is(statement, "if_statement")) {
+            if (py_is_within(plain, statement)) return true;
+            continue;
+        }
+        /* a try: choice in its body, plain in a handler or after the statement */
+        if (ts_node_eq(clause, statement) &&
+            (py_is_within(plain, statement) || ts_node_start_byte(plain) >= ts_node_end_byte(statement)))
             return true;
     }
     return false;
@@ -413,19 +466,22 @@ static bool in_a_branch_apart(TSNode choice, TSNode plain, TSNode scope) {
 
 static bool visit_choice(TSNode n, void *data) {
     ChoiceSearch *s = data;
-    if (py_is(n, "call") && py_callee_is_any(s->src, n, optimizer_names) && chooses_implementation(s->src, n) &&
-        in_a_branch_apart(n, s->plain, s->scope))
+    if (py_is(n, "call") && py_callee_is_any(s->src, n, optimizer_names) && chooses_fast_path(s->src, n) &&
+        py_same_text(s->src, ts_node_child_by_field_name(n, "function", 8),
+                     ts_node_child_by_field_name(s->plain, "function", 8)) &&
+        alternatives(s->src, n, s->plain, s->scope))
         s->found = true;
     return !s->found;
 }
 
-/* The code next to the call builds an optimizer with fused= or foreach= in
- * a branch of its own (`try: return AdamW(params, fused=True)` / `except
- * ...: pass` / `return AdamW(params)`; `if fused: ... else: ...`): the plain
- * one is its fallback, where the fused implementation was refused or turned
- * off on purpose. Next to it: in the same function, or in the same
- * top-level statement at module level. Two optimizers built side by side
- * (a GAN's generator fused, its discriminator not) are no such pair. */
+/* The code next to the call builds the same optimizer with fused=True or
+ * foreach=True as an alternative to it (alternatives()): the plain one is
+ * its fallback, where the fused implementation was refused or turned off on
+ * purpose. Next to it: in the same function, or in
+ * the same top-level statement at module level. Two optimizers built side
+ * by side (a GAN's generator fused, its discriminator not) and the other
+ * classes of an optimizer factory (`if name == "adamw": ... elif name ==
+ * "adam": ...`) are no such pair. */
 static bool falls_back_from_a_choice(const PySource *src, TSNode call) {
     TSNode scope = py_enclosing_function(src, call);
     if (ts_node_is_null(scope)) {
