@@ -274,17 +274,13 @@ Test(imports, nested_scopes_and_later_imports_win) {
 
 /* ---- syntax errors --------------------------------------------------------------- */
 
-Test(imports, a_torch_xla_program_is_no_gpu_program) {
-    static const struct {
-        const char *text;
-        bool uses_gpu;
-    } cases[] = {
-        {"import torch\nimport torch_xla.core.xla_model as xm\ndevice = xm.xla_device()\n", false},
-        {"import torch\nfrom torch_xla import runtime\nx = torch.ones(2, device=fabric.device)\n", false},
-        {"import torch\nimport torch_xla\nif torch.cuda.is_available():\n    dev = 'cuda'\n", true},
-        {"import torch\nx = torch.ones(2, device=device)\n", true},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+typedef struct {
+    const char *text;
+    bool uses_gpu;
+} UsesGpuCase;
+
+static void expect_uses_gpu(const UsesGpuCase *cases, size_t count) {
+    for (size_t i = 0; i < count; i++) {
         Document *doc = doc_of(cases[i].text);
         PySource *src = parse(doc);
         cr_expect(src->uses_gpu == cases[i].uses_gpu, "uses_gpu %d in:\n%s", src->uses_gpu, cases[i].text);
@@ -293,12 +289,19 @@ Test(imports, a_torch_xla_program_is_no_gpu_program) {
     }
 }
 
+Test(imports, a_torch_xla_program_is_no_gpu_program) {
+    static const UsesGpuCase cases[] = {
+        {"import torch\nimport torch_xla.core.xla_model as xm\ndevice = xm.xla_device()\n", false},
+        {"import torch\nfrom torch_xla import runtime\nx = torch.ones(2, device=fabric.device)\n", false},
+        {"import torch\nimport torch_xla\nif torch.cuda.is_available():\n    dev = 'cuda'\n", true},
+        {"import torch\nx = torch.ones(2, device=device)\n", true},
+    };
+    expect_uses_gpu(cases, sizeof cases / sizeof *cases);
+}
+
 /* Hugging Face's per-device batch sizes name no device: a CPU run has them too */
 Test(imports, a_per_device_batch_size_is_no_device) {
-    static const struct {
-        const char *text;
-        bool uses_gpu;
-    } cases[] = {
+    static const UsesGpuCase cases[] = {
         {"import torch\nargs = TrainingArguments(per_device_train_batch_size=8, use_cpu=True)\n", false},
         {"import torch\nargs = dict(per_device_eval_batch_size=4)\nx = torch.ones(2)\n", false},
         {"import torch\nargs = TrainingArguments(per_device_train_batch_size=8)\nm = load(device_map='auto')\n",
@@ -306,13 +309,7 @@ Test(imports, a_per_device_batch_size_is_no_device) {
         {"import torch\nx = torch.ones(2).to(device)\nargs = dict(per_device_eval_batch_size=4)\n", true},
         {"import torch\nnum_devices = 2\n", true},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        Document *doc = doc_of(cases[i].text);
-        PySource *src = parse(doc);
-        cr_expect(src->uses_gpu == cases[i].uses_gpu, "uses_gpu %d in:\n%s", src->uses_gpu, cases[i].text);
-        py_source_free(src);
-        document_free(doc);
-    }
+    expect_uses_gpu(cases, sizeof cases / sizeof *cases);
 }
 
 Test(errors, clean_code_has_none) {

@@ -272,7 +272,8 @@ bool cu_record_has_mutable_field(CXCursor record) {
     return yes;
 }
 
-bool cu_record_is_const_method(CXCursor referenced) {
+/* method, or every overload it names, is a const member function */
+static bool cu_record_is_const_method(CXCursor referenced) {
     if (clang_getCursorKind(referenced) == CXCursor_OverloadedDeclRef) {
         unsigned n = clang_getNumOverloadedDecls(referenced);
         for (unsigned i = 0; i < n; i++)

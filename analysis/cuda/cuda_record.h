@@ -80,7 +80,4 @@ bool cu_record_scalar_field(CXCursor field);
  * of an expression that only reads: calling it cannot change the object */
 bool cu_record_method_reads_only(CXCursor method);
 
-/* method, or every overload it names, is a const member function */
-bool cu_record_is_const_method(CXCursor referenced);
-
 #endif
