@@ -22,21 +22,10 @@ bool py_names_model(const PySource *src, TSNode expr) {
 
 typedef struct {
     const PySource *src;
-    TSNode params;
     bool found;
 } ParameterCallSearch;
 
-static bool is_parameter_name(const PySource *src, TSNode params, TSNode id) {
-    uint32_t n = ts_node_named_child_count(params);
-    for (uint32_t i = 0; i < n; i++) {
-        TSNode p = ts_node_named_child(params, i);
-        if (!py_is(p, "identifier")) p = ts_node_child_by_field_name(p, "name", 4);
-        if (!py_is(p, "identifier")) p = ts_node_named_child(ts_node_named_child(params, i), 0);
-        if (py_is(p, "identifier") && py_same_text(src, p, id)) return true;
-    }
-    return false;
-}
-
+/* a call of one of the enclosing function's parameters, or of a method of one (`model.generate(x)`) */
 static bool visit_parameter_call(TSNode n, void *data) {
     ParameterCallSearch *s = data;
     if (s->found) return false;
@@ -44,7 +33,10 @@ static bool visit_parameter_call(TSNode n, void *data) {
     TSNode callee = ts_node_child_by_field_name(n, "function", 8);
     for (int depth = 0; depth < 16 && py_is(callee, "attribute"); depth++)
         callee = ts_node_child_by_field_name(callee, "object", 6);
-    if (py_is(callee, "identifier") && is_parameter_name(s->src, s->params, callee)) s->found = true;
+    if (py_is(callee, "identifier") &&
+        py_binding_before(s->src, callee, py_text_ptr(s->src, callee), py_text_len(callee),
+                          ts_node_start_byte(callee), NULL) == BINDING_PARAMETER)
+        s->found = true;
     return !s->found;
 }
 
@@ -63,7 +55,7 @@ static bool function_gives_no_graph(const PySource *src, TSNode def) {
     if (memmem(text, len, "no_grad", 7) || memmem(text, len, "inference_mode", 14)) return true;
     TSNode body = ts_node_child_by_field_name(def, "body", 4);
     if (ts_node_is_null(body) || py_does_gpu_work(src, body)) return false;
-    ParameterCallSearch s = {src, ts_node_child_by_field_name(def, "parameters", 10), false};
+    ParameterCallSearch s = {src, false};
     py_walk(body, visit_parameter_call, &s);
     return !s.found;
 }
